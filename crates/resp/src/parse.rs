@@ -1,0 +1,399 @@
+//! Incremental request parser: RESP multibulk (`*N\r\n$len\r\n...`) and inline
+//! commands (`SET k v\r\n`), the two request forms a Redis server accepts.
+//!
+//! The parser is resumable: when a request is incomplete it keeps what it has
+//! learnt (argument count, the arguments already read, the pending bulk length)
+//! and its position in the buffer, so a 1,000,000-argument request or a 512 MB
+//! bulk arriving in many reads is scanned once, never re-parsed from its start.
+//! It never allocates more than the bytes that have actually arrived, so a
+//! client that merely *declares* a huge bulk costs nothing until it sends it.
+//!
+//! Errors carry Redis's exact protocol error text; the caller replies
+//! `-ERR Protocol error: ...` and closes the connection.
+
+use std::fmt;
+
+/// Largest inline request or `*`/`$` header line accepted without its `\r\n`.
+pub const INLINE_MAX: usize = 64 * 1024;
+/// Largest argument count of one multibulk request.
+pub const MULTIBULK_MAX: i64 = 1024 * 1024;
+
+/// A malformed request. The message is what follows `-ERR ` on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn perr(msg: &str) -> ProtocolError {
+    ProtocolError(format!("Protocol error: {msg}"))
+}
+
+/// Limits applied while parsing.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// proto-max-bulk-len: the largest bulk argument accepted.
+    pub max_bulk_len: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_bulk_len: 512 * 1024 * 1024 }
+    }
+}
+
+/// Parser state that survives between reads of one connection.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Arguments still expected in the current multibulk, 0 when between requests.
+    multibulk_left: i64,
+    /// Length of the bulk being read, -1 when its `$` header is not read yet.
+    bulk_len: i64,
+    /// Arguments of the request being assembled.
+    args: Vec<Vec<u8>>,
+    /// True while inside a multibulk request.
+    in_multibulk: bool,
+}
+
+/// Outcome of one `Parser::parse` call.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// A complete request; `args` may be empty (an empty inline line or `*0`),
+    /// which the caller skips.
+    Command(Vec<Vec<u8>>),
+    /// More bytes are needed. `want` is a hint of how many bytes the pending
+    /// bulk still needs, so the caller can reserve the buffer once.
+    Incomplete { want: usize },
+}
+
+impl Parser {
+    /// A parser between requests.
+    pub fn new() -> Self {
+        Parser { multibulk_left: 0, bulk_len: -1, args: Vec::new(), in_multibulk: false }
+    }
+
+    /// True when no request is half-read.
+    pub fn is_idle(&self) -> bool {
+        !self.in_multibulk
+    }
+
+    /// Parses one request from `buf[*pos..]`, advancing `*pos` past what it consumed.
+    ///
+    /// Errors: the protocol error to report; the connection must then be closed.
+    pub fn parse(&mut self, buf: &[u8], pos: &mut usize, limits: &Limits) -> Result<Parsed, ProtocolError> {
+        if !self.in_multibulk {
+            if *pos >= buf.len() {
+                return Ok(Parsed::Incomplete { want: 0 });
+            }
+            if buf[*pos] == b'*' {
+                self.in_multibulk = true;
+                self.multibulk_left = -1;
+                self.bulk_len = -1;
+            } else {
+                return parse_inline(buf, pos);
+            }
+        }
+        self.parse_multibulk(buf, pos, limits)
+    }
+
+    fn parse_multibulk(&mut self, buf: &[u8], pos: &mut usize, limits: &Limits) -> Result<Parsed, ProtocolError> {
+        if self.multibulk_left == -1 {
+            let Some((line, next)) = read_line(buf, *pos + 1) else {
+                if buf.len() - *pos > INLINE_MAX {
+                    return Err(perr("too big mbulk count string"));
+                }
+                return Ok(Parsed::Incomplete { want: 0 });
+            };
+            let n = parse_len(line).filter(|&n| n <= MULTIBULK_MAX).ok_or_else(|| perr("invalid multibulk length"))?;
+            *pos = next;
+            if n <= 0 {
+                self.reset();
+                return Ok(Parsed::Command(Vec::new()));
+            }
+            self.multibulk_left = n;
+            // Reserve modestly: the count is untrusted until the arguments arrive.
+            self.args = Vec::with_capacity((n as usize).min(1024));
+        }
+        while self.multibulk_left > 0 {
+            if self.bulk_len == -1 {
+                if *pos >= buf.len() {
+                    return Ok(Parsed::Incomplete { want: 0 });
+                }
+                if buf[*pos] != b'$' {
+                    let got = buf[*pos] as char;
+                    return Err(perr(&format!("expected '$', got '{got}'")));
+                }
+                let Some((line, next)) = read_line(buf, *pos + 1) else {
+                    if buf.len() - *pos > INLINE_MAX {
+                        return Err(perr("too big bulk count string"));
+                    }
+                    return Ok(Parsed::Incomplete { want: 0 });
+                };
+                let n = parse_len(line)
+                    .filter(|&n| n >= 0 && n <= limits.max_bulk_len)
+                    .ok_or_else(|| perr("invalid bulk length"))?;
+                *pos = next;
+                self.bulk_len = n;
+            }
+            let need = self.bulk_len as usize + 2;
+            let have = buf.len() - *pos;
+            if have < need {
+                return Ok(Parsed::Incomplete { want: need - have });
+            }
+            let start = *pos;
+            let end = start + self.bulk_len as usize;
+            if &buf[end..end + 2] != b"\r\n" {
+                // Redis does not check the terminator byte values; neither do we,
+                // but we still skip exactly two bytes.
+            }
+            self.args.push(buf[start..end].to_vec());
+            *pos = end + 2;
+            self.bulk_len = -1;
+            self.multibulk_left -= 1;
+        }
+        let args = std::mem::take(&mut self.args);
+        self.reset();
+        Ok(Parsed::Command(args))
+    }
+
+    fn reset(&mut self) {
+        self.in_multibulk = false;
+        self.multibulk_left = 0;
+        self.bulk_len = -1;
+    }
+}
+
+/// Finds the `\n`-terminated line starting at `from`; returns it without `\r\n`
+/// and the index after the `\n`.
+fn read_line(buf: &[u8], from: usize) -> Option<(&[u8], usize)> {
+    let rel = buf.get(from..)?.iter().position(|&b| b == b'\n')?;
+    let mut line = &buf[from..from + rel];
+    if line.last() == Some(&b'\r') {
+        line = &line[..line.len() - 1];
+    }
+    Some((line, from + rel + 1))
+}
+
+/// Parses a decimal length as Redis's `string2ll` would accept it.
+fn parse_len(s: &[u8]) -> Option<i64> {
+    crate::num::parse_i64(s)
+}
+
+fn parse_inline(buf: &[u8], pos: &mut usize) -> Result<Parsed, ProtocolError> {
+    let Some(rel) = buf[*pos..].iter().position(|&b| b == b'\n') else {
+        if buf.len() - *pos > INLINE_MAX {
+            return Err(perr("too big inline request"));
+        }
+        return Ok(Parsed::Incomplete { want: 0 });
+    };
+    let mut line = &buf[*pos..*pos + rel];
+    if line.last() == Some(&b'\r') {
+        line = &line[..line.len() - 1];
+    }
+    let args = split_args(line).ok_or_else(|| perr("unbalanced quotes in request"))?;
+    *pos += rel + 1;
+    Ok(Parsed::Command(args))
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Splits an inline request into arguments the way redis-cli and Redis do:
+/// whitespace separates, "double quotes" take C escapes (`\n`, `\xHH`),
+/// 'single quotes' take only `\'`. A closing quote must be followed by
+/// whitespace or the end of the line.
+///
+/// Returns None on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(args);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_val(line[i + 2]), hex_val(line[i + 3])) {
+                        cur.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < n {
+                    let e = match line[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    };
+                    cur.push(e);
+                    i += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                cur.push(c);
+                i += 1;
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    cur.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                cur.push(c);
+                i += 1;
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        i += 1;
+                        break;
+                    }
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+                i += 1;
+            }
+        }
+        args.push(cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Vec<u8>>>, ProtocolError> {
+        let mut p = Parser::new();
+        let mut pos = 0;
+        let mut out = Vec::new();
+        loop {
+            match p.parse(input, &mut pos, &Limits::default())? {
+                Parsed::Command(a) => out.push(a),
+                Parsed::Incomplete { .. } => return Ok(out),
+            }
+        }
+    }
+
+    fn v(items: &[&str]) -> Vec<Vec<u8>> {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn multibulk_and_inline() {
+        let got = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\nset a \"b c\"\r\n").unwrap();
+        assert_eq!(got, vec![v(&["GET", "k"]), v(&["PING"]), v(&["set", "a", "b c"])]);
+    }
+
+    #[test]
+    fn errors_match_redis() {
+        assert_eq!(parse_all(b"*abc\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
+        assert_eq!(parse_all(b"*1\r\nx").unwrap_err().0, "Protocol error: expected '$', got 'x'");
+        assert_eq!(parse_all(b"*1\r\n$-5\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
+        assert_eq!(parse_all(b"*3000000\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
+        assert_eq!(parse_all(b"set \"a\r\n").unwrap_err().0, "Protocol error: unbalanced quotes in request");
+        let big = vec![b'a'; INLINE_MAX + 10];
+        assert_eq!(parse_all(&big).unwrap_err().0, "Protocol error: too big inline request");
+    }
+
+    #[test]
+    fn declared_huge_bulk_allocates_nothing() {
+        let mut p = Parser::new();
+        let mut pos = 0;
+        let r = p.parse(b"*1\r\n$2000000000\r\n", &mut pos, &Limits { max_bulk_len: 4_000_000_000 }).unwrap();
+        assert_eq!(r, Parsed::Incomplete { want: 2_000_000_002 });
+        assert!(p.args.capacity() <= 1);
+    }
+
+    #[test]
+    fn quotes_and_escapes() {
+        assert_eq!(split_args(b"a \"\\x41\\n\" 'it\\'s'").unwrap(), vec![b"a".to_vec(), b"A\n".to_vec(), b"it's".to_vec()]);
+        assert!(split_args(b"\"a\"b").is_none());
+        assert_eq!(split_args(b"   ").unwrap(), Vec::<Vec<u8>>::new());
+    }
+
+    fn encode(cmds: &[Vec<Vec<u8>>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in cmds {
+            out.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+            for a in c {
+                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Any split of a valid stream into reads yields the same commands.
+        #[test]
+        fn resumable_across_any_split(cmds in prop::collection::vec(prop::collection::vec(prop::collection::vec(any::<u8>(), 0..20), 1..5), 1..10), cuts in prop::collection::vec(any::<usize>(), 0..8)) {
+            let bytes = encode(&cmds);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+            cuts.push(bytes.len());
+            cuts.sort();
+            let mut p = Parser::new();
+            let mut got = Vec::new();
+            let mut pos = 0;
+            for end in cuts {
+                loop {
+                    match p.parse(&bytes[..end], &mut pos, &Limits::default()).unwrap() {
+                        Parsed::Command(a) => got.push(a),
+                        Parsed::Incomplete { .. } => break,
+                    }
+                }
+            }
+            prop_assert_eq!(got, cmds);
+        }
+
+        /// Arbitrary bytes never panic and never make the parser claim more than it has.
+        #[test]
+        fn garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+            let mut p = Parser::new();
+            let mut pos = 0;
+            while let Ok(Parsed::Command(_)) = p.parse(&bytes, &mut pos, &Limits::default()) {
+                prop_assert!(pos <= bytes.len());
+            }
+            prop_assert!(pos <= bytes.len());
+        }
+    }
+}

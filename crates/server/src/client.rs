@@ -1,0 +1,207 @@
+//! Per-connection state: socket, buffers, selected database, protocol
+//! version, transaction state, and the bookkeeping CLIENT LIST shows.
+//!
+//! A `Client` does not know about the event loop; `net.rs` feeds its query
+//! buffer and drains its reply buffer, `exec.rs` runs what it parsed.
+
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use resp::{Parser, Reply};
+
+/// A client's numeric id, unique for the life of the process.
+pub type ClientId = u64;
+
+/// CLIENT REPLY mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// No replies.
+    Off,
+    /// The next command's reply is dropped.
+    SkipNext,
+    /// The current command's reply is dropped (SkipNext moves here).
+    Skip,
+}
+
+/// One connection.
+pub struct Client {
+    /// Unique id.
+    pub id: ClientId,
+    /// The socket; None for the internal client used by tests and scripts.
+    pub sock: Option<TcpStream>,
+    /// Peer address as `ip:port`.
+    pub addr: String,
+    /// Local address as `ip:port`.
+    pub laddr: String,
+    /// CLIENT SETNAME.
+    pub name: Option<Vec<u8>>,
+    /// CLIENT SETINFO lib-name.
+    pub lib_name: Option<Vec<u8>>,
+    /// CLIENT SETINFO lib-ver.
+    pub lib_ver: Option<Vec<u8>>,
+    /// Selected database.
+    pub db: usize,
+    /// Bytes received and not yet parsed.
+    pub qbuf: Vec<u8>,
+    /// Parse position in `qbuf`.
+    pub qpos: usize,
+    /// Request parser state.
+    pub parser: Parser,
+    /// Reply bytes not yet written; `reply.resp3` is the protocol version.
+    pub reply: Reply,
+    /// How much of `reply.buf` was already written.
+    pub sent: usize,
+    /// Commands queued by MULTI (None outside a transaction).
+    pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command queued in MULTI failed to queue: EXEC must abort.
+    pub multi_error: bool,
+    /// Keys watched by WATCH: (db, key, alive at WATCH time).
+    pub watched: Vec<(usize, Vec<u8>, bool)>,
+    /// A watched key was modified.
+    pub dirty_cas: bool,
+    /// Close after the pending replies are written.
+    pub close_after_reply: bool,
+    /// Close now (CLIENT KILL, limits).
+    pub close_asap: bool,
+    /// This client is in MONITOR mode.
+    pub monitor: bool,
+    /// CLIENT REPLY state.
+    pub reply_mode: ReplyMode,
+    /// CLIENT NO-EVICT.
+    pub no_evict: bool,
+    /// CLIENT NO-TOUCH.
+    pub no_touch: bool,
+    /// Creation time.
+    pub created: Instant,
+    /// Time of the last command.
+    pub last_interaction: Instant,
+    /// Name of the last command run, for CLIENT LIST `cmd=`.
+    pub last_cmd: String,
+    /// Total bytes read.
+    pub net_in: u64,
+    /// Total bytes written.
+    pub net_out: u64,
+    /// Commands run.
+    pub commands: u64,
+    /// Largest query buffer seen since the last cron, for its resizing.
+    pub qbuf_peak: usize,
+    /// This client's commands are on hold because of CLIENT PAUSE.
+    pub paused: bool,
+}
+
+impl Client {
+    /// A fresh connection.
+    pub fn new(id: ClientId, sock: Option<TcpStream>, addr: String, laddr: String) -> Client {
+        let now = Instant::now();
+        Client {
+            id,
+            sock,
+            addr,
+            laddr,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            db: 0,
+            qbuf: Vec::new(),
+            qpos: 0,
+            parser: Parser::new(),
+            reply: Reply::new(),
+            sent: 0,
+            multi: None,
+            multi_error: false,
+            watched: Vec::new(),
+            dirty_cas: false,
+            close_after_reply: false,
+            close_asap: false,
+            monitor: false,
+            reply_mode: ReplyMode::On,
+            no_evict: false,
+            no_touch: false,
+            created: now,
+            last_interaction: now,
+            last_cmd: "NULL".into(),
+            net_in: 0,
+            net_out: 0,
+            commands: 0,
+            qbuf_peak: 0,
+            paused: false,
+        }
+    }
+
+    /// Bytes of reply not yet written.
+    pub fn pending_out(&self) -> usize {
+        self.reply.buf.len() - self.sent
+    }
+
+    /// The RESP version (2 or 3).
+    pub fn resp(&self) -> u8 {
+        if self.reply.resp3 {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// Client flags as CLIENT LIST prints them.
+    pub fn flags(&self) -> String {
+        let mut f = String::new();
+        if self.multi.is_some() {
+            f.push('x');
+        }
+        if !self.watched.is_empty() {
+            f.push('w');
+        }
+        if self.dirty_cas {
+            f.push('d');
+        }
+        if self.monitor {
+            f.push('O');
+        }
+        if self.close_after_reply {
+            f.push('c');
+        }
+        if self.no_evict {
+            f.push('e');
+        }
+        if self.no_touch {
+            f.push('T');
+        }
+        if f.is_empty() {
+            f.push('N');
+        }
+        f
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line (without the trailing newline).
+    pub fn info_line(&self, now: Instant) -> String {
+        let name = self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let lib_name = self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let lib_ver = self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
+        let qbuf = self.qbuf.len() - self.qpos;
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread=0",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.id + 7,
+            name,
+            now.duration_since(self.created).as_secs(),
+            now.duration_since(self.last_interaction).as_secs(),
+            self.flags(),
+            self.db,
+            multi,
+            self.watched.len(),
+            qbuf,
+            self.qbuf.capacity() - self.qbuf.len(),
+            self.pending_out(),
+            self.qbuf.capacity() + self.reply.buf.capacity(),
+            self.last_cmd,
+            self.resp(),
+            lib_name,
+            lib_ver
+        )
+    }
+}

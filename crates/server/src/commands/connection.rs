@@ -1,0 +1,176 @@
+//! Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH.
+
+use super::flags::*;
+use super::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::client::ReplyMode;
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    let conn: &[&str] = &["fast", "connection"];
+    vec![
+        spec("ping", -1, FAST, NO_KEYS, ping).acl(conn).group("connection").doc("Returns the server's liveliness response.", "1.0.0"),
+        spec("echo", 2, FAST, NO_KEYS, echo).acl(conn).group("connection").doc("Returns the given string.", "1.0.0"),
+        spec("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, NO_KEYS, quit)
+            .acl(conn)
+            .group("connection")
+            .doc("Closes the connection.", "1.0.0"),
+        spec("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, NO_KEYS, reset)
+            .acl(conn)
+            .group("connection")
+            .doc("Resets the connection.", "6.2.0"),
+        spec("select", 2, LOADING | STALE | FAST, NO_KEYS, select).acl(conn).group("connection").doc("Changes the selected database.", "1.0.0"),
+        spec("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, NO_KEYS, hello)
+            .acl(conn)
+            .group("connection")
+            .doc("Handshakes with the server.", "6.0.0"),
+        spec("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, NO_KEYS, auth)
+            .acl(conn)
+            .group("connection")
+            .doc("Authenticates the connection.", "1.0.0"),
+    ]
+}
+
+/// PING [message]
+pub fn ping(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() > 2 {
+        return Err(CmdError::Arity("ping".into()));
+    }
+    match args.get(1) {
+        Some(m) => ctx.out().bulk(m),
+        None => ctx.out().simple("PONG"),
+    }
+    Ok(())
+}
+
+/// ECHO message
+pub fn echo(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    ctx.out().bulk(&args[1]);
+    Ok(())
+}
+
+/// QUIT: replies OK, then the connection closes.
+pub fn quit(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    ctx.out().ok();
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+/// RESET: back to a fresh connection's state.
+pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    ctx.client.multi = None;
+    ctx.client.multi_error = false;
+    ctx.srv.unwatch_all(ctx.client);
+    ctx.client.db = 0;
+    ctx.client.reply.resp3 = false;
+    ctx.client.reply_mode = ReplyMode::On;
+    ctx.client.name = None;
+    ctx.client.no_evict = false;
+    ctx.client.no_touch = false;
+    if ctx.client.monitor {
+        ctx.client.monitor = false;
+        let id = ctx.client.id;
+        ctx.srv.monitors.retain(|&m| m != id);
+    }
+    ctx.out().simple("RESET");
+    Ok(())
+}
+
+/// SELECT index
+pub fn select(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let i = arg_i64(&args[1]).map_err(|_| CmdError::NotInt)?;
+    if i < 0 || i as usize >= ctx.srv.dbs.len() {
+        return Err(CmdError::DbIndex);
+    }
+    ctx.client.db = i as usize;
+    ctx.out().ok();
+    Ok(())
+}
+
+fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> Result<(), CmdError> {
+    let required = ctx.srv.config.get("requirepass").unwrap_or("");
+    if user != b"default" {
+        return Err(CmdError::Custom("WRONGPASS invalid username-password pair or user is disabled.".into()));
+    }
+    if required.is_empty() {
+        return Err(CmdError::Custom(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+                .into(),
+        ));
+    }
+    if pass != required.as_bytes() {
+        return Err(CmdError::Custom("WRONGPASS invalid username-password pair or user is disabled.".into()));
+    }
+    Ok(())
+}
+
+/// AUTH [username] password
+pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    match args.len() {
+        2 => check_password(ctx, b"default", &args[1])?,
+        3 => {
+            if ctx.srv.config.get("requirepass").unwrap_or("").is_empty() && args[1] == b"default" {
+                return Err(CmdError::Custom("WRONGPASS invalid username-password pair or user is disabled.".into()));
+            }
+            check_password(ctx, &args[1], &args[2])?
+        }
+        _ => return Err(CmdError::Syntax),
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let mut ver = None;
+    let mut i = 1;
+    if let Some(v) = args.get(1) {
+        let v = arg_i64(v).map_err(|_| CmdError::Custom("ERR Protocol version is not an integer or out of range".into()))?;
+        if !(2..=3).contains(&v) {
+            return Err(CmdError::Custom("NOPROTO unsupported protocol version".into()));
+        }
+        ver = Some(v);
+        i = 2;
+    }
+    let mut name = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if is(&args[i], "auth") && more >= 2 {
+            check_password(ctx, &args[i + 1], &args[i + 2])?;
+            i += 3;
+        } else if is(&args[i], "setname") && more >= 1 {
+            let n = &args[i + 1];
+            if n.iter().any(|&b| b <= b' ' || b > b'~') {
+                return Err(CmdError::err("Client names cannot contain spaces, newlines or special characters."));
+            }
+            name = Some(n.clone());
+            i += 2;
+        } else {
+            return Err(CmdError::Custom(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i]))));
+        }
+    }
+    if let Some(v) = ver {
+        ctx.client.reply.resp3 = v == 3;
+    }
+    if let Some(n) = name {
+        ctx.client.name = if n.is_empty() { None } else { Some(n) };
+    }
+    let proto = ctx.client.resp() as i64;
+    let id = ctx.client.id as i64;
+    let out = ctx.out();
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(crate::REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(proto);
+    out.bulk(b"id");
+    out.int(id);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! Dispatch: look the command up, check arity once, queue it inside MULTI,
+//! run it, then do the bookkeeping every command shares (stats, slow log,
+//! MONITOR feed, reply suppression). Handlers never count arguments.
+
+use std::time::Instant;
+
+use crate::client::{Client, ReplyMode};
+use crate::commands::{flags, CmdError, Ctx, Spec};
+use crate::server::{unix_ms, unix_us, SlowEntry};
+use crate::server::Server;
+
+/// How a lookup went.
+pub enum Lookup<'a> {
+    /// Found; the full name (`config|get` for subcommands).
+    Found(&'a Spec, String),
+    /// Unknown command or subcommand, with the error to reply.
+    Unknown(CmdError),
+    /// Wrong number of arguments.
+    BadArity(CmdError),
+}
+
+/// Finds the spec for `argv`, descending into subcommands, and checks arity.
+pub fn lookup<'a>(srv: &'a Server, argv: &[Vec<u8>]) -> Lookup<'a> {
+    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+    let Some(spec) = srv.commands.get(&name) else {
+        let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trunc(&argv[0]));
+        for a in &argv[1..] {
+            if msg.len() >= 128 + 60 {
+                break;
+            }
+            msg.push_str(&format!("'{}' ", trunc(a)));
+        }
+        return Lookup::Unknown(CmdError::Custom(msg));
+    };
+    if spec.subcommands.is_empty() {
+        if !spec.arity_ok(argv.len()) {
+            return Lookup::BadArity(CmdError::Arity(name));
+        }
+        return Lookup::Found(spec, name);
+    }
+    if argv.len() < 2 {
+        return Lookup::BadArity(CmdError::Arity(name));
+    }
+    match spec.subcommand(&argv[1]) {
+        Some(sub) => {
+            let full = format!("{}|{}", name, sub.name);
+            if !sub.arity_ok(argv.len()) {
+                return Lookup::BadArity(CmdError::Arity(full));
+            }
+            Lookup::Found(sub, full)
+        }
+        None => Lookup::Unknown(CmdError::Custom(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            trunc(&argv[1]),
+            name.to_ascii_uppercase()
+        ))),
+    }
+}
+
+fn trunc(a: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&a[..a.len().min(128)]).into_owned();
+    s.replace(['\r', '\n'], " ")
+}
+
+/// Commands that run immediately even inside MULTI.
+fn runs_in_multi(name: &str) -> bool {
+    matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
+}
+
+/// True if `spec` must wait because of CLIENT PAUSE.
+pub fn is_paused(srv: &Server, spec: &Spec, name: &str, now: i64) -> bool {
+    let Some(p) = srv.pause else { return false };
+    if now >= p.until {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
+    // WRITE mode holds writes and commands that may write; EXEC of a
+    // transaction is judged by what it queued (done by the caller).
+    spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE) && !name.starts_with("publish")
+}
+
+/// Runs one request from `c`. Returns false if the client must wait (paused).
+pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    let now = unix_ms();
+    let (spec, name) = match lookup(srv, &argv) {
+        Lookup::Found(s, n) => (s.clone(), n),
+        Lookup::Unknown(e) | Lookup::BadArity(e) => {
+            if c.multi.is_some() {
+                c.multi_error = true;
+            }
+            if let Some(n) = argv.first() {
+                let full = String::from_utf8_lossy(n).to_ascii_lowercase();
+                if let Some(st) = srv.commands.get(&full).map(|_| full.clone()) {
+                    srv.cmdstats.entry(st).or_default().rejected += 1;
+                }
+            }
+            reply_error(srv, c, &e);
+            return true;
+        }
+    };
+    if c.multi.is_some() && !runs_in_multi(&name) {
+        if spec.has(flags::NO_MULTI) {
+            let e = CmdError::err(format!("Command not allowed inside a transaction"));
+            c.multi_error = true;
+            reply_error(srv, c, &e);
+            return true;
+        }
+        c.multi.as_mut().expect("in multi").push(argv);
+        c.reply.simple("QUEUED");
+        return true;
+    }
+    let paused = if name == "exec" {
+        srv.pause.is_some_and(|p| now < p.until)
+            && c.multi.as_ref().is_some_and(|q| {
+                q.iter().any(|a| matches!(lookup(srv, a), Lookup::Found(s, n) if is_paused(srv, s, &n, now)))
+            })
+    } else {
+        is_paused(srv, &spec, &name, now)
+    };
+    if paused {
+        return false;
+    }
+    run(srv, c, &spec, &name, &argv, now);
+    true
+}
+
+/// Runs a looked-up command and does the shared bookkeeping.
+pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Vec<u8>], now: i64) {
+    if c.reply_mode == ReplyMode::SkipNext {
+        c.reply_mode = ReplyMode::Skip;
+    }
+    let mark = c.reply.buf.len();
+    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
+        feed_monitors(srv, c, argv);
+    }
+    let start = Instant::now();
+    let result = {
+        let mut ctx = Ctx { srv, client: c, now };
+        (spec.handler)(&mut ctx, argv)
+    };
+    let usec = start.elapsed().as_micros() as u64;
+    srv.total_commands += 1;
+    c.commands += 1;
+    c.last_cmd = name.to_string();
+    c.last_interaction = Instant::now();
+    let st = srv.cmdstats.entry(name.to_string()).or_default();
+    st.calls += 1;
+    st.usec += usec;
+    if let Err(e) = &result {
+        st.failed += 1;
+        reply_error(srv, c, e);
+    }
+    if !spec.has(flags::SKIP_SLOWLOG) {
+        slowlog_push(srv, c, argv, usec);
+    }
+    srv.latency_sample("command", usec / 1000);
+    match c.reply_mode {
+        ReplyMode::Off => c.reply.buf.truncate(mark.max(c.sent)),
+        ReplyMode::Skip => {
+            c.reply.buf.truncate(mark.max(c.sent));
+            c.reply_mode = ReplyMode::On;
+        }
+        _ => {}
+    }
+}
+
+/// Writes an error reply and counts it in errorstats.
+pub fn reply_error(srv: &mut Server, c: &mut Client, e: &CmdError) {
+    let msg = e.message();
+    let code = msg.split(' ').next().unwrap_or("ERR").to_string();
+    *srv.errorstats.entry(code).or_default() += 1;
+    srv.total_error_replies += 1;
+    c.reply.error(&msg);
+}
+
+fn slowlog_push(srv: &mut Server, c: &Client, argv: &[Vec<u8>], usec: u64) {
+    let threshold = srv.config.slowlog_slower_than;
+    if threshold < 0 || (usec as i64) < threshold {
+        return;
+    }
+    let mut args: Vec<Vec<u8>> = Vec::new();
+    let max_args = 32;
+    for (i, a) in argv.iter().enumerate() {
+        if i == max_args - 1 && argv.len() > max_args {
+            args.push(format!("... ({} more arguments)", argv.len() - max_args + 1).into_bytes());
+            break;
+        }
+        if a.len() > 128 {
+            let mut t = a[..128].to_vec();
+            t.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
+            args.push(t);
+        } else {
+            args.push(a.clone());
+        }
+    }
+    let entry = SlowEntry {
+        id: srv.slowlog_next_id,
+        time: unix_ms() / 1000,
+        usec,
+        argv: args,
+        addr: c.addr.clone(),
+        name: c.name.clone().unwrap_or_default(),
+    };
+    srv.slowlog_next_id += 1;
+    srv.slowlog.push_front(entry);
+    while srv.slowlog.len() > srv.config.slowlog_max_len {
+        srv.slowlog.pop_back();
+    }
+}
+
+fn feed_monitors(srv: &mut Server, c: &Client, argv: &[Vec<u8>]) {
+    let us = unix_us();
+    let mut line = format!("{}.{:06} [{} {}]", us / 1_000_000, us % 1_000_000, c.db, c.addr);
+    for a in argv {
+        line.push_str(" \"");
+        for &b in a {
+            match b {
+                b'\\' => line.push_str("\\\\"),
+                b'"' => line.push_str("\\\""),
+                b'\n' => line.push_str("\\n"),
+                b'\r' => line.push_str("\\r"),
+                b'\t' => line.push_str("\\t"),
+                7 => line.push_str("\\a"),
+                8 => line.push_str("\\b"),
+                0x20..=0x7e => line.push(b as char),
+                _ => line.push_str(&format!("\\x{b:02x}")),
+            }
+        }
+        line.push('"');
+    }
+    let ids = srv.monitors.clone();
+    for id in ids {
+        if id == c.id {
+            continue;
+        }
+        if let Some(m) = srv.clients.get_mut(&id) {
+            m.reply.simple(&line);
+        }
+    }
+}

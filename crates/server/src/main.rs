@@ -1,0 +1,59 @@
+//! densekv-server: a Redis-compatible in-memory data store.
+//!
+//! `densekv-server [config-file] [--name value ...]`, like redis-server.
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+use server::config::Config;
+use server::net::EventLoop;
+use server::server::Server;
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-v" || a == "--version") {
+        println!("densekv-server v={} (Redis {} compatible)", env!("CARGO_PKG_VERSION"), server::REDIS_VERSION);
+        return ExitCode::SUCCESS;
+    }
+    let config = match Config::from_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("*** FATAL CONFIG ERROR *** {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let bind = config.get("bind").unwrap_or("127.0.0.1").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
+    let bind = bind.trim_start_matches('-');
+    let ip: IpAddr = match bind.parse() {
+        Ok(ip) => ip,
+        Err(_) => {
+            eprintln!("*** FATAL CONFIG ERROR *** bad bind address '{bind}'");
+            return ExitCode::from(1);
+        }
+    };
+    let addr = SocketAddr::new(ip, config.port);
+    let mut ev = match EventLoop::bind(addr) {
+        Ok(ev) => ev,
+        Err(e) => {
+            eprintln!("Warning: Could not create server TCP listening socket {addr}: {e}");
+            eprintln!("Failed listening on port {} (tcp), aborting.", config.port);
+            return ExitCode::from(1);
+        }
+    };
+    let mut srv = Server::new(config);
+    println!("densekv {} (Redis {} compatible) pid {} listening on {addr}", env!("CARGO_PKG_VERSION"), server::REDIS_VERSION, std::process::id());
+    println!("Ready to accept connections tcp");
+    match ev.run(&mut srv) {
+        Ok(()) => {
+            println!("densekv is now ready to exit, bye bye...");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("event loop failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

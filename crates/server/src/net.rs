@@ -1,0 +1,307 @@
+//! The event loop: one thread, epoll readiness through `mio`.
+//!
+//! Each ready client is read until the socket would block, every complete
+//! request in its buffer is parsed and executed in order, and the replies
+//! are written straight away; what the socket does not take waits for a
+//! WRITABLE event. The read/parse and write halves touch only the client,
+//! so they can later move to I/O threads without touching command code.
+//!
+//! Limits: a query buffer over client-query-buffer-limit closes the client;
+//! a client whose unread replies exceed `OUTPUT_SOFT_LIMIT` is not read from
+//! until it drains them (back-pressure instead of unbounded memory), and no
+//! other client is affected either way.
+
+use std::collections::HashSet;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use resp::{Limits, Parsed};
+
+use crate::client::{Client, ClientId};
+use crate::server::{unix_ms, Server};
+use crate::{cron, exec};
+
+const LISTENER: Token = Token(usize::MAX);
+/// Read chunk size.
+const READ_CHUNK: usize = 16 * 1024;
+/// Unread reply bytes above which we stop reading from a client.
+const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The listening socket plus the poller.
+pub struct EventLoop {
+    poll: Poll,
+    listener: TcpListener,
+    /// Clients with work left that no readiness event will announce.
+    pending: HashSet<ClientId>,
+}
+
+impl EventLoop {
+    /// Binds `addr`.
+    ///
+    /// Errors: the bind error (port busy, bad address).
+    pub fn bind(addr: SocketAddr) -> io::Result<EventLoop> {
+        let poll = Poll::new()?;
+        let mut listener = TcpListener::bind(addr)?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        Ok(EventLoop { poll, listener, pending: HashSet::new() })
+    }
+
+    /// Runs until SHUTDOWN.
+    pub fn run(&mut self, srv: &mut Server) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        let mut next_cron = Instant::now();
+        loop {
+            let now = Instant::now();
+            if now >= next_cron {
+                cron::tick(srv);
+                self.close_marked(srv);
+                next_cron = now + Duration::from_millis(1000 / srv.config.hz);
+                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none()).map(|c| c.id));
+            }
+            if srv.shutdown {
+                return Ok(());
+            }
+            let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
+            let timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            match self.poll.poll(&mut events, Some(timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for ev in events.iter() {
+                if ev.token() == LISTENER {
+                    self.accept(srv);
+                } else {
+                    self.pending.insert(ev.token().0 as ClientId);
+                }
+            }
+            let ids: Vec<ClientId> = self.pending.drain().collect();
+            for id in ids {
+                self.serve(srv, id);
+            }
+            self.close_marked(srv);
+        }
+    }
+
+    fn accept(&mut self, srv: &mut Server) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut sock, peer)) => {
+                    if srv.clients.len() >= srv.config.maxclients {
+                        let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
+                        srv.rejected_connections += 1;
+                        continue;
+                    }
+                    let _ = sock.set_nodelay(true);
+                    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                    let id = srv.new_client_id();
+                    if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                        continue;
+                    }
+                    srv.total_connections += 1;
+                    srv.clients.insert(id, Client::new(id, Some(sock), peer.to_string(), laddr));
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Reads, runs and writes for one client.
+    fn serve(&mut self, srv: &mut Server, id: ClientId) {
+        let Some(mut c) = srv.clients.remove(&id) else { return };
+        let more = self.serve_client(srv, &mut c);
+        if more {
+            self.pending.insert(id);
+        }
+        srv.clients.insert(id, c);
+    }
+
+    /// Returns true if the client has work left that no event will announce.
+    fn serve_client(&mut self, srv: &mut Server, c: &mut Client) -> bool {
+        if c.close_asap {
+            return false;
+        }
+        flush(srv, c);
+        if c.pending_out() > OUTPUT_SOFT_LIMIT {
+            // Wait for WRITABLE; unread input stays in the socket.
+            return false;
+        }
+        let mut eof = false;
+        if !c.close_after_reply && !c.paused {
+            let limit = srv.config.query_buffer_limit;
+            loop {
+                let want = READ_CHUNK;
+                let len = c.qbuf.len();
+                if c.qbuf.capacity() - len < want {
+                    c.qbuf.reserve(want);
+                }
+                let cap = c.qbuf.capacity();
+                c.qbuf.resize(cap, 0);
+                let Some(sock) = c.sock.as_mut() else { break };
+                let r = sock.read(&mut c.qbuf[len..]);
+                match r {
+                    Ok(0) => {
+                        c.qbuf.truncate(len);
+                        eof = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.qbuf.truncate(len + n);
+                        c.net_in += n as u64;
+                        srv.net_input_bytes += n as u64;
+                        if c.qbuf.len() - c.qpos > limit {
+                            c.close_asap = true;
+                            srv.client_kills += 1;
+                            return false;
+                        }
+                        c.qbuf_peak = c.qbuf_peak.max(c.qbuf.len());
+                        if c.qbuf.len() - c.qpos >= 4 * READ_CHUNK {
+                            // Run what we have before reading more, so a fast
+                            // writer cannot grow the buffer without bound.
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        c.qbuf.truncate(len);
+                        break;
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {
+                        c.qbuf.truncate(len);
+                    }
+                    Err(_) => {
+                        c.qbuf.truncate(len);
+                        c.close_asap = true;
+                        return false;
+                    }
+                }
+            }
+        }
+        let ran_all = process_input(srv, c);
+        flush(srv, c);
+        if eof && c.pending_out() == 0 {
+            c.close_asap = true;
+            return false;
+        }
+        if eof {
+            c.close_after_reply = true;
+        }
+        // More to do if input is waiting (read stopped early or paused
+        // commands) and output is not backed up.
+        let input_left = c.qbuf.len() > c.qpos;
+        !c.close_asap && !eof && (input_left || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused
+    }
+
+    fn close_marked(&mut self, srv: &mut Server) {
+        let dead: Vec<ClientId> =
+            srv.clients.values().filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0)).map(|c| c.id).collect();
+        for id in dead {
+            if let Some(mut c) = srv.clients.remove(&id) {
+                if let Some(mut s) = c.sock.take() {
+                    let _ = self.poll.registry().deregister(&mut s);
+                }
+                srv.unwatch_all(&mut c);
+                srv.monitors.retain(|&m| m != id);
+            }
+        }
+        // Clients that got replies pushed by others (MONITOR) need a write.
+        let ids: Vec<ClientId> = srv.clients.values().filter(|c| c.pending_out() > 0).map(|c| c.id).collect();
+        for id in ids {
+            if let Some(mut c) = srv.clients.remove(&id) {
+                flush(srv, &mut c);
+                srv.clients.insert(id, c);
+            }
+        }
+    }
+}
+
+/// Parses and runs every complete request in the client's buffer.
+/// Returns false if it stopped early (paused, or output backed up).
+pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
+    let limits = Limits { max_bulk_len: srv.config.proto_max_bulk_len };
+    let mut all = true;
+    c.paused = false;
+    loop {
+        if c.close_after_reply || c.close_asap {
+            break;
+        }
+        if c.pending_out() > OUTPUT_SOFT_LIMIT {
+            all = false;
+            break;
+        }
+        let start = c.qpos;
+        let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, &limits);
+        match parsed {
+            Ok(Parsed::Command(argv)) => {
+                if argv.is_empty() {
+                    continue;
+                }
+                if !exec::call(srv, c, argv) {
+                    // Paused: rewind so the request runs again later.
+                    c.qpos = start;
+                    c.parser = resp::Parser::new();
+                    c.paused = true;
+                    all = false;
+                    break;
+                }
+            }
+            Ok(Parsed::Incomplete { want }) => {
+                if want > READ_CHUNK {
+                    c.qbuf.reserve(want);
+                }
+                break;
+            }
+            Err(e) => {
+                let msg = format!("ERR {e}");
+                exec::reply_error(srv, c, &crate::commands::CmdError::Custom(msg));
+                c.close_after_reply = true;
+                break;
+            }
+        }
+    }
+    if c.qpos > 0 {
+        c.qbuf.drain(..c.qpos);
+        c.qpos = 0;
+    }
+    all
+}
+
+/// Writes as much pending reply as the socket takes.
+pub fn flush(srv: &mut Server, c: &mut Client) {
+    let Some(sock) = c.sock.as_mut() else { return };
+    while c.sent < c.reply.buf.len() {
+        match write_some(sock, &c.reply.buf[c.sent..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                c.sent += n;
+                c.net_out += n as u64;
+                srv.net_output_bytes += n as u64;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => {
+                c.close_asap = true;
+                break;
+            }
+        }
+    }
+    if c.sent == c.reply.buf.len() {
+        c.reply.buf.clear();
+        c.sent = 0;
+        if c.reply.buf.capacity() > 1 << 20 {
+            c.reply.buf.shrink_to(16 * 1024);
+        }
+    } else if c.sent > 1 << 20 {
+        c.reply.buf.drain(..c.sent);
+        c.sent = 0;
+    }
+    let _ = unix_ms;
+}
+
+fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
+    sock.write(buf)
+}

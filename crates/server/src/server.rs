@@ -1,0 +1,271 @@
+//! Server state owned by the executor: databases, configuration, clients,
+//! statistics, slow log, WATCH registrations. One value, no globals, so a
+//! process could later run several executors side by side (DESIGN §2).
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use storage::Db;
+
+use crate::client::{Client, ClientId};
+use crate::commands::{registry, Spec};
+use crate::config::Config;
+
+/// Per-command counters for INFO commandstats.
+#[derive(Debug, Default, Clone)]
+pub struct CmdStat {
+    /// Calls that ran.
+    pub calls: u64,
+    /// Total microseconds.
+    pub usec: u64,
+    /// Calls rejected before running (arity, unknown subcommand...).
+    pub rejected: u64,
+    /// Calls that ran and replied with an error.
+    pub failed: u64,
+}
+
+/// One slow log entry.
+#[derive(Debug, Clone)]
+pub struct SlowEntry {
+    /// Entry id.
+    pub id: u64,
+    /// Unix time in seconds.
+    pub time: i64,
+    /// Duration in microseconds.
+    pub usec: u64,
+    /// The arguments, truncated as Redis does.
+    pub argv: Vec<Vec<u8>>,
+    /// Client address.
+    pub addr: String,
+    /// Client name.
+    pub name: Vec<u8>,
+}
+
+/// One latency monitor event series.
+#[derive(Debug, Clone, Default)]
+pub struct LatencySeries {
+    /// (unix seconds, milliseconds) samples, newest last, at most 160.
+    pub samples: VecDeque<(i64, u64)>,
+    /// Largest ever.
+    pub max: u64,
+}
+
+/// CLIENT PAUSE state.
+#[derive(Debug, Clone, Copy)]
+pub struct Pause {
+    /// Until when (Unix ms).
+    pub until: i64,
+    /// True for WRITE mode (only writes are held), false for ALL.
+    pub write_only: bool,
+}
+
+/// Everything the executor owns.
+pub struct Server {
+    /// Databases, indexed by SELECT number.
+    pub dbs: Vec<Db>,
+    /// Configuration.
+    pub config: Config,
+    /// The command table.
+    pub commands: HashMap<String, Spec>,
+    /// Connected clients, except the one currently executing.
+    pub clients: HashMap<ClientId, Client>,
+    /// Next client id.
+    pub next_client_id: ClientId,
+    /// Changes since start (a proxy for Redis's dirty counter).
+    pub dirty: u64,
+    /// WATCHed keys: (db, key) -> clients watching.
+    pub watched: HashMap<(usize, Vec<u8>), Vec<ClientId>>,
+    /// Per-command statistics, keyed by full name (`config|get`).
+    pub cmdstats: HashMap<String, CmdStat>,
+    /// Error counts by error code (ERR, WRONGTYPE...).
+    pub errorstats: HashMap<String, u64>,
+    /// Slow log, newest first.
+    pub slowlog: VecDeque<SlowEntry>,
+    /// Next slow log id.
+    pub slowlog_next_id: u64,
+    /// Latency monitor series by event name.
+    pub latency: HashMap<String, LatencySeries>,
+    /// Clients in MONITOR mode.
+    pub monitors: Vec<ClientId>,
+    /// CLIENT PAUSE state.
+    pub pause: Option<Pause>,
+    /// Server start.
+    pub started: Instant,
+    /// Unix seconds at start.
+    pub started_unix: i64,
+    /// Total connections accepted.
+    pub total_connections: u64,
+    /// Connections refused by maxclients.
+    pub rejected_connections: u64,
+    /// Total commands processed.
+    pub total_commands: u64,
+    /// Keys reclaimed by expiry.
+    pub expired_keys: u64,
+    /// Successful key lookups.
+    pub keyspace_hits: u64,
+    /// Failed key lookups.
+    pub keyspace_misses: u64,
+    /// Total error replies.
+    pub total_error_replies: u64,
+    /// Bytes read from clients.
+    pub net_input_bytes: u64,
+    /// Bytes written to clients.
+    pub net_output_bytes: u64,
+    /// Active expiry enabled (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire_enabled: bool,
+    /// Where the active expiry cycle continues: database index.
+    pub expire_db_cursor: usize,
+    /// Random state (xorshift).
+    pub rng: u64,
+    /// SHUTDOWN requested.
+    pub shutdown: bool,
+    /// Peak of used_memory.
+    pub peak_memory: u64,
+    /// Unix seconds of the last successful save.
+    pub last_save: i64,
+    /// Process id.
+    pub pid: u32,
+    /// Clients killed by limits (qbuf, obuf).
+    pub client_kills: u64,
+    /// Last unix time the stats were reset (CONFIG RESETSTAT).
+    pub stat_reset: i64,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Microseconds since the Unix epoch.
+pub fn unix_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+impl Server {
+    /// A server with `config`, empty databases and no clients.
+    pub fn new(config: Config) -> Server {
+        let dbs = (0..config.databases).map(|_| Db::new()).collect();
+        let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
+        Server {
+            dbs,
+            config,
+            commands: registry(),
+            clients: HashMap::new(),
+            next_client_id: 1,
+            dirty: 0,
+            watched: HashMap::new(),
+            cmdstats: HashMap::new(),
+            errorstats: HashMap::new(),
+            slowlog: VecDeque::new(),
+            slowlog_next_id: 0,
+            latency: HashMap::new(),
+            monitors: Vec::new(),
+            pause: None,
+            started: Instant::now(),
+            started_unix: unix_ms() / 1000,
+            total_connections: 0,
+            rejected_connections: 0,
+            total_commands: 0,
+            expired_keys: 0,
+            keyspace_hits: 0,
+            keyspace_misses: 0,
+            total_error_replies: 0,
+            net_input_bytes: 0,
+            net_output_bytes: 0,
+            active_expire_enabled: true,
+            expire_db_cursor: 0,
+            rng: seed | 1,
+            shutdown: false,
+            peak_memory: 0,
+            last_save: unix_ms() / 1000,
+            pid: std::process::id(),
+            client_kills: 0,
+            stat_reset: unix_ms() / 1000,
+        }
+    }
+
+    /// Next pseudo-random number (xorshift64*).
+    pub fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Marks every client watching (db, key) as dirty; `current` is the
+    /// client running the command (not in `clients` while it runs).
+    pub fn touch_watched(&mut self, db: usize, key: &[u8], current: &mut Client) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
+            for id in ids {
+                if *id == current.id {
+                    current.dirty_cas = true;
+                } else if let Some(c) = self.clients.get_mut(id) {
+                    c.dirty_cas = true;
+                }
+            }
+        }
+    }
+
+    /// Marks every client watching any key of `db` (all dbs if None) as dirty,
+    /// for FLUSHDB/FLUSHALL/SWAPDB. Only keys that exist count, as in Redis.
+    pub fn touch_all_watched(&mut self, db: Option<usize>, current: &mut Client) {
+        if self.watched.is_empty() {
+            return;
+        }
+        let now = unix_ms();
+        let keys: Vec<(usize, Vec<u8>)> = self.watched.keys().filter(|(d, _)| db.is_none_or(|x| x == *d)).cloned().collect();
+        for (d, k) in keys {
+            if self.dbs[d].contains(&k, now) {
+                self.touch_watched(d, &k, current);
+            }
+        }
+    }
+
+    /// Removes all of a client's WATCH registrations.
+    pub fn unwatch_all(&mut self, c: &mut Client) {
+        for (db, key, _) in c.watched.drain(..) {
+            let k = (db, key);
+            if let Some(ids) = self.watched.get_mut(&k) {
+                ids.retain(|&id| id != c.id);
+                if ids.is_empty() {
+                    self.watched.remove(&k);
+                }
+            }
+        }
+        c.dirty_cas = false;
+    }
+
+    /// Records a latency sample if it crosses the monitor threshold.
+    pub fn latency_sample(&mut self, event: &str, ms: u64) {
+        let threshold = self.config.latency_threshold;
+        if threshold == 0 || ms < threshold {
+            return;
+        }
+        let now = unix_ms() / 1000;
+        let s = self.latency.entry(event.to_string()).or_default();
+        if let Some(last) = s.samples.back_mut() {
+            if last.0 == now {
+                last.1 = last.1.max(ms);
+                s.max = s.max.max(ms);
+                return;
+            }
+        }
+        s.samples.push_back((now, ms));
+        if s.samples.len() > 160 {
+            s.samples.pop_front();
+        }
+        s.max = s.max.max(ms);
+    }
+
+    /// The id for a new client.
+    pub fn new_client_id(&mut self) -> ClientId {
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        id
+    }
+}

@@ -1,0 +1,166 @@
+//! What a key holds: an owned `Value` to insert, and borrowed views of a
+//! stored one (`ValueRef` to read, `ValueMut` to change a collection in place).
+//!
+//! Strings are handed out as `StrRef`: either an integer (when the stored
+//! string is the canonical decimal form of an i64, which is how it is kept)
+//! or raw bytes. The keyspace is free to store either form however it likes.
+
+/// Redis's type names, as TYPE replies them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// "string"
+    Str,
+}
+
+impl Kind {
+    /// The name TYPE replies.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Str => "string",
+        }
+    }
+}
+
+/// An owned value, as passed to `Db::insert`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A string stored as an integer (its canonical decimal form).
+    Int(i64),
+    /// A string of arbitrary bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Value {
+    /// A string value from bytes, kept as an integer when the bytes are the
+    /// canonical decimal form of one (so `SET k 10` then `INCR k` needs no parse).
+    pub fn string(bytes: &[u8]) -> Value {
+        if bytes.len() <= 20 {
+            if let Some(v) = parse_canonical_i64(bytes) {
+                return Value::Int(v);
+            }
+        }
+        Value::Bytes(bytes.to_vec())
+    }
+
+    /// A borrowed view of this value.
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::Int(v) => ValueRef::Str(StrRef::Int(*v)),
+            Value::Bytes(b) => ValueRef::Str(StrRef::Bytes(b)),
+        }
+    }
+}
+
+/// Parses `s` only if it is exactly how Redis would print the integer.
+pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
+    if digits.is_empty() || (digits[0] == b'0' && (digits.len() > 1 || neg)) {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        let d = (c - b'0') as i64;
+        v = v.checked_mul(10)?;
+        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+    }
+    Some(v)
+}
+
+/// A borrowed string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrRef<'a> {
+    /// Stored as an integer.
+    Int(i64),
+    /// Stored as bytes.
+    Bytes(&'a [u8]),
+}
+
+impl StrRef<'_> {
+    /// The string's bytes (integers are formatted).
+    pub fn to_vec(&self) -> Vec<u8> {
+        match self {
+            StrRef::Int(v) => v.to_string().into_bytes(),
+            StrRef::Bytes(b) => b.to_vec(),
+        }
+    }
+
+    /// The string's length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            StrRef::Int(v) => int_len(*v),
+            StrRef::Bytes(b) => b.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Number of bytes in the decimal form of `v`.
+pub fn int_len(v: i64) -> usize {
+    let mut n = if v < 0 { 2 } else { 1 };
+    let mut u = v.unsigned_abs();
+    while u >= 10 {
+        u /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// A borrowed view of a stored value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueRef<'a> {
+    /// A string.
+    Str(StrRef<'a>),
+}
+
+impl ValueRef<'_> {
+    /// The value's type.
+    pub fn kind(&self) -> Kind {
+        match self {
+            ValueRef::Str(_) => Kind::Str,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> Value {
+        match self {
+            ValueRef::Str(StrRef::Int(v)) => Value::Int(*v),
+            ValueRef::Str(StrRef::Bytes(b)) => Value::Bytes(b.to_vec()),
+        }
+    }
+}
+
+/// A mutable view of a stored value. Strings are replaced with
+/// `Db::insert(.., Ttl::Keep)` rather than edited in place; collections
+/// (added later) are edited through this view.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ValueMut<'a> {
+    /// A string (read-only view; write back with insert).
+    Str(StrRef<'a>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_ints() {
+        assert_eq!(Value::string(b"10"), Value::Int(10));
+        assert_eq!(Value::string(b"-10"), Value::Int(-10));
+        assert_eq!(Value::string(b"010"), Value::Bytes(b"010".to_vec()));
+        assert_eq!(Value::string(b"-0"), Value::Bytes(b"-0".to_vec()));
+        assert_eq!(Value::string(b"0"), Value::Int(0));
+        assert_eq!(Value::string(b"9223372036854775808"), Value::Bytes(b"9223372036854775808".to_vec()));
+        assert_eq!(int_len(-100), 4);
+        assert_eq!(int_len(i64::MIN), 20);
+    }
+}
