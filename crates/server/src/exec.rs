@@ -135,6 +135,8 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
     if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
         feed_monitors(srv, c, argv);
     }
+    let db = c.db;
+    srv.dbs[db].no_touch = c.no_touch && name != "touch";
     let start = Instant::now();
     let result = {
         let mut ctx = Ctx { srv, client: c, now };

@@ -30,6 +30,8 @@ struct Slot {
     key: Box<[u8]>,
     value: Value,
     expire: Option<i64>,
+    /// Last access, Unix seconds.
+    access: i64,
 }
 
 /// One database.
@@ -40,6 +42,8 @@ pub struct Db {
     volatile: usize,
     /// Position of the active-expiry clock hand.
     hand: usize,
+    /// When true, reads do not update a key's last-access time (CLIENT NO-TOUCH).
+    pub no_touch: bool,
 }
 
 impl Db {
@@ -68,6 +72,9 @@ impl Db {
         if matches!(self.slots[i].expire, Some(t) if t <= now) {
             self.remove_at(i);
             return None;
+        }
+        if !self.no_touch {
+            self.slots[i].access = now / 1000;
         }
         Some(i)
     }
@@ -139,7 +146,7 @@ impl Db {
                 }
                 let key: Box<[u8]> = key.into();
                 self.index.insert(key.clone(), self.slots.len());
-                self.slots.push(Slot { key, value, expire });
+                self.slots.push(Slot { key, value, expire, access: now / 1000 });
                 false
             }
         }
@@ -164,9 +171,19 @@ impl Db {
         Some(self.remove_at(i).value)
     }
 
+    /// Seconds since the key was last read or written, without touching it.
+    pub fn idle_secs(&mut self, key: &[u8], now: i64) -> Option<i64> {
+        let saved = std::mem::replace(&mut self.no_touch, true);
+        let i = self.live_index(key, now);
+        self.no_touch = saved;
+        Some((now / 1000 - self.slots[i?].access).max(0))
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
+        let no_touch = self.no_touch;
         *self = Db::default();
+        self.no_touch = no_touch;
     }
 
     /// Calls `f(key, value, deadline)` for every stored key, live or not yet reclaimed.
