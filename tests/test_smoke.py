@@ -48,3 +48,15 @@ def test_pipeline_10000(r):
 
 def test_redis_cli_ping(cli):
     assert cli("PING").strip() == "PONG"
+
+
+def test_pipelined_batches_one_connection(raw):
+    # Several large batches on one socket: each one is more than the server reads
+    # in one go, so it must come back for the rest without a new readiness event.
+    c = raw(timeout=10)
+    n = 10_000
+    for batch in range(5):
+        c.send(b"".join(c.encode("SET", f"key:{i}", i) for i in range(batch * n, (batch + 1) * n)))
+        for _ in range(n):
+            assert c.read_reply() == b"+OK\r\n"
+    assert c.call("DBSIZE") == b":%d\r\n" % (5 * n)

@@ -1,0 +1,507 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmarks: densekv against Debian's redis-server, both started by this
+script on free loopback ports in the same run and stopped by their PIDs at the end.
+
+  bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
+  bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
+  bench/compare.py latency    [-n N] [--probe get|ping]
+
+memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
+            /proc/PID/status VmRSS deltas / N) after loading a workload:
+              sessions  SETEX session:<40 hex> 2592000 <46-byte JSON>   (N=1,000,000)
+              intkeys   SET key:<n> <n>                                  (N=1,000,000)
+throughput  redis-benchmark -t set,get,incr,mset -c 50 -n 2000000 -r 1000000 -P {1,16},
+            alternating between the servers; requests/s and the ratio densekv/redis
+latency     a separate process loads N=10,000,000 `SET key:<n> <n>` pipelined while this
+            process sends one GET (or PING) at a time and records each round trip;
+            reports p50/p99/p99.9/max for each server
+
+Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
+--redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
+redis-server checks the script itself. Standard library only; output is Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import csv
+import datetime
+import gc
+import io
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+OK = b"+OK\r\n"
+
+
+# ---------------------------------------------------------------- servers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process started by us on a free loopback port; stop() ends only that PID."""
+
+    def __init__(self, name: str, argv_prefix: list[str]):
+        self.name = name
+        self.argv_prefix = argv_prefix
+        self.dir = tempfile.mkdtemp(prefix=f"bench-{name}-")
+        self.log = os.path.join(self.dir, "server.log")
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    def start(self, attempts: int = 5) -> "Server":
+        for _ in range(attempts):
+            self.port = free_port()
+            argv = [*self.argv_prefix[:1], "--port", str(self.port), "--bind", HOST,
+                    "--save", "", "--appendonly", "no", *self.argv_prefix[1:]]
+            with open(self.log, "ab") as log:
+                self.proc = subprocess.Popen(argv, cwd=self.dir, stdin=subprocess.DEVNULL,
+                                             stdout=log, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    with Conn(self.port, timeout=0.5) as c:
+                        c.call("PING")
+                    return self
+                except OSError:
+                    time.sleep(0.05)
+            self.stop()
+        raise SystemExit(f"{self.name}: could not start {argv[0]}; see {self.log}:\n"
+                         + Path(self.log).read_text(errors="replace")[-2000:])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def check_alive(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            raise SystemExit(f"{self.name} exited with code {self.proc and self.proc.returncode}")
+
+    def vmrss(self) -> int:
+        """Resident set size from /proc/PID/status, in bytes."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+    def info(self, section: str = "memory") -> dict[str, str]:
+        with Conn(self.port) as c:
+            text = c.call("INFO", section).decode()
+        return dict(line.split(":", 1) for line in text.splitlines() if ":" in line
+                    and not line.startswith("#"))
+
+
+def start_servers(args) -> list[Server]:
+    """Start densekv and redis; both are stopped at exit (including SIGINT/SIGTERM)."""
+    servers = [Server("densekv", [args.densekv_bin]),
+               Server("redis", [args.redis_bin, "--daemonize", "no"])]
+    try:
+        for s in servers:
+            s.start()
+    except BaseException:
+        stop_servers(servers)
+        raise
+    return servers
+
+
+def stop_servers(servers: list[Server]) -> None:
+    for s in servers:
+        s.stop()
+
+
+# ---------------------------------------------------------------- a minimal RESP client
+
+
+def encode(*args) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Conn:
+    def __init__(self, port: int, timeout: float = 60):
+        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+    def _more(self) -> None:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        self.buf += chunk
+
+    def _line(self) -> bytes:
+        while (i := self.buf.find(b"\r\n")) < 0:
+            self._more()
+        line = bytes(self.buf[:i])
+        del self.buf[:i + 2]
+        return line
+
+    def reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"-":
+            raise RuntimeError(rest.decode(errors="replace"))
+        if kind in (b"+", b":"):
+            return rest
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._more()
+            data = bytes(self.buf[:n])
+            del self.buf[:n + 2]
+            return data
+        if kind == b"*":
+            return [self.reply() for _ in range(int(rest))]
+        raise RuntimeError(f"unexpected reply {line[:100]!r}")
+
+    def call(self, *args):
+        self.sock.sendall(encode(*args))
+        return self.reply()
+
+    def send_batch(self, data: bytes, count: int) -> None:
+        """Send `count` pipelined commands that each answer +OK; check every reply."""
+        self.sock.sendall(data)
+        need = len(OK) * count
+        while len(self.buf) < need:
+            before = len(self.buf)
+            self._more()
+            if b"-" in self.buf[before:]:
+                while not self.buf.endswith(b"\r\n"):
+                    self._more()
+                err = self.buf[self.buf.find(b"-"):].split(b"\r\n", 1)[0]
+                raise RuntimeError(f"command failed: {err.decode(errors='replace')}")
+        if self.buf[:need] != OK * count:
+            raise RuntimeError(f"unexpected replies: {bytes(self.buf[:100])!r}")
+        del self.buf[:need]
+
+
+# ---------------------------------------------------------------- workloads
+
+SESSION_TTL = 2592000  # 30 days
+
+
+def session_json(rng: random.Random) -> bytes:
+    v = b'{"user_id":%d,"ts":%d,"role":"u"}' % (rng.randrange(1_000_000, 10_000_000),
+                                                1_700_000_000 + rng.randrange(SESSION_TTL))
+    assert len(v) == 46, v
+    return v
+
+
+def batches(workload: str, n: int, batch: int = 10_000, seed: int = 1):
+    """Yield (resp_bytes, count) chunks of the workload's commands."""
+    rng = random.Random(seed)
+    if workload == "sessions":
+        head = b"*4\r\n$5\r\nSETEX\r\n$48\r\nsession:"
+        mid = b"\r\n$7\r\n%d\r\n$46\r\n" % SESSION_TTL
+        for start in range(0, n, batch):
+            count = min(batch, n - start)
+            yield b"".join(b"%s%040x%s%s\r\n" % (head, rng.getrandbits(160), mid, session_json(rng))
+                           for _ in range(count)), count
+    elif workload == "intkeys":
+        for start in range(0, n, batch):
+            stop = min(start + batch, n)
+            parts = []
+            for i in range(start, stop):
+                s = b"%d" % i
+                parts.append(b"*3\r\n$3\r\nSET\r\n$%d\r\nkey:%s\r\n$%d\r\n%s\r\n"
+                             % (len(s) + 4, s, len(s), s))
+            yield b"".join(parts), stop - start
+    else:
+        raise ValueError(workload)
+
+
+def load(port: int, workload: str, n: int) -> float:
+    """Load the workload over one pipelined connection; return seconds taken."""
+    t0 = time.perf_counter()
+    with Conn(port) as c:
+        for data, count in batches(workload, n):
+            c.send_batch(data, count)
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- output helpers
+
+
+def run_text(argv: list[str]) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return (p.stdout or p.stderr).strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"unavailable ({e})"
+
+
+def header(title: str, args) -> None:
+    rev = run_text(["git", "-C", str(ROOT), "describe", "--always", "--dirty"])
+    print(f"# {title}\n")
+    print(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
+    print(f"- machine: {platform.machine()}, nproc {len(os.sched_getaffinity(0))}, "
+          f"kernel {platform.release()}")
+    print(f"- redis: {run_text([args.redis_bin, '--version'])}")
+    binary = Path(args.densekv_bin).resolve()
+    shown = binary.relative_to(ROOT) if binary.is_relative_to(ROOT) else args.densekv_bin
+    print(f"- densekv: {shown} (git {rev})")
+    print(f"- command: {' '.join([Path(sys.argv[0]).name, *sys.argv[1:]])}\n", flush=True)
+
+
+def table(head: list[str], rows: list[list]) -> None:
+    cells = [head] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    for k, row in enumerate(cells):
+        print("| " + " | ".join(c.rjust(w) if k and i else c.ljust(w)
+                                 for i, (c, w) in enumerate(zip(row, widths))) + " |")
+        if k == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print(flush=True)
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "n/a"
+
+
+# ---------------------------------------------------------------- memory
+
+
+def memory_sample(s: Server) -> tuple[int, int, int]:
+    time.sleep(1)  # let the server's periodic RSS sampling catch up
+    info = s.info("memory")
+    return int(info["used_memory"]), int(info["used_memory_rss"]), s.vmrss()
+
+
+def cmd_memory(args) -> None:
+    header("densekv vs redis: memory per key", args)
+    workloads = ["sessions", "intkeys"] if args.workload == "all" else [args.workload]
+    n = args.n or 1_000_000
+    for workload in workloads:
+        servers = start_servers(args)
+        try:
+            results = {}
+            for s in servers:
+                before = memory_sample(s)
+                secs = load(s.port, workload, n)
+                after = memory_sample(s)
+                with Conn(s.port) as c:
+                    keys = int(c.call("DBSIZE"))
+                if keys != n:
+                    raise SystemExit(f"{s.name}: DBSIZE {keys}, expected {n}")
+                results[s.name] = (before, after, secs)
+        finally:
+            stop_servers(servers)
+        print(f"## {workload}, N={n:,}\n")
+        rows = []
+        per_key = {}
+        for name, (before, after, secs) in results.items():
+            d = [a - b for a, b in zip(after, before)]
+            per_key[name] = [x / n for x in d]
+            rows.append([name, f"{before[0]:,}", f"{after[0]:,}", f"{d[0] / n:.1f}",
+                         f"{d[1] / n:.1f}", f"{d[2] / n:.1f}",
+                         f"{100 * d[0] / d[2]:.0f}%" if d[2] else "n/a", f"{secs:.1f}"])
+        rows.append(["densekv/redis", "", "", *(ratio(a, b) for a, b in
+                                                  zip(per_key["densekv"], per_key["redis"])),
+                     "", ""])
+        table(["server", "used_memory before", "used_memory after", "used B/key",
+               "rss(INFO) B/key", "VmRSS B/key", "used/VmRSS", "load s"], rows)
+        d_used, _, d_rss = (x * n for x in per_key["densekv"])
+        print(f"densekv used_memory delta vs VmRSS delta: {ratio(100 * d_used, d_rss)}% "
+              f"(100% = INFO memory accounts for all resident growth)\n", flush=True)
+
+
+# ---------------------------------------------------------------- throughput
+
+
+def benchmark(args, s: Server, pipeline: int) -> dict[str, float]:
+    argv = ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", args.tests,
+            "-c", str(args.clients), "-n", str(args.n or 2_000_000), "-r", "1000000",
+            "-P", str(pipeline), "--csv", "-q"]
+    # redis-benchmark spins forever when the server is gone, hence the timeout.
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+    s.check_alive()
+    if p.returncode != 0:
+        raise SystemExit(f"redis-benchmark failed against {s.name}: {p.stderr}")
+    rows = [r for r in csv.reader(io.StringIO(p.stdout)) if len(r) >= 2]
+    return {r[0]: float(r[1]) for r in rows if r[0] != "test"}
+
+
+def cmd_throughput(args) -> None:
+    header("densekv vs redis: throughput (redis-benchmark)", args)
+    print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
+    servers = start_servers(args)
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    try:
+        for pipeline in args.pipeline:
+            for _ in range(args.rounds):
+                for s in servers:  # alternate, so drift hits both alike
+                    results.setdefault((s.name, pipeline), []).append(
+                        benchmark(args, s, pipeline))
+    finally:
+        stop_servers(servers)
+    rows = []
+    for pipeline in args.pipeline:
+        dk, rd = results[("densekv", pipeline)], results[("redis", pipeline)]
+        for test in dk[0]:
+            a = statistics.median(r.get(test, 0.0) for r in dk)
+            b = statistics.median(r.get(test, 0.0) for r in rd)
+            rows.append([test, pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b)])
+    table(["test", "-P", "densekv req/s", "redis req/s", "densekv/redis"], rows)
+    if args.rounds > 1:
+        print(f"(median of {args.rounds} rounds)\n")
+
+
+# ---------------------------------------------------------------- latency
+
+
+def probe_while_loading(args, s: Server, n: int):
+    cmd = encode("GET", "key:1") if args.probe == "get" else encode("PING")
+    loader = subprocess.Popen([sys.executable, __file__, "_load", "--port", str(s.port),
+                               "--workload", "intkeys", "-n", str(n)],
+                              stdout=subprocess.PIPE, text=True)
+    samples = array.array("q")
+    try:
+        with Conn(s.port) as c:
+            sock, buf = c.sock, c.buf
+            gc.disable()
+            try:
+                while loader.poll() is None:
+                    t0 = time.perf_counter_ns()
+                    sock.sendall(cmd)
+                    # One reply per probe: a bulk string, nil, or +PONG; wait for its end.
+                    while True:
+                        buf += sock.recv(65536)
+                        if buf.endswith(b"\r\n") and (buf[:1] != b"$" or buf.count(b"\r\n") >= 2
+                                                       or buf.startswith(b"$-1")):
+                            break
+                    samples.append(time.perf_counter_ns() - t0)
+                    del buf[:]
+            finally:
+                gc.enable()
+    finally:
+        out, _ = loader.communicate(timeout=args.timeout)
+    if loader.returncode != 0:
+        raise SystemExit(f"loader failed against {s.name}")
+    with Conn(s.port) as c:
+        keys = int(c.call("DBSIZE"))
+    if keys != n:
+        raise SystemExit(f"{s.name}: DBSIZE {keys}, expected {n}")
+    return float(out.split()[-1]), sorted(samples)
+
+
+def cmd_latency(args) -> None:
+    header(f"densekv vs redis: {args.probe.upper()} latency during a bulk load", args)
+    n = args.n or 10_000_000
+    servers = start_servers(args)
+    stats = {}
+    try:
+        for s in servers:
+            secs, lat = probe_while_loading(args, s, n)
+            if not lat:
+                raise SystemExit(f"{s.name}: no probe completed")
+
+            def q(p, lat=lat):
+                return lat[min(len(lat) - 1, int(p * len(lat)))] / 1000
+
+            stats[s.name] = (secs, len(lat), q(0.5), q(0.99), q(0.999), lat[-1] / 1000)
+            s.stop()  # free its memory before the next server loads
+    finally:
+        stop_servers(servers)
+    rows = [[name, f"{secs:.1f}", f"{n / secs:,.0f}", f"{cnt:,}", f"{p50:.0f}", f"{p99:.0f}",
+             f"{p999:.0f}", f"{mx / 1000:.2f}"]
+            for name, (secs, cnt, p50, p99, p999, mx) in stats.items()]
+    dk, rd = stats["densekv"], stats["redis"]
+    rows.append(["densekv/redis", ratio(dk[0], rd[0]), "", "", ratio(dk[2], rd[2]),
+                 ratio(dk[3], rd[3]), ratio(dk[4], rd[4]), ratio(dk[5], rd[5])])
+    print(f"N={n:,} `SET key:<n> <n>` loaded by one pipelined connection from another "
+          f"process; one {args.probe.upper()} at a time on a second connection.\n")
+    table(["server", "load s", "keys/s", "probes", "p50 µs", "p99 µs", "p99.9 µs", "max ms"],
+          rows)
+
+
+def cmd_load(args) -> None:
+    """Internal: the loader process of `latency`; prints the seconds it took."""
+    print(f"{load(args.port, args.workload, args.n):.3f}", flush=True)
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run `finally`: stop servers
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--densekv-bin", default=os.environ.get("DENSEKV_BIN")
+                        or str(ROOT / "target" / "release" / "densekv-server"))
+    common.add_argument("--redis-bin", default=os.environ.get("REDIS_SERVER_BIN", "redis-server"))
+    common.add_argument("-n", "--n", type=int, default=0, help="number of keys/requests")
+    common.add_argument("--timeout", type=float, default=3600,
+                        help="seconds allowed for one redis-benchmark or load run")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("memory", parents=[common], help="bytes per key")
+    p.add_argument("--workload", choices=["sessions", "intkeys", "all"], default="all")
+    p.set_defaults(func=cmd_memory)
+
+    p = sub.add_parser("throughput", parents=[common], help="redis-benchmark requests/s")
+    p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[1, 16], help="pipeline depths, comma-separated (default 1,16)")
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--tests", default="set,get,incr,mset")
+    p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
+    p.set_defaults(func=cmd_throughput)
+
+    p = sub.add_parser("latency", parents=[common], help="latency during a bulk load")
+    p.add_argument("--probe", choices=["get", "ping"], default="get")
+    p.set_defaults(func=cmd_latency)
+
+    p = sub.add_parser("_load", parents=[common])  # internal, used by latency
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--workload", choices=["sessions", "intkeys"], default="intkeys")
+    p.set_defaults(func=cmd_load)
+
+    args = ap.parse_args()
+    if args.cmd != "_load":
+        for exe in (args.densekv_bin, args.redis_bin):
+            if shutil.which(exe) is None:
+                ap.error(f"{exe} not found (build with `cargo build --release`, "
+                         "install redis-server with apt-get)")
+    try:
+        args.func(args)
+    except (RuntimeError, OSError) as e:
+        sys.exit(f"{Path(sys.argv[0]).name}: {e}")
+
+
+if __name__ == "__main__":
+    main()
