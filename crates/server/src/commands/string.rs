@@ -67,7 +67,7 @@ pub(crate) fn lookup_str<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Opt
     }
 }
 
-/// Runs `f` on the bytes of `s` (integers are formatted on the stack side).
+/// Runs `f` on the bytes of `s` (an integer is formatted into a small buffer).
 pub(crate) fn with_bytes<R>(s: StrRef<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
     match s {
         StrRef::Bytes(b) => f(b),
@@ -332,7 +332,7 @@ pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn mset_generic(ctx: &mut Ctx, args: &[Vec<u8>], nx: bool) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::Arity(if nx { "msetnx" } else { "mset" }.into()));
     }
     let now = ctx.now;
