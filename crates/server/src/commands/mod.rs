@@ -9,6 +9,7 @@
 //! reply through `ctx.out()` and return `Err(CmdError)` *before* writing
 //! anything when the command fails, so the error is the only reply.
 
+pub mod bitops;
 pub mod connection;
 pub mod keys;
 pub mod server;
@@ -209,6 +210,7 @@ impl Spec {
 /// All commands, keyed by lowercase name.
 pub fn registry() -> HashMap<String, Spec> {
     let mut all = Vec::new();
+    all.extend(bitops::table());
     all.extend(connection::table());
     all.extend(keys::table());
     all.extend(server::table());

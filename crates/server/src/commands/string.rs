@@ -1,100 +1,710 @@
-//! String commands.
+//! String commands: GET/SET and their variants, counters, ranges and LCS.
+//!
+//! Strings are read through `StrRef` without copying where the reply can be
+//! written straight from the stored bytes (`db_and_out`). A string that is the
+//! canonical decimal form of an i64 is stored as an integer (`Value::string`),
+//! so counters never parse text. Strings are replaced whole (`ctx.set_value`
+//! with `Ttl::Keep`) because the keyspace hands out read-only string views;
+//! size limits are checked before anything is allocated.
+//!
+//! Argument checks happen in Redis's order (option syntax first, then the
+//! key's type, then option values where Redis does it so), because clients
+//! and Redis's test suite see which error wins.
 
-use storage::{Ttl, Value};
+use resp::Reply;
+use storage::{Db, StrRef, Ttl, Value, ValueRef};
 
 use super::flags::*;
 use super::{arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
-    let rs: &[&str] = &["read", "string", "fast"];
+    const RF: &[&str] = &["read", "string", "fast"];
+    const RS: &[&str] = &["read", "string", "slow"];
+    const WF: &[&str] = &["write", "string", "fast"];
+    const WS: &[&str] = &["write", "string", "slow"];
+    let k1 = keys(1, 1, 1);
+    let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("string").doc(summary, since);
     vec![
-        spec("get", 2, READONLY | FAST, keys(1, 1, 1), get).acl(rs).group("string").doc("Returns the string value of a key.", "1.0.0"),
-        spec("set", -3, WRITE | DENYOOM, keys(1, 1, 1), set)
-            .acl(&["write", "string", "slow"])
-            .group("string")
-            .doc("Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0"),
+        s("get", 2, READONLY | FAST, k1, get, RF, "Returns the string value of a key.", "1.0.0"),
+        s("set", -3, WRITE | DENYOOM, k1, set, WS, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0"),
+        s("setnx", 3, WRITE | DENYOOM | FAST, k1, setnx, WF, "Set the string value of a key only when the key doesn't exist.", "1.0.0"),
+        s("setex", 4, WRITE | DENYOOM, k1, setex, WS, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "2.0.0"),
+        s("psetex", 4, WRITE | DENYOOM, k1, psetex, WS, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "2.6.0"),
+        s("mget", -2, READONLY | FAST, keys(1, -1, 1), mget, RF, "Atomically returns the string values of one or more keys.", "1.0.0"),
+        s("mset", -3, WRITE | DENYOOM, keys(1, -1, 2), mset, WS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1"),
+        s("msetnx", -3, WRITE | DENYOOM, keys(1, -1, 2), msetnx, WS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1"),
+        s("getset", 3, WRITE | DENYOOM | FAST, k1, getset, WF, "Returns the previous string value of a key after setting it to a new value.", "1.0.0"),
+        s("getdel", 2, WRITE | FAST, k1, getdel, WF, "Returns the string value of a key after deleting the key.", "6.2.0"),
+        s("getex", -2, WRITE | FAST, k1, getex, WF, "Returns the string value of a key after setting its expiration time.", "6.2.0"),
+        s("append", 3, WRITE | DENYOOM | FAST, k1, append, WF, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0"),
+        s("strlen", 2, READONLY | FAST, k1, strlen, RF, "Returns the length of a string value.", "2.2.0"),
+        s("incr", 2, WRITE | DENYOOM | FAST, k1, incr, WF, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+        s("decr", 2, WRITE | DENYOOM | FAST, k1, decr, WF, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+        s("incrby", 3, WRITE | DENYOOM | FAST, k1, incrby, WF, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+        s("decrby", 3, WRITE | DENYOOM | FAST, k1, decrby, WF, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
+        s("incrbyfloat", 3, WRITE | DENYOOM | FAST, k1, incrbyfloat, WF, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "2.6.0"),
+        s("getrange", 4, READONLY, k1, getrange, RS, "Returns a substring of the string stored at a key.", "2.4.0"),
+        s("substr", 4, READONLY, k1, getrange, RS, "Returns a substring from a string value.", "1.0.0"),
+        s("setrange", 4, WRITE | DENYOOM, k1, setrange, WS, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0"),
+        s("lcs", -3, READONLY, keys(1, 2, 1), lcs, RS, "Finds the longest common substring.", "7.0.0"),
     ]
 }
 
-/// GET key
-pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    match ctx.get_str(&args[1])? {
-        Some(v) => ctx.out().bulk(&v),
-        None => ctx.out().null(),
+/// The selected database and the reply buffer, borrowed together so that a
+/// reply can be written from a borrowed stored value.
+pub(crate) fn db_and_out<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply) {
+    (&mut ctx.srv.dbs[ctx.client.db], &mut ctx.client.reply)
+}
+
+/// The string at `key`: None if absent, WrongType if it holds another type.
+pub(crate) fn lookup_str<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<StrRef<'a>>, CmdError> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(ValueRef::Str(s)) => Ok(Some(s)),
+        #[allow(unreachable_patterns)]
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// Runs `f` on the bytes of `s` (an integer is formatted into a small buffer).
+pub(crate) fn with_bytes<R>(s: StrRef<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
+    match s {
+        StrRef::Bytes(b) => f(b),
+        StrRef::Int(v) => {
+            let mut buf = Vec::with_capacity(20);
+            resp::num::write_i64(&mut buf, v);
+            f(&buf)
+        }
+    }
+}
+
+/// Writes a stored string as a bulk reply.
+fn reply_str(out: &mut Reply, s: StrRef<'_>) {
+    match s {
+        StrRef::Int(v) => out.bulk_i64(v),
+        StrRef::Bytes(b) => out.bulk(b),
+    }
+}
+
+/// Errs unless a string of `size + append` bytes fits in proto-max-bulk-len.
+pub(crate) fn check_string_len(ctx: &Ctx, size: u64, append: u64) -> CmdResult {
+    let max = ctx.srv.config.proto_max_bulk_len;
+    match size.checked_add(append) {
+        Some(total) if total <= max as u64 => Ok(()),
+        _ => Err(CmdError::err("string exceeds maximum allowed size (proto-max-bulk-len)")),
+    }
+}
+
+/// Replies with the value of `key` (null if absent), as GET does.
+fn reply_get(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
+    let now = ctx.now;
+    let (db, out) = db_and_out(ctx);
+    match lookup_str(db, key, now)? {
+        Some(s) => reply_str(out, s),
+        None => out.null(),
     }
     Ok(())
 }
 
-/// Parses an expire time option value into an absolute Unix ms deadline.
-/// `unit_ms` is 1000 for seconds; `absolute` for EXAT/PXAT.
-pub fn parse_expire(cmd: &str, arg: &[u8], unit_ms: i64, absolute: bool, now: i64) -> Result<i64, CmdError> {
-    let v = arg_i64(arg)?;
-    if v <= 0 {
-        return Err(CmdError::err(format!("invalid expire time in '{cmd}' command")));
-    }
-    let ms = v.checked_mul(unit_ms).ok_or_else(|| CmdError::err(format!("invalid expire time in '{cmd}' command")))?;
-    if absolute {
-        Ok(ms)
-    } else {
-        now.checked_add(ms).ok_or_else(|| CmdError::err(format!("invalid expire time in '{cmd}' command")))
-    }
+/// GET key
+pub fn get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    reply_get(ctx, &args[1])
 }
 
-/// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT ts | PXAT ts | KEEPTTL]
-pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-    let mut expire: Option<i64> = None;
-    let mut i = 3;
+/// Which expire option was given (they exclude each other).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpireKind {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// Options shared by SET and GETEX.
+#[derive(Default)]
+struct StrOpts<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(ExpireKind, &'a [u8])>,
+}
+
+/// Parses SET's (`set == true`, from argv[3]) or GETEX's options (from argv[2]),
+/// with Redis's compatibility rules: the same expire option may repeat (the
+/// last wins), different ones conflict.
+fn parse_str_opts(args: &[Vec<u8>], set: bool) -> Result<StrOpts<'_>, CmdError> {
+    let mut o = StrOpts::default();
+    let mut i = if set { 3 } else { 2 };
     while i < args.len() {
         let a = &args[i];
-        let has_next = i + 1 < args.len();
-        if is(a, "nx") && !xx {
-            nx = true;
-        } else if is(a, "xx") && !nx {
-            xx = true;
-        } else if is(a, "get") {
-            get = true;
-        } else if is(a, "keepttl") && expire.is_none() {
-            keepttl = true;
-        } else if has_next && expire.is_none() && !keepttl && (is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat")) {
-            let unit = if is(a, "ex") || is(a, "exat") { 1000 } else { 1 };
-            let abs = is(a, "exat") || is(a, "pxat");
-            expire = Some(parse_expire("set", &args[i + 1], unit, abs, ctx.now)?);
+        let next = args.get(i + 1);
+        let other_expire = |k: ExpireKind| matches!(o.expire, Some((e, _)) if e != k);
+        let kind = if is(a, "ex") {
+            Some(ExpireKind::Ex)
+        } else if is(a, "px") {
+            Some(ExpireKind::Px)
+        } else if is(a, "exat") {
+            Some(ExpireKind::ExAt)
+        } else if is(a, "pxat") {
+            Some(ExpireKind::PxAt)
+        } else {
+            None
+        };
+        if set && is(a, "nx") && !o.xx {
+            o.nx = true;
+        } else if set && is(a, "xx") && !o.nx {
+            o.xx = true;
+        } else if set && is(a, "get") {
+            o.get = true;
+        } else if set && is(a, "keepttl") && o.expire.is_none() {
+            o.keepttl = true;
+        } else if !set && is(a, "persist") && o.expire.is_none() {
+            o.persist = true;
+        } else if let (Some(k), Some(n)) = (kind, next) {
+            if o.keepttl || o.persist || other_expire(k) {
+                return Err(CmdError::Syntax);
+            }
+            o.expire = Some((k, n));
             i += 1;
         } else {
             return Err(CmdError::Syntax);
         }
         i += 1;
     }
-    let key = &args[1];
-    let old = if get { ctx.get_str(key)? } else { None };
+    Ok(o)
+}
+
+fn invalid_expire(cmd: &str) -> CmdError {
+    CmdError::err(format!("invalid expire time in '{cmd}' command"))
+}
+
+/// Turns an expire option value into an absolute Unix ms deadline, with
+/// Redis's checks: positive, no overflow once scaled and made absolute.
+fn expire_deadline(cmd: &str, kind: ExpireKind, arg: &[u8], now: i64) -> Result<i64, CmdError> {
+    let v = arg_i64(arg)?;
+    let secs = matches!(kind, ExpireKind::Ex | ExpireKind::ExAt);
+    if v <= 0 || (secs && v > i64::MAX / 1000) {
+        return Err(invalid_expire(cmd));
+    }
+    let ms = if secs { v * 1000 } else { v };
+    match kind {
+        ExpireKind::Ex | ExpireKind::Px => ms.checked_add(now).ok_or_else(|| invalid_expire(cmd)),
+        _ => Ok(ms),
+    }
+}
+
+/// What SET-like commands reply when they did (or did not) set.
+enum SetReply {
+    /// `+OK` / null (SET, SETEX, PSETEX).
+    OkNull,
+    /// `:1` / `:0` (SETNX).
+    OneZero,
+}
+
+/// The core of SET, SETNX, SETEX and PSETEX.
+fn set_generic(ctx: &mut Ctx, cmd: &str, o: &StrOpts, key: &[u8], val: &[u8], reply: SetReply) -> CmdResult {
     let now = ctx.now;
-    let exists = if get { old.is_some() } else { ctx.db().contains(key, now) };
-    if (nx && exists) || (xx && !exists) {
-        if get {
-            match old {
-                Some(v) => ctx.out().bulk(&v),
-                None => ctx.out().null(),
+    let deadline = match o.expire {
+        Some((kind, arg)) => Some(expire_deadline(cmd, kind, arg, now)?),
+        None => None,
+    };
+    if o.get {
+        // The old value is the reply whatever happens next.
+        reply_get(ctx, key)?;
+    }
+    let found = ctx.db().contains(key, now);
+    if (o.nx && found) || (o.xx && !found) {
+        if !o.get {
+            match reply {
+                SetReply::OkNull => ctx.out().null(),
+                SetReply::OneZero => ctx.out().int(0),
             }
-        } else {
-            ctx.out().null();
         }
         return Ok(());
     }
-    let ttl = match (expire, keepttl) {
+    let ttl = match (deadline, o.keepttl) {
         (Some(t), _) => Ttl::At(t),
         (None, true) => Ttl::Keep,
         (None, false) => Ttl::Clear,
     };
-    ctx.set_value(key, Value::string(&args[2]), ttl);
-    if get {
-        match old {
-            Some(v) => ctx.out().bulk(&v),
-            None => ctx.out().null(),
+    ctx.set_value(key, Value::string(val), ttl);
+    if !o.get {
+        match reply {
+            SetReply::OkNull => ctx.out().ok(),
+            SetReply::OneZero => ctx.out().int(1),
         }
+    }
+    Ok(())
+}
+
+/// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT ts | PXAT ts | KEEPTTL]
+pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let o = parse_str_opts(args, true)?;
+    set_generic(ctx, "set", &o, &args[1], &args[2], SetReply::OkNull)
+}
+
+/// SETNX key value
+pub fn setnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let o = StrOpts { nx: true, ..StrOpts::default() };
+    set_generic(ctx, "setnx", &o, &args[1], &args[2], SetReply::OneZero)
+}
+
+/// SETEX key seconds value
+pub fn setex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let o = StrOpts { expire: Some((ExpireKind::Ex, &args[2])), ..StrOpts::default() };
+    set_generic(ctx, "setex", &o, &args[1], &args[3], SetReply::OkNull)
+}
+
+/// PSETEX key milliseconds value
+pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let o = StrOpts { expire: Some((ExpireKind::Px, &args[2])), ..StrOpts::default() };
+    set_generic(ctx, "psetex", &o, &args[1], &args[3], SetReply::OkNull)
+}
+
+/// GETEX key [EX s | PX ms | EXAT ts | PXAT ts | PERSIST]
+pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let o = parse_str_opts(args, false)?;
+    let key = &args[1];
+    let now = ctx.now;
+    if lookup_str(ctx.db(), key, now)?.is_none() {
+        ctx.out().null();
+        return Ok(());
+    }
+    // Redis checks the expire value only once the key is known to exist.
+    let deadline = match o.expire {
+        Some((kind, arg)) => Some((kind, expire_deadline("getex", kind, arg, now)?)),
+        None => None,
+    };
+    reply_get(ctx, key)?;
+    match deadline {
+        Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if t <= now => {
+            ctx.db().remove(key, now);
+            ctx.key_modified(key);
+        }
+        Some((_, t)) => {
+            ctx.db().set_expire(key, Some(t), now);
+            ctx.key_modified(key);
+        }
+        None if o.persist => {
+            if matches!(ctx.db().expire_of(key, now), Some(Some(_))) {
+                ctx.db().set_expire(key, None, now);
+                ctx.key_modified(key);
+            }
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// GETDEL key
+pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let key = &args[1];
+    reply_get(ctx, key)?;
+    let now = ctx.now;
+    if ctx.db().remove(key, now).is_some() {
+        ctx.key_modified(key);
+    }
+    Ok(())
+}
+
+/// GETSET key value
+pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    reply_get(ctx, &args[1])?;
+    ctx.set_value(&args[1], Value::string(&args[2]), Ttl::Clear);
+    Ok(())
+}
+
+/// MGET key [key ...]: keys of other types read as null.
+pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let (db, out) = db_and_out(ctx);
+    out.array(args.len() - 1);
+    for k in &args[1..] {
+        match lookup_str(db, k, now) {
+            Ok(Some(s)) => reply_str(out, s),
+            _ => out.null(),
+        }
+    }
+    Ok(())
+}
+
+fn mset_generic(ctx: &mut Ctx, args: &[Vec<u8>], nx: bool) -> CmdResult {
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::Arity(if nx { "msetnx" } else { "mset" }.into()));
+    }
+    let now = ctx.now;
+    if nx && args[1..].chunks(2).any(|kv| ctx.srv.dbs[ctx.client.db].contains(&kv[0], now)) {
+        ctx.out().int(0);
+        return Ok(());
+    }
+    for kv in args[1..].chunks(2) {
+        ctx.set_value(&kv[0], Value::string(&kv[1]), Ttl::Clear);
+    }
+    if nx {
+        ctx.out().int(1);
     } else {
         ctx.out().ok();
     }
     Ok(())
+}
+
+/// MSET key value [key value ...]
+pub fn mset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    mset_generic(ctx, args, false)
+}
+
+/// MSETNX key value [key value ...]
+pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    mset_generic(ctx, args, true)
+}
+
+/// APPEND key value
+pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, tail) = (&args[1], &args[2]);
+    let now = ctx.now;
+    let old_len = lookup_str(ctx.db(), key, now)?.map(|s| s.len());
+    let new = match old_len {
+        None => Value::string(tail),
+        Some(n) => {
+            // Checked before copying, so an oversize append allocates nothing.
+            check_string_len(ctx, n as u64, tail.len() as u64)?;
+            let mut v = Vec::with_capacity(n + tail.len());
+            if let Some(s) = lookup_str(ctx.db(), key, now)? {
+                with_bytes(s, |b| v.extend_from_slice(b));
+            }
+            v.extend_from_slice(tail);
+            Value::string(&v)
+        }
+    };
+    let len = match &new {
+        Value::Int(i) => storage::value::int_len(*i),
+        Value::Bytes(b) => b.len(),
+    };
+    ctx.set_value(key, new, Ttl::Keep);
+    ctx.out().int(len as i64);
+    Ok(())
+}
+
+/// STRLEN key
+pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let n = lookup_str(ctx.db(), &args[1], now)?.map_or(0, |s| s.len());
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// Adds `by` to the integer at `key` (0 if absent) and replies the result.
+fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
+    let now = ctx.now;
+    let cur = match lookup_str(ctx.db(), key, now)? {
+        None => 0,
+        Some(StrRef::Int(v)) => v,
+        Some(StrRef::Bytes(b)) => resp::num::parse_i64(b).ok_or(CmdError::NotInt)?,
+    };
+    let v = cur.checked_add(by).ok_or(CmdError::Overflow)?;
+    ctx.set_value(key, Value::Int(v), Ttl::Keep);
+    ctx.out().int(v);
+    Ok(())
+}
+
+/// INCR key
+pub fn incr(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    incr_generic(ctx, &args[1], 1)
+}
+
+/// DECR key
+pub fn decr(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    incr_generic(ctx, &args[1], -1)
+}
+
+/// INCRBY key increment
+pub fn incrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let by = arg_i64(&args[2])?;
+    incr_generic(ctx, &args[1], by)
+}
+
+/// DECRBY key decrement
+pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let by = arg_i64(&args[2])?;
+    let neg = by.checked_neg().ok_or_else(|| CmdError::err("decrement would overflow"))?;
+    incr_generic(ctx, &args[1], neg)
+}
+
+/// Longest text Redis accepts as a float (its long-double buffer).
+const MAX_FLOAT_CHARS: usize = 5 * 1024;
+
+fn parse_float(b: &[u8]) -> Result<f64, CmdError> {
+    if b.len() > MAX_FLOAT_CHARS {
+        return Err(CmdError::NotFloat);
+    }
+    resp::num::parse_f64(b).ok_or(CmdError::NotFloat)
+}
+
+/// INCRBYFLOAT key increment
+pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let key = &args[1];
+    let now = ctx.now;
+    let cur = match lookup_str(ctx.db(), key, now)? {
+        None => 0.0,
+        Some(StrRef::Int(v)) => v as f64,
+        Some(StrRef::Bytes(b)) => parse_float(b)?,
+    };
+    let by = parse_float(&args[2])?;
+    let v = cur + by;
+    if !v.is_finite() {
+        return Err(CmdError::err("increment would produce NaN or Infinity"));
+    }
+    let text = resp::num::format_f64_human(v);
+    ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
+    ctx.out().bulk(text.as_bytes());
+    Ok(())
+}
+
+/// The byte range `[start, end]` (inclusive, negatives from the end) of a
+/// string of `len` bytes, clipped as Redis 7.4's GETRANGE does (an end before
+/// the string clamps to its first byte); None when empty.
+fn clip_range(mut start: i64, mut end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
+    if start < 0 {
+        start = start.saturating_add(len);
+    }
+    if end < 0 {
+        end = end.saturating_add(len);
+    }
+    let (start, end) = (start.max(0), end.max(0).min(len - 1));
+    if len == 0 || start > end {
+        return None;
+    }
+    Some((start as usize, end as usize))
+}
+
+/// GETRANGE key start end (also SUBSTR)
+pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let start = arg_i64(&args[2])?;
+    let end = arg_i64(&args[3])?;
+    let now = ctx.now;
+    let (db, out) = db_and_out(ctx);
+    match lookup_str(db, &args[1], now)? {
+        None => out.bulk(b""),
+        Some(s) => with_bytes(s, |b| match clip_range(start, end, b.len()) {
+            Some((s, e)) => out.bulk(&b[s..=e]),
+            None => out.bulk(b""),
+        }),
+    }
+    Ok(())
+}
+
+/// SETRANGE key offset value
+pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, val) = (&args[1], &args[3]);
+    let offset = arg_i64(&args[2])?;
+    if offset < 0 {
+        return Err(CmdError::err("offset is out of range"));
+    }
+    let offset = offset as u64;
+    let now = ctx.now;
+    let old_len = match lookup_str(ctx.db(), key, now)? {
+        None if val.is_empty() => {
+            ctx.out().int(0);
+            return Ok(());
+        }
+        None => None,
+        Some(s) if val.is_empty() => {
+            let n = s.len();
+            ctx.out().int(n as i64);
+            return Ok(());
+        }
+        Some(s) => Some(s.len()),
+    };
+    check_string_len(ctx, offset, val.len() as u64)?;
+    // Within proto-max-bulk-len, so these fit in usize.
+    let (offset, end) = (offset as usize, offset as usize + val.len());
+    let mut v = Vec::with_capacity(end.max(old_len.unwrap_or(0)));
+    if old_len.is_some() {
+        if let Some(s) = lookup_str(ctx.db(), key, now)? {
+            with_bytes(s, |b| v.extend_from_slice(b));
+        }
+    }
+    if v.len() < end {
+        v.resize(end, 0);
+    }
+    v[offset..end].copy_from_slice(val);
+    let len = v.len();
+    ctx.set_value(key, Value::string(&v), Ttl::Keep);
+    ctx.out().int(len as i64);
+    Ok(())
+}
+
+/// One matching range of LCS IDX: positions in a and b, inclusive.
+struct LcsMatch {
+    a: (u32, u32),
+    b: (u32, u32),
+}
+
+/// Longest common subsequence of `a` and `b`: its bytes, its length, and the
+/// matching ranges from the end of the strings backwards (as Redis emits them).
+fn lcs_compute(a: &[u8], b: &[u8]) -> (Vec<u8>, u32, Vec<LcsMatch>) {
+    let (alen, blen) = (a.len(), b.len());
+    let w = blen + 1;
+    let mut t = vec![0u32; (alen + 1) * w];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            t[i * w + j] = if a[i - 1] == b[j - 1] { t[(i - 1) * w + j - 1] + 1 } else { t[(i - 1) * w + j].max(t[i * w + j - 1]) };
+        }
+    }
+    let total = t[alen * w + blen];
+    let mut out = vec![0u8; total as usize];
+    let mut idx = total as usize;
+    let mut matches = Vec::new();
+    // Current range; `None` when no range is open.
+    let mut cur: Option<LcsMatch> = None;
+    let (mut i, mut j) = (alen, blen);
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            out[idx - 1] = a[i - 1];
+            let (pi, pj) = ((i - 1) as u32, (j - 1) as u32);
+            match &mut cur {
+                None => cur = Some(LcsMatch { a: (pi, pi), b: (pj, pj) }),
+                Some(m) if m.a.0 == i as u32 && m.b.0 == j as u32 => {
+                    m.a.0 -= 1;
+                    m.b.0 -= 1;
+                }
+                Some(_) => emit = true,
+            }
+            if cur.as_ref().is_some_and(|m| m.a.0 == 0 || m.b.0 == 0) {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if cur.is_some() {
+                emit = true;
+            }
+        }
+        if emit {
+            if let Some(m) = cur.take() {
+                matches.push(m);
+            }
+        }
+    }
+    (out, total, matches)
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
+pub fn lcs(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let read = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, CmdError> {
+        match lookup_str(ctx.db(), k, now) {
+            Ok(s) => Ok(s.map(|s| s.to_vec()).unwrap_or_default()),
+            Err(_) => Err(CmdError::err("The specified keys must contain string values")),
+        }
+    };
+    let a = read(ctx, &args[1])?;
+    let b = read(ctx, &args[2])?;
+    let (mut getlen, mut getidx, mut withlen, mut minlen) = (false, false, false, 0i64);
+    let mut i = 3;
+    while i < args.len() {
+        let o = &args[i];
+        if is(o, "idx") {
+            getidx = true;
+        } else if is(o, "len") {
+            getlen = true;
+        } else if is(o, "withmatchlen") {
+            withlen = true;
+        } else if is(o, "minmatchlen") && i + 1 < args.len() {
+            minlen = arg_i64(&args[i + 1])?.max(0);
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if getlen && getidx {
+        return Err(CmdError::err("If you want both the length and indexes, please just use IDX."));
+    }
+    if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
+        return Err(CmdError::err("String too long for LCS"));
+    }
+    let cells = (a.len() as u64 + 1) * (b.len() as u64 + 1);
+    if cells.saturating_mul(4) > ctx.srv.config.proto_max_bulk_len as u64 {
+        return Err(CmdError::err("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
+    }
+    let (text, total, matches) = lcs_compute(&a, &b);
+    let out = ctx.out();
+    if getidx {
+        let shown: Vec<&LcsMatch> = matches.iter().filter(|m| minlen == 0 || (m.a.1 - m.a.0 + 1) as i64 >= minlen).collect();
+        out.map(2);
+        out.bulk(b"matches");
+        out.array(shown.len());
+        for m in shown {
+            out.array(2 + withlen as usize);
+            out.array(2);
+            out.int(m.a.0 as i64);
+            out.int(m.a.1 as i64);
+            out.array(2);
+            out.int(m.b.0 as i64);
+            out.int(m.b.1 as i64);
+            if withlen {
+                out.int((m.a.1 - m.a.0 + 1) as i64);
+            }
+        }
+        out.bulk(b"len");
+        out.int(total as i64);
+    } else if getlen {
+        out.int(total as i64);
+    } else {
+        out.bulk(&text);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_clip_like_redis() {
+        assert_eq!(clip_range(0, -1, 5), Some((0, 4)));
+        assert_eq!(clip_range(-100, 100, 5), Some((0, 4)));
+        assert_eq!(clip_range(3, 1, 5), None);
+        assert_eq!(clip_range(5, 10, 5), None);
+        assert_eq!(clip_range(0, -100, 5), Some((0, 0)));
+        assert_eq!(clip_range(-1, -100, 5), None);
+        assert_eq!(clip_range(0, 0, 0), None);
+        assert_eq!(clip_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+    }
+
+    #[test]
+    fn lcs_matches_redis_example() {
+        let (text, len, m) = lcs_compute(b"ohmytext", b"mynewtext");
+        assert_eq!(text, b"mytext");
+        assert_eq!(len, 6);
+        let got: Vec<_> = m.iter().map(|m| (m.a, m.b)).collect();
+        assert_eq!(got, vec![((4, 7), (5, 8)), ((2, 3), (0, 1))]);
+        assert_eq!(lcs_compute(b"", b"abc").1, 0);
+    }
+
+    #[test]
+    fn expire_deadlines() {
+        assert_eq!(expire_deadline("set", ExpireKind::Ex, b"10", 1000).ok(), Some(11_000));
+        assert_eq!(expire_deadline("set", ExpireKind::PxAt, b"5", 1000).ok(), Some(5));
+        let bad = Err(invalid_expire("set"));
+        assert_eq!(expire_deadline("set", ExpireKind::Ex, b"0", 0), bad);
+        assert_eq!(expire_deadline("set", ExpireKind::Ex, b"9223372036854776", 0), bad);
+        assert_eq!(expire_deadline("set", ExpireKind::Px, b"9223372036854775807", 1), bad);
+        assert_eq!(expire_deadline("set", ExpireKind::Ex, b"x", 0), Err(CmdError::NotInt));
+    }
 }
