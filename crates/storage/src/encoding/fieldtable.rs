@@ -292,6 +292,9 @@ impl Table {
             }
             stay
         });
+        // The half left behind gives back its slack at once (retain's
+        // hysteresis would keep up to twice its size).
+        old.shrink_to(alloc_size(old.len()));
         self.buckets[s] = old;
         if self.buckets.len() == self.buckets.capacity() {
             self.buckets.reserve_exact((n / 4).max(4));
