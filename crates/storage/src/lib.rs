@@ -5,7 +5,9 @@
 //! defines what a key holds. Command code (in the server crate) reads and
 //! writes through these types only and never names an encoding.
 
+pub mod encoding;
 pub mod keyspace;
+pub mod types;
 pub mod value;
 
 pub use keyspace::{Db, Ttl};

@@ -1,0 +1,409 @@
+//! `Hash`: the value of a Redis HASH, with per-field expiration (HEXPIRE).
+//!
+//! Two shapes, one entry format (`encoding::fieldpack`):
+//!
+//! ```text
+//! Small:  Vec<u8> = [flags u8][count u16 LE][entry][entry]...   linear scan
+//! Large:  Box<Table>  (encoding::fieldtable: linear hashing over
+//!                      fieldpack buckets, per-bucket min deadline tree)
+//! ```
+//!
+//! A hash starts small and becomes large once it holds more than
+//! `small_max_entries` fields or `small_max_bytes` bytes (`maybe_convert`,
+//! the one place that converts). The small buffer moves into the table as
+//! its first bucket, so conversion copies nothing and costs no memory
+//! spike; the table never converts back (as Redis never does).
+//!
+//! What OBJECT ENCODING says is tracked apart from the shape: Redis's answer
+//! depends on `hash-max-listpack-entries`/`-value` and on history (a Redis
+//! hash that once became a hashtable, or got a field TTL, stays so), so two
+//! sticky flags record what Redis would have done and `encoding_name` maps
+//! them: "hashtable" once a size threshold was crossed, else "listpack_ex"
+//! once HEXPIRE-family commands touched the hash, else "listpack". Our own
+//! thresholds are chosen by measurement (docs/design/hash.md), not by those.
+//!
+//! Expiry: all reads take `now` (Unix ms) and hide fields whose deadline is
+//! before it; they stay stored (and counted by `len`, like Redis's HLEN)
+//! until `expire_due`, `remove`, `insert` or `set_expire` reclaims them.
+//!
+//! Memory (`mem_usage`): heap bytes this hash owns, each block rounded to
+//! jemalloc's size class; the `size_of::<Hash>()` bytes where the owner
+//! embeds it are the owner's to count.
+
+use crate::encoding::fieldpack::{self, Entry, MAX_DEADLINE};
+use crate::encoding::fieldtable::Table;
+use crate::encoding::{alloc_size, reserve_class};
+use crate::value::StrRef;
+
+/// Redis would report "hashtable" (a size threshold was crossed once).
+const F_HASHTABLE: u8 = 1;
+/// Redis would report "listpack_ex" (a field TTL was set once).
+const F_LISTPACK_EX: u8 = 2;
+/// Small header: flags, then the field count as u16 LE.
+const HDR: usize = 3;
+
+/// Thresholds steering encodings. The first two are Redis's config
+/// parameters and only decide what `encoding_name` answers; the rest are
+/// ours, tuned by measurement (tests shrink them to exercise conversion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashConfig {
+    /// `hash-max-listpack-entries` (default 128).
+    pub max_listpack_entries: usize,
+    /// `hash-max-listpack-value` (default 64).
+    pub max_listpack_value: usize,
+    /// Most fields the small shape holds (at most 65535).
+    pub small_max_entries: usize,
+    /// Most bytes the small shape's buffer holds.
+    pub small_max_bytes: usize,
+    /// Average fields per bucket of the large shape before it splits one.
+    pub bucket_entries: usize,
+}
+
+impl Default for HashConfig {
+    fn default() -> Self {
+        HashConfig {
+            max_listpack_entries: 128,
+            max_listpack_value: 64,
+            small_max_entries: 128,
+            small_max_bytes: 4 * 1024,
+            bucket_entries: 24,
+        }
+    }
+}
+
+/// The condition of HEXPIRE and friends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpireCond {
+    /// Always set.
+    Always,
+    /// Only if the field has no TTL.
+    Nx,
+    /// Only if the field has a TTL.
+    Xx,
+    /// Only if the new deadline is later (no TTL counts as infinite).
+    Gt,
+    /// Only if the new deadline is earlier (no TTL counts as infinite).
+    Lt,
+}
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Small(Vec<u8>),
+    Large(Box<Table>),
+}
+
+/// A hash value: fields to values, each field with an optional deadline.
+#[derive(Debug, Clone)]
+pub struct Hash {
+    repr: Repr,
+}
+
+impl Default for Hash {
+    fn default() -> Self {
+        Hash::new()
+    }
+}
+
+impl Hash {
+    /// An empty hash (small shape, one 8-byte block).
+    pub fn new() -> Hash {
+        let mut buf = Vec::new();
+        reserve_class(&mut buf, HDR);
+        buf.extend_from_slice(&[0; HDR]);
+        Hash { repr: Repr::Small(buf) }
+    }
+
+    /// Number of fields, including expired fields not yet removed (as HLEN).
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(b) => u16::from_le_bytes([b[1], b[2]]) as usize,
+            Repr::Large(t) => t.len(),
+        }
+    }
+
+    /// True if no field is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn entry(&self, field: &[u8]) -> Option<Entry<'_>> {
+        match &self.repr {
+            Repr::Small(b) => fieldpack::find(b, HDR, field),
+            Repr::Large(t) => t.get(field),
+        }
+    }
+
+    fn live_entry(&self, field: &[u8], now: i64) -> Option<Entry<'_>> {
+        self.entry(field).filter(|e| e.live(now))
+    }
+
+    /// The value of `field` unless absent or expired at `now`.
+    pub fn get(&self, field: &[u8], now: i64) -> Option<StrRef<'_>> {
+        self.live_entry(field, now).map(|e| e.value)
+    }
+
+    /// True if `field` is present and not expired at `now`.
+    pub fn contains(&self, field: &[u8], now: i64) -> bool {
+        self.live_entry(field, now).is_some()
+    }
+
+    /// Sets `field` to `value` and drops its TTL (as HSET does). Returns
+    /// true if the field count grew (an expired field not yet removed is
+    /// overwritten and counts as existing, keeping `len` consistent).
+    pub fn insert(&mut self, field: &[u8], value: &[u8], cfg: &HashConfig) -> bool {
+        let v = fieldpack::classify(value);
+        let new = match &mut self.repr {
+            Repr::Small(b) => {
+                let new = fieldpack::upsert(b, HDR, field, v).is_none();
+                if new {
+                    let n = u16::from_le_bytes([b[1], b[2]]) + 1;
+                    b[1..3].copy_from_slice(&n.to_le_bytes());
+                }
+                new
+            }
+            Repr::Large(t) => t.insert(field, v).is_none(),
+        };
+        if field.len() > cfg.max_listpack_value || value.len() > cfg.max_listpack_value {
+            self.set_flag(F_HASHTABLE);
+        }
+        self.maybe_convert(cfg);
+        new
+    }
+
+    /// Removes `field`, expired or not; true if it was stored.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match &mut self.repr {
+            Repr::Small(b) => {
+                let gone = fieldpack::remove(b, HDR, field).is_some();
+                if gone {
+                    let n = u16::from_le_bytes([b[1], b[2]]) - 1;
+                    b[1..3].copy_from_slice(&n.to_le_bytes());
+                }
+                gone
+            }
+            Repr::Large(t) => t.remove(field).is_some(),
+        }
+    }
+
+    /// The live fields and values at `now`.
+    pub fn iter(&self, now: i64) -> Iter<'_> {
+        match &self.repr {
+            Repr::Small(b) => Iter { cur: fieldpack::iter(b, HDR), rest: [].iter(), now },
+            Repr::Large(t) => Iter { cur: fieldpack::iter(&[], 0), rest: t.buckets().iter(), now },
+        }
+    }
+
+    /// A random live field and its value (for HRANDFIELD), `rng` supplying
+    /// random u64s; `None` if no field is live.
+    pub fn random_field(&self, now: i64, rng: &mut impl FnMut() -> u64) -> Option<(&[u8], StrRef<'_>)> {
+        let n = self.len();
+        for _ in 0..16 {
+            let e = match &self.repr {
+                Repr::Small(b) if n > 0 => fieldpack::iter(b, HDR).nth((rng() % n as u64) as usize),
+                Repr::Small(_) => None,
+                Repr::Large(t) => t.random(rng),
+            }?;
+            if e.live(now) {
+                return Some((e.field, e.value));
+            }
+        }
+        // Mostly expired: fall back to the first live field.
+        self.iter(now).next()
+    }
+
+    /// One SCAN step: calls `f` with live fields from `cursor` on until at
+    /// least `count` were visited; returns the next cursor (0: done). A
+    /// small hash is returned whole in one step, as Redis does for a
+    /// listpack. A field present for the whole scan is returned at least
+    /// once, across growth and conversion (details in `fieldtable`).
+    pub fn scan(&self, cursor: u64, count: usize, now: i64, mut f: impl FnMut(&[u8], StrRef)) -> u64 {
+        match &self.repr {
+            Repr::Small(b) => {
+                fieldpack::iter(b, HDR).filter(|e| e.live(now)).for_each(|e| f(e.field, e.value));
+                0
+            }
+            Repr::Large(t) => t.scan(cursor, count, |e| {
+                if e.live(now) {
+                    f(e.field, e.value)
+                }
+            }),
+        }
+    }
+
+    /// HEXPIRE-family update of one field. Returns Redis's reply code: -2 no
+    /// such (live) field, 0 condition not met, 1 deadline set, 2 field
+    /// deleted because `deadline <= now`.
+    ///
+    /// Panics: if `deadline > MAX_DEADLINE` (2^48-1 ms); callers reject
+    /// such times with Redis's error first.
+    pub fn set_expire(&mut self, field: &[u8], deadline: i64, cond: ExpireCond, now: i64) -> i64 {
+        assert!(deadline <= MAX_DEADLINE, "field deadline out of range: {deadline}");
+        // Redis turns a listpack into listpack_ex as soon as the command runs.
+        self.set_flag(F_LISTPACK_EX);
+        let Some(e) = self.live_entry(field, now) else {
+            return -2;
+        };
+        let met = match (e.deadline, cond) {
+            (_, ExpireCond::Always) => true,
+            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
+            (Some(_), ExpireCond::Nx) => false,
+            (Some(_), ExpireCond::Xx) => true,
+            (Some(old), ExpireCond::Gt) => deadline > old,
+            (Some(old), ExpireCond::Lt) => deadline < old,
+        };
+        if !met {
+            return 0;
+        }
+        if deadline <= now {
+            self.remove(field);
+            return 2;
+        }
+        self.set_deadline(field, Some(deadline));
+        1
+    }
+
+    fn set_deadline(&mut self, field: &[u8], deadline: Option<i64>) {
+        match &mut self.repr {
+            Repr::Small(b) => {
+                let start = fieldpack::find(b, HDR, field).expect("field checked by caller").start;
+                fieldpack::set_deadline(b, start, deadline);
+            }
+            Repr::Large(t) => {
+                t.set_deadline(field, deadline);
+            }
+        }
+    }
+
+    /// HPERSIST of one field: -2 no such (live) field, -1 it has no TTL,
+    /// 1 TTL removed.
+    pub fn persist(&mut self, field: &[u8], now: i64) -> i64 {
+        match self.live_entry(field, now) {
+            None => -2,
+            Some(e) if e.deadline.is_none() => -1,
+            Some(_) => {
+                self.set_deadline(field, None);
+                1
+            }
+        }
+    }
+
+    /// `None`: no such live field; `Some(None)`: no TTL; `Some(Some(d))`:
+    /// deadline `d` in Unix ms.
+    pub fn expire_of(&self, field: &[u8], now: i64) -> Option<Option<i64>> {
+        self.live_entry(field, now).map(|e| e.deadline)
+    }
+
+    /// The earliest deadline of any stored field (expired ones included),
+    /// by which the keyspace indexes this hash. O(1) when large, a scan of
+    /// the buffer when small.
+    pub fn min_deadline(&self) -> Option<i64> {
+        match &self.repr {
+            Repr::Small(b) => fieldpack::min_deadline(b, HDR),
+            Repr::Large(t) => t.min_deadline(),
+        }
+    }
+
+    /// Removes up to `max` fields expired at `now`; returns how many.
+    pub fn expire_due(&mut self, now: i64, max: usize) -> usize {
+        self.expire_due_with(now, max, |_| {})
+    }
+
+    /// `expire_due`, calling `f` with each removed field (for HDEL
+    /// propagation and keyspace notifications).
+    pub fn expire_due_with(&mut self, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        match &mut self.repr {
+            Repr::Small(b) => {
+                let mut budget = max;
+                let gone = fieldpack::retain(b, HDR, |e, _| {
+                    let due = budget > 0 && !e.live(now);
+                    if due {
+                        f(e.field);
+                        budget -= 1;
+                    }
+                    !due
+                });
+                let n = u16::from_le_bytes([b[1], b[2]]) - gone as u16;
+                b[1..3].copy_from_slice(&n.to_le_bytes());
+                gone
+            }
+            Repr::Large(t) => t.expire_due(now, max, f),
+        }
+    }
+
+    /// Heap bytes owned by this hash, each block rounded to jemalloc's
+    /// size class (the exact figure MEMORY USAGE adds to its key's cost).
+    pub fn mem_usage(&self) -> usize {
+        match &self.repr {
+            Repr::Small(b) => alloc_size(b.capacity()),
+            Repr::Large(t) => t.mem_usage(),
+        }
+    }
+
+    /// What Redis's OBJECT ENCODING would answer for this hash's history.
+    pub fn encoding_name(&self) -> &'static str {
+        let flags = self.flags();
+        if flags & F_HASHTABLE != 0 {
+            "hashtable"
+        } else if flags & F_LISTPACK_EX != 0 {
+            "listpack_ex"
+        } else {
+            "listpack"
+        }
+    }
+
+    fn flags(&self) -> u8 {
+        match &self.repr {
+            Repr::Small(b) => b[0],
+            Repr::Large(t) => t.flags,
+        }
+    }
+
+    fn set_flag(&mut self, f: u8) {
+        match &mut self.repr {
+            Repr::Small(b) => b[0] |= f,
+            Repr::Large(t) => t.flags |= f,
+        }
+    }
+
+    /// The one place a hash changes shape or Redis-visible encoding: marks
+    /// "hashtable" past Redis's entry threshold, and moves a small hash
+    /// into a table past our own limits.
+    pub fn maybe_convert(&mut self, cfg: &HashConfig) {
+        if self.len() > cfg.max_listpack_entries {
+            self.set_flag(F_HASHTABLE);
+        }
+        let Repr::Small(b) = &mut self.repr else { return };
+        let n = u16::from_le_bytes([b[1], b[2]]) as usize;
+        if n > cfg.small_max_entries.min(u16::MAX as usize - 1) || b.len() > cfg.small_max_bytes {
+            let mut entries = std::mem::take(b);
+            let flags = entries[0];
+            entries.drain(..HDR);
+            self.repr = Repr::Large(Box::new(Table::from_packed(entries, n, flags, cfg.bucket_entries)));
+        }
+    }
+}
+
+/// Live fields of a hash, see `Hash::iter`.
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    cur: fieldpack::Iter<'a>,
+    rest: std::slice::Iter<'a, Vec<u8>>,
+    now: i64,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], StrRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.cur.next() {
+                Some(e) if e.live(self.now) => return Some((e.field, e.value)),
+                Some(_) => {}
+                None => self.cur = fieldpack::iter(self.rest.next()?, 0),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
