@@ -209,3 +209,20 @@ def test_expired_key_in_pipeline_is_gone(r):
     time.sleep(0.1)
     assert r.get(b"k") is None
     assert r.dbsize() == 0
+
+
+def test_active_expiry_few_among_many(r):
+    """A few due keys behind many persistent ones are still reclaimed promptly
+    (the cycle must not give up after one poor batch per tick)."""
+    pipe = r.pipeline(transaction=False)
+    for i in range(100_000):
+        pipe.set(b"keep:%d" % i, b"v")
+    pipe.execute()
+    pipe = r.pipeline(transaction=False)
+    for i in range(2000):
+        pipe.set(b"exp:%d" % i, b"v", px=300)
+    pipe.execute()
+    deadline = time.time() + 0.3
+    while r.dbsize() > 100_000 and time.time() < deadline + 2.5:
+        time.sleep(0.05)
+    assert r.dbsize() == 100_000
