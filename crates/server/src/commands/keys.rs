@@ -678,7 +678,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     int(out, "overhead.total", overhead);
     int(out, "db.dict.rehashing.count", 0);
     int(out, "keys.count", keys);
-    int(out, "keys.bytes-per-key", if keys == 0 { 0 } else { dataset / keys });
+    int(out, "keys.bytes-per-key", dataset.checked_div(keys).unwrap_or(0));
     int(out, "dataset.bytes", dataset);
     out.bulk(b"dataset.percentage");
     out.double(100.0 * ratio(dataset, allocated));
