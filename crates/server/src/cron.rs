@@ -43,22 +43,40 @@ pub fn tick(srv: &mut Server) {
 }
 
 /// Reclaims due keys across databases within a CPU budget per tick.
+///
+/// The keyspace walk visits every key, with or without a deadline, so two
+/// rules keep it both prompt and cheap: in each database it goes on while a
+/// batch yields well (at least a tenth of the volatile keys it passed were
+/// due), and in any case until it has covered `1/hz` of the database, so
+/// every key is looked at about once a second even when the due ones are
+/// few and clustered. The CPU budget bounds both; the next tick resumes
+/// where the budget ran out.
 pub fn active_expire(srv: &mut Server, now: i64) {
-    let effort = srv.config.active_expire_effort;
-    let budget = Duration::from_micros((1_000_000 / srv.config.hz) * (EXPIRE_CPU_PERCENT + 2 * (effort - 1)) / 100);
+    let effort = srv.config.active_expire_effort.clamp(1, 10);
+    let hz = srv.config.hz.max(1);
+    let budget = Duration::from_micros((1_000_000 / hz) * (EXPIRE_CPU_PERCENT + 2 * (effort - 1)) / 100);
     let start = Instant::now();
     let ndb = srv.dbs.len();
-    let mut idle_dbs = 0;
-    while idle_dbs < ndb && start.elapsed() < budget {
-        let i = srv.expire_db_cursor % ndb;
-        let (examined, expired) = srv.dbs[i].active_expire(now, EXPIRE_BATCH, |_| {});
-        srv.expired_keys += expired as u64;
-        if examined < EXPIRE_BATCH || expired * 10 < examined {
-            // Little is due here: move on to the next database.
-            srv.expire_db_cursor = (i + 1) % ndb;
-            idle_dbs += 1;
-        } else {
-            idle_dbs = 0;
+    let first = srv.expire_db_cursor % ndb.max(1);
+    for k in 0..ndb {
+        let i = (first + k) % ndb;
+        let db = &mut srv.dbs[i];
+        let min_sweep = db.len() / hz as usize;
+        let mut examined_here = 0;
+        loop {
+            if start.elapsed() >= budget {
+                srv.expire_db_cursor = i;
+                return;
+            }
+            let volatile_share = db.volatile_len() as f64 / db.len().max(1) as f64;
+            let (examined, expired) = db.active_expire(now, EXPIRE_BATCH, |_| {});
+            srv.expired_keys += expired as u64;
+            examined_here += examined;
+            let good = (expired as f64) >= 0.1 * examined as f64 * volatile_share;
+            if examined < EXPIRE_BATCH || (!good && examined_here >= min_sweep) {
+                break;
+            }
         }
     }
+    srv.expire_db_cursor = (first + 1) % ndb.max(1);
 }

@@ -143,6 +143,11 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
         (spec.handler)(&mut ctx, argv)
     };
     let usec = start.elapsed().as_micros() as u64;
+    // Keys the command found expired and deleted count as expired (INFO expired_keys).
+    srv.expired_keys += srv.dbs[db].take_lazy_expired();
+    if c.db != db {
+        srv.expired_keys += srv.dbs[c.db].take_lazy_expired();
+    }
     srv.total_commands += 1;
     c.commands += 1;
     c.last_cmd = name.to_string();

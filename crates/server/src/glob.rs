@@ -5,8 +5,17 @@
 //! O(pattern x string) even for patterns like `*a*a*a*a*b` that make naive
 //! recursive matchers exponential.
 
+/// Redis's matcher recurses once per `*` group and gives up (no match) past
+/// this depth; we match its answers, so a pattern with more `*` groups
+/// followed by something else matches nothing.
+const MAX_STAR_NESTING: usize = 1000;
+
 /// True if `s` matches `pat`; `nocase` folds ASCII case.
 pub fn matches(pat: &[u8], s: &[u8], nocase: bool) -> bool {
+    // Each such group needs at least two pattern bytes, so short patterns skip the count.
+    if pat.len() > 2 * MAX_STAR_NESTING && inner_star_groups(pat) > MAX_STAR_NESTING {
+        return false;
+    }
     let eq = |a: u8, b: u8| if nocase { a.eq_ignore_ascii_case(&b) } else { a == b };
     let (mut p, mut i) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
@@ -66,6 +75,27 @@ pub fn matches(pat: &[u8], s: &[u8], nocase: bool) -> bool {
         p += 1;
     }
     p == pat.len()
+}
+
+/// Number of runs of `*` followed by more pattern (escapes and classes skipped).
+fn inner_star_groups(pat: &[u8]) -> usize {
+    let (mut p, mut n) = (0, 0);
+    while p < pat.len() {
+        match pat[p] {
+            b'*' => {
+                while p < pat.len() && pat[p] == b'*' {
+                    p += 1;
+                }
+                if p < pat.len() {
+                    n += 1;
+                }
+            }
+            b'\\' => p += 2,
+            b'[' => p = class(pat, p, 0, false).map_or(pat.len(), |(_, next)| next),
+            _ => p += 1,
+        }
+    }
+    n
 }
 
 /// Matches `c` against the class starting at `pat[p] == '['`; returns
@@ -137,5 +167,14 @@ mod tests {
         let s = vec![b'a'; 10_000];
         let p = b"*a*a*a*a*a*a*a*a*a*a*a*a*b";
         assert!(!matches(p, &s, false));
+    }
+
+    #[test]
+    fn redis_nesting_limit() {
+        let s = vec![b'a'; 5000];
+        assert!(!matches(&b"*?".repeat(1001), &s, false));
+        assert!(matches(&b"*?".repeat(1000), &s, false));
+        assert!(matches(&[b"*?".repeat(1000), b"*".to_vec()].concat(), &s, false));
+        assert!(matches(&b"\\*".repeat(1001), &b"*".repeat(1001), false));
     }
 }

@@ -132,7 +132,9 @@ impl EventLoop {
             return false;
         }
         let mut eof = false;
-        let mut read_more = false;
+        // True when reading stopped before the socket said WouldBlock: with
+        // edge-triggered readiness no new event will announce those bytes.
+        let mut unread = false;
         if !c.close_after_reply && !c.paused {
             let limit = srv.config.query_buffer_limit;
             loop {
@@ -164,8 +166,7 @@ impl EventLoop {
                         if c.qbuf.len() - c.qpos >= 4 * READ_CHUNK {
                             // Run what we have before reading more, so a fast
                             // writer cannot grow the buffer without bound.
-                            // The socket may hold more: no event will say so.
-                            read_more = true;
+                            unread = true;
                             break;
                         }
                     }
@@ -196,7 +197,7 @@ impl EventLoop {
         // More to do if input is waiting (read stopped early or paused
         // commands) and output is not backed up.
         let input_left = c.qbuf.len() > c.qpos;
-        !c.close_asap && !eof && (input_left || read_more || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused
+        !c.close_asap && !eof && (input_left || unread || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused
     }
 
     fn close_marked(&mut self, srv: &mut Server) {

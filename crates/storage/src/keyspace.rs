@@ -44,6 +44,8 @@ pub struct Db {
     hand: usize,
     /// When true, reads do not update a key's last-access time (CLIENT NO-TOUCH).
     pub no_touch: bool,
+    /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
+    lazy_expired: u64,
 }
 
 impl Db {
@@ -71,6 +73,7 @@ impl Db {
         let i = *self.index.get(key)?;
         if matches!(self.slots[i].expire, Some(t) if t <= now) {
             self.remove_at(i);
+            self.lazy_expired += 1;
             return None;
         }
         if !self.no_touch {
@@ -179,6 +182,12 @@ impl Db {
         Some((now / 1000 - self.slots[i?].access).max(0))
     }
 
+    /// Number of keys lazy expiry deleted (on access) since the last call;
+    /// resets the count. Active expiry is counted by its own return value.
+    pub fn take_lazy_expired(&mut self) -> u64 {
+        std::mem::take(&mut self.lazy_expired)
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         let no_touch = self.no_touch;
@@ -267,6 +276,8 @@ mod tests {
         assert_eq!(db.expire_of(b"a", 0), Some(Some(100)));
         assert!(db.get(b"a", 100).is_none());
         assert_eq!(db.len(), 0);
+        assert_eq!(db.take_lazy_expired(), 1);
+        assert_eq!(db.take_lazy_expired(), 0);
         assert_eq!(db.volatile_len(), 0);
     }
 
