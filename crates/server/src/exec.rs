@@ -39,6 +39,10 @@ pub fn lookup<'a>(srv: &'a Server, argv: &[Vec<u8>]) -> Lookup<'a> {
         return Lookup::Found(spec, name);
     }
     if argv.len() < 2 {
+        // A container with its own arity (COMMAND) runs bare.
+        if spec.arity_ok(argv.len()) && spec.arity != -2 {
+            return Lookup::Found(spec, name);
+        }
         return Lookup::BadArity(CmdError::Arity(name));
     }
     match spec.subcommand(&argv[1]) {
@@ -150,6 +154,8 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
     let st = srv.cmdstats.entry(name.to_string()).or_default();
     st.calls += 1;
     st.usec += usec;
+    let bucket = (64 - usec.max(1).leading_zeros() as usize - 1).min(st.histogram.len() - 1);
+    st.histogram[bucket] += 1;
     if let Err(e) = &result {
         st.failed += 1;
         reply_error(srv, c, e);

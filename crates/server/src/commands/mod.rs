@@ -10,6 +10,7 @@
 //! anything when the command fails, so the error is the only reply.
 
 pub mod connection;
+pub mod introspection;
 pub mod keys;
 pub mod server;
 pub mod string;
@@ -210,6 +211,7 @@ impl Spec {
 pub fn registry() -> HashMap<String, Spec> {
     let mut all = Vec::new();
     all.extend(connection::table());
+    all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(server::table());
     all.extend(string::table());
