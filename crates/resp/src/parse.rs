@@ -397,3 +397,40 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+
+    /// Feeding a stream in chunks and dropping consumed bytes after each
+    /// batch (as the server does) yields the same commands.
+    #[test]
+    fn chunked_with_drain() {
+        let n = 200_000;
+        let mut bytes = format!("*{}\r\n$3\r\nDEL\r\n", n + 1).into_bytes();
+        for i in 0..n {
+            let k = format!("k{i}");
+            bytes.extend_from_slice(format!("${}\r\n{k}\r\n", k.len()).as_bytes());
+        }
+        for chunk in [1, 7, 4096, 16384, 65536 + 3] {
+            let mut p = Parser::new();
+            let mut buf: Vec<u8> = Vec::new();
+            let mut pos = 0;
+            let mut got = None;
+            for piece in bytes.chunks(chunk) {
+                buf.extend_from_slice(piece);
+                loop {
+                    match p.parse(&buf, &mut pos, &Limits::default()).unwrap() {
+                        Parsed::Command(a) => got = Some(a),
+                        Parsed::Incomplete { .. } => break,
+                    }
+                }
+                buf.drain(..pos);
+                pos = 0;
+            }
+            let got = got.expect("command parsed");
+            assert_eq!(got.len(), n + 1, "chunk {chunk}");
+            assert_eq!(got[n], format!("k{}", n - 1).into_bytes());
+        }
+    }
+}

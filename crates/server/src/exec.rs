@@ -136,9 +136,7 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
         c.reply_mode = ReplyMode::Skip;
     }
     let mark = c.reply.buf.len();
-    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
-        feed_monitors(srv, c, argv);
-    }
+    c.last_cmd = name.to_string();
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
     let start = Instant::now();
@@ -147,9 +145,12 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
         (spec.handler)(&mut ctx, argv)
     };
     let usec = start.elapsed().as_micros() as u64;
+    // Fed after the call, as Redis does: EXEC shows after what it ran.
+    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
+        feed_monitors(srv, c, argv);
+    }
     srv.total_commands += 1;
     c.commands += 1;
-    c.last_cmd = name.to_string();
     c.last_interaction = Instant::now();
     let st = srv.cmdstats.entry(name.to_string()).or_default();
     st.calls += 1;

@@ -880,7 +880,7 @@ fn latency_histogram(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             continue;
         }
         if let Some(w) = &wanted {
-            if !w.iter().any(|x| x == n) {
+            if !w.iter().any(|x| x == n || n.strip_prefix(x.as_str()).is_some_and(|r| r.starts_with('|'))) {
                 continue;
             }
         }

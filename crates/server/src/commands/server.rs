@@ -301,7 +301,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "maxclients", &srv.config.maxclients);
         line(&mut s, "client_recent_max_input_buffer", &max_in);
         line(&mut s, "client_recent_max_output_buffer", &max_out);
-        line(&mut s, "blocked_clients", &0);
+        // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+        line(&mut s, "blocked_clients", &srv.clients.values().filter(|x| x.paused).count());
         line(&mut s, "tracking_clients", &0);
         line(&mut s, "pubsub_clients", &0);
         line(&mut s, "watching_clients", &watching);
