@@ -16,7 +16,7 @@ use std::fmt;
 /// Largest inline request or `*`/`$` header line accepted without its `\r\n`.
 pub const INLINE_MAX: usize = 64 * 1024;
 /// Largest argument count of one multibulk request.
-pub const MULTIBULK_MAX: i64 = 1024 * 1024;
+pub const MULTIBULK_MAX: i64 = i32::MAX as i64;
 
 /// A malformed request. The message is what follows `-ERR ` on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,7 +328,7 @@ mod tests {
         assert_eq!(parse_all(b"*abc\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
         assert_eq!(parse_all(b"*1\r\nx").unwrap_err().0, "Protocol error: expected '$', got 'x'");
         assert_eq!(parse_all(b"*1\r\n$-5\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
-        assert_eq!(parse_all(b"*3000000\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
+        assert_eq!(parse_all(b"*3000000000\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
         assert_eq!(parse_all(b"set \"a\r\n").unwrap_err().0, "Protocol error: unbalanced quotes in request");
         let big = vec![b'a'; INLINE_MAX + 10];
         assert_eq!(parse_all(&big).unwrap_err().0, "Protocol error: too big inline request");
