@@ -402,6 +402,50 @@ mod tests {
 mod drain_tests {
     use super::*;
 
+    fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
+        let limits = Limits { max_bulk_len: 1 << 20 };
+        let mut p = Parser::new();
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            let mut pos = 0;
+            loop {
+                match p.parse(&buf, &mut pos, &limits) {
+                    Ok(Parsed::Command(a)) => out.push(a),
+                    Ok(Parsed::Incomplete { .. }) => break,
+                    Err(e) => return (out, Some(e.0)),
+                }
+                assert!(pos <= buf.len());
+            }
+            buf.drain(..pos);
+        }
+        (out, None)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Arbitrary bytes (biased towards RESP framing) give the same result
+        /// whole or split at any point, with consumed bytes dropped between.
+        #[test]
+        fn arbitrary_bytes_split_consistently(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8),
+                proptest::prelude::Just(b"*2\r\n".to_vec()),
+                proptest::prelude::Just(b"$3\r\n".to_vec()),
+                proptest::prelude::Just(b"abc\r\n".to_vec()),
+                proptest::prelude::Just(b"\"a b\" 'c'\n".to_vec()),
+            ], 0..20),
+            cut in proptest::prelude::any::<usize>(),
+        ) {
+            let body: Vec<u8> = parts.concat();
+            let cut = cut % (body.len() + 1);
+            let whole = run(&[&body]);
+            let split = run(&[&body[..cut], &body[cut..]]);
+            proptest::prop_assert_eq!(whole, split);
+        }
+    }
+
     /// Feeding a stream in chunks and dropping consumed bytes after each
     /// batch (as the server does) yields the same commands.
     #[test]

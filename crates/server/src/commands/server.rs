@@ -36,18 +36,24 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn flush_mode(args: &[Vec<u8>]) -> Result<(), CmdError> {
+/// Parses [ASYNC | SYNC]; true for ASYNC (or SYNC-less with lazyfree-lazy-user-flush).
+fn flush_mode(ctx: &Ctx, args: &[Vec<u8>]) -> Result<bool, CmdError> {
     match args.get(1) {
-        None => Ok(()),
-        Some(a) if args.len() == 2 && (is(a, "sync") || is(a, "async")) => Ok(()),
+        None => Ok(ctx.srv.config.flag("lazyfree-lazy-user-flush")),
+        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
+        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
         _ => Err(CmdError::Syntax),
     }
 }
 
 /// FLUSHDB [ASYNC | SYNC]
 pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    flush_mode(args)?;
+    let lazy = flush_mode(ctx, args)?;
     let db = ctx.client.db;
+    if lazy {
+        // Freed inline for now; counted as Redis counts its background frees.
+        ctx.srv.lazyfreed_objects += ctx.srv.dbs[db].len() as u64;
+    }
     ctx.srv.touch_all_watched(Some(db), ctx.client);
     ctx.srv.dbs[db].clear();
     ctx.srv.dirty += 1;
@@ -57,7 +63,9 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// FLUSHALL [ASYNC | SYNC]
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    flush_mode(args)?;
+    if flush_mode(ctx, args)? {
+        ctx.srv.lazyfreed_objects += ctx.srv.dbs.iter().map(|d| d.len() as u64).sum::<u64>();
+    }
     ctx.srv.touch_all_watched(None, ctx.client);
     for db in ctx.srv.dbs.iter_mut() {
         db.clear();
