@@ -16,7 +16,7 @@ use std::fmt;
 /// Largest inline request or `*`/`$` header line accepted without its `\r\n`.
 pub const INLINE_MAX: usize = 64 * 1024;
 /// Largest argument count of one multibulk request.
-pub const MULTIBULK_MAX: i64 = 1024 * 1024;
+pub const MULTIBULK_MAX: i64 = i32::MAX as i64;
 
 /// A malformed request. The message is what follows `-ERR ` on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,7 +328,7 @@ mod tests {
         assert_eq!(parse_all(b"*abc\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
         assert_eq!(parse_all(b"*1\r\nx").unwrap_err().0, "Protocol error: expected '$', got 'x'");
         assert_eq!(parse_all(b"*1\r\n$-5\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
-        assert_eq!(parse_all(b"*3000000\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
+        assert_eq!(parse_all(b"*3000000000\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
         assert_eq!(parse_all(b"set \"a\r\n").unwrap_err().0, "Protocol error: unbalanced quotes in request");
         let big = vec![b'a'; INLINE_MAX + 10];
         assert_eq!(parse_all(&big).unwrap_err().0, "Protocol error: too big inline request");
@@ -394,6 +394,87 @@ mod tests {
                 prop_assert!(pos <= bytes.len());
             }
             prop_assert!(pos <= bytes.len());
+        }
+    }
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+
+    fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
+        let limits = Limits { max_bulk_len: 1 << 20 };
+        let mut p = Parser::new();
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            let mut pos = 0;
+            loop {
+                match p.parse(&buf, &mut pos, &limits) {
+                    Ok(Parsed::Command(a)) => out.push(a),
+                    Ok(Parsed::Incomplete { .. }) => break,
+                    Err(e) => return (out, Some(e.0)),
+                }
+                assert!(pos <= buf.len());
+            }
+            buf.drain(..pos);
+        }
+        (out, None)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Arbitrary bytes (biased towards RESP framing) give the same result
+        /// whole or split at any point, with consumed bytes dropped between.
+        #[test]
+        fn arbitrary_bytes_split_consistently(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8),
+                proptest::prelude::Just(b"*2\r\n".to_vec()),
+                proptest::prelude::Just(b"$3\r\n".to_vec()),
+                proptest::prelude::Just(b"abc\r\n".to_vec()),
+                proptest::prelude::Just(b"\"a b\" 'c'\n".to_vec()),
+            ], 0..20),
+            cut in proptest::prelude::any::<usize>(),
+        ) {
+            let body: Vec<u8> = parts.concat();
+            let cut = cut % (body.len() + 1);
+            let whole = run(&[&body]);
+            let split = run(&[&body[..cut], &body[cut..]]);
+            proptest::prop_assert_eq!(whole, split);
+        }
+    }
+
+    /// Feeding a stream in chunks and dropping consumed bytes after each
+    /// batch (as the server does) yields the same commands.
+    #[test]
+    fn chunked_with_drain() {
+        let n = 200_000;
+        let mut bytes = format!("*{}\r\n$3\r\nDEL\r\n", n + 1).into_bytes();
+        for i in 0..n {
+            let k = format!("k{i}");
+            bytes.extend_from_slice(format!("${}\r\n{k}\r\n", k.len()).as_bytes());
+        }
+        for chunk in [1, 7, 4096, 16384, 65536 + 3] {
+            let mut p = Parser::new();
+            let mut buf: Vec<u8> = Vec::new();
+            let mut pos = 0;
+            let mut got = None;
+            for piece in bytes.chunks(chunk) {
+                buf.extend_from_slice(piece);
+                loop {
+                    match p.parse(&buf, &mut pos, &Limits::default()).unwrap() {
+                        Parsed::Command(a) => got = Some(a),
+                        Parsed::Incomplete { .. } => break,
+                    }
+                }
+                buf.drain(..pos);
+                pos = 0;
+            }
+            let got = got.expect("command parsed");
+            assert_eq!(got.len(), n + 1, "chunk {chunk}");
+            assert_eq!(got[n], format!("k{}", n - 1).into_bytes());
         }
     }
 }

@@ -89,6 +89,9 @@ pub struct Client {
     pub qbuf_peak: usize,
     /// This client's commands are on hold because of CLIENT PAUSE.
     pub paused: bool,
+    /// Bytes of the request being executed, already consumed from `qbuf`
+    /// (CLIENT LIST counts them in `qbuf=`, as Redis does).
+    pub cur_cmd_len: usize,
 }
 
 impl Client {
@@ -127,6 +130,7 @@ impl Client {
             commands: 0,
             qbuf_peak: 0,
             paused: false,
+            cur_cmd_len: 0,
         }
     }
 
@@ -180,7 +184,7 @@ impl Client {
         let lib_name = self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let lib_ver = self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
-        let qbuf = self.qbuf.len() - self.qpos;
+        let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread=0",
             self.id,

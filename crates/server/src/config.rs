@@ -22,6 +22,8 @@ pub enum Kind {
     Str,
     /// One of the listed words.
     Enum(&'static [&'static str]),
+    /// A byte count, or a percentage of maxmemory written `N%`.
+    MemOrPercent,
 }
 
 /// One row of the parameter table.
@@ -36,16 +38,21 @@ pub struct Param {
     pub default: &'static str,
     /// False for parameters only settable at start-up.
     pub mutable: bool,
+    /// Left out of CONFIG GET patterns; only named explicitly (Redis's hidden configs).
+    pub hidden: bool,
 }
 
 const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: true }
+    Param { name, aliases: &[], kind, default, mutable: true, hidden: false }
+}
+const fn hidden(name: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param { name, aliases: &[], kind, default, mutable: true, hidden: true }
 }
 const fn fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: false }
+    Param { name, aliases: &[], kind, default, mutable: false, hidden: false }
 }
 const fn alias(name: &'static str, aliases: &'static [&'static str], kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases, kind, default, mutable: true }
+    Param { name, aliases, kind, default, mutable: true, hidden: false }
 }
 
 const I: Kind = Kind::Int(i64::MIN, i64::MAX);
@@ -59,8 +66,13 @@ const POLICIES: &[&str] =
 
 /// Every parameter densekv knows.
 pub static PARAMS: &[Param] = &[
-    fixed("port", Kind::Int(0, 65535), "6379"),
-    fixed("bind", S, "127.0.0.1"),
+    p("port", Kind::Int(0, 65535), "6379"),
+    p("bind", S, "127.0.0.1"),
+    alias("replicaof", &["slaveof"], S, ""),
+    hidden("key-load-delay", I, "0"),
+    hidden("rdb-key-save-delay", I, "0"),
+    hidden("loading-process-events-interval-bytes", I, "2097152"),
+    hidden("active-defrag-max-scan-fields", U, "1000"),
     fixed("databases", Kind::Int(1, i32::MAX as i64), "16"),
     fixed("daemonize", B, "no"),
     fixed("supervised", S, "no"),
@@ -75,7 +87,7 @@ pub static PARAMS: &[Param] = &[
     p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
     p("maxmemory-samples", Kind::Int(1, 64), "5"),
     p("maxmemory-eviction-tenacity", Kind::Int(0, 100), "10"),
-    p("maxmemory-clients", S, "0"),
+    p("maxmemory-clients", Kind::MemOrPercent, "0"),
     p("lfu-log-factor", U, "10"),
     p("lfu-decay-time", U, "1"),
     p("hz", Kind::Int(1, 500), "10"),
@@ -161,7 +173,6 @@ pub static PARAMS: &[Param] = &[
     p("active-defrag-ignore-bytes", M, "104857600"),
     p("active-defrag-threshold-lower", U, "10"),
     p("active-defrag-threshold-upper", U, "100"),
-    p("active-defrag-max-scan-fields", U, "1000"),
     p("jemalloc-bg-thread", B, "yes"),
     p("io-threads", Kind::Int(1, 128), "1"),
     p("io-threads-do-reads", B, "no"),
@@ -246,6 +257,16 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             Ok(v.to_string())
         }
         Kind::Str => Ok(value.to_string()),
+        Kind::MemOrPercent => match value.strip_suffix('%') {
+            Some(pct) => {
+                let v = resp::num::parse_i64(pct.as_bytes()).filter(|v| *v >= 0).ok_or_else(|| "argument must be a memory or percent value".to_string())?;
+                if v > 100 {
+                    return Err("percentage argument must be less or equal to 100".into());
+                }
+                Ok(format!("{v}%"))
+            }
+            None => canonical(&Param { kind: Kind::Mem, ..*param }, value),
+        },
         Kind::Enum(words) => {
             let lower = value.to_ascii_lowercase();
             if words.contains(&lower.as_str()) {
@@ -337,6 +358,11 @@ impl Config {
             return Err("can't set immutable config".into());
         }
         let v = canonical(p, value)?;
+        if !startup && (p.name == "port" || p.name == "bind") && self.values[p.name] != v {
+            // The listener is bound once; a different address is refused the
+            // way Redis refuses one it cannot bind.
+            return Err(format!("Unable to listen on this {}: changing it at run time is not supported", p.name));
+        }
         self.values.insert(p.name, v);
         self.refresh();
         Ok(())
@@ -347,7 +373,8 @@ impl Config {
         let mut out = Vec::new();
         for p in PARAMS {
             let v = &self.values[p.name];
-            if crate::glob::matches(pattern, p.name.as_bytes(), true) && !out.iter().any(|(n, _)| *n == p.name) {
+            let hidden_ok = !p.hidden || p.name.as_bytes().eq_ignore_ascii_case(pattern);
+            if hidden_ok && crate::glob::matches(pattern, p.name.as_bytes(), true) && !out.iter().any(|(n, _)| *n == p.name) {
                 out.push((p.name, v.clone()));
             }
             for a in p.aliases {

@@ -38,6 +38,12 @@ pub fn tick(srv: &mut Server) {
         }
         c.qbuf_peak = 0;
     }
+    let (t0, n0) = srv.ops_sample;
+    let dt = t0.elapsed().as_secs_f64();
+    if dt >= 0.1 {
+        srv.ops_per_sec = (srv.total_commands.saturating_sub(n0) as f64 / dt) as u64;
+        srv.ops_sample = (Instant::now(), srv.total_commands);
+    }
     let used = crate::memory::allocated();
     srv.peak_memory = srv.peak_memory.max(used);
 }

@@ -39,6 +39,10 @@ pub fn lookup<'a>(srv: &'a Server, argv: &[Vec<u8>]) -> Lookup<'a> {
         return Lookup::Found(spec, name);
     }
     if argv.len() < 2 {
+        // A container with its own arity (COMMAND) runs bare.
+        if spec.arity_ok(argv.len()) && spec.arity != -2 {
+            return Lookup::Found(spec, name);
+        }
         return Lookup::BadArity(CmdError::Arity(name));
     }
     match spec.subcommand(&argv[1]) {
@@ -132,9 +136,7 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
         c.reply_mode = ReplyMode::Skip;
     }
     let mark = c.reply.buf.len();
-    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
-        feed_monitors(srv, c, argv);
-    }
+    c.last_cmd = name.to_string();
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
     let start = Instant::now();
@@ -148,13 +150,18 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
     if c.db != db {
         srv.expired_keys += srv.dbs[c.db].take_lazy_expired();
     }
+    // Fed after the call, as Redis does: EXEC shows after what it ran.
+    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
+        feed_monitors(srv, c, argv);
+    }
     srv.total_commands += 1;
     c.commands += 1;
-    c.last_cmd = name.to_string();
     c.last_interaction = Instant::now();
     let st = srv.cmdstats.entry(name.to_string()).or_default();
     st.calls += 1;
     st.usec += usec;
+    let bucket = (64 - usec.max(1).leading_zeros() as usize - 1).min(st.histogram.len() - 1);
+    st.histogram[bucket] += 1;
     if let Err(e) = &result {
         st.failed += 1;
         reply_error(srv, c, e);

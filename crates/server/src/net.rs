@@ -27,6 +27,8 @@ use crate::{cron, exec};
 const LISTENER: Token = Token(usize::MAX);
 /// Read chunk size.
 const READ_CHUNK: usize = 16 * 1024;
+/// Most bytes taken from the socket by one read call.
+const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
 
@@ -36,6 +38,11 @@ pub struct EventLoop {
     listener: TcpListener,
     /// Clients with work left that no readiness event will announce.
     pending: HashSet<ClientId>,
+    /// Query buffer lent to a client with none of its own for one read and
+    /// its processing; only a request left incomplete is copied out into a
+    /// private buffer (Redis's reusable query buffer). Idle clients thus hold
+    /// no query buffer at all.
+    shared_qbuf: Vec<u8>,
 }
 
 impl EventLoop {
@@ -46,7 +53,7 @@ impl EventLoop {
         let poll = Poll::new()?;
         let mut listener = TcpListener::bind(addr)?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(EventLoop { poll, listener, pending: HashSet::new() })
+        Ok(EventLoop { poll, listener, pending: HashSet::new(), shared_qbuf: Vec::new() })
     }
 
     /// Runs until SHUTDOWN.
@@ -78,6 +85,7 @@ impl EventLoop {
                     self.pending.insert(ev.token().0 as ClientId);
                 }
             }
+            srv.eventloop_cycles += 1;
             let ids: Vec<ClientId> = self.pending.drain().collect();
             for id in ids {
                 self.serve(srv, id);
@@ -114,7 +122,24 @@ impl EventLoop {
     /// Reads, runs and writes for one client.
     fn serve(&mut self, srv: &mut Server, id: ClientId) {
         let Some(mut c) = srv.clients.remove(&id) else { return };
+        let borrowed = c.qbuf.capacity() == 0;
+        if borrowed {
+            std::mem::swap(&mut c.qbuf, &mut self.shared_qbuf);
+        }
         let more = self.serve_client(srv, &mut c);
+        if borrowed {
+            // process_input drained what ran; keep only a leftover, privately.
+            let rest = if c.qbuf.is_empty() { Vec::new() } else { c.qbuf.clone() };
+            c.qbuf.clear();
+            std::mem::swap(&mut c.qbuf, &mut self.shared_qbuf);
+            if self.shared_qbuf.capacity() > MAX_READ {
+                self.shared_qbuf = Vec::new();
+            }
+            c.qbuf = rest;
+        } else if c.qbuf.is_empty() && c.parser.is_idle() {
+            // A private buffer that emptied goes back to using the shared one.
+            c.qbuf = Vec::new();
+        }
         if more {
             self.pending.insert(id);
         }
@@ -132,8 +157,6 @@ impl EventLoop {
             return false;
         }
         let mut eof = false;
-        // True when reading stopped before the socket said WouldBlock: with
-        // edge-triggered readiness no new event will announce those bytes.
         let mut unread = false;
         if !c.close_after_reply && !c.paused {
             let limit = srv.config.query_buffer_limit;
@@ -143,8 +166,10 @@ impl EventLoop {
                 if c.qbuf.capacity() - len < want {
                     c.qbuf.reserve(want);
                 }
-                let cap = c.qbuf.capacity();
-                c.qbuf.resize(cap, 0);
+                // Zero-fill only what this read may use: a buffer reserved for
+                // a big bulk must not be re-zeroed on every read.
+                let room = (c.qbuf.capacity() - len).min(MAX_READ);
+                c.qbuf.resize(len + room, 0);
                 let Some(sock) = c.sock.as_mut() else { break };
                 let r = sock.read(&mut c.qbuf[len..]);
                 match r {
@@ -155,6 +180,7 @@ impl EventLoop {
                     }
                     Ok(n) => {
                         c.qbuf.truncate(len + n);
+                        srv.net_reads += 1;
                         c.net_in += n as u64;
                         srv.net_input_bytes += n as u64;
                         if c.qbuf.len() - c.qpos > limit {
@@ -165,7 +191,9 @@ impl EventLoop {
                         c.qbuf_peak = c.qbuf_peak.max(c.qbuf.len());
                         if c.qbuf.len() - c.qpos >= 4 * READ_CHUNK {
                             // Run what we have before reading more, so a fast
-                            // writer cannot grow the buffer without bound.
+                            // writer cannot grow the buffer without bound. The
+                            // socket was not drained: epoll is edge-triggered,
+                            // so no event will say so; come back ourselves.
                             unread = true;
                             break;
                         }
@@ -244,7 +272,10 @@ pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
                 if argv.is_empty() {
                     continue;
                 }
-                if !exec::call(srv, c, argv) {
+                c.cur_cmd_len = c.qpos - start;
+                let ran = exec::call(srv, c, argv);
+                c.cur_cmd_len = 0;
+                if !ran {
                     // Paused: rewind so the request runs again later.
                     c.qpos = start;
                     c.parser = resp::Parser::new();
@@ -281,6 +312,7 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
         match write_some(sock, &c.reply.buf[c.sent..]) {
             Ok(0) => break,
             Ok(n) => {
+                srv.net_writes += 1;
                 c.sent += n;
                 c.net_out += n as u64;
                 srv.net_output_bytes += n as u64;

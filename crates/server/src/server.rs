@@ -22,6 +22,8 @@ pub struct CmdStat {
     pub rejected: u64,
     /// Calls that ran and replied with an error.
     pub failed: u64,
+    /// Calls by duration: bucket i counts calls of [2^i, 2^(i+1)) microseconds.
+    pub histogram: [u64; 32],
 }
 
 /// One slow log entry.
@@ -129,6 +131,20 @@ pub struct Server {
     pub client_kills: u64,
     /// Last unix time the stats were reset (CONFIG RESETSTAT).
     pub stat_reset: i64,
+    /// 40 hex digits identifying this run (INFO run_id, master_replid).
+    pub run_id: String,
+    /// Values freed by FLUSH* ASYNC and friends (INFO lazyfreed_objects).
+    pub lazyfreed_objects: u64,
+    /// Commands per second over the last cron interval.
+    pub ops_per_sec: u64,
+    /// (time, total_commands) at the last ops/sec sample.
+    pub ops_sample: (Instant, u64),
+    /// Socket reads done.
+    pub net_reads: u64,
+    /// Socket writes done.
+    pub net_writes: u64,
+    /// Event loop iterations.
+    pub eventloop_cycles: u64,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -181,6 +197,13 @@ impl Server {
             pid: std::process::id(),
             client_kills: 0,
             stat_reset: unix_ms() / 1000,
+            run_id: (0..5).map(|i| format!("{:08x}", (seed.rotate_left(i * 13) ^ (seed >> i)) as u32)).collect(),
+            lazyfreed_objects: 0,
+            ops_per_sec: 0,
+            ops_sample: (Instant::now(), 0),
+            net_reads: 0,
+            net_writes: 0,
+            eventloop_cycles: 0,
         }
     }
 
@@ -260,6 +283,28 @@ impl Server {
             s.samples.pop_front();
         }
         s.max = s.max.max(ms);
+    }
+
+    /// CONFIG RESETSTAT: zeroes the counters INFO stats/commandstats/errorstats show.
+    pub fn reset_stats(&mut self) {
+        self.cmdstats.clear();
+        self.errorstats.clear();
+        self.total_commands = 0;
+        self.total_connections = 0;
+        self.rejected_connections = 0;
+        self.expired_keys = 0;
+        self.keyspace_hits = 0;
+        self.keyspace_misses = 0;
+        self.total_error_replies = 0;
+        self.net_input_bytes = 0;
+        self.net_output_bytes = 0;
+        self.client_kills = 0;
+        self.lazyfreed_objects = 0;
+        self.net_reads = 0;
+        self.net_writes = 0;
+        self.eventloop_cycles = 0;
+        self.peak_memory = crate::memory::allocated();
+        self.stat_reset = unix_ms() / 1000;
     }
 
     /// The id for a new client.

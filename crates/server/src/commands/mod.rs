@@ -11,6 +11,7 @@
 
 pub mod bitops;
 pub mod connection;
+pub mod introspection;
 pub mod keys;
 pub mod server;
 pub mod string;
@@ -212,6 +213,7 @@ pub fn registry() -> HashMap<String, Spec> {
     let mut all = Vec::new();
     all.extend(bitops::table());
     all.extend(connection::table());
+    all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(server::table());
     all.extend(string::table());

@@ -1,8 +1,13 @@
-//! Server commands: DBSIZE FLUSHDB FLUSHALL CONFIG INFO DEBUG.
+//! Server commands: DBSIZE FLUSHDB FLUSHALL CONFIG INFO.
+//!
+//! INFO prints Redis 7.4's sections and field names, because clients and
+//! monitoring tools parse them; fields for machinery densekv does not have
+//! (forks, replication links) keep Redis's idle values.
 
 use super::flags::*;
 use super::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::memory;
+use crate::server::{unix_ms, unix_us};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -15,13 +20,12 @@ pub fn table() -> Vec<Spec> {
             vec![
                 spec("get", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config_get).acl(&["admin", "slow", "dangerous"]).doc("Returns the effective values of configuration parameters.", "2.0.0"),
                 spec("set", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config_set).acl(&["admin", "slow", "dangerous"]).doc("Sets configuration parameters in-flight.", "2.0.0"),
+                spec("resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config_resetstat).acl(&["admin", "slow", "dangerous"]).doc("Resets the server's statistics.", "2.0.0"),
+                spec("rewrite", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config_rewrite).acl(&["admin", "slow", "dangerous"]).doc("Persists the effective configuration to file.", "2.8.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, config_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         ),
         spec("info", -1, LOADING | STALE, NO_KEYS, info).acl(&["slow", "dangerous"]).group("server").doc("Returns information and statistics about the server.", "1.0.0"),
-        container(
-            "debug",
-            vec![spec("set-active-expire", 3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, debug_set_active_expire).acl(&["admin", "slow", "dangerous"])],
-        ),
     ]
 }
 
@@ -32,18 +36,24 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn flush_mode(args: &[Vec<u8>]) -> Result<(), CmdError> {
+/// Parses [ASYNC | SYNC]; true for ASYNC (or SYNC-less with lazyfree-lazy-user-flush).
+fn flush_mode(ctx: &Ctx, args: &[Vec<u8>]) -> Result<bool, CmdError> {
     match args.get(1) {
-        None => Ok(()),
-        Some(a) if args.len() == 2 && (is(a, "sync") || is(a, "async")) => Ok(()),
+        None => Ok(ctx.srv.config.flag("lazyfree-lazy-user-flush")),
+        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
+        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
         _ => Err(CmdError::Syntax),
     }
 }
 
 /// FLUSHDB [ASYNC | SYNC]
 pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    flush_mode(args)?;
+    let lazy = flush_mode(ctx, args)?;
     let db = ctx.client.db;
+    if lazy {
+        // Freed inline for now; counted as Redis counts its background frees.
+        ctx.srv.lazyfreed_objects += ctx.srv.dbs[db].len() as u64;
+    }
     ctx.srv.touch_all_watched(Some(db), ctx.client);
     ctx.srv.dbs[db].clear();
     ctx.srv.dirty += 1;
@@ -53,7 +63,9 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// FLUSHALL [ASYNC | SYNC]
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    flush_mode(args)?;
+    if flush_mode(ctx, args)? {
+        ctx.srv.lazyfreed_objects += ctx.srv.dbs.iter().map(|d| d.len() as u64).sum::<u64>();
+    }
     ctx.srv.touch_all_watched(None, ctx.client);
     for db in ctx.srv.dbs.iter_mut() {
         db.clear();
@@ -85,7 +97,7 @@ pub fn config_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// CONFIG SET parameter value [parameter value ...]; all or nothing.
 pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() % 2 != 0 {
-        return Err(CmdError::Arity("config|set".into()));
+        return Err(CmdError::Syntax);
     }
     let mut next = ctx.srv.config.clone();
     let mut seen = Vec::new();
@@ -112,24 +124,474 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// INFO [section ...]
-pub fn info(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    let mut s = String::new();
-    s.push_str("# Server\r\n");
-    s.push_str(&format!("redis_version:{}\r\n", crate::REDIS_VERSION));
-    s.push_str(&format!("densekv_version:{}\r\n", env!("CARGO_PKG_VERSION")));
-    s.push_str(&format!("process_id:{}\r\n", ctx.srv.pid));
-    s.push_str(&format!("tcp_port:{}\r\n", ctx.srv.config.port));
-    s.push_str("\r\n# Memory\r\n");
-    s.push_str(&format!("used_memory:{}\r\n", memory::allocated()));
-    s.push_str(&format!("used_memory_rss:{}\r\n", memory::rss()));
-    ctx.out().verbatim(s.as_bytes());
+/// CONFIG RESETSTAT
+pub fn config_resetstat(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    ctx.srv.reset_stats();
+    ctx.out().ok();
     Ok(())
 }
 
-/// DEBUG SET-ACTIVE-EXPIRE 0|1
-pub fn debug_set_active_expire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    ctx.srv.active_expire_enabled = args[2] != b"0";
+/// CONFIG REWRITE: keeps the file's lines that name no known parameter and
+/// writes every non-default parameter after them.
+pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    let Some(path) = ctx.srv.config.file.clone() else {
+        return Err(CmdError::err("The server is running without a config file"));
+    };
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut text: String = old
+        .lines()
+        .filter(|l| {
+            let name = l.split_whitespace().next().unwrap_or("");
+            name.starts_with('#') || crate::config::lookup(name).is_none()
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    text.push_str(&ctx.srv.config.rewrite_text());
+    std::fs::write(&path, text).map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
     ctx.out().ok();
+    Ok(())
+}
+
+/// CONFIG HELP
+pub fn config_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    super::introspection::help_reply(
+        ctx,
+        "config",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
+    Ok(())
+}
+
+/// Sections INFO prints with no argument or `default`.
+const DEFAULT_SECTIONS: &[&str] =
+    &["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "module_list", "errorstats", "cluster", "keyspace"];
+/// Every section, in output order.
+const ALL_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
+
+/// Which sections an INFO call asks for (lowercase).
+fn wanted_sections(args: &[Vec<u8>]) -> Vec<String> {
+    let mut want: Vec<String> = Vec::new();
+    if args.len() <= 1 {
+        want.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
+    }
+    for a in args.iter().skip(1) {
+        let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match a.as_str() {
+            "default" => want.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string())),
+            "all" | "everything" => want.extend(ALL_SECTIONS.iter().map(|s| s.to_string())),
+            _ => want.push(a),
+        }
+    }
+    want
+}
+
+/// `1.23M`-style sizes, as Redis's bytesToHuman prints them.
+fn human(n: u64) -> String {
+    let f = n as f64;
+    let units = [(1u64 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    for (div, u) in units {
+        if n >= div {
+            return format!("{:.2}{u}", f / div as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+/// Approximate percentile (in usec) from a power-of-two histogram.
+fn percentile(hist: &[u64], total: u64, p: f64) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    let target = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+    let mut cum = 0;
+    for (i, &c) in hist.iter().enumerate() {
+        cum += c;
+        if cum >= target {
+            return (1u64 << i) as f64;
+        }
+    }
+    (1u64 << (hist.len() - 1)) as f64
+}
+
+fn cpu_times() -> (f64, f64) {
+    // utime and stime (fields 14, 15) of /proc/self/stat, in clock ticks.
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
+    let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
+}
+
+/// Builds the INFO text for `want`.
+pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
+    use std::fmt::Write;
+    let srv = &*ctx.srv;
+    let c = &*ctx.client;
+    let mut s = String::new();
+    let mut first = true;
+    let mut section = |s: &mut String, title: &str| {
+        if !first {
+            s.push_str("\r\n");
+        }
+        first = false;
+        s.push_str("# ");
+        s.push_str(title);
+        s.push_str("\r\n");
+    };
+    let has = |n: &str| want.iter().any(|w| w == n);
+    let uptime = srv.started.elapsed().as_secs();
+    let nclients = srv.clients.len() + 1;
+    let used = memory::allocated();
+    let peak = srv.peak_memory.max(used);
+    let rss = memory::rss();
+    let line = |s: &mut String, k: &str, v: &dyn std::fmt::Display| {
+        let _ = write!(s, "{k}:{v}\r\n");
+    };
+    if has("server") {
+        section(&mut s, "Server");
+        line(&mut s, "redis_version", &crate::REDIS_VERSION);
+        line(&mut s, "densekv_version", &env!("CARGO_PKG_VERSION"));
+        line(&mut s, "redis_git_sha1", &"00000000");
+        line(&mut s, "redis_git_dirty", &0);
+        line(&mut s, "redis_build_id", &"0");
+        line(&mut s, "redis_mode", &"standalone");
+        line(&mut s, "os", &std::env::consts::OS);
+        line(&mut s, "arch_bits", &(usize::BITS));
+        line(&mut s, "monotonic_clock", &"POSIX clock_gettime");
+        line(&mut s, "multiplexing_api", &"epoll");
+        line(&mut s, "atomicvar_api", &"c11-builtin");
+        line(&mut s, "gcc_version", &"0.0.0");
+        line(&mut s, "process_id", &srv.pid);
+        line(&mut s, "process_supervised", &"no");
+        line(&mut s, "run_id", &srv.run_id);
+        line(&mut s, "tcp_port", &srv.config.port);
+        line(&mut s, "server_time_usec", &unix_us());
+        line(&mut s, "uptime_in_seconds", &uptime);
+        line(&mut s, "uptime_in_days", &(uptime / 86400));
+        line(&mut s, "hz", &srv.config.hz);
+        line(&mut s, "configured_hz", &srv.config.hz);
+        line(&mut s, "lru_clock", &((unix_ms() / 1000) & 0xff_ffff));
+        line(&mut s, "executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
+        line(&mut s, "config_file", &srv.config.file.clone().unwrap_or_default());
+        line(&mut s, "io_threads_active", &0);
+        line(&mut s, "listener0", &format!("name=tcp,bind={},port={}", srv.config.get("bind").unwrap_or(""), srv.config.port));
+    }
+    if has("clients") {
+        section(&mut s, "Clients");
+        let watching = srv.clients.values().filter(|x| !x.watched.is_empty()).count() + usize::from(!c.watched.is_empty());
+        let max_in = srv.clients.values().map(|x| x.qbuf.capacity()).chain([c.qbuf.capacity()]).max().unwrap_or(0);
+        let max_out = srv.clients.values().map(|x| x.reply.buf.capacity()).chain([c.reply.buf.capacity()]).max().unwrap_or(0);
+        line(&mut s, "connected_clients", &nclients);
+        line(&mut s, "cluster_connections", &0);
+        line(&mut s, "maxclients", &srv.config.maxclients);
+        line(&mut s, "client_recent_max_input_buffer", &max_in);
+        line(&mut s, "client_recent_max_output_buffer", &max_out);
+        // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+        line(&mut s, "blocked_clients", &srv.clients.values().filter(|x| x.paused).count());
+        line(&mut s, "tracking_clients", &0);
+        line(&mut s, "pubsub_clients", &0);
+        line(&mut s, "watching_clients", &watching);
+        line(&mut s, "clients_in_timeout_table", &0);
+        line(&mut s, "total_watched_keys", &srv.watched.len());
+        line(&mut s, "total_blocking_keys", &0);
+        line(&mut s, "total_blocking_keys_on_nokey", &0);
+    }
+    if has("memory") {
+        section(&mut s, "Memory");
+        let clients_mem: usize = srv.clients.values().map(|x| x.qbuf.capacity() + x.reply.buf.capacity()).sum::<usize>() + c.qbuf.capacity() + c.reply.buf.capacity();
+        let maxmem = srv.config.maxmemory;
+        let total_sys = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| m.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()))
+            .unwrap_or(0)
+            * 1024;
+        let active = memory::active();
+        let resident = memory::resident();
+        let frag = if used == 0 { 0.0 } else { rss as f64 / used as f64 };
+        line(&mut s, "used_memory", &used);
+        line(&mut s, "used_memory_human", &human(used));
+        line(&mut s, "used_memory_rss", &rss);
+        line(&mut s, "used_memory_rss_human", &human(rss));
+        line(&mut s, "used_memory_peak", &peak);
+        line(&mut s, "used_memory_peak_human", &human(peak));
+        line(&mut s, "used_memory_peak_perc", &format!("{:.2}%", if peak == 0 { 0.0 } else { used as f64 * 100.0 / peak as f64 }));
+        line(&mut s, "used_memory_overhead", &clients_mem);
+        line(&mut s, "used_memory_startup", &0);
+        line(&mut s, "used_memory_dataset", &used.saturating_sub(clients_mem as u64));
+        line(&mut s, "used_memory_dataset_perc", &"100.00%");
+        line(&mut s, "allocator_allocated", &used);
+        line(&mut s, "allocator_active", &active);
+        line(&mut s, "allocator_resident", &resident);
+        line(&mut s, "allocator_muzzy", &0);
+        line(&mut s, "total_system_memory", &total_sys);
+        line(&mut s, "total_system_memory_human", &human(total_sys));
+        line(&mut s, "used_memory_lua", &31744);
+        line(&mut s, "used_memory_vm_eval", &31744);
+        line(&mut s, "used_memory_lua_human", &"31.00K");
+        line(&mut s, "used_memory_scripts_eval", &0);
+        line(&mut s, "number_of_cached_scripts", &0);
+        line(&mut s, "number_of_functions", &0);
+        line(&mut s, "number_of_libraries", &0);
+        line(&mut s, "used_memory_vm_functions", &32768);
+        line(&mut s, "used_memory_vm_total", &64512);
+        line(&mut s, "used_memory_vm_total_human", &"63.00K");
+        line(&mut s, "used_memory_functions", &0);
+        line(&mut s, "used_memory_scripts", &0);
+        line(&mut s, "used_memory_scripts_human", &"0B");
+        line(&mut s, "maxmemory", &maxmem);
+        line(&mut s, "maxmemory_human", &human(maxmem));
+        line(&mut s, "maxmemory_policy", &srv.config.get("maxmemory-policy").unwrap_or("noeviction"));
+        line(&mut s, "allocator_frag_ratio", &format!("{:.2}", if used == 0 { 0.0 } else { active as f64 / used as f64 }));
+        line(&mut s, "allocator_frag_bytes", &active.saturating_sub(used));
+        line(&mut s, "allocator_rss_ratio", &format!("{:.2}", if active == 0 { 0.0 } else { resident as f64 / active as f64 }));
+        line(&mut s, "allocator_rss_bytes", &(resident as i64 - active as i64));
+        line(&mut s, "rss_overhead_ratio", &format!("{:.2}", if resident == 0 { 0.0 } else { rss as f64 / resident as f64 }));
+        line(&mut s, "rss_overhead_bytes", &(rss as i64 - resident as i64));
+        line(&mut s, "mem_fragmentation_ratio", &format!("{frag:.2}"));
+        line(&mut s, "mem_fragmentation_bytes", &(rss as i64 - used as i64));
+        line(&mut s, "mem_not_counted_for_evict", &0);
+        line(&mut s, "mem_replication_backlog", &0);
+        line(&mut s, "mem_total_replication_buffers", &0);
+        line(&mut s, "mem_clients_slaves", &0);
+        line(&mut s, "mem_clients_normal", &clients_mem);
+        line(&mut s, "mem_cluster_links", &0);
+        line(&mut s, "mem_aof_buffer", &0);
+        line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
+        line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);
+        line(&mut s, "active_defrag_running", &0);
+        line(&mut s, "lazyfree_pending_objects", &0);
+        line(&mut s, "lazyfreed_objects", &srv.lazyfreed_objects);
+    }
+    if has("persistence") {
+        section(&mut s, "Persistence");
+        for (k, v) in [
+            ("loading", "0"),
+            ("async_loading", "0"),
+            ("current_cow_peak", "0"),
+            ("current_cow_size", "0"),
+            ("current_cow_size_age", "0"),
+            ("current_fork_perc", "0.00"),
+            ("current_save_keys_processed", "0"),
+            ("current_save_keys_total", "0"),
+        ] {
+            line(&mut s, k, &v);
+        }
+        line(&mut s, "rdb_changes_since_last_save", &srv.dirty);
+        line(&mut s, "rdb_bgsave_in_progress", &0);
+        line(&mut s, "rdb_last_save_time", &srv.last_save);
+        for (k, v) in [
+            ("rdb_last_bgsave_status", "ok"),
+            ("rdb_last_bgsave_time_sec", "-1"),
+            ("rdb_current_bgsave_time_sec", "-1"),
+            ("rdb_saves", "0"),
+            ("rdb_last_cow_size", "0"),
+            ("rdb_last_load_keys_expired", "0"),
+            ("rdb_last_load_keys_loaded", "0"),
+        ] {
+            line(&mut s, k, &v);
+        }
+        line(&mut s, "aof_enabled", &u8::from(srv.config.flag("appendonly")));
+        for (k, v) in [
+            ("aof_rewrite_in_progress", "0"),
+            ("aof_rewrite_scheduled", "0"),
+            ("aof_last_rewrite_time_sec", "-1"),
+            ("aof_current_rewrite_time_sec", "-1"),
+            ("aof_last_bgrewrite_status", "ok"),
+            ("aof_rewrites", "0"),
+            ("aof_rewrites_consecutive_failures", "0"),
+            ("aof_last_write_status", "ok"),
+            ("aof_last_cow_size", "0"),
+            ("module_fork_in_progress", "0"),
+            ("module_fork_last_cow_size", "0"),
+        ] {
+            line(&mut s, k, &v);
+        }
+    }
+    if has("stats") {
+        section(&mut s, "Stats");
+        line(&mut s, "total_connections_received", &srv.total_connections);
+        line(&mut s, "total_commands_processed", &srv.total_commands);
+        line(&mut s, "instantaneous_ops_per_sec", &srv.ops_per_sec);
+        line(&mut s, "total_net_input_bytes", &srv.net_input_bytes);
+        line(&mut s, "total_net_output_bytes", &srv.net_output_bytes);
+        line(&mut s, "total_net_repl_input_bytes", &0);
+        line(&mut s, "total_net_repl_output_bytes", &0);
+        for k in ["instantaneous_input_kbps", "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps"] {
+            line(&mut s, k, &"0.00");
+        }
+        line(&mut s, "rejected_connections", &srv.rejected_connections);
+        for k in ["sync_full", "sync_partial_ok", "sync_partial_err", "expired_subkeys"] {
+            line(&mut s, k, &0);
+        }
+        line(&mut s, "expired_keys", &srv.expired_keys);
+        line(&mut s, "expired_stale_perc", &"0.00");
+        for k in [
+            "expired_time_cap_reached_count",
+            "expire_cycle_cpu_milliseconds",
+            "evicted_keys",
+            "evicted_clients",
+            "evicted_scripts",
+            "total_eviction_exceeded_time",
+            "current_eviction_exceeded_time",
+        ] {
+            line(&mut s, k, &0);
+        }
+        line(&mut s, "keyspace_hits", &srv.keyspace_hits);
+        line(&mut s, "keyspace_misses", &srv.keyspace_misses);
+        for k in [
+            "pubsub_channels",
+            "pubsub_patterns",
+            "pubsubshard_channels",
+            "latest_fork_usec",
+            "total_forks",
+            "migrate_cached_sockets",
+            "slave_expires_tracked_keys",
+            "active_defrag_hits",
+            "active_defrag_misses",
+            "active_defrag_key_hits",
+            "active_defrag_key_misses",
+            "total_active_defrag_time",
+            "current_active_defrag_time",
+            "tracking_total_keys",
+            "tracking_total_items",
+            "tracking_total_prefixes",
+            "unexpected_error_replies",
+        ] {
+            line(&mut s, k, &0);
+        }
+        line(&mut s, "total_error_replies", &srv.total_error_replies);
+        line(&mut s, "dump_payload_sanitizations", &0);
+        line(&mut s, "total_reads_processed", &srv.net_reads);
+        line(&mut s, "total_writes_processed", &srv.net_writes);
+        line(&mut s, "io_threaded_reads_processed", &0);
+        line(&mut s, "io_threaded_writes_processed", &0);
+        line(&mut s, "client_query_buffer_limit_disconnections", &srv.client_kills);
+        line(&mut s, "client_output_buffer_limit_disconnections", &0);
+        line(&mut s, "reply_buffer_shrinks", &0);
+        line(&mut s, "reply_buffer_expands", &0);
+        line(&mut s, "eventloop_cycles", &srv.eventloop_cycles);
+        line(&mut s, "eventloop_duration_sum", &0);
+        line(&mut s, "eventloop_duration_cmd_sum", &0);
+        line(&mut s, "instantaneous_eventloop_cycles_per_sec", &0);
+        line(&mut s, "instantaneous_eventloop_duration_usec", &0);
+        line(&mut s, "acl_access_denied_auth", &0);
+        line(&mut s, "acl_access_denied_cmd", &0);
+        line(&mut s, "acl_access_denied_key", &0);
+        line(&mut s, "acl_access_denied_channel", &0);
+    }
+    if has("replication") {
+        section(&mut s, "Replication");
+        line(&mut s, "role", &"master");
+        line(&mut s, "connected_slaves", &0);
+        line(&mut s, "master_failover_state", &"no-failover");
+        line(&mut s, "master_replid", &srv.run_id);
+        line(&mut s, "master_replid2", &"0000000000000000000000000000000000000000");
+        line(&mut s, "master_repl_offset", &0);
+        line(&mut s, "second_repl_offset", &-1);
+        line(&mut s, "repl_backlog_active", &0);
+        line(&mut s, "repl_backlog_size", &srv.config.get("repl-backlog-size").unwrap_or("1048576"));
+        line(&mut s, "repl_backlog_first_byte_offset", &0);
+        line(&mut s, "repl_backlog_histlen", &0);
+    }
+    if has("cpu") {
+        section(&mut s, "CPU");
+        let (user, sys) = cpu_times();
+        line(&mut s, "used_cpu_sys", &format!("{sys:.6}"));
+        line(&mut s, "used_cpu_user", &format!("{user:.6}"));
+        line(&mut s, "used_cpu_sys_children", &"0.000000");
+        line(&mut s, "used_cpu_user_children", &"0.000000");
+        line(&mut s, "used_cpu_sys_main_thread", &format!("{sys:.6}"));
+        line(&mut s, "used_cpu_user_main_thread", &format!("{user:.6}"));
+    }
+    if has("modules") || has("module_list") {
+        section(&mut s, "Modules");
+    }
+    let mut stats: Vec<(&String, &crate::server::CmdStat)> = srv.cmdstats.iter().filter(|(_, st)| st.calls + st.rejected + st.failed > 0).collect();
+    stats.sort_by(|a, b| a.0.cmp(b.0));
+    if has("commandstats") {
+        section(&mut s, "Commandstats");
+        for (n, st) in &stats {
+            let per = if st.calls == 0 { 0.0 } else { st.usec as f64 / st.calls as f64 };
+            let _ = write!(
+                s,
+                "cmdstat_{n}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n",
+                st.calls, st.usec, st.rejected, st.failed
+            );
+        }
+    }
+    if has("errorstats") {
+        section(&mut s, "Errorstats");
+        let mut errs: Vec<(&String, &u64)> = srv.errorstats.iter().collect();
+        errs.sort();
+        for (code, n) in errs {
+            let _ = write!(s, "errorstat_{code}:count={n}\r\n");
+        }
+    }
+    if has("latencystats") {
+        section(&mut s, "Latencystats");
+        if srv.config.flag("latency-tracking") {
+            let pcts: Vec<f64> = srv
+                .config
+                .get("latency-tracking-info-percentiles")
+                .unwrap_or("")
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            for (n, st) in stats.iter().filter(|(_, st)| st.calls > 0) {
+                let parts: Vec<String> =
+                    pcts.iter().map(|p| format!("p{}={:.3}", fmt_pct(*p), percentile(&st.histogram, st.calls, *p))).collect();
+                let _ = write!(s, "latency_percentiles_usec_{n}:{}\r\n", parts.join(","));
+            }
+        }
+    }
+    if has("cluster") {
+        section(&mut s, "Cluster");
+        line(&mut s, "cluster_enabled", &0);
+    }
+    if has("keyspace") {
+        section(&mut s, "Keyspace");
+        for (i, db) in srv.dbs.iter().enumerate() {
+            if !db.is_empty() {
+                let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry=0\r\n", db.len(), db.volatile_len());
+            }
+        }
+    }
+    s
+}
+
+/// Percentile names as Redis prints them: 50, 99, 99.9.
+fn fmt_pct(p: f64) -> String {
+    let s = format!("{p}");
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+/// INFO [section ...]
+pub fn info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let want = wanted_sections(args);
+    let s = info_text(ctx, &want);
+    ctx.out().verbatim(s.as_bytes());
     Ok(())
 }

@@ -1,0 +1,1106 @@
+//! Introspection and administration: CLIENT, COMMAND, SLOWLOG, LATENCY,
+//! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, FUNCTION.
+//!
+//! COMMAND's replies are derived from the one command table (`Spec`), never
+//! from a second list. The running client is not in `srv.clients` while its
+//! command runs, so everything that walks "all clients" (CLIENT LIST/KILL)
+//! looks at `ctx.client` as well.
+
+use std::time::Instant;
+
+use super::flags::*;
+use super::{arg_i64, container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::client::{Client, ReplyMode};
+use crate::server::{unix_us, Pause};
+
+const ADM: &[&str] = &["admin", "slow", "dangerous"];
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    let conn: &[&str] = &["slow", "connection"];
+    let conn_adm: &[&str] = &["admin", "slow", "dangerous", "connection"];
+    let cl = NOSCRIPT | LOADING | STALE;
+    vec![
+        container(
+            "client",
+            vec![
+                spec("id", 2, cl, NO_KEYS, client_id).acl(conn).doc("Returns the unique client ID of the connection.", "5.0.0"),
+                spec("info", 2, cl, NO_KEYS, client_info).acl(conn).doc("Returns information about the connection.", "6.2.0"),
+                spec("list", -2, ADMIN | cl, NO_KEYS, client_list).acl(conn_adm).doc("Lists open connections.", "2.4.0"),
+                spec("kill", -3, ADMIN | cl, NO_KEYS, client_kill).acl(conn_adm).doc("Terminates open connections.", "2.4.0"),
+                spec("setname", 3, cl, NO_KEYS, client_setname).acl(conn).doc("Sets the connection name.", "2.6.9"),
+                spec("getname", 2, cl, NO_KEYS, client_getname).acl(conn).doc("Returns the name of the connection.", "2.6.9"),
+                spec("setinfo", 4, cl, NO_KEYS, client_setinfo).acl(conn).doc("Sets information specific to the client or connection.", "7.2.0"),
+                spec("reply", 3, cl, NO_KEYS, client_reply).acl(conn).doc("Instructs the server whether to reply to commands.", "3.2.0"),
+                spec("pause", -3, ADMIN | cl, NO_KEYS, client_pause).acl(conn_adm).doc("Suspends commands processing.", "3.0.0"),
+                spec("unpause", 2, ADMIN | cl, NO_KEYS, client_unpause).acl(conn_adm).doc("Resumes processing commands from paused clients.", "6.2.0"),
+                spec("no-evict", 3, ADMIN | cl, NO_KEYS, client_no_evict).acl(conn_adm).doc("Sets the client eviction mode of the connection.", "7.0.0"),
+                spec("no-touch", 3, cl, NO_KEYS, client_no_touch).acl(conn).doc("Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "7.2.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, client_help).acl(conn).doc("Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        )
+        .group("connection")
+        .doc("A container for client connection commands.", "2.4.0"),
+        Spec { arity: -1, flags: LOADING | STALE, handler: command_all, ..container(
+            "command",
+            vec![
+                spec("count", 2, LOADING | STALE, NO_KEYS, command_count).acl(&["slow", "connection"]).doc("Returns a count of commands.", "2.8.13"),
+                spec("info", -2, LOADING | STALE, NO_KEYS, command_info).acl(&["slow", "connection"]).doc("Returns information about one, multiple or all commands.", "2.8.13"),
+                spec("docs", -2, LOADING | STALE, NO_KEYS, command_docs).acl(&["slow", "connection"]).doc("Returns documentary information about one, multiple or all commands.", "7.0.0"),
+                spec("list", -2, LOADING | STALE, NO_KEYS, command_list).acl(&["slow", "connection"]).doc("Returns a list of command names.", "7.0.0"),
+                spec("getkeys", -3, LOADING | STALE, NO_KEYS, command_getkeys).acl(&["slow", "connection"]).doc("Extracts the key names from an arbitrary command.", "2.8.13"),
+                spec("getkeysandflags", -3, LOADING | STALE, NO_KEYS, command_getkeysandflags).acl(&["slow", "connection"]).doc("Extracts the key names and access flags for an arbitrary command.", "7.0.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, command_help).acl(&["slow", "connection"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        ) }
+        .acl(&["slow", "connection"])
+        .group("server")
+        .doc("Returns detailed information about all commands.", "2.8.13"),
+        container(
+            "slowlog",
+            vec![
+                spec("get", -2, ADMIN | LOADING | STALE, NO_KEYS, slowlog_get).acl(ADM).doc("Returns the slow log's entries.", "2.2.12"),
+                spec("len", 2, ADMIN | LOADING | STALE, NO_KEYS, slowlog_len).acl(ADM).doc("Returns the number of entries in the slow log.", "2.2.12"),
+                spec("reset", 2, ADMIN | LOADING | STALE, NO_KEYS, slowlog_reset).acl(ADM).doc("Clears all entries from the slow log.", "2.2.12"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, slowlog_help).acl(&["slow"]).doc("Show helpful text about the different subcommands", "6.2.0"),
+            ],
+        )
+        .doc("A container for slow log commands.", "2.2.12"),
+        container(
+            "latency",
+            vec![
+                spec("latest", 2, ADMIN | cl, NO_KEYS, latency_latest).acl(ADM).doc("Returns the latest latency samples for all events.", "2.8.13"),
+                spec("history", 3, ADMIN | cl, NO_KEYS, latency_history).acl(ADM).doc("Returns timestamp-latency samples for an event.", "2.8.13"),
+                spec("reset", -2, ADMIN | cl, NO_KEYS, latency_reset).acl(ADM).doc("Resets the latency data for one or more events.", "2.8.13"),
+                spec("doctor", 2, ADMIN | cl, NO_KEYS, latency_doctor).acl(ADM).doc("Returns a human-readable latency analysis report.", "2.8.13"),
+                spec("graph", 3, ADMIN | cl, NO_KEYS, latency_graph).acl(ADM).doc("Returns a latency graph for an event.", "2.8.13"),
+                spec("histogram", -2, ADMIN | cl, NO_KEYS, latency_histogram).acl(ADM).doc("Returns the cumulative distribution of latencies of a subset or all commands.", "7.0.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, latency_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "2.8.13"),
+            ],
+        )
+        .doc("A container for latency diagnostics commands.", "2.8.13"),
+        spec("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, NO_KEYS, monitor)
+            .acl(ADM)
+            .group("server")
+            .doc("Listens for all requests received by the server in real-time.", "1.0.0"),
+        spec("time", 1, LOADING | STALE | FAST, NO_KEYS, time).acl(&["fast"]).group("server").doc("Returns the server time.", "2.6.0"),
+        spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, lastsave)
+            .acl(&["admin", "fast", "dangerous"])
+            .group("server")
+            .doc("Returns the Unix timestamp of the last successful save to disk.", "1.0.0"),
+        spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, shutdown)
+            .acl(ADM)
+            .group("server")
+            .doc("Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0"),
+        spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, debug).acl(ADM).group("server").doc("A container for debugging commands.", "1.0.0"),
+        container(
+            "function",
+            vec![
+                spec("flush", -2, WRITE | NOSCRIPT, NO_KEYS, function_flush).acl(&["write", "slow", "scripting"]).doc("Deletes all libraries and functions.", "7.0.0"),
+                spec("list", -2, NOSCRIPT, NO_KEYS, function_list).acl(&["slow", "scripting"]).doc("Returns information about all libraries.", "7.0.0"),
+            ],
+        )
+        .group("scripting")
+        .doc("A container for function commands.", "7.0.0"),
+    ]
+}
+
+/// Replies to `<CMD> HELP` the way Redis does: a header line, the given
+/// pairs of lines, then HELP's own entry; all as status replies.
+pub fn help_reply(ctx: &mut Ctx, cmd: &str, lines: &[&str]) {
+    let out = ctx.out();
+    out.array(lines.len() + 3);
+    out.simple(&format!("{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd.to_ascii_uppercase()));
+    for l in lines {
+        out.simple(l);
+    }
+    out.simple("HELP");
+    out.simple("    Print this help.");
+}
+
+fn on_off(a: &[u8]) -> Result<bool, CmdError> {
+    if is(a, "on") {
+        Ok(true)
+    } else if is(a, "off") {
+        Ok(false)
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+// ---------------------------------------------------------------- CLIENT
+
+fn client_id(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let id = ctx.client.id as i64;
+    ctx.out().int(id);
+    Ok(())
+}
+
+fn client_info(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let line = ctx.client.info_line(Instant::now()) + "\n";
+    ctx.out().verbatim(line.as_bytes());
+    Ok(())
+}
+
+/// Redis's client types; we only have normal and pubsub-less clients, so
+/// "normal" matches everyone and the replication types match nobody.
+fn client_type_matches(c: &Client, ty: &str) -> bool {
+    match ty {
+        "normal" => !c.monitor,
+        "replica" | "slave" => c.monitor,
+        _ => false,
+    }
+}
+
+fn parse_client_type(a: &[u8]) -> Result<String, CmdError> {
+    let t = String::from_utf8_lossy(a).to_ascii_lowercase();
+    match t.as_str() {
+        "normal" | "master" | "replica" | "slave" | "pubsub" => Ok(t),
+        _ => Err(CmdError::err(format!("Unknown client type '{}'", String::from_utf8_lossy(a)))),
+    }
+}
+
+fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = Instant::now();
+    let mut ty = None;
+    let mut ids: Option<Vec<u64>> = None;
+    if args.len() == 4 && is(&args[2], "type") {
+        ty = Some(parse_client_type(&args[3])?);
+    } else if args.len() > 3 && is(&args[2], "id") {
+        let mut v = Vec::new();
+        for a in &args[3..] {
+            v.push(arg_i64(a).map_err(|_| CmdError::err("Invalid client ID"))? as u64);
+        }
+        ids = Some(v);
+    } else if args.len() != 2 {
+        return Err(CmdError::Syntax);
+    }
+    let mut all: Vec<&Client> = ctx.srv.clients.values().collect();
+    all.push(ctx.client);
+    all.sort_by_key(|c| c.id);
+    let mut s = String::new();
+    let mut add = |c: &Client| {
+        s.push_str(&c.info_line(now));
+        s.push('\n');
+    };
+    match &ids {
+        Some(ids) => {
+            for id in ids {
+                if let Some(c) = all.iter().find(|c| c.id == *id) {
+                    add(c);
+                }
+            }
+        }
+        None => all.iter().filter(|c| ty.as_deref().is_none_or(|t| client_type_matches(c, t))).for_each(|c| add(c)),
+    }
+    ctx.out().verbatim(s.as_bytes());
+    Ok(())
+}
+
+fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let old_form = args.len() == 3;
+    let (mut addr, mut laddr, mut ty, mut id, mut maxage, mut skipme) = (None, None, None, None, 0i64, true);
+    if old_form {
+        addr = Some(args[2].clone());
+        skipme = false;
+    } else {
+        let mut i = 2;
+        while i < args.len() {
+            let Some(v) = args.get(i + 1) else { return Err(CmdError::Syntax) };
+            let o = &args[i];
+            if is(o, "id") {
+                let n = arg_i64(v).ok().filter(|&n| n >= 1).ok_or_else(|| CmdError::err("client-id should be greater than 0"))?;
+                id = Some(n as u64);
+            } else if is(o, "maxage") {
+                let n = arg_i64(v).map_err(|_| CmdError::err("maxage is not an integer or out of range"))?;
+                if n <= 0 {
+                    return Err(CmdError::err("maxage should be greater than 0"));
+                }
+                maxage = n;
+            } else if is(o, "type") {
+                ty = Some(parse_client_type(v)?);
+            } else if is(o, "addr") {
+                addr = Some(v.clone());
+            } else if is(o, "laddr") {
+                laddr = Some(v.clone());
+            } else if is(o, "user") {
+                if v != b"default" {
+                    return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v))));
+                }
+            } else if is(o, "skipme") {
+                skipme = if is(v, "yes") {
+                    true
+                } else if is(v, "no") {
+                    false
+                } else {
+                    return Err(CmdError::Syntax);
+                };
+            } else {
+                return Err(CmdError::Syntax);
+            }
+            i += 2;
+        }
+    }
+    let now = Instant::now();
+    let matches = |c: &Client, me: bool| {
+        addr.as_ref().is_none_or(|a| a == c.addr.as_bytes())
+            && laddr.as_ref().is_none_or(|a| a == c.laddr.as_bytes())
+            && ty.as_deref().is_none_or(|t| client_type_matches(c, t))
+            && id.is_none_or(|i| i == c.id)
+            && !(me && skipme)
+            && (maxage == 0 || now.duration_since(c.created).as_secs() as i64 >= maxage)
+    };
+    let mut killed = 0;
+    for c in ctx.srv.clients.values_mut() {
+        if matches(c, false) {
+            c.close_asap = true;
+            killed += 1;
+        }
+    }
+    let kill_me = matches(ctx.client, true);
+    if kill_me {
+        killed += 1;
+    }
+    if old_form {
+        if killed == 0 {
+            return Err(CmdError::err("No such client"));
+        }
+        ctx.out().ok();
+    } else {
+        ctx.out().int(killed);
+    }
+    if kill_me {
+        ctx.client.close_after_reply = true;
+    }
+    Ok(())
+}
+
+/// Client names and SETINFO values: printable ASCII without spaces.
+pub fn valid_client_attr(v: &[u8]) -> bool {
+    v.iter().all(|&b| b > b' ' && b <= b'~')
+}
+
+fn client_setname(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let n = &args[2];
+    if !valid_client_attr(n) {
+        return Err(CmdError::err("Client names cannot contain spaces, newlines or special characters."));
+    }
+    ctx.client.name = if n.is_empty() { None } else { Some(n.clone()) };
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    match ctx.client.name.clone() {
+        Some(n) => ctx.out().bulk(&n),
+        None => ctx.out().null(),
+    }
+    Ok(())
+}
+
+fn client_setinfo(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let attr = String::from_utf8_lossy(&args[2]).into_owned();
+    let v = &args[3];
+    let is_name = is(&args[2], "lib-name");
+    if !is_name && !is(&args[2], "lib-ver") {
+        return Err(CmdError::err(format!("Unrecognized option '{attr}'")));
+    }
+    if !valid_client_attr(v) {
+        return Err(CmdError::err(format!("{attr} cannot contain spaces, newlines or special characters.")));
+    }
+    let val = if v.is_empty() { None } else { Some(v.clone()) };
+    if is_name {
+        ctx.client.lib_name = val;
+    } else {
+        ctx.client.lib_ver = val;
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_reply(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let a = &args[2];
+    if is(a, "on") {
+        ctx.client.reply_mode = ReplyMode::On;
+        ctx.out().ok();
+    } else if is(a, "off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if is(a, "skip") {
+        if ctx.client.reply_mode != ReplyMode::Off {
+            ctx.client.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    Ok(())
+}
+
+fn client_pause(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let ms = arg_i64(&args[2]).map_err(|_| CmdError::err("timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    let write_only = match args.len() {
+        3 => false,
+        4 if is(&args[3], "write") => true,
+        4 if is(&args[3], "all") => false,
+        _ => return Err(CmdError::Syntax),
+    };
+    let until = ctx.now.saturating_add(ms);
+    let p = match ctx.srv.pause {
+        Some(old) if old.until > ctx.now => Pause { until: old.until.max(until), write_only: old.write_only && write_only },
+        _ => Pause { until, write_only },
+    };
+    ctx.srv.pause = Some(p);
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_unpause(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    ctx.srv.pause = None;
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_no_evict(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    ctx.client.no_evict = on_off(&args[2])?;
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_no_touch(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    ctx.client.no_touch = on_off(&args[2])?;
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "client",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "    * ID <client-id>",
+            "      Kill connections by client id.",
+            "    * MAXAGE <maxage>",
+            "      Kill connections older than the specified age.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are:",
+            "    * LIB-NAME: the client lib name.",
+            "    * LIB-VER: the client lib version.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+        ],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- COMMAND
+
+fn flag_names(s: &Spec) -> Vec<&'static str> {
+    NAMES.iter().filter(|(f, _)| s.has(*f)).map(|(_, n)| *n).collect()
+}
+
+/// Writes one COMMAND INFO entry (10 fields, as Redis 7).
+fn write_info(ctx: &mut Ctx, full: &str, s: &Spec) {
+    let out = ctx.out();
+    out.array(10);
+    out.bulk(full.as_bytes());
+    out.int(s.arity as i64);
+    let fl = flag_names(s);
+    out.set(fl.len());
+    for f in fl {
+        out.simple(f);
+    }
+    out.int(s.keys.first as i64);
+    out.int(s.keys.last as i64);
+    out.int(s.keys.step as i64);
+    out.set(s.acl.len());
+    for a in s.acl {
+        out.simple(&format!("@{a}"));
+    }
+    out.set(0); // tips
+    // key specs: one range spec when the command has keys.
+    if s.keys.first > 0 {
+        out.array(1);
+        out.map(3);
+        out.bulk(b"flags");
+        let kf: &[&str] = if s.has(WRITE) { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+        out.set(kf.len());
+        for f in kf {
+            out.simple(f);
+        }
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"index");
+        out.bulk(b"spec");
+        out.map(1);
+        out.bulk(b"index");
+        out.int(s.keys.first as i64);
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"range");
+        out.bulk(b"spec");
+        out.map(3);
+        out.bulk(b"lastkey");
+        let last = if s.keys.last < 0 { s.keys.last as i64 } else { (s.keys.last - s.keys.first) as i64 };
+        out.int(last);
+        out.bulk(b"keystep");
+        out.int(s.keys.step as i64);
+        out.bulk(b"limit");
+        out.int(0);
+    } else {
+        out.array(0);
+    }
+    out.array(s.subcommands.len());
+    let mut subs: Vec<&Spec> = s.subcommands.iter().collect();
+    subs.sort_by_key(|x| x.name);
+    let subs: Vec<Spec> = subs.into_iter().cloned().collect();
+    for sub in &subs {
+        write_info(ctx, &format!("{full}|{}", sub.name), sub);
+    }
+}
+
+fn sorted_commands(ctx: &Ctx) -> Vec<(String, Spec)> {
+    let mut v: Vec<(String, Spec)> = ctx.srv.commands.iter().map(|(n, s)| (n.clone(), s.clone())).collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// Finds `name` or `container|sub` in the table.
+fn find_spec(ctx: &Ctx, name: &[u8]) -> Option<(String, Spec)> {
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    match lower.split_once('|') {
+        None => ctx.srv.commands.get(&lower).map(|s| (lower.clone(), s.clone())),
+        Some((c, sub)) => {
+            let parent = ctx.srv.commands.get(c)?;
+            parent.subcommand(sub.as_bytes()).map(|s| (lower.clone(), s.clone()))
+        }
+    }
+}
+
+fn command_all(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() != 1 {
+        return Err(CmdError::err(format!(
+            "unknown subcommand '{}'. Try COMMAND HELP.",
+            String::from_utf8_lossy(&args[1])
+        )));
+    }
+    let all = sorted_commands(ctx);
+    ctx.out().array(all.len());
+    for (n, s) in &all {
+        write_info(ctx, n, s);
+    }
+    Ok(())
+}
+
+fn command_count(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let n = ctx.srv.commands.len() as i64;
+    ctx.out().int(n);
+    Ok(())
+}
+
+fn command_info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() == 2 {
+        return command_all(ctx, &args[..1]);
+    }
+    ctx.out().array(args.len() - 2);
+    for a in &args[2..] {
+        match find_spec(ctx, a) {
+            Some((n, s)) => write_info(ctx, &n, &s),
+            None => ctx.out().null_array(),
+        }
+    }
+    Ok(())
+}
+
+fn write_docs(ctx: &mut Ctx, s: &Spec, full: &str) {
+    let subs: Vec<Spec> = {
+        let mut v = s.subcommands.clone();
+        v.sort_by_key(|x| x.name);
+        v
+    };
+    let out = ctx.out();
+    out.map(if subs.is_empty() { 3 } else { 4 });
+    out.bulk(b"summary");
+    out.bulk(s.summary.as_bytes());
+    out.bulk(b"since");
+    out.bulk(s.since.as_bytes());
+    out.bulk(b"group");
+    out.bulk(s.group.as_bytes());
+    if !subs.is_empty() {
+        out.bulk(b"subcommands");
+        out.map(subs.len());
+        for sub in &subs {
+            let n = format!("{full}|{}", sub.name);
+            ctx.out().bulk(n.as_bytes());
+            write_docs(ctx, sub, &n);
+        }
+    }
+}
+
+fn command_docs(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let found: Vec<(String, Spec)> = if args.len() == 2 {
+        sorted_commands(ctx)
+    } else {
+        args[2..].iter().filter_map(|a| find_spec(ctx, a)).collect()
+    };
+    ctx.out().map(found.len());
+    for (n, s) in &found {
+        ctx.out().bulk(n.as_bytes());
+        let group = if n.contains('|') { ctx.srv.commands.get(n.split('|').next().unwrap_or("")).map(|p| p.group) } else { None };
+        let mut s = s.clone();
+        if let Some(g) = group {
+            s.group = g;
+        }
+        write_docs(ctx, &s, n);
+    }
+    Ok(())
+}
+
+fn command_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    enum Filter {
+        None,
+        Module,
+        Acl(String),
+        Pattern(Vec<u8>),
+    }
+    let filter = match args.len() {
+        2 => Filter::None,
+        5 if is(&args[2], "filterby") => {
+            if is(&args[3], "module") {
+                Filter::Module
+            } else if is(&args[3], "aclcat") {
+                Filter::Acl(String::from_utf8_lossy(&args[4]).to_ascii_lowercase())
+            } else if is(&args[3], "pattern") {
+                Filter::Pattern(args[4].clone())
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        _ => return Err(CmdError::Syntax),
+    };
+    let mut names = Vec::new();
+    for (n, s) in sorted_commands(ctx) {
+        let mut rows = vec![(n.clone(), s.acl)];
+        rows.extend(s.subcommands.iter().map(|x| (format!("{n}|{}", x.name), x.acl)));
+        for (full, acl) in rows {
+            let keep = match &filter {
+                Filter::None => true,
+                Filter::Module => false,
+                Filter::Acl(c) => acl.iter().any(|a| a == c),
+                Filter::Pattern(p) => crate::glob::matches(p, full.as_bytes(), true),
+            };
+            if keep {
+                names.push(full);
+            }
+        }
+    }
+    let out = ctx.out();
+    out.array(names.len());
+    for n in names {
+        out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// Key positions of `argv` (the command to inspect) or the error Redis gives.
+fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<(Spec, Vec<usize>), CmdError> {
+    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+    let Some(top) = ctx.srv.commands.get(&name) else {
+        return Err(CmdError::err("Invalid command specified"));
+    };
+    let s = if top.subcommands.is_empty() { top } else { argv.get(1).and_then(|a| top.subcommand(a)).unwrap_or(top) };
+    if !s.arity_ok(argv.len()) {
+        return Err(CmdError::err("Invalid number of arguments specified for command"));
+    }
+    let pos = s.key_positions(argv.len());
+    if pos.is_empty() {
+        return Err(CmdError::err("The command has no key arguments"));
+    }
+    Ok((s.clone(), pos))
+}
+
+fn command_getkeys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (_, pos) = getkeys(ctx, &args[2..])?;
+    let out = ctx.out();
+    out.array(pos.len());
+    for p in pos {
+        out.bulk(&args[2 + p]);
+    }
+    Ok(())
+}
+
+fn command_getkeysandflags(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (s, pos) = getkeys(ctx, &args[2..])?;
+    let kf: &[&str] = if s.has(WRITE) { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+    let out = ctx.out();
+    out.array(pos.len());
+    for p in pos {
+        out.array(2);
+        out.bulk(&args[2 + p]);
+        out.set(kf.len());
+        for f in kf {
+            out.simple(f);
+        }
+    }
+    Ok(())
+}
+
+fn command_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "command",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
+        ],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- SLOWLOG
+
+fn slowlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::err(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
+            String::from_utf8_lossy(&args[1])
+        )));
+    }
+    let mut count = 10i64;
+    if let Some(a) = args.get(2) {
+        count = arg_i64(a).ok().filter(|&n| n >= -1).ok_or_else(|| CmdError::err("count should be greater than or equal to -1"))?;
+    }
+    let len = ctx.srv.slowlog.len();
+    let n = if count == -1 { len } else { (count as usize).min(len) };
+    let entries: Vec<_> = ctx.srv.slowlog.iter().take(n).cloned().collect();
+    let out = ctx.out();
+    out.array(n);
+    for e in entries {
+        out.array(6);
+        out.int(e.id as i64);
+        out.int(e.time);
+        out.int(e.usec as i64);
+        out.array(e.argv.len());
+        for a in &e.argv {
+            out.bulk(a);
+        }
+        out.bulk(e.addr.as_bytes());
+        out.bulk(&e.name);
+    }
+    Ok(())
+}
+
+fn slowlog_len(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let n = ctx.srv.slowlog.len() as i64;
+    ctx.out().int(n);
+    Ok(())
+}
+
+fn slowlog_reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    ctx.srv.slowlog.clear();
+    ctx.out().ok();
+    Ok(())
+}
+
+fn slowlog_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "slowlog",
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- LATENCY
+
+fn latency_latest(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let mut rows: Vec<(String, i64, u64, u64)> = ctx
+        .srv
+        .latency
+        .iter()
+        .filter_map(|(n, s)| s.samples.back().map(|&(t, ms)| (n.clone(), t, ms, s.max)))
+        .collect();
+    rows.sort();
+    let out = ctx.out();
+    out.array(rows.len());
+    for (n, t, ms, max) in rows {
+        out.array(4);
+        out.bulk(n.as_bytes());
+        out.int(t);
+        out.int(ms as i64);
+        out.int(max as i64);
+    }
+    Ok(())
+}
+
+fn latency_history(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let samples: Vec<(i64, u64)> = ctx.srv.latency.get(&name).map(|s| s.samples.iter().copied().collect()).unwrap_or_default();
+    let out = ctx.out();
+    out.array(samples.len());
+    for (t, ms) in samples {
+        out.array(2);
+        out.int(t);
+        out.int(ms as i64);
+    }
+    Ok(())
+}
+
+fn latency_reset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let n = if args.len() == 2 {
+        let n = ctx.srv.latency.len();
+        ctx.srv.latency.clear();
+        n
+    } else {
+        args[2..].iter().filter(|a| ctx.srv.latency.remove(String::from_utf8_lossy(a).as_ref()).is_some()).count()
+    };
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+fn latency_doctor(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let mut s = String::new();
+    if ctx.srv.latency.is_empty() {
+        s.push_str("Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep tonight.\n");
+    } else {
+        s.push_str("Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?\n\n");
+        let mut names: Vec<&String> = ctx.srv.latency.keys().collect();
+        names.sort();
+        for (i, n) in names.iter().enumerate() {
+            let ser = &ctx.srv.latency[*n];
+            let avg = if ser.samples.is_empty() { 0 } else { ser.samples.iter().map(|x| x.1).sum::<u64>() / ser.samples.len() as u64 };
+            s.push_str(&format!(
+                "{}. {}: {} latency spikes (average {}ms, mean deviation 0ms, period 0 sec). Worst all time event {}ms.\n",
+                i + 1,
+                n,
+                ser.samples.len(),
+                avg,
+                ser.max
+            ));
+        }
+        s.push_str("\nI have a few advices for you:\n\n- Check your system for latency sources outside the server.\n");
+    }
+    ctx.out().verbatim(s.as_bytes());
+    Ok(())
+}
+
+fn latency_graph(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    let Some(ser) = ctx.srv.latency.get(&name).filter(|s| !s.samples.is_empty()) else {
+        return Err(CmdError::err(format!("No samples available for event '{name}'")));
+    };
+    let max = ser.samples.iter().map(|x| x.1).max().unwrap_or(0);
+    let min = ser.samples.iter().map(|x| x.1).min().unwrap_or(0);
+    let mut s = format!("{name} - high {max} ms, low {min} ms (all time high {} ms)\n", ser.max);
+    s.push_str(&"-".repeat(80));
+    s.push('\n');
+    const ROWS: u64 = 4;
+    for row in (1..=ROWS).rev() {
+        for &(_, ms) in &ser.samples {
+            let level = if max == 0 { 0 } else { (ms * ROWS).div_ceil(max) };
+            s.push(if level >= row { '#' } else { ' ' });
+        }
+        s.push('\n');
+    }
+    ctx.out().verbatim(s.as_bytes());
+    Ok(())
+}
+
+fn latency_histogram(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let mut rows: Vec<(String, u64, Vec<u64>)> = Vec::new();
+    let wanted: Option<Vec<String>> = (args.len() > 2).then(|| args[2..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect());
+    let mut names: Vec<&String> = ctx.srv.cmdstats.keys().collect();
+    names.sort();
+    for n in names {
+        let st = &ctx.srv.cmdstats[n];
+        if st.calls == 0 {
+            continue;
+        }
+        if let Some(w) = &wanted {
+            if !w.iter().any(|x| x == n || n.strip_prefix(x.as_str()).is_some_and(|r| r.starts_with('|'))) {
+                continue;
+            }
+        }
+        rows.push((n.clone(), st.calls, st.histogram.to_vec()));
+    }
+    let out = ctx.out();
+    out.map(rows.len());
+    for (n, calls, hist) in rows {
+        out.bulk(n.as_bytes());
+        out.map(2);
+        out.bulk(b"calls");
+        out.int(calls as i64);
+        out.bulk(b"histogram_usec");
+        let last = hist.iter().rposition(|&c| c > 0).unwrap_or(0);
+        let first = hist.iter().position(|&c| c > 0).unwrap_or(0);
+        let buckets: Vec<(u64, u64)> = {
+            let mut cum = 0;
+            (first..=last)
+                .filter_map(|i| {
+                    cum += hist[i];
+                    (hist[i] > 0).then_some((1u64 << i, cum))
+                })
+                .collect()
+        };
+        out.map(buckets.len());
+        for (b, c) in buckets {
+            out.int(b as i64);
+            out.int(c as i64);
+        }
+    }
+    Ok(())
+}
+
+fn latency_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "latency",
+        &[
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+            "    If no commands are specified then all histograms are replied.",
+        ],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- misc
+
+fn monitor(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    if !ctx.client.monitor {
+        ctx.client.monitor = true;
+        let id = ctx.client.id;
+        ctx.srv.monitors.push(id);
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+fn time(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let us = unix_us();
+    let out = ctx.out();
+    out.array(2);
+    out.bulk(format!("{}", us / 1_000_000).as_bytes());
+    out.bulk(format!("{}", us % 1_000_000).as_bytes());
+    Ok(())
+}
+
+fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let t = ctx.srv.last_save;
+    ctx.out().int(t);
+    Ok(())
+}
+
+fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let mut abort = false;
+    for a in &args[1..] {
+        if is(a, "abort") {
+            abort = true;
+        } else if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
+            return Err(CmdError::Syntax);
+        }
+    }
+    if abort {
+        if args.len() != 2 {
+            return Err(CmdError::Syntax);
+        }
+        return Err(CmdError::err("No shutdown in progress."));
+    }
+    // Nothing to save yet; the event loop stops after this command and
+    // clients see the connection close, as with Redis.
+    ctx.srv.shutdown = true;
+    ctx.client.close_asap = true;
+    Ok(())
+}
+
+fn function_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    match args.get(2) {
+        None => {}
+        Some(a) if args.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
+        _ => return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option")),
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+fn function_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let mut i = 2;
+    while i < args.len() {
+        if is(&args[i], "withcode") {
+            i += 1;
+        } else if is(&args[i], "libraryname") && i + 1 < args.len() {
+            i += 2;
+        } else {
+            return Err(CmdError::err(format!("Unknown argument {}", String::from_utf8_lossy(&args[i]))));
+        }
+    }
+    ctx.out().array(0);
+    Ok(())
+}
+
+/// DEBUG <subcommand>: the subset Redis's tests and tools use.
+fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    match (sub.as_str(), args.len()) {
+        ("sleep", 3) => {
+            let secs = super::arg_f64(&args[2])?;
+            if secs > 0.0 {
+                std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+            }
+        }
+        ("set-active-expire", 3) => ctx.srv.active_expire_enabled = args[2] != b"0",
+        ("object", 3) => {
+            let now = ctx.now;
+            let idle = ctx.db().idle_secs(&args[2], now);
+            let Some(v) = ctx.db().get(&args[2], now) else { return Err(CmdError::NoSuchKey) };
+            let (enc, len) = match v {
+                storage::ValueRef::Str(storage::value::StrRef::Int(n)) => ("int", storage::value::int_len(n)),
+                storage::ValueRef::Str(s) => (if s.len() <= 44 { "embstr" } else { "raw" }, s.len()),
+            };
+            let line = format!(
+                "Value at:0x{:012x} refcount:1 encoding:{enc} serializedlength:{} lru:0 lru_seconds_idle:{}",
+                ctx.srv.random() & 0xffff_ffff_fff0,
+                len + 1,
+                idle.unwrap_or(0)
+            );
+            ctx.out().simple(&line);
+            return Ok(());
+        }
+        ("change-repl-id", 2) | ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
+        ("listpack", 3) | ("quicklist", _) => {
+            let now = ctx.now;
+            if !ctx.db().contains(&args[2], now) {
+                return Err(CmdError::NoSuchKey);
+            }
+            ctx.out().simple("Listpack structure printed on stdout");
+            return Ok(());
+        }
+        ("reload", _) | ("loadaof", _) => return Err(CmdError::err("DEBUG RELOAD is not supported")),
+        ("replybuffer", 4) => {}
+        ("help", 2) => {
+            help_reply(
+                ctx,
+                "debug",
+                &[
+                    "CHANGE-REPL-ID",
+                    "    Change the replication IDs of the instance.",
+                    "LISTPACK <key>",
+                    "    Show low level info about the ziplist encoding of <key>.",
+                    "OBJECT <key>",
+                    "    Show low level info about `key` and associated value.",
+                    "QUICKLIST-PACKED-THRESHOLD <size>",
+                    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+                    "SET-ACTIVE-EXPIRE <0|1>",
+                    "    Setting it to 0 disables expiring keys in background when they are not accessed.",
+                    "SLEEP <seconds>",
+                    "    Stop the server for <seconds>. Decimals allowed.",
+                    "STRINGMATCH-LEN",
+                    "    Run a fuzz tester against the stringmatchlen() function.",
+                ],
+            );
+            return Ok(());
+        }
+        _ => {
+            return Err(CmdError::err(format!(
+                "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+                String::from_utf8_lossy(&args[1])
+            )))
+        }
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_attr_validation() {
+        assert!(valid_client_attr(b"redis-py"));
+        assert!(!valid_client_attr(b"a b"));
+        assert!(!valid_client_attr(b"a\n"));
+        assert!(valid_client_attr(b""));
+    }
+
+    #[test]
+    fn table_rows_have_docs() {
+        for s in table() {
+            assert!(!s.summary.is_empty(), "{} has no summary", s.name);
+        }
+    }
+}

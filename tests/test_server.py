@@ -1,0 +1,324 @@
+"""Server, connection and introspection commands: INFO, CONFIG, CLIENT, COMMAND,
+SLOWLOG, LATENCY, MONITOR, DEBUG, TIME, SELECT, FLUSH*, HELLO, with Redis's exact
+replies and errors."""
+
+import time
+
+import pytest
+import redis
+
+
+def err(fn, *args):
+    with pytest.raises(redis.ResponseError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def bulk_text(reply: bytes) -> str:
+    """The payload of a raw bulk string reply."""
+    head, _, rest = reply.partition(b"\r\n")
+    assert head.startswith(b"$")
+    return rest[:int(head[1:])].decode()
+
+
+def test_info_sections_and_fields(r, raw):
+    r.set(b"a", b"1")
+    info = r.info()
+    assert info["redis_version"] == "7.4.0"
+    assert "densekv_version" in info
+    for f in ("used_memory", "used_memory_rss", "used_memory_peak", "mem_fragmentation_ratio", "maxmemory",
+              "connected_clients", "total_commands_processed", "role", "used_cpu_sys"):
+        assert f in info, f
+    assert info["used_memory"] > 0
+    assert info["db0"] == {"keys": 1, "expires": 0, "avg_ttl": 0, "subexpiry": 0}
+    c = raw()
+    text = bulk_text(c.call("INFO", "server", "keyspace"))
+    assert text.startswith("# Server\r\n")
+    assert "\r\n\r\n# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0,subexpiry=0\r\n" in text
+    assert "# Memory" not in text
+    assert "# Commandstats" not in bulk_text(c.call("INFO"))
+    everything = bulk_text(c.call("INFO", "everything"))
+    for s in ("# Commandstats", "# Errorstats", "# Latencystats", "# Keyspace", "# CPU"):
+        assert s in everything
+    assert c.call("INFO", "nosuchsection") == b"$0\r\n\r\n"
+
+
+def test_info_commandstats_errorstats(r, raw):
+    r.config_resetstat()
+    r.get(b"x")
+    r.get(b"x")
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("GET")
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("NOSUCHCMD")
+    text = bulk_text(raw().call("INFO", "commandstats", "errorstats"))
+    assert "cmdstat_get:calls=2," in text
+    assert "rejected_calls=1,failed_calls=0" in text
+    assert "errorstat_ERR:count=2" in text
+
+
+def test_config_get_set(r):
+    assert r.config_get("maxmemory") == {"maxmemory": "0"}
+    got = r.config_get("maxmemory*")
+    assert "maxmemory-policy" in got and "maxmemory-samples" in got
+    multi = r.execute_command("CONFIG", "GET", "maxmemory", "timeout", "hash-max-ziplist-entries")
+    d = dict(zip(multi[::2], multi[1::2]))
+    assert d[b"timeout"] == b"0" and d[b"hash-max-ziplist-entries"] == b"128"
+    assert r.execute_command("CONFIG", "SET", "maxmemory", "10mb", "timeout", "5") == b"OK"
+    assert r.config_get("maxmemory") == {"maxmemory": "10485760"}
+    # atomic: one bad value sets nothing
+    e = err(r.execute_command, "CONFIG", "SET", "maxmemory", "1", "timeout", "abc")
+    assert e == "CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer"
+    assert r.config_get("maxmemory") == {"maxmemory": "10485760"}
+    assert err(r.execute_command, "CONFIG", "SET", "nosuch", "1") == "Unknown option or number of arguments for CONFIG SET - 'nosuch'"
+    assert err(r.execute_command, "CONFIG", "SET", "timeout", "1", "timeout", "2") == \
+        "CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter"
+    assert err(r.execute_command, "CONFIG", "SET", "databases", "3") == \
+        "CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config"
+    assert err(r.execute_command, "CONFIG", "SET", "appendonly", "maybe") == \
+        "CONFIG SET failed (possibly related to argument 'appendonly') - argument must be 'yes' or 'no'"
+    assert err(r.execute_command, "CONFIG", "SET", "maxmemory") == "wrong number of arguments for 'config|set' command"
+    assert err(r.execute_command, "CONFIG", "SET", "maxmemory", "1", "timeout") == "syntax error"
+    assert err(r.execute_command, "CONFIG", "REWRITE") == "The server is running without a config file"
+    r.execute_command("CONFIG", "SET", "maxmemory", "0", "timeout", "0")
+    help_ = r.execute_command("CONFIG", "HELP")
+    assert help_[0] == b"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert help_[-2:] == [b"HELP", b"    Print this help."]
+    assert err(r.execute_command, "CONFIG", "NOPE") == "unknown subcommand 'NOPE'. Try CONFIG HELP."
+
+
+def test_client_commands(r, new_client):
+    cid = r.client_id()
+    assert isinstance(cid, int)
+    assert r.client_getname() is None
+    assert r.client_setname("worker-1") is True
+    assert r.client_getname() in ("worker-1", b"worker-1")
+    assert err(r.client_setname, "a b") == "Client names cannot contain spaces, newlines or special characters."
+    info = r.execute_command("CLIENT", "INFO").decode()
+    assert info.startswith(f"id={cid} addr=127.0.0.1:")
+    assert " name=worker-1 " in info and " cmd=client|info " in info and info.endswith("\n")
+    other = new_client()
+    other.ping()
+    lst = r.execute_command("CLIENT", "LIST").decode()
+    assert len(lst.strip().split("\n")) >= 2
+    only = r.execute_command("CLIENT", "LIST", "ID", cid).decode()
+    assert only.startswith(f"id={cid} ") and only.count("\n") == 1
+    assert err(r.execute_command, "CLIENT", "LIST", "TYPE", "bogus") == "Unknown client type 'bogus'"
+    assert err(r.execute_command, "CLIENT", "LIST", "ID", "x") == "Invalid client ID"
+    assert r.execute_command("CLIENT", "SETINFO", "LIB-NAME", "mylib") == b"OK"
+    assert " lib-name=mylib " in r.execute_command("CLIENT", "INFO").decode()
+    assert err(r.execute_command, "CLIENT", "SETINFO", "foo", "x") == "Unrecognized option 'foo'"
+    assert err(r.execute_command, "CLIENT", "SETINFO", "lib-ver", "a b") == "lib-ver cannot contain spaces, newlines or special characters."
+    assert r.execute_command("CLIENT", "NO-EVICT", "on") == b"OK"
+    assert err(r.execute_command, "CLIENT", "NO-EVICT", "maybe") == "syntax error"
+    assert r.execute_command("CLIENT", "NO-TOUCH", "off") == b"OK"
+    assert err(r.execute_command, "CLIENT", "PAUSE", "abc") == "timeout is not an integer or out of range"
+    assert err(r.execute_command, "CLIENT", "PAUSE", "-1") == "timeout is negative"
+    assert err(r.execute_command, "CLIENT", "NOSUCH") == "unknown subcommand 'NOSUCH'. Try CLIENT HELP."
+    assert r.execute_command("CLIENT", "HELP")[0].startswith(b"CLIENT <subcommand>")
+
+
+def test_client_kill(r, new_client, raw):
+    victim = raw()
+    vid = int(victim.call("CLIENT", "ID")[1:-2])
+    assert r.execute_command("CLIENT", "KILL", "ID", vid) == 1
+    victim.expect_closed()
+    assert r.execute_command("CLIENT", "KILL", "ID", 999999) == 0
+    assert err(r.execute_command, "CLIENT", "KILL", "ID", "0") == "client-id should be greater than 0"
+    assert err(r.execute_command, "CLIENT", "KILL", "1.2.3.4:5") == "No such client"
+    assert err(r.execute_command, "CLIENT", "KILL", "TYPE", "x") == "Unknown client type 'x'"
+    assert err(r.execute_command, "CLIENT", "KILL", "MAXAGE", "0") == "maxage should be greater than 0"
+    assert err(r.execute_command, "CLIENT", "KILL", "SKIPME", "maybe") == "syntax error"
+    v2 = raw()
+    v2.call("PING")
+    addr = [l for l in r.execute_command("CLIENT", "LIST").decode().split("\n") if "cmd=ping" in l][0].split()[1][5:]
+    assert r.execute_command("CLIENT", "KILL", addr) == b"OK"
+    v2.expect_closed()
+    # SKIPME yes (default) spares the caller
+    assert r.execute_command("CLIENT", "KILL", "ID", r.client_id()) == 0
+    assert r.ping() is True
+
+
+def test_client_reply(raw):
+    c = raw()
+    c.send(RawEnc("CLIENT", "REPLY", "OFF") + RawEnc("SET", "k", "1") + RawEnc("CLIENT", "REPLY", "ON"))
+    assert c.read_reply() == b"+OK\r\n"
+    c.send(RawEnc("CLIENT", "REPLY", "SKIP") + RawEnc("GET", "k") + RawEnc("PING"))
+    assert c.read_reply() == b"+PONG\r\n"
+
+
+def RawEnc(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def test_client_pause(r, new_client):
+    other = new_client()
+    r.execute_command("CLIENT", "PAUSE", 300, "WRITE")
+    t = time.monotonic()
+    assert other.get(b"k") is None  # reads pass
+    assert time.monotonic() - t < 0.2
+    other.set(b"k", b"v")  # writes wait
+    assert time.monotonic() - t >= 0.25
+    r.execute_command("CLIENT", "PAUSE", 5000)
+    r.execute_command("CLIENT", "UNPAUSE")
+    t = time.monotonic()
+    assert other.get(b"k") == b"v"
+    assert time.monotonic() - t < 0.5
+
+
+def test_command_introspection(r, raw):
+    r.response_callbacks.pop("COMMAND", None)  # keep redis-py from reshaping replies
+    n = int(raw().call("COMMAND", "COUNT")[1:-2])
+    assert raw(timeout=10).call("COMMAND").startswith(b"*%d\r\n*10\r\n" % n)
+    c = raw()
+    assert c.call("COMMAND", "INFO", "get", "nosuch") == (
+        b"*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+        b"*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+ACCESS\r\n"
+        b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n"
+        b"$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n"
+        b"$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n*-1\r\n")
+    assert c.call("COMMAND", "INFO", "config|get").startswith(b"*1\r\n*10\r\n$10\r\nconfig|get\r\n:-3\r\n")
+    assert b"$10\r\nconfig|get\r\n" in c.call("COMMAND", "INFO", "config")
+    assert r.execute_command("COMMAND", "GETKEYS", "SET", "a", "b") == [b"a"]
+    assert r.execute_command("COMMAND", "GETKEYS", "DEL", "a", "b", "c") == [b"a", b"b", b"c"]
+    assert err(r.execute_command, "COMMAND", "GETKEYS", "PING") == "The command has no key arguments"
+    assert err(r.execute_command, "COMMAND", "GETKEYS", "NOSUCH", "x") == "Invalid command specified"
+    assert err(r.execute_command, "COMMAND", "GETKEYS", "GET") == "Invalid number of arguments specified for command"
+    assert raw().call("COMMAND", "GETKEYSANDFLAGS", "GET", "k") == b"*1\r\n*2\r\n$1\r\nk\r\n*2\r\n+RO\r\n+ACCESS\r\n"
+    names = r.execute_command("COMMAND", "LIST")
+    assert b"get" in names and b"config|get" in names
+    assert r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "conf*") [:1] == [b"config"]
+    assert r.execute_command("COMMAND", "LIST", "FILTERBY", "MODULE", "x") == []
+    assert b"get" in r.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "read")
+    assert err(r.execute_command, "COMMAND", "LIST", "bad") == "syntax error"
+    assert raw().call("COMMAND", "DOCS", "get").startswith(b"*2\r\n$3\r\nget\r\n*6\r\n$7\r\nsummary\r\n")
+
+
+def test_slowlog(r, raw):
+    r.config_set("slowlog-log-slower-than", "0")
+    r.execute_command("SLOWLOG", "RESET")
+    r.set(b"slowkey", b"v")
+    r.client_setname("slowpoke")
+    rep = raw().call("SLOWLOG", "GET", "-1")
+    r.config_set("slowlog-log-slower-than", "10000")
+    assert rep.startswith(b"*")
+    assert b"*6\r\n:" in rep
+    assert b"*3\r\n$3\r\nSET\r\n$7\r\nslowkey\r\n$1\r\nv\r\n$15\r\n127.0.0.1:" in rep
+    assert r.execute_command("SLOWLOG", "LEN") >= 2
+    assert err(r.execute_command, "SLOWLOG", "GET", "-2") == "count should be greater than or equal to -1"
+    assert r.execute_command("SLOWLOG", "RESET") == b"OK"
+    assert r.execute_command("SLOWLOG", "LEN") == 0
+
+
+def test_latency(r):
+    assert r.execute_command("LATENCY", "LATEST") == []
+    assert r.execute_command("LATENCY", "HISTORY", "command") == []
+    r.config_set("latency-monitor-threshold", "100")
+    r.execute_command("DEBUG", "SLEEP", "0.15")
+    r.config_set("latency-monitor-threshold", "0")
+    latest = r.execute_command("LATENCY", "LATEST")
+    assert latest[0][0] == b"command" and latest[0][2] >= 100
+    assert len(r.execute_command("LATENCY", "HISTORY", "command")) == 1
+    assert b"command - high" in r.execute_command("LATENCY", "GRAPH", "command")
+    assert err(r.execute_command, "LATENCY", "GRAPH", "nope") == "No samples available for event 'nope'"
+    assert r.execute_command("LATENCY", "RESET") == 1
+    r.config_resetstat()
+    r.ping()
+    h = r.execute_command("LATENCY", "HISTOGRAM", "ping")
+    assert h[0] == b"ping" and h[1][:2] == [b"calls", 1]
+    assert b"Dave" in r.execute_command("LATENCY", "DOCTOR")
+
+
+def test_monitor(r, raw):
+    m = raw()
+    assert m.call("MONITOR") == b"+OK\r\n"
+    r.set(b"mk", b"a b")
+    line = m.read_line()
+    assert line.endswith(b'"SET" "mk" "a b"\r\n') and line.startswith(b"+"), line
+    assert b"[0 127.0.0.1:" in line
+
+
+def test_debug(r):
+    r.set(b"k", b"12")
+    line = r.execute_command("DEBUG", "OBJECT", "k").decode()
+    assert line.startswith("Value at:0x") and "encoding:int" in line and "refcount:1" in line
+    r.set(b"s", b"x" * 100)
+    assert "encoding:raw" in r.execute_command("DEBUG", "OBJECT", "s").decode()
+    assert err(r.execute_command, "DEBUG", "OBJECT", "nokey") == "no such key"
+    assert r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1") == b"OK"
+    t = time.monotonic()
+    assert r.execute_command("DEBUG", "SLEEP", "0.1") == b"OK"
+    assert time.monotonic() - t >= 0.1
+    assert err(r.execute_command, "DEBUG", "RELOAD").startswith("DEBUG RELOAD")
+    assert err(r.execute_command, "DEBUG", "NOPE") == "unknown subcommand or wrong number of arguments for 'NOPE'. Try DEBUG HELP."
+
+
+def test_time_lastsave(r):
+    sec, usec = r.execute_command("TIME")
+    assert abs(int(sec) - time.time()) < 5 and 0 <= int(usec) < 1_000_000
+    assert abs(r.lastsave().timestamp() - time.time()) < 3600 * 24
+
+
+def test_select_and_flush(r):
+    assert err(r.execute_command, "SELECT", "100") == "DB index is out of range"
+    assert err(r.execute_command, "SELECT", "x") == "value is not an integer or out of range"
+    r.set(b"a", b"1")
+    assert r.execute_command("SELECT", 1) in (True, b"OK")
+    r.set(b"b", b"1")
+    assert r.dbsize() == 1
+    assert r.execute_command("FLUSHDB", "ASYNC") in (True, b"OK")
+    assert r.dbsize() == 0
+    r.execute_command("SELECT", 0)
+    assert r.dbsize() == 1
+    assert err(r.execute_command, "FLUSHALL", "LATER") == "syntax error"
+    assert r.execute_command("FLUSHALL", "SYNC") in (True, b"OK")
+    assert r.dbsize() == 0
+
+
+def test_function_stubs(r):
+    assert r.execute_command("FUNCTION", "FLUSH") == b"OK"
+    assert r.execute_command("FUNCTION", "FLUSH", "ASYNC") == b"OK"
+    assert r.execute_command("FUNCTION", "LIST") == []
+    assert err(r.execute_command, "FUNCTION", "FLUSH", "X") == "FUNCTION FLUSH only supports SYNC|ASYNC option"
+
+
+def test_hello(raw):
+    c = raw()
+    rep = c.call("HELLO", "3")
+    assert rep.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.4.0\r\n$5\r\nproto\r\n:3\r\n")
+    assert c.call("CONFIG", "GET", "timeout") == b"%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"
+    assert c.call("HELLO", "4") == b"-NOPROTO unsupported protocol version\r\n"
+    assert c.call("HELLO", "x") == b"-ERR Protocol version is not an integer or out of range\r\n"
+    rep2 = c.call("HELLO", "2", "SETNAME", "hn")
+    assert rep2.startswith(b"*14\r\n")
+    assert c.call("CLIENT", "GETNAME") == b"$2\r\nhn\r\n"
+    assert c.call("AUTH", "x") == (b"-ERR AUTH <password> called without any password configured for the default user. "
+                                   b"Are you sure your configuration is correct?\r\n")
+
+
+def test_resp3_info_is_verbatim(r3):
+    raw = r3.execute_command("CLIENT", "INFO")
+    assert b"id=" in (raw if isinstance(raw, bytes) else str(raw).encode())
+
+
+def test_reset(r):
+    r.execute_command("SELECT", 2)
+    r.client_setname("x")
+    assert r.execute_command("RESET") in ("RESET", b"RESET")
+    assert r.client_getname() is None
+    assert r.execute_command("CLIENT", "INFO").decode().split(" db=")[1].startswith("0 ")
+
+
+def test_shutdown(start_server):
+    srv = start_server()
+    c = redis.Redis(host=srv.host, port=srv.port)
+    assert err(c.execute_command, "SHUTDOWN", "ABORT") == "No shutdown in progress."
+    assert err(c.execute_command, "SHUTDOWN", "BOGUS") == "syntax error"
+    with pytest.raises(redis.ConnectionError):
+        c.execute_command("SHUTDOWN", "NOSAVE")
+    srv.proc.wait(timeout=5)
+    assert srv.proc.returncode == 0
