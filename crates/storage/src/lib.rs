@@ -5,7 +5,10 @@
 //! defines what a key holds. Command code (in the server crate) reads and
 //! writes through these types only and never names an encoding.
 
+mod blob;
 pub mod keyspace;
+mod segment;
+mod slab;
 pub mod value;
 
 pub use keyspace::{Db, Ttl};
