@@ -59,6 +59,8 @@ pub struct Db {
     hand: Hand,
     /// When true, reads do not update a key's last-access time (CLIENT NO-TOUCH).
     pub no_touch: bool,
+    /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
+    lazy_expired: u64,
 }
 
 impl Default for Db {
@@ -72,6 +74,7 @@ impl Default for Db {
             volatile: 0,
             hand: Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX },
             no_touch: false,
+            lazy_expired: 0,
         }
     }
 }
@@ -134,6 +137,7 @@ impl Db {
         let s = self.segs[si].slots[pos];
         if s & TTL_BIT != 0 && matches!(self.blob(s).deadline, Some(t) if t <= now) {
             self.delete(si, pos);
+            self.lazy_expired += 1;
             return None;
         }
         if !self.no_touch {
@@ -330,6 +334,12 @@ impl Db {
         Some((now / 1000 - clock_of(self.segs[si].slots[pos])).rem_euclid(CLOCK_MOD))
     }
 
+    /// Number of keys lazy expiry deleted (on access) since the last call;
+    /// resets the count. Active expiry is counted by its own return value.
+    pub fn take_lazy_expired(&mut self) -> u64 {
+        std::mem::take(&mut self.lazy_expired)
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         let no_touch = self.no_touch;
@@ -491,6 +501,8 @@ mod tests {
         assert_eq!(db.expire_of(b"a", 0), Some(Some(100)));
         assert!(db.get(b"a", 100).is_none());
         assert_eq!(db.len(), 0);
+        assert_eq!(db.take_lazy_expired(), 1);
+        assert_eq!(db.take_lazy_expired(), 0);
         assert_eq!(db.volatile_len(), 0);
     }
 
