@@ -5,13 +5,21 @@
 //! before `now` as absent, deleting it on the spot (lazy expiry).
 //! `active_expire` reclaims due keys that nobody touches.
 //!
-//! Layout: keys live in a dense vector (`slots`) indexed by a hash map, so
-//! that SCAN can walk positions and random sampling is O(1). Deletion moves
-//! the last slot into the hole; SCAN walks positions downwards so that a key
-//! moved that way is never skipped (it may be returned twice, which SCAN allows).
+//! Layout (see docs/design/keyspace.md): an extendible hash table. A
+//! directory indexed by the top `depth` bits of the key hash points at
+//! segments (`segment.rs`); a full segment grows in small steps and, at its
+//! largest size, splits alone, so there is no whole-table rehash. Each key is
+//! one 8-byte slot plus one slab blob (`blob.rs`, `slab.rs`) holding key,
+//! value and the deadline only when there is one.
+//!
+//! SCAN's cursor is a position in hash space: all keys whose hash (truncated
+//! to the segment's prefix plus 14 tag bits) lies below it were returned.
+//! Splits and growth never move a key across that order, so a key present for
+//! the whole scan is returned at least once.
 
-use std::collections::HashMap;
-
+use crate::blob::{self, Blob};
+use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TAG_BITS, TTL_BIT};
+use crate::slab::{jemalloc_size, Slab};
 use crate::value::{Value, ValueMut, ValueRef};
 
 /// What an insert does to the key's deadline.
@@ -25,27 +33,50 @@ pub enum Ttl {
     At(i64),
 }
 
-#[derive(Debug)]
-struct Slot {
-    key: Box<[u8]>,
-    value: Value,
-    expire: Option<i64>,
-    /// Last access, Unix seconds.
-    access: i64,
+/// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
+const MAX_DEPTH: u32 = 64 - TAG_BITS;
+
+/// Where active expiry stopped: a segment, a slot in it, the segment's shape
+/// then, and the earliest deadline seen so far in this pass.
+#[derive(Debug, Clone, Copy)]
+struct Hand {
+    seg: usize,
+    pos: usize,
+    shape: u32,
+    min: i64,
 }
 
 /// One database.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Db {
-    index: HashMap<Box<[u8]>, usize>,
-    slots: Vec<Slot>,
+    segs: Vec<Segment>,
+    /// Segment index per top-`depth`-bit hash prefix.
+    dir: Vec<u32>,
+    depth: u32,
+    slab: Slab,
+    len: usize,
     volatile: usize,
-    /// Position of the active-expiry clock hand.
-    hand: usize,
+    hand: Hand,
     /// When true, reads do not update a key's last-access time (CLIENT NO-TOUCH).
     pub no_touch: bool,
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db {
+            segs: vec![Segment::with_room(0, 0)],
+            dir: vec![0],
+            depth: 0,
+            slab: Slab::default(),
+            len: 0,
+            volatile: 0,
+            hand: Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX },
+            no_touch: false,
+            lazy_expired: 0,
+        }
+    }
 }
 
 impl Db {
@@ -56,12 +87,12 @@ impl Db {
 
     /// Number of keys, including expired ones not yet reclaimed (as Redis's DBSIZE).
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.len
     }
 
     /// True when the database holds no key.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len == 0
     }
 
     /// Number of keys with a deadline.
@@ -69,117 +100,238 @@ impl Db {
         self.volatile
     }
 
-    fn live_index(&mut self, key: &[u8], now: i64) -> Option<usize> {
-        let i = *self.index.get(key)?;
-        if matches!(self.slots[i].expire, Some(t) if t <= now) {
-            self.remove_at(i);
+    /// Bytes this database holds from the allocator: slab pages, large blobs,
+    /// segment slot arrays and the directory, with jemalloc's rounding.
+    pub fn allocated_bytes(&self) -> usize {
+        self.slab.allocated_bytes()
+            + self.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
+            + jemalloc_size(self.segs.capacity() * size_of::<Segment>())
+            + jemalloc_size(self.dir.capacity() * 4)
+    }
+
+    fn seg_of(&self, h: u64) -> usize {
+        if self.depth == 0 {
+            self.dir[0] as usize
+        } else {
+            self.dir[(h >> (64 - self.depth)) as usize] as usize
+        }
+    }
+
+    fn blob(&self, s: u64) -> Blob<'_> {
+        Blob::parse(self.slab.bytes(addr_of(s)))
+    }
+
+    /// Finds `key`: (hash, segment, slot index if stored).
+    fn find(&self, key: &[u8]) -> (u64, usize, Option<usize>) {
+        let h = hash(key);
+        let si = self.seg_of(h);
+        let seg = &self.segs[si];
+        let pos = seg.find(tag_at(h, seg.depth as u32), |s| Blob::key_of(self.slab.bytes(addr_of(s))) == key);
+        (h, si, pos)
+    }
+
+    /// Finds a live `key`, deleting it if due and touching it unless `no_touch`.
+    fn live(&mut self, key: &[u8], now: i64) -> Option<(usize, usize)> {
+        let (_, si, pos) = self.find(key);
+        let pos = pos?;
+        let s = self.segs[si].slots[pos];
+        if s & TTL_BIT != 0 && matches!(self.blob(s).deadline, Some(t) if t <= now) {
+            self.delete(si, pos);
             self.lazy_expired += 1;
             return None;
         }
         if !self.no_touch {
-            self.slots[i].access = now / 1000;
+            self.segs[si].slots[pos] = with_clock(s, now / 1000);
         }
-        Some(i)
+        Some((si, pos))
     }
 
-    fn remove_at(&mut self, i: usize) -> Slot {
-        let slot = self.slots.swap_remove(i);
-        self.index.remove(&slot.key);
-        if i < self.slots.len() {
-            let moved = &self.slots[i].key;
-            *self.index.get_mut(moved).expect("moved key indexed") = i;
-        }
-        if slot.expire.is_some() {
+    /// Removes the slot at (si, pos) and frees its blob.
+    fn delete(&mut self, si: usize, pos: usize) {
+        let s = self.segs[si].take(pos);
+        self.len -= 1;
+        if s & TTL_BIT != 0 {
             self.volatile -= 1;
         }
-        slot
+        self.slab.free(addr_of(s));
+    }
+
+    fn note_deadline(&mut self, si: usize, t: i64) {
+        let seg = &mut self.segs[si];
+        seg.min_deadline = seg.min_deadline.min(t);
+        if self.hand.seg == si {
+            self.hand.min = self.hand.min.min(t);
+        }
     }
 
     /// The live value of `key`.
     pub fn get(&mut self, key: &[u8], now: i64) -> Option<ValueRef<'_>> {
-        let i = self.live_index(key, now)?;
-        Some(self.slots[i].value.as_ref())
+        let (si, pos) = self.live(key, now)?;
+        Some(ValueRef::Str(self.blob(self.segs[si].slots[pos]).value()))
     }
 
     /// A mutable view of the live value of `key`.
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {
-        let i = self.live_index(key, now)?;
-        Some(match self.slots[i].value.as_ref() {
-            ValueRef::Str(s) => ValueMut::Str(s),
-        })
+        let (si, pos) = self.live(key, now)?;
+        Some(ValueMut::Str(self.blob(self.segs[si].slots[pos]).value()))
     }
 
     /// True if `key` is live.
     pub fn contains(&mut self, key: &[u8], now: i64) -> bool {
-        self.live_index(key, now).is_some()
+        self.live(key, now).is_some()
     }
 
     /// Deadline of a live key: None if absent, Some(None) if it has none.
     pub fn expire_of(&mut self, key: &[u8], now: i64) -> Option<Option<i64>> {
-        let i = self.live_index(key, now)?;
-        Some(self.slots[i].expire)
+        let (si, pos) = self.live(key, now)?;
+        Some(self.blob(self.segs[si].slots[pos]).deadline)
     }
 
     /// Sets or replaces `key`. Returns true if a live key was replaced.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64) -> bool {
-        match self.live_index(key, now) {
-            Some(i) => {
-                let slot = &mut self.slots[i];
-                slot.value = value;
-                let old = slot.expire;
-                slot.expire = match ttl {
-                    Ttl::Keep => old,
-                    Ttl::Clear => None,
-                    Ttl::At(t) => Some(t),
-                };
-                match (old.is_some(), slot.expire.is_some()) {
-                    (false, true) => self.volatile += 1,
-                    (true, false) => self.volatile -= 1,
-                    _ => {}
-                }
-                true
+        let (h, si, pos) = self.find(key);
+        let mut old = None;
+        if let Some(pos) = pos {
+            let s = self.segs[si].slots[pos];
+            let d = self.blob(s).deadline;
+            if matches!(d, Some(t) if t <= now) {
+                self.delete(si, pos);
+            } else {
+                old = Some((pos, d));
             }
-            None => {
-                let expire = match ttl {
-                    Ttl::At(t) => Some(t),
-                    _ => None,
-                };
-                if expire.is_some() {
-                    self.volatile += 1;
-                }
-                let key: Box<[u8]> = key.into();
-                self.index.insert(key.clone(), self.slots.len());
-                self.slots.push(Slot { key, value, expire, access: now / 1000 });
-                false
+        }
+        let deadline = match ttl {
+            Ttl::Keep => old.and_then(|(_, d)| d),
+            Ttl::Clear => None,
+            Ttl::At(t) => Some(t),
+        };
+        if let Some((pos, _)) = old {
+            // Free first so that a same-class blob reuses the same bytes.
+            let s = self.segs[si].take(pos);
+            self.slab.free(addr_of(s));
+            let addr = blob::store(&mut self.slab, key, &value, deadline);
+            self.len -= 1;
+            self.volatile -= usize::from(s & TTL_BIT != 0);
+            // Re-insert into the same slot: its bucket has room now.
+            let ns = make_slot(tag_of(s), deadline.is_some(), now / 1000, addr);
+            self.segs[si].slots[pos] = ns;
+            self.segs[si].len += 1;
+            self.segs[si].volatile += u32::from(deadline.is_some());
+        } else {
+            let addr = blob::store(&mut self.slab, key, &value, deadline);
+            let tag = tag_at(h, self.segs[si].depth as u32);
+            if let Some(t) = deadline {
+                self.note_deadline(si, t);
             }
+            self.insert_slot(si, make_slot(tag, deadline.is_some(), now / 1000, addr));
+        }
+        if let Some(t) = deadline {
+            if old.is_some() {
+                self.note_deadline(si, t);
+            }
+        }
+        self.len += 1;
+        self.volatile += usize::from(deadline.is_some());
+        old.is_some()
+    }
+
+    /// Puts a new slot into segment `si`, growing or splitting it when full.
+    fn insert_slot(&mut self, si: usize, s: u64) {
+        if let Err(held) = self.segs[si].insert(s) {
+            let seg = &mut self.segs[si];
+            if !seg.at_max() || seg.depth as u32 >= MAX_DEPTH {
+                seg.grow(held);
+            } else {
+                self.split(si, held);
+            }
+        }
+    }
+
+    /// Splits segment `si` into two of one more bit of depth; `extra` is a
+    /// slot that did not fit. Keys are re-hashed here (and only here) to read
+    /// the next bit and their new tags.
+    fn split(&mut self, si: usize, extra: u64) {
+        let d = self.segs[si].depth as u32;
+        if d == self.depth {
+            self.dir = self.dir.iter().flat_map(|&x| [x, x]).collect();
+            self.depth += 1;
+        }
+        let old = std::mem::replace(&mut self.segs[si], Segment::with_room(0, 0));
+        let items: Vec<u64> = old.slots.iter().copied().filter(|&s| s != 0).chain([extra]).collect();
+        let mut kids = [Segment::with_room(d as u8 + 1, items.len() / 2), Segment::with_room(d as u8 + 1, items.len() / 2)];
+        for s in items {
+            let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let kid = &mut kids[((h << d) >> 63) as usize];
+            let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, d + 1);
+            if let Err(held) = kid.insert(ns) {
+                kid.grow(held);
+            }
+        }
+        let [mut left, mut right] = kids;
+        left.min_deadline = old.min_deadline;
+        right.min_deadline = old.min_deadline;
+        left.shape = old.shape.wrapping_add(1);
+        self.segs[si] = left;
+        let ri = self.segs.len() as u32;
+        right.shape = 0;
+        self.segs.push(right);
+        let start = self.dir.iter().position(|&x| x as usize == si).expect("segment in directory");
+        let span = 1usize << (self.depth - d);
+        for x in &mut self.dir[start + span / 2..start + span] {
+            *x = ri;
+        }
+    }
+
+    /// Rewrites the blob at (si, pos) with a new deadline.
+    fn rewrite_deadline(&mut self, si: usize, pos: usize, deadline: Option<i64>) {
+        let s = self.segs[si].slots[pos];
+        let b = self.blob(s);
+        let (key, value) = (b.key.to_vec(), ValueRef::Str(b.value()).to_owned());
+        self.slab.free(addr_of(s));
+        let addr = blob::store(&mut self.slab, &key, &value, deadline);
+        let had = s & TTL_BIT != 0;
+        let ns = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
+        let seg = &mut self.segs[si];
+        seg.slots[pos] = ns;
+        match (had, deadline.is_some()) {
+            (false, true) => {
+                seg.volatile += 1;
+                self.volatile += 1;
+            }
+            (true, false) => {
+                seg.volatile -= 1;
+                self.volatile -= 1;
+            }
+            _ => {}
+        }
+        if let Some(t) = deadline {
+            self.note_deadline(si, t);
         }
     }
 
     /// Sets the deadline of a live key (None removes it). Returns false if absent.
     pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>, now: i64) -> bool {
-        let Some(i) = self.live_index(key, now) else { return false };
-        let slot = &mut self.slots[i];
-        match (slot.expire.is_some(), expire.is_some()) {
-            (false, true) => self.volatile += 1,
-            (true, false) => self.volatile -= 1,
-            _ => {}
-        }
-        slot.expire = expire;
+        let Some((si, pos)) = self.live(key, now) else { return false };
+        self.rewrite_deadline(si, pos, expire);
         true
     }
 
     /// Removes a live key, returning its value.
     pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Value> {
-        let i = self.live_index(key, now)?;
-        Some(self.remove_at(i).value)
+        let (si, pos) = self.live(key, now)?;
+        let v = ValueRef::Str(self.blob(self.segs[si].slots[pos]).value()).to_owned();
+        self.delete(si, pos);
+        Some(v)
     }
 
     /// Seconds since the key was last read or written, without touching it.
+    /// The clock has 15 bits, so idle times wrap after about 9 hours.
     pub fn idle_secs(&mut self, key: &[u8], now: i64) -> Option<i64> {
         let saved = std::mem::replace(&mut self.no_touch, true);
-        let i = self.live_index(key, now);
+        let found = self.live(key, now);
         self.no_touch = saved;
-        Some((now / 1000 - self.slots[i?].access).max(0))
+        let (si, pos) = found?;
+        Some((now / 1000 - clock_of(self.segs[si].slots[pos])).rem_euclid(CLOCK_MOD))
     }
 
     /// Number of keys lazy expiry deleted (on access) since the last call;
@@ -197,66 +349,136 @@ impl Db {
 
     /// Calls `f(key, value, deadline)` for every stored key, live or not yet reclaimed.
     pub fn for_each(&self, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>)) {
-        for s in &self.slots {
-            f(&s.key, s.value.as_ref(), s.expire);
+        for seg in &self.segs {
+            for &s in seg.slots.iter().filter(|&&s| s != 0) {
+                let b = self.blob(s);
+                f(b.key, ValueRef::Str(b.value()), b.deadline);
+            }
         }
     }
 
     /// One SCAN step from `cursor` (0 starts), visiting about `count` keys with
-    /// `f(key, value, deadline)`. Returns the next cursor, 0 when done.
+    /// `f(key, value, deadline)` (more when several share a hash position).
+    /// Returns the next cursor, 0 when done.
     /// Every key present for the whole scan is visited at least once.
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>)) -> u64 {
-        let mut end = if cursor == 0 { self.slots.len() } else { (cursor as usize).min(self.slots.len()) };
+        let count = count.max(1);
+        let mut c = cursor;
         let mut n = 0;
-        while end > 0 && n < count.max(1) {
-            end -= 1;
-            let s = &self.slots[end];
-            f(&s.key, s.value.as_ref(), s.expire);
-            n += 1;
+        let mut items: Vec<u64> = Vec::new();
+        loop {
+            let seg = &self.segs[self.seg_of(c)];
+            let d = seg.depth as u32;
+            let prefix = if d == 0 { 0 } else { c >> (64 - d) };
+            let from = tag_at(c, d);
+            items.clear();
+            items.extend(seg.slots.iter().copied().filter(|&s| s != 0 && tag_of(s) >= from));
+            let mut emit = |s: u64| {
+                let b = self.blob(s);
+                f(b.key, ValueRef::Str(b.value()), b.deadline);
+            };
+            let want = count - n;
+            if items.len() > want {
+                items.select_nth_unstable_by_key(want - 1, |&s| tag_of(s));
+                let last = tag_of(items[want - 1]);
+                for &s in items.iter().filter(|&&s| tag_of(s) <= last) {
+                    emit(s);
+                }
+                if last + 1 < 1 << TAG_BITS {
+                    let base = if d == 0 { 0 } else { prefix << (64 - d) };
+                    return base | ((last + 1) << (64 - TAG_BITS - d));
+                }
+                n = count;
+            } else {
+                items.iter().for_each(|&s| emit(s));
+                n += items.len();
+            }
+            // This segment is done: move to the next prefix.
+            if d == 0 || prefix + 1 == 1 << d {
+                return 0;
+            }
+            c = (prefix + 1) << (64 - d);
+            if n >= count {
+                return c;
+            }
         }
-        end as u64
     }
 
     /// A random stored key (possibly expired but not yet reclaimed), using `r` as randomness.
     pub fn random_key(&self, r: u64) -> Option<&[u8]> {
-        if self.slots.is_empty() {
+        if self.len == 0 {
             return None;
         }
-        Some(&self.slots[(r % self.slots.len() as u64) as usize].key)
+        let mut r = r;
+        for _ in 0..64 {
+            r = r.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(0x1405_7B7E_F767_814F);
+            let x = r ^ (r >> 29);
+            let seg = &self.segs[self.dir[(x % self.dir.len() as u64) as usize] as usize];
+            if seg.len == 0 {
+                continue;
+            }
+            let n = seg.slots.len();
+            let start = ((x >> 32) % n as u64) as usize;
+            let s = (0..n).map(|i| seg.slots[(start + i) % n]).find(|&s| s != 0)?;
+            return Some(self.blob(s).key);
+        }
+        let s = self.segs.iter().flat_map(|g| g.slots.iter()).copied().find(|&s| s != 0)?;
+        Some(self.blob(s).key)
     }
 
-    /// Bytes this key costs, key and value together (an estimate until the
-    /// compact layout lands).
+    /// Bytes this key costs: its blob's slab class plus its share of the
+    /// segment's slot array (the array's bytes divided by the keys in it,
+    /// rounded up).
     pub fn mem_usage(&mut self, key: &[u8], now: i64) -> Option<usize> {
-        let i = self.live_index(key, now)?;
-        let s = &self.slots[i];
-        let v = match &s.value {
-            Value::Int(_) => 0,
-            Value::Bytes(b) => b.len(),
-        };
-        Some(s.key.len() + v + std::mem::size_of::<Slot>() + 16)
+        let (si, pos) = self.live(key, now)?;
+        let seg = &self.segs[si];
+        Some(self.slab.cost(addr_of(seg.slots[pos])) + seg.allocated_bytes().div_ceil(seg.len as usize))
     }
 
-    /// Active expiry: examines at most `budget` keys from where the last call
-    /// stopped and deletes the due ones, calling `on_expired` for each.
+    /// Active expiry: examines at most `budget` keys that have a deadline,
+    /// from where the last call stopped, skipping segments with nothing due,
+    /// and deletes the due ones, calling `on_expired` for each.
     /// Returns (examined, expired).
     pub fn active_expire(&mut self, now: i64, budget: usize, mut on_expired: impl FnMut(&[u8])) -> (usize, usize) {
-        if self.volatile == 0 {
-            return (0, 0);
-        }
-        let mut examined = 0;
-        let mut expired = 0;
-        while examined < budget && !self.slots.is_empty() {
-            if self.hand >= self.slots.len() {
-                self.hand = 0;
+        let (mut examined, mut expired) = (0, 0);
+        let mut skipped = 0;
+        while self.volatile > 0 && examined < budget && skipped <= self.segs.len() {
+            if self.hand.seg >= self.segs.len() {
+                self.hand = Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX };
             }
-            examined += 1;
-            if matches!(self.slots[self.hand].expire, Some(t) if t <= now) {
-                let s = self.remove_at(self.hand);
-                on_expired(&s.key);
-                expired += 1;
-            } else {
-                self.hand += 1;
+            let si = self.hand.seg;
+            if self.hand.pos == 0 || self.hand.shape != self.segs[si].shape {
+                self.hand = Hand { seg: si, pos: 0, shape: self.segs[si].shape, min: i64::MAX };
+            }
+            let seg = &self.segs[si];
+            if seg.volatile == 0 || seg.min_deadline > now {
+                self.hand = Hand { seg: si + 1, pos: 0, shape: 0, min: i64::MAX };
+                skipped += 1;
+                continue;
+            }
+            while self.hand.pos < self.segs[si].slots.len() && examined < budget {
+                let pos = self.hand.pos;
+                self.hand.pos += 1;
+                let s = self.segs[si].slots[pos];
+                if s & TTL_BIT == 0 {
+                    continue;
+                }
+                examined += 1;
+                let b = self.blob(s);
+                match b.deadline {
+                    Some(t) if t <= now => {
+                        on_expired(b.key);
+                        self.delete(si, pos);
+                        expired += 1;
+                    }
+                    Some(t) => self.hand.min = self.hand.min.min(t),
+                    None => {}
+                }
+            }
+            if self.hand.pos >= self.segs[si].slots.len() {
+                self.segs[si].min_deadline = self.hand.min;
+                self.hand = Hand { seg: si + 1, pos: 0, shape: 0, min: i64::MAX };
+                skipped += 1;
             }
         }
         (examined, expired)
@@ -266,6 +488,9 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::StrRef;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
 
     #[test]
     fn lazy_expiry_and_ttl_modes() {
@@ -322,4 +547,245 @@ mod tests {
         assert_eq!(n, 500);
         assert_eq!(db.len(), 500);
     }
+
+    fn session_key(i: u64) -> Vec<u8> {
+        let h = hash(&i.to_le_bytes()) as u128 * 0x1_0000_0001 + i as u128;
+        format!("session:{:040x}", h).into_bytes()
+    }
+
+    #[test]
+    fn splits_keep_every_key() {
+        let mut db = Db::new();
+        for i in 0..50_000i64 {
+            db.insert(format!("k{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+        }
+        assert!(db.segs.len() > 16, "table split");
+        assert_eq!(db.len(), 50_000);
+        for i in 0..50_000i64 {
+            assert_eq!(db.get(format!("k{i}").as_bytes(), 0), Some(ValueRef::Str(StrRef::Int(i))));
+        }
+        // The directory is consistent: each segment owns a contiguous,
+        // aligned span matching its depth.
+        let mut i = 0;
+        while i < db.dir.len() {
+            let seg = &db.segs[db.dir[i] as usize];
+            let span = 1usize << (db.depth - seg.depth as u32);
+            assert_eq!(i % span, 0);
+            assert!(db.dir[i..i + span].iter().all(|&x| x == db.dir[i]));
+            i += span;
+        }
+        let total: u32 = db.segs.iter().map(|s| s.len).sum();
+        assert_eq!(total as usize, db.len());
+    }
+
+    #[test]
+    fn scan_sees_stable_keys_while_table_changes() {
+        let mut db = Db::new();
+        for i in 0..5_000i64 {
+            db.insert(format!("stable{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+        }
+        for i in 0..5_000i64 {
+            db.insert(format!("churn{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let (mut cursor, mut round, mut next) = (0, 0i64, 5_000i64);
+        loop {
+            let mut got = 0;
+            cursor = db.scan(cursor, 10, |k, _, _| {
+                seen.insert(k.to_vec());
+                got += 1;
+            });
+            assert!(got <= 40, "count honoured roughly: {got}");
+            round += 1;
+            // Insert many new keys (forcing growth and splits) and delete some.
+            for _ in 0..30 {
+                db.insert(format!("churn{next}").as_bytes(), Value::Int(next), Ttl::Clear, 0);
+                next += 1;
+            }
+            db.remove(format!("churn{}", round * 3).as_bytes(), 0);
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert!(db.segs.len() > 8);
+        for i in 0..5_000i64 {
+            assert!(seen.contains(format!("stable{i}").as_bytes()), "stable{i} missed");
+        }
+    }
+
+    #[test]
+    fn full_scan_returns_each_key_once_when_quiet() {
+        let mut db = Db::new();
+        for i in 0..20_000i64 {
+            db.insert(format!("k{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+        }
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = db.scan(cursor, 100, |k, _, _| seen.push(k.to_vec()));
+            if cursor == 0 {
+                break;
+            }
+        }
+        seen.sort();
+        let n = seen.len();
+        seen.dedup();
+        assert_eq!(n, 20_000);
+        assert_eq!(seen.len(), 20_000);
+    }
+
+    #[test]
+    fn mass_expiry_is_incremental() {
+        let mut db = Db::new();
+        for i in 0..300_000u64 {
+            let ttl = if i % 3 == 0 { Ttl::At(1_000) } else { Ttl::Clear };
+            db.insert(format!("key:{i}").as_bytes(), Value::Int(i as i64), ttl, 0);
+        }
+        let t = std::time::Instant::now();
+        let mut calls = 0;
+        while db.volatile_len() > 0 {
+            let (examined, _) = db.active_expire(2_000, 256, |_| {});
+            assert!(examined <= 256);
+            calls += 1;
+        }
+        assert_eq!(db.len(), 200_000);
+        let spent = t.elapsed();
+        assert!(calls < 2_000, "{calls} calls");
+        // 100,000 keys within 25 ms per 100 ms means under ~300 ms of CPU for 1.2 s.
+        assert!(spent.as_millis() < 300, "{spent:?}");
+        // Nothing due: returns at once.
+        assert_eq!(db.active_expire(3_000, 256, |_| {}), (0, 0));
+    }
+
+    #[test]
+    fn idle_mem_usage_random() {
+        let mut db = Db::new();
+        db.insert(b"a", Value::Bytes(vec![1; 46]), Ttl::Clear, 10_000);
+        db.no_touch = true;
+        db.get(b"a", 15_000);
+        assert_eq!(db.idle_secs(b"a", 17_000), Some(7));
+        db.no_touch = false;
+        db.get(b"a", 15_000);
+        assert_eq!(db.idle_secs(b"a", 17_000), Some(2));
+        let m = db.mem_usage(b"a", 17_000).unwrap();
+        assert_eq!(m, 56 + 64); // blob class 56, one key alone in a 1-bucket segment
+        assert_eq!(db.random_key(12345), Some(&b"a"[..]));
+        db.set_expire(b"a", Some(20_000), 17_000);
+        assert_eq!(db.expire_of(b"a", 17_000), Some(Some(20_000)));
+        assert_eq!(db.mem_usage(b"a", 17_000), Some(64 + 64));
+        for i in 0..1000 {
+            db.insert(format!("r{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+        }
+        let keys: std::collections::HashSet<Vec<u8>> = (0..200u64).map(|r| db.random_key(r).unwrap().to_vec()).collect();
+        assert!(keys.len() > 100);
+    }
+
+    fn per_key(n: u64, mut f: impl FnMut(&mut Db, u64)) -> f64 {
+        let mut db = Db::new();
+        let base = db.allocated_bytes();
+        for i in 0..n {
+            f(&mut db, i);
+        }
+        (db.allocated_bytes() - base) as f64 / n as f64
+    }
+
+    #[test]
+    fn bytes_per_key_budget() {
+        let a = per_key(200_000, |db, i| {
+            db.insert(&session_key(i), Value::Bytes(vec![b'v'; 46]), Ttl::At(1 << 42), 0);
+        });
+        let b = per_key(200_000, |db, i| {
+            db.insert(format!("key:{i}").as_bytes(), Value::Int(i as i64), Ttl::Clear, 0);
+        });
+        eprintln!("bytes per key: sessions {a:.2}, small ints {b:.2}");
+        assert!(a < 115.0, "sessions: {a}");
+        assert!(b < 34.0, "small ints: {b}");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u8, Option<i64>, bool, i64),
+        Remove(u8),
+        Get(u8),
+        SetExpire(u8, Option<i64>),
+        Expire(usize),
+        Tick(i64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (any::<u8>(), proptest::option::of(0i64..200), any::<bool>(), -1000i64..1000).prop_map(|(k, t, keep, v)| Op::Insert(k, t, keep, v)),
+            2 => any::<u8>().prop_map(Op::Remove),
+            2 => any::<u8>().prop_map(Op::Get),
+            1 => (any::<u8>(), proptest::option::of(0i64..200)).prop_map(|(k, t)| Op::SetExpire(k, t)),
+            1 => (1usize..50).prop_map(Op::Expire),
+            1 => (0i64..20).prop_map(Op::Tick),
+        ]
+    }
+
+    fn pkey(k: u8) -> Vec<u8> {
+        // Some long keys to exercise large blobs and varint lengths.
+        if k.is_multiple_of(17) { vec![k; 300] } else { format!("key{k}").into_bytes() }
+    }
+
+    proptest! {
+        #[test]
+        fn matches_model(ops in proptest::collection::vec(op(), 1..600)) {
+            let mut db = Db::new();
+            let mut model: HashMap<Vec<u8>, (Value, Option<i64>)> = HashMap::new();
+            let mut now = 0i64;
+            for op in ops {
+                model.retain(|_, (_, d)| !matches!(d, Some(t) if *t <= now));
+                match op {
+                    Op::Insert(k, t, keep, v) => {
+                        let key = pkey(k);
+                        let value = if v % 3 == 0 { Value::Bytes(vec![v as u8; (v.unsigned_abs() % 300) as usize]) } else { Value::Int(v * 1_000_003) };
+                        let ttl = match (t, keep) { (Some(t), _) => Ttl::At(now + t), (None, true) => Ttl::Keep, (None, false) => Ttl::Clear };
+                        let old = model.get(&key).map(|e| e.1);
+                        let d = match ttl { Ttl::At(t) => Some(t), Ttl::Keep => old.flatten(), Ttl::Clear => None };
+                        prop_assert_eq!(db.insert(&key, value.clone(), ttl, now), old.is_some());
+                        model.insert(key, (value, d));
+                    }
+                    Op::Remove(k) => {
+                        let key = pkey(k);
+                        prop_assert_eq!(db.remove(&key, now), model.remove(&key).map(|e| e.0));
+                    }
+                    Op::Get(k) => {
+                        let key = pkey(k);
+                        let want = model.get(&key).map(|e| e.0.as_ref());
+                        prop_assert_eq!(db.get(&key, now), want);
+                        prop_assert_eq!(db.expire_of(&key, now), model.get(&key).map(|e| e.1));
+                    }
+                    Op::SetExpire(k, t) => {
+                        let key = pkey(k);
+                        let d = t.map(|t| now + t);
+                        prop_assert_eq!(db.set_expire(&key, d, now), model.contains_key(&key));
+                        if let Some(e) = model.get_mut(&key) { e.1 = d; }
+                    }
+                    Op::Expire(n) => {
+                        let mut gone = Vec::new();
+                        db.active_expire(now, n, |k| gone.push(k.to_vec()));
+                        for k in gone {
+                            prop_assert!(!model.contains_key(&k), "expired a live key");
+                        }
+                    }
+                    Op::Tick(dt) => now += dt,
+                }
+                prop_assert_eq!(db.volatile_len(), {
+                    let mut n = 0; db.for_each(|_, _, d| n += usize::from(d.is_some())); n
+                });
+            }
+            let mut stored = HashMap::new();
+            db.for_each(|k, v, d| { stored.insert(k.to_vec(), (v.to_owned(), d)); });
+            prop_assert_eq!(stored.len(), db.len());
+            for (k, e) in &model {
+                prop_assert_eq!(stored.get(k), Some(e));
+            }
+            for (k, (_, d)) in &stored {
+                prop_assert!(model.contains_key(k) || matches!(d, Some(t) if *t <= now));
+            }
+        }
+    }
+
+    const _: () = assert!(size_of::<Hand>() == 32);
 }

@@ -5,8 +5,11 @@
 //! defines what a key holds. Command code (in the server crate) reads and
 //! writes through these types only and never names an encoding.
 
+mod blob;
 pub mod encoding;
 pub mod keyspace;
+mod segment;
+mod slab;
 pub mod types;
 pub mod value;
 

@@ -1,0 +1,163 @@
+//! The one allocation per key: header, key, optional deadline and value.
+//!
+//! ```text
+//!   | flags u8 | key len (LEB128 varint) | key | deadline i64 LE (only with TTL) | value | pad |
+//!   flags: bits 0-1 kind (0 raw string, 1 integer, 2 reserved: boxed object)
+//!          bit 2    has deadline
+//!          bits 3-6 pad: bytes of slack at the end (0..=15)
+//! ```
+//!
+//! The blob's length is not stored: the slab knows its class size, and `pad`
+//! recovers the exact end. An integer string keeps its i64 as the shortest
+//! little-endian two's-complement prefix (1..=8 bytes, sign-extended on read),
+//! so `SET k 123456` costs 3 value bytes. Kind 2 is where a collection will be
+//! stored as a handle to a boxed object, so that the table stays uniform.
+
+use crate::slab::{class_size, Slab, MAX_SMALL};
+use crate::value::{StrRef, Value};
+
+const KIND_RAW: u8 = 0;
+const KIND_INT: u8 = 1;
+const HAS_TTL: u8 = 4;
+
+fn varint_len(mut n: usize) -> usize {
+    let mut l = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        l += 1;
+    }
+    l
+}
+
+/// Bytes needed for the shortest sign-extended LE form of `v`.
+fn int_bytes(v: i64) -> usize {
+    (1..8).find(|&n| (v << (64 - 8 * n)) >> (64 - 8 * n) == v).unwrap_or(8)
+}
+
+/// Writes a new blob for (key, value, deadline) into `slab`; returns its address.
+pub fn store(slab: &mut Slab, key: &[u8], value: &Value, deadline: Option<i64>) -> u64 {
+    let (kind, vlen) = match value {
+        Value::Int(v) => (KIND_INT, int_bytes(*v)),
+        Value::Bytes(b) => (KIND_RAW, b.len()),
+    };
+    let len = 1 + varint_len(key.len()) + key.len() + if deadline.is_some() { 8 } else { 0 } + vlen;
+    let pad = if len <= MAX_SMALL { class_size(len) - len } else { 0 };
+    let (addr, b) = slab.alloc(len);
+    b[0] = kind | if deadline.is_some() { HAS_TTL } else { 0 } | (pad as u8) << 3;
+    let mut at = 1;
+    let mut n = key.len();
+    while n >= 0x80 {
+        b[at] = (n as u8) | 0x80;
+        n >>= 7;
+        at += 1;
+    }
+    b[at] = n as u8;
+    at += 1;
+    b[at..at + key.len()].copy_from_slice(key);
+    at += key.len();
+    if let Some(t) = deadline {
+        b[at..at + 8].copy_from_slice(&t.to_le_bytes());
+        at += 8;
+    }
+    match value {
+        Value::Int(v) => b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]),
+        Value::Bytes(v) => b[at..at + vlen].copy_from_slice(v),
+    }
+    addr
+}
+
+/// A decoded view of a blob.
+#[derive(Debug, Clone, Copy)]
+pub struct Blob<'a> {
+    /// The key.
+    pub key: &'a [u8],
+    /// The deadline, if any.
+    pub deadline: Option<i64>,
+    kind: u8,
+    value: &'a [u8],
+}
+
+impl<'a> Blob<'a> {
+    /// Decodes the blob bytes as the slab returns them.
+    pub fn parse(b: &'a [u8]) -> Blob<'a> {
+        let flags = b[0];
+        let end = b.len() - ((flags >> 3) & 0xF) as usize;
+        let mut at = 1;
+        let mut klen = 0usize;
+        let mut shift = 0;
+        loop {
+            let c = b[at];
+            at += 1;
+            klen |= ((c & 0x7F) as usize) << shift;
+            if c < 0x80 {
+                break;
+            }
+            shift += 7;
+        }
+        let key = &b[at..at + klen];
+        at += klen;
+        let deadline = if flags & HAS_TTL != 0 {
+            at += 8;
+            Some(i64::from_le_bytes(b[at - 8..at].try_into().expect("8 bytes")))
+        } else {
+            None
+        };
+        Blob { key, deadline, kind: flags & 3, value: &b[at..end] }
+    }
+
+    /// Just the key, for hashing during a split.
+    pub fn key_of(b: &'a [u8]) -> &'a [u8] {
+        Blob::parse(b).key
+    }
+
+    /// The value as a string view.
+    pub fn value(&self) -> StrRef<'a> {
+        match self.kind {
+            KIND_INT => {
+                let n = self.value.len();
+                let mut buf = [0u8; 8];
+                buf[..n].copy_from_slice(self.value);
+                let v = i64::from_le_bytes(buf);
+                StrRef::Int((v << (64 - 8 * n)) >> (64 - 8 * n))
+            }
+            _ => StrRef::Bytes(self.value),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let mut s = Slab::default();
+        let big = vec![7u8; 1000];
+        let cases: Vec<(Vec<u8>, Value, Option<i64>)> = vec![
+            (b"k".to_vec(), Value::Int(0), None),
+            (b"key:1".to_vec(), Value::Int(-1), Some(5)),
+            (b"x".repeat(200), Value::Int(i64::MIN), None),
+            (b"y".to_vec(), Value::Int(i64::MAX), Some(-3)),
+            (b"".to_vec(), Value::Bytes(vec![]), None),
+            (vec![1; 48], Value::Bytes(vec![2; 46]), Some(1 << 40)),
+            (vec![3; 130], Value::Bytes(big.clone()), None),
+        ];
+        for v in [127i64, 128, -128, -129, 1 << 31, 999_999] {
+            let a = store(&mut s, b"i", &Value::Int(v), None);
+            assert_eq!(Blob::parse(s.bytes(a)).value(), StrRef::Int(v));
+        }
+        for (k, v, d) in cases {
+            let a = store(&mut s, &k, &v, d);
+            let b = Blob::parse(s.bytes(a));
+            assert_eq!(b.key, &k[..]);
+            assert_eq!(b.deadline, d);
+            assert_eq!(crate::value::ValueRef::Str(b.value()), v.as_ref());
+        }
+        // Workload (a): 48-byte key, 46-byte value, TTL: exactly 104 bytes.
+        let a = store(&mut s, &[1; 48], &Value::Bytes(vec![2; 46]), Some(1));
+        assert_eq!(s.cost(a), 104);
+        // Workload (b): "key:123456" -> 123456: 16 bytes.
+        let a = store(&mut s, b"key:123456", &Value::Int(123456), None);
+        assert_eq!(s.cost(a), 16);
+    }
+}
