@@ -78,7 +78,7 @@ pub struct Client {
     /// Time of the last command.
     pub last_interaction: Instant,
     /// Name of the last command run, for CLIENT LIST `cmd=`.
-    pub last_cmd: String,
+    pub last_cmd: &'static str,
     /// Total bytes read.
     pub net_in: u64,
     /// Total bytes written.
@@ -124,7 +124,7 @@ impl Client {
             no_touch: false,
             created: now,
             last_interaction: now,
-            last_cmd: "NULL".into(),
+            last_cmd: "NULL",
             net_in: 0,
             net_out: 0,
             commands: 0,

@@ -5,14 +5,14 @@
 use std::time::Instant;
 
 use crate::client::{Client, ReplyMode};
-use crate::commands::{flags, CmdError, Ctx, Spec};
+use crate::commands::{flags, CmdError, CommandMap, Ctx, Spec};
 use crate::server::{unix_ms, unix_us, SlowEntry};
 use crate::server::Server;
 
 /// How a lookup went.
 pub enum Lookup<'a> {
-    /// Found; the full name (`config|get` for subcommands).
-    Found(&'a Spec, String),
+    /// Found (a subcommand's spec for container commands).
+    Found(&'a Spec),
     /// Unknown command or subcommand, with the error to reply.
     Unknown(CmdError),
     /// Wrong number of arguments.
@@ -20,9 +20,18 @@ pub enum Lookup<'a> {
 }
 
 /// Finds the spec for `argv`, descending into subcommands, and checks arity.
-pub fn lookup<'a>(srv: &'a Server, argv: &[Vec<u8>]) -> Lookup<'a> {
-    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-    let Some(spec) = srv.commands.get(&name) else {
+pub fn lookup<'a>(table: &'a CommandMap, argv: &[Vec<u8>]) -> Lookup<'a> {
+    // Lowercase into a stack buffer: no allocation on the hot path.
+    let mut buf = [0u8; 32];
+    let raw = &argv[0];
+    let found = if raw.len() <= buf.len() {
+        buf[..raw.len()].copy_from_slice(raw);
+        buf[..raw.len()].make_ascii_lowercase();
+        std::str::from_utf8(&buf[..raw.len()]).ok().and_then(|n| table.get(n))
+    } else {
+        None
+    };
+    let Some(spec) = found else {
         let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trunc(&argv[0]));
         for a in &argv[1..] {
             if msg.len() >= 128 + 60 {
@@ -34,29 +43,28 @@ pub fn lookup<'a>(srv: &'a Server, argv: &[Vec<u8>]) -> Lookup<'a> {
     };
     if spec.subcommands.is_empty() {
         if !spec.arity_ok(argv.len()) {
-            return Lookup::BadArity(CmdError::Arity(name));
+            return Lookup::BadArity(CmdError::Arity(spec.full_name.into()));
         }
-        return Lookup::Found(spec, name);
+        return Lookup::Found(spec);
     }
     if argv.len() < 2 {
         // A container with its own arity (COMMAND) runs bare.
         if spec.arity_ok(argv.len()) && spec.arity != -2 {
-            return Lookup::Found(spec, name);
+            return Lookup::Found(spec);
         }
-        return Lookup::BadArity(CmdError::Arity(name));
+        return Lookup::BadArity(CmdError::Arity(spec.full_name.into()));
     }
     match spec.subcommand(&argv[1]) {
         Some(sub) => {
-            let full = format!("{}|{}", name, sub.name);
             if !sub.arity_ok(argv.len()) {
-                return Lookup::BadArity(CmdError::Arity(full));
+                return Lookup::BadArity(CmdError::Arity(sub.full_name.into()));
             }
-            Lookup::Found(sub, full)
+            Lookup::Found(sub)
         }
         None => Lookup::Unknown(CmdError::Custom(format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
             trunc(&argv[1]),
-            name.to_ascii_uppercase()
+            spec.name.to_ascii_uppercase()
         ))),
     }
 }
@@ -88,23 +96,25 @@ pub fn is_paused(srv: &Server, spec: &Spec, name: &str, now: i64) -> bool {
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let now = unix_ms();
-    let (spec, name) = match lookup(srv, &argv) {
-        Lookup::Found(s, n) => (s.clone(), n),
+    let table = srv.commands.clone();
+    let spec = match lookup(&table, &argv) {
+        Lookup::Found(s) => s,
         Lookup::Unknown(e) | Lookup::BadArity(e) => {
             if c.multi.is_some() {
                 c.multi_error = true;
             }
             if let Some(n) = argv.first() {
                 let full = String::from_utf8_lossy(n).to_ascii_lowercase();
-                if let Some(st) = srv.commands.get(&full).map(|_| full.clone()) {
-                    srv.cmdstats.entry(st).or_default().rejected += 1;
+                if let Some(s) = table.get(&full) {
+                    srv.cmdstats.entry(s.full_name).or_default().rejected += 1;
                 }
             }
             reply_error(srv, c, &e);
             return true;
         }
     };
-    if c.multi.is_some() && !runs_in_multi(&name) {
+    let name = spec.full_name;
+    if c.multi.is_some() && !runs_in_multi(name) {
         if spec.has(flags::NO_MULTI) {
             let e = CmdError::err(format!("Command not allowed inside a transaction"));
             c.multi_error = true;
@@ -118,25 +128,26 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let paused = if name == "exec" {
         srv.pause.is_some_and(|p| now < p.until)
             && c.multi.as_ref().is_some_and(|q| {
-                q.iter().any(|a| matches!(lookup(srv, a), Lookup::Found(s, n) if is_paused(srv, s, &n, now)))
+                q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if is_paused(srv, s, s.full_name, now)))
             })
     } else {
-        is_paused(srv, &spec, &name, now)
+        is_paused(srv, spec, name, now)
     };
     if paused {
         return false;
     }
-    run(srv, c, &spec, &name, &argv, now);
+    run(srv, c, spec, &argv, now);
     true
 }
 
 /// Runs a looked-up command and does the shared bookkeeping.
-pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Vec<u8>], now: i64) {
+pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now: i64) {
+    let name = spec.full_name;
     if c.reply_mode == ReplyMode::SkipNext {
         c.reply_mode = ReplyMode::Skip;
     }
     let mark = c.reply.buf.len();
-    c.last_cmd = name.to_string();
+    c.last_cmd = name;
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
     let start = Instant::now();
@@ -157,7 +168,7 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, name: &str, argv: &[Ve
     srv.total_commands += 1;
     c.commands += 1;
     c.last_interaction = Instant::now();
-    let st = srv.cmdstats.entry(name.to_string()).or_default();
+    let st = srv.cmdstats.entry(name).or_default();
     st.calls += 1;
     st.usec += usec;
     let bucket = (64 - usec.max(1).leading_zeros() as usize - 1).min(st.histogram.len() - 1);

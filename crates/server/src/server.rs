@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use storage::Db;
 
 use crate::client::{Client, ClientId};
-use crate::commands::{registry, Spec};
+use crate::commands::{registry, CommandMap};
 use crate::config::Config;
 
 /// Per-command counters for INFO commandstats.
@@ -68,7 +68,7 @@ pub struct Server {
     /// Configuration.
     pub config: Config,
     /// The command table.
-    pub commands: HashMap<String, Spec>,
+    pub commands: CommandMap,
     /// Connected clients, except the one currently executing.
     pub clients: HashMap<ClientId, Client>,
     /// Next client id.
@@ -78,7 +78,7 @@ pub struct Server {
     /// WATCHed keys: (db, key) -> clients watching.
     pub watched: HashMap<(usize, Vec<u8>), Vec<ClientId>>,
     /// Per-command statistics, keyed by full name (`config|get`).
-    pub cmdstats: HashMap<String, CmdStat>,
+    pub cmdstats: HashMap<&'static str, CmdStat, rustc_hash::FxBuildHasher>,
     /// Error counts by error code (ERR, WRONGTYPE...).
     pub errorstats: HashMap<String, u64>,
     /// Slow log, newest first.
@@ -170,7 +170,7 @@ impl Server {
             next_client_id: 1,
             dirty: 0,
             watched: HashMap::new(),
-            cmdstats: HashMap::new(),
+            cmdstats: HashMap::default(),
             errorstats: HashMap::new(),
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,

@@ -872,10 +872,10 @@ fn latency_graph(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn latency_histogram(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut rows: Vec<(String, u64, Vec<u64>)> = Vec::new();
     let wanted: Option<Vec<String>> = (args.len() > 2).then(|| args[2..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect());
-    let mut names: Vec<&String> = ctx.srv.cmdstats.keys().collect();
+    let mut names: Vec<&'static str> = ctx.srv.cmdstats.keys().copied().collect();
     names.sort();
     for n in names {
-        let st = &ctx.srv.cmdstats[n];
+        let st = &ctx.srv.cmdstats[&n];
         if st.calls == 0 {
             continue;
         }
@@ -884,7 +884,7 @@ fn latency_histogram(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 continue;
             }
         }
-        rows.push((n.clone(), st.calls, st.histogram.to_vec()));
+        rows.push((n.to_string(), st.calls, st.histogram.to_vec()));
     }
     let out = ctx.out();
     out.map(rows.len());

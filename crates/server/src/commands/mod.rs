@@ -18,6 +18,7 @@ pub mod string;
 pub mod transaction;
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use resp::Reply;
 use storage::{Db, Value, ValueRef};
@@ -110,6 +111,9 @@ pub const NO_KEYS: Keys = keys(0, 0, 0);
 pub struct Spec {
     /// Lowercase name; subcommands use their own word (e.g. "get").
     pub name: &'static str,
+    /// Name as stats and errors show it: `get`, or `config|get` for a
+    /// subcommand. Set by `registry`.
+    pub full_name: &'static str,
     /// Argument count including the name; negative means at least -arity.
     pub arity: i32,
     /// `flags::*` bits.
@@ -136,13 +140,14 @@ fn container_handler(_: &mut Ctx, _: &[Vec<u8>]) -> Result<(), CmdError> {
 
 /// A table row.
 pub fn spec(name: &'static str, arity: i32, flags: u32, keys: Keys, handler: Handler) -> Spec {
-    Spec { name, arity, flags, keys, acl: &[], group: "generic", summary: "", since: "1.0.0", handler, subcommands: Vec::new() }
+    Spec { name, full_name: name, arity, flags, keys, acl: &[], group: "generic", summary: "", since: "1.0.0", handler, subcommands: Vec::new() }
 }
 
 /// A container command whose work is done by its subcommands.
 pub fn container(name: &'static str, subcommands: Vec<Spec>) -> Spec {
     Spec {
         name,
+        full_name: name,
         arity: -2,
         flags: 0,
         keys: NO_KEYS,
@@ -208,8 +213,12 @@ impl Spec {
     }
 }
 
+/// The command table: lowercase name -> spec. Shared behind an `Rc` so
+/// dispatch can hold a spec while it mutates the server.
+pub type CommandMap = Rc<HashMap<String, Spec, rustc_hash::FxBuildHasher>>;
+
 /// All commands, keyed by lowercase name.
-pub fn registry() -> HashMap<String, Spec> {
+pub fn registry() -> CommandMap {
     let mut all = Vec::new();
     all.extend(bitops::table());
     all.extend(connection::table());
@@ -218,12 +227,16 @@ pub fn registry() -> HashMap<String, Spec> {
     all.extend(server::table());
     all.extend(string::table());
     all.extend(transaction::table());
-    let mut map = HashMap::new();
-    for s in all {
+    let mut map = HashMap::default();
+    for mut s in all {
+        for sub in &mut s.subcommands {
+            // Leaked once per table build: names live as long as the table.
+            sub.full_name = Box::leak(format!("{}|{}", s.name, sub.name).into_boxed_str());
+        }
         let name = s.name.to_string();
         assert!(map.insert(name.clone(), s).is_none(), "command {name} registered twice");
     }
-    map
+    Rc::new(map)
 }
 
 /// A command failure, rendered to wire text in one place (`message`).
@@ -343,7 +356,7 @@ mod tests {
     #[test]
     fn table_is_consistent() {
         let reg = registry();
-        for (name, s) in &reg {
+        for (name, s) in reg.iter() {
             assert_eq!(name, &name.to_ascii_lowercase());
             assert!(!(s.has(flags::WRITE) && s.has(flags::READONLY)), "{name}: WRITE and READONLY");
             assert!(s.arity != 0, "{name}: arity 0");

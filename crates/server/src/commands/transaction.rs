@@ -82,11 +82,11 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     }
     ctx.srv.unwatch_all(ctx.client);
     ctx.out().array(queue.len());
+    let table = ctx.srv.commands.clone();
     for argv in queue {
-        match exec::lookup(ctx.srv, &argv) {
-            Lookup::Found(spec, name) => {
-                let spec = spec.clone();
-                exec::run(ctx.srv, ctx.client, &spec, &name, &argv, ctx.now);
+        match exec::lookup(&table, &argv) {
+            Lookup::Found(spec) => {
+                exec::run(ctx.srv, ctx.client, spec, &argv, ctx.now);
             }
             Lookup::Unknown(e) | Lookup::BadArity(e) => exec::reply_error(ctx.srv, ctx.client, &e),
         }
