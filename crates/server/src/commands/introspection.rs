@@ -1012,6 +1012,73 @@ fn function_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// DEBUG PROTOCOL <type>: one sample reply of each RESP type, so clients
+/// can test their parsers; the values are Redis's, byte for byte.
+fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) -> CmdResult {
+    let resp3 = ctx.client.reply.resp3;
+    let kind = String::from_utf8_lossy(kind).to_ascii_lowercase();
+    if kind == "push" && !resp3 {
+        return Err(CmdError::err("RESP2 is not supported by this command"));
+    }
+    let out = ctx.out();
+    match kind.as_str() {
+        "string" => out.bulk(b"Hello World"),
+        "integer" => out.int(12345),
+        "double" => out.double(3.141),
+        "bignum" => {
+            let n = b"1234567999999999999999999999999999999";
+            if resp3 {
+                out.raw(b"(");
+                out.raw(n);
+                out.raw(b"\r\n");
+            } else {
+                out.bulk(n);
+            }
+        }
+        "null" => out.null(),
+        "array" | "set" => {
+            if kind == "set" {
+                out.set(3);
+            } else {
+                out.array(3);
+            }
+            (0..3).for_each(|j| out.int(j));
+        }
+        "map" => {
+            out.map(3);
+            for j in 0..3 {
+                out.int(j);
+                out.boolean(j == 1);
+            }
+        }
+        "attrib" => {
+            // An attribute is not a reply: a real one follows it.
+            if resp3 {
+                out.raw(b"|1\r\n");
+                out.bulk(b"key-popularity");
+                out.array(2);
+                out.bulk(b"key:123");
+                out.int(90);
+            }
+            out.bulk(b"Some real reply following the attribute");
+        }
+        "push" => {
+            out.push(2);
+            out.bulk(b"server-cpu-usage");
+            out.int(42);
+            out.bulk(b"Some real reply following the push reply");
+        }
+        "true" | "false" => out.boolean(kind == "true"),
+        "verbatim" => out.verbatim(b"This is a verbatim\nstring"),
+        _ => {
+            return Err(CmdError::err(
+                "Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+            ))
+        }
+    }
+    Ok(())
+}
+
 /// DEBUG <subcommand>: the subset Redis's tests and tools use.
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
@@ -1049,6 +1116,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.out().simple("Listpack structure printed on stdout");
             return Ok(());
         }
+        ("protocol", 3) => return debug_protocol(ctx, &args[2]),
         ("reload", _) | ("loadaof", _) => return Err(CmdError::err("DEBUG RELOAD is not supported")),
         ("replybuffer", 4) => {}
         ("help", 2) => {
@@ -1062,6 +1130,10 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Show low level info about the ziplist encoding of <key>.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "PROTOCOL <type>",
+                    "    Reply with a test value of the specified type. <type> can be: string,",
+                    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+                    "    true, false.",
                     "QUICKLIST-PACKED-THRESHOLD <size>",
                     "    Sets the threshold for elements to be inserted as plain vs packed nodes",
                     "SET-ACTIVE-EXPIRE <0|1>",
