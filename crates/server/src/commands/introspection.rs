@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use super::flags::*;
-use super::{arg_i64, container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use super::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::client::{Client, ReplyMode};
 use crate::server::{unix_us, Pause};
 
@@ -453,39 +453,10 @@ fn write_info(ctx: &mut Ctx, full: &str, s: &Spec) {
         out.simple(&format!("@{a}"));
     }
     out.set(0); // tips
-    // key specs: one range spec when the command has keys.
-    if s.keys.first > 0 {
-        out.array(1);
-        out.map(3);
-        out.bulk(b"flags");
-        let kf: &[&str] = if s.has(WRITE) { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
-        out.set(kf.len());
-        for f in kf {
-            out.simple(f);
-        }
-        out.bulk(b"begin_search");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"index");
-        out.bulk(b"spec");
-        out.map(1);
-        out.bulk(b"index");
-        out.int(s.keys.first as i64);
-        out.bulk(b"find_keys");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"range");
-        out.bulk(b"spec");
-        out.map(3);
-        out.bulk(b"lastkey");
-        let last = if s.keys.last < 0 { s.keys.last as i64 } else { (s.keys.last - s.keys.first) as i64 };
-        out.int(last);
-        out.bulk(b"keystep");
-        out.int(s.keys.step as i64);
-        out.bulk(b"limit");
-        out.int(0);
-    } else {
-        out.array(0);
+    let specs = s.effective_key_specs();
+    out.array(specs.len());
+    for ks in &specs {
+        write_key_spec(out, ks);
     }
     out.array(s.subcommands.len());
     let mut subs: Vec<&Spec> = s.subcommands.iter().collect();
@@ -493,6 +464,74 @@ fn write_info(ctx: &mut Ctx, full: &str, s: &Spec) {
     let subs: Vec<Spec> = subs.into_iter().cloned().collect();
     for sub in &subs {
         write_info(ctx, &format!("{full}|{}", sub.name), sub);
+    }
+}
+
+/// One key spec as COMMAND INFO shows it.
+fn write_key_spec(out: &mut resp::Reply, ks: &KeySpec) {
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(ks.flags.len());
+    for f in ks.flags {
+        out.simple(f);
+    }
+    out.bulk(b"begin_search");
+    out.map(2);
+    out.bulk(b"type");
+    match ks.begin {
+        Begin::Index(i) => {
+            out.bulk(b"index");
+            out.bulk(b"spec");
+            out.map(1);
+            out.bulk(b"index");
+            out.int(i as i64);
+        }
+        Begin::Keyword(word, from) => {
+            out.bulk(b"keyword");
+            out.bulk(b"spec");
+            out.map(2);
+            out.bulk(b"keyword");
+            out.bulk(word.as_bytes());
+            out.bulk(b"startfrom");
+            out.int(from as i64);
+        }
+        Begin::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
+    }
+    out.bulk(b"find_keys");
+    out.map(2);
+    out.bulk(b"type");
+    match ks.find {
+        Find::Range { lastkey, keystep, limit } => {
+            out.bulk(b"range");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"lastkey");
+            out.int(lastkey as i64);
+            out.bulk(b"keystep");
+            out.int(keystep as i64);
+            out.bulk(b"limit");
+            out.int(limit as i64);
+        }
+        Find::Keynum { keynumidx, firstkey, keystep } => {
+            out.bulk(b"keynum");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"keynumidx");
+            out.int(keynumidx as i64);
+            out.bulk(b"firstkey");
+            out.int(firstkey as i64);
+            out.bulk(b"keystep");
+            out.int(keystep as i64);
+        }
+        Find::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
     }
 }
 
@@ -639,43 +678,53 @@ fn command_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Key positions of `argv` (the command to inspect) or the error Redis gives.
-fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<(Spec, Vec<usize>), CmdError> {
+/// Keys of `argv` (the command to inspect) with their flags, or the error
+/// Redis gives, checked in Redis's order.
+fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<Vec<(usize, KeyFlags)>, CmdError> {
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
     let Some(top) = ctx.srv.commands.get(&name) else {
         return Err(CmdError::err("Invalid command specified"));
     };
-    let s = if top.subcommands.is_empty() { top } else { argv.get(1).and_then(|a| top.subcommand(a)).unwrap_or(top) };
+    let s = if top.subcommands.is_empty() || argv.len() == 1 {
+        top
+    } else {
+        match argv.get(1).and_then(|a| top.subcommand(a)) {
+            Some(sub) => sub,
+            None => return Err(CmdError::err("Invalid command specified")),
+        }
+    };
+    if !s.has_keys() {
+        return Err(CmdError::err("The command has no key arguments"));
+    }
     if !s.arity_ok(argv.len()) {
         return Err(CmdError::err("Invalid number of arguments specified for command"));
     }
-    let pos = s.key_positions(argv.len());
-    if pos.is_empty() {
-        return Err(CmdError::err("The command has no key arguments"));
+    let keys = s.find_keys(argv);
+    if keys.is_empty() && !s.has(NO_MANDATORY_KEYS) {
+        return Err(CmdError::err("Invalid arguments specified for command"));
     }
-    Ok((s.clone(), pos))
+    Ok(keys)
 }
 
 fn command_getkeys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (_, pos) = getkeys(ctx, &args[2..])?;
+    let keys = getkeys(ctx, &args[2..])?;
     let out = ctx.out();
-    out.array(pos.len());
-    for p in pos {
+    out.array(keys.len());
+    for (p, _) in keys {
         out.bulk(&args[2 + p]);
     }
     Ok(())
 }
 
 fn command_getkeysandflags(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (s, pos) = getkeys(ctx, &args[2..])?;
-    let kf: &[&str] = if s.has(WRITE) { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+    let keys = getkeys(ctx, &args[2..])?;
     let out = ctx.out();
-    out.array(pos.len());
-    for p in pos {
+    out.array(keys.len());
+    for (p, flags) in keys {
         out.array(2);
         out.bulk(&args[2 + p]);
-        out.set(kf.len());
-        for f in kf {
+        out.set(flags.len());
+        for f in flags {
             out.simple(f);
         }
     }
