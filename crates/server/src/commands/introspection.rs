@@ -98,10 +98,19 @@ pub fn table() -> Vec<Spec> {
             vec![
                 spec("flush", -2, WRITE | NOSCRIPT, NO_KEYS, function_flush).acl(&["write", "slow", "scripting"]).doc("Deletes all libraries and functions.", "7.0.0"),
                 spec("list", -2, NOSCRIPT, NO_KEYS, function_list).acl(&["slow", "scripting"]).doc("Returns information about all libraries.", "7.0.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, function_help).acl(&["slow", "scripting"]).doc("Returns helpful text about the different subcommands.", "7.0.0"),
             ],
         )
         .group("scripting")
         .doc("A container for function commands.", "7.0.0"),
+        container(
+            "module",
+            vec![
+                spec("list", 2, ADMIN | NOSCRIPT, NO_KEYS, module_list).acl(ADM).doc("Returns all loaded modules.", "4.0.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, module_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        )
+        .doc("A container for module commands.", "4.0.0"),
     ]
 }
 
@@ -1043,6 +1052,31 @@ fn function_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         _ => return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option")),
     }
     ctx.out().ok();
+    Ok(())
+}
+
+fn function_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "function",
+        &[
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+        ],
+    );
+    Ok(())
+}
+
+/// MODULE LIST: densekv loads no modules.
+fn module_list(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    ctx.out().array(0);
+    Ok(())
+}
+
+fn module_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(ctx, "module", &["LIST", "    Return a list of loaded modules."]);
     Ok(())
 }
 

@@ -576,6 +576,48 @@ pub fn is(a: &[u8], word: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn argv(words: &str) -> Vec<Vec<u8>> {
+        words.split(' ').map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    fn noop(_: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+        Ok(())
+    }
+
+    #[test]
+    fn key_specs_find_keys_and_movability() {
+        // ZUNIONSTORE-like: destination, then numkeys-counted sources.
+        let z = spec("zunionstore", -4, flags::WRITE, keys(1, 1, 1), noop).key_specs(vec![
+            range_spec(kf::OW_UPDATE, 1, 0, 1),
+            KeySpec { flags: kf::RO_ACCESS, begin: Begin::Index(2), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+        ]);
+        assert!(z.movable());
+        let found: Vec<usize> = z.find_keys(&argv("zunionstore d 2 a b")).into_iter().map(|k| k.0).collect();
+        assert_eq!(found, [1, 3, 4]);
+        assert!(z.find_keys(&argv("zunionstore d 1443677133621497600 a")).is_empty());
+        assert!(z.find_keys(&argv("zunionstore d x a")).is_empty());
+        // Keyword begin, searched backwards.
+        let st = spec("x", -2, flags::WRITE, NO_KEYS, noop).key_specs(vec![KeySpec {
+            flags: kf::OW_UPDATE,
+            begin: Begin::Keyword("STORE", -2),
+            find: Find::Range { lastkey: 0, keystep: 1, limit: 0 },
+        }]);
+        assert_eq!(st.find_keys(&argv("x a store k b")), vec![(3, kf::OW_UPDATE)]);
+        assert!(st.find_keys(&argv("x a b")).is_empty());
+        // An unknown spec falls back to getkeys.
+        let u = spec("y", -2, flags::READONLY, NO_KEYS, noop)
+            .key_specs(vec![KeySpec { flags: kf::RO_ACCESS, begin: Begin::Unknown, find: Find::Unknown }])
+            .getkeys(|a| vec![(a.len() - 1, kf::RO_ACCESS)]);
+        assert!(u.movable());
+        assert_eq!(u.find_keys(&argv("y a b")), vec![(2, kf::RO_ACCESS)]);
+        // Consecutive plain ranges (LMOVE) are not movable; MSET's step is fine alone.
+        let l = spec("lmove", 5, flags::WRITE, keys(1, 2, 1), noop)
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::RW_INSERT, 2, 0, 1)]);
+        assert!(!l.movable());
+        let m = spec("mset", -3, flags::WRITE, keys(1, -1, 2), noop);
+        assert_eq!(m.find_keys(&argv("mset a 1 b 2")), vec![(1, kf::RW_UPDATE), (3, kf::RW_UPDATE)]);
+    }
+
     #[test]
     fn table_is_consistent() {
         let reg = registry();
