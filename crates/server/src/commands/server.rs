@@ -443,9 +443,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
             line(&mut s, k, &"0.00");
         }
         line(&mut s, "rejected_connections", &srv.rejected_connections);
-        for k in ["sync_full", "sync_partial_ok", "sync_partial_err", "expired_subkeys"] {
+        for k in ["sync_full", "sync_partial_ok", "sync_partial_err"] {
             line(&mut s, k, &0);
         }
+        line(&mut s, "expired_subkeys", &srv.expired_subkeys);
         line(&mut s, "expired_keys", &srv.expired_keys);
         line(&mut s, "expired_stale_perc", &"0.00");
         for k in [
