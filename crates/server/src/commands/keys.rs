@@ -284,7 +284,7 @@ pub fn keys_(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// Parses a SCAN cursor as Redis does (an unsigned 64-bit decimal).
-fn parse_cursor(a: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     if let Some(v) = resp::num::parse_i64(a) {
         return u64::try_from(v).ok();
     }

@@ -11,6 +11,7 @@
 
 pub mod bitops;
 pub mod connection;
+pub mod hash;
 pub mod introspection;
 pub mod keys;
 pub mod server;
@@ -213,6 +214,7 @@ pub fn registry() -> HashMap<String, Spec> {
     let mut all = Vec::new();
     all.extend(bitops::table());
     all.extend(connection::table());
+    all.extend(hash::table());
     all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(server::table());

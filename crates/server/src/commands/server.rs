@@ -576,7 +576,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         section(&mut s, "Keyspace");
         for (i, db) in srv.dbs.iter().enumerate() {
             if !db.is_empty() {
-                let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry=0\r\n", db.len(), db.volatile_len());
+                let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry={}\r\n", db.len(), db.volatile_len(), db.field_expiry_len());
             }
         }
     }
