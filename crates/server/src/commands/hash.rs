@@ -667,15 +667,20 @@ pub fn hgetdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
     let exists = check(ctx, key)?;
     let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
-    let vals = if exists { values_of(ctx, key, fields)? } else { vec![None; fields.len()] };
-    if vals.iter().any(Option::is_some) {
-        let h = hash_mut(ctx, key);
-        for (f, v) in fields.iter().zip(&vals) {
+    let now = ctx.now;
+    let mut vals = vec![None; fields.len()];
+    if exists {
+        for (f, v) in fields.iter().zip(&mut vals) {
+            expire_field(ctx, key, f);
+            let Some(ValueMut::Hash(h)) = ctx.db().get_mut(key, now) else { break };
+            *v = h.get(f, now).map(|s| s.to_vec());
             if v.is_some() {
                 h.remove(f);
             }
         }
-        written(ctx, key);
+        if vals.iter().any(Option::is_some) {
+            written(ctx, key);
+        }
     }
     reply_values(ctx, vals);
     Ok(())
