@@ -37,7 +37,7 @@ WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value
 
 # ---------------------------------------------------------------- basics
 
-@pytest.mark.parametrize("n,name", [(3, b"listpack"), (200, b"hashtable")])
+@pytest.mark.parametrize("n,name", [(3, b"listpack"), (600, b"hashtable")])
 def test_set_get_len_exists_strlen(r, n, name):
     assert r.hset("h", mapping={f"f{i}": f"v{i}" for i in range(n)}) == n
     assert enc(r, "h") == name
@@ -126,7 +126,9 @@ def test_hincrby_and_float(r, c):
 def test_encodings_follow_thresholds(r, thresholds):
     r.hset("small", mapping={"a": "1"})
     assert enc(r, "small") == b"listpack"
-    big(r, "large", 129)
+    big(r, "mid", 512)
+    assert enc(r, "mid") == b"listpack", "Redis's default hash-max-listpack-entries is 512"
+    big(r, "large", 513)
     assert enc(r, "large") == b"hashtable"
     r.hset("longval", "a", "x" * 65)
     assert enc(r, "longval") == b"hashtable"
@@ -142,7 +144,7 @@ def test_encodings_follow_thresholds(r, thresholds):
     r.hpersist("small", "a")
     assert enc(r, "small") == b"listpack_ex", "sticky, as in Redis"
     # Deleting fields never converts back.
-    r.hdel("large", *[f"f{i}" for i in range(120)])
+    r.hdel("large", *[f"f{i}" for i in range(500)])
     assert enc(r, "large") == b"hashtable"
     assert r.memory_usage("large") > r.memory_usage("small") > 0
 

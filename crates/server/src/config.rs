@@ -154,7 +154,7 @@ pub static PARAMS: &[Param] = &[
     p("enable-debug-command", S, "local"),
     p("enable-protected-configs", S, "no"),
     p("enable-module-command", S, "no"),
-    alias("hash-max-listpack-entries", &["hash-max-ziplist-entries"], U, "128"),
+    alias("hash-max-listpack-entries", &["hash-max-ziplist-entries"], U, "512"),
     alias("hash-max-listpack-value", &["hash-max-ziplist-value"], U, "64"),
     alias("zset-max-listpack-entries", &["zset-max-ziplist-entries"], U, "128"),
     alias("zset-max-listpack-value", &["zset-max-ziplist-value"], U, "64"),
@@ -331,7 +331,7 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_threshold: 0,
             maxmemory: 0,
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
         };
         c.refresh();
