@@ -25,6 +25,9 @@ use super::{arg_f64, arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// Largest field deadline Redis accepts from a command: 2^46 - 1 ms.
 const MAX_FIELD_MS: i64 = (1 << 46) - 1;
+/// A HRANDFIELD with a huge negative count stops (and the client is closed)
+/// once its reply passes this size.
+const MAX_SAMPLE_REPLY: usize = 1 << 30;
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -455,6 +458,12 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         for _ in 0..n {
             let (f, v) = h.random_field(now, &mut rng).expect("hash has live fields");
             emit(out, f, v);
+            if out.buf.len() > MAX_SAMPLE_REPLY {
+                // Redis stops here when the output limit closes the client;
+                // we close it rather than build an unbounded reply.
+                ctx.client.close_asap = true;
+                break;
+            }
         }
         return Ok(());
     }
