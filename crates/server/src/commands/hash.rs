@@ -751,7 +751,7 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 .filter(|n| (1..=i32::MAX as i64).contains(n))
                 .ok_or_else(|| CmdError::err("invalid number of fields"))?;
             let rest = &args[i + 2..];
-            if rest.len() % 2 != 0 || usize::try_from(n).ok() != Some(rest.len() / 2) {
+            if !rest.len().is_multiple_of(2) || usize::try_from(n).ok() != Some(rest.len() / 2) {
                 return Err(CmdError::Arity("hsetex".into()));
             }
             pairs = Some(rest);
