@@ -456,3 +456,100 @@ def test_watch_sees_field_writes(r, new_client):
 def test_commands_in_table(c):
     assert c.call("COMMAND", "INFO", "hsetex").startswith(b"*1\r\n*10\r\n$6\r\nhsetex\r\n:-6\r\n")
     assert c.call("COMMAND", "INFO", "hgetall").startswith(b"*1\r\n*10\r\n$7\r\nhgetall\r\n:2\r\n")
+
+
+# ---------------------------------------------------------------- scenarios after Redis's hash-field-expire suite
+
+def test_subexpiry_counts_hashes_with_field_ttls(r):
+    def subexpiry():
+        return r.info("keyspace").get("db0", {}).get("subexpiry", 0)
+    r.hset("h1", mapping={f"f{i}": "v" for i in range(5)})
+    r.execute_command("HPEXPIRE", "h1", 150, "FIELDS", 3, "f1", "f2", "f3")
+    assert subexpiry() == 1
+    r.hset("h2", mapping={f"f{i}": "v" for i in range(5)})
+    assert subexpiry() == 1, "a hash without field TTLs is not indexed"
+    r.execute_command("HPEXPIRE", "h2", 100, "FIELDS", 3, "f1", "f2", "f3")
+    assert subexpiry() == 2
+    r.hset("h3", mapping={"a": "1", "b": "2"})
+    r.execute_command("HPEXPIRE", "h3", 100000, "FIELDS", 1, "b")
+    assert subexpiry() == 3
+    r.hdel("h3", "b")
+    assert subexpiry() == 2, "deleting the last field with a TTL unregisters the hash"
+    deadline = time.time() + 3
+    while subexpiry() and time.time() < deadline:
+        time.sleep(0.05)
+    assert subexpiry() == 0
+    assert r.hlen("h1") == 2 and r.hlen("h2") == 2
+
+
+def test_ttl_counts_down_then_field_vanishes(r):
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    r.execute_command("HPEXPIRE", "h", 1500, "FIELDS", 1, "a")
+    first = r.execute_command("HPTTL", "h", "FIELDS", 1, "a")[0]
+    time.sleep(0.3)
+    second = r.execute_command("HPTTL", "h", "FIELDS", 1, "a")[0]
+    assert 0 < second < first <= 1500
+    assert r.execute_command("HTTL", "h", "FIELDS", 1, "a") == [2]  # rounded up, as Redis
+    time.sleep(1.4)
+    assert r.execute_command("HPTTL", "h", "FIELDS", 1, "a") == [-2]
+    assert r.hgetall("h") == {b"b": b"2"}
+
+
+def test_hscan_of_mostly_expired_hash(r):
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0)
+    try:
+        for n in (5, 700):
+            r.delete("h")
+            big(r, "h", n)
+            r.execute_command("HPEXPIRE", "h", 1, "FIELDS", n - 1, *[f"f{i}" for i in range(1, n)])
+            time.sleep(0.05)
+            seen, cursor = {}, 0
+            while True:
+                cursor, part = r.hscan("h", cursor, count=10)
+                seen.update(part)
+                if cursor == 0:
+                    break
+            assert seen == {b"f0": b"0"}
+            assert r.hlen("h") == n
+    finally:
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 1)
+
+
+def test_conversion_keeps_field_ttls_and_active_expiry(r, thresholds):
+    r.config_set("hash-max-listpack-entries", 4)
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    r.execute_command("HPEXPIRE", "h", 100, "FIELDS", 1, "a")
+    assert enc(r, "h") == b"listpack_ex"
+    r.hset("h", mapping={f"x{i}": i for i in range(10)})
+    assert enc(r, "h") == b"hashtable"
+    assert 0 < r.execute_command("HPTTL", "h", "FIELDS", 1, "a")[0] <= 100
+    deadline = time.time() + 3
+    while r.hlen("h") == 12 and time.time() < deadline:
+        time.sleep(0.05)
+    assert r.hlen("h") == 11 and r.hexists("h", "a") == 0
+
+
+def test_swapdb_carries_field_ttls(r, new_client):
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    r.execute_command("HPEXPIRE", "h", 100, "FIELDS", 1, "a")
+    r.swapdb(0, 1)
+    r1 = new_client(db=1)
+    assert r1.hlen("h") == 2
+    deadline = time.time() + 3
+    while r1.hlen("h") == 2 and time.time() < deadline:
+        time.sleep(0.05)
+    assert r1.hgetall("h") == {b"b": b"2"}
+    r1.flushdb()
+
+
+def test_expired_fields_of_renamed_and_moved_hashes_still_expire(r, new_client):
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    r.execute_command("HPEXPIRE", "h", 100, "FIELDS", 1, "a")
+    r.rename("h", "h2")
+    r.move("h2", 2)
+    r2 = new_client(db=2)
+    deadline = time.time() + 3
+    while r2.hlen("h2") == 2 and time.time() < deadline:
+        time.sleep(0.05)
+    assert r2.hgetall("h2") == {b"b": b"2"}
+    r2.flushdb()

@@ -1079,5 +1079,72 @@ mod tests {
         assert_eq!(h.len(), 1);
     }
 
+    /// The field-expiry index holds exactly the live hashes with a field
+    /// TTL, each under its earliest deadline and its own key.
+    fn check_index(db: &Db) {
+        let mut want = std::collections::BTreeMap::new();
+        db.for_each(|k, v, _| {
+            if let ValueRef::Hash(h) = v {
+                if let Some(t) = h.min_deadline() {
+                    want.insert(k.to_vec(), t);
+                }
+            }
+        });
+        let got: std::collections::BTreeMap<Vec<u8>, i64> = db.fexp.iter().map(|(&(t, _), k)| (k.to_vec(), t)).collect();
+        assert_eq!(got, want);
+        assert_eq!(db.fexp.len(), db.fexp_at.len());
+        assert_eq!(db.objs.iter().flatten().count() + db.free_objs.len(), db.objs.len());
+    }
+
+    proptest! {
+        #[test]
+        fn field_index_stays_in_step(ops in proptest::collection::vec((0u8..6, 0u8..4, 0u8..8, 0i64..50), 1..300)) {
+            let mut db = Db::new();
+            let cfg = crate::types::hash::HashConfig { small_max_entries: 4, ..Default::default() };
+            let mut now = 0;
+            for (op, k, f, t) in ops {
+                let key = [b'h', b'0' + k];
+                let field = [b'f', b'0' + f];
+                match op {
+                    0 => {
+                        if !matches!(db.get(&key, now), Some(ValueRef::Str(_))) {
+                            let ValueMut::Hash(h) = db.get_or_insert_with(&key, now, || Value::Hash(Box::default())) else { unreachable!() };
+                            h.insert(&field, b"v", &cfg);
+                            h.set_expire(&field, now + t, crate::types::hash::ExpireCond::Always, now);
+                            db.sync_object(&key);
+                        }
+                    }
+                    1 => {
+                        if let Some(ValueMut::Hash(h)) = db.get_mut(&key, now) {
+                            h.remove(&field);
+                            db.sync_object(&key);
+                        }
+                    }
+                    2 => {
+                        if let Some(v) = db.remove(&key, now) {
+                            db.insert(&[b'h', b'0' + (k + 1) % 4], v, Ttl::Keep, now);
+                        }
+                    }
+                    3 => { db.insert(&key, Value::Int(t), Ttl::Clear, now); }
+                    4 => { db.active_expire_fields(now, 1 + t as usize % 5, |_, _| {}); }
+                    _ => {
+                        now += t;
+                        if t % 7 == 0 {
+                            db.set_expire(&key, Some(now + 3), now);
+                        }
+                    }
+                }
+                check_index(&db);
+            }
+            while db.active_expire_fields(now + 100, 3, |_, _| {}).0 > 0 {}
+            db.for_each(|_, v, _| {
+                if let ValueRef::Hash(h) = v {
+                    assert!(h.min_deadline().is_none_or(|d| d >= now + 100));
+                }
+            });
+            check_index(&db);
+        }
+    }
+
     const _: () = assert!(size_of::<Hand>() == 32);
 }

@@ -109,18 +109,22 @@ fn written(ctx: &mut Ctx, key: &[u8]) {
 }
 
 /// Deletes `field` if it is stored but expired, as Redis does when a command
-/// names it (and the key, if that empties the hash). Returns true if it did.
-fn expire_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> bool {
+/// names it (and the key, if that empties the hash); checks the key's type
+/// on the way (one lookup for both).
+fn expire_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(), CmdError> {
     let now = ctx.now;
     let db = ctx.db();
-    let Some(ValueMut::Hash(h)) = db.get_mut(key, now) else { return false };
-    if !matches!(h.expire_of(field, i64::MIN), Some(Some(d)) if d < now) {
-        return false;
+    let h = match db.get_mut(key, now) {
+        None => return Ok(()),
+        Some(ValueMut::Hash(h)) => h,
+        Some(_) => return Err(CmdError::WrongType),
+    };
+    if matches!(h.expire_of(field, i64::MIN), Some(Some(d)) if d < now) {
+        h.remove(field);
+        db.sync_object(key);
+        ctx.srv.expired_subkeys += 1;
     }
-    h.remove(field);
-    db.sync_object(key);
-    ctx.srv.expired_subkeys += 1;
-    true
+    Ok(())
 }
 
 fn bulk_str(out: &mut Reply, v: StrRef) {
@@ -198,7 +202,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, field) = (&args[1], &args[2]);
     let now = ctx.now;
     if check(ctx, key)? {
-        expire_field(ctx, key, field);
+        expire_field(ctx, key, field)?;
         if lookup(ctx.db(), key, now)?.is_some_and(|h| h.contains(field, now)) {
             ctx.out().int(0);
             return Ok(());
@@ -214,8 +218,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// HGET key field
 pub fn hget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    check(ctx, &args[1])?;
-    expire_field(ctx, &args[1], &args[2]);
+    expire_field(ctx, &args[1], &args[2])?;
     let (db, out) = db_and_out(ctx);
     match lookup(db, &args[1], now)?.and_then(|h| h.get(&args[2], now)) {
         Some(v) => bulk_str(out, v),
@@ -229,7 +232,7 @@ pub fn hmget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     if check(ctx, &args[1])? {
         for f in &args[2..] {
-            expire_field(ctx, &args[1], f);
+            expire_field(ctx, &args[1], f)?;
         }
     }
     let (db, out) = db_and_out(ctx);
@@ -271,8 +274,7 @@ pub fn hlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// HSTRLEN key field
 pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    check(ctx, &args[1])?;
-    expire_field(ctx, &args[1], &args[2]);
+    expire_field(ctx, &args[1], &args[2])?;
     let n = lookup(ctx.db(), &args[1], now)?.and_then(|h| h.get(&args[2], now)).map_or(0, |v| v.len());
     ctx.out().int(n as i64);
     Ok(())
@@ -281,8 +283,7 @@ pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// HEXISTS key field
 pub fn hexists(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    check(ctx, &args[1])?;
-    expire_field(ctx, &args[1], &args[2]);
+    expire_field(ctx, &args[1], &args[2])?;
     let found = lookup(ctx.db(), &args[1], now)?.is_some_and(|h| h.contains(&args[2], now));
     ctx.out().int(i64::from(found));
     Ok(())
@@ -332,7 +333,7 @@ fn counter_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(Option<Vec<
     if !check(ctx, key)? {
         return Ok((None, None));
     }
-    expire_field(ctx, key, field);
+    expire_field(ctx, key, field)?;
     let h = lookup(ctx.db(), key, now)?;
     Ok(match h.and_then(|h| Some((h.get(field, now)?.to_vec(), h.expire_of(field, now)?))) {
         Some((v, d)) => (Some(v), d),
@@ -654,7 +655,7 @@ fn values_of(ctx: &mut Ctx, key: &[u8], fields: &[Vec<u8>]) -> Result<Vec<Option
     let now = ctx.now;
     let mut vals = Vec::with_capacity(fields.len());
     for f in fields {
-        expire_field(ctx, key, f);
+        expire_field(ctx, key, f)?;
         vals.push(lookup(ctx.db(), key, now)?.and_then(|h| h.get(f, now)).map(|v| v.to_vec()));
     }
     Ok(vals)
@@ -680,7 +681,7 @@ pub fn hgetdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut vals = vec![None; fields.len()];
     if exists {
         for (f, v) in fields.iter().zip(&mut vals) {
-            expire_field(ctx, key, f);
+            expire_field(ctx, key, f)?;
             let Some(ValueMut::Hash(h)) = ctx.db().get_mut(key, now) else { break };
             *v = h.get(f, now).map(|s| s.to_vec());
             if v.is_some() {
@@ -751,7 +752,7 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 .filter(|n| (1..=i32::MAX as i64).contains(n))
                 .ok_or_else(|| CmdError::err("invalid number of fields"))?;
             let rest = &args[i + 2..];
-            if rest.len() % 2 != 0 || usize::try_from(n).ok() != Some(rest.len() / 2) {
+            if !rest.len().is_multiple_of(2) || usize::try_from(n).ok() != Some(rest.len() / 2) {
                 return Err(CmdError::Arity("hsetex".into()));
             }
             pairs = Some(rest);
@@ -791,7 +792,7 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if exists && (fnx || fxx) {
         let mut found = 0;
         for p in pairs.chunks(2) {
-            expire_field(ctx, key, &p[0]);
+            expire_field(ctx, key, &p[0])?;
             found += usize::from(lookup(ctx.db(), key, now)?.is_some_and(|h| h.contains(&p[0], now)));
         }
         if (fnx && found > 0) || (fxx && found < pairs.len() / 2) {
