@@ -431,7 +431,11 @@ fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
 // ---------------------------------------------------------------- COMMAND
 
 fn flag_names(s: &Spec) -> Vec<&'static str> {
-    NAMES.iter().filter(|(f, _)| s.has(*f)).map(|(_, n)| *n).collect()
+    let mut v: Vec<&'static str> = NAMES.iter().filter(|(f, _)| s.has(*f)).map(|(_, n)| *n).collect();
+    if s.getkeys.is_some() {
+        v.push("movablekeys");
+    }
+    v
 }
 
 /// Writes one COMMAND INFO entry (10 fields, as Redis 7).
@@ -649,7 +653,7 @@ fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<(Spec, Vec<usize>), CmdError> 
     if !s.arity_ok(argv.len()) {
         return Err(CmdError::err("Invalid number of arguments specified for command"));
     }
-    let pos = s.key_positions(argv.len());
+    let pos = s.keys_of(argv);
     if pos.is_empty() {
         return Err(CmdError::err("The command has no key arguments"));
     }

@@ -132,6 +132,10 @@ pub struct Spec {
     pub handler: Handler,
     /// Subcommands (CONFIG GET, CLIENT LIST, ...).
     pub subcommands: Vec<Spec>,
+    /// Key extraction for commands whose keys move with their arguments
+    /// (`numkeys` forms: ZUNION, ZMPOP, ...); COMMAND shows them as
+    /// "movablekeys". Given the whole argv, returns key positions.
+    pub getkeys: Option<fn(&[Vec<u8>]) -> Vec<usize>>,
 }
 
 fn container_handler(_: &mut Ctx, _: &[Vec<u8>]) -> Result<(), CmdError> {
@@ -140,7 +144,7 @@ fn container_handler(_: &mut Ctx, _: &[Vec<u8>]) -> Result<(), CmdError> {
 
 /// A table row.
 pub fn spec(name: &'static str, arity: i32, flags: u32, keys: Keys, handler: Handler) -> Spec {
-    Spec { name, full_name: name, arity, flags, keys, acl: &[], group: "generic", summary: "", since: "1.0.0", handler, subcommands: Vec::new() }
+    Spec { name, full_name: name, arity, flags, keys, acl: &[], group: "generic", summary: "", since: "1.0.0", handler, subcommands: Vec::new(), getkeys: None }
 }
 
 /// A container command whose work is done by its subcommands.
@@ -157,6 +161,7 @@ pub fn container(name: &'static str, subcommands: Vec<Spec>) -> Spec {
         since: "1.0.0",
         handler: container_handler,
         subcommands,
+        getkeys: None,
     }
 }
 
@@ -178,6 +183,21 @@ impl Spec {
         self.summary = summary;
         self.since = since;
         self
+    }
+
+    /// Sets the key extraction of a movablekeys command.
+    pub fn getkeys(mut self, f: fn(&[Vec<u8>]) -> Vec<usize>) -> Spec {
+        self.getkeys = Some(f);
+        self
+    }
+
+    /// Positions of the key arguments in `argv`: the movablekeys hook when
+    /// set, else the (first, last, step) triple.
+    pub fn keys_of(&self, argv: &[Vec<u8>]) -> Vec<usize> {
+        match self.getkeys {
+            Some(f) => f(argv),
+            None => self.key_positions(argv.len()),
+        }
     }
 
     /// True if a flag bit is set.

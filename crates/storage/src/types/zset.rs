@@ -511,6 +511,15 @@ impl ZSet {
         z
     }
 
+    /// Notes that about `size_hint` members are about to be added (ZADD with
+    /// many pairs): Redis converts to a skiplist up front past its entry
+    /// threshold, so the name follows.
+    pub fn size_hint(&mut self, size_hint: usize, cfg: &ZsetConfig) {
+        if size_hint > cfg.max_listpack_entries {
+            self.set_flag(F_SKIPLIST);
+        }
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
         match &self.repr {
