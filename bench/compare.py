@@ -296,8 +296,11 @@ def ratio(a: float, b: float) -> str:
 # ---------------------------------------------------------------- memory
 
 
-def memory_sample(s: Server) -> tuple[int, int, int]:
-    time.sleep(1)  # let the server's periodic RSS sampling catch up
+def memory_sample(s: Server, settle: float = 1.0) -> tuple[int, int, int]:
+    # Let the server's periodic RSS sampling catch up and, after a load, let
+    # the allocator's decay return the load's transient buffers (query and
+    # reply buffers) to the OS, so RSS shows what the data itself holds.
+    time.sleep(settle)
     info = s.info("memory")
     return int(info["used_memory"]), int(info["used_memory_rss"]), s.vmrss()
 
@@ -313,7 +316,7 @@ def cmd_memory(args) -> None:
             for s in servers:
                 before = memory_sample(s)
                 secs = load(s.port, workload, n)
-                after = memory_sample(s)
+                after = memory_sample(s, args.settle)
                 with Conn(s.port) as c:
                     keys = int(c.call("DBSIZE"))
                 if keys != n:
@@ -472,6 +475,8 @@ def main() -> None:
 
     p = sub.add_parser("memory", parents=[common], help="bytes per key")
     p.add_argument("--workload", choices=["sessions", "intkeys", "all"], default="all")
+    p.add_argument("--settle", type=float, default=12.0,
+                   help="seconds to wait after a load before sampling (allocator decay)")
     p.set_defaults(func=cmd_memory)
 
     p = sub.add_parser("throughput", parents=[common], help="redis-benchmark requests/s")

@@ -96,3 +96,49 @@ def test_watch_inside_multi_and_discard(raw):
     c.call("MULTI")
     assert c.call("MONITOR") == b"-ERR Command not allowed inside a transaction\r\n"
     assert c.call("EXEC") == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+
+
+def test_oom_refuses_queueing_and_denyoom_exec(raw, r):
+    """Over maxmemory: queueing and DENYOOM commands get -OOM, DISCARD and
+    read-only EXEC still work, EXEC of a queued write aborts with EXECABORT."""
+    oom = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    c = raw()
+    r.set("x", "value")
+    try:
+        assert c.call("MULTI") == b"+OK\r\n"
+        r.config_set("maxmemory", 1)
+        assert c.call("SET", "x", "1") == oom
+        assert c.call("DISCARD") == b"+OK\r\n"
+        assert c.call("SET", "x", "2") == oom
+        assert c.call("GET", "x") == b"$5\r\nvalue\r\n"
+        r.config_set("maxmemory", 0)
+
+        c.call("MULTI")
+        c.call("GET", "x")
+        c.call("PING")
+        r.config_set("maxmemory", 1)
+        assert c.call("EXEC") == b"*2\r\n$5\r\nvalue\r\n+PONG\r\n"
+        r.config_set("maxmemory", 0)
+
+        c.call("MULTI")
+        c.call("SET", "x", "1")
+        c.call("GET", "x")
+        r.config_set("maxmemory", 1)
+        assert c.call("EXEC") == (
+            b"-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.\r\n"
+        )
+        # The transaction is gone: the client is out of MULTI.
+        assert c.call("PING") == b"+PONG\r\n"
+    finally:
+        r.config_set("maxmemory", 0)
+    assert r.get("x") == b"value"
+
+
+def test_save_and_shutdown_not_allowed_in_multi(raw, r):
+    c = raw()
+    for cmd in ("SAVE", "SHUTDOWN"):
+        c.call("MULTI")
+        assert c.call("SET", "foo", "bar") == b"+QUEUED\r\n"
+        assert c.call(cmd) == b"-ERR Command not allowed inside a transaction\r\n"
+        assert c.call("EXEC") == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    assert r.get("foo") is None

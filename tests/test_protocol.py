@@ -240,3 +240,53 @@ def test_quit_closes_after_reply(raw):
     c = raw()
     c.send(b"*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n")
     assert c.expect_closed() == b"+OK\r\n"
+
+
+DEBUG_PROTOCOL_RESP2 = {
+    "string": b"$11\r\nHello World\r\n",
+    "integer": b":12345\r\n",
+    "double": b"$5\r\n3.141\r\n",
+    "bignum": b"$37\r\n1234567999999999999999999999999999999\r\n",
+    "null": b"$-1\r\n",
+    "array": b"*3\r\n:0\r\n:1\r\n:2\r\n",
+    "set": b"*3\r\n:0\r\n:1\r\n:2\r\n",
+    "map": b"*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n",
+    "attrib": b"$39\r\nSome real reply following the attribute\r\n",
+    "true": b":1\r\n",
+    "false": b":0\r\n",
+    "verbatim": b"$25\r\nThis is a verbatim\nstring\r\n",
+}
+
+DEBUG_PROTOCOL_RESP3 = {
+    "string": b"$11\r\nHello World\r\n",
+    "integer": b":12345\r\n",
+    "double": b",3.141\r\n",
+    "bignum": b"(1234567999999999999999999999999999999\r\n",
+    "null": b"_\r\n",
+    "array": b"*3\r\n:0\r\n:1\r\n:2\r\n",
+    "set": b"~3\r\n:0\r\n:1\r\n:2\r\n",
+    "map": b"%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n",
+    "attrib": b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"
+    b"$39\r\nSome real reply following the attribute\r\n",
+    "true": b"#t\r\n",
+    "false": b"#f\r\n",
+    "verbatim": b"=29\r\ntxt:This is a verbatim\nstring\r\n",
+}
+
+
+def test_debug_protocol_resp2_and_resp3(raw):
+    c = raw()
+    for kind, want in DEBUG_PROTOCOL_RESP2.items():
+        assert c.call("DEBUG", "PROTOCOL", kind) == want, kind
+    assert c.call("DEBUG", "PROTOCOL", "push") == b"-ERR RESP2 is not supported by this command\r\n"
+    assert c.call("DEBUG", "PROTOCOL", "nope") == (
+        b"-ERR Wrong protocol type name. Please use one of the following: "
+        b"string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false\r\n"
+    )
+    c.call("HELLO", "3")
+    for kind, want in DEBUG_PROTOCOL_RESP3.items():
+        assert c.call("DEBUG", "PROTOCOL", kind) == want, kind
+    # A push frame, then the real reply.
+    c.cmd("DEBUG", "PROTOCOL", "push")
+    assert c.read_reply() == b">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n"
+    assert c.read_reply() == b"$40\r\nSome real reply following the push reply\r\n"

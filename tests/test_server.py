@@ -177,7 +177,7 @@ def test_command_introspection(r, raw):
     c = raw()
     assert c.call("COMMAND", "INFO", "get", "nosuch") == (
         b"*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
-        b"*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+ACCESS\r\n"
+        b"*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n"
         b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n"
         b"$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n"
         b"$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n*-1\r\n")
@@ -188,7 +188,7 @@ def test_command_introspection(r, raw):
     assert err(r.execute_command, "COMMAND", "GETKEYS", "PING") == "The command has no key arguments"
     assert err(r.execute_command, "COMMAND", "GETKEYS", "NOSUCH", "x") == "Invalid command specified"
     assert err(r.execute_command, "COMMAND", "GETKEYS", "GET") == "Invalid number of arguments specified for command"
-    assert raw().call("COMMAND", "GETKEYSANDFLAGS", "GET", "k") == b"*1\r\n*2\r\n$1\r\nk\r\n*2\r\n+RO\r\n+ACCESS\r\n"
+    assert raw().call("COMMAND", "GETKEYSANDFLAGS", "GET", "k") == b"*1\r\n*2\r\n$1\r\nk\r\n*2\r\n+RO\r\n+access\r\n"
     names = r.execute_command("COMMAND", "LIST")
     assert b"get" in names and b"config|get" in names
     assert r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "conf*") [:1] == [b"config"]
@@ -322,3 +322,58 @@ def test_shutdown(start_server):
         c.execute_command("SHUTDOWN", "NOSAVE")
     srv.proc.wait(timeout=5)
     assert srv.proc.returncode == 0
+
+
+def test_command_getkeys_and_flags(r, raw):
+    c = raw()
+    assert c.call("COMMAND", "GETKEYS", "GET", "key") == b"*1\r\n$3\r\nkey\r\n"
+    assert c.call("COMMAND", "GETKEYSANDFLAGS", "SET", "k1", "v1") == b"*1\r\n*2\r\n$2\r\nk1\r\n*2\r\n+OW\r\n+update\r\n"
+    assert c.call("COMMAND", "GETKEYSANDFLAGS", "SET", "k1", "v1", "GET") == (
+        b"*1\r\n*2\r\n$2\r\nk1\r\n*3\r\n+RW\r\n+access\r\n+update\r\n"
+    )
+    assert c.call("COMMAND", "GETKEYSANDFLAGS", "MSET", "k1", "v1", "k2", "v2") == (
+        b"*2\r\n*2\r\n$2\r\nk1\r\n*2\r\n+OW\r\n+update\r\n*2\r\n$2\r\nk2\r\n*2\r\n+OW\r\n+update\r\n"
+    )
+    assert c.call("COMMAND", "GETKEYS", "MEMORY", "USAGE", "key") == b"*1\r\n$3\r\nkey\r\n"
+    assert c.call("COMMAND", "GETKEYS", "NOSUCH", "x") == b"-ERR Invalid command specified\r\n"
+    assert c.call("COMMAND", "GETKEYS", "CONFIG", "NOSUCH") == b"-ERR Invalid command specified\r\n"
+    assert c.call("COMMAND", "GETKEYS", "PING") == b"-ERR The command has no key arguments\r\n"
+    assert c.call("COMMAND", "GETKEYS", "GET") == b"-ERR Invalid number of arguments specified for command\r\n"
+
+
+def test_command_info_flags_and_key_specs(r):
+    r.response_callbacks.pop("COMMAND", None)  # keep redis-py from reshaping replies
+    (info,) = r.execute_command("COMMAND", "INFO", "SET")
+    assert info[2] == [b"write", b"denyoom"]
+    (spec,) = info[8]
+    assert spec[:2] == [b"flags", [b"RW", b"access", b"update", b"variable_flags"]]
+    assert spec[2:4] == [b"begin_search", [b"type", b"index", b"spec", [b"index", 1]]]
+    assert spec[4:] == [b"find_keys", [b"type", b"range", b"spec", [b"lastkey", 0, b"keystep", 1, b"limit", 0]]]
+    # may_replicate is hidden, as in Redis; nothing here has movable keys.
+    for name in (b"set", b"get", b"mset", b"ping", b"memory"):
+        (info,) = r.execute_command("COMMAND", "INFO", name)
+        assert b"movablekeys" not in info[2] and b"may_replicate" not in info[2]
+    assert r.execute_command("COMMAND", "INFO", "get|key") == [None]
+    assert r.execute_command("COMMAND", "INFO", "config|get|key") == [None]
+
+
+def test_help_of_function_and_module(r):
+    assert r.execute_command("FUNCTION", "HELP")[0].startswith(b"FUNCTION <subcommand> ")
+    assert r.execute_command("MODULE", "HELP")[0].startswith(b"MODULE <subcommand> ")
+    assert r.execute_command("MODULE", "LIST") == []
+
+
+def test_sync_flush_counts_as_lazyfree_outside_multi(r):
+    """Redis runs FLUSHALL/FLUSHDB SYNC as a blocking lazy free, except inside
+    MULTI; lazyfreed_objects shows which one ran."""
+    r.config_resetstat()
+    r.mset({"a": 1, "b": 2})
+    r.flushall()
+    assert r.info("memory")["lazyfreed_objects"] == 2
+    r.config_resetstat()
+    r.mset({"a": 1, "b": 2})
+    p = r.pipeline(transaction=True)
+    p.flushall()
+    p.execute()
+    assert r.info("memory")["lazyfreed_objects"] == 0
+    assert r.dbsize() == 0

@@ -55,6 +55,8 @@ pub struct Client {
     pub sent: usize,
     /// Commands queued by MULTI (None outside a transaction).
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// EXEC is running this client's queued commands.
+    pub in_exec: bool,
     /// A command queued in MULTI failed to queue: EXEC must abort.
     pub multi_error: bool,
     /// Keys watched by WATCH: (db, key, alive at WATCH time).
@@ -114,6 +116,7 @@ impl Client {
             sent: 0,
             multi: None,
             multi_error: false,
+            in_exec: false,
             watched: Vec::new(),
             dirty_cas: false,
             close_after_reply: false,

@@ -114,13 +114,15 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
         }
     };
     let name = spec.full_name;
+    if c.multi.is_some() && !runs_in_multi(name) && spec.has(flags::NO_MULTI) {
+        reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
+        return true;
+    }
+    if srv.config.maxmemory != 0 && oom_sensitive(&table, c, spec) && crate::memory::allocated() > srv.config.maxmemory {
+        reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
+        return true;
+    }
     if c.multi.is_some() && !runs_in_multi(name) {
-        if spec.has(flags::NO_MULTI) {
-            let e = CmdError::err(format!("Command not allowed inside a transaction"));
-            c.multi_error = true;
-            reply_error(srv, c, &e);
-            return true;
-        }
         c.multi.as_mut().expect("in multi").push(argv);
         c.reply.simple("QUEUED");
         return true;
@@ -138,6 +140,41 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     }
     run(srv, c, spec, &argv, now);
     true
+}
+
+/// The reply to a command refused because memory is over `maxmemory`.
+pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// True if `spec` must be refused while memory is over `maxmemory`: commands
+/// that may grow memory, EXEC of a transaction that queued one, and anything
+/// that would be queued (a queue grows without bound), but never EXEC,
+/// DISCARD, QUIT or RESET themselves.
+fn oom_sensitive(table: &CommandMap, c: &Client, spec: &Spec) -> bool {
+    match spec.full_name {
+        "exec" => c.multi.as_ref().is_some_and(|q| {
+            q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::DENYOOM)))
+        }),
+        "discard" | "quit" | "reset" => false,
+        _ => spec.has(flags::DENYOOM) || c.multi.is_some(),
+    }
+}
+
+/// Refuses a command before it runs: counts it as rejected, flags an open
+/// transaction, and for EXEC discards the transaction with EXECABORT.
+fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
+    srv.cmdstats.entry(spec.full_name).or_default().rejected += 1;
+    if spec.full_name == "exec" && c.multi.is_some() {
+        c.multi = None;
+        c.multi_error = false;
+        srv.unwatch_all(c);
+        let msg = format!("EXECABORT Transaction discarded because of: {}", e.message());
+        reply_error(srv, c, &CmdError::Custom(msg));
+        return;
+    }
+    if c.multi.is_some() {
+        c.multi_error = true;
+    }
+    reply_error(srv, c, e);
 }
 
 /// Runs a looked-up command and does the shared bookkeeping.

@@ -43,6 +43,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if config.flag("jemalloc-bg-thread") {
+        // As Redis does: a background thread returns freed pages to the OS on
+        // jemalloc's decay schedule even while the server is idle, so RSS
+        // follows used_memory down after a load's transient buffers are freed.
+        let _ = tikv_jemalloc_ctl::max_background_threads::write(1);
+        let _ = tikv_jemalloc_ctl::background_thread::write(true);
+    }
     let mut srv = Server::new(config);
     println!("densekv {} (Redis {} compatible) pid {} listening on {addr}", env!("CARGO_PKG_VERSION"), server::REDIS_VERSION, std::process::id());
     println!("Ready to accept connections tcp");

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use super::flags::*;
-use super::{arg_i64, container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use super::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::client::{Client, ReplyMode};
 use crate::server::{unix_us, Pause};
 
@@ -98,10 +98,19 @@ pub fn table() -> Vec<Spec> {
             vec![
                 spec("flush", -2, WRITE | NOSCRIPT, NO_KEYS, function_flush).acl(&["write", "slow", "scripting"]).doc("Deletes all libraries and functions.", "7.0.0"),
                 spec("list", -2, NOSCRIPT, NO_KEYS, function_list).acl(&["slow", "scripting"]).doc("Returns information about all libraries.", "7.0.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, function_help).acl(&["slow", "scripting"]).doc("Returns helpful text about the different subcommands.", "7.0.0"),
             ],
         )
         .group("scripting")
         .doc("A container for function commands.", "7.0.0"),
+        container(
+            "module",
+            vec![
+                spec("list", 2, ADMIN | NOSCRIPT, NO_KEYS, module_list).acl(ADM).doc("Returns all loaded modules.", "4.0.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, module_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        )
+        .doc("A container for module commands.", "4.0.0"),
     ]
 }
 
@@ -431,11 +440,7 @@ fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
 // ---------------------------------------------------------------- COMMAND
 
 fn flag_names(s: &Spec) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = NAMES.iter().filter(|(f, _)| s.has(*f)).map(|(_, n)| *n).collect();
-    if s.getkeys.is_some() {
-        v.push("movablekeys");
-    }
-    v
+    NAMES.iter().filter(|(f, _)| s.has(*f)).map(|(_, n)| *n).collect()
 }
 
 /// Writes one COMMAND INFO entry (10 fields, as Redis 7).
@@ -457,39 +462,10 @@ fn write_info(ctx: &mut Ctx, full: &str, s: &Spec) {
         out.simple(&format!("@{a}"));
     }
     out.set(0); // tips
-    // key specs: one range spec when the command has keys.
-    if s.keys.first > 0 {
-        out.array(1);
-        out.map(3);
-        out.bulk(b"flags");
-        let kf: &[&str] = if s.has(WRITE) { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
-        out.set(kf.len());
-        for f in kf {
-            out.simple(f);
-        }
-        out.bulk(b"begin_search");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"index");
-        out.bulk(b"spec");
-        out.map(1);
-        out.bulk(b"index");
-        out.int(s.keys.first as i64);
-        out.bulk(b"find_keys");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"range");
-        out.bulk(b"spec");
-        out.map(3);
-        out.bulk(b"lastkey");
-        let last = if s.keys.last < 0 { s.keys.last as i64 } else { (s.keys.last - s.keys.first) as i64 };
-        out.int(last);
-        out.bulk(b"keystep");
-        out.int(s.keys.step as i64);
-        out.bulk(b"limit");
-        out.int(0);
-    } else {
-        out.array(0);
+    let specs = s.effective_key_specs();
+    out.array(specs.len());
+    for ks in &specs {
+        write_key_spec(out, ks);
     }
     out.array(s.subcommands.len());
     let mut subs: Vec<&Spec> = s.subcommands.iter().collect();
@@ -497,6 +473,74 @@ fn write_info(ctx: &mut Ctx, full: &str, s: &Spec) {
     let subs: Vec<Spec> = subs.into_iter().cloned().collect();
     for sub in &subs {
         write_info(ctx, &format!("{full}|{}", sub.name), sub);
+    }
+}
+
+/// One key spec as COMMAND INFO shows it.
+fn write_key_spec(out: &mut resp::Reply, ks: &KeySpec) {
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(ks.flags.len());
+    for f in ks.flags {
+        out.simple(f);
+    }
+    out.bulk(b"begin_search");
+    out.map(2);
+    out.bulk(b"type");
+    match ks.begin {
+        Begin::Index(i) => {
+            out.bulk(b"index");
+            out.bulk(b"spec");
+            out.map(1);
+            out.bulk(b"index");
+            out.int(i as i64);
+        }
+        Begin::Keyword(word, from) => {
+            out.bulk(b"keyword");
+            out.bulk(b"spec");
+            out.map(2);
+            out.bulk(b"keyword");
+            out.bulk(word.as_bytes());
+            out.bulk(b"startfrom");
+            out.int(from as i64);
+        }
+        Begin::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
+    }
+    out.bulk(b"find_keys");
+    out.map(2);
+    out.bulk(b"type");
+    match ks.find {
+        Find::Range { lastkey, keystep, limit } => {
+            out.bulk(b"range");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"lastkey");
+            out.int(lastkey as i64);
+            out.bulk(b"keystep");
+            out.int(keystep as i64);
+            out.bulk(b"limit");
+            out.int(limit as i64);
+        }
+        Find::Keynum { keynumidx, firstkey, keystep } => {
+            out.bulk(b"keynum");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"keynumidx");
+            out.int(keynumidx as i64);
+            out.bulk(b"firstkey");
+            out.int(firstkey as i64);
+            out.bulk(b"keystep");
+            out.int(keystep as i64);
+        }
+        Find::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
     }
 }
 
@@ -643,43 +687,53 @@ fn command_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Key positions of `argv` (the command to inspect) or the error Redis gives.
-fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<(Spec, Vec<usize>), CmdError> {
+/// Keys of `argv` (the command to inspect) with their flags, or the error
+/// Redis gives, checked in Redis's order.
+fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<Vec<(usize, KeyFlags)>, CmdError> {
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
     let Some(top) = ctx.srv.commands.get(&name) else {
         return Err(CmdError::err("Invalid command specified"));
     };
-    let s = if top.subcommands.is_empty() { top } else { argv.get(1).and_then(|a| top.subcommand(a)).unwrap_or(top) };
+    let s = if top.subcommands.is_empty() || argv.len() == 1 {
+        top
+    } else {
+        match argv.get(1).and_then(|a| top.subcommand(a)) {
+            Some(sub) => sub,
+            None => return Err(CmdError::err("Invalid command specified")),
+        }
+    };
+    if !s.has_keys() {
+        return Err(CmdError::err("The command has no key arguments"));
+    }
     if !s.arity_ok(argv.len()) {
         return Err(CmdError::err("Invalid number of arguments specified for command"));
     }
-    let pos = s.keys_of(argv);
-    if pos.is_empty() {
-        return Err(CmdError::err("The command has no key arguments"));
+    let keys = s.find_keys(argv);
+    if keys.is_empty() && !s.has(NO_MANDATORY_KEYS) {
+        return Err(CmdError::err("Invalid arguments specified for command"));
     }
-    Ok((s.clone(), pos))
+    Ok(keys)
 }
 
 fn command_getkeys(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (_, pos) = getkeys(ctx, &args[2..])?;
+    let keys = getkeys(ctx, &args[2..])?;
     let out = ctx.out();
-    out.array(pos.len());
-    for p in pos {
+    out.array(keys.len());
+    for (p, _) in keys {
         out.bulk(&args[2 + p]);
     }
     Ok(())
 }
 
 fn command_getkeysandflags(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (s, pos) = getkeys(ctx, &args[2..])?;
-    let kf: &[&str] = if s.has(WRITE) { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+    let keys = getkeys(ctx, &args[2..])?;
     let out = ctx.out();
-    out.array(pos.len());
-    for p in pos {
+    out.array(keys.len());
+    for (p, flags) in keys {
         out.array(2);
         out.bulk(&args[2 + p]);
-        out.set(kf.len());
-        for f in kf {
+        out.set(flags.len());
+        for f in flags {
             out.simple(f);
         }
     }
@@ -1001,6 +1055,31 @@ fn function_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+fn function_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "function",
+        &[
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+        ],
+    );
+    Ok(())
+}
+
+/// MODULE LIST: densekv loads no modules.
+fn module_list(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    ctx.out().array(0);
+    Ok(())
+}
+
+fn module_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(ctx, "module", &["LIST", "    Return a list of loaded modules."]);
+    Ok(())
+}
+
 fn function_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut i = 2;
     while i < args.len() {
@@ -1013,6 +1092,73 @@ fn function_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     }
     ctx.out().array(0);
+    Ok(())
+}
+
+/// DEBUG PROTOCOL <type>: one sample reply of each RESP type, so clients
+/// can test their parsers; the values are Redis's, byte for byte.
+fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) -> CmdResult {
+    let resp3 = ctx.client.reply.resp3;
+    let kind = String::from_utf8_lossy(kind).to_ascii_lowercase();
+    if kind == "push" && !resp3 {
+        return Err(CmdError::err("RESP2 is not supported by this command"));
+    }
+    let out = ctx.out();
+    match kind.as_str() {
+        "string" => out.bulk(b"Hello World"),
+        "integer" => out.int(12345),
+        "double" => out.double(3.141),
+        "bignum" => {
+            let n = b"1234567999999999999999999999999999999";
+            if resp3 {
+                out.raw(b"(");
+                out.raw(n);
+                out.raw(b"\r\n");
+            } else {
+                out.bulk(n);
+            }
+        }
+        "null" => out.null(),
+        "array" | "set" => {
+            if kind == "set" {
+                out.set(3);
+            } else {
+                out.array(3);
+            }
+            (0..3).for_each(|j| out.int(j));
+        }
+        "map" => {
+            out.map(3);
+            for j in 0..3 {
+                out.int(j);
+                out.boolean(j == 1);
+            }
+        }
+        "attrib" => {
+            // An attribute is not a reply: a real one follows it.
+            if resp3 {
+                out.raw(b"|1\r\n");
+                out.bulk(b"key-popularity");
+                out.array(2);
+                out.bulk(b"key:123");
+                out.int(90);
+            }
+            out.bulk(b"Some real reply following the attribute");
+        }
+        "push" => {
+            out.push(2);
+            out.bulk(b"server-cpu-usage");
+            out.int(42);
+            out.bulk(b"Some real reply following the push reply");
+        }
+        "true" | "false" => out.boolean(kind == "true"),
+        "verbatim" => out.verbatim(b"This is a verbatim\nstring"),
+        _ => {
+            return Err(CmdError::err(
+                "Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+            ))
+        }
+    }
     Ok(())
 }
 
@@ -1053,6 +1199,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.out().simple("Listpack structure printed on stdout");
             return Ok(());
         }
+        ("protocol", 3) => return debug_protocol(ctx, &args[2]),
         ("reload", _) | ("loadaof", _) => return Err(CmdError::err("DEBUG RELOAD is not supported")),
         ("replybuffer", 4) => {}
         ("help", 2) => {
@@ -1066,6 +1213,10 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Show low level info about the ziplist encoding of <key>.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "PROTOCOL <type>",
+                    "    Reply with a test value of the specified type. <type> can be: string,",
+                    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+                    "    true, false.",
                     "QUICKLIST-PACKED-THRESHOLD <size>",
                     "    Sets the threshold for elements to be inserted as plain vs packed nodes",
                     "SET-ACTIVE-EXPIRE <0|1>",

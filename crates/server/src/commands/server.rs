@@ -1,4 +1,4 @@
-//! Server commands: DBSIZE FLUSHDB FLUSHALL CONFIG INFO.
+//! Server commands: DBSIZE FLUSHDB FLUSHALL SAVE CONFIG INFO.
 //!
 //! INFO prints Redis 7.4's sections and field names, because clients and
 //! monitoring tools parse them; fields for machinery densekv does not have
@@ -25,6 +25,7 @@ pub fn table() -> Vec<Spec> {
                 spec("help", 2, LOADING | STALE, NO_KEYS, config_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         ),
+        spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, save).acl(&["admin", "slow", "dangerous"]).group("server").doc("Synchronously saves the database(s) to disk.", "1.0.0"),
         spec("info", -1, LOADING | STALE, NO_KEYS, info).acl(&["slow", "dangerous"]).group("server").doc("Returns information and statistics about the server.", "1.0.0"),
     ]
 }
@@ -36,19 +37,22 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Parses [ASYNC | SYNC]; true for ASYNC (or SYNC-less with lazyfree-lazy-user-flush).
-fn flush_mode(ctx: &Ctx, args: &[Vec<u8>]) -> Result<bool, CmdError> {
-    match args.get(1) {
-        None => Ok(ctx.srv.config.flag("lazyfree-lazy-user-flush")),
-        Some(a) if args.len() == 2 && is(a, "sync") => Ok(false),
-        Some(a) if args.len() == 2 && is(a, "async") => Ok(true),
-        _ => Err(CmdError::Syntax),
-    }
+/// Parses [ASYNC | SYNC] and tells whether the flush counts as a lazy free.
+/// Redis runs a SYNC flush as a blocking ASYNC one (so its values count in
+/// lazyfreed_objects) except inside a transaction, where it cannot block.
+fn flush_is_lazy(ctx: &Ctx, args: &[Vec<u8>]) -> Result<bool, CmdError> {
+    let asked = match args.get(1) {
+        None => ctx.srv.config.flag("lazyfree-lazy-user-flush"),
+        Some(a) if args.len() == 2 && is(a, "sync") => false,
+        Some(a) if args.len() == 2 && is(a, "async") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    Ok(asked || !ctx.client.in_exec)
 }
 
 /// FLUSHDB [ASYNC | SYNC]
 pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let lazy = flush_mode(ctx, args)?;
+    let lazy = flush_is_lazy(ctx, args)?;
     let db = ctx.client.db;
     if lazy {
         // Freed inline for now; counted as Redis counts its background frees.
@@ -63,7 +67,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// FLUSHALL [ASYNC | SYNC]
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    if flush_mode(ctx, args)? {
+    if flush_is_lazy(ctx, args)? {
         ctx.srv.lazyfreed_objects += ctx.srv.dbs.iter().map(|d| d.len() as u64).sum::<u64>();
     }
     ctx.srv.touch_all_watched(None, ctx.client);
@@ -73,6 +77,12 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())
+}
+
+/// SAVE: refused until the RDB writer exists; the row is here so that its
+/// flags (no MULTI, no scripts) already hold.
+pub fn save(_ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    Err(CmdError::err("SAVE is not supported yet: this server cannot write RDB files"))
 }
 
 /// CONFIG GET parameter [parameter ...]

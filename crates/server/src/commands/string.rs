@@ -15,7 +15,13 @@ use resp::Reply;
 use storage::{Db, StrRef, Ttl, Value, ValueRef};
 
 use super::flags::*;
-use super::{arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
+use super::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
+
+/// SET's key flags: it reads the old value only with GET.
+fn set_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
+    let get = argv.iter().skip(3).any(|a| is(a, "get"));
+    vec![(1, if get { kf::RW_ACCESS_UPDATE } else { kf::OW_UPDATE })]
+}
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -27,12 +33,15 @@ pub fn table() -> Vec<Spec> {
     let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("string").doc(summary, since);
     vec![
         s("get", 2, READONLY | FAST, k1, get, RF, "Returns the string value of a key.", "1.0.0"),
-        s("set", -3, WRITE | DENYOOM, k1, set, WS, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0"),
+        s("set", -3, WRITE | DENYOOM, k1, set, WS, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0")
+            .key_specs(vec![range_spec(&["RW", "access", "update", "variable_flags"], 1, 0, 1)])
+            .getkeys(set_keys),
         s("setnx", 3, WRITE | DENYOOM | FAST, k1, setnx, WF, "Set the string value of a key only when the key doesn't exist.", "1.0.0"),
         s("setex", 4, WRITE | DENYOOM, k1, setex, WS, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "2.0.0"),
         s("psetex", 4, WRITE | DENYOOM, k1, psetex, WS, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "2.6.0"),
         s("mget", -2, READONLY | FAST, keys(1, -1, 1), mget, RF, "Atomically returns the string values of one or more keys.", "1.0.0"),
-        s("mset", -3, WRITE | DENYOOM, keys(1, -1, 2), mset, WS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1"),
+        s("mset", -3, WRITE | DENYOOM, keys(1, -1, 2), mset, WS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1")
+            .key_specs(vec![range_spec(kf::OW_UPDATE, 1, -1, 2)]),
         s("msetnx", -3, WRITE | DENYOOM, keys(1, -1, 2), msetnx, WS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1"),
         s("getset", 3, WRITE | DENYOOM | FAST, k1, getset, WF, "Returns the previous string value of a key after setting it to a new value.", "1.0.0"),
         s("getdel", 2, WRITE | FAST, k1, getdel, WF, "Returns the string value of a key after deleting the key.", "6.2.0"),

@@ -83,6 +83,7 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     ctx.srv.unwatch_all(ctx.client);
     ctx.out().array(queue.len());
     let table = ctx.srv.commands.clone();
+    ctx.client.in_exec = true;
     for argv in queue {
         match exec::lookup(&table, &argv) {
             Lookup::Found(spec) => {
@@ -91,6 +92,7 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
             Lookup::Unknown(e) | Lookup::BadArity(e) => exec::reply_error(ctx.srv, ctx.client, &e),
         }
     }
+    ctx.client.in_exec = false;
     Ok(())
 }
 
