@@ -20,7 +20,7 @@ use storage::types::zset::{cmp_entry, ZSet, ZsetConfig};
 use storage::{Db, Ttl, Value, ValueMut, ValueRef};
 
 use super::flags::*;
-use super::{arg_f64, arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use super::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::glob;
 
 /// The rows of this family.
@@ -55,28 +55,27 @@ pub fn table() -> Vec<Spec> {
         s("zremrangebyrank", 4, WRITE, k1, zremrangebyrank, WS, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "2.0.0"),
         s("zremrangebyscore", 4, WRITE, k1, zremrangebyscore, WS, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "1.2.0"),
         s("zremrangebylex", 4, WRITE, k1, zremrangebylex, WS, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "2.8.9"),
-        s("zrangestore", -5, WRITE | DENYOOM, keys(1, 2, 1), zrangestore, WS, "Stores a range of members from sorted set in a key.", "6.2.0"),
-        s("zunionstore", -4, WRITE | DENYOOM, k1, zunionstore, WS, "Stores the union of multiple sorted sets in a key.", "2.0.0").getkeys(store_keys),
-        s("zinterstore", -4, WRITE | DENYOOM, k1, zinterstore, WS, "Stores the intersect of multiple sorted sets in a key.", "2.0.0").getkeys(store_keys),
-        s("zdiffstore", -4, WRITE | DENYOOM, k1, zdiffstore, WS, "Stores the difference of multiple sorted sets in a key.", "6.2.0").getkeys(store_keys),
-        s("zunion", -3, READONLY, NO_KEYS, zunion, RS, "Returns the union of multiple sorted sets.", "6.2.0").getkeys(numkeys_keys),
-        s("zinter", -3, READONLY, NO_KEYS, zinter, RS, "Returns the intersect of multiple sorted sets.", "6.2.0").getkeys(numkeys_keys),
-        s("zdiff", -3, READONLY, NO_KEYS, zdiff, RS, "Returns the difference between multiple sorted sets.", "6.2.0").getkeys(numkeys_keys),
-        s("zintercard", -3, READONLY, NO_KEYS, zintercard, RS, "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0").getkeys(numkeys_keys),
-        s("zmpop", -4, WRITE, NO_KEYS, zmpop, WS, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0").getkeys(numkeys_keys),
+        s("zrangestore", -5, WRITE | DENYOOM, keys(1, 2, 1), zrangestore, WS, "Stores a range of members from sorted set in a key.", "6.2.0")
+            .key_specs(vec![range_spec(kf::OW_UPDATE, 1, 0, 1), range_spec(kf::RO_ACCESS, 2, 0, 1)]),
+        s("zunionstore", -4, WRITE | DENYOOM, k1, zunionstore, WS, "Stores the union of multiple sorted sets in a key.", "2.0.0").key_specs(store_specs()),
+        s("zinterstore", -4, WRITE | DENYOOM, k1, zinterstore, WS, "Stores the intersect of multiple sorted sets in a key.", "2.0.0").key_specs(store_specs()),
+        s("zdiffstore", -4, WRITE | DENYOOM, k1, zdiffstore, WS, "Stores the difference of multiple sorted sets in a key.", "6.2.0").key_specs(store_specs()),
+        s("zunion", -3, READONLY, NO_KEYS, zunion, RS, "Returns the union of multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zinter", -3, READONLY, NO_KEYS, zinter, RS, "Returns the intersect of multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zdiff", -3, READONLY, NO_KEYS, zdiff, RS, "Returns the difference between multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zintercard", -3, READONLY, NO_KEYS, zintercard, RS, "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zmpop", -4, WRITE, NO_KEYS, zmpop, WS, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0").key_specs(vec![numkeys_spec(kf::RW_ACCESS_DELETE, 1)]),
     ]
 }
 
-/// Keys of `CMD numkeys key...`: argv[2..2+numkeys].
-fn numkeys_keys(argv: &[Vec<u8>]) -> Vec<usize> {
-    let n = argv.get(1).and_then(|a| resp::num::parse_i64(a)).unwrap_or(0).max(0) as usize;
-    (2..argv.len()).take(n).collect()
+/// Keys counted by the argument at `at`, starting right after it.
+fn numkeys_spec(flags: KeyFlags, at: i32) -> KeySpec {
+    KeySpec { flags, begin: Begin::Index(at), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }
 }
 
-/// Keys of `CMD dst numkeys key...`: argv[1] and argv[3..3+numkeys].
-fn store_keys(argv: &[Vec<u8>]) -> Vec<usize> {
-    let n = argv.get(2).and_then(|a| resp::num::parse_i64(a)).unwrap_or(0).max(0) as usize;
-    std::iter::once(1).chain((3..argv.len()).take(n)).collect()
+/// A *STORE command's keys: the destination, then numkeys-counted sources.
+fn store_specs() -> Vec<KeySpec> {
+    vec![range_spec(kf::OW_UPDATE, 1, 0, 1), numkeys_spec(kf::RO_ACCESS, 2)]
 }
 
 // ---- shared plumbing ------------------------------------------------------
@@ -1092,15 +1091,6 @@ pub fn zintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn movable_keys() {
-        let v = |s: &[&str]| s.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
-        assert_eq!(numkeys_keys(&v(&["zunion", "2", "a", "b", "WEIGHTS", "1", "2"])), vec![2, 3]);
-        assert_eq!(store_keys(&v(&["zunionstore", "d", "2", "a", "b"])), vec![1, 3, 4]);
-        assert_eq!(numkeys_keys(&v(&["zmpop", "5", "a", "MIN"])), vec![2, 3]);
-        assert_eq!(numkeys_keys(&v(&["zmpop", "x", "a"])), Vec::<usize>::new());
-    }
 
     #[test]
     fn ranges_select() {

@@ -485,6 +485,15 @@ pub struct ZSet {
     repr: Repr,
 }
 
+/// Equal members with bit-identical scores, whatever the shapes.
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+    }
+}
+
+impl Eq for ZSet {}
+
 impl Default for ZSet {
     fn default() -> Self {
         ZSet::new()
