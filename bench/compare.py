@@ -5,6 +5,8 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py latency    [-n N] [--probe get|ping]
+  bench/compare.py hash       [--sizes 100,511,...] [--no-ttl]
+  bench/compare.py hash-expiry [-n N] [--ttl-ms 3000]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -15,6 +17,17 @@ throughput  redis-benchmark -t set,get,incr,mset -c 50 -n 2000000 -r 1000000 -P 
 latency     a separate process loads N=10,000,000 `SET key:<n> <n>` pipelined while this
             process sends one GET (or PING) at a time and records each round trip;
             reports p50/p99/p99.9/max for each server
+hash        used_memory delta per field: HASHes of N random 24-char fields with value "1"
+            (N in 100,511,512,513,1000,10000,50000,1000000; 200,000/N hashes side by
+            side when N is small, so that used_memory's noise stays small); one HASH of 1,000,000 fields
+            (8-byte field, value "x"); 1,000,000 HASHes of one field each (11-byte key,
+            field "name", value "1"). Then the same one-hash workloads with HPEXPIRE on
+            every field, densekv alone (Redis 7.0 has no HEXPIRE).
+hash-expiry densekv alone: N=1,000,000 fields get a 3 s TTL in one hash; a second
+            connection polls HLEN every 100 ms (HLEN does not touch fields) and reports
+            how long after the last deadline it reaches 0, while a pipelined writer fills
+            another hash; the writer's throughput around the deadline is compared with
+            the same run without TTLs
 
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
@@ -193,6 +206,12 @@ class Conn:
         self.sock.sendall(encode(*args))
         return self.reply()
 
+    def send_counted(self, data: bytes, count: int) -> None:
+        """Send `count` pipelined commands with any non-error replies; read them all."""
+        self.sock.sendall(data)
+        for _ in range(count):
+            self.reply()
+
     def send_batch(self, data: bytes, count: int) -> None:
         """Send `count` pipelined commands that each answer +OK; check every reply."""
         self.sock.sendall(data)
@@ -343,6 +362,196 @@ def cmd_memory(args) -> None:
               f"(100% = INFO memory accounts for all resident growth)\n", flush=True)
 
 
+# ---------------------------------------------------------------- hashes
+
+HASH_SIZES = [100, 511, 512, 513, 1000, 10000, 50000, 1000000]
+HASH_TTL_MS = 3_600_000  # long enough that nothing expires while measuring
+
+
+def hash_fields(workload: str, n: int, seed: int = 1) -> list[bytes]:
+    rng = random.Random(seed)
+    if workload == "fields24":
+        alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789"
+        return [bytes(rng.choices(alphabet, k=24)) for _ in range(n)]
+    if workload == "short8":
+        return [b"f%07d" % i for i in range(n)]
+    raise ValueError(workload)
+
+
+def hash_copies(n: int) -> int:
+    """Hashes of N fields loaded side by side, so that small N is measured over
+    about 200,000 fields (one hash's few KB are below used_memory's noise)."""
+    return max(1, 200_000 // n)
+
+
+def hash_commands(workload: str, n: int, ttl: bool, per_cmd: int = 200):
+    """Yield (resp_bytes, count) chunks loading the workload (and its TTLs)."""
+    if workload == "onefield":
+        for start in range(0, n, 10_000):
+            stop = min(start + 10_000, n)
+            yield b"".join(encode("HSET", b"h%010d" % i, "name", "1") for i in range(start, stop)), stop - start
+        return
+    value = b"1" if workload == "fields24" else b"x"
+    for copy in range(hash_copies(n)):
+        key = b"h%d" % copy
+        fields = hash_fields(workload, n, seed=copy + 1)
+        for i in range(0, n, per_cmd * 50):
+            cmds = []
+            for j in range(i, min(i + per_cmd * 50, n), per_cmd):
+                chunk = fields[j:j + per_cmd]
+                cmds.append(encode("HSET", key, *[x for f in chunk for x in (f, value)]))
+                if ttl:
+                    cmds.append(encode("HPEXPIRE", key, HASH_TTL_MS, "FIELDS", len(chunk), *chunk))
+            yield b"".join(cmds), len(cmds)
+
+
+def measure_hash(s: Server, workload: str, n: int, ttl: bool) -> tuple[float, float, str]:
+    copies = 1 if workload == "onefield" else hash_copies(n)
+    """(used_memory delta per field, load seconds, OBJECT ENCODING) on a flushed server;
+    per field includes each hash's key cost shared among its N fields."""
+    with Conn(s.port) as c:
+        c.call("FLUSHALL")
+        c.call("SET", "seed", "1")  # first-key costs (table, first slab page) are not the hash's
+    time.sleep(0.3)
+    before = int(s.info("memory")["used_memory"])
+    t0 = time.perf_counter()
+    with Conn(s.port) as c:  # closed before measuring: its buffers are not data
+        for data, count in hash_commands(workload, n, ttl):
+            c.send_counted(data, count)
+    secs = time.perf_counter() - t0
+    time.sleep(0.3)
+    after = int(s.info("memory")["used_memory"])
+    with Conn(s.port) as c:
+        key = "h0000000000" if workload == "onefield" else "h0"
+        enc = c.call("OBJECT", "ENCODING", key).decode()
+        size = int(c.call("DBSIZE")) - 1 if workload == "onefield" else int(c.call("HLEN", "h0"))
+        if size != n or (workload != "onefield" and int(c.call("DBSIZE")) - 1 != copies):
+            raise SystemExit(f"{s.name}: {workload} holds {size}, expected {n}")
+        c.call("FLUSHALL")
+    return (after - before) / (n * copies), secs, enc
+
+
+def cmd_hash(args) -> None:
+    header("densekv vs redis: HASH memory per field", args)
+    cases = [("fields24", n) for n in args.sizes] + [("short8", 1_000_000), ("onefield", 1_000_000)]
+    servers = start_servers(args)
+    try:
+        rows = []
+        for workload, n in cases:
+            got = {s.name: measure_hash(s, workload, n, False) for s in servers}
+            d, r = got["densekv"], got["redis"]
+            rows.append([workload, f"{n:,}", hash_copies(n) if workload != "onefield" else n,
+                         f"{d[0]:.1f}", d[2], f"{r[0]:.1f}", r[2],
+                         ratio(d[0], r[0]), f"{d[1]:.1f}", f"{r[1]:.1f}"])
+        print("## Without TTL (used_memory delta / N; onefield: per key)\n")
+        table(["workload", "N", "hashes", "densekv B/field", "densekv enc", "redis B/field", "redis enc",
+               "densekv/redis", "densekv load s", "redis load s"], rows)
+        if not args.no_ttl:
+            d = servers[0]
+            rows = []
+            for workload, n in [("fields24", x) for x in args.sizes] + [("short8", 1_000_000)]:
+                plain = measure_hash(d, workload, n, False)[0]
+                with_ttl, secs, enc = measure_hash(d, workload, n, True)
+                rows.append([workload, f"{n:,}", hash_copies(n), f"{plain:.1f}", f"{with_ttl:.1f}",
+                             f"{with_ttl - plain:.1f}", enc, f"{secs:.1f}"])
+            print("## With HPEXPIRE on every field: densekv alone "
+                  f"(Redis {run_text([args.redis_bin, '--version']).split()[2]} has no HEXPIRE)\n")
+            table(["workload", "N", "hashes", "no TTL B/field", "TTL B/field", "TTL cost", "enc", "load s"], rows)
+    finally:
+        stop_servers(servers)
+
+
+def hash_writer(port: int, stop, log: list) -> None:
+    """Pipelined HSETs into another hash until `stop` is set; log (end time, count, secs)."""
+    with Conn(port) as c:
+        i = 0
+        while not stop.is_set():
+            data = b"".join(encode("HSET", "writer", b"w%d" % (i + k), "v") for k in range(500))
+            t0 = time.perf_counter()
+            c.send_counted(data, 500)
+            t1 = time.perf_counter()
+            log.append((t1, 500, t1 - t0))
+            i += 500
+
+
+def expiry_run(args, s: Server, expire: bool) -> dict:
+    import threading
+    n = args.n or 1_000_000
+    ttl = args.ttl_ms / 1000
+    with Conn(s.port) as c:
+        c.call("FLUSHALL")
+        base = int(s.info("memory")["used_memory"])
+        fields = hash_fields("short8", n)
+        for i in range(0, n, 50_000):
+            part = fields[i:i + 50_000]
+            cmds = [encode("HSET", "exp", *[x for f in part[j:j + 500] for x in (f, b"x")])
+                    for j in range(0, len(part), 500)]
+            c.send_counted(b"".join(cmds), len(cmds))
+        loaded = int(s.info("memory")["used_memory"])
+        last_deadline = None
+        if expire:
+            for i in range(0, n, 50_000):
+                part = fields[i:i + 50_000]
+                cmds = [encode("HPEXPIRE", "exp", args.ttl_ms, "FIELDS", len(part[j:j + 500]),
+                               *part[j:j + 500]) for j in range(0, len(part), 500)]
+                c.send_counted(b"".join(cmds), len(cmds))
+            last_deadline = time.perf_counter() + ttl  # the last HPEXPIRE ran before now
+        else:
+            last_deadline = time.perf_counter() + ttl
+    stop, log = threading.Event(), []
+    writer = threading.Thread(target=hash_writer, args=(s.port, stop, log))
+    writer.start()
+    zero_at = None
+    try:
+        with Conn(s.port) as poll:
+            while time.perf_counter() < last_deadline + args.give_up:
+                if int(poll.call("HLEN", "exp")) == 0:
+                    zero_at = time.perf_counter()
+                    break
+                time.sleep(0.1)
+            while time.perf_counter() < last_deadline + 1.5:  # same writer window in both runs
+                time.sleep(0.1)
+            exists = int(poll.call("EXISTS", "exp"))
+    finally:
+        stop.set()
+        writer.join()
+    window = [x for x in log if last_deadline - 0.2 <= x[0] <= last_deadline + 1.5]
+    secs = (window[-1][0] - window[0][0]) if len(window) > 1 else 0
+    ops = sum(x[1] for x in window[1:])
+    return {"lag": None if zero_at is None else zero_at - last_deadline,
+            "exists": exists, "loaded": loaded - base,
+            "after": int(s.info("memory")["used_memory"]) - base,
+            "rate": ops / secs if secs else 0,
+            "worst": max((x[2] for x in window), default=0)}
+
+
+def cmd_hash_expiry(args) -> None:
+    header("densekv: active expiry of hash fields", args)
+    s = Server("densekv", [args.densekv_bin]).start()
+    try:
+        with_ttl = expiry_run(args, s, True)
+        without = expiry_run(args, s, False)
+    finally:
+        s.stop()
+    n = args.n or 1_000_000
+    lag = with_ttl["lag"]
+    print(f"{n:,} fields (8-byte names, value x) in one hash, HPEXPIRE {args.ttl_ms} ms on each; "
+          "HLEN polled every 100 ms from another connection.\n")
+    table(["run", "HLEN 0 after last deadline", "key exists after", "used_memory loaded",
+           "used_memory after", "writer HSET/s", "writer worst batch ms"],
+          [["with TTL", "never" if lag is None else f"{max(lag, 0) * 1000:.0f} ms", with_ttl["exists"],
+            f"{with_ttl['loaded']:,}", f"{with_ttl['after']:,}", f"{with_ttl['rate']:,.0f}",
+            f"{with_ttl['worst'] * 1000:.1f}"],
+           ["without TTL", "-", without["exists"], f"{without['loaded']:,}", f"{without['after']:,}",
+            f"{without['rate']:,.0f}", f"{without['worst'] * 1000:.1f}"]])
+    print("Writer: one connection, 500 pipelined HSETs per batch into another hash, measured "
+          "from 0.2 s before the last deadline to 1.5 s after it in both runs. The last deadline "
+          "is taken as 3 s after the last HPEXPIRE was acknowledged (an upper bound, so the lag "
+          "is not understated; HLEN polling adds up to 100 ms). used_memory columns are deltas "
+          "from the empty server, `loaded` before any TTL was set; `after` includes the "
+          "writer's hash.\n", flush=True)
+
+
 # ---------------------------------------------------------------- throughput
 
 
@@ -490,6 +699,17 @@ def main() -> None:
     p = sub.add_parser("latency", parents=[common], help="latency during a bulk load")
     p.add_argument("--probe", choices=["get", "ping"], default="get")
     p.set_defaults(func=cmd_latency)
+
+    p = sub.add_parser("hash", parents=[common], help="HASH bytes per field")
+    p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=HASH_SIZES,
+                   help="field counts of the 24-char-field workload, comma-separated")
+    p.add_argument("--no-ttl", action="store_true", help="skip the densekv-only TTL tables")
+    p.set_defaults(func=cmd_hash)
+
+    p = sub.add_parser("hash-expiry", parents=[common], help="active expiry of 1M hash fields")
+    p.add_argument("--ttl-ms", type=int, default=3000)
+    p.add_argument("--give-up", type=float, default=30, help="seconds after the deadline")
+    p.set_defaults(func=cmd_hash_expiry)
 
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
     p.add_argument("--port", type=int, required=True)

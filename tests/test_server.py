@@ -63,7 +63,7 @@ def test_config_get_set(r):
     assert "maxmemory-policy" in got and "maxmemory-samples" in got
     multi = r.execute_command("CONFIG", "GET", "maxmemory", "timeout", "hash-max-ziplist-entries")
     d = dict(zip(multi[::2], multi[1::2]))
-    assert d[b"timeout"] == b"0" and d[b"hash-max-ziplist-entries"] == b"128"
+    assert d[b"timeout"] == b"0" and d[b"hash-max-ziplist-entries"] == b"512"
     assert r.execute_command("CONFIG", "SET", "maxmemory", "10mb", "timeout", "5") == b"OK"
     assert r.config_get("maxmemory") == {"maxmemory": "10485760"}
     # atomic: one bad value sets nothing

@@ -154,7 +154,7 @@ pub static PARAMS: &[Param] = &[
     p("enable-debug-command", S, "local"),
     p("enable-protected-configs", S, "no"),
     p("enable-module-command", S, "no"),
-    alias("hash-max-listpack-entries", &["hash-max-ziplist-entries"], U, "128"),
+    alias("hash-max-listpack-entries", &["hash-max-ziplist-entries"], U, "512"),
     alias("hash-max-listpack-value", &["hash-max-ziplist-value"], U, "64"),
     alias("zset-max-listpack-entries", &["zset-max-ziplist-entries"], U, "128"),
     alias("zset-max-listpack-value", &["zset-max-ziplist-value"], U, "64"),
@@ -308,6 +308,10 @@ pub struct Config {
     pub latency_threshold: u64,
     /// maxmemory in bytes (0: unlimited).
     pub maxmemory: u64,
+    /// hash-max-listpack-entries.
+    pub hash_max_listpack_entries: usize,
+    /// hash-max-listpack-value.
+    pub hash_max_listpack_value: usize,
 }
 
 impl Default for Config {
@@ -327,6 +331,8 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_threshold: 0,
             maxmemory: 0,
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
         };
         c.refresh();
         c
@@ -400,6 +406,8 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len") as usize;
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
         self.maxmemory = self.num("maxmemory") as u64;
+        self.hash_max_listpack_entries = self.num("hash-max-listpack-entries").max(0) as usize;
+        self.hash_max_listpack_value = self.num("hash-max-listpack-value").max(0) as usize;
     }
 
     /// Applies a redis.conf-style text: one `name value...` per line, `#` comments.

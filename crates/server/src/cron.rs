@@ -10,6 +10,8 @@ use crate::server::{unix_ms, Server};
 const EXPIRE_CPU_PERCENT: u64 = 25;
 /// Keys examined between clock reads.
 const EXPIRE_BATCH: usize = 256;
+/// Hash fields reclaimed between clock reads (about 50 ns each).
+const FIELD_BATCH: usize = 2048;
 
 /// One cron tick.
 pub fn tick(srv: &mut Server) {
@@ -57,6 +59,11 @@ pub fn tick(srv: &mut Server) {
 /// every key is looked at about once a second even when the due ones are
 /// few and clustered. The CPU budget bounds both; the next tick resumes
 /// where the budget ran out.
+///
+/// Hash fields come first in each database: the field-expiry index hands out
+/// only hashes with due fields, so every batch is useful work, and a hash
+/// left empty is deleted (counted in expired_keys, its fields in
+/// expired_subkeys).
 pub fn active_expire(srv: &mut Server, now: i64) {
     let effort = srv.config.active_expire_effort.clamp(1, 10);
     let hz = srv.config.hz.max(1);
@@ -69,6 +76,18 @@ pub fn active_expire(srv: &mut Server, now: i64) {
         let db = &mut srv.dbs[i];
         let min_sweep = db.len() / hz as usize;
         let mut examined_here = 0;
+        loop {
+            if start.elapsed() >= budget {
+                srv.expire_db_cursor = i;
+                return;
+            }
+            let (fields, keys) = db.active_expire_fields(now, FIELD_BATCH, |_, _| {});
+            srv.expired_subkeys += fields as u64;
+            srv.expired_keys += keys as u64;
+            if fields < FIELD_BATCH {
+                break;
+            }
+        }
         loop {
             if start.elapsed() >= budget {
                 srv.expire_db_cursor = i;

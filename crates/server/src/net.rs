@@ -189,7 +189,7 @@ impl EventLoop {
                             return false;
                         }
                         c.qbuf_peak = c.qbuf_peak.max(c.qbuf.len());
-                        if c.qbuf.len() - c.qpos >= 4 * READ_CHUNK {
+                        if c.qbuf.len() - c.qpos >= READ_CHUNK {
                             // Run what we have before reading more, so a fast
                             // writer cannot grow the buffer without bound. The
                             // socket was not drained: epoll is edge-triggered,

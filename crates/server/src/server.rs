@@ -103,6 +103,8 @@ pub struct Server {
     pub total_commands: u64,
     /// Keys reclaimed by expiry.
     pub expired_keys: u64,
+    /// Hash fields reclaimed by field expiry (INFO expired_subkeys).
+    pub expired_subkeys: u64,
     /// Successful key lookups.
     pub keyspace_hits: u64,
     /// Failed key lookups.
@@ -183,6 +185,7 @@ impl Server {
             rejected_connections: 0,
             total_commands: 0,
             expired_keys: 0,
+            expired_subkeys: 0,
             keyspace_hits: 0,
             keyspace_misses: 0,
             total_error_replies: 0,
@@ -293,6 +296,7 @@ impl Server {
         self.total_connections = 0;
         self.rejected_connections = 0;
         self.expired_keys = 0;
+        self.expired_subkeys = 0;
         self.keyspace_hits = 0;
         self.keyspace_misses = 0;
         self.total_error_replies = 0;

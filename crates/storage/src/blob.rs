@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!   | flags u8 | key len (LEB128 varint) | key | deadline i64 LE (only with TTL) | value | pad |
-//!   flags: bits 0-1 kind (0 raw string, 1 integer, 2 reserved: boxed object)
+//!   flags: bits 0-1 kind (0 raw string, 1 integer, 2 object: u32 LE index
+//!          into the Db's object table)
 //!          bit 2    has deadline
 //!          bits 3-6 pad: bytes of slack at the end (0..=15)
 //! ```
@@ -10,14 +11,25 @@
 //! The blob's length is not stored: the slab knows its class size, and `pad`
 //! recovers the exact end. An integer string keeps its i64 as the shortest
 //! little-endian two's-complement prefix (1..=8 bytes, sign-extended on read),
-//! so `SET k 123456` costs 3 value bytes. Kind 2 is where a collection will be
-//! stored as a handle to a boxed object, so that the table stays uniform.
+//! so `SET k 123456` costs 3 value bytes. Kind 2 stores a collection as the
+//! 4-byte index of its slot in the Db's object table, so the table stays
+//! uniform and the blob stays safe Rust (no pointer).
 
 use crate::slab::{class_size, Slab, MAX_SMALL};
-use crate::value::{StrRef, Value};
+use crate::value::StrRef;
+
+/// What a blob stores after the key: a string or an object-table index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body<'a> {
+    /// A string (integer or bytes).
+    Str(StrRef<'a>),
+    /// Index into the Db's object table.
+    Obj(u32),
+}
 
 const KIND_RAW: u8 = 0;
 const KIND_INT: u8 = 1;
+const KIND_OBJ: u8 = 2;
 const HAS_TTL: u8 = 4;
 
 fn varint_len(mut n: usize) -> usize {
@@ -35,10 +47,11 @@ fn int_bytes(v: i64) -> usize {
 }
 
 /// Writes a new blob for (key, value, deadline) into `slab`; returns its address.
-pub fn store(slab: &mut Slab, key: &[u8], value: &Value, deadline: Option<i64>) -> u64 {
+pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>) -> u64 {
     let (kind, vlen) = match value {
-        Value::Int(v) => (KIND_INT, int_bytes(*v)),
-        Value::Bytes(b) => (KIND_RAW, b.len()),
+        Body::Str(StrRef::Int(v)) => (KIND_INT, int_bytes(v)),
+        Body::Str(StrRef::Bytes(b)) => (KIND_RAW, b.len()),
+        Body::Obj(_) => (KIND_OBJ, 4),
     };
     let len = 1 + varint_len(key.len()) + key.len() + if deadline.is_some() { 8 } else { 0 } + vlen;
     let pad = if len <= MAX_SMALL { class_size(len) - len } else { 0 };
@@ -60,8 +73,9 @@ pub fn store(slab: &mut Slab, key: &[u8], value: &Value, deadline: Option<i64>) 
         at += 8;
     }
     match value {
-        Value::Int(v) => b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]),
-        Value::Bytes(v) => b[at..at + vlen].copy_from_slice(v),
+        Body::Str(StrRef::Int(v)) => b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]),
+        Body::Str(StrRef::Bytes(v)) => b[at..at + vlen].copy_from_slice(v),
+        Body::Obj(i) => b[at..at + 4].copy_from_slice(&i.to_le_bytes()),
     }
     addr
 }
@@ -110,8 +124,16 @@ impl<'a> Blob<'a> {
         Blob::parse(b).key
     }
 
-    /// The value as a string view.
-    pub fn value(&self) -> StrRef<'a> {
+    /// What the blob stores after the key.
+    pub fn body(&self) -> Body<'a> {
+        match self.kind {
+            KIND_OBJ => Body::Obj(u32::from_le_bytes(self.value[..4].try_into().expect("4 bytes"))),
+            _ => Body::Str(self.value()),
+        }
+    }
+
+    /// The value as a string view (meaningless for an object blob).
+    fn value(&self) -> StrRef<'a> {
         match self.kind {
             KIND_INT => {
                 let n = self.value.len();
@@ -128,6 +150,7 @@ impl<'a> Blob<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Value;
 
     #[test]
     fn round_trip() {
@@ -143,21 +166,28 @@ mod tests {
             (vec![3; 130], Value::Bytes(big.clone()), None),
         ];
         for v in [127i64, 128, -128, -129, 1 << 31, 999_999] {
-            let a = store(&mut s, b"i", &Value::Int(v), None);
-            assert_eq!(Blob::parse(s.bytes(a)).value(), StrRef::Int(v));
+            let a = store(&mut s, b"i", Body::Str(StrRef::Int(v)), None);
+            assert_eq!(Blob::parse(s.bytes(a)).body(), Body::Str(StrRef::Int(v)));
         }
         for (k, v, d) in cases {
-            let a = store(&mut s, &k, &v, d);
+            let crate::value::ValueRef::Str(sv) = v.as_ref() else { unreachable!() };
+            let a = store(&mut s, &k, Body::Str(sv), d);
             let b = Blob::parse(s.bytes(a));
             assert_eq!(b.key, &k[..]);
             assert_eq!(b.deadline, d);
-            assert_eq!(crate::value::ValueRef::Str(b.value()), v.as_ref());
+            assert_eq!(b.body(), Body::Str(sv));
         }
         // Workload (a): 48-byte key, 46-byte value, TTL: exactly 104 bytes.
-        let a = store(&mut s, &[1; 48], &Value::Bytes(vec![2; 46]), Some(1));
+        let a = store(&mut s, &[1; 48], Body::Str(StrRef::Bytes(&[2; 46])), Some(1));
         assert_eq!(s.cost(a), 104);
         // Workload (b): "key:123456" -> 123456: 16 bytes.
-        let a = store(&mut s, b"key:123456", &Value::Int(123456), None);
+        let a = store(&mut s, b"key:123456", Body::Str(StrRef::Int(123456)), None);
+        assert_eq!(s.cost(a), 16);
+        // An object handle: "user:1" + 4-byte index in a 16-byte class.
+        let a = store(&mut s, b"user:1", Body::Obj(70_000), Some(9));
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.deadline, b.body()), (&b"user:1"[..], Some(9), Body::Obj(70_000)));
+        let a = store(&mut s, b"user:1", Body::Obj(7), None);
         assert_eq!(s.cost(a), 16);
     }
 }

@@ -16,11 +16,29 @@
 //! to the segment's prefix plus 14 tag bits) lies below it were returned.
 //! Splits and growth never move a key across that order, so a key present for
 //! the whole scan is returned at least once.
+//!
+//! Collections (HASH) live in an object table beside the slab: the key's
+//! blob holds the 4-byte index of the object's slot (`Vec<Option<Hash>>`,
+//! 24 bytes a slot, freed slots reused through a free list). Compared with a
+//! pointer to a `Box<Hash>` this is safe Rust and saves the box's 32-byte
+//! jemalloc block; it costs the table's growth slack (up to 2x of 24 bytes
+//! a slot right after it doubles) and a free-list entry per hole.
+//!
+//! Field expiry index (DESIGN §3): every hash with at least one field TTL is
+//! registered once in `fexp`, ordered by its earliest field deadline.
+//! `active_expire_fields` pops due hashes from the front, so it never scans
+//! hashes without due fields. Whoever edits a hash in place through
+//! `ValueMut` calls `sync_object` afterwards, which re-registers it (and
+//! deletes the key when the hash became empty); insert, remove and every
+//! deletion keep the index in step on their own.
 
-use crate::blob::{self, Blob};
+use std::collections::{BTreeMap, HashMap};
+
+use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TAG_BITS, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
-use crate::value::{Value, ValueMut, ValueRef};
+use crate::types::hash::Hash;
+use crate::value::{StrRef, Value, ValueMut, ValueRef};
 
 /// What an insert does to the key's deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +79,14 @@ pub struct Db {
     pub no_touch: bool,
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
+    /// Collections, by the index their key's blob holds; None: a free slot.
+    objs: Vec<Option<Hash>>,
+    /// Free slots of `objs`, reused first.
+    free_objs: Vec<u32>,
+    /// Field-expiry index: (earliest field deadline, object index) -> key.
+    fexp: BTreeMap<(i64, u32), Box<[u8]>>,
+    /// Object index -> the deadline it is registered under in `fexp`.
+    fexp_at: HashMap<u32, i64>,
 }
 
 impl Default for Db {
@@ -75,6 +101,10 @@ impl Default for Db {
             hand: Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX },
             no_touch: false,
             lazy_expired: 0,
+            objs: Vec::new(),
+            free_objs: Vec::new(),
+            fexp: BTreeMap::new(),
+            fexp_at: HashMap::new(),
         }
     }
 }
@@ -101,9 +131,13 @@ impl Db {
     }
 
     /// Bytes this database holds from the allocator: slab pages, large blobs,
-    /// segment slot arrays and the directory, with jemalloc's rounding.
+    /// segment slot arrays, the directory, the object table and every
+    /// object's heap bytes, with jemalloc's rounding. O(objects).
     pub fn allocated_bytes(&self) -> usize {
         self.slab.allocated_bytes()
+            + jemalloc_size(self.objs.capacity() * size_of::<Option<Hash>>())
+            + jemalloc_size(self.free_objs.capacity() * 4)
+            + self.objs.iter().flatten().map(Hash::mem_usage).sum::<usize>()
             + self.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
             + jemalloc_size(self.segs.capacity() * size_of::<Segment>())
             + jemalloc_size(self.dir.capacity() * 4)
@@ -119,6 +153,72 @@ impl Db {
 
     fn blob(&self, s: u64) -> Blob<'_> {
         Blob::parse(self.slab.bytes(addr_of(s)))
+    }
+
+    fn obj(&self, i: u32) -> &Hash {
+        self.objs[i as usize].as_ref().expect("blob points at a live object")
+    }
+
+    /// The value the slot `s` holds.
+    fn value_of(&self, s: u64) -> ValueRef<'_> {
+        match self.blob(s).body() {
+            Body::Str(v) => ValueRef::Str(v),
+            Body::Obj(i) => ValueRef::Hash(self.obj(i)),
+        }
+    }
+
+    /// Writes the blob for `key`, moving a collection into the object table.
+    fn store(&mut self, key: &[u8], value: Value, deadline: Option<i64>) -> u64 {
+        let body = match &value {
+            Value::Int(v) => Body::Str(StrRef::Int(*v)),
+            Value::Bytes(b) => Body::Str(StrRef::Bytes(b)),
+            Value::Hash(_) => Body::Obj(0),
+        };
+        if let Body::Str(_) = body {
+            return blob::store(&mut self.slab, key, body, deadline);
+        }
+        let Value::Hash(h) = value else { unreachable!("object body") };
+        let i = match self.free_objs.pop() {
+            Some(i) => {
+                self.objs[i as usize] = Some(*h);
+                i
+            }
+            None => {
+                self.objs.push(Some(*h));
+                u32::try_from(self.objs.len() - 1).expect("fewer than 2^32 objects")
+            }
+        };
+        self.reindex(i, key);
+        blob::store(&mut self.slab, key, Body::Obj(i), deadline)
+    }
+
+    /// Frees the object slot `i` (and its index entry); returns the object.
+    fn take_obj(&mut self, i: u32) -> Hash {
+        if let Some(t) = self.fexp_at.remove(&i) {
+            self.fexp.remove(&(t, i));
+        }
+        self.free_objs.push(i);
+        self.objs[i as usize].take().expect("live object")
+    }
+
+    /// Brings object `i`'s entry in the field-expiry index in step with its
+    /// earliest field deadline.
+    fn reindex(&mut self, i: u32, key: &[u8]) {
+        let want = self.obj(i).min_deadline();
+        let have = self.fexp_at.get(&i).copied();
+        if want == have {
+            return;
+        }
+        let old_key = have.and_then(|t| self.fexp.remove(&(t, i)));
+        match want {
+            Some(t) => {
+                self.fexp.insert((t, i), old_key.unwrap_or_else(|| key.into()));
+                self.fexp_at.insert(i, t);
+            }
+            None => {
+                self.fexp_at.remove(&i);
+            }
+        }
     }
 
     /// Finds `key`: (hash, segment, slot index if stored).
@@ -146,14 +246,20 @@ impl Db {
         Some((si, pos))
     }
 
-    /// Removes the slot at (si, pos) and frees its blob.
-    fn delete(&mut self, si: usize, pos: usize) {
+    /// Removes the slot at (si, pos) and frees its blob; returns the
+    /// collection it held, if any.
+    fn delete(&mut self, si: usize, pos: usize) -> Option<Hash> {
         let s = self.segs[si].take(pos);
         self.len -= 1;
         if s & TTL_BIT != 0 {
             self.volatile -= 1;
         }
+        let obj = match self.blob(s).body() {
+            Body::Obj(i) => Some(self.take_obj(i)),
+            Body::Str(_) => None,
+        };
         self.slab.free(addr_of(s));
+        obj
     }
 
     fn note_deadline(&mut self, si: usize, t: i64) {
@@ -167,13 +273,74 @@ impl Db {
     /// The live value of `key`.
     pub fn get(&mut self, key: &[u8], now: i64) -> Option<ValueRef<'_>> {
         let (si, pos) = self.live(key, now)?;
-        Some(ValueRef::Str(self.blob(self.segs[si].slots[pos]).value()))
+        Some(self.value_of(self.segs[si].slots[pos]))
     }
 
     /// A mutable view of the live value of `key`.
+    /// After editing a collection, call `sync_object`.
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {
         let (si, pos) = self.live(key, now)?;
-        Some(ValueMut::Str(self.blob(self.segs[si].slots[pos]).value()))
+        let s = self.segs[si].slots[pos];
+        Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
+            Body::Str(v) => ValueMut::Str(v),
+            Body::Obj(i) => ValueMut::Hash(self.objs[i as usize].as_mut().expect("live object")),
+        })
+    }
+
+    /// The live value of `key` for writing, first inserting `make()` (with
+    /// no deadline) when the key is absent. After editing a collection,
+    /// call `sync_object`.
+    pub fn get_or_insert_with(&mut self, key: &[u8], now: i64, make: impl FnOnce() -> Value) -> ValueMut<'_> {
+        if self.live(key, now).is_none() {
+            self.insert(key, make(), Ttl::Clear, now);
+        }
+        self.get_mut(key, now).expect("just inserted")
+    }
+
+    /// Epilogue of an in-place edit of `key`'s collection: deletes the key
+    /// if the collection is now empty (returns true then), else updates
+    /// its entry in the field-expiry index. Does nothing for a string.
+    pub fn sync_object(&mut self, key: &[u8]) -> bool {
+        let (_, si, Some(pos)) = self.find(key) else { return false };
+        let Body::Obj(i) = self.blob(self.segs[si].slots[pos]).body() else { return false };
+        if self.obj(i).is_empty() {
+            self.delete(si, pos);
+            return true;
+        }
+        self.reindex(i, key);
+        false
+    }
+
+    /// Number of collections registered in the field-expiry index.
+    pub fn field_expiry_len(&self) -> usize {
+        self.fexp.len()
+    }
+
+    /// Active field expiry: removes up to `max` due fields (deadline before
+    /// `now`) from the hashes at the front of the field-expiry index,
+    /// calling `on_field(key, field)` for each, deletes hashes left empty
+    /// and re-registers the others by their new earliest deadline.
+    /// Returns (fields removed, keys deleted).
+    pub fn active_expire_fields(&mut self, now: i64, max: usize, mut on_field: impl FnMut(&[u8], &[u8])) -> (usize, usize) {
+        let (mut fields, mut keys) = (0, 0);
+        while fields < max {
+            let Some((&(t, i), key)) = self.fexp.first_key_value() else { break };
+            if t >= now {
+                break;
+            }
+            let key = key.clone();
+            let h = self.objs[i as usize].as_mut().expect("indexed object is live");
+            let n = h.expire_due_with(now, max - fields, |f| on_field(&key, f));
+            fields += n;
+            if self.sync_object(&key) {
+                keys += 1;
+            } else if n == 0 {
+                // Nothing was due after all (cannot happen while the index
+                // is in step); re-index and stop rather than spin.
+                break;
+            }
+        }
+        (fields, keys)
     }
 
     /// True if `key` is live.
@@ -208,8 +375,11 @@ impl Db {
         if let Some((pos, _)) = old {
             // Free first so that a same-class blob reuses the same bytes.
             let s = self.segs[si].take(pos);
+            if let Body::Obj(i) = self.blob(s).body() {
+                self.take_obj(i);
+            }
             self.slab.free(addr_of(s));
-            let addr = blob::store(&mut self.slab, key, &value, deadline);
+            let addr = self.store(key, value, deadline);
             self.len -= 1;
             self.volatile -= usize::from(s & TTL_BIT != 0);
             // Re-insert into the same slot: its bucket has room now.
@@ -218,7 +388,7 @@ impl Db {
             self.segs[si].len += 1;
             self.segs[si].volatile += u32::from(deadline.is_some());
         } else {
-            let addr = blob::store(&mut self.slab, key, &value, deadline);
+            let addr = self.store(key, value, deadline);
             let tag = tag_at(h, self.segs[si].depth as u32);
             if let Some(t) = deadline {
                 self.note_deadline(si, t);
@@ -285,10 +455,10 @@ impl Db {
     /// Rewrites the blob at (si, pos) with a new deadline.
     fn rewrite_deadline(&mut self, si: usize, pos: usize, deadline: Option<i64>) {
         let s = self.segs[si].slots[pos];
-        let b = self.blob(s);
-        let (key, value) = (b.key.to_vec(), ValueRef::Str(b.value()).to_owned());
+        let copy = self.slab.bytes(addr_of(s)).to_vec();
+        let b = Blob::parse(&copy);
         self.slab.free(addr_of(s));
-        let addr = blob::store(&mut self.slab, &key, &value, deadline);
+        let addr = blob::store(&mut self.slab, b.key, b.body(), deadline);
         let had = s & TTL_BIT != 0;
         let ns = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         let seg = &mut self.segs[si];
@@ -319,9 +489,15 @@ impl Db {
     /// Removes a live key, returning its value.
     pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Value> {
         let (si, pos) = self.live(key, now)?;
-        let v = ValueRef::Str(self.blob(self.segs[si].slots[pos]).value()).to_owned();
-        self.delete(si, pos);
-        Some(v)
+        let s = self.segs[si].slots[pos];
+        let v = match self.blob(s).body() {
+            Body::Str(v) => ValueRef::Str(v).to_owned(),
+            Body::Obj(_) => Value::Int(0),
+        };
+        Some(match self.delete(si, pos) {
+            Some(h) => Value::Hash(Box::new(h)),
+            None => v,
+        })
     }
 
     /// Seconds since the key was last read or written, without touching it.
@@ -352,7 +528,7 @@ impl Db {
         for seg in &self.segs {
             for &s in seg.slots.iter().filter(|&&s| s != 0) {
                 let b = self.blob(s);
-                f(b.key, ValueRef::Str(b.value()), b.deadline);
+                f(b.key, self.value_of(s), b.deadline);
             }
         }
     }
@@ -375,7 +551,7 @@ impl Db {
             items.extend(seg.slots.iter().copied().filter(|&s| s != 0 && tag_of(s) >= from));
             let mut emit = |s: u64| {
                 let b = self.blob(s);
-                f(b.key, ValueRef::Str(b.value()), b.deadline);
+                f(b.key, self.value_of(s), b.deadline);
             };
             let want = count - n;
             if items.len() > want {
@@ -428,11 +604,17 @@ impl Db {
 
     /// Bytes this key costs: its blob's slab class plus its share of the
     /// segment's slot array (the array's bytes divided by the keys in it,
-    /// rounded up).
+    /// rounded up); for a collection also its object-table slot and the
+    /// collection's own heap bytes.
     pub fn mem_usage(&mut self, key: &[u8], now: i64) -> Option<usize> {
         let (si, pos) = self.live(key, now)?;
         let seg = &self.segs[si];
-        Some(self.slab.cost(addr_of(seg.slots[pos])) + seg.allocated_bytes().div_ceil(seg.len as usize))
+        let s = seg.slots[pos];
+        let obj = match self.blob(s).body() {
+            Body::Obj(i) => size_of::<Option<Hash>>() + self.obj(i).mem_usage(),
+            Body::Str(_) => 0,
+        };
+        Some(self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj)
     }
 
     /// Active expiry: examines at most `budget` keys that have a deadline,
@@ -785,6 +967,116 @@ mod tests {
                 prop_assert!(model.contains_key(k) || matches!(d, Some(t) if *t <= now));
             }
         }
+    }
+
+    fn hash_of(fields: &[(&str, Option<i64>)]) -> Hash {
+        let mut h = Hash::new();
+        let cfg = crate::types::hash::HashConfig::default();
+        for (f, d) in fields {
+            h.insert(f.as_bytes(), b"v", &cfg);
+            if let Some(d) = d {
+                h.set_expire(f.as_bytes(), *d, crate::types::hash::ExpireCond::Always, 0);
+            }
+        }
+        h
+    }
+
+    fn hash_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> &'a mut Hash {
+        match db.get_or_insert_with(key, now, || Value::Hash(Box::default())) {
+            ValueMut::Hash(h) => h,
+            ValueMut::Str(_) => panic!("not a hash"),
+        }
+    }
+
+    #[test]
+    fn hash_values_round_trip() {
+        let mut db = Db::new();
+        let h = hash_of(&[("a", None), ("b", Some(500))]);
+        db.insert(b"h", Value::Hash(Box::new(h.clone())), Ttl::Clear, 0);
+        db.insert(b"s", Value::Int(1), Ttl::Clear, 0);
+        assert_eq!(db.get(b"h", 0).map(|v| v.kind().name()), Some("hash"));
+        assert_eq!(db.get(b"h", 0), Some(ValueRef::Hash(&h)));
+        assert_eq!(db.field_expiry_len(), 1);
+        let cost = db.mem_usage(b"h", 0).unwrap();
+        assert_eq!(cost, 16 + 64 / 2 + 24 + h.mem_usage());
+        // Renaming is remove + insert: the object moves, the index follows.
+        let v = db.remove(b"h", 0).unwrap();
+        assert_eq!(v, Value::Hash(Box::new(h.clone())));
+        assert_eq!(db.field_expiry_len(), 0);
+        db.insert(b"h2", v, Ttl::At(1_000), 0);
+        assert_eq!(db.field_expiry_len(), 1);
+        // Overwriting with a string frees the object slot and its index entry.
+        db.insert(b"h2", Value::Int(5), Ttl::Keep, 0);
+        assert_eq!(db.field_expiry_len(), 0);
+        assert_eq!(db.objs.iter().flatten().count(), 0);
+        // The freed slot is reused.
+        db.insert(b"h3", Value::Hash(Box::new(h)), Ttl::At(1_000), 0);
+        assert_eq!(db.objs.len(), 1);
+        db.set_expire(b"h3", None, 0);
+        assert!(matches!(db.get(b"h3", 0), Some(ValueRef::Hash(_))));
+        // Key expiry drops the hash and its index entry.
+        db.set_expire(b"h3", Some(10), 0);
+        assert!(db.get(b"h3", 10).is_none());
+        assert_eq!(db.field_expiry_len(), 0);
+        let mut seen = Vec::new();
+        db.for_each(|k, v, _| seen.push((k.to_vec(), v.kind())));
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(seen, vec![(b"h2".to_vec(), crate::value::Kind::Str), (b"s".to_vec(), crate::value::Kind::Str)]);
+    }
+
+    #[test]
+    fn in_place_edits_and_sync() {
+        let mut db = Db::new();
+        let cfg = crate::types::hash::HashConfig::default();
+        hash_mut(&mut db, b"h", 0).insert(b"f", b"1", &cfg);
+        assert!(!db.sync_object(b"h"));
+        assert_eq!(db.field_expiry_len(), 0);
+        hash_mut(&mut db, b"h", 0).set_expire(b"f", 100, crate::types::hash::ExpireCond::Always, 0);
+        db.sync_object(b"h");
+        assert_eq!(db.fexp.keys().next(), Some(&(100, 0)));
+        hash_mut(&mut db, b"h", 0).set_expire(b"f", 50, crate::types::hash::ExpireCond::Lt, 0);
+        db.sync_object(b"h");
+        assert_eq!(db.fexp.keys().copied().collect::<Vec<_>>(), vec![(50, 0)]);
+        hash_mut(&mut db, b"h", 0).remove(b"f");
+        assert!(db.sync_object(b"h"), "empty hash is deleted");
+        assert_eq!((db.len(), db.field_expiry_len()), (0, 0));
+        assert!(!db.sync_object(b"missing"));
+    }
+
+    #[test]
+    fn active_field_expiry_is_bounded_and_deletes_empty_hashes() {
+        let mut db = Db::new();
+        let cfg = crate::types::hash::HashConfig::default();
+        let h = hash_mut(&mut db, b"big", 0);
+        for i in 0..100_000 {
+            let f = format!("f{i}");
+            h.insert(f.as_bytes(), b"1", &cfg);
+            h.set_expire(f.as_bytes(), 1_000 + (i % 3), crate::types::hash::ExpireCond::Always, 0);
+        }
+        db.sync_object(b"big");
+        db.insert(b"small", Value::Hash(Box::new(hash_of(&[("x", Some(5_000)), ("y", None)]))), Ttl::Clear, 0);
+        assert_eq!(db.field_expiry_len(), 2);
+        // Nothing is due at the deadline itself (fields expire after it).
+        assert_eq!(db.active_expire_fields(1_000, 10, |_, _| {}), (0, 0));
+        let mut got = 0;
+        let mut calls = 0;
+        loop {
+            let (n, k) = db.active_expire_fields(2_000, 1_000, |key, _| assert_eq!(key, b"big"));
+            assert!(n <= 1_000);
+            got += n;
+            calls += 1;
+            if k == 1 {
+                break;
+            }
+        }
+        assert_eq!((got, calls), (100_000, 100));
+        assert!(db.get(b"big", 2_000).is_none());
+        assert_eq!(db.len(), 1);
+        // The small hash loses only its TTL field and stays.
+        assert_eq!(db.active_expire_fields(6_000, 1_000, |_, _| {}), (1, 0));
+        assert_eq!(db.field_expiry_len(), 0);
+        let Some(ValueRef::Hash(h)) = db.get(b"small", 6_000) else { panic!() };
+        assert_eq!(h.len(), 1);
     }
 
     const _: () = assert!(size_of::<Hand>() == 32);

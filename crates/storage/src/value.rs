@@ -4,12 +4,20 @@
 //! Strings are handed out as `StrRef`: either an integer (when the stored
 //! string is the canonical decimal form of an i64, which is how it is kept)
 //! or raw bytes. The keyspace is free to store either form however it likes.
+//!
+//! Collections (so far HASH) are owned objects: `Value::Hash` carries a boxed
+//! `Hash` into `Db::insert` and out of `Db::remove`; the keyspace keeps it
+//! in its object table and lends it as `ValueRef::Hash` / `ValueMut::Hash`.
+
+use crate::types::hash::Hash;
 
 /// Redis's type names, as TYPE replies them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// "string"
     Str,
+    /// "hash"
+    Hash,
 }
 
 impl Kind {
@@ -17,6 +25,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::Str => "string",
+            Kind::Hash => "hash",
         }
     }
 }
@@ -28,6 +37,8 @@ pub enum Value {
     Int(i64),
     /// A string of arbitrary bytes.
     Bytes(Vec<u8>),
+    /// A HASH.
+    Hash(Box<Hash>),
 }
 
 impl Value {
@@ -47,6 +58,7 @@ impl Value {
         match self {
             Value::Int(v) => ValueRef::Str(StrRef::Int(*v)),
             Value::Bytes(b) => ValueRef::Str(StrRef::Bytes(b)),
+            Value::Hash(h) => ValueRef::Hash(h),
         }
     }
 }
@@ -120,6 +132,8 @@ pub fn int_len(v: i64) -> usize {
 pub enum ValueRef<'a> {
     /// A string.
     Str(StrRef<'a>),
+    /// A HASH.
+    Hash(&'a Hash),
 }
 
 impl ValueRef<'_> {
@@ -127,6 +141,7 @@ impl ValueRef<'_> {
     pub fn kind(&self) -> Kind {
         match self {
             ValueRef::Str(_) => Kind::Str,
+            ValueRef::Hash(_) => Kind::Hash,
         }
     }
 
@@ -135,17 +150,20 @@ impl ValueRef<'_> {
         match self {
             ValueRef::Str(StrRef::Int(v)) => Value::Int(*v),
             ValueRef::Str(StrRef::Bytes(b)) => Value::Bytes(b.to_vec()),
+            ValueRef::Hash(h) => Value::Hash(Box::new((*h).clone())),
         }
     }
 }
 
 /// A mutable view of a stored value. Strings are replaced with
 /// `Db::insert(.., Ttl::Keep)` rather than edited in place; collections
-/// (added later) are edited through this view.
+/// are edited through this view (then `Db::sync_object` re-indexes them).
 #[derive(Debug, PartialEq, Eq)]
 pub enum ValueMut<'a> {
     /// A string (read-only view; write back with insert).
     Str(StrRef<'a>),
+    /// A HASH, edited in place.
+    Hash(&'a mut Hash),
 }
 
 #[cfg(test)]

@@ -95,12 +95,14 @@ const SHARED_INTEGERS: i64 = 10_000;
 /// Redis would have picked, mapped from ours.
 ///
 /// Strings: a canonical i64 is "int", other strings of at most 44 bytes are
-/// "embstr", longer ones "raw".
+/// "embstr", longer ones "raw". Hashes: `Hash::encoding_name` (listpack,
+/// listpack_ex or hashtable, following Redis's thresholds and history).
 pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
     match v {
         ValueRef::Str(StrRef::Int(_)) => "int",
         ValueRef::Str(StrRef::Bytes(b)) if b.len() <= EMBSTR_MAX => "embstr",
         ValueRef::Str(StrRef::Bytes(_)) => "raw",
+        ValueRef::Hash(h) => h.encoding_name(),
     }
 }
 
@@ -282,7 +284,7 @@ pub fn keys_(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// Parses a SCAN cursor as Redis does (an unsigned 64-bit decimal).
-fn parse_cursor(a: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     if let Some(v) = resp::num::parse_i64(a) {
         return u64::try_from(v).ok();
     }

@@ -11,6 +11,7 @@
 
 pub mod bitops;
 pub mod connection;
+pub mod hash;
 pub mod introspection;
 pub mod keys;
 pub mod server;
@@ -439,6 +440,7 @@ pub fn registry() -> CommandMap {
     let mut all = Vec::new();
     all.extend(bitops::table());
     all.extend(connection::table());
+    all.extend(hash::table());
     all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(server::table());

@@ -453,9 +453,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
             line(&mut s, k, &"0.00");
         }
         line(&mut s, "rejected_connections", &srv.rejected_connections);
-        for k in ["sync_full", "sync_partial_ok", "sync_partial_err", "expired_subkeys"] {
+        for k in ["sync_full", "sync_partial_ok", "sync_partial_err"] {
             line(&mut s, k, &0);
         }
+        line(&mut s, "expired_subkeys", &srv.expired_subkeys);
         line(&mut s, "expired_keys", &srv.expired_keys);
         line(&mut s, "expired_stale_perc", &"0.00");
         for k in [
@@ -585,7 +586,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         section(&mut s, "Keyspace");
         for (i, db) in srv.dbs.iter().enumerate() {
             if !db.is_empty() {
-                let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry=0\r\n", db.len(), db.volatile_len());
+                let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry={}\r\n", db.len(), db.volatile_len(), db.field_expiry_len());
             }
         }
     }

@@ -98,6 +98,19 @@ pub struct Hash {
     repr: Repr,
 }
 
+/// Equal when both hold the same fields with the same values and deadlines
+/// (expired fields not yet removed included), whatever the shapes.
+impl PartialEq for Hash {
+    fn eq(&self, other: &Hash) -> bool {
+        self.len() == other.len()
+            && self.iter(i64::MIN).all(|(f, v)| {
+                other.get(f, i64::MIN) == Some(v) && other.expire_of(f, i64::MIN) == self.expire_of(f, i64::MIN)
+            })
+    }
+}
+
+impl Eq for Hash {}
+
 impl Default for Hash {
     fn default() -> Self {
         Hash::new()
