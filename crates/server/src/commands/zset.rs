@@ -965,10 +965,7 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
             p.withscores = true;
             j += 1;
         } else if card && left >= 2 && is(a, "limit") {
-            let l = arg_i64(&args[j + 1])?;
-            if l < 0 {
-                return Err(CmdError::err("LIMIT can't be negative"));
-            }
+            let l = resp::num::parse_i64(&args[j + 1]).filter(|&l| l >= 0).ok_or_else(|| CmdError::err("LIMIT can't be negative"))?;
             p.limit = usize::try_from(l).unwrap_or(usize::MAX);
             j += 2;
         } else {
