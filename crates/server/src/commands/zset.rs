@@ -414,14 +414,14 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
         }
     }
     let rest = &args[i..];
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let n = rest.len() / 2;
     if nx && xx {
         return Err(CmdError::err("XX and NX options at the same time are not compatible"));
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return Err(CmdError::err("GT, LT, and/or NX options at the same time are not compatible"));
     }
     if incr && n > 1 {
