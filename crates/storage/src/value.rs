@@ -5,11 +5,12 @@
 //! string is the canonical decimal form of an i64, which is how it is kept)
 //! or raw bytes. The keyspace is free to store either form however it likes.
 //!
-//! Collections (so far HASH) are owned objects: `Value::Hash` carries a boxed
+//! Collections (HASH, ZSET) are owned objects: `Value::Hash` carries a boxed
 //! `Hash` into `Db::insert` and out of `Db::remove`; the keyspace keeps it
 //! in its object table and lends it as `ValueRef::Hash` / `ValueMut::Hash`.
 
 use crate::types::hash::Hash;
+use crate::types::zset::ZSet;
 
 /// Redis's type names, as TYPE replies them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub enum Kind {
     Str,
     /// "hash"
     Hash,
+    /// "zset"
+    ZSet,
 }
 
 impl Kind {
@@ -26,6 +29,7 @@ impl Kind {
         match self {
             Kind::Str => "string",
             Kind::Hash => "hash",
+            Kind::ZSet => "zset",
         }
     }
 }
@@ -39,6 +43,8 @@ pub enum Value {
     Bytes(Vec<u8>),
     /// A HASH.
     Hash(Box<Hash>),
+    /// A sorted set.
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -59,6 +65,7 @@ impl Value {
             Value::Int(v) => ValueRef::Str(StrRef::Int(*v)),
             Value::Bytes(b) => ValueRef::Str(StrRef::Bytes(b)),
             Value::Hash(h) => ValueRef::Hash(h),
+            Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
 }
@@ -134,6 +141,8 @@ pub enum ValueRef<'a> {
     Str(StrRef<'a>),
     /// A HASH.
     Hash(&'a Hash),
+    /// A sorted set.
+    ZSet(&'a ZSet),
 }
 
 impl ValueRef<'_> {
@@ -142,6 +151,7 @@ impl ValueRef<'_> {
         match self {
             ValueRef::Str(_) => Kind::Str,
             ValueRef::Hash(_) => Kind::Hash,
+            ValueRef::ZSet(_) => Kind::ZSet,
         }
     }
 
@@ -151,6 +161,7 @@ impl ValueRef<'_> {
             ValueRef::Str(StrRef::Int(v)) => Value::Int(*v),
             ValueRef::Str(StrRef::Bytes(b)) => Value::Bytes(b.to_vec()),
             ValueRef::Hash(h) => Value::Hash(Box::new((*h).clone())),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new((*z).clone())),
         }
     }
 }
@@ -164,6 +175,8 @@ pub enum ValueMut<'a> {
     Str(StrRef<'a>),
     /// A HASH, edited in place.
     Hash(&'a mut Hash),
+    /// A sorted set, edited in place.
+    ZSet(&'a mut ZSet),
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod server;
 pub mod string;
 pub mod transaction;
+pub mod zset;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -446,6 +447,7 @@ pub fn registry() -> CommandMap {
     all.extend(server::table());
     all.extend(string::table());
     all.extend(transaction::table());
+    all.extend(zset::table());
     let mut map = HashMap::default();
     for mut s in all {
         if s.movable() {

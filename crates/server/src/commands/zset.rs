@@ -1,0 +1,1111 @@
+//! Sorted-set commands (ZADD, ZRANGE and friends, the set operations,
+//! ZPOP/ZMPOP, ZSCAN, ZRANDMEMBER).
+//!
+//! Every range command reduces its range (by rank, by score or by lex) to an
+//! ascending rank interval `[lo, hi)` with `ZSet::partition`, then walks it
+//! forward (`iter_from`), reversing the slice for REV; so the storage type
+//! needs no reverse iterator and each command is O(log n + reply).
+//!
+//! Replies follow Redis 7.4 byte for byte: scores are doubles (bulk strings
+//! in RESP2), WITHSCORES pairs are nested arrays in RESP3 and flat in RESP2,
+//! and parse errors come before key lookups, as in `t_zset.c`.
+//!
+//! The set operations read sources that are sorted sets; plain SETs as
+//! sources (which Redis accepts with score 1) are not supported yet.
+
+use std::collections::HashMap;
+
+use resp::Reply;
+use storage::types::zset::{cmp_entry, ZSet, ZsetConfig};
+use storage::{Db, Ttl, Value, ValueMut, ValueRef};
+
+use super::flags::*;
+use super::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::glob;
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    const RF: &[&str] = &["read", "sortedset", "fast"];
+    const RS: &[&str] = &["read", "sortedset", "slow"];
+    const WF: &[&str] = &["write", "sortedset", "fast"];
+    const WS: &[&str] = &["write", "sortedset", "slow"];
+    let k1 = keys(1, 1, 1);
+    let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("sorted-set").doc(summary, since);
+    vec![
+        s("zadd", -4, WRITE | DENYOOM | FAST, k1, zadd, WF, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", "1.2.0"),
+        s("zincrby", 4, WRITE | DENYOOM | FAST, k1, zincrby, WF, "Increments the score of a member in a sorted set.", "1.2.0"),
+        s("zscore", 3, READONLY | FAST, k1, zscore, RF, "Returns the score of a member in a sorted set.", "1.2.0"),
+        s("zmscore", -3, READONLY | FAST, k1, zmscore, RF, "Returns the score of one or more members in a sorted set.", "6.2.0"),
+        s("zcard", 2, READONLY | FAST, k1, zcard, RF, "Returns the number of members in a sorted set.", "1.2.0"),
+        s("zrem", -3, WRITE | FAST, k1, zrem, WF, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", "1.2.0"),
+        s("zrange", -4, READONLY, k1, zrange, RS, "Returns members in a sorted set within a range of indexes.", "1.2.0"),
+        s("zrangebyscore", -4, READONLY, k1, zrangebyscore, RS, "Returns members in a sorted set within a range of scores.", "1.0.5"),
+        s("zrevrangebyscore", -4, READONLY, k1, zrevrangebyscore, RS, "Returns members in a sorted set within a range of scores in reverse order.", "2.2.0"),
+        s("zrangebylex", -4, READONLY, k1, zrangebylex, RS, "Returns members in a sorted set within a lexicographical range.", "2.8.9"),
+        s("zrevrangebylex", -4, READONLY, k1, zrevrangebylex, RS, "Returns members in a sorted set within a lexicographical range in reverse order.", "2.8.9"),
+        s("zrevrange", -4, READONLY, k1, zrevrange, RS, "Returns members in a sorted set within a range of indexes in reverse order.", "1.2.0"),
+        s("zrank", -3, READONLY | FAST, k1, zrank, RF, "Returns the index of a member in a sorted set ordered by ascending scores.", "2.0.0"),
+        s("zrevrank", -3, READONLY | FAST, k1, zrevrank, RF, "Returns the index of a member in a sorted set ordered by descending scores.", "2.0.0"),
+        s("zcount", 4, READONLY | FAST, k1, zcount, RF, "Returns the count of members in a sorted set that have scores within a range.", "2.0.0"),
+        s("zlexcount", 4, READONLY | FAST, k1, zlexcount, RF, "Returns the number of members in a sorted set within a lexicographical range.", "2.8.9"),
+        s("zscan", -3, READONLY, k1, zscan, RS, "Iterates over members and scores of a sorted set.", "2.8.0"),
+        s("zpopmin", -2, WRITE | FAST, k1, zpopmin, WF, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0"),
+        s("zpopmax", -2, WRITE | FAST, k1, zpopmax, WF, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0"),
+        s("zrandmember", -2, READONLY, k1, zrandmember, RS, "Returns one or more random members from a sorted set.", "6.2.0"),
+        s("zremrangebyrank", 4, WRITE, k1, zremrangebyrank, WS, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "2.0.0"),
+        s("zremrangebyscore", 4, WRITE, k1, zremrangebyscore, WS, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "1.2.0"),
+        s("zremrangebylex", 4, WRITE, k1, zremrangebylex, WS, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "2.8.9"),
+        s("zrangestore", -5, WRITE | DENYOOM, keys(1, 2, 1), zrangestore, WS, "Stores a range of members from sorted set in a key.", "6.2.0")
+            .key_specs(vec![range_spec(kf::OW_UPDATE, 1, 0, 1), range_spec(kf::RO_ACCESS, 2, 0, 1)]),
+        s("zunionstore", -4, WRITE | DENYOOM, k1, zunionstore, WS, "Stores the union of multiple sorted sets in a key.", "2.0.0").key_specs(store_specs()),
+        s("zinterstore", -4, WRITE | DENYOOM, k1, zinterstore, WS, "Stores the intersect of multiple sorted sets in a key.", "2.0.0").key_specs(store_specs()),
+        s("zdiffstore", -4, WRITE | DENYOOM, k1, zdiffstore, WS, "Stores the difference of multiple sorted sets in a key.", "6.2.0").key_specs(store_specs()),
+        s("zunion", -3, READONLY, NO_KEYS, zunion, RS, "Returns the union of multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zinter", -3, READONLY, NO_KEYS, zinter, RS, "Returns the intersect of multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zdiff", -3, READONLY, NO_KEYS, zdiff, RS, "Returns the difference between multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zintercard", -3, READONLY, NO_KEYS, zintercard, RS, "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
+        s("zmpop", -4, WRITE, NO_KEYS, zmpop, WS, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0").key_specs(vec![numkeys_spec(kf::RW_ACCESS_DELETE, 1)]),
+    ]
+}
+
+/// Keys counted by the argument at `at`, starting right after it.
+fn numkeys_spec(flags: KeyFlags, at: i32) -> KeySpec {
+    KeySpec { flags, begin: Begin::Index(at), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }
+}
+
+/// A *STORE command's keys: the destination, then numkeys-counted sources.
+fn store_specs() -> Vec<KeySpec> {
+    vec![range_spec(kf::OW_UPDATE, 1, 0, 1), numkeys_spec(kf::RO_ACCESS, 2)]
+}
+
+// ---- shared plumbing ------------------------------------------------------
+
+/// Redis's thresholds, read from the live config.
+fn zcfg(ctx: &Ctx) -> ZsetConfig {
+    let n = |k: &str, d: usize| ctx.srv.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    ZsetConfig {
+        max_listpack_entries: n("zset-max-listpack-entries", 128),
+        max_listpack_value: n("zset-max-listpack-value", 64),
+        ..ZsetConfig::default()
+    }
+}
+
+/// The selected database and the reply buffer, borrowed apart so a handler
+/// can write the reply while it holds a sorted set.
+fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
+    let db = ctx.client.db;
+    (&mut ctx.srv.dbs[db], &mut ctx.client.reply, ctx.now)
+}
+
+/// `key`'s sorted set, None if absent, WrongType for another type.
+fn get<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a ZSet>, CmdError> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(ValueRef::ZSet(z)) => Ok(Some(z)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// `key`'s sorted set for writing, None if absent.
+fn get_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut ZSet>, CmdError> {
+    match db.get_mut(key, now) {
+        None => Ok(None),
+        Some(ValueMut::ZSet(z)) => Ok(Some(z)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// A copy of `key`'s members and scores (for commands that read several keys).
+fn snapshot(db: &mut Db, key: &[u8], now: i64) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    Ok(get(db, key, now)?.map(|z| z.iter().map(|(m, s)| (m.to_vec(), s)).collect()).unwrap_or_default())
+}
+
+/// Writes members (and scores) as ZRANGE does: flat in RESP2, pairs in RESP3.
+fn reply_items<M: AsRef<[u8]>>(out: &mut Reply, items: &[(M, f64)], withscores: bool) {
+    out.array(if withscores && !out.resp3 { items.len() * 2 } else { items.len() });
+    for (m, s) in items {
+        if withscores && out.resp3 {
+            out.array(2);
+        }
+        out.bulk(m.as_ref());
+        if withscores {
+            out.double(*s);
+        }
+    }
+}
+
+/// Stores `items` (sorted) under `dst` or deletes `dst` when empty; replies
+/// with the count. The encoding name follows the result, as in Redis.
+fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)]) {
+    let now = ctx.now;
+    if items.is_empty() {
+        if ctx.db().remove(dst, now).is_some() {
+            ctx.key_modified(dst);
+        }
+        ctx.out().int(0);
+        return;
+    }
+    let cfg = zcfg(ctx);
+    let mut z = ZSet::new();
+    for (m, s) in items {
+        z.insert(m, *s, &cfg);
+    }
+    ctx.set_value(dst, Value::ZSet(Box::new(z)), Ttl::Clear);
+    ctx.out().int(items.len() as i64);
+}
+
+/// Parses a score that must be a float (NotFloat otherwise).
+fn score_arg(a: &[u8]) -> Result<f64, CmdError> {
+    arg_f64(a)
+}
+
+// ---- ranges -----------------------------------------------------------------
+
+/// A score interval, each end inclusive or exclusive.
+#[derive(Debug, Clone, Copy)]
+struct ScoreRange {
+    min: f64,
+    minex: bool,
+    max: f64,
+    maxex: bool,
+}
+
+impl ScoreRange {
+    fn parse(min: &[u8], max: &[u8]) -> Result<ScoreRange, CmdError> {
+        let bound = |a: &[u8]| -> Option<(f64, bool)> {
+            let (ex, t) = match a.first() {
+                Some(b'(') => (true, &a[1..]),
+                _ => (false, a),
+            };
+            let v = if t.is_empty() { 0.0 } else { resp::num::parse_f64(t)? };
+            Some((v, ex))
+        };
+        let err = || CmdError::err("min or max is not a float");
+        let (min, minex) = bound(min).ok_or_else(err)?;
+        let (max, maxex) = bound(max).ok_or_else(err)?;
+        Ok(ScoreRange { min, minex, max, maxex })
+    }
+
+    fn below_min(&self, s: f64) -> bool {
+        if self.minex { s <= self.min } else { s < self.min }
+    }
+
+    fn within_max(&self, s: f64) -> bool {
+        if self.maxex { s < self.max } else { s <= self.max }
+    }
+}
+
+/// One end of a lex interval.
+#[derive(Debug, Clone)]
+enum Lex {
+    NegInf,
+    PosInf,
+    Incl(Vec<u8>),
+    Excl(Vec<u8>),
+}
+
+/// A member interval (meaningful when all scores are equal).
+#[derive(Debug, Clone)]
+struct LexRange {
+    min: Lex,
+    max: Lex,
+}
+
+impl LexRange {
+    fn parse(min: &[u8], max: &[u8]) -> Result<LexRange, CmdError> {
+        let item = |a: &[u8]| match a {
+            b"+" => Some(Lex::PosInf),
+            b"-" => Some(Lex::NegInf),
+            [b'(', rest @ ..] => Some(Lex::Excl(rest.to_vec())),
+            [b'[', rest @ ..] => Some(Lex::Incl(rest.to_vec())),
+            _ => None,
+        };
+        let err = || CmdError::err("min or max not valid string range item");
+        Ok(LexRange { min: item(min).ok_or_else(err)?, max: item(max).ok_or_else(err)? })
+    }
+
+    fn below_min(&self, m: &[u8]) -> bool {
+        match &self.min {
+            Lex::NegInf => false,
+            Lex::PosInf => true,
+            Lex::Incl(x) => m < x.as_slice(),
+            Lex::Excl(x) => m <= x.as_slice(),
+        }
+    }
+
+    fn within_max(&self, m: &[u8]) -> bool {
+        match &self.max {
+            Lex::NegInf => false,
+            Lex::PosInf => true,
+            Lex::Incl(x) => m <= x.as_slice(),
+            Lex::Excl(x) => m < x.as_slice(),
+        }
+    }
+}
+
+/// What a range command selects.
+#[derive(Debug, Clone)]
+enum Range {
+    Rank(i64, i64),
+    Score(ScoreRange),
+    Lex(LexRange),
+}
+
+/// Ascending rank interval [lo, hi) of the members inside a score or lex range.
+fn bounds(z: &ZSet, r: &Range) -> (usize, usize) {
+    let (lo, hi) = match r {
+        Range::Score(sr) => (z.partition(|s, _| sr.below_min(s)), z.partition(|s, _| sr.within_max(s))),
+        Range::Lex(lr) => (z.partition(|_, m| lr.below_min(m)), z.partition(|_, m| lr.within_max(m))),
+        Range::Rank(..) => (0, z.len()),
+    };
+    (lo, hi.max(lo))
+}
+
+/// The ascending rank interval a range command emits (reversed for `rev`),
+/// after LIMIT `offset`/`limit` (limit < 0: no limit; offset < 0: nothing).
+fn select(z: &ZSet, r: &Range, rev: bool, offset: i64, limit: i64) -> (usize, usize) {
+    let n = z.len() as i64;
+    if let Range::Rank(start, end) = *r {
+        let mut s = if start < 0 { start + n } else { start };
+        let mut e = if end < 0 { end + n } else { end };
+        s = s.max(0);
+        if s > e || s >= n {
+            return (0, 0);
+        }
+        e = e.min(n - 1);
+        return if rev { ((n - 1 - e) as usize, (n - s) as usize) } else { (s as usize, (e + 1) as usize) };
+    }
+    let (lo, hi) = bounds(z, r);
+    if offset < 0 {
+        return (0, 0);
+    }
+    let avail = hi - lo;
+    let off = usize::try_from(offset).unwrap_or(usize::MAX).min(avail);
+    let take = if limit < 0 { avail - off } else { usize::try_from(limit).unwrap_or(usize::MAX).min(avail - off) };
+    if rev { (hi - off - take, hi - off) } else { (lo + off, lo + off + take) }
+}
+
+/// The members of `[lo, hi)`, in emission order.
+fn collect(z: &ZSet, (lo, hi): (usize, usize), rev: bool) -> Vec<(&[u8], f64)> {
+    let mut v: Vec<_> = z.iter_from(lo).take(hi - lo).collect();
+    if rev {
+        v.reverse();
+    }
+    v
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+/// ZRANGE and every legacy range command, and ZRANGESTORE (`dst`).
+/// `at` is the index of the source key; `kind`/`rev` are fixed by legacy
+/// commands and chosen by options (BYSCORE, BYLEX, REV) otherwise.
+fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>, mut kind: Kind, rev: Option<bool>) -> CmdResult {
+    let key = &args[at];
+    let mut withscores = false;
+    let (mut offset, mut limit) = (0i64, -1i64);
+    let mut has_limit = false;
+    let mut reverse = rev;
+    let mut j = at + 3;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let a = &args[j];
+        if dst.is_none() && is(a, "withscores") {
+            withscores = true;
+        } else if is(a, "limit") && left >= 2 {
+            offset = arg_i64(&args[j + 1])?;
+            limit = arg_i64(&args[j + 2])?;
+            has_limit = true;
+            j += 2;
+        } else if rev.is_none() && is(a, "rev") {
+            reverse = Some(true);
+        } else if kind == Kind::Auto && is(a, "bylex") {
+            kind = Kind::Lex;
+        } else if kind == Kind::Auto && is(a, "byscore") {
+            kind = Kind::Score;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let rev = reverse.unwrap_or(false);
+    if kind == Kind::Auto {
+        kind = Kind::Rank;
+    }
+    if has_limit && kind == Kind::Rank {
+        return Err(CmdError::err("syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
+    }
+    if withscores && kind == Kind::Lex {
+        return Err(CmdError::err("syntax error, WITHSCORES not supported in combination with BYLEX"));
+    }
+    let (mut min, mut max) = (&args[at + 1], &args[at + 2]);
+    if rev && kind != Kind::Rank {
+        std::mem::swap(&mut min, &mut max);
+    }
+    let range = match kind {
+        Kind::Score => Range::Score(ScoreRange::parse(min, max)?),
+        Kind::Lex => Range::Lex(LexRange::parse(min, max)?),
+        _ => Range::Rank(arg_i64(min)?, arg_i64(max)?),
+    };
+    let (db, out, now) = parts(ctx);
+    let Some(z) = get(db, key, now)? else {
+        match dst {
+            Some(d) => store_result(ctx, d, &[]),
+            None => out.array(0),
+        }
+        return Ok(());
+    };
+    let sel = select(z, &range, rev, offset, limit);
+    let items = collect(z, sel, rev);
+    match dst {
+        None => reply_items(out, &items, withscores),
+        Some(d) => {
+            let owned: Vec<(Vec<u8>, f64)> = items.iter().map(|(m, s)| (m.to_vec(), *s)).collect();
+            let mut sorted = owned;
+            if rev {
+                sorted.reverse();
+            }
+            store_result(ctx, d, &sorted);
+        }
+    }
+    Ok(())
+}
+
+// ---- handlers -----------------------------------------------------------------
+
+/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+pub fn zadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    add_generic(ctx, args, false)
+}
+
+/// ZINCRBY key increment member
+pub fn zincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    add_generic(ctx, args, true)
+}
+
+fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
+    let key = &args[1];
+    let (mut nx, mut xx, mut gt, mut lt, mut ch) = (false, false, false, false, false);
+    let mut i = 2;
+    if !incr {
+        while i < args.len() {
+            let a = &args[i];
+            if is(a, "nx") {
+                nx = true;
+            } else if is(a, "xx") {
+                xx = true;
+            } else if is(a, "ch") {
+                ch = true;
+            } else if is(a, "incr") {
+                incr = true;
+            } else if is(a, "gt") {
+                gt = true;
+            } else if is(a, "lt") {
+                lt = true;
+            } else {
+                break;
+            }
+            i += 1;
+        }
+    }
+    let rest = &args[i..];
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let n = rest.len() / 2;
+    if nx && xx {
+        return Err(CmdError::err("XX and NX options at the same time are not compatible"));
+    }
+    if (nx && (gt || lt)) || (gt && lt) {
+        return Err(CmdError::err("GT, LT, and/or NX options at the same time are not compatible"));
+    }
+    if incr && n > 1 {
+        return Err(CmdError::err("INCR option supports a single increment-element pair"));
+    }
+    let scores = rest.chunks(2).map(|p| score_arg(&p[0])).collect::<Result<Vec<f64>, _>>()?;
+    let cfg = zcfg(ctx);
+    let (db, out, now) = parts(ctx);
+    let exists = get(db, key, now)?.is_some();
+    if !exists && xx {
+        if incr { out.null() } else { out.int(0) }
+        return Ok(());
+    }
+    if !exists {
+        let hint = ZSet::with_hint(n, rest[1].len(), &cfg);
+        db.insert(key, Value::ZSet(Box::new(hint)), Ttl::Clear, now);
+    }
+    let Some(z) = get_mut(db, key, now)? else { unreachable!("just created") };
+    z.size_hint(n, &cfg);
+    let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
+    let mut last = 0.0;
+    let mut nan = false;
+    for (pair, &score) in rest.chunks(2).zip(&scores) {
+        let member = &pair[1];
+        match z.score(member) {
+            Some(cur) => {
+                if nx {
+                    continue;
+                }
+                let new = if incr { cur + score } else { score };
+                if new.is_nan() {
+                    nan = true;
+                    break;
+                }
+                if (gt && new <= cur) || (lt && new >= cur) {
+                    continue;
+                }
+                processed += 1;
+                last = new;
+                if new != cur {
+                    z.insert(member, new, &cfg);
+                    updated += 1;
+                }
+            }
+            None => {
+                if xx {
+                    continue;
+                }
+                z.insert(member, score, &cfg);
+                added += 1;
+                processed += 1;
+                last = score;
+            }
+        }
+    }
+    let emptied = db.sync_object(key);
+    debug_assert!(!(emptied && (added + updated) > 0));
+    if nan {
+        // Only INCR can produce NaN, and it has one pair: nothing changed.
+        return Err(CmdError::err("resulting score is not a number (NaN)"));
+    }
+    if added + updated > 0 {
+        ctx.key_modified(key);
+    }
+    let out = ctx.out();
+    if incr {
+        if processed > 0 { out.double(last) } else { out.null() }
+    } else {
+        out.int(if ch { added + updated } else { added });
+    }
+    Ok(())
+}
+
+/// ZSCORE key member
+pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (db, out, now) = parts(ctx);
+    match get(db, &args[1], now)?.and_then(|z| z.score(&args[2])) {
+        Some(s) => out.double(s),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// ZMSCORE key member [member ...]
+pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (db, out, now) = parts(ctx);
+    let z = get(db, &args[1], now)?;
+    out.array(args.len() - 2);
+    for m in &args[2..] {
+        match z.and_then(|z| z.score(m)) {
+            Some(s) => out.double(s),
+            None => out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// ZCARD key
+pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (db, out, now) = parts(ctx);
+    let n = get(db, &args[1], now)?.map_or(0, ZSet::len);
+    out.int(n as i64);
+    Ok(())
+}
+
+/// ZREM key member [member ...]
+pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let key = &args[1];
+    let (db, _, now) = parts(ctx);
+    let Some(z) = get_mut(db, key, now)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let removed = args[2..].iter().filter(|m| z.remove(m).is_some()).count();
+    db.sync_object(key);
+    if removed > 0 {
+        ctx.key_modified(key);
+    }
+    ctx.out().int(removed as i64);
+    Ok(())
+}
+
+/// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
+pub fn zrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 1, None, Kind::Auto, None)
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+pub fn zrangestore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 2, Some(&args[1]), Kind::Auto, None)
+}
+
+/// ZREVRANGE key start stop [WITHSCORES]
+pub fn zrevrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 1, None, Kind::Rank, Some(true))
+}
+
+/// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+pub fn zrangebyscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 1, None, Kind::Score, Some(false))
+}
+
+/// ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+pub fn zrevrangebyscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 1, None, Kind::Score, Some(true))
+}
+
+/// ZRANGEBYLEX key min max [LIMIT offset count]
+pub fn zrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 1, None, Kind::Lex, Some(false))
+}
+
+/// ZREVRANGEBYLEX key max min [LIMIT offset count]
+pub fn zrevrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, 1, None, Kind::Lex, Some(true))
+}
+
+/// ZRANK key member [WITHSCORE]
+pub fn zrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    rank_generic(ctx, args, false)
+}
+
+/// ZREVRANK key member [WITHSCORE]
+pub fn zrevrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    rank_generic(ctx, args, true)
+}
+
+fn rank_generic(ctx: &mut Ctx, args: &[Vec<u8>], rev: bool) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::Arity(if rev { "zrevrank" } else { "zrank" }.into()));
+    }
+    let withscore = match args.get(3) {
+        Some(a) if is(a, "withscore") => true,
+        Some(_) => return Err(CmdError::Syntax),
+        None => false,
+    };
+    let (db, out, now) = parts(ctx);
+    let z = get(db, &args[1], now)?;
+    match z.and_then(|z| z.rank(&args[2]).map(|(r, s)| (if rev { z.len() - 1 - r } else { r }, s))) {
+        Some((r, s)) => {
+            if withscore {
+                out.array(2);
+            }
+            out.int(r as i64);
+            if withscore {
+                out.double(s);
+            }
+        }
+        None if withscore => out.null_array(),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// ZCOUNT key min max
+pub fn zcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let r = Range::Score(ScoreRange::parse(&args[2], &args[3])?);
+    count_generic(ctx, &args[1], &r)
+}
+
+/// ZLEXCOUNT key min max
+pub fn zlexcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let r = Range::Lex(LexRange::parse(&args[2], &args[3])?);
+    count_generic(ctx, &args[1], &r)
+}
+
+fn count_generic(ctx: &mut Ctx, key: &[u8], r: &Range) -> CmdResult {
+    let (db, out, now) = parts(ctx);
+    let n = get(db, key, now)?.map_or(0, |z| {
+        let (lo, hi) = bounds(z, r);
+        hi - lo
+    });
+    out.int(n as i64);
+    Ok(())
+}
+
+/// ZREMRANGEBYRANK key start stop
+pub fn zremrangebyrank(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let r = Range::Rank(arg_i64(&args[2])?, arg_i64(&args[3])?);
+    remrange_generic(ctx, &args[1], &r)
+}
+
+/// ZREMRANGEBYSCORE key min max
+pub fn zremrangebyscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let r = Range::Score(ScoreRange::parse(&args[2], &args[3])?);
+    remrange_generic(ctx, &args[1], &r)
+}
+
+/// ZREMRANGEBYLEX key min max
+pub fn zremrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let r = Range::Lex(LexRange::parse(&args[2], &args[3])?);
+    remrange_generic(ctx, &args[1], &r)
+}
+
+fn remrange_generic(ctx: &mut Ctx, key: &[u8], r: &Range) -> CmdResult {
+    let (db, _, now) = parts(ctx);
+    let Some(z) = get_mut(db, key, now)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let sel = select(z, r, false, 0, -1);
+    let doomed: Vec<Vec<u8>> = z.iter_from(sel.0).take(sel.1 - sel.0).map(|(m, _)| m.to_vec()).collect();
+    for m in &doomed {
+        z.remove(m);
+    }
+    db.sync_object(key);
+    if !doomed.is_empty() {
+        ctx.key_modified(key);
+    }
+    ctx.out().int(doomed.len() as i64);
+    Ok(())
+}
+
+/// ZPOPMIN key [count]
+pub fn zpopmin(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    zpop_cmd(ctx, args, false)
+}
+
+/// ZPOPMAX key [count]
+pub fn zpopmax(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    zpop_cmd(ctx, args, true)
+}
+
+fn zpop_cmd(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match args.get(2) {
+        Some(a) => {
+            let c = arg_i64(a)?;
+            if c < 0 {
+                return Err(CmdError::err("value is out of range, must be positive"));
+            }
+            Some(c as usize)
+        }
+        None => None,
+    };
+    let popped = pop(ctx, &args[1], max, count.unwrap_or(1))?;
+    let out = ctx.out();
+    let nested = out.resp3 && count.is_some();
+    out.array(if nested { popped.len() } else { popped.len() * 2 });
+    for (m, s) in &popped {
+        if nested {
+            out.array(2);
+        }
+        out.bulk(m);
+        out.double(*s);
+    }
+    Ok(())
+}
+
+/// Removes up to `count` members from the low (or high, `max`) end of
+/// `key` and returns them in pop order; signals the change.
+fn pop(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    let (db, _, now) = parts(ctx);
+    let Some(z) = get_mut(db, key, now)? else { return Ok(Vec::new()) };
+    let n = count.min(z.len());
+    let start = if max { z.len() - n } else { 0 };
+    let mut items: Vec<(Vec<u8>, f64)> = z.iter_from(start).take(n).map(|(m, s)| (m.to_vec(), s)).collect();
+    if max {
+        items.reverse();
+    }
+    for (m, _) in &items {
+        z.remove(m);
+    }
+    db.sync_object(key);
+    if !items.is_empty() {
+        ctx.key_modified(key);
+    }
+    Ok(items)
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+pub fn zmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let numkeys = resp::num::parse_i64(&args[1]).filter(|&n| n >= 1).ok_or_else(|| CmdError::err("numkeys should be greater than 0"))?;
+    let where_at = usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)).filter(|&w| w < args.len()).ok_or(CmdError::Syntax)?;
+    let max = match &args[where_at] {
+        a if is(a, "min") => false,
+        a if is(a, "max") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < args.len() {
+        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
+            let c = resp::num::parse_i64(&args[j + 1]).filter(|&c| c >= 1).ok_or_else(|| CmdError::err("count should be greater than 0"))?;
+            count = Some(c as usize);
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let now = ctx.now;
+    let mut found = None;
+    for key in &args[2..where_at] {
+        if get(ctx.db(), key, now)?.is_some() {
+            found = Some(key);
+            break;
+        }
+    }
+    let Some(key) = found else {
+        ctx.out().null_array();
+        return Ok(());
+    };
+    let popped = pop(ctx, key, max, count.unwrap_or(1))?;
+    let out = ctx.out();
+    // Member/score pairs are nested in both protocols here.
+    out.array(2);
+    out.bulk(key);
+    out.array(popped.len());
+    for (m, s) in &popped {
+        out.array(2);
+        out.bulk(m);
+        out.double(*s);
+    }
+    Ok(())
+}
+
+/// ZRANDMEMBER key [count [WITHSCORES]]
+pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let Some(c) = args.get(2) else {
+        let now = ctx.now;
+        let n = get(ctx.db(), &args[1], now)?.map_or(0, ZSet::len);
+        if n == 0 {
+            ctx.out().null();
+            return Ok(());
+        }
+        let r = (ctx.srv.random() % n as u64) as usize;
+        let (db, out, now) = parts(ctx);
+        let z = get(db, &args[1], now)?.expect("checked above");
+        let (m, _) = z.get_by_rank(r).expect("rank < len");
+        out.bulk(m);
+        return Ok(());
+    };
+    let l = arg_i64(c)?;
+    if l == i64::MIN {
+        return Err(CmdError::err("value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+    }
+    let withscores = match args.get(3) {
+        _ if args.len() > 4 => return Err(CmdError::Syntax),
+        Some(a) if is(a, "withscores") => {
+            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+                return Err(CmdError::err("value is out of range"));
+            }
+            true
+        }
+        Some(_) => return Err(CmdError::Syntax),
+        None => false,
+    };
+    let now = ctx.now;
+    let n = get(ctx.db(), &args[1], now)?.map_or(0, ZSet::len);
+    if n == 0 || l == 0 {
+        ctx.out().array(0);
+        return Ok(());
+    }
+    let count = l.unsigned_abs() as usize;
+    let ranks: Vec<usize> = if l < 0 {
+        (0..count).map(|_| (ctx.srv.random() % n as u64) as usize).collect()
+    } else if count >= n {
+        (0..n).collect()
+    } else {
+        // Partial Fisher-Yates over the ranks: distinct, random order.
+        let mut all: Vec<usize> = (0..n).collect();
+        for i in 0..count {
+            let j = i + (ctx.srv.random() % (n - i) as u64) as usize;
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        all
+    };
+    let (db, out, now) = parts(ctx);
+    let z = get(db, &args[1], now)?.expect("checked above");
+    let items: Vec<(&[u8], f64)> = ranks.iter().map(|&r| z.get_by_rank(r).expect("rank < len")).collect();
+    reply_items(out, &items, withscores);
+    Ok(())
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let has_value = i + 1 < args.len();
+        if is(&args[i], "count") && has_value {
+            let n = arg_i64(&args[i + 1])?;
+            if n < 1 {
+                return Err(CmdError::Syntax);
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(&args[i], "match") && has_value {
+            let p = args[i + 1].as_slice();
+            pattern = if p == b"*" { None } else { Some(p) };
+        } else if is(&args[i], "novalues") {
+            return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let (db, out, now) = parts(ctx);
+    let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
+    let next = match get(db, &args[1], now)? {
+        Some(z) => z.scan(cursor, count, |m, s| {
+            if pattern.is_none_or(|p| glob::matches(p, m, false)) {
+                found.push((m.to_vec(), s));
+            }
+        }),
+        None => 0,
+    };
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(found.len() * 2);
+    for (m, s) in &found {
+        out.bulk(m);
+        out.bulk(resp::num::format_f64_g17(*s).as_bytes());
+    }
+    Ok(())
+}
+
+/// A SCAN cursor: an unsigned decimal (Redis accepts any u64).
+fn parse_cursor(a: &[u8]) -> Option<u64> {
+    std::str::from_utf8(a).ok()?.parse::<u64>().ok()
+}
+
+// ---- set operations --------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetOp {
+    Union,
+    Inter,
+    Diff,
+}
+
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
+    match a {
+        Aggregate::Sum => {
+            *acc += v;
+            if acc.is_nan() {
+                *acc = 0.0;
+            }
+        }
+        Aggregate::Min => *acc = acc.min(v),
+        Aggregate::Max => *acc = acc.max(v),
+    }
+}
+
+/// Parsed ZUNION/ZINTER/ZDIFF(STORE)/ZINTERCARD arguments.
+struct SetOpArgs<'a> {
+    keys: &'a [Vec<u8>],
+    weights: Vec<f64>,
+    agg: Aggregate,
+    withscores: bool,
+    limit: usize,
+}
+
+/// Parses from the numkeys argument at `at`; `store` and `card` select
+/// which options exist, as in Redis.
+fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<SetOpArgs<'a>, CmdError> {
+    let n = arg_i64(&args[at])?;
+    if n < 1 {
+        let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+        return Err(CmdError::err(format!("at least 1 input key is needed for '{name}' command")));
+    }
+    let n = usize::try_from(n).map_err(|_| CmdError::Syntax)?;
+    if n > args.len() - at - 1 {
+        return Err(CmdError::Syntax);
+    }
+    let keys = &args[at + 1..at + 1 + n];
+    let mut p = SetOpArgs { keys, weights: vec![1.0; n], agg: Aggregate::Sum, withscores: false, limit: 0 };
+    let mut j = at + 1 + n;
+    while j < args.len() {
+        let left = args.len() - j;
+        let a = &args[j];
+        if op != SetOp::Diff && !card && left > n && is(a, "weights") {
+            for (w, arg) in p.weights.iter_mut().zip(&args[j + 1..j + 1 + n]) {
+                *w = resp::num::parse_f64(arg).ok_or_else(|| CmdError::err("weight value is not a float"))?;
+            }
+            j += 1 + n;
+        } else if op != SetOp::Diff && !card && left >= 2 && is(a, "aggregate") {
+            let v = &args[j + 1];
+            p.agg = if is(v, "sum") {
+                Aggregate::Sum
+            } else if is(v, "min") {
+                Aggregate::Min
+            } else if is(v, "max") {
+                Aggregate::Max
+            } else {
+                return Err(CmdError::Syntax);
+            };
+            j += 2;
+        } else if !store && !card && is(a, "withscores") {
+            p.withscores = true;
+            j += 1;
+        } else if card && left >= 2 && is(a, "limit") {
+            let l = resp::num::parse_i64(&args[j + 1]).filter(|&l| l >= 0).ok_or_else(|| CmdError::err("LIMIT can't be negative"))?;
+            p.limit = usize::try_from(l).unwrap_or(usize::MAX);
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    Ok(p)
+}
+
+/// Computes a set operation; the result is sorted by (score, member).
+/// With `card`, stops after `limit` members (0: no limit) of an intersection.
+fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    let (db, _, now) = parts(ctx);
+    let mut srcs = Vec::with_capacity(p.keys.len());
+    for k in p.keys {
+        srcs.push(snapshot(db, k, now)?);
+    }
+    let weighted = |s: f64, w: f64| {
+        let v = s * w;
+        if v.is_nan() { 0.0 } else { v }
+    };
+    let mut result: Vec<(Vec<u8>, f64)> = match op {
+        SetOp::Union => {
+            let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
+            for (src, &w) in srcs.into_iter().zip(&p.weights) {
+                for (m, s) in src {
+                    let v = weighted(s, w);
+                    match acc.get_mut(&m) {
+                        Some(a) => aggregate(p.agg, a, v),
+                        None => {
+                            acc.insert(m, v);
+                        }
+                    }
+                }
+            }
+            acc.into_iter().collect()
+        }
+        SetOp::Inter => {
+            let mut order: Vec<usize> = (0..srcs.len()).collect();
+            order.sort_by_key(|&i| srcs[i].len());
+            let maps: Vec<HashMap<&[u8], f64>> = order[1..].iter().map(|&i| srcs[i].iter().map(|(m, s)| (m.as_slice(), *s)).collect()).collect();
+            let first = order[0];
+            let mut out = Vec::new();
+            'outer: for (m, s) in &srcs[first] {
+                let mut score = weighted(*s, p.weights[first]);
+                for (map, &i) in maps.iter().zip(&order[1..]) {
+                    let Some(&v) = map.get(m.as_slice()) else { continue 'outer };
+                    aggregate(p.agg, &mut score, weighted(v, p.weights[i]));
+                }
+                out.push((m.clone(), score));
+                if card && p.limit > 0 && out.len() >= p.limit {
+                    break;
+                }
+            }
+            out
+        }
+        SetOp::Diff => {
+            let others: Vec<HashMap<&[u8], ()>> = srcs[1..].iter().map(|s| s.iter().map(|(m, _)| (m.as_slice(), ())).collect()).collect();
+            srcs[0].iter().filter(|(m, _)| !others.iter().any(|o| o.contains_key(m.as_slice()))).cloned().collect()
+        }
+    };
+    if !card {
+        result.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
+    }
+    Ok(result)
+}
+
+fn setop_reply(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
+    let p = parse_setop(args, 1, op, false, false)?;
+    let items = compute(ctx, &p, op, false)?;
+    reply_items(ctx.out(), &items, p.withscores);
+    Ok(())
+}
+
+fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
+    let p = parse_setop(args, 2, op, true, false)?;
+    let items = compute(ctx, &p, op, false)?;
+    store_result(ctx, &args[1], &items);
+    Ok(())
+}
+
+/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+pub fn zunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    setop_reply(ctx, args, SetOp::Union)
+}
+
+/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+pub fn zinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    setop_reply(ctx, args, SetOp::Inter)
+}
+
+/// ZDIFF numkeys key [key ...] [WITHSCORES]
+pub fn zdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    setop_reply(ctx, args, SetOp::Diff)
+}
+
+/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+pub fn zunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    setop_store(ctx, args, SetOp::Union)
+}
+
+/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+pub fn zinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    setop_store(ctx, args, SetOp::Inter)
+}
+
+/// ZDIFFSTORE dst numkeys key [key ...]
+pub fn zdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    setop_store(ctx, args, SetOp::Diff)
+}
+
+/// ZINTERCARD numkeys key [key ...] [LIMIT limit]
+pub fn zintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let p = parse_setop(args, 1, SetOp::Inter, false, true)?;
+    let n = compute(ctx, &p, SetOp::Inter, true)?.len();
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_select() {
+        let cfg = ZsetConfig::default();
+        let mut z = ZSet::new();
+        for (i, m) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            z.insert(m.as_bytes(), i as f64, &cfg);
+        }
+        assert_eq!(select(&z, &Range::Rank(0, -1), false, 0, -1), (0, 5));
+        assert_eq!(select(&z, &Range::Rank(0, 1), true, 0, -1), (3, 5));
+        assert_eq!(select(&z, &Range::Rank(3, 1), false, 0, -1), (0, 0));
+        let sr = Range::Score(ScoreRange::parse(b"(1", b"3").unwrap());
+        assert_eq!(select(&z, &sr, false, 0, -1), (2, 4));
+        assert_eq!(select(&z, &sr, true, 1, 5), (2, 3));
+        assert_eq!(select(&z, &sr, false, -1, 5), (0, 0));
+        let lr = Range::Lex(LexRange::parse(b"[b", b"(d").unwrap());
+        assert_eq!(bounds(&z, &lr), (1, 3));
+        assert!(LexRange::parse(b"b", b"+").is_err());
+        assert!(ScoreRange::parse(b"(x", b"1").is_err());
+    }
+}

@@ -1,0 +1,754 @@
+//! `ZSet`: the value of a Redis sorted set — members ordered by (score,
+//! member bytes), each member once.
+//!
+//! Two shapes over one packed entry format:
+//!
+//! ```text
+//! entry:  score [member len: LEB128] member
+//!   score tag  0x00..=0xef  the integer score 0..=239, no payload
+//!              0xf0 i16 LE | 0xf1 i32 LE | 0xf2 f64 LE (any other score)
+//!
+//! Small:  Vec<u8> = [flags u8][count u16 LE][entry][entry]...
+//!         sorted by (score, member); linear scan
+//! Large:  Box<Large> =
+//!         chunks: Vec<Chunk>   sorted runs of packed entries, each at most
+//!                              CHUNK_ENTRIES entries / CHUNK_BYTES bytes;
+//!                              chunk i's entries all sort before chunk i+1's
+//!         fen:    Vec<u32>     Fenwick tree of chunk lengths (rank <-> chunk)
+//!         index:  tags: Vec<u8> + scores: Vec<f64>
+//!                              open addressing by member hash, linear
+//!                              probing: a 1-byte hash tag and the member's
+//!                              score, no member bytes; any capacity
+//!                              (fastrange), load kept in 3/4..7/8, so
+//!                              about 11 bytes a member
+//! ```
+//!
+//! The index finds a member's score in O(1) without storing the member a
+//! second time: a tag match yields a candidate score, confirmed by looking
+//! up (score, member) in the chunks (binary search on each chunk's first
+//! entry, then a scan of one chunk). Removal leaves a tombstone; the index
+//! is rebuilt from the chunks when it grows, shrinks or fills with
+//! tombstones, so it is always a function of the chunks' contents.
+//!
+//! Complexity (n members, c = n / ~CHUNK_ENTRIES chunks): score lookup,
+//! insert, remove, rank and seek-by-rank are O(log c + CHUNK_ENTRIES); a
+//! chunk split or merge rebuilds the Fenwick tree, O(c), once per about
+//! CHUNK_ENTRIES/2 inserts. Iteration from a rank is O(1) per entry.
+//!
+//! A set starts small and becomes large past `small_max_entries` members or
+//! `small_max_bytes` bytes (`maybe_convert`, the one place that converts);
+//! the small buffer becomes the first chunk, so nothing is re-encoded.
+//! What OBJECT ENCODING says is a sticky flag set by Redis's own rules
+//! (`zset-max-listpack-entries`/`-value`): "skiplist" once Redis would have
+//! converted, else "listpack". Our shape thresholds are independent.
+//!
+//! Scores are never NaN (callers reject NaN). -0.0 and 0.0 compare equal,
+//! as in Redis, and are stored as given.
+//!
+//! Memory (`mem_usage`): heap bytes this set owns, each block rounded to
+//! jemalloc's size class; the owner counts `size_of::<ZSet>()`.
+
+use std::cmp::Ordering;
+
+use crate::encoding::{alloc_size, reserve_class, shrink_class};
+use crate::segment::hash;
+
+/// Small header: flags, then the member count as u16 LE.
+const HDR: usize = 3;
+/// Redis would report "skiplist".
+const F_SKIPLIST: u8 = 1;
+/// Most entries in one chunk of the large shape.
+const CHUNK_ENTRIES: usize = 64;
+/// Most bytes in one chunk (a chunk holding a single larger entry is fine).
+const CHUNK_BYTES: usize = 2048;
+/// Index tags: 0 empty, 1 tombstone, 2..=255 hash-derived.
+const EMPTY: u8 = 0;
+const TOMB: u8 = 1;
+
+/// Thresholds steering encodings. The first two are Redis's config
+/// parameters and only decide what `encoding_name` answers; the rest are
+/// ours (tests shrink them to exercise conversion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZsetConfig {
+    /// `zset-max-listpack-entries` (default 128).
+    pub max_listpack_entries: usize,
+    /// `zset-max-listpack-value` (default 64).
+    pub max_listpack_value: usize,
+    /// Most members the small shape holds (at most 65535).
+    pub small_max_entries: usize,
+    /// Most bytes the small shape's buffer holds.
+    pub small_max_bytes: usize,
+}
+
+impl Default for ZsetConfig {
+    fn default() -> Self {
+        ZsetConfig { max_listpack_entries: 128, max_listpack_value: 64, small_max_entries: 128, small_max_bytes: 4096 }
+    }
+}
+
+/// Total order of (score, member) pairs: by score (NaN never occurs, -0.0
+/// equals 0.0), then by member bytes.
+pub fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
+    s1.partial_cmp(&s2).unwrap_or(Ordering::Equal).then_with(|| m1.cmp(m2))
+}
+
+// ---- packed entries --------------------------------------------------------
+
+fn varint_len(mut n: usize) -> usize {
+    let mut len = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        len += 1;
+    }
+    len
+}
+
+fn score_len(s: f64) -> usize {
+    let i = s as i64;
+    if i as f64 != s || (s == 0.0 && s.is_sign_negative()) {
+        9
+    } else if (0..0xf0).contains(&i) {
+        1
+    } else if i16::try_from(i).is_ok() {
+        3
+    } else if i32::try_from(i).is_ok() {
+        5
+    } else {
+        9
+    }
+}
+
+fn entry_len(score: f64, member: &[u8]) -> usize {
+    score_len(score) + varint_len(member.len()) + member.len()
+}
+
+fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
+    let i = score as i64;
+    match score_len(score) {
+        1 => out.push(i as u8),
+        3 => {
+            out.push(0xf0);
+            out.extend_from_slice(&(i as i16).to_le_bytes());
+        }
+        5 => {
+            out.push(0xf1);
+            out.extend_from_slice(&(i as i32).to_le_bytes());
+        }
+        _ => {
+            out.push(0xf2);
+            out.extend_from_slice(&score.to_le_bytes());
+        }
+    }
+    let mut n = member.len();
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(member);
+}
+
+/// Decodes the entry at `off`: (score, member, offset past it).
+fn decode(b: &[u8], off: usize) -> (f64, &[u8], usize) {
+    let (score, mut p) = match b[off] {
+        t @ 0..=0xef => (t as f64, off + 1),
+        0xf0 => (i16::from_le_bytes([b[off + 1], b[off + 2]]) as f64, off + 3),
+        0xf1 => (i32::from_le_bytes(b[off + 1..off + 5].try_into().expect("4 bytes")) as f64, off + 5),
+        0xf2 => (f64::from_le_bytes(b[off + 1..off + 9].try_into().expect("8 bytes")), off + 9),
+        t => panic!("corrupt zset entry tag {t:#x}"),
+    };
+    let (mut n, mut shift) = (0usize, 0);
+    loop {
+        let c = b[p];
+        p += 1;
+        n |= ((c & 0x7f) as usize) << shift;
+        if c & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    (score, &b[p..p + n], p + n)
+}
+
+/// Entries of a packed run, in order.
+#[derive(Debug, Clone)]
+struct Packed<'a> {
+    buf: &'a [u8],
+    off: usize,
+}
+
+impl<'a> Iterator for Packed<'a> {
+    type Item = (f64, &'a [u8], usize);
+
+    /// Yields (score, member, offset of the entry).
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.off >= self.buf.len() {
+            return None;
+        }
+        let at = self.off;
+        let (s, m, end) = decode(self.buf, at);
+        self.off = end;
+        Some((s, m, at))
+    }
+}
+
+fn packed(buf: &[u8], from: usize) -> Packed<'_> {
+    Packed { buf, off: from }
+}
+
+/// Inserts an entry at byte offset `at`.
+fn insert_at(buf: &mut Vec<u8>, at: usize, score: f64, member: &[u8]) {
+    let mut e = Vec::with_capacity(entry_len(score, member));
+    encode(&mut e, score, member);
+    reserve_class(buf, e.len());
+    buf.splice(at..at, e);
+}
+
+// ---- large shape -----------------------------------------------------------
+
+#[derive(Debug, Clone, Default)]
+struct Chunk {
+    buf: Vec<u8>,
+    len: u32,
+}
+
+impl Chunk {
+    fn first(&self) -> (f64, &[u8]) {
+        let (s, m, _) = decode(&self.buf, 0);
+        (s, m)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Large {
+    chunks: Vec<Chunk>,
+    fen: Vec<u32>,
+    len: usize,
+    flags: u8,
+    tags: Vec<u8>,
+    scores: Vec<f64>,
+    /// Slots holding a member or a tombstone.
+    used: usize,
+}
+
+/// The slot a hash starts probing at: `h` scaled onto [0, cap), so the
+/// capacity need not be a power of two and can grow in small steps.
+fn home(h: u64, cap: usize) -> usize {
+    ((h as u128 * cap as u128) >> 64) as usize
+}
+
+fn tag_of(h: u64) -> u8 {
+    // Low bits: `home` uses the high ones.
+    2 + (h as u8 % 254)
+}
+
+impl Large {
+    fn from_chunk(buf: Vec<u8>, len: usize, flags: u8) -> Large {
+        let mut l = Large { chunks: vec![Chunk { buf, len: len as u32 }], fen: Vec::new(), len, flags, tags: Vec::new(), scores: Vec::new(), used: 0 };
+        while l.chunks.iter().any(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)) {
+            let i = l.chunks.iter().position(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)).expect("found above");
+            l.split(i);
+        }
+        l.rebuild_fen();
+        l.rebuild_index();
+        l
+    }
+
+    fn rebuild_fen(&mut self) {
+        let n = self.chunks.len();
+        self.fen.clear();
+        self.fen.extend(self.chunks.iter().map(|c| c.len));
+        for i in 0..n {
+            let j = i | (i + 1);
+            if j < n {
+                self.fen[j] += self.fen[i];
+            }
+        }
+        self.fen.shrink_to(alloc_size(n * 4) / 4);
+    }
+
+    fn fen_add(&mut self, mut i: usize, delta: i32) {
+        while i < self.fen.len() {
+            self.fen[i] = self.fen[i].wrapping_add_signed(delta);
+            i |= i + 1;
+        }
+    }
+
+    /// Entries in chunks [0, i).
+    fn prefix(&self, mut i: usize) -> usize {
+        let mut s = 0;
+        while i > 0 {
+            s += self.fen[i - 1] as usize;
+            i &= i - 1;
+        }
+        s
+    }
+
+    /// The chunk holding rank `r` (< len) and the rank within it.
+    fn seek(&self, mut r: usize) -> (usize, usize) {
+        let n = self.fen.len();
+        let mut pos = 0;
+        let mut step = n.next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && (self.fen[next - 1] as usize) <= r {
+                r -= self.fen[next - 1] as usize;
+                pos = next;
+            }
+            step >>= 1;
+        }
+        (pos, r)
+    }
+
+    /// Number of entries for which `before` holds (a prefix of the order),
+    /// and the chunk where the first entry failing it is or would go.
+    fn partition(&self, before: &impl Fn(f64, &[u8]) -> bool) -> (usize, usize, usize) {
+        let ci = self.chunks.partition_point(|c| {
+            let (s, m) = c.first();
+            before(s, m)
+        });
+        if ci == 0 {
+            return (0, 0, 0);
+        }
+        let c = &self.chunks[ci - 1];
+        let mut k = 0;
+        let mut off = c.buf.len();
+        for (s, m, at) in packed(&c.buf, 0) {
+            if !before(s, m) {
+                off = at;
+                break;
+            }
+            k += 1;
+        }
+        (self.prefix(ci - 1) + k, ci - 1, off)
+    }
+
+    /// Finds (score, member): (chunk, byte offset, entry end).
+    fn locate(&self, score: f64, member: &[u8]) -> Option<(usize, usize, usize)> {
+        let ci = self.chunks.partition_point(|c| {
+            let (s, m) = c.first();
+            cmp_entry(s, m, score, member) != Ordering::Greater
+        });
+        let c = &self.chunks[ci.checked_sub(1)?];
+        for (s, m, at) in packed(&c.buf, 0) {
+            match cmp_entry(s, m, score, member) {
+                Ordering::Less => {}
+                Ordering::Equal => return Some((ci - 1, at, at + entry_len(s, m))),
+                Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+
+    /// Index slot and score of `member`.
+    fn find(&self, member: &[u8]) -> Option<(usize, f64)> {
+        if self.tags.is_empty() {
+            return None;
+        }
+        let h = hash(member);
+        let (tag, cap) = (tag_of(h), self.tags.len());
+        let mut i = home(h, cap);
+        loop {
+            match self.tags[i] {
+                EMPTY => return None,
+                t if t == tag && self.locate(self.scores[i], member).is_some() => return Some((i, self.scores[i])),
+                _ => {}
+            }
+            i = if i + 1 == cap { 0 } else { i + 1 };
+        }
+    }
+
+    /// Adds `member`, just inserted into the chunks, to the index.
+    fn index_add(&mut self, member: &[u8], score: f64) {
+        if (self.used + 1) * 8 > self.tags.len() * 7 {
+            // The rebuild reads the chunks, which already hold the member.
+            self.rebuild_index();
+            return;
+        }
+        let h = hash(member);
+        let cap = self.tags.len();
+        let mut i = home(h, cap);
+        while self.tags[i] > TOMB {
+            i = if i + 1 == cap { 0 } else { i + 1 };
+        }
+        self.used += usize::from(self.tags[i] == EMPTY);
+        self.tags[i] = tag_of(h);
+        self.scores[i] = score;
+    }
+
+    /// Rebuilds the index from the chunks at a load of about 3/4.
+    fn rebuild_index(&mut self) {
+        let cap = self.len + self.len / 3 + 8;
+        self.tags = vec![EMPTY; cap];
+        self.scores = vec![0.0; cap];
+        self.used = 0;
+        for c in &self.chunks {
+            for (s, m, _) in packed(&c.buf, 0) {
+                let h = hash(m);
+                let mut i = home(h, cap);
+                while self.tags[i] != EMPTY {
+                    i = if i + 1 == cap { 0 } else { i + 1 };
+                }
+                self.tags[i] = tag_of(h);
+                self.scores[i] = s;
+                self.used += 1;
+            }
+        }
+    }
+
+    fn split(&mut self, ci: usize) {
+        let c = &mut self.chunks[ci];
+        let half = c.len as usize / 2;
+        let (_, _, at) = packed(&c.buf, 0).nth(half).expect("half < len");
+        let mut tail = Vec::new();
+        reserve_class(&mut tail, c.buf.len() - at);
+        tail.extend_from_slice(&c.buf[at..]);
+        c.buf.truncate(at);
+        shrink_class(&mut c.buf);
+        let moved = c.len - half as u32;
+        c.len = half as u32;
+        self.chunks.insert(ci + 1, Chunk { buf: tail, len: moved });
+    }
+
+    /// Inserts a new (absent) member into chunk order.
+    fn insert_sorted(&mut self, score: f64, member: &[u8]) {
+        if self.chunks.is_empty() {
+            self.chunks.push(Chunk::default());
+            self.rebuild_fen();
+        }
+        let (_, ci, off) = self.partition(&|s, m| cmp_entry(s, m, score, member) == Ordering::Less);
+        let c = &mut self.chunks[ci];
+        insert_at(&mut c.buf, off, score, member);
+        c.len += 1;
+        self.len += 1;
+        if c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1) {
+            self.split(ci);
+            self.rebuild_fen();
+        } else {
+            self.fen_add(ci, 1);
+        }
+    }
+
+    /// Removes the entry at (chunk, offset..end), merging small neighbours.
+    fn remove_at(&mut self, ci: usize, at: usize, end: usize) {
+        let c = &mut self.chunks[ci];
+        c.buf.drain(at..end);
+        c.len -= 1;
+        self.len -= 1;
+        if c.len == 0 {
+            self.chunks.remove(ci);
+            self.rebuild_fen();
+            return;
+        }
+        let merge = |a: &Chunk, b: &Chunk| (a.len + b.len) as usize <= CHUNK_ENTRIES / 2 && a.buf.len() + b.buf.len() <= CHUNK_BYTES / 2;
+        let with = if ci + 1 < self.chunks.len() && merge(&self.chunks[ci], &self.chunks[ci + 1]) {
+            Some(ci)
+        } else if ci > 0 && merge(&self.chunks[ci - 1], &self.chunks[ci]) {
+            Some(ci - 1)
+        } else {
+            None
+        };
+        if let Some(a) = with {
+            let b = self.chunks.remove(a + 1);
+            let c = &mut self.chunks[a];
+            reserve_class(&mut c.buf, b.buf.len());
+            c.buf.extend_from_slice(&b.buf);
+            c.len += b.len;
+            self.rebuild_fen();
+        } else {
+            shrink_class(&mut self.chunks[ci].buf);
+            self.fen_add(ci, -1);
+        }
+    }
+
+    fn mem_usage(&self) -> usize {
+        alloc_size(size_of::<Large>())
+            + alloc_size(self.chunks.capacity() * size_of::<Chunk>())
+            + self.chunks.iter().map(|c| alloc_size(c.buf.capacity())).sum::<usize>()
+            + alloc_size(self.fen.capacity() * 4)
+            + alloc_size(self.tags.capacity())
+            + alloc_size(self.scores.capacity() * 8)
+    }
+}
+
+// ---- the type --------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Small(Vec<u8>),
+    Large(Box<Large>),
+}
+
+/// A sorted set value.
+#[derive(Debug, Clone)]
+pub struct ZSet {
+    repr: Repr,
+}
+
+/// Equal members with bit-identical scores, whatever the shapes.
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+    }
+}
+
+impl Eq for ZSet {}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::new()
+    }
+}
+
+impl ZSet {
+    /// An empty sorted set (small shape).
+    pub fn new() -> ZSet {
+        let mut buf = Vec::new();
+        reserve_class(&mut buf, HDR);
+        buf.extend_from_slice(&[0; HDR]);
+        ZSet { repr: Repr::Small(buf) }
+    }
+
+    /// An empty sorted set about to receive about `size_hint` members, the
+    /// longest `max_len_hint` bytes: named "skiplist" from the start when
+    /// Redis would create one (as ZADD and the *STORE commands do).
+    pub fn with_hint(size_hint: usize, max_len_hint: usize, cfg: &ZsetConfig) -> ZSet {
+        let mut z = ZSet::new();
+        if size_hint > cfg.max_listpack_entries || max_len_hint > cfg.max_listpack_value {
+            z.set_flag(F_SKIPLIST);
+        }
+        z
+    }
+
+    /// Notes that about `size_hint` members are about to be added (ZADD with
+    /// many pairs): Redis converts to a skiplist up front past its entry
+    /// threshold, so the name follows.
+    pub fn size_hint(&mut self, size_hint: usize, cfg: &ZsetConfig) {
+        if size_hint > cfg.max_listpack_entries {
+            self.set_flag(F_SKIPLIST);
+        }
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(b) => u16::from_le_bytes([b[1], b[2]]) as usize,
+            Repr::Large(l) => l.len,
+        }
+    }
+
+    /// True if no member is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn set_small_len(b: &mut [u8], n: usize) {
+        b[1..3].copy_from_slice(&(n as u16).to_le_bytes());
+    }
+
+    /// The score of `member`.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Small(b) => packed(b, HDR).find(|e| e.1 == member).map(|e| e.0),
+            Repr::Large(l) => l.find(member).map(|(_, s)| s),
+        }
+    }
+
+    /// Sets `member`'s score (NaN is a caller bug). Returns the previous
+    /// score, None if the member is new.
+    pub fn insert(&mut self, member: &[u8], score: f64, cfg: &ZsetConfig) -> Option<f64> {
+        debug_assert!(!score.is_nan());
+        let old = self.score(member);
+        if let Some(o) = old {
+            if o == score && o.is_sign_negative() == score.is_sign_negative() {
+                return old;
+            }
+            self.remove_entry(member, o);
+        }
+        match &mut self.repr {
+            Repr::Small(b) => {
+                let at = packed(b, HDR)
+                    .find(|e| cmp_entry(e.0, e.1, score, member) == Ordering::Greater)
+                    .map_or(b.len(), |e| e.2);
+                insert_at(b, at, score, member);
+                let n = u16::from_le_bytes([b[1], b[2]]) as usize + 1;
+                Self::set_small_len(b, n);
+            }
+            Repr::Large(l) => {
+                l.insert_sorted(score, member);
+                l.index_add(member, score);
+            }
+        }
+        if member.len() > cfg.max_listpack_value {
+            self.set_flag(F_SKIPLIST);
+        }
+        self.maybe_convert(cfg);
+        old
+    }
+
+    /// Removes `member`, whose score is `score`, from the order and the index.
+    fn remove_entry(&mut self, member: &[u8], score: f64) {
+        match &mut self.repr {
+            Repr::Small(b) => {
+                let Some((_, _, at)) = packed(b, HDR).find(|e| e.1 == member) else { return };
+                let end = at + entry_len(score, member);
+                b.drain(at..end);
+                let n = u16::from_le_bytes([b[1], b[2]]) as usize - 1;
+                Self::set_small_len(b, n);
+                shrink_class(b);
+            }
+            Repr::Large(l) => {
+                let Some((i, _)) = l.find(member) else { return };
+                let (ci, at, end) = l.locate(score, member).expect("indexed member is in a chunk");
+                l.remove_at(ci, at, end);
+                l.tags[i] = TOMB;
+                if l.len > 16 && l.len * 3 < l.tags.len() {
+                    l.rebuild_index();
+                }
+            }
+        }
+    }
+
+    /// Removes `member`; returns its score if it was present.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let s = self.score(member)?;
+        self.remove_entry(member, s);
+        Some(s)
+    }
+
+    /// Number of members for which `before(score, member)` holds, given
+    /// that it holds for a prefix of the order (e.g. "score < 5").
+    pub fn partition(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+        match &self.repr {
+            Repr::Small(b) => packed(b, HDR).take_while(|e| before(e.0, e.1)).count(),
+            Repr::Large(l) => l.partition(&before).0,
+        }
+    }
+
+    /// 0-based ascending rank of `member` and its score.
+    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+        let s = self.score(member)?;
+        Some((self.partition(|es, em| cmp_entry(es, em, s, member) == Ordering::Less), s))
+    }
+
+    /// Members from rank `start` on (ascending), with their scores.
+    pub fn iter_from(&self, start: usize) -> Iter<'_> {
+        match &self.repr {
+            Repr::Small(b) => {
+                let mut cur = packed(b, HDR);
+                for _ in 0..start {
+                    if cur.next().is_none() {
+                        break;
+                    }
+                }
+                Iter { cur, rest: [].iter() }
+            }
+            Repr::Large(l) if start < l.len => {
+                let (ci, r) = l.seek(start);
+                let mut cur = packed(&l.chunks[ci].buf, 0);
+                for _ in 0..r {
+                    cur.next();
+                }
+                Iter { cur, rest: l.chunks[ci + 1..].iter() }
+            }
+            Repr::Large(_) => Iter { cur: packed(&[], 0), rest: [].iter() },
+        }
+    }
+
+    /// All members in ascending order, with their scores.
+    pub fn iter(&self) -> Iter<'_> {
+        self.iter_from(0)
+    }
+
+    /// The member at rank `r` (ascending) and its score.
+    pub fn get_by_rank(&self, r: usize) -> Option<(&[u8], f64)> {
+        self.iter_from(r).next()
+    }
+
+    /// One ZSCAN step: calls `f` for members from `cursor` (a rank) on,
+    /// at least `count` of them; returns the next cursor (0: done). A small
+    /// set is returned whole, as Redis does for a listpack. Ranks shift when
+    /// members before the cursor are removed, so under concurrent removal a
+    /// member may be missed (Redis guarantees more; ZSCAN users rarely mix).
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        if let Repr::Small(_) = self.repr {
+            self.iter().for_each(|(m, s)| f(m, s));
+            return 0;
+        }
+        let start = usize::try_from(cursor).unwrap_or(usize::MAX);
+        let mut n = 0;
+        for (m, s) in self.iter_from(start).take(count.max(1)) {
+            f(m, s);
+            n += 1;
+        }
+        let next = start.saturating_add(n);
+        if next >= self.len() { 0 } else { next as u64 }
+    }
+
+    /// Heap bytes owned, rounded to allocator size classes.
+    pub fn mem_usage(&self) -> usize {
+        match &self.repr {
+            Repr::Small(b) => alloc_size(b.capacity()),
+            Repr::Large(l) => l.mem_usage(),
+        }
+    }
+
+    /// What Redis's OBJECT ENCODING would answer: "listpack" or "skiplist".
+    pub fn encoding_name(&self) -> &'static str {
+        if self.flags() & F_SKIPLIST != 0 { "skiplist" } else { "listpack" }
+    }
+
+    fn flags(&self) -> u8 {
+        match &self.repr {
+            Repr::Small(b) => b[0],
+            Repr::Large(l) => l.flags,
+        }
+    }
+
+    fn set_flag(&mut self, f: u8) {
+        match &mut self.repr {
+            Repr::Small(b) => b[0] |= f,
+            Repr::Large(l) => l.flags |= f,
+        }
+    }
+
+    /// The one place a sorted set changes shape or Redis-visible encoding:
+    /// marks "skiplist" past Redis's entry threshold, and moves a small set
+    /// into chunks past our own limits.
+    pub fn maybe_convert(&mut self, cfg: &ZsetConfig) {
+        if self.len() > cfg.max_listpack_entries {
+            self.set_flag(F_SKIPLIST);
+        }
+        let Repr::Small(b) = &mut self.repr else { return };
+        let n = u16::from_le_bytes([b[1], b[2]]) as usize;
+        if n > cfg.small_max_entries.min(u16::MAX as usize - 1) || b.len() > cfg.small_max_bytes {
+            let mut entries = std::mem::take(b);
+            let flags = entries[0];
+            entries.drain(..HDR);
+            self.repr = Repr::Large(Box::new(Large::from_chunk(entries, n, flags)));
+        }
+    }
+}
+
+/// Members of a sorted set in ascending order, with scores.
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    cur: Packed<'a>,
+    rest: std::slice::Iter<'a, Chunk>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((s, m, _)) = self.cur.next() {
+                return Some((m, s));
+            }
+            self.cur = packed(&self.rest.next()?.buf, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! Tests of `ZSet`: a model-based property test across both shapes and the
+//! conversion, rank/partition/iteration checks, and bytes-per-member figures.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn small_cfg() -> ZsetConfig {
+    ZsetConfig { max_listpack_entries: 4, max_listpack_value: 8, small_max_entries: 6, small_max_bytes: 80 }
+}
+
+fn is_large(z: &ZSet) -> bool {
+    matches!(z.repr, Repr::Large(_))
+}
+
+/// The model's view in set order.
+fn ordered(m: &BTreeMap<Vec<u8>, f64>) -> Vec<(Vec<u8>, f64)> {
+    let mut v: Vec<_> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
+    v.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
+    v
+}
+
+fn check(z: &ZSet, m: &BTreeMap<Vec<u8>, f64>) {
+    let want = ordered(m);
+    assert_eq!(z.len(), want.len());
+    let got: Vec<_> = z.iter().map(|(k, s)| (k.to_vec(), s)).collect();
+    assert_eq!(got, want);
+    for (r, (k, s)) in want.iter().enumerate() {
+        assert_eq!(z.score(k), Some(*s));
+        assert_eq!(z.rank(k), Some((r, *s)));
+        assert_eq!(z.get_by_rank(r).map(|(k, s)| (k.to_vec(), s)), Some((k.clone(), *s)));
+    }
+    if let Repr::Large(l) = &z.repr {
+        assert_eq!(l.chunks.iter().map(|c| c.len as usize).sum::<usize>(), l.len);
+        assert!(l.chunks.iter().all(|c| c.len > 0));
+        assert_eq!(l.tags.iter().filter(|&&t| t > TOMB).count(), l.len);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(u16, i32, bool),
+    Remove(u16),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0u16..300, -300i32..300, any::<bool>()).prop_map(|(k, s, f)| Op::Insert(k, s, f)),
+        1 => (0u16..300).prop_map(Op::Remove),
+    ]
+}
+
+fn member(k: u16) -> Vec<u8> {
+    // Varying lengths, a few long enough to trip the small-bytes limit.
+    let mut m = format!("m{k}").into_bytes();
+    if k % 37 == 0 {
+        m.extend(std::iter::repeat_n(b'x', 40));
+    }
+    m
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn matches_model(ops in proptest::collection::vec(op(), 1..1500)) {
+        let cfg = small_cfg();
+        let mut z = ZSet::new();
+        let mut m = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Insert(k, s, frac) => {
+                    let score = if frac { s as f64 / 7.0 } else { s as f64 * 1000.0 };
+                    let k = member(k);
+                    prop_assert_eq!(z.insert(&k, score, &cfg), m.insert(k, score));
+                }
+                Op::Remove(k) => {
+                    let k = member(k);
+                    prop_assert_eq!(z.remove(&k), m.remove(&k));
+                }
+            }
+        }
+        check(&z, &m);
+        let lo = z.partition(|s, _| s < 0.0);
+        prop_assert_eq!(lo, m.values().filter(|&&s| s < 0.0).count());
+    }
+}
+
+#[test]
+fn scores_round_trip() {
+    let cfg = ZsetConfig::default();
+    let mut z = ZSet::new();
+    let scores = [0.0, -0.0, 1.0, 239.0, 240.0, -1.0, 32767.0, -32769.0, 1e15, 1.5, f64::INFINITY, f64::NEG_INFINITY, 1e300, 5e-324];
+    for (i, s) in scores.iter().enumerate() {
+        z.insert(format!("{i}").as_bytes(), *s, &cfg);
+    }
+    for (i, s) in scores.iter().enumerate() {
+        let got = z.score(format!("{i}").as_bytes()).unwrap();
+        assert_eq!(got.to_bits(), s.to_bits(), "{s}");
+    }
+    assert_eq!(z.get_by_rank(0).unwrap().1, f64::NEG_INFINITY);
+    // -0.0 and 0.0 tie on score and order by member.
+    assert_eq!(z.rank(b"0").unwrap().0 + 1, z.rank(b"1").unwrap().0);
+}
+
+#[test]
+fn encoding_names_follow_redis() {
+    let cfg = small_cfg();
+    let mut z = ZSet::new();
+    for i in 0..4 {
+        z.insert(format!("{i}").as_bytes(), i as f64, &cfg);
+    }
+    assert_eq!(z.encoding_name(), "listpack");
+    z.insert(b"4", 4.0, &cfg);
+    assert_eq!(z.encoding_name(), "skiplist");
+    for i in 0..5 {
+        z.remove(format!("{i}").as_bytes());
+    }
+    assert!(z.is_empty());
+    let mut z = ZSet::new();
+    z.insert(b"123456789", 1.0, &cfg);
+    assert_eq!(z.encoding_name(), "skiplist");
+    assert_eq!(ZSet::with_hint(5, 1, &cfg).encoding_name(), "skiplist");
+    assert_eq!(ZSet::with_hint(4, 8, &cfg).encoding_name(), "listpack");
+}
+
+#[test]
+fn large_random_ops_and_scan() {
+    let cfg = ZsetConfig::default();
+    let mut z = ZSet::new();
+    let mut m = BTreeMap::new();
+    let mut s: u64 = 88172645463325252;
+    for _ in 0..20_000 {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let k = format!("member:{}", s % 3000).into_bytes();
+        if s % 5 == 0 {
+            assert_eq!(z.remove(&k), m.remove(&k));
+        } else {
+            let score = ((s >> 20) % 1000) as f64;
+            assert_eq!(z.insert(&k, score, &cfg), m.insert(k, score));
+        }
+    }
+    assert!(is_large(&z));
+    check(&z, &m);
+    let mut seen = Vec::new();
+    let mut cur = 0;
+    loop {
+        cur = z.scan(cur, 10, |k, _| seen.push(k.to_vec()));
+        if cur == 0 {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), m.len());
+    while let Some((k, _)) = z.get_by_rank(0).map(|(k, s)| (k.to_vec(), s)) {
+        z.remove(&k);
+    }
+    assert!(z.is_empty());
+}
+
+/// Bytes per member (heap of the set only) for "member:N" with integer
+/// scores, at several sizes: the curve must stay smooth across the
+/// small -> large conversion. Run with --nocapture to see the figures.
+#[test]
+fn bytes_per_member() {
+    let cfg = ZsetConfig::default();
+    let mut prev = 0.0;
+    for n in [10usize, 100, 128, 129, 200, 1000, 10_000, 100_000] {
+        let mut z = ZSet::new();
+        for i in 0..n {
+            z.insert(format!("member:{i}").as_bytes(), i as f64, &cfg);
+        }
+        let per = z.mem_usage() as f64 / n as f64;
+        println!("zset {n:>7} members: {per:.1} bytes/member");
+        assert!(per < 48.0, "{n}: {per}");
+        if prev > 0.0 {
+            assert!(per < prev * 2.5, "cliff at {n}: {prev} -> {per}");
+        }
+        prev = per;
+    }
+}
