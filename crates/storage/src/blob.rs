@@ -80,6 +80,27 @@ pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>
     addr
 }
 
+/// Replaces the integer stored in blob bytes `b` with `v` when the new value
+/// fits in the blob's current size class (INCR without a new allocation).
+/// Returns false, leaving `b` untouched, if the blob does not hold an
+/// integer or `v` needs a bigger class.
+pub fn rewrite_int(b: &mut [u8], v: i64) -> bool {
+    let flags = b[0];
+    if flags & 3 != KIND_INT || b.len() > MAX_SMALL {
+        return false;
+    }
+    let view = Blob::parse(b);
+    let at = b.len() - ((flags >> 3) & 0xF) as usize - view.value.len();
+    let vlen = int_bytes(v);
+    if at + vlen > b.len() || b.len() - at - vlen > 15 {
+        return false;
+    }
+    let pad = b.len() - at - vlen;
+    b[0] = (flags & 7) | (pad as u8) << 3;
+    b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]);
+    true
+}
+
 /// A decoded view of a blob.
 #[derive(Debug, Clone, Copy)]
 pub struct Blob<'a> {

@@ -39,7 +39,18 @@ use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_cl
 use crate::slab::{jemalloc_size, Slab};
 use crate::types::hash::Hash;
 use crate::types::zset::ZSet;
-use crate::value::{StrRef, Value, ValueMut, ValueRef};
+use crate::value::{parse_canonical_i64, StrRef, Value, ValueMut, ValueRef};
+
+/// Why `Db::incr_by` refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrError {
+    /// The key holds a collection.
+    WrongType,
+    /// The string is not an integer.
+    NotInt,
+    /// The result does not fit an i64.
+    Overflow,
+}
 
 /// What an insert does to the key's deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -544,6 +555,31 @@ impl Db {
         }
     }
 
+    /// INCRBY on the string at `key`: adds `by` to its integer value (an
+    /// absent key counts as 0 and is created without a deadline; an existing
+    /// deadline is kept). The integer is rewritten in place when it still
+    /// fits its blob, so a counter update costs one lookup.
+    ///
+    /// Errors: `IncrError::WrongType` for a collection, `NotInt` for a
+    /// string that is not an integer, `Overflow` when the sum overflows.
+    pub fn incr_by(&mut self, key: &[u8], by: i64, now: i64) -> Result<i64, IncrError> {
+        let Some((si, pos)) = self.live(key, now) else {
+            self.insert(key, Value::Int(by), Ttl::Clear, now);
+            return Ok(by);
+        };
+        let s = self.segs[si].slots[pos];
+        let cur = match self.blob(s).body() {
+            Body::Obj(_) => return Err(IncrError::WrongType),
+            Body::Str(StrRef::Int(v)) => v,
+            Body::Str(StrRef::Bytes(b)) => parse_canonical_i64(b).ok_or(IncrError::NotInt)?,
+        };
+        let v = cur.checked_add(by).ok_or(IncrError::Overflow)?;
+        if !blob::rewrite_int(self.slab.bytes_mut(addr_of(s)), v) {
+            self.insert(key, Value::Int(v), Ttl::Keep, now);
+        }
+        Ok(v)
+    }
+
     /// Sets the deadline of a live key (None removes it). Returns false if absent.
     pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>, now: i64) -> bool {
         let Some((si, pos)) = self.live(key, now) else { return false };
@@ -735,6 +771,25 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn incr_by_in_place_and_across_classes() {
+        let mut db = Db::new();
+        assert_eq!(db.incr_by(b"c", 5, 0), Ok(5));
+        db.set_expire(b"c", Some(1_000), 0);
+        for _ in 0..300 {
+            db.incr_by(b"c", 1, 0).unwrap();
+        }
+        assert_eq!(db.get(b"c", 0), Some(ValueRef::Str(StrRef::Int(305))));
+        // Growing past the blob's class falls back to a new blob, deadline kept.
+        assert_eq!(db.incr_by(b"c", i64::MAX - 305, 0), Ok(i64::MAX));
+        assert_eq!(db.expire_of(b"c", 0), Some(Some(1_000)));
+        assert_eq!(db.incr_by(b"c", 1, 0), Err(IncrError::Overflow));
+        assert_eq!(db.incr_by(b"c", i64::MIN, 0), Ok(-1));
+        db.insert(b"s", Value::string(b"abc"), Ttl::Clear, 0);
+        assert_eq!(db.incr_by(b"s", 1, 0), Err(IncrError::NotInt));
+        assert_eq!(db.len(), 2);
+    }
     use crate::value::StrRef;
     use proptest::prelude::*;
     use std::collections::HashMap;

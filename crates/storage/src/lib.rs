@@ -13,5 +13,5 @@ mod slab;
 pub mod types;
 pub mod value;
 
-pub use keyspace::{Db, Ttl};
+pub use keyspace::{Db, IncrError, Ttl};
 pub use value::{StrRef, Value, ValueMut, ValueRef};

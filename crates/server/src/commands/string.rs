@@ -12,7 +12,7 @@
 //! and Redis's test suite see which error wins.
 
 use resp::Reply;
-use storage::{Db, StrRef, Ttl, Value, ValueRef};
+use storage::{Db, IncrError, StrRef, Ttl, Value, ValueRef};
 
 use super::flags::*;
 use super::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
@@ -409,13 +409,12 @@ pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// Adds `by` to the integer at `key` (0 if absent) and replies the result.
 fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let now = ctx.now;
-    let cur = match lookup_str(ctx.db(), key, now)? {
-        None => 0,
-        Some(StrRef::Int(v)) => v,
-        Some(StrRef::Bytes(b)) => resp::num::parse_i64(b).ok_or(CmdError::NotInt)?,
-    };
-    let v = cur.checked_add(by).ok_or(CmdError::Overflow)?;
-    ctx.set_value(key, Value::Int(v), Ttl::Keep);
+    let v = ctx.db().incr_by(key, by, now).map_err(|e| match e {
+        IncrError::WrongType => CmdError::WrongType,
+        IncrError::NotInt => CmdError::NotInt,
+        IncrError::Overflow => CmdError::Overflow,
+    })?;
+    ctx.key_modified(key);
     ctx.out().int(v);
     Ok(())
 }
