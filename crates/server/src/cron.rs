@@ -15,6 +15,7 @@ const FIELD_BATCH: usize = 2048;
 
 /// One cron tick.
 pub fn tick(srv: &mut Server) {
+    srv.rebase_clock();
     let now = unix_ms();
     if let Some(p) = srv.pause {
         if now >= p.until {

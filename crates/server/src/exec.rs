@@ -95,7 +95,8 @@ pub fn is_paused(srv: &Server, spec: &Spec, name: &str, now: i64) -> bool {
 
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
-    let now = unix_ms();
+    let start = Instant::now();
+    let now = srv.unix_ms_at(start);
     let table = srv.commands.clone();
     let spec = match lookup(&table, &argv) {
         Lookup::Found(s) => s,
@@ -138,7 +139,7 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     if paused {
         return false;
     }
-    run(srv, c, spec, &argv, now);
+    run(srv, c, spec, &argv, now, start);
     true
 }
 
@@ -178,7 +179,9 @@ fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
 }
 
 /// Runs a looked-up command and does the shared bookkeeping.
-pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now: i64) {
+/// `start` is when the command began (for its duration); `now` the Unix ms
+/// time it sees.
+pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now: i64, start: Instant) {
     let name = spec.full_name;
     if c.reply_mode == ReplyMode::SkipNext {
         c.reply_mode = ReplyMode::Skip;
@@ -187,12 +190,12 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
     c.last_cmd = name;
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
-    let start = Instant::now();
     let result = {
         let mut ctx = Ctx { srv, client: c, now };
         (spec.handler)(&mut ctx, argv)
     };
-    let usec = start.elapsed().as_micros() as u64;
+    let end = Instant::now();
+    let usec = end.duration_since(start).as_micros() as u64;
     // Keys the command found expired and deleted count as expired (INFO expired_keys).
     srv.expired_keys += srv.dbs[db].take_lazy_expired();
     if c.db != db {
@@ -204,7 +207,7 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
     }
     srv.total_commands += 1;
     c.commands += 1;
-    c.last_interaction = Instant::now();
+    c.last_interaction = end;
     let st = srv.cmdstats.entry(name).or_default();
     st.calls += 1;
     st.usec += usec;

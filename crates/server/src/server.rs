@@ -123,6 +123,12 @@ pub struct Server {
     pub rng: u64,
     /// SHUTDOWN requested.
     pub shutdown: bool,
+    /// Wall-clock reading paired with `clock_instant`, so a command's Unix
+    /// time derives from the monotonic clock it reads anyway (one clock
+    /// read per command instead of two). Rebased every cron tick.
+    pub clock_unix_ms: i64,
+    /// See `clock_unix_ms`.
+    pub clock_instant: Instant,
     /// Peak of used_memory.
     pub peak_memory: u64,
     /// Unix seconds of the last successful save.
@@ -196,6 +202,8 @@ impl Server {
             rng: seed | 1,
             shutdown: false,
             peak_memory: 0,
+            clock_unix_ms: unix_ms(),
+            clock_instant: Instant::now(),
             last_save: unix_ms() / 1000,
             pid: std::process::id(),
             client_kills: 0,
@@ -208,6 +216,18 @@ impl Server {
             net_writes: 0,
             eventloop_cycles: 0,
         }
+    }
+
+    /// Unix milliseconds at monotonic instant `t`.
+    pub fn unix_ms_at(&self, t: Instant) -> i64 {
+        self.clock_unix_ms + t.saturating_duration_since(self.clock_instant).as_millis() as i64
+    }
+
+    /// Re-reads the wall clock (called by cron), so clock adjustments show
+    /// within one tick.
+    pub fn rebase_clock(&mut self) {
+        self.clock_instant = Instant::now();
+        self.clock_unix_ms = unix_ms();
     }
 
     /// Next pseudo-random number (xorshift64*).

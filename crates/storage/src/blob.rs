@@ -101,6 +101,22 @@ pub fn rewrite_int(b: &mut [u8], v: i64) -> bool {
     true
 }
 
+/// Where the key starts and its length (after the flags byte and varint).
+fn key_span(b: &[u8]) -> (usize, usize) {
+    let mut at = 1;
+    let mut klen = 0usize;
+    let mut shift = 0;
+    loop {
+        let c = b[at];
+        at += 1;
+        klen |= ((c & 0x7F) as usize) << shift;
+        if c < 0x80 {
+            return (at, klen);
+        }
+        shift += 7;
+    }
+}
+
 /// A decoded view of a blob.
 #[derive(Debug, Clone, Copy)]
 pub struct Blob<'a> {
@@ -117,18 +133,7 @@ impl<'a> Blob<'a> {
     pub fn parse(b: &'a [u8]) -> Blob<'a> {
         let flags = b[0];
         let end = b.len() - ((flags >> 3) & 0xF) as usize;
-        let mut at = 1;
-        let mut klen = 0usize;
-        let mut shift = 0;
-        loop {
-            let c = b[at];
-            at += 1;
-            klen |= ((c & 0x7F) as usize) << shift;
-            if c < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
+        let (mut at, klen) = key_span(b);
         let key = &b[at..at + klen];
         at += klen;
         let deadline = if flags & HAS_TTL != 0 {
@@ -140,9 +145,11 @@ impl<'a> Blob<'a> {
         Blob { key, deadline, kind: flags & 3, value: &b[at..end] }
     }
 
-    /// Just the key, for hashing during a split.
+    /// Just the key (lookups compare it for every tag match; no need to
+    /// decode the rest).
     pub fn key_of(b: &'a [u8]) -> &'a [u8] {
-        Blob::parse(b).key
+        let (at, klen) = key_span(b);
+        &b[at..at + klen]
     }
 
     /// What the blob stores after the key.

@@ -87,7 +87,7 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     for argv in queue {
         match exec::lookup(&table, &argv) {
             Lookup::Found(spec) => {
-                exec::run(ctx.srv, ctx.client, spec, &argv, ctx.now);
+                exec::run(ctx.srv, ctx.client, spec, &argv, ctx.now, std::time::Instant::now());
             }
             Lookup::Unknown(e) | Lookup::BadArity(e) => exec::reply_error(ctx.srv, ctx.client, &e),
         }
