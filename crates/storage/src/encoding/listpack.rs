@@ -48,7 +48,10 @@ fn classify(elem: &[u8]) -> Enc<'_> {
             -2_147_483_648..=2_147_483_647 => 5,
             _ => 9,
         };
-        return Enc { value: StrRef::Int(v), body };
+        return Enc {
+            value: StrRef::Int(v),
+            body,
+        };
     }
     let n = elem.len();
     let hdr = if n < 64 {
@@ -58,7 +61,10 @@ fn classify(elem: &[u8]) -> Enc<'_> {
     } else {
         5
     };
-    Enc { value: StrRef::Bytes(elem), body: hdr + n }
+    Enc {
+        value: StrRef::Bytes(elem),
+        body: hdr + n,
+    }
 }
 
 fn backlen_len(body: usize) -> usize {
@@ -85,7 +91,7 @@ pub fn insert(buf: &mut Vec<u8>, at: usize, elem: &[u8]) -> usize {
     let total = e.body + bl;
     reserve_class(buf, total);
     let mut tmp = [0u8; 14];
-    let mut head = 0;
+    let head;
     let payload: &[u8] = match e.value {
         StrRef::Int(v) => {
             let (tag, n): (u8, usize) = match e.body {
@@ -166,7 +172,10 @@ pub fn decode(buf: &[u8], at: usize) -> (StrRef<'_>, usize) {
             le[..n].copy_from_slice(&buf[at + 1..at + 1 + n]);
             // Sign-extend from n bytes.
             let shift = 64 - 8 * n as u32;
-            (StrRef::Int((i64::from_le_bytes(le) << shift) >> shift), 1 + n)
+            (
+                StrRef::Int((i64::from_le_bytes(le) << shift) >> shift),
+                1 + n,
+            )
         }
         _ => panic!("corrupt listpack entry tag {tag:#x} at {at}"),
     };

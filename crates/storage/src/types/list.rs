@@ -151,7 +151,9 @@ fn is_plain(b: &[u8], cfg: &ListConfig) -> bool {
 
 /// True if node `b` may take one more element of `sz` raw bytes.
 fn allow_insert(b: &[u8], sz: usize, cfg: &ListConfig) -> bool {
-    !is_plain(b, cfg) && !cfg.is_large(sz) && !cfg.exceeds(lp_bytes(b) + sz + ESTIMATE_OVERHEAD, count(b) + 1)
+    !is_plain(b, cfg)
+        && !cfg.is_large(sz)
+        && !cfg.exceeds(lp_bytes(b) + sz + ESTIMATE_OVERHEAD, count(b) + 1)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +183,9 @@ impl Default for List {
 impl List {
     /// An empty list (small shape, one 8-byte block).
     pub fn new() -> List {
-        List { repr: Repr::Small(new_node()) }
+        List {
+            repr: Repr::Small(new_node()),
+        }
     }
 
     /// Number of elements.
@@ -207,7 +211,11 @@ impl List {
     /// Resolves a Redis index (negative counts from the tail) to 0..len.
     pub fn resolve(&self, index: i64) -> Option<usize> {
         let len = self.len() as i64;
-        let i = if index < 0 { index.checked_add(len)? } else { index };
+        let i = if index < 0 {
+            index.checked_add(len)?
+        } else {
+            index
+        };
         (0..len).contains(&i).then_some(i as usize)
     }
 
@@ -246,10 +254,18 @@ impl List {
     /// Elements from index `i` (0-based) towards the tail.
     pub fn iter_from(&self, i: usize) -> Iter<'_> {
         if i >= self.len() {
-            return Iter { nodes: Nodes::Many(&EMPTY), ni: 0, at: 0 };
+            return Iter {
+                nodes: Nodes::Many(&EMPTY),
+                ni: 0,
+                at: 0,
+            };
         }
         let (ni, at) = self.locate(i);
-        Iter { nodes: self.nodes(), ni, at }
+        Iter {
+            nodes: self.nodes(),
+            ni,
+            at,
+        }
     }
 
     /// All elements, head to tail.
@@ -260,7 +276,11 @@ impl List {
     /// Elements from index `i` (0-based) towards the head.
     pub fn rev_from(&self, i: usize) -> RevIter<'_> {
         if i >= self.len() {
-            return RevIter { nodes: Nodes::Many(&EMPTY), ni: 0, at: 0 };
+            return RevIter {
+                nodes: Nodes::Many(&EMPTY),
+                ni: 0,
+                at: 0,
+            };
         }
         let (ni, at) = self.locate(i);
         let nodes = self.nodes();
@@ -271,8 +291,13 @@ impl List {
     /// Converts a small list to a chain if adding `n` elements of `bytes`
     /// raw bytes in all could exceed the limit (Redis's check before a write).
     fn grow_check(&mut self, bytes: usize, n: usize, cfg: &ListConfig) {
-        let Repr::Small(b) = &mut self.repr else { return };
-        if cfg.exceeds(lp_bytes(b).saturating_add(bytes), count(b).saturating_add(n)) {
+        let Repr::Small(b) = &mut self.repr else {
+            return;
+        };
+        if cfg.exceeds(
+            lp_bytes(b).saturating_add(bytes),
+            count(b).saturating_add(n),
+        ) {
             let b = std::mem::take(b);
             let len = count(&b);
             let mut nodes = VecDeque::new();
@@ -286,7 +311,9 @@ impl List {
     /// Turns a one-node chain back into a small list once it is under half
     /// the limit (Redis's hysteresis after a shrinking write).
     fn shrink_check(&mut self, cfg: &ListConfig) {
-        let Repr::Large(c) = &mut self.repr else { return };
+        let Repr::Large(c) = &mut self.repr else {
+            return;
+        };
         if c.nodes.len() != 1 || is_plain(&c.nodes[0], cfg) {
             return;
         }
@@ -300,7 +327,10 @@ impl List {
 
     /// Pushes `elems` in order at `end` (LPUSH's order: each at the head).
     pub fn push<E: AsRef<[u8]>>(&mut self, end: End, elems: &[E], cfg: &ListConfig) {
-        let bytes = elems.iter().map(|e| e.as_ref().len()).fold(0usize, usize::saturating_add);
+        let bytes = elems
+            .iter()
+            .map(|e| e.as_ref().len())
+            .fold(0usize, usize::saturating_add);
         self.grow_check(bytes, elems.len(), cfg);
         for e in elems {
             self.push_one(end, e.as_ref(), cfg);
@@ -315,7 +345,11 @@ impl List {
             }
             Repr::Large(c) => {
                 c.len += 1;
-                let node = if end == End::Head { c.nodes.front_mut() } else { c.nodes.back_mut() };
+                let node = if end == End::Head {
+                    c.nodes.front_mut()
+                } else {
+                    c.nodes.back_mut()
+                };
                 if let Some(b) = node.filter(|b| allow_insert(b, elem.len(), cfg)) {
                     let at = if end == End::Head { HDR } else { b.len() };
                     insert_node(b, at, elem);
@@ -334,7 +368,11 @@ impl List {
 
     /// Removes and returns the element at `end`.
     pub fn pop(&mut self, end: End, cfg: &ListConfig) -> Option<Vec<u8>> {
-        let i = if end == End::Head { 0 } else { self.len().checked_sub(1)? };
+        let i = if end == End::Head {
+            0
+        } else {
+            self.len().checked_sub(1)?
+        };
         let v = self.get(i as i64)?.to_vec();
         self.delete_range(i, 1);
         self.shrink_check(cfg);
@@ -437,7 +475,13 @@ impl List {
 
     /// LINSERT: puts `elem` before (or after) the first element equal to
     /// `pivot`. Returns false if there is no such element.
-    pub fn insert_by_pivot(&mut self, pivot: &[u8], after: bool, elem: &[u8], cfg: &ListConfig) -> bool {
+    pub fn insert_by_pivot(
+        &mut self,
+        pivot: &[u8],
+        after: bool,
+        elem: &[u8],
+        cfg: &ListConfig,
+    ) -> bool {
         let Some(i) = self.iter().position(|v| listpack::eq(v, pivot)) else {
             return false;
         };
@@ -457,7 +501,10 @@ impl List {
                 let old = decode(b, at).1 - at;
                 !is_plain(b, cfg)
                     && !cfg.is_large(elem.len())
-                    && !cfg.exceeds((lp_bytes(b) + listpack::entry_len(elem)).saturating_sub(old), count(b))
+                    && !cfg.exceeds(
+                        (lp_bytes(b) + listpack::entry_len(elem)).saturating_sub(old),
+                        count(b),
+                    )
             }
         };
         if fits {
@@ -478,15 +525,24 @@ impl List {
 
     /// LREM: removes up to `limit` elements equal to `elem` (0: all),
     /// scanning from the tail when `from_tail`. Returns how many.
-    pub fn remove(&mut self, elem: &[u8], limit: usize, from_tail: bool, cfg: &ListConfig) -> usize {
+    pub fn remove(
+        &mut self,
+        elem: &[u8],
+        limit: usize,
+        from_tail: bool,
+        cfg: &ListConfig,
+    ) -> usize {
         let mut left = if limit == 0 { usize::MAX } else { limit };
         let mut removed = 0;
         let nodes: &mut [Vec<u8>] = match &mut self.repr {
             Repr::Small(b) => std::slice::from_mut(b),
             Repr::Large(c) => c.nodes.make_contiguous(),
         };
-        let order: Box<dyn Iterator<Item = usize>> =
-            if from_tail { Box::new((0..nodes.len()).rev()) } else { Box::new(0..nodes.len()) };
+        let order: Box<dyn Iterator<Item = usize>> = if from_tail {
+            Box::new((0..nodes.len()).rev())
+        } else {
+            Box::new(0..nodes.len())
+        };
         for ni in order {
             if left == 0 {
                 break;
@@ -500,8 +556,11 @@ impl List {
                 at = next;
             }
             let mut kill = vec![false; spans.len()];
-            let idx: Box<dyn Iterator<Item = usize>> =
-                if from_tail { Box::new((0..spans.len()).rev()) } else { Box::new(0..spans.len()) };
+            let idx: Box<dyn Iterator<Item = usize>> = if from_tail {
+                Box::new((0..spans.len()).rev())
+            } else {
+                Box::new(0..spans.len())
+            };
             for k in idx {
                 if left == 0 {
                     break;
@@ -543,7 +602,10 @@ impl List {
             Repr::Large(c) => {
                 alloc_size(size_of::<Chain>())
                     + alloc_size(c.nodes.capacity() * size_of::<Vec<u8>>())
-                    + c.nodes.iter().map(|b| alloc_size(b.capacity())).sum::<usize>()
+                    + c.nodes
+                        .iter()
+                        .map(|b| alloc_size(b.capacity()))
+                        .sum::<usize>()
             }
         }
     }

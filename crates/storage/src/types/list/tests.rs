@@ -75,7 +75,10 @@ fn index_insert_set_remove() {
     l.set(0, b"zero", &cfg);
     assert_eq!(l.remove(b"x", 0, false, &cfg), 1);
     check(&l);
-    assert_eq!(contents(&l)[..3], [b"zero".to_vec(), b"1".to_vec(), b"2".to_vec()]);
+    assert_eq!(
+        contents(&l)[..3],
+        [b"zero".to_vec(), b"1".to_vec(), b"2".to_vec()]
+    );
     l.keep_range(2, 3, &cfg);
     assert_eq!(contents(&l), [b"2".to_vec(), b"3".to_vec(), b"4".to_vec()]);
     check(&l);
@@ -193,8 +196,14 @@ fn bytes_per_element() {
             s.push(End::Tail, &[format!("item:{:05}", k % 100_000)], &cfg);
             i.push(End::Tail, &[(k % 1000).to_string()], &cfg);
         }
-        let (bs, bi) = (s.mem_usage() as f64 / n as f64, i.mem_usage() as f64 / n as f64);
-        println!("n={n:>6} {:>10} 10-byte strings {bs:6.2} B/elem, ints {bi:6.2} B/elem", s.encoding_name());
+        let (bs, bi) = (
+            s.mem_usage() as f64 / n as f64,
+            i.mem_usage() as f64 / n as f64,
+        );
+        println!(
+            "n={n:>6} {:>10} 10-byte strings {bs:6.2} B/elem, ints {bi:6.2} B/elem",
+            s.encoding_name()
+        );
         // 12-byte entries plus at most one size-class step (25%).
         assert!(bs < 15.5, "strings: {bs}");
         assert!(bi < 3.5, "ints: {bi}");
