@@ -3,3 +3,4 @@
 //! answer OBJECT ENCODING.
 
 pub mod hash;
+pub mod set;
