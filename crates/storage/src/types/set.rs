@@ -373,7 +373,7 @@ impl Set {
             fieldpack::push(&mut b, fmt_i64(v, &mut digits), NO_VALUE, None);
         }
         let n = s.len();
-        if n <= u16::MAX as usize - 1 {
+        if n < u16::MAX as usize {
             set_small_count(&mut b, n);
             self.repr = Repr::Small(b);
         } else {

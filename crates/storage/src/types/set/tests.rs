@@ -232,18 +232,15 @@ fn redis_name(name: &mut &'static str, m: &BTreeSet<Vec<u8>>, op: &Op, added: bo
     let all_ints = || m.iter().all(|v| parse_canonical_i64(v).is_some());
     match op {
         Op::Insert(v) if added => match *name {
-            "intset" if parse_canonical_i64(v).is_some() => {
-                if m.len() > cfg.max_intset_entries {
-                    *name = "hashtable";
-                }
-            }
+            "intset" if parse_canonical_i64(v).is_some() && m.len() > cfg.max_intset_entries => *name = "hashtable",
+            "intset" if parse_canonical_i64(v).is_some() => {}
             "intset" => {
                 let n = m.len() - 1;
                 let widest = m.iter().filter(|x| *x != v).map(|x| x.len()).max().unwrap_or(0);
                 let fits = n < cfg.max_listpack_entries && v.len() <= cfg.max_listpack_value && widest <= cfg.max_listpack_value;
                 *name = if fits { "listpack" } else { "hashtable" };
             }
-            "listpack" if m.len() - 1 >= cfg.max_listpack_entries || v.len() > cfg.max_listpack_value => *name = "hashtable",
+            "listpack" if m.len() > cfg.max_listpack_entries || v.len() > cfg.max_listpack_value => *name = "hashtable",
             _ => {}
         },
         Op::Hint(h) => match *name {
