@@ -3,3 +3,5 @@
 //! answer OBJECT ENCODING.
 
 pub mod hash;
+pub mod list;
+pub mod set;
