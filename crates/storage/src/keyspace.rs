@@ -17,8 +17,8 @@
 //! Splits and growth never move a key across that order, so a key present for
 //! the whole scan is returned at least once.
 //!
-//! Collections (HASH) live in an object table beside the slab: the key's
-//! blob holds the 4-byte index of the object's slot (`Vec<Option<Hash>>`,
+//! Collections (HASH, LIST, SET) live in an object table beside the slab: the key's
+//! blob holds the 4-byte index of the object's slot (`Vec<Option<Obj>>`,
 //! 24 bytes a slot, freed slots reused through a free list). Compared with a
 //! pointer to a `Box<Hash>` this is safe Rust and saves the box's 32-byte
 //! jemalloc block; it costs the table's growth slack (up to 2x of 24 bytes
@@ -38,7 +38,84 @@ use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TAG_BITS, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
 use crate::types::hash::Hash;
+use crate::types::list::List;
+use crate::types::set::Set;
 use crate::value::{StrRef, Value, ValueMut, ValueRef};
+
+/// A collection in the object table. Hashes sit in the slot itself; other
+/// types are boxed so that a slot stays 24 bytes (`Option<Obj>` uses the
+/// niche of the hash's buffer; a `Set` alone is 32 bytes); a boxed
+/// collection pays one more jemalloc block. A new type adds a variant
+/// here and an arm in each method below; only hashes have field TTLs.
+#[derive(Debug, Clone)]
+enum Obj {
+    Hash(Hash),
+    List(Box<List>),
+    Set(Box<Set>),
+}
+
+const _: () = assert!(size_of::<Option<Obj>>() == 24);
+
+impl Obj {
+    /// The collection an owned value carries; None for a string.
+    fn from_value(v: Value) -> Option<Obj> {
+        match v {
+            Value::Hash(h) => Some(Obj::Hash(*h)),
+            Value::List(l) => Some(Obj::List(l)),
+            Value::Set(s) => Some(Obj::Set(s)),
+            Value::Int(_) | Value::Bytes(_) => None,
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Obj::Hash(h) => Value::Hash(Box::new(h)),
+            Obj::List(l) => Value::List(l),
+            Obj::Set(s) => Value::Set(s),
+        }
+    }
+
+    fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Obj::Hash(h) => ValueRef::Hash(h),
+            Obj::List(l) => ValueRef::List(l),
+            Obj::Set(s) => ValueRef::Set(s),
+        }
+    }
+
+    fn as_mut(&mut self) -> ValueMut<'_> {
+        match self {
+            Obj::Hash(h) => ValueMut::Hash(h),
+            Obj::List(l) => ValueMut::List(l),
+            Obj::Set(s) => ValueMut::Set(s),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Obj::Hash(h) => h.is_empty(),
+            Obj::List(l) => l.is_empty(),
+            Obj::Set(s) => s.is_empty(),
+        }
+    }
+
+    /// Heap bytes owned, the box of a boxed type included.
+    fn mem_usage(&self) -> usize {
+        match self {
+            Obj::Hash(h) => h.mem_usage(),
+            Obj::List(l) => jemalloc_size(size_of::<List>()) + l.mem_usage(),
+            Obj::Set(s) => jemalloc_size(size_of::<Set>()) + s.mem_usage(),
+        }
+    }
+
+    /// Earliest field deadline (only hashes have field TTLs).
+    fn min_deadline(&self) -> Option<i64> {
+        match self {
+            Obj::Hash(h) => h.min_deadline(),
+            Obj::List(_) | Obj::Set(_) => None,
+        }
+    }
+}
 
 /// What an insert does to the key's deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +157,7 @@ pub struct Db {
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
     /// Collections, by the index their key's blob holds; None: a free slot.
-    objs: Vec<Option<Hash>>,
+    objs: Vec<Option<Obj>>,
     /// Free slots of `objs`, reused first.
     free_objs: Vec<u32>,
     /// Field-expiry index: (earliest field deadline, object index) -> key.
@@ -135,9 +212,9 @@ impl Db {
     /// object's heap bytes, with jemalloc's rounding. O(objects).
     pub fn allocated_bytes(&self) -> usize {
         self.slab.allocated_bytes()
-            + jemalloc_size(self.objs.capacity() * size_of::<Option<Hash>>())
+            + jemalloc_size(self.objs.capacity() * size_of::<Option<Obj>>())
             + jemalloc_size(self.free_objs.capacity() * 4)
-            + self.objs.iter().flatten().map(Hash::mem_usage).sum::<usize>()
+            + self.objs.iter().flatten().map(Obj::mem_usage).sum::<usize>()
             + self.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
             + jemalloc_size(self.segs.capacity() * size_of::<Segment>())
             + jemalloc_size(self.dir.capacity() * 4)
@@ -155,7 +232,7 @@ impl Db {
         Blob::parse(self.slab.bytes(addr_of(s)))
     }
 
-    fn obj(&self, i: u32) -> &Hash {
+    fn obj(&self, i: u32) -> &Obj {
         self.objs[i as usize].as_ref().expect("blob points at a live object")
     }
 
@@ -163,7 +240,7 @@ impl Db {
     fn value_of(&self, s: u64) -> ValueRef<'_> {
         match self.blob(s).body() {
             Body::Str(v) => ValueRef::Str(v),
-            Body::Obj(i) => ValueRef::Hash(self.obj(i)),
+            Body::Obj(i) => self.obj(i).as_ref(),
         }
     }
 
@@ -172,19 +249,19 @@ impl Db {
         let body = match &value {
             Value::Int(v) => Body::Str(StrRef::Int(*v)),
             Value::Bytes(b) => Body::Str(StrRef::Bytes(b)),
-            Value::Hash(_) => Body::Obj(0),
+            Value::Hash(_) | Value::List(_) | Value::Set(_) => Body::Obj(0),
         };
         if let Body::Str(_) = body {
             return blob::store(&mut self.slab, key, body, deadline);
         }
-        let Value::Hash(h) = value else { unreachable!("object body") };
+        let h = Obj::from_value(value).expect("object body");
         let i = match self.free_objs.pop() {
             Some(i) => {
-                self.objs[i as usize] = Some(*h);
+                self.objs[i as usize] = Some(h);
                 i
             }
             None => {
-                self.objs.push(Some(*h));
+                self.objs.push(Some(h));
                 u32::try_from(self.objs.len() - 1).expect("fewer than 2^32 objects")
             }
         };
@@ -193,7 +270,7 @@ impl Db {
     }
 
     /// Frees the object slot `i` (and its index entry); returns the object.
-    fn take_obj(&mut self, i: u32) -> Hash {
+    fn take_obj(&mut self, i: u32) -> Obj {
         if let Some(t) = self.fexp_at.remove(&i) {
             self.fexp.remove(&(t, i));
         }
@@ -248,7 +325,7 @@ impl Db {
 
     /// Removes the slot at (si, pos) and frees its blob; returns the
     /// collection it held, if any.
-    fn delete(&mut self, si: usize, pos: usize) -> Option<Hash> {
+    fn delete(&mut self, si: usize, pos: usize) -> Option<Obj> {
         let s = self.segs[si].take(pos);
         self.len -= 1;
         if s & TTL_BIT != 0 {
@@ -283,7 +360,7 @@ impl Db {
         let s = self.segs[si].slots[pos];
         Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
             Body::Str(v) => ValueMut::Str(v),
-            Body::Obj(i) => ValueMut::Hash(self.objs[i as usize].as_mut().expect("live object")),
+            Body::Obj(i) => self.objs[i as usize].as_mut().expect("live object").as_mut(),
         })
     }
 
@@ -329,7 +406,7 @@ impl Db {
                 break;
             }
             let key = key.clone();
-            let h = self.objs[i as usize].as_mut().expect("indexed object is live");
+            let Some(Obj::Hash(h)) = self.objs[i as usize].as_mut() else { unreachable!("only hashes have field deadlines") };
             let n = h.expire_due_with(now, max - fields, |f| on_field(&key, f));
             fields += n;
             if self.sync_object(&key) {
@@ -495,7 +572,7 @@ impl Db {
             Body::Obj(_) => Value::Int(0),
         };
         Some(match self.delete(si, pos) {
-            Some(h) => Value::Hash(Box::new(h)),
+            Some(o) => o.into_value(),
             None => v,
         })
     }
@@ -611,7 +688,7 @@ impl Db {
         let seg = &self.segs[si];
         let s = seg.slots[pos];
         let obj = match self.blob(s).body() {
-            Body::Obj(i) => size_of::<Option<Hash>>() + self.obj(i).mem_usage(),
+            Body::Obj(i) => size_of::<Option<Obj>>() + self.obj(i).mem_usage(),
             Body::Str(_) => 0,
         };
         Some(self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj)

@@ -5,11 +5,14 @@
 //! string is the canonical decimal form of an i64, which is how it is kept)
 //! or raw bytes. The keyspace is free to store either form however it likes.
 //!
-//! Collections (so far HASH) are owned objects: `Value::Hash` carries a boxed
-//! `Hash` into `Db::insert` and out of `Db::remove`; the keyspace keeps it
-//! in its object table and lends it as `ValueRef::Hash` / `ValueMut::Hash`.
+//! Collections (HASH, LIST, SET) are owned objects: `Value::Hash` etc. carry
+//! a boxed collection into `Db::insert` and out of `Db::remove`; the keyspace
+//! keeps it in its object table and lends it as `ValueRef::Hash` /
+//! `ValueMut::Hash` etc.
 
 use crate::types::hash::Hash;
+use crate::types::list::List;
+use crate::types::set::Set;
 
 /// Redis's type names, as TYPE replies them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +21,10 @@ pub enum Kind {
     Str,
     /// "hash"
     Hash,
+    /// "list"
+    List,
+    /// "set"
+    Set,
 }
 
 impl Kind {
@@ -26,6 +33,8 @@ impl Kind {
         match self {
             Kind::Str => "string",
             Kind::Hash => "hash",
+            Kind::List => "list",
+            Kind::Set => "set",
         }
     }
 }
@@ -39,6 +48,10 @@ pub enum Value {
     Bytes(Vec<u8>),
     /// A HASH.
     Hash(Box<Hash>),
+    /// A LIST.
+    List(Box<List>),
+    /// A SET.
+    Set(Box<Set>),
 }
 
 impl Value {
@@ -59,6 +72,8 @@ impl Value {
             Value::Int(v) => ValueRef::Str(StrRef::Int(*v)),
             Value::Bytes(b) => ValueRef::Str(StrRef::Bytes(b)),
             Value::Hash(h) => ValueRef::Hash(h),
+            Value::List(l) => ValueRef::List(l),
+            Value::Set(s) => ValueRef::Set(s),
         }
     }
 }
@@ -134,6 +149,10 @@ pub enum ValueRef<'a> {
     Str(StrRef<'a>),
     /// A HASH.
     Hash(&'a Hash),
+    /// A LIST.
+    List(&'a List),
+    /// A SET.
+    Set(&'a Set),
 }
 
 impl ValueRef<'_> {
@@ -142,6 +161,8 @@ impl ValueRef<'_> {
         match self {
             ValueRef::Str(_) => Kind::Str,
             ValueRef::Hash(_) => Kind::Hash,
+            ValueRef::List(_) => Kind::List,
+            ValueRef::Set(_) => Kind::Set,
         }
     }
 
@@ -151,6 +172,8 @@ impl ValueRef<'_> {
             ValueRef::Str(StrRef::Int(v)) => Value::Int(*v),
             ValueRef::Str(StrRef::Bytes(b)) => Value::Bytes(b.to_vec()),
             ValueRef::Hash(h) => Value::Hash(Box::new((*h).clone())),
+            ValueRef::List(l) => Value::List(Box::new((*l).clone())),
+            ValueRef::Set(s) => Value::Set(Box::new((*s).clone())),
         }
     }
 }
@@ -164,6 +187,10 @@ pub enum ValueMut<'a> {
     Str(StrRef<'a>),
     /// A HASH, edited in place.
     Hash(&'a mut Hash),
+    /// A LIST, edited in place.
+    List(&'a mut List),
+    /// A SET, edited in place.
+    Set(&'a mut Set),
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ fn hash_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Hash {
     let now = ctx.now;
     match ctx.db().get_or_insert_with(key, now, || Value::Hash(Box::default())) {
         ValueMut::Hash(h) => h,
-        ValueMut::Str(_) => unreachable!("type checked by the caller"),
+        ValueMut::Str(_) | ValueMut::List(_) | ValueMut::Set(_) => unreachable!("type checked by the caller"),
     }
 }
 

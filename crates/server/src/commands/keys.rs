@@ -103,6 +103,8 @@ pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
         ValueRef::Str(StrRef::Bytes(b)) if b.len() <= EMBSTR_MAX => "embstr",
         ValueRef::Str(StrRef::Bytes(_)) => "raw",
         ValueRef::Hash(h) => h.encoding_name(),
+        ValueRef::List(l) => l.encoding_name(),
+        ValueRef::Set(s) => s.encoding_name(),
     }
 }
 

@@ -14,7 +14,7 @@ use storage::types::list::{End, List, ListConfig};
 use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
 
 use super::flags::*;
-use super::{arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -24,6 +24,8 @@ pub fn table() -> Vec<Spec> {
     const WS: &[&str] = &["write", "list", "slow"];
     let k1 = keys(1, 1, 1);
     let k12 = keys(1, 2, 1);
+    // Source popped from, destination pushed to (LMOVE, RPOPLPUSH).
+    let moves = || vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::RW_INSERT, 2, 0, 1)];
     let s = |name, arity, flags, k, h, acl, summary, since| {
         spec(name, arity, flags, k, h)
             .acl(acl)
@@ -45,10 +47,11 @@ pub fn table() -> Vec<Spec> {
         s("ltrim", 4, WRITE, k1, ltrim, WS, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "1.0.0"),
         s("linsert", 5, WRITE | DENYOOM, k1, linsert, WS, "Inserts an element before or after another element in a list.", "2.2.0"),
         s("lpos", -3, READONLY, k1, lpos, RS, "Returns the index of matching elements in a list.", "6.0.6"),
-        s("lmove", 5, WRITE | DENYOOM, k12, lmove, WS, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "6.2.0"),
-        s("rpoplpush", 3, WRITE | DENYOOM, k12, rpoplpush, WS, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "1.2.0"),
-        // Keys are found by numkeys (movable keys), as in Redis's table.
-        s("lmpop", -4, WRITE, NO_KEYS, lmpop, WS, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "7.0.0"),
+        s("lmove", 5, WRITE | DENYOOM, k12, lmove, WS, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "6.2.0").key_specs(moves()),
+        s("rpoplpush", 3, WRITE | DENYOOM, k12, rpoplpush, WS, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "1.2.0").key_specs(moves()),
+        // Keys follow numkeys (movable keys, no legacy range), as in Redis.
+        s("lmpop", -4, WRITE, NO_KEYS, lmpop, WS, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "7.0.0")
+            .key_specs(vec![KeySpec { flags: kf::RW_ACCESS_DELETE, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]),
     ]
 }
 

@@ -18,7 +18,7 @@ use storage::types::set::{Set, SetConfig};
 use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
 
 use super::flags::*;
-use super::{arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -29,6 +29,8 @@ pub fn table() -> Vec<Spec> {
     let k1 = keys(1, 1, 1);
     let all = keys(1, -1, 1);
     let store = keys(1, -1, 1);
+    // A STORE overwrites its destination and reads the sources.
+    let stores = || vec![range_spec(kf::OW_UPDATE, 1, 0, 1), range_spec(kf::RO_ACCESS, 2, -1, 1)];
     let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("set").doc(summary, since);
     vec![
         s("sadd", -3, WRITE | DENYOOM | FAST, k1, sadd, WF, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0"),
@@ -40,15 +42,17 @@ pub fn table() -> Vec<Spec> {
         s("sscan", -3, READONLY, k1, sscan, RS, "Iterates over members of a set.", "2.8.0"),
         s("srandmember", -2, READONLY, k1, srandmember, RS, "Get one or multiple random members from a set", "1.0.0"),
         s("spop", -2, WRITE | FAST, k1, spop, WF, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0"),
-        s("smove", 4, WRITE | FAST, keys(1, 2, 1), smove, WF, "Moves a member from one set to another.", "1.0.0"),
+        s("smove", 4, WRITE | FAST, keys(1, 2, 1), smove, WF, "Moves a member from one set to another.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::RW_INSERT, 2, 0, 1)]),
         s("sinter", -2, READONLY, all, sinter, RS, "Returns the intersect of multiple sets.", "1.0.0"),
-        // Keys follow a count (movable keys): no fixed range, as in Redis.
-        s("sintercard", -3, READONLY, NO_KEYS, sintercard, RS, "Returns the number of members of the intersect of multiple sets.", "7.0.0"),
-        s("sinterstore", -3, WRITE | DENYOOM, store, sinterstore, WS, "Stores the intersect of multiple sets in a key.", "1.0.0"),
+        // Keys follow numkeys (movable keys, no legacy range), as in Redis.
+        s("sintercard", -3, READONLY, NO_KEYS, sintercard, RS, "Returns the number of members of the intersect of multiple sets.", "7.0.0")
+            .key_specs(vec![KeySpec { flags: kf::RO_ACCESS, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]),
+        s("sinterstore", -3, WRITE | DENYOOM, store, sinterstore, WS, "Stores the intersect of multiple sets in a key.", "1.0.0").key_specs(stores()),
         s("sunion", -2, READONLY, all, sunion, RS, "Returns the union of multiple sets.", "1.0.0"),
-        s("sunionstore", -3, WRITE | DENYOOM, store, sunionstore, WS, "Stores the union of multiple sets in a key.", "1.0.0"),
+        s("sunionstore", -3, WRITE | DENYOOM, store, sunionstore, WS, "Stores the union of multiple sets in a key.", "1.0.0").key_specs(stores()),
         s("sdiff", -2, READONLY, all, sdiff, RS, "Returns the difference of multiple sets.", "1.0.0"),
-        s("sdiffstore", -3, WRITE | DENYOOM, store, sdiffstore, WS, "Stores the difference of multiple sets in a key.", "1.0.0"),
+        s("sdiffstore", -3, WRITE | DENYOOM, store, sdiffstore, WS, "Stores the difference of multiple sets in a key.", "1.0.0").key_specs(stores()),
     ]
 }
 
