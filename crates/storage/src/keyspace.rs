@@ -1061,8 +1061,41 @@ mod tests {
     fn hash_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> &'a mut Hash {
         match db.get_or_insert_with(key, now, || Value::Hash(Box::default())) {
             ValueMut::Hash(h) => h,
-            ValueMut::Str(_) => panic!("not a hash"),
+            _ => panic!("not a hash"),
         }
+    }
+
+    #[test]
+    fn lists_and_sets_live_in_the_object_table() {
+        use crate::types::list::{End, List, ListConfig};
+        use crate::types::set::{Set, SetConfig};
+        let mut db = Db::default();
+        let mut l = List::new();
+        l.push(End::Tail, &[b"a", b"b"], &ListConfig::default());
+        let mut s = Set::new();
+        s.insert(b"7", &SetConfig::default());
+        db.insert(b"l", Value::List(Box::new(l.clone())), Ttl::Clear, 0);
+        db.insert(b"s", Value::Set(Box::new(s.clone())), Ttl::At(1_000), 0);
+        db.insert(b"h", Value::Hash(Box::new(hash_of(&[("f", Some(500))]))), Ttl::Clear, 0);
+        assert_eq!(db.get(b"l", 0), Some(ValueRef::List(&l)));
+        assert_eq!(db.get(b"s", 0).map(|v| v.kind().name()), Some("set"));
+        // Only the hash is in the field-expiry index; a boxed type's box is counted.
+        assert_eq!(db.field_expiry_len(), 1);
+        assert!(db.mem_usage(b"s", 0).unwrap() >= 24 + 32 + s.mem_usage());
+        // A list emptied in place is deleted by sync_object; its slot is reused.
+        let Some(ValueMut::List(lm)) = db.get_mut(b"l", 0) else { panic!("not a list") };
+        lm.pop(End::Head, &ListConfig::default());
+        lm.pop(End::Head, &ListConfig::default());
+        assert!(db.sync_object(b"l"));
+        assert!(!db.contains(b"l", 0));
+        assert_eq!(db.objs.iter().flatten().count(), 2);
+        let v = db.remove(b"s", 0).unwrap();
+        assert_eq!(v, Value::Set(Box::new(s)));
+        db.insert(b"s2", v, Ttl::Clear, 0);
+        assert_eq!(db.objs.len(), 3);
+        assert_eq!(db.active_expire_fields(1_000, 100, |_, _| {}), (1, 1));
+        assert!(!db.contains(b"h", 1_000));
+        assert_eq!(db.objs.iter().flatten().count(), 1);
     }
 
     #[test]
