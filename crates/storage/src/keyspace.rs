@@ -17,7 +17,7 @@
 //! Splits and growth never move a key across that order, so a key present for
 //! the whole scan is returned at least once.
 //!
-//! Collections (HASH, ZSET) live in an object table beside the slab: the key's
+//! Collections (HASH, LIST, SET, ZSET) live in an object table beside the slab: the key's
 //! blob holds the 4-byte index of the object's slot (`Vec<Option<Obj>>`,
 //! 24 bytes a slot, freed slots reused through a free list). Compared with a
 //! pointer to a `Box<Hash>` this is safe Rust and saves the box's 32-byte
@@ -38,6 +38,8 @@ use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TAG_BITS, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
 use crate::types::hash::Hash;
+use crate::types::list::List;
+use crate::types::set::Set;
 use crate::types::zset::ZSet;
 use crate::value::{parse_canonical_i64, StrRef, Value, ValueMut, ValueRef};
 
@@ -50,6 +52,88 @@ pub enum IncrError {
     NotInt,
     /// The result does not fit an i64.
     Overflow,
+}
+
+/// A collection in the object table. Hashes sit in the slot itself; other
+/// types are boxed so that a slot stays 24 bytes (`Option<Obj>` uses the
+/// niche of the hash's buffer; a `Set` alone is 32 bytes); a boxed
+/// collection pays one more jemalloc block. A new type adds a variant
+/// here and an arm in each method below; only hashes have field TTLs.
+#[derive(Debug, Clone)]
+enum Obj {
+    Hash(Hash),
+    List(Box<List>),
+    Set(Box<Set>),
+    ZSet(Box<ZSet>),
+}
+
+const _: () = assert!(size_of::<Option<Obj>>() == 24);
+
+impl Obj {
+    /// The collection an owned value carries; None for a string.
+    fn from_value(v: Value) -> Option<Obj> {
+        match v {
+            Value::Hash(h) => Some(Obj::Hash(*h)),
+            Value::List(l) => Some(Obj::List(l)),
+            Value::Set(s) => Some(Obj::Set(s)),
+            Value::ZSet(z) => Some(Obj::ZSet(z)),
+            Value::Int(_) | Value::Bytes(_) => None,
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Obj::Hash(h) => Value::Hash(Box::new(h)),
+            Obj::List(l) => Value::List(l),
+            Obj::Set(s) => Value::Set(s),
+            Obj::ZSet(z) => Value::ZSet(z),
+        }
+    }
+
+    fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Obj::Hash(h) => ValueRef::Hash(h),
+            Obj::List(l) => ValueRef::List(l),
+            Obj::Set(s) => ValueRef::Set(s),
+            Obj::ZSet(z) => ValueRef::ZSet(z),
+        }
+    }
+
+    fn as_mut(&mut self) -> ValueMut<'_> {
+        match self {
+            Obj::Hash(h) => ValueMut::Hash(h),
+            Obj::List(l) => ValueMut::List(l),
+            Obj::Set(s) => ValueMut::Set(s),
+            Obj::ZSet(z) => ValueMut::ZSet(z),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Obj::Hash(h) => h.is_empty(),
+            Obj::List(l) => l.is_empty(),
+            Obj::Set(s) => s.is_empty(),
+            Obj::ZSet(z) => z.is_empty(),
+        }
+    }
+
+    /// Heap bytes owned, the box of a boxed type included.
+    fn mem_usage(&self) -> usize {
+        match self {
+            Obj::Hash(h) => h.mem_usage(),
+            Obj::List(l) => jemalloc_size(size_of::<List>()) + l.mem_usage(),
+            Obj::Set(s) => jemalloc_size(size_of::<Set>()) + s.mem_usage(),
+            Obj::ZSet(z) => jemalloc_size(size_of::<ZSet>()) + z.mem_usage(),
+        }
+    }
+
+    /// Earliest field deadline (only hashes have field TTLs).
+    fn min_deadline(&self) -> Option<i64> {
+        match self {
+            Obj::Hash(h) => h.min_deadline(),
+            Obj::List(_) | Obj::Set(_) | Obj::ZSet(_) => None,
+        }
+    }
 }
 
 /// What an insert does to the key's deadline.
@@ -99,70 +183,6 @@ pub struct Db {
     fexp: BTreeMap<(i64, u32), Box<[u8]>>,
     /// Object index -> the deadline it is registered under in `fexp`.
     fexp_at: HashMap<u32, i64>,
-}
-
-/// A collection in the object table. Hashes sit in the slot itself; other
-/// types are boxed so that a slot stays 24 bytes (`Option<Obj>` keeps the
-/// niche of the hash's buffer); a boxed set pays one 32-byte block.
-#[derive(Debug, Clone)]
-enum Obj {
-    Hash(Hash),
-    ZSet(Box<ZSet>),
-}
-
-const _: () = assert!(size_of::<Option<Obj>>() == 24);
-
-impl Obj {
-    fn from_value(v: Value) -> Option<Obj> {
-        match v {
-            Value::Hash(h) => Some(Obj::Hash(*h)),
-            Value::ZSet(z) => Some(Obj::ZSet(z)),
-            Value::Int(_) | Value::Bytes(_) => None,
-        }
-    }
-
-    fn into_value(self) -> Value {
-        match self {
-            Obj::Hash(h) => Value::Hash(Box::new(h)),
-            Obj::ZSet(z) => Value::ZSet(z),
-        }
-    }
-
-    fn as_ref(&self) -> ValueRef<'_> {
-        match self {
-            Obj::Hash(h) => ValueRef::Hash(h),
-            Obj::ZSet(z) => ValueRef::ZSet(z),
-        }
-    }
-
-    fn as_mut(&mut self) -> ValueMut<'_> {
-        match self {
-            Obj::Hash(h) => ValueMut::Hash(h),
-            Obj::ZSet(z) => ValueMut::ZSet(z),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            Obj::Hash(h) => h.is_empty(),
-            Obj::ZSet(z) => z.is_empty(),
-        }
-    }
-
-    fn mem_usage(&self) -> usize {
-        match self {
-            Obj::Hash(h) => h.mem_usage(),
-            Obj::ZSet(z) => jemalloc_size(size_of::<ZSet>()) + z.mem_usage(),
-        }
-    }
-
-    /// Earliest field deadline (only hashes have field TTLs).
-    fn min_deadline(&self) -> Option<i64> {
-        match self {
-            Obj::Hash(h) => h.min_deadline(),
-            Obj::ZSet(_) => None,
-        }
-    }
 }
 
 impl Default for Db {
@@ -248,7 +268,7 @@ impl Db {
         let body = match &value {
             Value::Int(v) => Body::Str(StrRef::Int(*v)),
             Value::Bytes(b) => Body::Str(StrRef::Bytes(b)),
-            Value::Hash(_) | Value::ZSet(_) => Body::Obj(0),
+            Value::Hash(_) | Value::ZSet(_) | Value::List(_) | Value::Set(_) => Body::Obj(0),
         };
         if let Body::Str(_) = body {
             return blob::store(&mut self.slab, key, body, deadline);
@@ -1123,6 +1143,39 @@ mod tests {
         assert!(db.sync_object(b"z"));
         assert!(!db.contains(b"z", 0));
         assert_eq!(db.objs.iter().flatten().count(), 0);
+    }
+
+    #[test]
+    fn lists_and_sets_live_in_the_object_table() {
+        use crate::types::list::{End, List, ListConfig};
+        use crate::types::set::{Set, SetConfig};
+        let mut db = Db::default();
+        let mut l = List::new();
+        l.push(End::Tail, &[b"a", b"b"], &ListConfig::default());
+        let mut s = Set::new();
+        s.insert(b"7", &SetConfig::default());
+        db.insert(b"l", Value::List(Box::new(l.clone())), Ttl::Clear, 0);
+        db.insert(b"s", Value::Set(Box::new(s.clone())), Ttl::At(1_000), 0);
+        db.insert(b"h", Value::Hash(Box::new(hash_of(&[("f", Some(500))]))), Ttl::Clear, 0);
+        assert_eq!(db.get(b"l", 0), Some(ValueRef::List(&l)));
+        assert_eq!(db.get(b"s", 0).map(|v| v.kind().name()), Some("set"));
+        // Only the hash is in the field-expiry index; a boxed type's box is counted.
+        assert_eq!(db.field_expiry_len(), 1);
+        assert!(db.mem_usage(b"s", 0).unwrap() >= 24 + 32 + s.mem_usage());
+        // A list emptied in place is deleted by sync_object; its slot is reused.
+        let Some(ValueMut::List(lm)) = db.get_mut(b"l", 0) else { panic!("not a list") };
+        lm.pop(End::Head, &ListConfig::default());
+        lm.pop(End::Head, &ListConfig::default());
+        assert!(db.sync_object(b"l"));
+        assert!(!db.contains(b"l", 0));
+        assert_eq!(db.objs.iter().flatten().count(), 2);
+        let v = db.remove(b"s", 0).unwrap();
+        assert_eq!(v, Value::Set(Box::new(s)));
+        db.insert(b"s2", v, Ttl::Clear, 0);
+        assert_eq!(db.objs.len(), 3);
+        assert_eq!(db.active_expire_fields(1_000, 100, |_, _| {}), (1, 1));
+        assert!(!db.contains(b"h", 1_000));
+        assert_eq!(db.objs.iter().flatten().count(), 1);
     }
 
     #[test]

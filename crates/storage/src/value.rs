@@ -5,11 +5,14 @@
 //! string is the canonical decimal form of an i64, which is how it is kept)
 //! or raw bytes. The keyspace is free to store either form however it likes.
 //!
-//! Collections (HASH, ZSET) are owned objects: `Value::Hash` carries a boxed
-//! `Hash` into `Db::insert` and out of `Db::remove`; the keyspace keeps it
-//! in its object table and lends it as `ValueRef::Hash` / `ValueMut::Hash`.
+//! Collections (HASH, LIST, SET, ZSET) are owned objects: `Value::Hash`
+//! etc. carry a boxed collection into `Db::insert` and out of `Db::remove`;
+//! the keyspace keeps it in its object table and lends it as
+//! `ValueRef::Hash` / `ValueMut::Hash` etc.
 
 use crate::types::hash::Hash;
+use crate::types::list::List;
+use crate::types::set::Set;
 use crate::types::zset::ZSet;
 
 /// Redis's type names, as TYPE replies them.
@@ -21,6 +24,10 @@ pub enum Kind {
     Hash,
     /// "zset"
     ZSet,
+    /// "list"
+    List,
+    /// "set"
+    Set,
 }
 
 impl Kind {
@@ -30,6 +37,8 @@ impl Kind {
             Kind::Str => "string",
             Kind::Hash => "hash",
             Kind::ZSet => "zset",
+            Kind::List => "list",
+            Kind::Set => "set",
         }
     }
 }
@@ -45,6 +54,10 @@ pub enum Value {
     Hash(Box<Hash>),
     /// A sorted set.
     ZSet(Box<ZSet>),
+    /// A LIST.
+    List(Box<List>),
+    /// A SET.
+    Set(Box<Set>),
 }
 
 impl Value {
@@ -66,6 +79,8 @@ impl Value {
             Value::Bytes(b) => ValueRef::Str(StrRef::Bytes(b)),
             Value::Hash(h) => ValueRef::Hash(h),
             Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::List(l) => ValueRef::List(l),
+            Value::Set(s) => ValueRef::Set(s),
         }
     }
 }
@@ -143,6 +158,10 @@ pub enum ValueRef<'a> {
     Hash(&'a Hash),
     /// A sorted set.
     ZSet(&'a ZSet),
+    /// A LIST.
+    List(&'a List),
+    /// A SET.
+    Set(&'a Set),
 }
 
 impl ValueRef<'_> {
@@ -152,6 +171,8 @@ impl ValueRef<'_> {
             ValueRef::Str(_) => Kind::Str,
             ValueRef::Hash(_) => Kind::Hash,
             ValueRef::ZSet(_) => Kind::ZSet,
+            ValueRef::List(_) => Kind::List,
+            ValueRef::Set(_) => Kind::Set,
         }
     }
 
@@ -162,6 +183,8 @@ impl ValueRef<'_> {
             ValueRef::Str(StrRef::Bytes(b)) => Value::Bytes(b.to_vec()),
             ValueRef::Hash(h) => Value::Hash(Box::new((*h).clone())),
             ValueRef::ZSet(z) => Value::ZSet(Box::new((*z).clone())),
+            ValueRef::List(l) => Value::List(Box::new((*l).clone())),
+            ValueRef::Set(s) => Value::Set(Box::new((*s).clone())),
         }
     }
 }
@@ -177,6 +200,10 @@ pub enum ValueMut<'a> {
     Hash(&'a mut Hash),
     /// A sorted set, edited in place.
     ZSet(&'a mut ZSet),
+    /// A LIST, edited in place.
+    List(&'a mut List),
+    /// A SET, edited in place.
+    Set(&'a mut Set),
 }
 
 #[cfg(test)]

@@ -105,6 +105,8 @@ pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
         ValueRef::Str(StrRef::Bytes(_)) => "raw",
         ValueRef::Hash(h) => h.encoding_name(),
         ValueRef::ZSet(z) => z.encoding_name(),
+        ValueRef::List(l) => l.encoding_name(),
+        ValueRef::Set(s) => s.encoding_name(),
     }
 }
 

@@ -14,7 +14,9 @@ pub mod connection;
 pub mod hash;
 pub mod introspection;
 pub mod keys;
+pub mod list;
 pub mod server;
+pub mod set;
 pub mod string;
 pub mod transaction;
 pub mod zset;
@@ -444,6 +446,8 @@ pub fn registry() -> CommandMap {
     all.extend(hash::table());
     all.extend(introspection::table());
     all.extend(keys::table());
+    all.extend(list::table());
+    all.extend(set::table());
     all.extend(server::table());
     all.extend(string::table());
     all.extend(transaction::table());

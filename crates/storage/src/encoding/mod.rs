@@ -10,6 +10,8 @@
 
 pub mod fieldpack;
 pub mod fieldtable;
+pub mod listpack;
+pub mod intset;
 
 /// Bytes jemalloc reserves for a request of `n` bytes (its `nallocx` on
 /// 64-bit Linux with a 16-byte quantum and 4 KiB pages); 0 for 0.

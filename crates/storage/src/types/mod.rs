@@ -4,3 +4,5 @@
 
 pub mod hash;
 pub mod zset;
+pub mod list;
+pub mod set;

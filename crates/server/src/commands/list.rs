@@ -1,0 +1,551 @@
+//! The LIST command family: LPUSH ... LMPOP.
+//!
+//! Handlers parse every argument before touching the keyspace (Redis's
+//! order: numbers and keywords first, then the key's type), so an error is
+//! always the only reply. Storage (`storage::types::list::List`) picks the
+//! encoding; the handlers pass it `list-max-listpack-size` and never look at
+//! the shape. A list that becomes empty is deleted (`Db::sync_object`).
+//!
+//! The blocking variants (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) are not
+//! registered: they need blocked clients in the event loop.
+
+use resp::Reply;
+use storage::types::list::{End, List, ListConfig};
+use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
+
+use super::flags::*;
+use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    const RF: &[&str] = &["read", "list", "fast"];
+    const RS: &[&str] = &["read", "list", "slow"];
+    const WF: &[&str] = &["write", "list", "fast"];
+    const WS: &[&str] = &["write", "list", "slow"];
+    let k1 = keys(1, 1, 1);
+    let k12 = keys(1, 2, 1);
+    // Source popped from, destination pushed to (LMOVE, RPOPLPUSH).
+    let moves = || vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::RW_INSERT, 2, 0, 1)];
+    let s = |name, arity, flags, k, h, acl, summary, since| {
+        spec(name, arity, flags, k, h)
+            .acl(acl)
+            .group("list")
+            .doc(summary, since)
+    };
+    vec![
+        s("lpush", -3, WRITE | DENYOOM | FAST, k1, lpush, WF, "Prepends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"),
+        s("rpush", -3, WRITE | DENYOOM | FAST, k1, rpush, WF, "Appends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"),
+        s("lpushx", -3, WRITE | DENYOOM | FAST, k1, lpushx, WF, "Prepends one or more elements to a list only when the list exists.", "2.2.0"),
+        s("rpushx", -3, WRITE | DENYOOM | FAST, k1, rpushx, WF, "Appends an element to a list only when the list exists.", "2.2.0"),
+        s("lpop", -2, WRITE | FAST, k1, lpop, WF, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "1.0.0"),
+        s("rpop", -2, WRITE | FAST, k1, rpop, WF, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "1.0.0"),
+        s("llen", 2, READONLY | FAST, k1, llen, RF, "Returns the length of a list.", "1.0.0"),
+        s("lrange", 4, READONLY, k1, lrange, RS, "Returns a range of elements from a list.", "1.0.0"),
+        s("lindex", 3, READONLY, k1, lindex, RS, "Returns an element from a list by its index.", "1.0.0"),
+        s("lset", 4, WRITE | DENYOOM, k1, lset, WS, "Sets the value of an element in a list by its index.", "1.0.0"),
+        s("lrem", 4, WRITE, k1, lrem, WS, "Removes elements from a list. Deletes the list if the last element was removed.", "1.0.0"),
+        s("ltrim", 4, WRITE, k1, ltrim, WS, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "1.0.0"),
+        s("linsert", 5, WRITE | DENYOOM, k1, linsert, WS, "Inserts an element before or after another element in a list.", "2.2.0"),
+        s("lpos", -3, READONLY, k1, lpos, RS, "Returns the index of matching elements in a list.", "6.0.6"),
+        s("lmove", 5, WRITE | DENYOOM, k12, lmove, WS, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "6.2.0").key_specs(moves()),
+        s("rpoplpush", 3, WRITE | DENYOOM, k12, rpoplpush, WS, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "1.2.0").key_specs(moves()),
+        // Keys follow numkeys (movable keys, no legacy range), as in Redis.
+        s("lmpop", -4, WRITE, NO_KEYS, lmpop, WS, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "7.0.0")
+            .key_specs(vec![KeySpec { flags: kf::RW_ACCESS_DELETE, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]),
+    ]
+}
+
+/// `list-max-listpack-size` as the storage layer takes it.
+fn config(ctx: &Ctx) -> ListConfig {
+    let fill = ctx
+        .srv
+        .config
+        .get("list-max-listpack-size")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-2);
+    ListConfig { fill }
+}
+
+/// The selected database, the reply buffer and the command time, borrowed
+/// apart so a handler can stream a list into the reply.
+fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
+    (
+        &mut ctx.srv.dbs[ctx.client.db],
+        &mut ctx.client.reply,
+        ctx.now,
+    )
+}
+
+/// The list at `key`: None if absent, WrongType if another type.
+fn read<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a List>, CmdError> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(ValueRef::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The list at `key` for writing: None if absent, WrongType if another type.
+fn write<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut List>, CmdError> {
+    match db.get_mut(key, now) {
+        None => Ok(None),
+        Some(ValueMut::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// Writes an element as a bulk string.
+fn bulk(out: &mut Reply, v: StrRef<'_>) {
+    match v {
+        StrRef::Int(i) => out.bulk_i64(i),
+        StrRef::Bytes(b) => out.bulk(b),
+    }
+}
+
+/// LEFT or RIGHT; syntax error otherwise.
+fn arg_end(a: &[u8]) -> Result<End, CmdError> {
+    if is(a, "left") {
+        Ok(End::Head)
+    } else if is(a, "right") {
+        Ok(End::Tail)
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+/// An integer in `min..=i64::MAX`; `msg` (or Redis's range text) otherwise,
+/// also for a non-integer when `msg` is given (Redis's getRangeLong...).
+fn arg_range(a: &[u8], min: i64, msg: Option<&str>) -> Result<i64, CmdError> {
+    let err = |m: Option<&str>| match m {
+        Some(m) => CmdError::err(m),
+        None => CmdError::err(format!(
+            "value is out of range, value must between {min} and {}",
+            i64::MAX
+        )),
+    };
+    let v = match resp::num::parse_i64(a) {
+        Some(v) => v,
+        None if msg.is_some() => return Err(err(msg)),
+        None => return Err(CmdError::NotInt),
+    };
+    if v < min {
+        return Err(err(msg));
+    }
+    Ok(v)
+}
+
+/// Pushes `elems` at `end` of the list at `key`, creating it unless
+/// `existing_only`; returns the new length (0: no such key, nothing done).
+fn push_to(
+    db: &mut Db,
+    key: &[u8],
+    end: End,
+    elems: &[impl AsRef<[u8]>],
+    existing_only: bool,
+    cfg: &ListConfig,
+    now: i64,
+) -> Result<usize, CmdError> {
+    if let Some(l) = write(db, key, now)? {
+        l.push(end, elems, cfg);
+        return Ok(l.len());
+    }
+    if existing_only {
+        return Ok(0);
+    }
+    let mut l = List::new();
+    l.push(end, elems, cfg);
+    let n = l.len();
+    db.insert(key, Value::List(Box::new(l)), Ttl::Clear, now);
+    Ok(n)
+}
+
+fn push_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End, existing_only: bool) -> CmdResult {
+    let cfg = config(ctx);
+    let (db, out, now) = parts(ctx);
+    let n = push_to(db, &args[1], end, &args[2..], existing_only, &cfg, now)?;
+    out.int(n as i64);
+    if n > 0 {
+        ctx.key_modified(&args[1]);
+    }
+    Ok(())
+}
+
+/// LPUSH key element [element ...]
+pub fn lpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    push_generic(ctx, args, End::Head, false)
+}
+
+/// RPUSH key element [element ...]
+pub fn rpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    push_generic(ctx, args, End::Tail, false)
+}
+
+/// LPUSHX key element [element ...]
+pub fn lpushx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    push_generic(ctx, args, End::Head, true)
+}
+
+/// RPUSHX key element [element ...]
+pub fn rpushx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    push_generic(ctx, args, End::Tail, true)
+}
+
+fn pop_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Arity(
+            String::from_utf8_lossy(&args[0]).to_ascii_lowercase(),
+        ));
+    }
+    let count = match args.get(2) {
+        Some(a) => Some(arg_range(a, 0, Some("value is out of range, must be positive"))? as usize),
+        None => None,
+    };
+    let cfg = config(ctx);
+    let key = &args[1];
+    let (db, out, now) = parts(ctx);
+    let Some(l) = write(db, key, now)? else {
+        match count {
+            Some(_) => out.null_array(),
+            None => out.null(),
+        }
+        return Ok(());
+    };
+    match count {
+        None => {
+            let v = l.pop(end, &cfg).expect("stored lists are never empty");
+            out.bulk(&v);
+        }
+        Some(0) => {
+            out.array(0);
+            return Ok(());
+        }
+        Some(n) => {
+            let n = n.min(l.len());
+            out.array(n);
+            for _ in 0..n {
+                out.bulk(&l.pop(end, &cfg).expect("counted"));
+            }
+        }
+    }
+    db.sync_object(key);
+    ctx.key_modified(key);
+    Ok(())
+}
+
+/// LPOP key [count]
+pub fn lpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    pop_generic(ctx, args, End::Head)
+}
+
+/// RPOP key [count]
+pub fn rpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    pop_generic(ctx, args, End::Tail)
+}
+
+/// LLEN key
+pub fn llen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (db, out, now) = parts(ctx);
+    let n = read(db, &args[1], now)?.map_or(0, List::len);
+    out.int(n as i64);
+    Ok(())
+}
+
+/// Clamps Redis's (start, stop) to a range of `len` elements: (first, count).
+fn clamp_range(start: i64, stop: i64, len: usize) -> (usize, usize) {
+    let len = len as i64;
+    let mut start = if start < 0 {
+        start.saturating_add(len)
+    } else {
+        start
+    };
+    let mut stop = if stop < 0 {
+        stop.saturating_add(len)
+    } else {
+        stop
+    };
+    start = start.max(0);
+    if start > stop || start >= len {
+        return (0, 0);
+    }
+    stop = stop.min(len - 1);
+    (start as usize, (stop - start + 1) as usize)
+}
+
+/// LRANGE key start stop
+pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
+    let (db, out, now) = parts(ctx);
+    let Some(l) = read(db, &args[1], now)? else {
+        out.array(0);
+        return Ok(());
+    };
+    let (first, n) = clamp_range(start, stop, l.len());
+    out.array(n);
+    for v in l.iter_from(first).take(n) {
+        bulk(out, v);
+    }
+    Ok(())
+}
+
+/// LINDEX key index
+pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let index = arg_i64(&args[2])?;
+    let (db, out, now) = parts(ctx);
+    match read(db, &args[1], now)?.and_then(|l| l.get(index)) {
+        Some(v) => bulk(out, v),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// LSET key index element
+pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let index = arg_i64(&args[2])?;
+    let cfg = config(ctx);
+    let (db, out, now) = parts(ctx);
+    let l = write(db, &args[1], now)?.ok_or(CmdError::NoSuchKey)?;
+    let i = l
+        .resolve(index)
+        .ok_or_else(|| CmdError::err("index out of range"))?;
+    l.set(i, &args[3], &cfg);
+    out.ok();
+    ctx.key_modified(&args[1]);
+    Ok(())
+}
+
+/// LREM key count element
+pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let count = arg_range(&args[2], -i64::MAX, None)?;
+    let cfg = config(ctx);
+    let key = &args[1];
+    let (db, out, now) = parts(ctx);
+    let Some(l) = write(db, key, now)? else {
+        out.int(0);
+        return Ok(());
+    };
+    let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+    let removed = l.remove(&args[3], limit, count < 0, &cfg);
+    out.int(removed as i64);
+    if removed > 0 {
+        db.sync_object(key);
+        ctx.key_modified(key);
+    }
+    Ok(())
+}
+
+/// LTRIM key start stop
+pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
+    let cfg = config(ctx);
+    let key = &args[1];
+    let (db, out, now) = parts(ctx);
+    let Some(l) = write(db, key, now)? else {
+        out.ok();
+        return Ok(());
+    };
+    let (first, n) = clamp_range(start, stop, l.len());
+    l.keep_range(first, n, &cfg);
+    db.sync_object(key);
+    out.ok();
+    ctx.key_modified(key);
+    Ok(())
+}
+
+/// LINSERT key BEFORE|AFTER pivot element
+pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let after = if is(&args[2], "after") {
+        true
+    } else if is(&args[2], "before") {
+        false
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    let cfg = config(ctx);
+    let (db, out, now) = parts(ctx);
+    let Some(l) = write(db, &args[1], now)? else {
+        out.int(0);
+        return Ok(());
+    };
+    if !l.insert_by_pivot(&args[3], after, &args[4], &cfg) {
+        out.int(-1);
+        return Ok(());
+    }
+    out.int(l.len() as i64);
+    ctx.key_modified(&args[1]);
+    Ok(())
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (mut rank, mut count, mut maxlen): (i64, Option<usize>, usize) = (1, None, 0);
+    let mut j = 3;
+    while j < args.len() {
+        let more = j + 1 < args.len();
+        if is(&args[j], "rank") && more {
+            rank = arg_range(&args[j + 1], -i64::MAX, None)?;
+            if rank == 0 {
+                return Err(CmdError::err(
+                    "RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                ));
+            }
+        } else if is(&args[j], "count") && more {
+            count = Some(arg_range(&args[j + 1], 0, Some("COUNT can't be negative"))? as usize);
+        } else if is(&args[j], "maxlen") && more {
+            maxlen = arg_range(&args[j + 1], 0, Some("MAXLEN can't be negative"))? as usize;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 2;
+    }
+    let elem = &args[2];
+    let (db, out, now) = parts(ctx);
+    let Some(l) = read(db, &args[1], now)? else {
+        match count {
+            Some(_) => out.array(0),
+            None => out.null(),
+        }
+        return Ok(());
+    };
+    let len = l.len();
+    let from_tail = rank < 0;
+    let skip = rank.unsigned_abs() - 1;
+    let scan: Box<dyn Iterator<Item = StrRef>> = if from_tail {
+        Box::new(l.rev_from(len - 1))
+    } else {
+        Box::new(l.iter())
+    };
+    let limit = if maxlen == 0 { len } else { maxlen.min(len) };
+    let want = match count {
+        None => 1,
+        Some(0) => usize::MAX,
+        Some(n) => n,
+    };
+    let mut found = Vec::new();
+    let mut matches = 0u64;
+    for (k, v) in scan.take(limit).enumerate() {
+        if storage::encoding::listpack::eq(v, elem) {
+            matches += 1;
+            if matches > skip {
+                found.push(if from_tail { len - 1 - k } else { k });
+                if found.len() >= want {
+                    break;
+                }
+            }
+        }
+    }
+    match count {
+        Some(_) => {
+            out.array(found.len());
+            for i in found {
+                out.int(i as i64);
+            }
+        }
+        None => match found.first() {
+            Some(&i) => out.int(i as i64),
+            None => out.null(),
+        },
+    }
+    Ok(())
+}
+
+/// Pops from `src` and pushes onto `dst`; replies the element or null.
+fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
+    let cfg = config(ctx);
+    let (db, out, now) = parts(ctx);
+    if read(db, src, now)?.is_none() {
+        out.null();
+        return Ok(());
+    }
+    read(db, dst, now)?;
+    let l = write(db, src, now)?.expect("checked above");
+    let v = l.pop(from, &cfg).expect("stored lists are never empty");
+    push_to(db, dst, to, &[&v], false, &cfg, now)?;
+    db.sync_object(src);
+    out.bulk(&v);
+    ctx.key_modified(src);
+    ctx.key_modified(dst);
+    Ok(())
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT
+pub fn lmove(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (from, to) = (arg_end(&args[3])?, arg_end(&args[4])?);
+    move_generic(ctx, &args[1], &args[2], from, to)
+}
+
+/// RPOPLPUSH source destination
+pub fn rpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    move_generic(ctx, &args[1], &args[2], End::Tail, End::Head)
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
+pub fn lmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let numkeys = arg_range(&args[1], 1, Some("numkeys should be greater than 0"))? as u64;
+    let keys_end = 2u64.saturating_add(numkeys);
+    if keys_end >= args.len() as u64 {
+        return Err(CmdError::Syntax);
+    }
+    let keys_end = keys_end as usize;
+    let end = arg_end(&args[keys_end])?;
+    let mut count = None;
+    let mut j = keys_end + 1;
+    while j < args.len() {
+        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
+            count =
+                Some(arg_range(&args[j + 1], 1, Some("count should be greater than 0"))? as usize);
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let count = count.unwrap_or(1);
+    let cfg = config(ctx);
+    let (db, out, now) = parts(ctx);
+    for key in &args[2..keys_end] {
+        let Some(l) = write(db, key, now)? else {
+            continue;
+        };
+        let n = count.min(l.len());
+        out.array(2);
+        out.bulk(key);
+        out.array(n);
+        for _ in 0..n {
+            out.bulk(&l.pop(end, &cfg).expect("counted"));
+        }
+        db.sync_object(key);
+        ctx.key_modified(key);
+        return Ok(());
+    }
+    out.null_array();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(clamp_range(0, -1, 5), (0, 5));
+        assert_eq!(clamp_range(-100, 100, 5), (0, 5));
+        assert_eq!(clamp_range(3, 1, 5), (0, 0));
+        assert_eq!(clamp_range(5, 10, 5), (0, 0));
+        assert_eq!(clamp_range(-2, -1, 5), (3, 2));
+        assert_eq!(clamp_range(i64::MIN, i64::MAX, 5), (0, 5));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(
+            arg_range(b"x", 0, Some("COUNT can't be negative")),
+            Err(CmdError::err("COUNT can't be negative"))
+        );
+        assert_eq!(arg_range(b"x", -i64::MAX, None), Err(CmdError::NotInt));
+        assert_eq!(
+            arg_range(b"-9223372036854775808", -i64::MAX, None),
+            Err(CmdError::err("value is out of range, value must between -9223372036854775807 and 9223372036854775807"))
+        );
+        assert_eq!(arg_end(b"LeFt"), Ok(End::Head));
+        assert_eq!(arg_end(b"up"), Err(CmdError::Syntax));
+    }
+}

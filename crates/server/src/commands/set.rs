@@ -1,0 +1,599 @@
+//! Set commands: SADD, SREM, SMOVE, membership, random members, SSCAN and
+//! the algebra (SINTER/SUNION/SDIFF, their STORE forms, SINTERCARD).
+//!
+//! Replies and errors follow Redis 7.4, including which encoding a stored
+//! result ends up with (a STORE builds its result the way Redis does, so
+//! OBJECT ENCODING answers the same): `storage::types::set` makes every
+//! encoding decision; this file only says what kind of empty set Redis
+//! would start from.
+//!
+//! Multi-key commands copy their input sets out of the keyspace first
+//! (the keyspace lends one value at a time); sets are compact, so the copy
+//! costs about as much as the result Redis builds for SUNION/SDIFF.
+
+use std::collections::HashSet;
+
+use resp::Reply;
+use storage::types::set::{Set, SetConfig};
+use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
+
+use super::flags::*;
+use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    const RF: &[&str] = &["read", "set", "fast"];
+    const RS: &[&str] = &["read", "set", "slow"];
+    const WF: &[&str] = &["write", "set", "fast"];
+    const WS: &[&str] = &["write", "set", "slow"];
+    let k1 = keys(1, 1, 1);
+    let all = keys(1, -1, 1);
+    let store = keys(1, -1, 1);
+    // A STORE overwrites its destination and reads the sources.
+    let stores = || vec![range_spec(kf::OW_UPDATE, 1, 0, 1), range_spec(kf::RO_ACCESS, 2, -1, 1)];
+    let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("set").doc(summary, since);
+    vec![
+        s("sadd", -3, WRITE | DENYOOM | FAST, k1, sadd, WF, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0"),
+        s("srem", -3, WRITE | FAST, k1, srem, WF, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0"),
+        s("smembers", 2, READONLY, k1, smembers, RS, "Returns all members of a set.", "1.0.0"),
+        s("sismember", 3, READONLY | FAST, k1, sismember, RF, "Determines whether a member belongs to a set.", "1.0.0"),
+        s("smismember", -3, READONLY | FAST, k1, smismember, RF, "Determines whether multiple members belong to a set.", "6.2.0"),
+        s("scard", 2, READONLY | FAST, k1, scard, RF, "Returns the number of members in a set.", "1.0.0"),
+        s("sscan", -3, READONLY, k1, sscan, RS, "Iterates over members of a set.", "2.8.0"),
+        s("srandmember", -2, READONLY, k1, srandmember, RS, "Get one or multiple random members from a set", "1.0.0"),
+        s("spop", -2, WRITE | FAST, k1, spop, WF, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0"),
+        s("smove", 4, WRITE | FAST, keys(1, 2, 1), smove, WF, "Moves a member from one set to another.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::RW_INSERT, 2, 0, 1)]),
+        s("sinter", -2, READONLY, all, sinter, RS, "Returns the intersect of multiple sets.", "1.0.0"),
+        // Keys follow numkeys (movable keys, no legacy range), as in Redis.
+        s("sintercard", -3, READONLY, NO_KEYS, sintercard, RS, "Returns the number of members of the intersect of multiple sets.", "7.0.0")
+            .key_specs(vec![KeySpec { flags: kf::RO_ACCESS, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]),
+        s("sinterstore", -3, WRITE | DENYOOM, store, sinterstore, WS, "Stores the intersect of multiple sets in a key.", "1.0.0").key_specs(stores()),
+        s("sunion", -2, READONLY, all, sunion, RS, "Returns the union of multiple sets.", "1.0.0"),
+        s("sunionstore", -3, WRITE | DENYOOM, store, sunionstore, WS, "Stores the union of multiple sets in a key.", "1.0.0").key_specs(stores()),
+        s("sdiff", -2, READONLY, all, sdiff, RS, "Returns the difference of multiple sets.", "1.0.0"),
+        s("sdiffstore", -3, WRITE | DENYOOM, store, sdiffstore, WS, "Stores the difference of multiple sets in a key.", "1.0.0").key_specs(stores()),
+    ]
+}
+
+/// Encoding thresholds from the live configuration.
+fn config(ctx: &Ctx) -> SetConfig {
+    let num = |name: &str, dflt: usize| ctx.srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(dflt);
+    let d = SetConfig::default();
+    SetConfig {
+        max_intset_entries: num("set-max-intset-entries", d.max_intset_entries),
+        max_listpack_entries: num("set-max-listpack-entries", d.max_listpack_entries),
+        max_listpack_value: num("set-max-listpack-value", d.max_listpack_value),
+        ..d
+    }
+}
+
+/// The set at `key` for reading: None if absent, WrongType if not a set.
+fn read<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a Set>, CmdError> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(ValueRef::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The set at `key` for writing: None if absent, WrongType if not a set.
+fn write<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut Set>, CmdError> {
+    match db.get_mut(key, now) {
+        None => Ok(None),
+        Some(ValueMut::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+fn db_out<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply) {
+    (&mut ctx.srv.dbs[ctx.client.db], &mut ctx.client.reply)
+}
+
+fn member(out: &mut Reply, m: StrRef) {
+    match m {
+        StrRef::Int(v) => out.bulk_i64(v),
+        StrRef::Bytes(b) => out.bulk(b),
+    }
+}
+
+/// xorshift64* over the server's random state (shared with RANDOMKEY).
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// SADD key member [member ...]
+pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, now, cfg) = (&args[1], ctx.now, config(ctx));
+    let hint = args.len() - 2;
+    let db = ctx.db();
+    let existed = read(db, key, now)?.is_some();
+    let ValueMut::Set(s) = db.get_or_insert_with(key, now, || Value::Set(Box::new(Set::with_hint(&args[2], hint, &cfg)))) else {
+        return Err(CmdError::WrongType);
+    };
+    if existed {
+        s.reserve_hint(hint, &cfg);
+    }
+    let added = args[2..].iter().filter(|m| s.insert(m, &cfg)).count();
+    db.sync_object(key);
+    if added > 0 {
+        ctx.key_modified(key);
+    }
+    ctx.out().int(added as i64);
+    Ok(())
+}
+
+/// SREM key member [member ...]
+pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, now) = (&args[1], ctx.now);
+    let db = ctx.db();
+    let mut removed = 0;
+    if let Some(s) = write(db, key, now)? {
+        for m in &args[2..] {
+            if s.remove(m) {
+                removed += 1;
+                if s.is_empty() {
+                    break;
+                }
+            }
+        }
+        db.sync_object(key);
+    }
+    if removed > 0 {
+        ctx.key_modified(key);
+    }
+    ctx.out().int(removed);
+    Ok(())
+}
+
+/// SMOVE source destination member
+pub fn smove(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (src, dst, m, now, cfg) = (&args[1], &args[2], &args[3], ctx.now, config(ctx));
+    let db = ctx.db();
+    let Some(s) = read(db, src, now)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let in_src = s.contains(m);
+    read(db, dst, now)?;
+    if src == dst {
+        ctx.out().int(in_src as i64);
+        return Ok(());
+    }
+    if !in_src {
+        ctx.out().int(0);
+        return Ok(());
+    }
+    if let Some(s) = write(db, src, now)? {
+        s.remove(m);
+    }
+    db.sync_object(src);
+    let ValueMut::Set(d) = db.get_or_insert_with(dst, now, || Value::Set(Box::new(Set::with_hint(m, 1, &cfg)))) else {
+        return Err(CmdError::WrongType);
+    };
+    let added = d.insert(m, &cfg);
+    db.sync_object(dst);
+    ctx.key_modified(src);
+    if added {
+        ctx.key_modified(dst);
+    }
+    ctx.out().int(1);
+    Ok(())
+}
+
+/// SISMEMBER key member
+pub fn sismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let hit = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.contains(&args[2]));
+    ctx.out().int(hit as i64);
+    Ok(())
+}
+
+/// SMISMEMBER key member [member ...]
+pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let (db, out) = db_out(ctx);
+    let s = read(db, &args[1], now)?;
+    out.array(args.len() - 2);
+    for m in &args[2..] {
+        out.int(s.is_some_and(|s| s.contains(m)) as i64);
+    }
+    Ok(())
+}
+
+/// SCARD key
+pub fn scard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let n = read(ctx.db(), &args[1], now)?.map_or(0, |s| s.len());
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// SMEMBERS key
+pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let (db, out) = db_out(ctx);
+    match read(db, &args[1], now)? {
+        None => out.set(0),
+        Some(s) => {
+            out.set(s.len());
+            s.iter().for_each(|m| member(out, m));
+        }
+    }
+    Ok(())
+}
+
+/// Parses a SCAN cursor as Redis does (an unsigned 64-bit decimal).
+fn parse_cursor(a: &[u8]) -> Option<u64> {
+    if let Some(v) = resp::num::parse_i64(a) {
+        return u64::try_from(v).ok();
+    }
+    let s = std::str::from_utf8(a).ok()?.trim_start();
+    s.strip_prefix('+').unwrap_or(s).parse::<u64>().ok()
+}
+
+/// SSCAN key cursor [MATCH pattern] [COUNT count]
+pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let now = ctx.now;
+    let (db, out) = db_out(ctx);
+    let Some(s) = read(db, &args[1], now)? else {
+        out.array(2);
+        out.bulk(b"0");
+        out.array(0);
+        return Ok(());
+    };
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let has_value = i + 1 < args.len();
+        if is(&args[i], "count") && has_value {
+            let n = arg_i64(&args[i + 1])?;
+            if n < 1 {
+                return Err(CmdError::Syntax);
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(&args[i], "match") && has_value {
+            let p = args[i + 1].as_slice();
+            pattern = if p == b"*" { None } else { Some(p) };
+        } else if is(&args[i], "novalues") {
+            return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let mut found = Vec::new();
+    let next = s.scan(cursor, count, |m| {
+        let m = m.to_vec();
+        if pattern.is_none_or(|p| crate::glob::matches(p, &m, false)) {
+            found.push(m);
+        }
+    });
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(found.len());
+    found.iter().for_each(|m| out.bulk(m));
+    Ok(())
+}
+
+/// Replies beyond this many elements would exhaust memory before Redis's
+/// output-buffer limit closes the client; refused instead.
+const MAX_RANDOM_REPLY: u64 = 1 << 27;
+
+/// SRANDMEMBER key [count]
+pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(a) => {
+            let l = arg_i64(a)?;
+            if l == i64::MIN {
+                return Err(CmdError::err(format!("value is out of range, value must between {} and {}", -i64::MAX, i64::MAX)));
+            }
+            Some(l)
+        }
+    };
+    let now = ctx.now;
+    let srv = &mut *ctx.srv;
+    let (db, out, state) = (&mut srv.dbs[ctx.client.db], &mut ctx.client.reply, &mut srv.rng);
+    let mut rng = || next_random(state);
+    let Some(s) = read(db, &args[1], now)? else {
+        match count {
+            None => out.null(),
+            Some(_) => out.array(0),
+        }
+        return Ok(());
+    };
+    let Some(l) = count else {
+        member(out, s.random(&mut rng).expect("stored sets are not empty"));
+        return Ok(());
+    };
+    let n = l.unsigned_abs();
+    if (l < 0 || n == 1) && n > 0 {
+        if n > MAX_RANDOM_REPLY {
+            return Err(CmdError::err("value is out of range"));
+        }
+        out.array(n as usize);
+        for _ in 0..n {
+            member(out, s.random(&mut rng).expect("stored sets are not empty"));
+        }
+        return Ok(());
+    }
+    let size = s.len();
+    let n = n as usize;
+    if n >= size {
+        out.array(size);
+        s.iter().for_each(|m| member(out, m));
+        return Ok(());
+    }
+    out.array(n);
+    for m in distinct_sample(s, n, &mut rng) {
+        out.bulk(&m);
+    }
+    Ok(())
+}
+
+/// `n` (< len) distinct random members of `s`.
+fn distinct_sample(s: &Set, n: usize, rng: &mut impl FnMut() -> u64) -> Vec<Vec<u8>> {
+    if n.saturating_mul(3) > s.len() {
+        // Most of the set: shuffle a copy and keep a prefix.
+        let mut all: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
+        for i in 0..n {
+            let j = i + (rng() % (all.len() - i) as u64) as usize;
+            all.swap(i, j);
+        }
+        all.truncate(n);
+        return all;
+    }
+    let mut picked = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let m = s.random(rng).expect("stored sets are not empty").to_vec();
+        if picked.insert(m.clone()) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// SPOP key [count]
+pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(a) => match arg_i64(a) {
+            Ok(v) if v >= 0 => Some(v as u64),
+            _ => return Err(CmdError::err("value is out of range, must be positive")),
+        },
+    };
+    let (key, now, cfg) = (&args[1], ctx.now, config(ctx));
+    let srv = &mut *ctx.srv;
+    let (db, out, state) = (&mut srv.dbs[ctx.client.db], &mut ctx.client.reply, &mut srv.rng);
+    let mut rng = || next_random(state);
+    let Some(s) = write(db, key, now)? else {
+        match count {
+            None => out.null(),
+            Some(_) => out.set(0),
+        }
+        return Ok(());
+    };
+    match count {
+        None => {
+            let m = s.pop_random(&mut rng).expect("stored sets are not empty");
+            out.bulk(&m);
+        }
+        Some(0) => {
+            out.set(0);
+            return Ok(());
+        }
+        Some(n) if n as usize >= s.len() => {
+            out.set(s.len());
+            s.iter().for_each(|m| member(out, m));
+            db.remove(key, now);
+        }
+        Some(n) => {
+            let n = n as usize;
+            let remaining = s.len() - n;
+            out.set(n);
+            if remaining * 5 > n {
+                for _ in 0..n {
+                    out.bulk(&s.pop_random(&mut rng).expect("count below size"));
+                }
+            } else {
+                // Most members go: move the few that stay into a new set
+                // (as Redis does, which also resets the encoding) and reply
+                // with what is left of the old one.
+                let mut keep = s.empty_like();
+                for _ in 0..remaining {
+                    let m = s.pop_random(&mut rng).expect("remaining below size");
+                    keep.insert(&m, &cfg);
+                }
+                s.iter().for_each(|m| member(out, m));
+                *s = keep;
+            }
+        }
+    }
+    db.sync_object(key);
+    ctx.key_modified(key);
+    Ok(())
+}
+
+/// Copies of the sets at `keys` (None: absent); WrongType if any key holds
+/// another type.
+fn load(ctx: &mut Ctx, keys: &[Vec<u8>]) -> Result<Vec<Option<Set>>, CmdError> {
+    let now = ctx.now;
+    let db = ctx.db();
+    keys.iter().map(|k| Ok(read(db, k, now)?.cloned())).collect()
+}
+
+/// The intersection of `sets` (None if one is absent), built as Redis
+/// builds a stored one (from an intset if the smallest input is one, else
+/// from a listpack); `limit` stops early (0: none).
+fn intersect(sets: &[Option<Set>], limit: usize, cfg: &SetConfig) -> Option<Set> {
+    let mut sets: Vec<&Set> = sets.iter().map(|s| s.as_ref()).collect::<Option<_>>()?;
+    sets.sort_by_key(|s| s.len());
+    let (first, rest) = sets.split_first()?;
+    let mut out = if first.encoding_name() == "intset" { Set::new() } else { Set::new_listpack() };
+    for m in first.iter() {
+        if rest.iter().all(|s| s.contains_ref(m)) {
+            out.insert(&m.to_vec(), cfg);
+            if limit > 0 && out.len() >= limit {
+                break;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Writes `s` (or deletes `dst` when empty) as SINTERSTORE & co do.
+fn store(ctx: &mut Ctx, dst: &[u8], s: Set) {
+    let now = ctx.now;
+    let n = s.len();
+    let db = ctx.db();
+    if n > 0 {
+        db.insert(dst, Value::Set(Box::new(s)), Ttl::Clear, now);
+        ctx.key_modified(dst);
+    } else if db.remove(dst, now).is_some() {
+        ctx.key_modified(dst);
+    }
+    ctx.out().int(n as i64);
+}
+
+fn reply_set(out: &mut Reply, s: Option<&Set>) {
+    match s {
+        None => out.set(0),
+        Some(s) => {
+            out.set(s.len());
+            s.iter().for_each(|m| member(out, m));
+        }
+    }
+}
+
+/// SINTER key [key ...]
+pub fn sinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (sets, cfg) = (load(ctx, &args[1..])?, config(ctx));
+    reply_set(ctx.out(), intersect(&sets, 0, &cfg).as_ref());
+    Ok(())
+}
+
+/// SINTERSTORE destination key [key ...]
+pub fn sinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
+    let mut s = intersect(&sets, 0, &cfg).unwrap_or_default();
+    s.maybe_to_intset(&cfg);
+    store(ctx, &args[1], s);
+    Ok(())
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit]
+pub fn sintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    const NUMKEYS: &str = "numkeys should be greater than 0";
+    let numkeys = arg_i64(&args[1]).ok().filter(|&n| n >= 1).ok_or_else(|| CmdError::err(NUMKEYS))? as u64;
+    if numkeys > (args.len() - 2) as u64 {
+        return Err(CmdError::err("Number of keys can't be greater than number of args"));
+    }
+    let end = 2 + numkeys as usize;
+    let mut limit = 0usize;
+    let mut i = end;
+    while i < args.len() {
+        if is(&args[i], "limit") && i + 1 < args.len() {
+            let l = arg_i64(&args[i + 1]).ok().filter(|&l| l >= 0).ok_or_else(|| CmdError::err("LIMIT can't be negative"))?;
+            limit = usize::try_from(l).unwrap_or(usize::MAX);
+            i += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let (sets, cfg) = (load(ctx, &args[2..end])?, config(ctx));
+    let n = intersect(&sets, limit, &cfg).map_or(0, |s| s.len());
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// The union of `sets`, built as Redis builds a stored one.
+fn union(sets: &[Option<Set>], cfg: &SetConfig) -> Set {
+    let mut out = Set::new();
+    for s in sets.iter().flatten() {
+        for m in s.iter() {
+            out.insert(&m.to_vec(), cfg);
+        }
+    }
+    out
+}
+
+/// The difference first minus the rest, with Redis's choice of algorithm
+/// (it decides how a stored result passes through encodings). `same`:
+/// a later key names the first set.
+fn difference(sets: &[Option<Set>], same: bool, cfg: &SetConfig) -> Set {
+    let mut out = Set::new();
+    let Some(Some(first)) = sets.first() else { return out };
+    if same {
+        return out;
+    }
+    let mut rest: Vec<&Set> = sets[1..].iter().flatten().collect();
+    let one = (first.len() * (rest.len() + 1)) / 2;
+    let two = first.len() + rest.iter().map(|s| s.len()).sum::<usize>();
+    if one <= two {
+        rest.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        for m in first.iter() {
+            if !rest.iter().any(|s| s.contains_ref(m)) {
+                out.insert(&m.to_vec(), cfg);
+            }
+        }
+    } else {
+        for m in first.iter() {
+            out.insert(&m.to_vec(), cfg);
+        }
+        for s in rest {
+            if out.is_empty() {
+                break;
+            }
+            for m in s.iter() {
+                out.remove(&m.to_vec());
+            }
+        }
+    }
+    out
+}
+
+fn same_as_first(keys: &[Vec<u8>]) -> bool {
+    keys[1..].iter().any(|k| *k == keys[0])
+}
+
+/// SUNION key [key ...]
+pub fn sunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (sets, cfg) = (load(ctx, &args[1..])?, config(ctx));
+    reply_set(ctx.out(), Some(&union(&sets, &cfg)));
+    Ok(())
+}
+
+/// SUNIONSTORE destination key [key ...]
+pub fn sunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
+    store(ctx, &args[1], union(&sets, &cfg));
+    Ok(())
+}
+
+/// SDIFF key [key ...]
+pub fn sdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (sets, cfg) = (load(ctx, &args[1..])?, config(ctx));
+    reply_set(ctx.out(), Some(&difference(&sets, same_as_first(&args[1..]), &cfg)));
+    Ok(())
+}
+
+/// SDIFFSTORE destination key [key ...]
+pub fn sdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
+    let s = difference(&sets, same_as_first(&args[2..]), &cfg);
+    store(ctx, &args[1], s);
+    Ok(())
+}
