@@ -300,6 +300,7 @@ fn feed_monitors(srv: &mut Server, c: &Client, argv: &[Vec<u8>]) {
         if id == c.id {
             continue;
         }
+        srv.sweep_clients = true;
         if let Some(m) = srv.clients.get_mut(&id) {
             m.reply.simple(&line);
         }

@@ -64,7 +64,7 @@ impl EventLoop {
             let now = Instant::now();
             if now >= next_cron {
                 cron::tick(srv);
-                self.close_marked(srv);
+                self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none()).map(|c| c.id));
             }
@@ -87,10 +87,10 @@ impl EventLoop {
             }
             srv.eventloop_cycles += 1;
             let ids: Vec<ClientId> = self.pending.drain().collect();
-            for id in ids {
+            for &id in &ids {
                 self.serve(srv, id);
             }
-            self.close_marked(srv);
+            self.close_marked(srv, Some(&ids));
         }
     }
 
@@ -228,9 +228,26 @@ impl EventLoop {
         !c.close_asap && !eof && (input_left || unread || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused
     }
 
-    fn close_marked(&mut self, srv: &mut Server) {
-        let dead: Vec<ClientId> =
-            srv.clients.values().filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0)).map(|c| c.id).collect();
+    /// Closes clients marked for closing and flushes replies pushed to them
+    /// by others. Looks only at `served` unless a command touched other
+    /// clients (or `served` is None, as after cron): scanning every client
+    /// each turn cost O(clients) per turn at pipeline depth 1.
+    fn close_marked(&mut self, srv: &mut Server, served: Option<&[ClientId]>) {
+        let all: Vec<ClientId>;
+        let ids = match served {
+            Some(ids) if !srv.sweep_clients => ids,
+            _ => {
+                srv.sweep_clients = false;
+                all = srv.clients.keys().copied().collect();
+                &all
+            }
+        };
+        let dead: Vec<ClientId> = ids
+            .iter()
+            .filter_map(|id| srv.clients.get(id))
+            .filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0))
+            .map(|c| c.id)
+            .collect();
         for id in dead {
             if let Some(mut c) = srv.clients.remove(&id) {
                 if let Some(mut s) = c.sock.take() {
@@ -241,8 +258,8 @@ impl EventLoop {
             }
         }
         // Clients that got replies pushed by others (MONITOR) need a write.
-        let ids: Vec<ClientId> = srv.clients.values().filter(|c| c.pending_out() > 0).map(|c| c.id).collect();
-        for id in ids {
+        let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| c.pending_out() > 0)).copied().collect();
+        for id in flush_ids {
             if let Some(mut c) = srv.clients.remove(&id) {
                 flush(srv, &mut c);
                 srv.clients.insert(id, c);

@@ -129,6 +129,10 @@ pub struct Server {
     pub clock_unix_ms: i64,
     /// See `clock_unix_ms`.
     pub clock_instant: Instant,
+    /// A command changed clients other than its own (CLIENT KILL, MONITOR
+    /// feed): the event loop must look at every client, not just those it
+    /// served.
+    pub sweep_clients: bool,
     /// Peak of used_memory.
     pub peak_memory: u64,
     /// Unix seconds of the last successful save.
@@ -202,6 +206,7 @@ impl Server {
             rng: seed | 1,
             shutdown: false,
             peak_memory: 0,
+            sweep_clients: false,
             clock_unix_ms: unix_ms(),
             clock_instant: Instant::now(),
             last_save: unix_ms() / 1000,

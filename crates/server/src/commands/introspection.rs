@@ -260,6 +260,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             && (maxage == 0 || now.duration_since(c.created).as_secs() as i64 >= maxage)
     };
     let mut killed = 0;
+    ctx.srv.sweep_clients = true;
     for c in ctx.srv.clients.values_mut() {
         if matches(c, false) {
             c.close_asap = true;
