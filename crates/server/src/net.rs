@@ -197,6 +197,14 @@ impl EventLoop {
                             unread = true;
                             break;
                         }
+                        if n < room {
+                            // A short read took everything the socket held;
+                            // data arriving later raises a new edge, so the
+                            // extra read that would only say WouldBlock (one
+                            // syscall per request at pipeline depth 1) is
+                            // skipped.
+                            break;
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         c.qbuf.truncate(len);
