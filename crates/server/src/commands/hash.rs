@@ -502,27 +502,7 @@ pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.array(0);
         return Ok(());
     };
-    let (mut count, mut pattern, mut novalues) = (10usize, None, false);
-    let mut i = 3;
-    while i < args.len() {
-        let has_value = i + 1 < args.len();
-        if is(&args[i], "count") && has_value {
-            let n = arg_i64(&args[i + 1])?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-            i += 2;
-        } else if is(&args[i], "match") && has_value {
-            pattern = Some(args[i + 1].as_slice()).filter(|p| *p != b"*");
-            i += 2;
-        } else if is(&args[i], "novalues") {
-            novalues = true;
-            i += 1;
-        } else {
-            return Err(CmdError::Syntax);
-        }
-    }
+    let super::keys::ScanOpts { count, pattern, novalues, .. } = super::keys::parse_scan_opts(args, 3, super::keys::ScanExtra::NoValues)?;
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let next = h.scan(cursor, count, now, |f, v| {
         if pattern.is_none_or(|p| crate::glob::matches(p, f, false)) {

@@ -296,13 +296,34 @@ pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     s.strip_prefix('+').unwrap_or(s).parse::<u64>().ok()
 }
 
-/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
-pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let cursor = parse_cursor(&args[1]).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut type_name: Option<&'static str> = None;
-    let mut i = 2;
+/// Options shared by SCAN, SSCAN, HSCAN and ZSCAN.
+pub(crate) struct ScanOpts<'a> {
+    /// COUNT (default 10).
+    pub count: usize,
+    /// MATCH pattern; None for no pattern or `*`.
+    pub pattern: Option<&'a [u8]>,
+    /// SCAN's TYPE filter.
+    pub type_name: Option<&'static str>,
+    /// HSCAN's NOVALUES.
+    pub novalues: bool,
+}
+
+/// The option a SCAN variant takes beyond MATCH and COUNT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanExtra {
+    /// SCAN: TYPE name.
+    Type,
+    /// HSCAN: NOVALUES.
+    NoValues,
+    /// SSCAN, ZSCAN: nothing more.
+    Nothing,
+}
+
+/// Parses `[MATCH pattern] [COUNT count]` and the variant's extra option
+/// from `args[from..]`, with Redis's errors.
+pub(crate) fn parse_scan_opts(args: &[Vec<u8>], from: usize, extra: ScanExtra) -> Result<ScanOpts<'_>, CmdError> {
+    let mut o = ScanOpts { count: 10, pattern: None, type_name: None, novalues: false };
+    let mut i = from;
     while i < args.len() {
         let has_value = i + 1 < args.len();
         if is(&args[i], "count") && has_value {
@@ -310,22 +331,34 @@ pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             if n < 1 {
                 return Err(CmdError::Syntax);
             }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
+            o.count = usize::try_from(n).unwrap_or(usize::MAX);
+            i += 2;
         } else if is(&args[i], "match") && has_value {
-            let p = args[i + 1].as_slice();
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else if is(&args[i], "type") && has_value {
+            o.pattern = Some(args[i + 1].as_slice()).filter(|p| *p != b"*");
+            i += 2;
+        } else if extra == ScanExtra::Type && is(&args[i], "type") && has_value {
             let t = &args[i + 1];
-            type_name = Some(TYPE_NAMES.iter().copied().find(|n| is(t, n)).ok_or_else(|| {
-                CmdError::err(format!("unknown type name '{}'", String::from_utf8_lossy(t)))
-            })?);
+            let name = TYPE_NAMES.iter().copied().find(|n| is(t, n));
+            o.type_name = Some(name.ok_or_else(|| CmdError::err(format!("unknown type name '{}'", String::from_utf8_lossy(t))))?);
+            i += 2;
         } else if is(&args[i], "novalues") {
-            return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
+            if extra != ScanExtra::NoValues {
+                return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
+            }
+            o.novalues = true;
+            i += 1;
         } else {
             return Err(CmdError::Syntax);
         }
-        i += 2;
     }
+    Ok(o)
+}
+
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+pub fn scan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let cursor = parse_cursor(&args[1]).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let ScanOpts { count, pattern, type_name, .. } = parse_scan_opts(args, 2, ScanExtra::Type)?;
     let now = ctx.now;
     let db = ctx.db();
     let mut found: Vec<(Vec<u8>, bool)> = Vec::new();

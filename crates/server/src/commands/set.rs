@@ -17,6 +17,7 @@ use resp::Reply;
 use storage::types::set::{Set, SetConfig};
 use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
 
+use super::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use super::flags::*;
 use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
@@ -226,15 +227,6 @@ pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Parses a SCAN cursor as Redis does (an unsigned 64-bit decimal).
-fn parse_cursor(a: &[u8]) -> Option<u64> {
-    if let Some(v) = resp::num::parse_i64(a) {
-        return u64::try_from(v).ok();
-    }
-    let s = std::str::from_utf8(a).ok()?.trim_start();
-    s.strip_prefix('+').unwrap_or(s).parse::<u64>().ok()
-}
-
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
@@ -246,27 +238,7 @@ pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.array(0);
         return Ok(());
     };
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let has_value = i + 1 < args.len();
-        if is(&args[i], "count") && has_value {
-            let n = arg_i64(&args[i + 1])?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(&args[i], "match") && has_value {
-            let p = args[i + 1].as_slice();
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else if is(&args[i], "novalues") {
-            return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOpts { count, pattern, .. } = parse_scan_opts(args, 3, ScanExtra::Nothing)?;
     let mut found = Vec::new();
     let next = s.scan(cursor, count, |m| {
         let m = m.to_vec();

@@ -19,6 +19,7 @@ use resp::Reply;
 use storage::types::zset::{cmp_entry, ZSet, ZsetConfig};
 use storage::{Db, Ttl, Value, ValueMut, ValueRef};
 
+use super::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use super::flags::*;
 use super::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::glob;
@@ -842,27 +843,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let has_value = i + 1 < args.len();
-        if is(&args[i], "count") && has_value {
-            let n = arg_i64(&args[i + 1])?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(&args[i], "match") && has_value {
-            let p = args[i + 1].as_slice();
-            pattern = if p == b"*" { None } else { Some(p) };
-        } else if is(&args[i], "novalues") {
-            return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOpts { count, pattern, .. } = parse_scan_opts(args, 3, ScanExtra::Nothing)?;
     let (db, out, now) = parts(ctx);
     let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
     let next = match get(db, &args[1], now)? {
@@ -881,11 +862,6 @@ pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.bulk(resp::num::format_f64_g17(*s).as_bytes());
     }
     Ok(())
-}
-
-/// A SCAN cursor: an unsigned decimal (Redis accepts any u64).
-fn parse_cursor(a: &[u8]) -> Option<u64> {
-    std::str::from_utf8(a).ok()?.parse::<u64>().ok()
 }
 
 // ---- set operations --------------------------------------------------------------
