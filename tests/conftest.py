@@ -367,6 +367,13 @@ def raw(server):
 
 
 @pytest.fixture
+def c(raw, r):
+    """A raw connection on a freshly flushed server (`r` flushes before the
+    test), for byte-exact replies."""
+    return raw()
+
+
+@pytest.fixture
 def cli(server):
     """Run `redis-cli -h 127.0.0.1 -p PORT *args`; return stdout as str.
 

@@ -4,12 +4,6 @@ import pytest
 import redis
 
 
-@pytest.fixture
-def c(raw, r):
-    """A raw connection on a freshly flushed server (r flushes before the test)."""
-    return raw()
-
-
 def e(msg: str) -> bytes:
     return b"-" + msg.encode() + b"\r\n"
 

@@ -7,12 +7,6 @@ import pytest
 import redis
 
 
-@pytest.fixture
-def c(raw, r):
-    """A raw connection (after `r` flushed the server), for byte-exact replies."""
-    return raw()
-
-
 def arity(name):
     return b"-ERR wrong number of arguments for '%s' command\r\n" % name.encode()
 

@@ -5,28 +5,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resp::{Limits, Parsed, Parser};
+use resp::parse::parse_chunks;
+use resp::Limits;
 
-/// Parses `chunks` in order, draining what was consumed after each chunk.
 fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
-    let limits = Limits { max_bulk_len: 1 << 20 };
-    let mut p = Parser::new();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for chunk in chunks {
-        buf.extend_from_slice(chunk);
-        let mut pos = 0;
-        loop {
-            match p.parse(&buf, &mut pos, &limits) {
-                Ok(Parsed::Command(a)) => out.push(a),
-                Ok(Parsed::Incomplete { .. }) => break,
-                Err(e) => return (out, Some(e.0)),
-            }
-            assert!(pos <= buf.len());
-        }
-        buf.drain(..pos);
-    }
-    (out, None)
+    parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20 })
 }
 
 fuzz_target!(|data: &[u8]| {

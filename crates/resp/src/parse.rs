@@ -166,6 +166,30 @@ impl Parser {
     }
 }
 
+/// Parses `chunks` as successive reads of one connection, dropping the
+/// consumed bytes after each as the server does. Returns the commands and
+/// the protocol error that stopped parsing, if any. The fuzz target and the
+/// tests use it to check that any split of a stream parses the same.
+pub fn parse_chunks(chunks: &[&[u8]], limits: &Limits) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
+    let mut p = Parser::new();
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        let mut pos = 0;
+        loop {
+            match p.parse(&buf, &mut pos, limits) {
+                Ok(Parsed::Command(a)) => out.push(a),
+                Ok(Parsed::Incomplete { .. }) => break,
+                Err(e) => return (out, Some(e.0)),
+            }
+            assert!(pos <= buf.len(), "parser ran past its input");
+        }
+        buf.drain(..pos);
+    }
+    (out, None)
+}
+
 /// Finds the `\n`-terminated line starting at `from`; returns it without `\r\n`
 /// and the index after the `\n`.
 fn read_line(buf: &[u8], from: usize) -> Option<(&[u8], usize)> {
@@ -403,25 +427,9 @@ mod drain_tests {
     use super::*;
 
     fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
-        let limits = Limits { max_bulk_len: 1 << 20 };
-        let mut p = Parser::new();
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            buf.extend_from_slice(chunk);
-            let mut pos = 0;
-            loop {
-                match p.parse(&buf, &mut pos, &limits) {
-                    Ok(Parsed::Command(a)) => out.push(a),
-                    Ok(Parsed::Incomplete { .. }) => break,
-                    Err(e) => return (out, Some(e.0)),
-                }
-                assert!(pos <= buf.len());
-            }
-            buf.drain(..pos);
-        }
-        (out, None)
+        parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20 })
     }
+
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
