@@ -225,3 +225,21 @@ def test_active_expiry_few_among_many(r):
     while r.dbsize() > 100_000 and time.time() < deadline + 2.5:
         time.sleep(0.05)
     assert r.dbsize() == 100_000
+
+
+def test_expiry_is_held_during_client_pause(r):
+    before = r.info("stats")["expired_keys"]
+    p = r.pipeline(transaction=True)
+    p.set("foo", "bar", px=10)
+    p.set("bar", "foo", px=10)
+    p.execute_command("CLIENT", "PAUSE", 50000, "WRITE")
+    p.execute()
+    time.sleep(0.3)  # several cron ticks past both deadlines
+    assert r.get("foo") is None and r.get("bar") is None
+    assert r.exists("foo", "bar") == 0
+    assert r.dbsize() == 2  # logically expired, still stored
+    assert r.info("stats")["expired_keys"] == before
+    r.execute_command("CLIENT", "UNPAUSE")
+    assert r.get("foo") is None and r.get("bar") is None
+    assert r.info("stats")["expired_keys"] == before + 2
+    assert r.dbsize() == 0

@@ -19,10 +19,10 @@ pub fn tick(srv: &mut Server) {
     let now = unix_ms();
     if let Some(p) = srv.pause {
         if now >= p.until {
-            srv.pause = None;
+            srv.set_pause(None);
         }
     }
-    if srv.active_expire_enabled {
+    if srv.active_expire_enabled && srv.pause.is_none() {
         active_expire(srv, now);
     }
     if srv.config.timeout > 0 {

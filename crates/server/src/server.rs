@@ -343,3 +343,15 @@ impl Server {
         id
     }
 }
+
+impl Server {
+    /// Starts, extends or (None) ends CLIENT PAUSE. While a pause holds,
+    /// expiry is held too: due keys read as absent but stay stored, so the
+    /// data set does not change until the pause ends.
+    pub fn set_pause(&mut self, p: Option<Pause>) {
+        self.pause = p;
+        for db in &mut self.dbs {
+            db.keep_expired = p.is_some();
+        }
+    }
+}

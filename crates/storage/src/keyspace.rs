@@ -173,6 +173,9 @@ pub struct Db {
     hand: Hand,
     /// When true, reads do not update a key's last-access time (CLIENT NO-TOUCH).
     pub no_touch: bool,
+    /// When true, due keys read as absent but are not deleted (expiry is
+    /// held while CLIENT PAUSE holds writes: a pause must not change data).
+    pub keep_expired: bool,
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
     /// Collections, by the index their key's blob holds; None: a free slot.
@@ -196,6 +199,7 @@ impl Default for Db {
             volatile: 0,
             hand: Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX },
             no_touch: false,
+            keep_expired: false,
             lazy_expired: 0,
             objs: Vec::new(),
             free_objs: Vec::new(),
@@ -332,6 +336,9 @@ impl Db {
         let pos = pos?;
         let s = self.segs[si].slots[pos];
         if s & TTL_BIT != 0 && matches!(self.blob(s).deadline, Some(t) if t <= now) {
+            if self.keep_expired {
+                return None;
+            }
             self.delete(si, pos);
             self.lazy_expired += 1;
             return None;
@@ -639,9 +646,10 @@ impl Db {
 
     /// Removes every key.
     pub fn clear(&mut self) {
-        let no_touch = self.no_touch;
+        let (no_touch, keep_expired) = (self.no_touch, self.keep_expired);
         *self = Db::default();
         self.no_touch = no_touch;
+        self.keep_expired = keep_expired;
     }
 
     /// Calls `f(key, value, deadline)` for every stored key, live or not yet reclaimed.

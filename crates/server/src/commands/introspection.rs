@@ -361,13 +361,13 @@ fn client_pause(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Some(old) if old.until > ctx.now => Pause { until: old.until.max(until), write_only: old.write_only && write_only },
         _ => Pause { until, write_only },
     };
-    ctx.srv.pause = Some(p);
+    ctx.srv.set_pause(Some(p));
     ctx.out().ok();
     Ok(())
 }
 
 fn client_unpause(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    ctx.srv.pause = None;
+    ctx.srv.set_pause(None);
     ctx.out().ok();
     Ok(())
 }
