@@ -27,7 +27,7 @@ use crate::{cron, exec};
 const LISTENER: Token = Token(usize::MAX);
 /// Read chunk size.
 const READ_CHUNK: usize = 16 * 1024;
-/// Most bytes taken from the socket by one read call.
+/// Largest shared query buffer kept between turns.
 const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
@@ -43,6 +43,8 @@ pub struct EventLoop {
     /// private buffer (Redis's reusable query buffer). Idle clients thus hold
     /// no query buffer at all.
     shared_qbuf: Vec<u8>,
+    /// Where reads land before being appended to a query buffer.
+    scratch: Box<[u8]>,
 }
 
 impl EventLoop {
@@ -53,7 +55,7 @@ impl EventLoop {
         let poll = Poll::new()?;
         let mut listener = TcpListener::bind(addr)?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(EventLoop { poll, listener, pending: HashSet::new(), shared_qbuf: Vec::new() })
+        Ok(EventLoop { poll, listener, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Runs until SHUTDOWN.
@@ -161,25 +163,21 @@ impl EventLoop {
         if !c.close_after_reply && !c.paused {
             let limit = srv.config.query_buffer_limit;
             loop {
-                let want = READ_CHUNK;
-                let len = c.qbuf.len();
-                if c.qbuf.capacity() - len < want {
-                    c.qbuf.reserve(want);
-                }
-                // Zero-fill only what this read may use: a buffer reserved for
-                // a big bulk must not be re-zeroed on every read.
-                let room = (c.qbuf.capacity() - len).min(MAX_READ);
-                c.qbuf.resize(len + room, 0);
+                // Read into the zeroed scratch buffer and copy what came:
+                // zero-filling the query buffer's spare room before every
+                // read cost a 16 KiB memset per request at pipeline depth 1.
                 let Some(sock) = c.sock.as_mut() else { break };
-                let r = sock.read(&mut c.qbuf[len..]);
+                let room = self.scratch.len();
+                let r = sock.read(&mut self.scratch[..]);
+                if let Ok(n) = r {
+                    c.qbuf.extend_from_slice(&self.scratch[..n]);
+                }
                 match r {
                     Ok(0) => {
-                        c.qbuf.truncate(len);
                         eof = true;
                         break;
                     }
                     Ok(n) => {
-                        c.qbuf.truncate(len + n);
                         srv.net_reads += 1;
                         c.net_in += n as u64;
                         srv.net_input_bytes += n as u64;
@@ -206,15 +204,9 @@ impl EventLoop {
                             break;
                         }
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        c.qbuf.truncate(len);
-                        break;
-                    }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {
-                        c.qbuf.truncate(len);
-                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(_) => {
-                        c.qbuf.truncate(len);
                         c.close_asap = true;
                         return false;
                     }
