@@ -473,24 +473,21 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// The byte range `[start, end]` (inclusive, negatives from the end) of a
-/// string of `len` bytes, clipped as Redis 7.4's GETRANGE does (an end before
-/// the string clamps to its first byte); None when empty.
+/// string of `len` bytes, clipped as Redis 8's GETRANGE does: an end that
+/// still lies before the string after counting from the end gives the empty
+/// string (Redis 7.x clamped it to the first byte); None when empty.
 fn clip_range(mut start: i64, mut end: i64, len: usize) -> Option<(usize, usize)> {
     let len = len as i64;
-    if start < 0 && end < 0 && start > end {
-        return None;
-    }
     if start < 0 {
         start = start.saturating_add(len);
     }
     if end < 0 {
         end = end.saturating_add(len);
     }
-    let (start, end) = (start.max(0), end.max(0).min(len - 1));
-    if len == 0 || start > end {
+    if len == 0 || start >= len || end < 0 || start > end {
         return None;
     }
-    Some((start as usize, end as usize))
+    Some((start.max(0) as usize, end.min(len - 1) as usize))
 }
 
 /// GETRANGE key start end (also SUBSTR)
@@ -690,7 +687,9 @@ mod tests {
         assert_eq!(clip_range(-100, 100, 5), Some((0, 4)));
         assert_eq!(clip_range(3, 1, 5), None);
         assert_eq!(clip_range(5, 10, 5), None);
-        assert_eq!(clip_range(0, -100, 5), Some((0, 0)));
+        assert_eq!(clip_range(0, -100, 5), None);
+        assert_eq!(clip_range(-100, -99, 5), None);
+        assert_eq!(clip_range(-5000, 10000, 5), Some((0, 4)));
         assert_eq!(clip_range(-1, -100, 5), None);
         assert_eq!(clip_range(0, 0, 0), None);
         assert_eq!(clip_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
