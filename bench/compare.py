@@ -21,9 +21,9 @@ hash        used_memory delta per field: HASHes of N random 24-char fields with 
             (N in 100,511,512,513,1000,10000,50000,1000000; 200,000/N hashes side by
             side when N is small, so that used_memory's noise stays small); one HASH of 1,000,000 fields
             (8-byte field, value "x"); 1,000,000 HASHes of one field each (11-byte key,
-            field "name", value "1"). Then the same one-hash workloads with HPEXPIRE on
-            every field, densekv alone (Redis 7.0 has no HEXPIRE).
-hash-expiry densekv alone: N=1,000,000 fields get a 3 s TTL in one hash; a second
+            field "name", value "1"). Then the same workloads with HPEXPIRE on every
+            field, on each server that has HPEXPIRE (Redis 7.4+; Debian's 7.0 has none).
+hash-expiry N=1,000,000 fields get a 3 s TTL in one hash (each server with HPEXPIRE); a second
             connection polls HLEN every 100 ms (HLEN does not touch fields) and reports
             how long after the last deadline it reaches 0, while a pipelined writer fills
             another hash; the writer's throughput around the deadline is compared with
@@ -389,7 +389,11 @@ def hash_commands(workload: str, n: int, ttl: bool, per_cmd: int = 200):
     if workload == "onefield":
         for start in range(0, n, 10_000):
             stop = min(start + 10_000, n)
-            yield b"".join(encode("HSET", b"h%010d" % i, "name", "1") for i in range(start, stop)), stop - start
+            cmds = [encode("HSET", b"h%010d" % i, "name", "1") for i in range(start, stop)]
+            if ttl:
+                cmds += [encode("HPEXPIRE", b"h%010d" % i, HASH_TTL_MS, "FIELDS", 1, "name")
+                         for i in range(start, stop)]
+            yield b"".join(cmds), len(cmds)
         return
     value = b"1" if workload == "fields24" else b"x"
     for copy in range(hash_copies(n)):
@@ -406,9 +410,9 @@ def hash_commands(workload: str, n: int, ttl: bool, per_cmd: int = 200):
 
 
 def measure_hash(s: Server, workload: str, n: int, ttl: bool) -> tuple[float, float, str]:
-    copies = 1 if workload == "onefield" else hash_copies(n)
     """(used_memory delta per field, load seconds, OBJECT ENCODING) on a flushed server;
     per field includes each hash's key cost shared among its N fields."""
+    copies = 1 if workload == "onefield" else hash_copies(n)
     with Conn(s.port) as c:
         c.call("FLUSHALL")
         c.call("SET", "seed", "1")  # first-key costs (table, first slab page) are not the hash's
@@ -447,18 +451,30 @@ def cmd_hash(args) -> None:
         table(["workload", "N", "hashes", "densekv B/field", "densekv enc", "redis B/field", "redis enc",
                "densekv/redis", "densekv load s", "redis load s"], rows)
         if not args.no_ttl:
-            d = servers[0]
             rows = []
-            for workload, n in [("fields24", x) for x in args.sizes] + [("short8", 1_000_000)]:
-                plain = measure_hash(d, workload, n, False)[0]
-                with_ttl, secs, enc = measure_hash(d, workload, n, True)
-                rows.append([workload, f"{n:,}", hash_copies(n), f"{plain:.1f}", f"{with_ttl:.1f}",
-                             f"{with_ttl - plain:.1f}", enc, f"{secs:.1f}"])
-            print("## With HPEXPIRE on every field: densekv alone "
-                  f"(Redis {run_text([args.redis_bin, '--version']).split()[2]} has no HEXPIRE)\n")
-            table(["workload", "N", "hashes", "no TTL B/field", "TTL B/field", "TTL cost", "enc", "load s"], rows)
+            for workload, n in ([("fields24", x) for x in args.sizes]
+                                + [("short8", 1_000_000), ("onefield", 1_000_000)]):
+                row = [workload, f"{n:,}", hash_copies(n) if workload != "onefield" else n]
+                for s in servers:
+                    if not has_command(s, "hpexpire"):
+                        row += ["-", "-", "-", "-"]
+                        continue
+                    plain = measure_hash(s, workload, n, False)[0]
+                    with_ttl, _, enc = measure_hash(s, workload, n, True)
+                    row += [f"{plain:.1f}", f"{with_ttl:.1f}", f"{with_ttl - plain:.1f}", enc]
+                rows.append(row)
+            print("## With HPEXPIRE on every field (`-`: that server has no HPEXPIRE; "
+                  "use --redis-bin with Redis 7.4 or later to compare)\n")
+            table(["workload", "N", "hashes", "densekv no TTL", "densekv TTL", "densekv TTL cost", "densekv enc",
+                   "redis no TTL", "redis TTL", "redis TTL cost", "redis enc"], rows)
     finally:
         stop_servers(servers)
+
+
+def has_command(s: Server, name: str) -> bool:
+    with Conn(s.port) as c:
+        info = c.call("COMMAND", "INFO", name)
+    return bool(info) and info[0] is not None
 
 
 def hash_writer(port: int, stop, log: list) -> None:
@@ -526,30 +542,33 @@ def expiry_run(args, s: Server, expire: bool) -> dict:
 
 
 def cmd_hash_expiry(args) -> None:
-    header("densekv: active expiry of hash fields", args)
-    s = Server("densekv", [args.densekv_bin]).start()
+    header("densekv vs redis: active expiry of hash fields", args)
+    servers = start_servers(args)
+    rows = []
     try:
-        with_ttl = expiry_run(args, s, True)
-        without = expiry_run(args, s, False)
+        for s in servers:
+            if not has_command(s, "hpexpire"):
+                rows.append([s.name, "no HPEXPIRE"] + ["-"] * 6)
+                continue
+            for label, expire in (("with TTL", True), ("without TTL", False)):
+                r = expiry_run(args, s, expire)
+                lag = "-" if not expire else "never" if r["lag"] is None else f"{max(r['lag'], 0) * 1000:.0f} ms"
+                rows.append([s.name, label, lag, r["exists"], f"{r['loaded']:,}", f"{r['after']:,}",
+                             f"{r['rate']:,.0f}", f"{r['worst'] * 1000:.1f}"])
     finally:
-        s.stop()
+        stop_servers(servers)
     n = args.n or 1_000_000
-    lag = with_ttl["lag"]
     print(f"{n:,} fields (8-byte names, value x) in one hash, HPEXPIRE {args.ttl_ms} ms on each; "
           "HLEN polled every 100 ms from another connection.\n")
-    table(["run", "HLEN 0 after last deadline", "key exists after", "used_memory loaded",
-           "used_memory after", "writer HSET/s", "writer worst batch ms"],
-          [["with TTL", "never" if lag is None else f"{max(lag, 0) * 1000:.0f} ms", with_ttl["exists"],
-            f"{with_ttl['loaded']:,}", f"{with_ttl['after']:,}", f"{with_ttl['rate']:,.0f}",
-            f"{with_ttl['worst'] * 1000:.1f}"],
-           ["without TTL", "-", without["exists"], f"{without['loaded']:,}", f"{without['after']:,}",
-            f"{without['rate']:,.0f}", f"{without['worst'] * 1000:.1f}"]])
+    table(["server", "run", "HLEN 0 after last deadline", "key exists after", "used_memory loaded",
+           "used_memory after", "writer HSET/s", "writer worst batch ms"], rows)
     print("Writer: one connection, 500 pipelined HSETs per batch into another hash, measured "
           "from 0.2 s before the last deadline to 1.5 s after it in both runs. The last deadline "
           "is taken as 3 s after the last HPEXPIRE was acknowledged (an upper bound, so the lag "
           "is not understated; HLEN polling adds up to 100 ms). used_memory columns are deltas "
           "from the empty server, `loaded` before any TTL was set; `after` includes the "
-          "writer's hash.\n", flush=True)
+          "writer's hash. Redis needs 7.4 or later (--redis-bin); Debian's 7.0 has no HPEXPIRE.\n",
+          flush=True)
 
 
 # ---------------------------------------------------------------- throughput
@@ -703,7 +722,7 @@ def main() -> None:
     p = sub.add_parser("hash", parents=[common], help="HASH bytes per field")
     p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=HASH_SIZES,
                    help="field counts of the 24-char-field workload, comma-separated")
-    p.add_argument("--no-ttl", action="store_true", help="skip the densekv-only TTL tables")
+    p.add_argument("--no-ttl", action="store_true", help="skip the tables with HPEXPIRE on every field")
     p.set_defaults(func=cmd_hash)
 
     p = sub.add_parser("hash-expiry", parents=[common], help="active expiry of 1M hash fields")
