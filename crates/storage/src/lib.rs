@@ -8,6 +8,7 @@
 mod blob;
 pub mod encoding;
 pub mod keyspace;
+pub mod rdb;
 mod segment;
 mod slab;
 pub mod types;

@@ -1,0 +1,287 @@
+//! Readers for the packed blobs Redis embeds in RDB values: ziplist (RDB 7
+//! and older), listpack (RDB 9 and newer) and intset. densekv never writes
+//! these; it reads them to load what Redis wrote.
+//!
+//! Each reader walks the blob once, checks every length against the bytes
+//! left, and yields elements as `Elem`; a blob that does not end exactly at
+//! its terminator is corrupt.
+
+use super::RdbError;
+
+/// One element of a packed blob.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Elem<'a> {
+    /// A string element.
+    Str(&'a [u8]),
+    /// An integer element.
+    Int(i64),
+}
+
+impl Elem<'_> {
+    /// The element as bytes (integers in decimal).
+    pub fn to_vec(self) -> Vec<u8> {
+        match self {
+            Elem::Str(s) => s.to_vec(),
+            Elem::Int(v) => v.to_string().into_bytes(),
+        }
+    }
+
+    /// The element as an integer, if it is one (or a string that parses as one).
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            Elem::Int(v) => Some(v),
+            Elem::Str(s) => std::str::from_utf8(s).ok()?.parse().ok(),
+        }
+    }
+}
+
+fn bytes<'a>(b: &'a [u8], at: usize, n: usize) -> Result<&'a [u8], RdbError> {
+    at.checked_add(n).and_then(|end| b.get(at..end)).ok_or(RdbError)
+}
+
+fn le(b: &[u8]) -> u64 {
+    b.iter().rev().fold(0, |acc, &x| (acc << 8) | x as u64)
+}
+
+/// Sign-extends the low `bits` bits of `v`.
+fn signed(v: u64, bits: u32) -> i64 {
+    let shift = 64 - bits;
+    ((v << shift) as i64) >> shift
+}
+
+/// The elements of a listpack.
+pub fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
+    let total = le(bytes(b, 0, 4)?) as usize;
+    if total != b.len() || total < 7 {
+        return Err(RdbError);
+    }
+    let mut out = Vec::new();
+    let mut i = 6;
+    loop {
+        let e = *b.get(i).ok_or(RdbError)?;
+        if e == 0xff {
+            break;
+        }
+        let (elem, len) = match e {
+            0x00..=0x7f => (Elem::Int(e as i64), 1),
+            0x80..=0xbf => {
+                let n = (e & 0x3f) as usize;
+                (Elem::Str(bytes(b, i + 1, n)?), 1 + n)
+            }
+            0xc0..=0xdf => {
+                let v = ((e as u64 & 0x1f) << 8) | *b.get(i + 1).ok_or(RdbError)? as u64;
+                (Elem::Int(signed(v, 13)), 2)
+            }
+            0xe0..=0xef => {
+                let n = ((e as usize & 0x0f) << 8) | *b.get(i + 1).ok_or(RdbError)? as usize;
+                (Elem::Str(bytes(b, i + 2, n)?), 2 + n)
+            }
+            0xf0 => {
+                let n = le(bytes(b, i + 1, 4)?) as usize;
+                (Elem::Str(bytes(b, i + 5, n)?), 5 + n)
+            }
+            0xf1 => (Elem::Int(signed(le(bytes(b, i + 1, 2)?), 16)), 3),
+            0xf2 => (Elem::Int(signed(le(bytes(b, i + 1, 3)?), 24)), 4),
+            0xf3 => (Elem::Int(signed(le(bytes(b, i + 1, 4)?), 32)), 5),
+            0xf4 => (Elem::Int(le(bytes(b, i + 1, 8)?) as i64), 9),
+            _ => return Err(RdbError),
+        };
+        // Each entry ends with its own length, 7 bits per byte.
+        let backlen = match len {
+            0..=127 => 1,
+            128..=16_383 => 2,
+            16_384..=2_097_151 => 3,
+            2_097_152..=268_435_455 => 4,
+            _ => 5,
+        };
+        i = i.checked_add(len + backlen).ok_or(RdbError)?;
+        out.push(elem);
+    }
+    let declared = le(bytes(b, 4, 2)?) as usize;
+    if i + 1 != b.len() || (declared != 0xffff && declared != out.len()) {
+        return Err(RdbError);
+    }
+    Ok(out)
+}
+
+/// The elements of a ziplist.
+pub fn ziplist(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
+    let total = le(bytes(b, 0, 4)?) as usize;
+    if total != b.len() || total < 11 {
+        return Err(RdbError);
+    }
+    let mut out = Vec::new();
+    let mut i = 10;
+    loop {
+        let first = *b.get(i).ok_or(RdbError)?;
+        if first == 0xff {
+            break;
+        }
+        i += if first < 254 { 1 } else { 5 }; // the previous entry's length
+        let e = *b.get(i).ok_or(RdbError)?;
+        let (elem, len) = match e >> 6 {
+            0 => {
+                let n = (e & 0x3f) as usize;
+                (Elem::Str(bytes(b, i + 1, n)?), 1 + n)
+            }
+            1 => {
+                let n = ((e as usize & 0x3f) << 8) | *b.get(i + 1).ok_or(RdbError)? as usize;
+                (Elem::Str(bytes(b, i + 2, n)?), 2 + n)
+            }
+            2 => {
+                let n = bytes(b, i + 1, 4)?.iter().fold(0usize, |acc, &x| (acc << 8) | x as usize);
+                (Elem::Str(bytes(b, i + 5, n)?), 5 + n)
+            }
+            _ => match e {
+                0xc0 => (Elem::Int(signed(le(bytes(b, i + 1, 2)?), 16)), 3),
+                0xd0 => (Elem::Int(signed(le(bytes(b, i + 1, 4)?), 32)), 5),
+                0xe0 => (Elem::Int(le(bytes(b, i + 1, 8)?) as i64), 9),
+                0xf0 => (Elem::Int(signed(le(bytes(b, i + 1, 3)?), 24)), 4),
+                0xfe => (Elem::Int(signed(le(bytes(b, i + 1, 1)?), 8)), 2),
+                0xf1..=0xfd => (Elem::Int((e & 0x0f) as i64 - 1), 1),
+                _ => return Err(RdbError),
+            },
+        };
+        i = i.checked_add(len).ok_or(RdbError)?;
+        out.push(elem);
+    }
+    let declared = le(bytes(b, 8, 2)?) as usize;
+    if i + 1 != b.len() || (declared != 0xffff && declared != out.len()) {
+        return Err(RdbError);
+    }
+    Ok(out)
+}
+
+/// The members of an intset.
+pub fn intset(b: &[u8]) -> Result<Vec<i64>, RdbError> {
+    let width = le(bytes(b, 0, 4)?) as usize;
+    let n = le(bytes(b, 4, 4)?) as usize;
+    if !matches!(width, 2 | 4 | 8) || n.checked_mul(width).and_then(|x| x.checked_add(8)) != Some(b.len()) {
+        return Err(RdbError);
+    }
+    let vals: Vec<i64> = b[8..].chunks_exact(width).map(|c| signed(le(c), 8 * width as u32)).collect();
+    if vals.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(RdbError); // an intset is sorted and without duplicates
+    }
+    Ok(vals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listpack from entries already encoded (encoding + data), adding
+    /// each entry's backlen and the header and terminator.
+    fn lp(entries: &[&[u8]]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for e in entries {
+            body.extend_from_slice(e);
+            assert!(e.len() < 128);
+            body.push(e.len() as u8);
+        }
+        let total = 6 + body.len() + 1;
+        let mut b = (total as u32).to_le_bytes().to_vec();
+        b.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        b.extend_from_slice(&body);
+        b.push(0xff);
+        b
+    }
+
+    #[test]
+    fn listpack_every_encoding() {
+        let b = lp(&[
+            &[5],                              // 7-bit uint
+            &[0x83, b'a', b'b', b'c'],         // 6-bit string
+            &[0xdf, 0xff],                     // 13-bit int: -1
+            &[0xf1, 0x00, 0x80],               // int16: -32768
+            &[0xf2, 0xff, 0xff, 0x7f],         // int24: 8388607
+            &[0xf3, 0x00, 0x00, 0x00, 0x80],   // int32: i32::MIN
+            &[0xf4, 1, 0, 0, 0, 0, 0, 0, 0x80], // int64
+            &[0xe0, 3, b'x', b'y', b'z'],      // 12-bit string
+        ]);
+        assert_eq!(
+            listpack(&b).unwrap(),
+            vec![
+                Elem::Int(5),
+                Elem::Str(b"abc"),
+                Elem::Int(-1),
+                Elem::Int(-32768),
+                Elem::Int(8_388_607),
+                Elem::Int(i32::MIN as i64),
+                Elem::Int(i64::MIN + 1),
+                Elem::Str(b"xyz"),
+            ]
+        );
+    }
+
+    #[test]
+    fn listpack_corruption_is_an_error() {
+        let good = lp(&[&[0x83, b'a', b'b', b'c']]);
+        assert!(listpack(&good).is_ok());
+        for cut in 0..good.len() {
+            assert!(listpack(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = good.clone();
+        bad[6] = 0x8f; // string longer than the blob
+        assert!(listpack(&bad).is_err());
+        let mut bad = good.clone();
+        bad[4] = 9; // wrong count
+        assert!(listpack(&bad).is_err());
+    }
+
+    #[test]
+    fn ziplist_every_encoding() {
+        // header (zlbytes, zltail, zllen), entries with prevlen, end.
+        let entries: Vec<Vec<u8>> = vec![
+            vec![0, 0x03, b'f', b'o', b'o'],
+            vec![5, 0xfe, 0x80],             // int8 -128
+            vec![3, 0xf1],                   // imm 0
+            vec![2, 0xfd],                   // imm 12
+            vec![2, 0xc0, 0xff, 0x7f],       // int16
+            vec![4, 0xf0, 0x00, 0x00, 0x80], // int24 min
+            vec![5, 0xd0, 1, 0, 0, 0],       // int32
+            vec![6, 0xe0, 2, 0, 0, 0, 0, 0, 0, 0],
+            vec![10, 0x40, 0x02, b'h', b'i'], // 14-bit string
+        ];
+        let body: Vec<u8> = entries.concat();
+        let total = 10 + body.len() + 1;
+        let mut b = (total as u32).to_le_bytes().to_vec();
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        b.extend_from_slice(&body);
+        b.push(0xff);
+        assert_eq!(
+            ziplist(&b).unwrap(),
+            vec![
+                Elem::Str(b"foo"),
+                Elem::Int(-128),
+                Elem::Int(0),
+                Elem::Int(12),
+                Elem::Int(32767),
+                Elem::Int(-8_388_608),
+                Elem::Int(1),
+                Elem::Int(2),
+                Elem::Str(b"hi"),
+            ]
+        );
+        for cut in 0..b.len() {
+            assert!(ziplist(&b[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn intset_widths_and_order() {
+        let mut b = 2u32.to_le_bytes().to_vec();
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(&(-5i16).to_le_bytes());
+        b.extend_from_slice(&7i16.to_le_bytes());
+        assert_eq!(intset(&b).unwrap(), vec![-5, 7]);
+        let mut unsorted = b.clone();
+        unsorted[8..].copy_from_slice(&[7, 0, 0xfb, 0xff]);
+        assert!(intset(&unsorted).is_err());
+        assert!(intset(&b[..11]).is_err());
+        let mut wide = 3u32.to_le_bytes().to_vec();
+        wide.extend_from_slice(&0u32.to_le_bytes());
+        assert!(intset(&wide).is_err());
+    }
+}
