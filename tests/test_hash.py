@@ -1,5 +1,5 @@
 """HASH commands end to end: every command over both Redis encodings
-(listpack / listpack_ex / hashtable as OBJECT ENCODING names them), RESP2 and
+(listpack / listpackex / hashtable as OBJECT ENCODING names them), RESP2 and
 RESP3 reply shapes, Redis's exact error texts, and per-field expiry (lazy on
 access, active without access, the key deleted with its last field)."""
 
@@ -140,9 +140,9 @@ def test_encodings_follow_thresholds(r, thresholds):
     r.hset("longval2", "a", "x" * 90)
     assert enc(r, "longval2") == b"listpack"
     r.hpexpire("small", 100000, "a")
-    assert enc(r, "small") == b"listpack_ex"
+    assert enc(r, "small") == b"listpackex"
     r.hpersist("small", "a")
-    assert enc(r, "small") == b"listpack_ex", "sticky, as in Redis"
+    assert enc(r, "small") == b"listpackex", "sticky, as in Redis"
     # Deleting fields never converts back.
     r.hdel("large", *[f"f{i}" for i in range(500)])
     assert enc(r, "large") == b"hashtable"
@@ -519,7 +519,7 @@ def test_conversion_keeps_field_ttls_and_active_expiry(r, thresholds):
     r.config_set("hash-max-listpack-entries", 4)
     r.hset("h", mapping={"a": "1", "b": "2"})
     r.execute_command("HPEXPIRE", "h", 100, "FIELDS", 1, "a")
-    assert enc(r, "h") == b"listpack_ex"
+    assert enc(r, "h") == b"listpackex"
     r.hset("h", mapping={f"x{i}": i for i in range(10)})
     assert enc(r, "h") == b"hashtable"
     assert 0 < r.execute_command("HPTTL", "h", "FIELDS", 1, "a")[0] <= 100

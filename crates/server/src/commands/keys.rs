@@ -96,7 +96,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 ///
 /// Strings: a canonical i64 is "int", other strings of at most 44 bytes are
 /// "embstr", longer ones "raw". Hashes: `Hash::encoding_name` (listpack,
-/// listpack_ex or hashtable, following Redis's thresholds and history).
+/// listpackex or hashtable, following Redis's thresholds and history).
 /// Sorted sets: `ZSet::encoding_name` (listpack or skiplist).
 pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
     match v {

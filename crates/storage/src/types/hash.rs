@@ -18,7 +18,7 @@
 //! depends on `hash-max-listpack-entries`/`-value` and on history (a Redis
 //! hash that once became a hashtable, or got a field TTL, stays so), so two
 //! sticky flags record what Redis would have done and `encoding_name` maps
-//! them: "hashtable" once a size threshold was crossed, else "listpack_ex"
+//! them: "hashtable" once a size threshold was crossed, else "listpackex"
 //! once HEXPIRE-family commands touched the hash, else "listpack". Our own
 //! thresholds are chosen by measurement (docs/design/hash.md), not by those.
 //!
@@ -37,7 +37,7 @@ use crate::value::StrRef;
 
 /// Redis would report "hashtable" (a size threshold was crossed once).
 const F_HASHTABLE: u8 = 1;
-/// Redis would report "listpack_ex" (a field TTL was set once).
+/// Redis would report "listpackex" (a field TTL was set once).
 const F_LISTPACK_EX: u8 = 2;
 /// Small header: flags, then the field count as u16 LE.
 const HDR: usize = 3;
@@ -251,7 +251,7 @@ impl Hash {
     /// such times with Redis's error first.
     pub fn set_expire(&mut self, field: &[u8], deadline: i64, cond: ExpireCond, now: i64) -> i64 {
         assert!(deadline <= MAX_DEADLINE, "field deadline out of range: {deadline}");
-        // Redis turns a listpack into listpack_ex as soon as the command runs.
+        // Redis turns a listpack into listpackex as soon as the command runs.
         self.set_flag(F_LISTPACK_EX);
         let Some(e) = self.live_entry(field, now) else {
             return -2;
@@ -358,7 +358,7 @@ impl Hash {
         if flags & F_HASHTABLE != 0 {
             "hashtable"
         } else if flags & F_LISTPACK_EX != 0 {
-            "listpack_ex"
+            "listpackex"
         } else {
             "listpack"
         }

@@ -70,7 +70,7 @@ fn names_follow_redis_thresholds() {
     }
     assert_eq!(h.encoding_name(), "listpack");
     assert_eq!(h.set_expire(b"nope", NOW + 10, ExpireCond::Always, NOW), -2);
-    assert_eq!(h.encoding_name(), "listpack_ex");
+    assert_eq!(h.encoding_name(), "listpackex");
     h.insert(b"f128", b"v", &cfg);
     assert_eq!(h.encoding_name(), "hashtable");
     assert!(is_large(&h));
@@ -252,7 +252,7 @@ fn check(h: &Hash, m: &Model, now: i64, ht: bool, ex: bool) {
         assert_eq!(h.get(f, now).map(|v| v.to_vec()), live.get(f).cloned());
     }
     assert_eq!(h.min_deadline(), m.values().filter_map(|(_, d)| *d).min());
-    let name = if ht { "hashtable" } else if ex { "listpack_ex" } else { "listpack" };
+    let name = if ht { "hashtable" } else if ex { "listpackex" } else { "listpack" };
     assert_eq!(h.encoding_name(), name);
     let (mut cursor, mut seen) = (0, BTreeSet::new());
     loop {
