@@ -638,6 +638,18 @@ impl Db {
         Some((now / 1000 - clock_of(self.segs[si].slots[pos])).rem_euclid(CLOCK_MOD))
     }
 
+    /// Makes a live key look idle for `secs` seconds (RESTORE IDLETIME);
+    /// the 15-bit clock keeps the value modulo about 9 hours.
+    pub fn set_idle_secs(&mut self, key: &[u8], secs: i64, now: i64) -> bool {
+        let saved = std::mem::replace(&mut self.no_touch, true);
+        let found = self.live(key, now);
+        self.no_touch = saved;
+        let Some((si, pos)) = found else { return false };
+        let s = self.segs[si].slots[pos];
+        self.segs[si].slots[pos] = with_clock(s, (now / 1000).saturating_sub(secs).rem_euclid(CLOCK_MOD));
+        true
+    }
+
     /// Number of keys lazy expiry deleted (on access) since the last call;
     /// resets the count. Active expiry is counted by its own return value.
     pub fn take_lazy_expired(&mut self) -> u64 {

@@ -69,7 +69,7 @@ pub fn table() -> Vec<Spec> {
 }
 
 /// Thresholds from the config (what OBJECT ENCODING reports follows them).
-fn cfg(ctx: &Ctx) -> HashConfig {
+pub(crate) fn cfg(ctx: &Ctx) -> HashConfig {
     HashConfig {
         max_listpack_entries: ctx.srv.config.hash_max_listpack_entries,
         max_listpack_value: ctx.srv.config.hash_max_listpack_value,

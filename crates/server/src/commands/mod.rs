@@ -11,6 +11,7 @@
 
 pub mod bitops;
 pub mod connection;
+pub mod dump;
 pub mod hash;
 pub mod introspection;
 pub mod keys;
@@ -446,6 +447,7 @@ pub fn registry() -> CommandMap {
     all.extend(hash::table());
     all.extend(introspection::table());
     all.extend(keys::table());
+    all.extend(dump::table());
     all.extend(list::table());
     all.extend(set::table());
     all.extend(server::table());

@@ -58,7 +58,7 @@ pub fn table() -> Vec<Spec> {
 }
 
 /// Encoding thresholds from the live configuration.
-fn config(ctx: &Ctx) -> SetConfig {
+pub(crate) fn config(ctx: &Ctx) -> SetConfig {
     let num = |name: &str, dflt: usize| ctx.srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(dflt);
     let d = SetConfig::default();
     SetConfig {

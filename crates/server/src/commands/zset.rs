@@ -82,7 +82,7 @@ fn store_specs() -> Vec<KeySpec> {
 // ---- shared plumbing ------------------------------------------------------
 
 /// Redis's thresholds, read from the live config.
-fn zcfg(ctx: &Ctx) -> ZsetConfig {
+pub(crate) fn zcfg(ctx: &Ctx) -> ZsetConfig {
     let n = |k: &str, d: usize| ctx.srv.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
     ZsetConfig {
         max_listpack_entries: n("zset-max-listpack-entries", 128),
