@@ -186,3 +186,56 @@ def test_corrupt_bodies_are_bad_data_format(r):
             r.restore("bad", 0, _with_crc(body))
     assert r.exists("bad") == 0
     assert r.ping()
+
+
+def test_migrate_moves_keys_to_redis(r, real_redis):
+    real_redis.flushall()
+    r.set("a", "1")
+    r.set("b", "2", px=100_000)
+    r.hset("h", mapping={"f": "v"})
+    port = real_redis.connection_pool.connection_kwargs["port"]
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "a", 3, 5000) == b"OK"
+    assert r.exists("a") == 0
+    other = redis.Redis(host="127.0.0.1", port=port, db=3)
+    assert other.get("a") == b"1"
+    # KEYS form, COPY keeps the source, TTL carried over.
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "", 3, 5000, "COPY", "KEYS", "b", "h", "nokey") == b"OK"
+    assert r.get("b") == b"2" and r.hget("h", "f") == b"v"
+    assert 90_000 < other.pttl("b") <= 100_000
+    assert other.hgetall("h") == {b"f": b"v"}
+    # The target refuses an existing key without REPLACE; the source keeps it.
+    with pytest.raises(redis.ResponseError, match="^Target instance replied with error: BUSYKEY Target key name already exists.$"):
+        r.execute_command("MIGRATE", "127.0.0.1", port, "b", 3, 5000)
+    assert r.get("b") == b"2"
+    r.set("b", "new")
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "b", 3, 5000, "REPLACE") == b"OK"
+    assert other.get("b") == b"new" and r.exists("b") == 0
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "nokey", 3, 5000) == b"NOKEY"
+
+
+def test_migrate_errors(r, server, raw):
+    r.set("k", "v")
+    with pytest.raises(redis.ResponseError, match="^When using MIGRATE KEYS option, the key argument must be set to the empty string$"):
+        r.execute_command("MIGRATE", "127.0.0.1", 1, "k", 0, 100, "KEYS", "k")
+    with pytest.raises(redis.ResponseError, match="^syntax error$"):
+        r.execute_command("MIGRATE", "127.0.0.1", 1, "k", 0, 100, "BOGUS")
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+        r.execute_command("MIGRATE", "127.0.0.1", 1, "k", "x", 100)
+    # Nothing listens on a port we just freed: connecting fails.
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = s.getsockname()[1]
+    s.close()
+    with pytest.raises(redis.ResponseError, match="^IOERR error or timeout connecting to the client$"):
+        r.execute_command("MIGRATE", "127.0.0.1", dead, "k", 0, 500)
+    assert r.get("k") == b"v"
+    # Migrating to ourselves waits on our own (busy) executor until the timeout,
+    # as in Redis; the key stays.
+    with pytest.raises(redis.ResponseError, match="^IOERR error or timeout reading to target instance$"):
+        r.execute_command("MIGRATE", "127.0.0.1", server.port, "k", 0, 300)
+    assert r.get("k") == b"v"
+    conn = raw()
+    assert conn.call("COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "5", "KEYS", "a", "b") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    assert conn.call("COMMAND", "GETKEYS", "MIGRATE", "h", "1", "k", "0", "5") == b"*1\r\n$1\r\nk\r\n"
+    assert b"+movablekeys\r\n" in conn.call("COMMAND", "INFO", "migrate")

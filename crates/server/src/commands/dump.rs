@@ -1,18 +1,40 @@
-//! DUMP and RESTORE: a key's value as a Redis-format payload (RDB value,
-//! RDB version, CRC-64), so values move between densekv and Redis in both
-//! directions. The codec itself is `storage::rdb`.
+//! DUMP, RESTORE and MIGRATE: a key's value as a Redis-format payload (RDB
+//! value, RDB version, CRC-64), so values move between densekv and Redis in
+//! both directions. The codec itself is `storage::rdb`.
+//!
+//! MIGRATE talks to the target synchronously, as Redis does, bounded by the
+//! command's timeout: the executor waits for the target (the command is
+//! documented as blocking), and no connection is cached between calls.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
 
 use storage::rdb::{self, Shapes};
 use storage::Ttl;
 
 use super::flags::*;
-use super::{arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
+use super::{arg_i64, is, keys, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
+
+/// MIGRATE's key flags (Redis: RW ACCESS DELETE).
+const MIGRATE_KEY: KeyFlags = &["RW", "access", "delete"];
+/// The same for the KEYS form, which key specs cannot pin down.
+const MIGRATE_KEYS: KeyFlags = &["RW", "access", "delete", "incomplete"];
 
 /// The command table entries.
 pub fn table() -> Vec<Spec> {
     let g = "generic";
     vec![
         spec("dump", 2, READONLY, keys(1, 1, 1), dump).acl(&["keyspace", "read", "slow"]).group(g).doc("Returns a serialized representation of the value stored at a key.", "2.6.0"),
+        spec("migrate", -6, WRITE, keys(3, 3, 1), migrate)
+            .key_specs(vec![
+                range_spec(MIGRATE_KEY, 3, 0, 1),
+                KeySpec { flags: MIGRATE_KEYS, begin: Begin::Keyword("KEYS", -2), find: Find::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ])
+            .getkeys(migrate_keys)
+            .acl(&["keyspace", "write", "slow", "dangerous"])
+            .group(g)
+            .doc("Atomically transfers a key from one Redis instance to another.", "2.6.0"),
         spec("restore", -4, WRITE | DENYOOM, keys(1, 1, 1), restore).acl(&["keyspace", "write", "slow", "dangerous"]).group(g).doc("Creates a key from the serialized representation of a value.", "2.6.0"),
     ]
 }
@@ -103,4 +125,146 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.key_modified(key);
     ctx.out().ok();
     Ok(())
+}
+
+/// MIGRATE's keys: the one at index 3, or all after KEYS when it is given
+/// (with an empty key argument).
+fn migrate_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
+    match (6..argv.len()).find(|&i| is(&argv[i], "keys")) {
+        Some(i) if argv[3].is_empty() => (i + 1..argv.len()).map(|k| (k, MIGRATE_KEY)).collect(),
+        Some(_) => Vec::new(),
+        None => vec![(3, MIGRATE_KEY)],
+    }
+}
+
+fn put_bulk(out: &mut Vec<u8>, a: &[u8]) {
+    out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+    out.extend_from_slice(a);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn put_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        put_bulk(out, a);
+    }
+}
+
+/// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
+/// [AUTH password | AUTH2 username password] [KEYS key [key ...]]
+pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (mut copy, mut replace, mut auth): (bool, bool, Option<Vec<&[u8]>>) = (false, false, None);
+    let (mut first, mut count) = (3, 1);
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if is(&args[j], "copy") {
+            copy = true;
+        } else if is(&args[j], "replace") {
+            replace = true;
+        } else if is(&args[j], "auth") && more >= 1 {
+            auth = Some(vec![&args[j + 1]]);
+            j += 1;
+        } else if is(&args[j], "auth2") && more >= 2 {
+            auth = Some(vec![&args[j + 1], &args[j + 2]]);
+            j += 2;
+        } else if is(&args[j], "keys") {
+            if !args[3].is_empty() {
+                return Err(CmdError::err("When using MIGRATE KEYS option, the key argument must be set to the empty string"));
+            }
+            first = j + 1;
+            count = args.len() - j - 1;
+            break;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let timeout = arg_i64(&args[5])?;
+    let dbid = arg_i64(&args[4])?;
+    let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let now = ctx.now;
+
+    // Serialize every live key with its remaining TTL.
+    let mut cmd = Vec::new();
+    if let Some(a) = &auth {
+        let mut v: Vec<&[u8]> = vec![b"AUTH"];
+        v.extend(a.iter().copied());
+        put_command(&mut cmd, &v);
+    }
+    put_command(&mut cmd, &[b"SELECT", dbid.to_string().as_bytes()]);
+    let mut sent = Vec::new();
+    for key in &args[first..first + count] {
+        let db = ctx.db();
+        let Some(expire) = db.expire_of(key, now) else { continue };
+        let Some(payload) = db.get(key, now).map(|v| rdb::dump_payload(v, now)) else { continue };
+        let ttl = expire.map_or(0, |t| (t - now).max(1));
+        let ttl = ttl.to_string();
+        let mut v: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), &payload];
+        if replace {
+            v.push(b"REPLACE");
+        }
+        put_command(&mut cmd, &v);
+        sent.push(key);
+    }
+    if sent.is_empty() {
+        ctx.out().simple("NOKEY");
+        return Ok(());
+    }
+
+    let ioerr = |what: &str| CmdError::Custom(format!("IOERR error or timeout {what} to target instance"));
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    let port = String::from_utf8_lossy(&args[2]).into_owned();
+    let addr = format!("{host}:{port}").to_socket_addrs().ok().and_then(|mut a| a.next());
+    let Some(addr) = addr else {
+        return Err(CmdError::Custom("IOERR error or timeout connecting to the client".into()));
+    };
+    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout) else {
+        return Err(CmdError::Custom("IOERR error or timeout connecting to the client".into()));
+    };
+    let _ = sock.set_nodelay(true);
+    if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || sock.write_all(&cmd).is_err() {
+        return Err(ioerr("writing"));
+    }
+    let mut rd = BufReader::new(sock);
+    let line = |rd: &mut BufReader<TcpStream>| -> Result<String, CmdError> {
+        let mut l = String::new();
+        match rd.read_line(&mut l) {
+            Ok(n) if n > 0 && l.ends_with("\r\n") => Ok(l.trim_end().to_string()),
+            _ => Err(ioerr("reading")),
+        }
+    };
+    // AUTH and SELECT replies first. An error there fails every key; else
+    // each key stands alone, and the first error is what the client sees.
+    let mut target_err: Option<String> = None;
+    if auth.is_some() {
+        let l = line(&mut rd)?;
+        if l.starts_with('-') {
+            target_err = Some(l);
+        }
+    }
+    let l = line(&mut rd)?;
+    if l.starts_with('-') {
+        target_err.get_or_insert(l);
+    }
+    let setup_failed = target_err.is_some();
+    for key in sent {
+        let l = match line(&mut rd) {
+            Ok(l) => l,
+            Err(e) if target_err.is_none() => return Err(e),
+            Err(_) => break,
+        };
+        if setup_failed || l.starts_with('-') {
+            target_err.get_or_insert(l);
+        } else if !copy && ctx.db().remove(key, now).is_some() {
+            ctx.key_modified(key);
+        }
+    }
+    match target_err {
+        Some(e) => Err(CmdError::Custom(format!("ERR Target instance replied with error: {}", &e[1..]))),
+        None => {
+            ctx.out().ok();
+            Ok(())
+        }
+    }
 }
