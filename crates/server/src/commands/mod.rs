@@ -11,6 +11,7 @@
 
 pub mod bitops;
 pub mod connection;
+pub mod geo;
 pub mod hash;
 pub mod introspection;
 pub mod keys;
@@ -443,6 +444,7 @@ pub fn registry() -> CommandMap {
     let mut all = Vec::new();
     all.extend(bitops::table());
     all.extend(connection::table());
+    all.extend(geo::table());
     all.extend(hash::table());
     all.extend(introspection::table());
     all.extend(keys::table());
