@@ -56,7 +56,7 @@ pub fn table() -> Vec<Spec> {
 }
 
 /// `list-max-listpack-size` as the storage layer takes it.
-fn config(ctx: &Ctx) -> ListConfig {
+pub(crate) fn config(ctx: &Ctx) -> ListConfig {
     let fill = ctx
         .srv
         .config

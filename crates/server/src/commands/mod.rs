@@ -18,6 +18,7 @@ pub mod keys;
 pub mod list;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod transaction;
 pub mod zset;
@@ -450,6 +451,7 @@ pub fn registry() -> CommandMap {
     all.extend(keys::table());
     all.extend(list::table());
     all.extend(set::table());
+    all.extend(sort::table());
     all.extend(server::table());
     all.extend(string::table());
     all.extend(transaction::table());
