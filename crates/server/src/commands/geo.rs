@@ -333,7 +333,7 @@ fn search(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Hit> {
     let cells = shape.cells();
     let mut hits = Vec::new();
     let mut last: Option<Cell> = None;
-    for c in cells {
+    for (i, c) in cells.into_iter().enumerate() {
         if c == Cell::NONE {
             continue;
         }
@@ -356,7 +356,10 @@ fn search(z: &ZSet, shape: &Shape, limit: usize) -> Vec<Hit> {
                 break;
             }
         }
-        last = Some(c);
+        // The centre cell is never compared against: only neighbours can coincide.
+        if i > 0 {
+            last = Some(c);
+        }
     }
     hits
 }
@@ -657,10 +660,11 @@ fn radius_generic(ctx: &mut Ctx, args: &[Vec<u8>], form: Form, store_ok: bool) -
     let limit = if any { usize::try_from(count).unwrap_or(usize::MAX) } else { 0 };
     let mut hits = search(z, &shape, limit);
     if let Some(desc) = desc {
-        hits.sort_by(|a, b| a.dist.partial_cmp(&b.dist).unwrap_or(std::cmp::Ordering::Equal));
-        if desc {
-            hits.reverse();
-        }
+        // Stable, with ties kept in scan order both ways.
+        hits.sort_by(|a, b| {
+            let c = a.dist.partial_cmp(&b.dist).unwrap_or(std::cmp::Ordering::Equal);
+            if desc { c.reverse() } else { c }
+        });
     }
     if count > 0 {
         hits.truncate(usize::try_from(count).unwrap_or(usize::MAX));
