@@ -93,13 +93,13 @@ pub(crate) fn zcfg(ctx: &Ctx) -> ZsetConfig {
 
 /// The selected database and the reply buffer, borrowed apart so a handler
 /// can write the reply while it holds a sorted set.
-fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
+pub(crate) fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
     let db = ctx.client.db;
     (&mut ctx.srv.dbs[db], &mut ctx.client.reply, ctx.now)
 }
 
 /// `key`'s sorted set, None if absent, WrongType for another type.
-fn get<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a ZSet>, CmdError> {
+pub(crate) fn get<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a ZSet>, CmdError> {
     match db.get(key, now) {
         None => Ok(None),
         Some(ValueRef::ZSet(z)) => Ok(Some(z)),
@@ -137,7 +137,7 @@ fn reply_items<M: AsRef<[u8]>>(out: &mut Reply, items: &[(M, f64)], withscores: 
 
 /// Stores `items` (sorted) under `dst` or deletes `dst` when empty; replies
 /// with the count. The encoding name follows the result, as in Redis.
-fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)]) {
+pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)]) {
     let now = ctx.now;
     if items.is_empty() {
         if ctx.db().remove(dst, now).is_some() {
