@@ -15,6 +15,7 @@ pub mod hash;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -447,6 +448,7 @@ pub fn registry() -> CommandMap {
     all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(list::table());
+    all.extend(pubsub::table());
     all.extend(set::table());
     all.extend(server::table());
     all.extend(string::table());
