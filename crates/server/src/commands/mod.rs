@@ -12,6 +12,7 @@
 pub mod bitops;
 pub mod connection;
 pub mod hash;
+pub mod hll;
 pub mod introspection;
 pub mod keys;
 pub mod list;
@@ -445,6 +446,7 @@ pub fn registry() -> CommandMap {
     all.extend(bitops::table());
     all.extend(connection::table());
     all.extend(hash::table());
+    all.extend(hll::table());
     all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(list::table());
