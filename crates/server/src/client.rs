@@ -94,6 +94,8 @@ pub struct Client {
     /// Bytes of the request being executed, already consumed from `qbuf`
     /// (CLIENT LIST counts them in `qbuf=`, as Redis does).
     pub cur_cmd_len: usize,
+    /// Pub/Sub subscriptions; Some while in Pub/Sub mode.
+    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
 }
 
 impl Client {
@@ -134,6 +136,7 @@ impl Client {
             qbuf_peak: 0,
             paused: false,
             cur_cmd_len: 0,
+            pubsub: None,
         }
     }
 
@@ -154,6 +157,9 @@ impl Client {
     /// Client flags as CLIENT LIST prints them.
     pub fn flags(&self) -> String {
         let mut f = String::new();
+        if self.pubsub.is_some() {
+            f.push('P');
+        }
         if self.multi.is_some() {
             f.push('x');
         }
@@ -189,7 +195,7 @@ impl Client {
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
         let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread=0",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread=0",
             self.id,
             self.addr,
             self.laddr,
@@ -199,6 +205,9 @@ impl Client {
             now.duration_since(self.last_interaction).as_secs(),
             self.flags(),
             self.db,
+            self.pubsub.as_ref().map_or(0, |s| s.channels.len()),
+            self.pubsub.as_ref().map_or(0, |s| s.patterns.len()),
+            self.pubsub.as_ref().map_or(0, |s| s.shard.len()),
             multi,
             self.watched.len(),
             qbuf,

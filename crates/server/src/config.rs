@@ -236,6 +236,9 @@ pub fn parse_memory(s: &str) -> Option<i64> {
 ///
 /// Errors: a description of why the value is invalid.
 pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
+    if param.name == "notify-keyspace-events" {
+        return keyspace_events(value);
+    }
     match param.kind {
         Kind::Bool => match value.to_ascii_lowercase().as_str() {
             "yes" => Ok("yes".into()),
@@ -276,6 +279,36 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             }
         }
     }
+}
+
+/// notify-keyspace-events: checks the class letters and prints them the
+/// way Redis does (`A` for all classes, then `K`, `E`, `m`).
+fn keyspace_events(value: &str) -> Result<String, String> {
+    // Classes in print order; `A` stands for all but `n` (new key), and
+    // when it applies Redis prints `A` alone, dropping `n`.
+    const CLASSES: &[u8] = b"g$lshzxetdn";
+    const ALL: &[u8] = b"g$lshzxetd";
+    let mut set = std::collections::HashSet::new();
+    for b in value.bytes() {
+        match b {
+            b'A' => set.extend(ALL.iter().copied()),
+            b'K' | b'E' | b'm' => {
+                set.insert(b);
+            }
+            _ if CLASSES.contains(&b) => {
+                set.insert(b);
+            }
+            _ => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        }
+    }
+    let mut out = String::new();
+    if ALL.iter().all(|b| set.contains(b)) {
+        out.push('A');
+    } else {
+        out.extend(CLASSES.iter().filter(|b| set.contains(b)).map(|&b| b as char));
+    }
+    out.extend(b"KEm".iter().filter(|b| set.contains(b)).map(|&b| b as char));
+    Ok(out)
 }
 
 /// The running configuration.
@@ -495,6 +528,15 @@ mod tests {
         assert_eq!(c.get("save"), Some(""));
         assert!(Config::from_args(&["--nosuch".into(), "1".into()]).is_err());
         assert!(Config::from_args(&["--port".into(), "x".into()]).is_err());
+    }
+
+    #[test]
+    fn keyspace_event_flags() {
+        assert_eq!(keyspace_events("KEA").as_deref(), Ok("AKE"));
+        assert_eq!(keyspace_events("Ex$l").as_deref(), Ok("$lxE"));
+        assert_eq!(keyspace_events("An").as_deref(), Ok("A"));
+        assert_eq!(keyspace_events("").as_deref(), Ok(""));
+        assert!(keyspace_events("KEQ").is_err());
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn tick(srv: &mut Server) {
         let limit = Duration::from_secs(srv.config.timeout);
         let t = Instant::now();
         for c in srv.clients.values_mut() {
-            if !c.monitor && c.multi.is_none() && t.duration_since(c.last_interaction) > limit {
+            if !c.monitor && c.multi.is_none() && c.pubsub.is_none() && t.duration_since(c.last_interaction) > limit {
                 c.close_asap = true;
             }
         }

@@ -80,7 +80,7 @@ fn runs_in_multi(name: &str) -> bool {
 }
 
 /// True if `spec` must wait because of CLIENT PAUSE.
-pub fn is_paused(srv: &Server, spec: &Spec, name: &str, now: i64) -> bool {
+pub fn is_paused(srv: &Server, spec: &Spec, _name: &str, now: i64) -> bool {
     let Some(p) = srv.pause else { return false };
     if now >= p.until {
         return false;
@@ -88,9 +88,10 @@ pub fn is_paused(srv: &Server, spec: &Spec, name: &str, now: i64) -> bool {
     if !p.write_only {
         return true;
     }
-    // WRITE mode holds writes and commands that may write; EXEC of a
-    // transaction is judged by what it queued (done by the caller).
-    spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE) && !name.starts_with("publish")
+    // WRITE mode holds writes and commands that may write or replicate
+    // (PFCOUNT, PUBLISH); EXEC of a transaction is judged by what it
+    // queued (done by the caller).
+    spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE)
 }
 
 /// Runs one request from `c`. Returns false if the client must wait (paused).
@@ -123,6 +124,11 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
         reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
         return true;
     }
+    if c.pubsub.is_some() && !c.reply.resp3 && !allowed_in_pubsub(name) {
+        let msg = format!("Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
+        reject(srv, c, spec, &CmdError::err(msg));
+        return true;
+    }
     if c.multi.is_some() && !runs_in_multi(name) {
         c.multi.as_mut().expect("in multi").push(argv);
         c.reply.simple("QUEUED");
@@ -141,6 +147,11 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     }
     run(srv, c, spec, &argv, now, start);
     true
+}
+
+/// Commands a RESP2 client in Pub/Sub mode may run.
+fn allowed_in_pubsub(name: &str) -> bool {
+    matches!(name, "subscribe" | "ssubscribe" | "psubscribe" | "unsubscribe" | "sunsubscribe" | "punsubscribe" | "ping" | "quit" | "reset")
 }
 
 /// The reply to a command refused because memory is over `maxmemory`.
@@ -228,6 +239,11 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
             c.reply_mode = ReplyMode::On;
         }
         _ => {}
+    }
+    // Push messages to this client follow its reply (the whole EXEC's).
+    if !c.in_exec && !srv.pending_push.is_empty() {
+        c.reply.raw(&srv.pending_push);
+        srv.pending_push.clear();
     }
 }
 

@@ -234,8 +234,13 @@ impl EventLoop {
     /// each turn cost O(clients) per turn at pipeline depth 1.
     fn close_marked(&mut self, srv: &mut Server, served: Option<&[ClientId]>) {
         let all: Vec<ClientId>;
+        let woken = std::mem::take(&mut srv.woken);
         let ids = match served {
-            Some(ids) if !srv.sweep_clients => ids,
+            Some(ids) if !srv.sweep_clients && woken.is_empty() => ids,
+            Some(ids) if !srv.sweep_clients => {
+                all = ids.iter().chain(&woken).copied().collect::<HashSet<_>>().into_iter().collect();
+                &all
+            }
             _ => {
                 srv.sweep_clients = false;
                 all = srv.clients.keys().copied().collect();
@@ -254,10 +259,11 @@ impl EventLoop {
                     let _ = self.poll.registry().deregister(&mut s);
                 }
                 srv.unwatch_all(&mut c);
+                srv.pubsub.forget(&mut c);
                 srv.monitors.retain(|&m| m != id);
             }
         }
-        // Clients that got replies pushed by others (MONITOR) need a write.
+        // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a write.
         let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| c.pending_out() > 0)).copied().collect();
         for id in flush_ids {
             if let Some(mut c) = srv.clients.remove(&id) {

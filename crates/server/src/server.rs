@@ -157,6 +157,14 @@ pub struct Server {
     pub net_writes: u64,
     /// Event loop iterations.
     pub eventloop_cycles: u64,
+    /// Pub/Sub subscriptions.
+    pub pubsub: crate::pubsub::PubSub,
+    /// Clients given output by another client's command (a published
+    /// message): the event loop flushes them. See `wake`.
+    pub woken: Vec<ClientId>,
+    /// Push messages for the running client, appended after its reply
+    /// (after the whole EXEC inside a transaction).
+    pub pending_push: Vec<u8>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -220,6 +228,9 @@ impl Server {
             net_reads: 0,
             net_writes: 0,
             eventloop_cycles: 0,
+            pubsub: crate::pubsub::PubSub::default(),
+            woken: Vec::new(),
+            pending_push: Vec::new(),
         }
     }
 
@@ -334,6 +345,12 @@ impl Server {
         self.eventloop_cycles = 0;
         self.peak_memory = crate::memory::allocated();
         self.stat_reset = unix_ms() / 1000;
+    }
+
+    /// Tells the event loop that client `id` (not the running one) has
+    /// output to write or must be closed.
+    pub fn wake(&mut self, id: ClientId) {
+        self.woken.push(id);
     }
 
     /// The id for a new client.

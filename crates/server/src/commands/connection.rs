@@ -35,6 +35,14 @@ pub fn ping(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 2 {
         return Err(CmdError::Arity("ping".into()));
     }
+    if ctx.client.pubsub.is_some() && !ctx.client.reply.resp3 {
+        // RESP2 Pub/Sub mode answers in the shape of a message.
+        let out = ctx.out();
+        out.array(2);
+        out.bulk(b"pong");
+        out.bulk(args.get(1).map_or(&b""[..], |m| m));
+        return Ok(());
+    }
     match args.get(1) {
         Some(m) => ctx.out().bulk(m),
         None => ctx.out().simple("PONG"),
@@ -60,6 +68,7 @@ pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     ctx.client.multi = None;
     ctx.client.multi_error = false;
     ctx.srv.unwatch_all(ctx.client);
+    ctx.srv.pubsub.forget(ctx.client);
     ctx.client.db = 0;
     ctx.client.reply.resp3 = false;
     ctx.client.reply_mode = ReplyMode::On;

@@ -151,12 +151,13 @@ fn client_info(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Redis's client types; we only have normal and pubsub-less clients, so
-/// "normal" matches everyone and the replication types match nobody.
+/// Redis's client types: there are no replication links, so MONITOR
+/// clients (which Redis flags as replicas) are the only "replica" ones.
 fn client_type_matches(c: &Client, ty: &str) -> bool {
     match ty {
-        "normal" => !c.monitor,
+        "normal" => !c.monitor && c.pubsub.is_none(),
         "replica" | "slave" => c.monitor,
+        "pubsub" => c.pubsub.is_some(),
         _ => false,
     }
 }

@@ -322,7 +322,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         // Clients held by CLIENT PAUSE count as blocked, as in Redis.
         line(&mut s, "blocked_clients", &srv.clients.values().filter(|x| x.paused).count());
         line(&mut s, "tracking_clients", &0);
-        line(&mut s, "pubsub_clients", &0);
+        line(&mut s, "pubsub_clients", &srv.pubsub.clients);
         line(&mut s, "watching_clients", &watching);
         line(&mut s, "clients_in_timeout_table", &0);
         line(&mut s, "total_watched_keys", &srv.watched.len());
@@ -472,10 +472,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         }
         line(&mut s, "keyspace_hits", &srv.keyspace_hits);
         line(&mut s, "keyspace_misses", &srv.keyspace_misses);
+        line(&mut s, "pubsub_channels", &srv.pubsub.len(crate::pubsub::Kind::Channel));
+        line(&mut s, "pubsub_patterns", &srv.pubsub.len(crate::pubsub::Kind::Pattern));
+        line(&mut s, "pubsubshard_channels", &srv.pubsub.len(crate::pubsub::Kind::Shard));
         for k in [
-            "pubsub_channels",
-            "pubsub_patterns",
-            "pubsubshard_channels",
             "latest_fork_usec",
             "total_forks",
             "migrate_cached_sockets",

@@ -3,6 +3,7 @@
 //! answer OBJECT ENCODING.
 
 pub mod hash;
+pub mod hll;
 pub mod zset;
 pub mod list;
 pub mod set;
