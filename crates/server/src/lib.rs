@@ -11,6 +11,7 @@ pub mod exec;
 pub mod glob;
 pub mod memory;
 pub mod net;
+pub mod script;
 pub mod server;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).

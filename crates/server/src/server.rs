@@ -157,6 +157,8 @@ pub struct Server {
     pub net_writes: u64,
     /// Event loop iterations.
     pub eventloop_cycles: u64,
+    /// Lua interpreter and script cache (EVAL, SCRIPT).
+    pub scripting: crate::script::Engine,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -174,10 +176,12 @@ impl Server {
     pub fn new(config: Config) -> Server {
         let dbs = (0..config.databases).map(|_| Db::new()).collect();
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
+        let commands = registry();
         Server {
             dbs,
             config,
-            commands: registry(),
+            scripting: crate::script::Engine::new(commands.clone()),
+            commands,
             clients: HashMap::new(),
             next_client_id: 1,
             dirty: 0,

@@ -449,6 +449,7 @@ pub fn registry() -> CommandMap {
     all.extend(list::table());
     all.extend(set::table());
     all.extend(server::table());
+    all.extend(crate::script::table());
     all.extend(string::table());
     all.extend(transaction::table());
     all.extend(zset::table());
