@@ -58,11 +58,17 @@ const EVAL_SCRIPTS_MAX: usize = 500;
 
 const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
-/// A cached script.
+/// A cached script. Its compiled function lives in the Lua registry under
+/// `f_<sha>` (as in Redis): an `mlua::Function` handle per script would
+/// use a slot of mlua's bounded reference stack, and caches hold more
+/// scripts than it has slots.
 struct Script {
     body: Vec<u8>,
-    func: mlua::Function,
     flags: u32,
+}
+
+fn registry_name(sha: &str) -> String {
+    format!("f_{sha}")
 }
 
 /// The interpreter and the script cache.
@@ -73,6 +79,8 @@ pub struct Engine {
     lru: VecDeque<String>,
     /// Scripts evicted from the cache (INFO evicted_scripts).
     pub evicted: u64,
+    /// Scripts compiled so far (paces garbage collection).
+    created: u64,
 }
 
 impl Engine {
@@ -82,7 +90,7 @@ impl Engine {
         let acl = move |argv: &[Vec<u8>]| matches!(exec::lookup(&commands, argv), Lookup::Found(_));
         // Our own setup code: failing here is a broken invariant.
         let vm = lua::new_vm(acl).expect("scripting sandbox setup");
-        Engine { vm, scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0 }
+        Engine { vm, scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0 }
     }
 
     /// Number of cached scripts.
@@ -133,12 +141,24 @@ impl Engine {
             while self.lru.len() >= EVAL_SCRIPTS_MAX {
                 if let Some(old) = self.lru.pop_front() {
                     self.scripts.remove(&old);
+                    // Only fails on allocation failure; the entry is gone either way.
+                    let _ = self.vm.lua.unset_named_registry_value(&registry_name(&old));
                     self.evicted += 1;
                 }
             }
             self.lru.push_back(sha.clone());
         }
-        self.scripts.insert(sha.clone(), Script { body: body.to_vec(), func, flags });
+        self.vm
+            .lua
+            .set_named_registry_value(&registry_name(&sha), func)
+            .map_err(|e| CmdError::err(format!("Error compiling script (new function): {e}")))?;
+        self.scripts.insert(sha.clone(), Script { body: body.to_vec(), flags });
+        // Compiling leaves garbage; a small collection step every few
+        // scripts keeps the interpreter from growing in bursts, as Redis does.
+        self.created += 1;
+        if self.created % 50 == 0 {
+            let _ = self.vm.lua.gc_step_kbytes(50);
+        }
         Ok(sha)
     }
 
@@ -398,8 +418,11 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
     let Some(script) = engine.scripts.get(&sha) else {
         return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
     };
-    let (func, flags) = (script.func.clone(), script.flags);
+    let flags = script.flags;
     let vm = &engine.vm;
+    let Ok(func) = vm.lua.named_registry_value::<mlua::Function>(&registry_name(&sha)) else {
+        return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
+    };
     let (lua, globals, state, runner, redis) =
         (vm.lua.clone(), vm.globals.clone(), vm.state.clone(), vm.runner.clone(), vm.redis.clone());
 
