@@ -156,7 +156,7 @@ impl Engine {
         // Compiling leaves garbage; a small collection step every few
         // scripts keeps the interpreter from growing in bursts, as Redis does.
         self.created += 1;
-        if self.created % 50 == 0 {
+        if self.created.is_multiple_of(50) {
             let _ = self.vm.lua.gc_step_kbytes(50);
         }
         Ok(sha)
