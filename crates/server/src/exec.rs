@@ -79,8 +79,8 @@ fn runs_in_multi(name: &str) -> bool {
     matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
 }
 
-/// True if `spec` must wait because of CLIENT PAUSE.
-pub fn is_paused(srv: &Server, spec: &Spec, _name: &str, now: i64) -> bool {
+/// True if `argv` (looked up as `spec`) must wait because of CLIENT PAUSE.
+pub fn is_paused(srv: &Server, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
     let Some(p) = srv.pause else { return false };
     if now >= p.until {
         return false;
@@ -88,10 +88,12 @@ pub fn is_paused(srv: &Server, spec: &Spec, _name: &str, now: i64) -> bool {
     if !p.write_only {
         return true;
     }
-    // WRITE mode holds writes and commands that may write or replicate
-    // (PFCOUNT, PUBLISH); EXEC of a transaction is judged by what it
-    // queued (done by the caller).
-    spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE)
+    // WRITE mode holds writes and commands that may write; EXEC of a
+    // transaction is judged by what it queued (done by the caller); a
+    // script by the flags its shebang declares; PUBLISH and PFCOUNT may
+    // replicate, so they wait too.
+    let f = crate::script::command_flags(srv, spec, argv);
+    f & flags::WRITE != 0 || f & flags::MAY_REPLICATE != 0
 }
 
 /// Runs one request from `c`. Returns false if the client must wait (paused).
@@ -120,7 +122,7 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
         reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
         return true;
     }
-    if srv.config.maxmemory != 0 && oom_sensitive(&table, c, spec) && crate::memory::allocated() > srv.config.maxmemory {
+    if srv.config.maxmemory != 0 && oom_sensitive(srv, &table, c, spec, &argv) && crate::memory::allocated() > srv.config.maxmemory {
         reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
         return true;
     }
@@ -137,10 +139,10 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let paused = if name == "exec" {
         srv.pause.is_some_and(|p| now < p.until)
             && c.multi.as_ref().is_some_and(|q| {
-                q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if is_paused(srv, s, s.full_name, now)))
+                q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if is_paused(srv, s, a, now)))
             })
     } else {
-        is_paused(srv, spec, name, now)
+        is_paused(srv, spec, &argv, now)
     };
     if paused {
         return false;
@@ -161,13 +163,13 @@ pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemo
 /// that may grow memory, EXEC of a transaction that queued one, and anything
 /// that would be queued (a queue grows without bound), but never EXEC,
 /// DISCARD, QUIT or RESET themselves.
-fn oom_sensitive(table: &CommandMap, c: &Client, spec: &Spec) -> bool {
+fn oom_sensitive(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> bool {
     match spec.full_name {
         "exec" => c.multi.as_ref().is_some_and(|q| {
             q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::DENYOOM)))
         }),
         "discard" | "quit" | "reset" => false,
-        _ => spec.has(flags::DENYOOM) || c.multi.is_some(),
+        _ => crate::script::command_flags(srv, spec, argv) & flags::DENYOOM != 0 || c.multi.is_some(),
     }
 }
 
@@ -291,7 +293,9 @@ fn slowlog_push(srv: &mut Server, c: &Client, argv: &[Vec<u8>], usec: u64) {
     }
 }
 
-fn feed_monitors(srv: &mut Server, c: &Client, argv: &[Vec<u8>]) {
+/// Sends `argv` to every MONITOR client (EVAL calls it itself, before the
+/// commands its script runs).
+pub fn feed_monitors(srv: &mut Server, c: &Client, argv: &[Vec<u8>]) {
     let us = unix_us();
     let mut line = format!("{}.{:06} [{} {}]", us / 1_000_000, us % 1_000_000, c.db, c.addr);
     for a in argv {

@@ -12,6 +12,7 @@ pub mod glob;
 pub mod memory;
 pub mod net;
 pub mod pubsub;
+pub mod script;
 pub mod server;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).

@@ -165,6 +165,8 @@ pub struct Server {
     /// Push messages for the running client, appended after its reply
     /// (after the whole EXEC inside a transaction).
     pub pending_push: Vec<u8>,
+    /// Lua interpreter and script cache (EVAL, SCRIPT).
+    pub scripting: crate::script::Engine,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -182,10 +184,12 @@ impl Server {
     pub fn new(config: Config) -> Server {
         let dbs = (0..config.databases).map(|_| Db::new()).collect();
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
+        let commands = registry();
         Server {
             dbs,
             config,
-            commands: registry(),
+            scripting: crate::script::Engine::new(commands.clone()),
+            commands,
             clients: HashMap::new(),
             next_client_id: 1,
             dirty: 0,

@@ -459,6 +459,7 @@ pub fn registry() -> CommandMap {
     all.extend(set::table());
     all.extend(sort::table());
     all.extend(server::table());
+    all.extend(crate::script::table());
     all.extend(string::table());
     all.extend(transaction::table());
     all.extend(zset::table());

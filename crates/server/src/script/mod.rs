@@ -1,0 +1,622 @@
+//! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
+//! LOAD|EXISTS|FLUSH|KILL|HELP, with Redis 7.4's rules.
+//!
+//! One interpreter (`lua::Vm`) serves every client, as in Redis; compiled
+//! scripts are cached by the SHA1 of their body. A script's `redis.call`
+//! runs the command through the same lookup and `exec::run` as a client's
+//! request, on a script client that starts on the caller's database and
+//! RESP2, so arity, statistics, keyspace effects and WATCH invalidation are
+//! shared; only the script rules (noscript, read-only scripts, OOM before
+//! the first write) are checked here. The run-scoped natives borrow the
+//! server through `mlua`'s scope, so no raw pointers are kept.
+//!
+//! Not done: script timeouts (busy-reply-threshold, SCRIPT KILL of a running
+//! script, BUSY replies): scripts run to completion on the executor thread.
+
+pub mod lua;
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use mlua::{ChunkMode, MultiValue, Value};
+
+use crate::client::Client;
+use crate::commands::flags::*;
+use crate::commands::{arg_i64, container, is, kf, spec, Begin, CmdError, CmdResult, CommandMap, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::exec::{self, Lookup};
+use crate::server::Server;
+
+/// Script flags declared in a `#!lua flags=...` shebang.
+pub mod script_flags {
+    /// `no-writes`: the script never writes (runs under CLIENT PAUSE WRITE, EVAL_RO).
+    pub const NO_WRITES: u32 = 1;
+    /// `allow-oom`: may run when memory is over maxmemory.
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    /// `allow-stale`: may run on a stale replica.
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    /// `no-cluster`: refused in cluster mode.
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    /// `allow-cross-slot-keys`.
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 4;
+    /// No shebang: the pre-7.0 rules apply.
+    pub const COMPAT: u32 = 1 << 5;
+    /// Names as the shebang spells them.
+    pub const NAMES: &[(u32, &str)] = &[
+        (NO_WRITES, "no-writes"),
+        (ALLOW_OOM, "allow-oom"),
+        (ALLOW_STALE, "allow-stale"),
+        (NO_CLUSTER, "no-cluster"),
+        (ALLOW_CROSS_SLOT, "allow-cross-slot-keys"),
+    ];
+}
+use script_flags::*;
+
+/// Scripts created by EVAL beyond this many are evicted oldest first
+/// (SCRIPT LOAD'ed ones never are), as Redis does.
+const EVAL_SCRIPTS_MAX: usize = 500;
+
+const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// A cached script. Its compiled function lives in the Lua registry under
+/// `f_<sha>` (as in Redis): an `mlua::Function` handle per script would
+/// use a slot of mlua's bounded reference stack, and caches hold more
+/// scripts than it has slots.
+struct Script {
+    body: Vec<u8>,
+    flags: u32,
+}
+
+fn registry_name(sha: &str) -> String {
+    format!("f_{sha}")
+}
+
+/// The interpreter and the script cache.
+pub struct Engine {
+    vm: lua::Vm,
+    scripts: HashMap<String, Script>,
+    /// SHA1s of scripts created by EVAL, least recently used first.
+    lru: VecDeque<String>,
+    /// Scripts evicted from the cache (INFO evicted_scripts).
+    pub evicted: u64,
+    /// Scripts compiled so far (paces garbage collection).
+    created: u64,
+}
+
+impl Engine {
+    /// A fresh interpreter with an empty cache. `commands` answers
+    /// `redis.acl_check_cmd`.
+    pub fn new(commands: CommandMap) -> Engine {
+        let acl = move |argv: &[Vec<u8>]| matches!(exec::lookup(&commands, argv), Lookup::Found(_));
+        // Our own setup code: failing here is a broken invariant.
+        let vm = lua::new_vm(acl).expect("scripting sandbox setup");
+        Engine { vm, scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0 }
+    }
+
+    /// Number of cached scripts.
+    pub fn len(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// True if no script is cached.
+    pub fn is_empty(&self) -> bool {
+        self.scripts.is_empty()
+    }
+
+    /// Bytes the interpreter holds (INFO used_memory_lua).
+    pub fn vm_memory(&self) -> usize {
+        self.vm.lua.used_memory()
+    }
+
+    /// Bytes of the cache: bodies, digests and per-entry overhead (INFO
+    /// used_memory_scripts).
+    pub fn cache_memory(&self) -> usize {
+        self.scripts.values().map(|s| s.body.len() + 40 + 64).sum::<usize>() + self.lru.len() * 40
+    }
+
+    /// Compiles and caches `body` unless cached; returns its SHA1.
+    fn create(&mut self, body: &[u8], from_eval: bool) -> Result<String, CmdError> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, skip) = parse_shebang(body).map_err(CmdError::err)?;
+        // The shebang line is dropped but its newline kept, so line numbers hold.
+        let func = self
+            .vm
+            .lua
+            .load(&body[skip..])
+            .set_name(lua::CHUNK_NAME)
+            .set_mode(ChunkMode::Text)
+            .set_environment(self.vm.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let msg = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    e => e.to_string(),
+                };
+                CmdError::err(format!("Error compiling script (new function): {msg}"))
+            })?;
+        if from_eval {
+            while self.lru.len() >= EVAL_SCRIPTS_MAX {
+                if let Some(old) = self.lru.pop_front() {
+                    self.scripts.remove(&old);
+                    // Only fails on allocation failure; the entry is gone either way.
+                    let _ = self.vm.lua.unset_named_registry_value(&registry_name(&old));
+                    self.evicted += 1;
+                }
+            }
+            self.lru.push_back(sha.clone());
+        }
+        self.vm
+            .lua
+            .set_named_registry_value(&registry_name(&sha), func)
+            .map_err(|e| CmdError::err(format!("Error compiling script (new function): {e}")))?;
+        self.scripts.insert(sha.clone(), Script { body: body.to_vec(), flags });
+        // Compiling leaves garbage; a small collection step every few
+        // scripts keeps the interpreter from growing in bursts, as Redis does.
+        self.created += 1;
+        if self.created.is_multiple_of(50) {
+            let _ = self.vm.lua.gc_step_kbytes(50);
+        }
+        Ok(sha)
+    }
+
+    /// Marks an EVAL-created script as just used.
+    fn touch(&mut self, sha: &str) {
+        if let Some(i) = self.lru.iter().position(|s| s == sha) {
+            if let Some(s) = self.lru.remove(i) {
+                self.lru.push_back(s);
+            }
+        }
+    }
+}
+
+/// Lowercase hex SHA1, as script digests are written.
+pub fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// Parses a `#!lua flags=a,b` first line. Returns the flags (COMPAT when
+/// there is no shebang) and the length of the shebang line (without its
+/// newline), or Redis's error text (without "ERR ").
+pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((COMPAT, 0));
+    }
+    let Some(len) = body.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let parts = match resp::parse::split_args(&body[..len]) {
+        Some(p) if !p.is_empty() => p,
+        _ => return Err("Invalid engine in script shebang".into()),
+    };
+    if parts[0] != b"#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {}", String::from_utf8_lossy(&parts[0])));
+    }
+    let mut flags = 0;
+    for p in &parts[1..] {
+        let Some(list) = p.strip_prefix(b"flags=") else {
+            return Err(format!("Unknown lua shebang option: {}", String::from_utf8_lossy(p)));
+        };
+        if list.is_empty() {
+            continue;
+        }
+        for f in list.split(|&b| b == b',') {
+            match script_flags::NAMES.iter().find(|(_, n)| n.as_bytes() == f) {
+                Some((bit, _)) => flags |= bit,
+                None => return Err(format!("Unexpected flag in script shebang: {}", String::from_utf8_lossy(f))),
+            }
+        }
+    }
+    Ok((flags, len))
+}
+
+/// The flags dispatch should judge `argv` by (CLIENT PAUSE, OOM): for the
+/// EVAL family, those implied by the script's shebang, as Redis derives
+/// them; for anything else, the spec's own.
+pub fn command_flags(srv: &Server, spec: &Spec, argv: &[Vec<u8>]) -> u32 {
+    let evalsha = match spec.full_name {
+        "eval" | "eval_ro" => false,
+        "evalsha" | "evalsha_ro" => true,
+        _ => return spec.flags,
+    };
+    let Some(arg) = argv.get(1) else { return spec.flags };
+    let sflags = if evalsha {
+        if arg.len() != 40 {
+            return spec.flags;
+        }
+        match srv.scripting.scripts.get(&String::from_utf8_lossy(arg).to_ascii_lowercase()) {
+            Some(s) => s.flags,
+            None => return spec.flags,
+        }
+    } else {
+        match parse_shebang(arg) {
+            Ok((f, _)) => f,
+            Err(_) => return spec.flags,
+        }
+    };
+    if sflags & COMPAT != 0 {
+        return spec.flags;
+    }
+    let mut f = spec.flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    if sflags & (ALLOW_OOM | NO_WRITES) == 0 {
+        f |= DENYOOM;
+    }
+    if sflags & NO_WRITES == 0 {
+        f |= WRITE;
+    }
+    if sflags & ALLOW_STALE != 0 {
+        f |= STALE;
+    }
+    f
+}
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    let acl: &[&str] = &["slow", "scripting"];
+    let keyspec = |flags: KeyFlags| {
+        vec![KeySpec { flags, begin: Begin::Index(2), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]
+    };
+    let base = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE;
+    vec![
+        spec("eval", -3, base | MAY_REPLICATE, NO_KEYS, eval)
+            .key_specs(keyspec(kf::RW_ACCESS_UPDATE))
+            .getkeys(|a| eval_keys(a, kf::RW_ACCESS_UPDATE))
+            .acl(acl)
+            .group("scripting")
+            .doc("Executes a server-side Lua script.", "2.6.0"),
+        spec("evalsha", -3, base | MAY_REPLICATE, NO_KEYS, evalsha)
+            .key_specs(keyspec(kf::RW_ACCESS_UPDATE))
+            .getkeys(|a| eval_keys(a, kf::RW_ACCESS_UPDATE))
+            .acl(acl)
+            .group("scripting")
+            .doc("Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
+        spec("eval_ro", -3, base | READONLY, NO_KEYS, eval_ro)
+            .key_specs(keyspec(kf::RO_ACCESS))
+            .getkeys(|a| eval_keys(a, kf::RO_ACCESS))
+            .acl(acl)
+            .group("scripting")
+            .doc("Executes a read-only server-side Lua script.", "7.0.0"),
+        spec("evalsha_ro", -3, base | READONLY, NO_KEYS, evalsha_ro)
+            .key_specs(keyspec(kf::RO_ACCESS))
+            .getkeys(|a| eval_keys(a, kf::RO_ACCESS))
+            .acl(acl)
+            .group("scripting")
+            .doc("Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0"),
+        container(
+            "script",
+            vec![
+                spec("load", 3, NOSCRIPT | STALE, NO_KEYS, script_load)
+                    .acl(acl)
+                    .doc("Loads a server-side Lua script to the script cache.", "2.6.0"),
+                spec("exists", -3, NOSCRIPT, NO_KEYS, script_exists)
+                    .acl(acl)
+                    .doc("Determines whether server-side Lua scripts exist in the script cache.", "2.6.0"),
+                spec("flush", -2, NOSCRIPT, NO_KEYS, script_flush)
+                    .acl(acl)
+                    .doc("Removes all server-side Lua scripts from the script cache.", "2.6.0"),
+                spec("kill", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, script_kill)
+                    .acl(acl)
+                    .doc("Terminates a server-side Lua script during execution.", "2.6.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, script_help)
+                    .acl(acl)
+                    .doc("Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        )
+        .group("scripting")
+        .doc("A container for Lua scripts management commands.", "2.6.0"),
+    ]
+}
+
+/// Keys of EVAL-like argv: numkeys at 2, then that many keys. Empty when
+/// numkeys is bad (or zero, which NO_MANDATORY_KEYS makes valid).
+fn eval_keys(argv: &[Vec<u8>], flags: KeyFlags) -> Vec<(usize, KeyFlags)> {
+    let n = argv.get(2).and_then(|a| resp::num::parse_i64(a)).unwrap_or(-1);
+    if n < 0 || n > argv.len() as i64 - 3 {
+        return Vec::new();
+    }
+    (3..3 + n as usize).map(|i| (i, flags)).collect()
+}
+
+fn eval(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    eval_generic(ctx, args, "eval", false, false)
+}
+
+fn evalsha(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    eval_generic(ctx, args, "evalsha", true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    eval_generic(ctx, args, "eval_ro", false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    eval_generic(ctx, args, "evalsha_ro", true, true)
+}
+
+/// What a running script's natives share.
+struct Run<'a> {
+    srv: &'a mut Server,
+    /// The client commands from the script run as.
+    sc: Client,
+    read_only: bool,
+    allow_oom: bool,
+    /// Memory was over maxmemory when the script started.
+    oom: bool,
+    /// A write command already ran: later ones cannot be refused for OOM.
+    write_dirty: bool,
+    now: i64,
+}
+
+impl Run<'_> {
+    /// Runs one `redis.call`; returns the raw reply bytes.
+    fn call(&mut self, argv: Vec<Vec<u8>>) -> Vec<u8> {
+        let table = self.srv.commands.clone();
+        let spec = match exec::lookup(&table, &argv) {
+            Lookup::Found(s) => s,
+            Lookup::Unknown(_) => return self.reject(None, "ERR Unknown Redis command called from script"),
+            Lookup::BadArity(_) => {
+                let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+                return self.reject(table.get(&name), "ERR Wrong number of args calling Redis command from script");
+            }
+        };
+        if spec.has(NOSCRIPT) {
+            return self.reject(Some(spec), "ERR This Redis command is not allowed from script");
+        }
+        // May-replicate counts as a write, so read-only scripts can run
+        // during CLIENT PAUSE WRITE.
+        if self.read_only && spec.flags & (WRITE | MAY_REPLICATE) != 0 {
+            return self.reject(Some(spec), "ERR Write commands are not allowed from read-only scripts.");
+        }
+        if !self.allow_oom && self.oom && !self.write_dirty && spec.has(DENYOOM) {
+            return self.reject(Some(spec), exec::OOM_ERROR);
+        }
+        if spec.has(WRITE) {
+            self.write_dirty = true;
+        }
+        exec::run(self.srv, &mut self.sc, spec, &argv, self.now, Instant::now());
+        std::mem::take(&mut self.sc.reply.buf)
+    }
+
+    /// A command refused before running: counted as Redis counts it.
+    fn reject(&mut self, spec: Option<&Spec>, msg: &str) -> Vec<u8> {
+        if let Some(s) = spec {
+            self.srv.cmdstats.entry(s.full_name).or_default().rejected += 1;
+        }
+        exec::reply_error(self.srv, &mut self.sc, &CmdError::Custom(msg.into()));
+        std::mem::take(&mut self.sc.reply.buf)
+    }
+}
+
+fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: bool, ro: bool) -> CmdResult {
+    // EVAL skips the generic MONITOR feed so it shows before its commands.
+    if !ctx.srv.monitors.is_empty() {
+        exec::feed_monitors(ctx.srv, ctx.client, args);
+    }
+    if by_sha && args[1].len() != 40 {
+        return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
+    }
+    let numkeys = arg_i64(&args[2])?;
+    if numkeys > args.len() as i64 - 3 {
+        return Err(CmdError::err("Number of keys can't be greater than number of args"));
+    }
+    if numkeys < 0 {
+        return Err(CmdError::err("Number of keys can't be negative"));
+    }
+    let engine = &mut ctx.srv.scripting;
+    let sha = if by_sha {
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        if !engine.scripts.contains_key(&sha) {
+            return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
+        }
+        sha
+    } else {
+        engine.create(&args[1], true)?
+    };
+    engine.touch(&sha);
+    let Some(script) = engine.scripts.get(&sha) else {
+        return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
+    };
+    let flags = script.flags;
+    let vm = &engine.vm;
+    let Ok(func) = vm.lua.named_registry_value::<mlua::Function>(&registry_name(&sha)) else {
+        return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
+    };
+    let (lua, globals, state, runner, redis) =
+        (vm.lua.clone(), vm.globals.clone(), vm.state.clone(), vm.runner.clone(), vm.redis.clone());
+
+    let compat = flags & COMPAT != 0;
+    let maxmem = ctx.srv.config.maxmemory;
+    let oom = maxmem != 0 && crate::memory::allocated() > maxmem;
+    if !compat {
+        if flags & NO_WRITES == 0 && ro {
+            return Err(CmdError::err("Can not execute a script with write flag using *_ro command."));
+        }
+        if oom && flags & (ALLOW_OOM | NO_WRITES) == 0 {
+            return Err(CmdError::Custom(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into(),
+            ));
+        }
+    }
+
+    let n = numkeys as usize;
+    let set_array = |name: &str, items: &[Vec<u8>]| -> mlua::Result<()> {
+        let t = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, a) in items.iter().enumerate() {
+            t.raw_set(i + 1, lua.create_string(a)?)?;
+        }
+        globals.raw_set(name, t)
+    };
+    let setup = set_array("KEYS", &args[3..3 + n]).and_then(|_| set_array("ARGV", &args[3 + n..]));
+    if let Err(e) = setup {
+        return Err(CmdError::err(format!("Error running script {sha}, {e}")));
+    }
+
+    let mut sc = Client::new(ctx.client.id, None, "lua".into(), String::new());
+    sc.db = ctx.client.db;
+    // Blocking commands must not block here: they see what EXEC's see.
+    sc.in_exec = true;
+    let run = RefCell::new(Run {
+        srv: &mut *ctx.srv,
+        sc,
+        read_only: ro || (!compat && flags & NO_WRITES != 0),
+        allow_oom: !compat && flags & ALLOW_OOM != 0,
+        oom,
+        write_dirty: false,
+        now: ctx.now,
+    });
+    // redis.call and redis.pcall: the same call; call raises error replies.
+    let call_with = |lua: &mlua::Lua, args: MultiValue, raise: bool| -> mlua::Result<Value> {
+        let reply = match lua::lua_args(&args) {
+            Ok(argv) => run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?.call(argv),
+            Err(msg) if raise => return Err(mlua::Error::external(lua::Raised { msg: msg.into(), ignore_stats: false })),
+            Err(msg) => return Ok(Value::Table(lua::err_table(lua, msg, false)?)),
+        };
+        if raise && reply.first() == Some(&b'-') {
+            let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
+            let msg = String::from_utf8_lossy(&line[1..]).into_owned();
+            return Err(mlua::Error::external(lua::Raised { msg, ignore_stats: true }));
+        }
+        Ok(lua::reply_to_lua(lua, &reply, &mut 0).unwrap_or(Value::Nil))
+    };
+    let result = lua.scope(|scope| {
+        let call = scope.create_function(|lua, args: MultiValue| call_with(lua, args, true))?;
+        let pcall = scope.create_function(|lua, args: MultiValue| call_with(lua, args, false))?;
+        redis.raw_set("call", call)?;
+        redis.raw_set("pcall", pcall)?;
+        let setresp = scope.create_function(|_, v: i64| {
+            run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?.sc.reply.resp3 = v == 3;
+            Ok(())
+        })?;
+        state.raw_set("setresp", setresp)?;
+        runner.call::<(bool, Value)>(func)
+    });
+    let Run { sc, .. } = run.into_inner();
+    let script_resp3 = sc.reply.resp3;
+    if sc.dirty_cas {
+        ctx.client.dirty_cas = true;
+    }
+    let err = match result {
+        Ok((true, v)) => lua::lua_to_reply(&v, &mut ctx.client.reply, script_resp3),
+        Ok((false, Value::Table(t))) => {
+            let mut e = lua::error_info(&t);
+            if let (Some(src), Some(line)) = (&e.source, &e.line) {
+                e.msg = format!("{} script: {sha}, on {src}:{line}.", e.msg);
+            }
+            Some(e)
+        }
+        Ok((false, v)) => Some(lua::ScriptError {
+            msg: format!("ERR Error running script {sha}, {:.100}", v.to_string().unwrap_or_default()),
+            source: None,
+            line: None,
+            ignore_stats: false,
+        }),
+        Err(e) => Some(lua::ScriptError {
+            msg: format!("ERR Error running script {sha}, {:.100}", e.to_string()),
+            source: None,
+            line: None,
+            ignore_stats: false,
+        }),
+    };
+    if let Some(e) = err {
+        if e.ignore_stats {
+            ctx.out().error(&e.msg);
+        } else {
+            exec::reply_error(ctx.srv, ctx.client, &CmdError::Custom(e.msg));
+        }
+        ctx.srv.cmdstats.entry(name).or_default().failed += 1;
+    }
+    Ok(())
+}
+
+fn script_load(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let sha = ctx.srv.scripting.create(&args[2], false)?;
+    ctx.out().bulk(sha.as_bytes());
+    Ok(())
+}
+
+fn script_exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let found: Vec<bool> = args[2..]
+        .iter()
+        .map(|a| ctx.srv.scripting.scripts.contains_key(&String::from_utf8_lossy(a).to_ascii_lowercase()))
+        .collect();
+    let out = ctx.out();
+    out.array(found.len());
+    for f in found {
+        out.int(f as i64);
+    }
+    Ok(())
+}
+
+fn script_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let ok = match args.len() {
+        2 => true,
+        3 => is(&args[2], "sync") || is(&args[2], "async"),
+        _ => false,
+    };
+    if !ok {
+        return Err(CmdError::err("SCRIPT FLUSH only support SYNC|ASYNC option"));
+    }
+    // Redis resets the whole interpreter, globals and all.
+    ctx.srv.scripting = Engine::new(ctx.srv.commands.clone());
+    ctx.out().ok();
+    Ok(())
+}
+
+fn script_kill(_ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    // Scripts run to completion on the executor: none is ever running
+    // when another command is served.
+    Err(CmdError::Custom("NOTBUSY No scripts in execution right now.".into()))
+}
+
+fn script_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    crate::commands::introspection::help_reply(
+        ctx,
+        "script",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_flags_and_errors() {
+        assert_eq!(parse_shebang(b"return 1"), Ok((COMPAT, 0)));
+        assert_eq!(parse_shebang(b"#!lua\nreturn 1"), Ok((0, 5)));
+        assert_eq!(parse_shebang(b"#!lua flags=no-writes,allow-oom\n"), Ok((NO_WRITES | ALLOW_OOM, 31)));
+        assert_eq!(parse_shebang(b"#!lua flags=\n"), Ok((0, 12)));
+        assert_eq!(parse_shebang(b"#!lua"), Err("Invalid script shebang".into()));
+        assert_eq!(parse_shebang(b"#!foo\n"), Err("Unexpected engine in script shebang: #!foo".into()));
+        assert_eq!(parse_shebang(b"#!lua flags=bad\n"), Err("Unexpected flag in script shebang: bad".into()));
+        assert_eq!(parse_shebang(b"#!lua name=x\n"), Err("Unknown lua shebang option: name=x".into()));
+    }
+
+    #[test]
+    fn eval_keys_follow_numkeys() {
+        let argv: Vec<Vec<u8>> = ["eval", "s", "2", "a", "b", "c"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        let keys: Vec<usize> = eval_keys(&argv, kf::RO_ACCESS).into_iter().map(|k| k.0).collect();
+        assert_eq!(keys, [3, 4]);
+        let mut bad = argv.clone();
+        bad[2] = b"9".to_vec();
+        assert!(eval_keys(&bad, kf::RO_ACCESS).is_empty());
+    }
+}

@@ -1,0 +1,175 @@
+-- Sandbox and the pure-Lua half of the `redis` API, run once per
+-- interpreter. Frames of this chunk (named "=redis") are skipped when an
+-- error is located, so errors point at the user's script as in Redis.
+--
+-- Redis patches Lua with read-only tables; stock Lua 5.1 has none, so the
+-- globals and library tables scripts see are empty proxies whose
+-- metatables forward reads and refuse writes. Every builtin that could
+-- write through a proxy (setmetatable, rawset) is wrapped, and the
+-- iteration builtins see through proxies to the real table.
+local G, native = ...
+local error, type, select, tostring, tonumber = error, type, select, tostring, tonumber
+local rawget, rawset, next, setmetatable, setfenv = rawget, rawset, next, setmetatable, setfenv
+local loadstring, load, xpcall, pcall = loadstring, load, xpcall, pcall
+local sub, find, floor, ceil = string.sub, string.find, math.floor, math.ceil
+
+local RO = 'Attempt to modify a readonly table'
+local backing = setmetatable({}, { __mode = 'k' })
+local function refuse() error(RO, 2) end
+
+local function protect(t, index)
+  local mp = setmetatable({}, { __newindex = refuse, __metatable = false })
+  backing[mp] = {}
+  local p = setmetatable({}, { __index = index or t, __newindex = refuse, __metatable = mp })
+  backing[p] = t
+  return p
+end
+
+local function trunc(n)
+  if n >= 0 then return floor(n) end
+  return ceil(n)
+end
+
+-- An error table as Redis builds one from a message: "-CODE msg" keeps its
+-- code, a bare message gets ERR.
+local function errt(msg)
+  if sub(msg, 1, 1) == '-' then
+    local sp = find(msg, ' ', 1, true)
+    if sp then
+      msg = sub(msg, 2, sp - 1) .. ' ' .. sub(msg, sp + 1)
+    else
+      msg = 'ERR ' .. sub(msg, 2)
+    end
+  else
+    msg = 'ERR ' .. msg
+  end
+  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
+  return { err = msg }
+end
+
+-- Run-scoped native functions (RESP version), set from Rust before each
+-- script runs; so are redis.call and redis.pcall, which must be native so
+-- that `return redis.call(...)` keeps the caller's frame for error lines.
+local state = {}
+
+local redis = {}
+function redis.sha1hex(...)
+  if select('#', ...) ~= 1 then error(errt('wrong number of arguments')) end
+  return native.sha1hex((...))
+end
+function redis.error_reply(...)
+  local e = ...
+  if select('#', ...) ~= 1 or type(e) ~= 'string' then
+    return errt('wrong number or type of arguments')
+  end
+  if sub(e, 1, 1) ~= '-' then e = '-' .. e end
+  return errt(e)
+end
+function redis.status_reply(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return errt('wrong number or type of arguments')
+  end
+  return { ok = s }
+end
+function redis.log(...)
+  local n, level = select('#', ...), ...
+  if n < 2 then error(errt('redis.log() requires two arguments or more.')) end
+  if tonumber(level) == nil then error(errt('First argument must be a number (log level).')) end
+  level = trunc(tonumber(level))
+  if level < 0 or level > 3 then error(errt('Invalid log level.')) end
+end
+function redis.setresp(...)
+  if select('#', ...) ~= 1 then error(errt('redis.setresp() requires one argument.')) end
+  local v = trunc(tonumber((...)) or 0)
+  if v ~= 2 and v ~= 3 then error(errt('RESP version must be 2 or 3.')) end
+  state.setresp(v)
+end
+function redis.set_repl(...)
+  if select('#', ...) ~= 1 then error(errt('redis.set_repl() requires one argument.')) end
+  local v = trunc(tonumber((...)) or 0)
+  if v < 0 or v > 3 then
+    error(errt('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'))
+  end
+end
+function redis.replicate_commands() return true end
+function redis.breakpoint() return false end
+function redis.debug() end
+function redis.acl_check_cmd(...)
+  local r, e = native.acl_check_cmd(...)
+  if e then error(r) end
+  return r
+end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = native.version, native.version_num
+
+-- The environment scripts run in.
+local env = protect(G, function(_, k)
+  local v = rawget(G, k)
+  if v == nil then
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end
+  return v
+end)
+
+local function pnext(t, k) return next(backing[t] or t, k) end
+G.next = pnext
+G.pairs = function(t) return pnext, t, nil end
+G.rawget = function(t, k) return rawget(backing[t] or t, k) end
+G.rawset = function(t, k, v)
+  if backing[t] then error(RO, 2) end
+  return rawset(t, k, v)
+end
+G.setmetatable = function(t, m)
+  if backing[t] then error(RO, 2) end
+  return setmetatable(t, m)
+end
+G.loadstring = function(s, name)
+  if type(s) == 'string' and sub(s, 1, 1) == '\27' then
+    return nil, 'binary chunks are not allowed'
+  end
+  local f, e = loadstring(s, name)
+  if f then setfenv(f, env) end
+  return f, e
+end
+G.load = function(fn, name)
+  local f, e = load(fn, name)
+  if f then setfenv(f, env) end
+  return f, e
+end
+-- Errors raised by redis.call reach Lua as native error objects; as in
+-- Redis, pcall hands back the message of an error table.
+local unwrap = native.unwrap
+local function fixerr(ok, ...)
+  if ok then return ok, ... end
+  local e = ...
+  if type(e) == 'userdata' then e = unwrap(e) end
+  if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then e = rawget(e, 'err') end
+  return false, e
+end
+G.pcall = function(...) return fixerr(pcall(...)) end
+G.dofile, G.loadfile, G.print = nil, nil, nil
+G.os = { clock = os.clock }
+G.redis = redis
+for _, lib in ipairs({ 'os', 'redis', 'string', 'math', 'table', 'coroutine' }) do
+  G[lib] = protect(G[lib])
+end
+G._G = env
+
+-- Runs a compiled script under Redis's error handler: errors become tables
+-- {err=..., source=..., line=...} locating the user's frame.
+local where = native.where
+local function handler(err)
+  if type(err) == 'userdata' then err = unwrap(err) end
+  if type(err) ~= 'table' then err = { err = 'ERR ' .. tostring(err) } end
+  local source, line = where()
+  if source then
+    err.source = source
+    err.line = line
+  end
+  return err
+end
+local function run(f) return xpcall(f, handler) end
+
+return env, state, run, redis
