@@ -71,8 +71,14 @@ impl EventLoop {
             if srv.shutdown {
                 return Ok(());
             }
+            // Blocked clients: answer those past their deadline, wake those served.
+            crate::blocking::expire(srv, unix_ms());
+            self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
-            let timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            let mut timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            if let Some(at) = srv.blocking.next_deadline() {
+                timeout = timeout.min(Duration::from_millis(at.saturating_sub(unix_ms()).max(0) as u64));
+            }
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -90,6 +96,7 @@ impl EventLoop {
             for &id in &ids {
                 self.serve(srv, id);
             }
+            self.pending.extend(srv.blocking.take_woken());
             self.close_marked(srv, Some(&ids));
         }
     }
@@ -233,7 +240,7 @@ impl EventLoop {
         // More to do if input is waiting (read stopped early or paused
         // commands) and output is not backed up.
         let input_left = c.qbuf.len() > c.qpos;
-        !c.close_asap && !eof && (input_left || unread || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused
+        !c.close_asap && !eof && (input_left || unread || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused && !c.blocked
     }
 
     /// Closes clients marked for closing and flushes replies pushed to them
@@ -263,6 +270,7 @@ impl EventLoop {
                 }
                 srv.unwatch_all(&mut c);
                 srv.monitors.retain(|&m| m != id);
+                srv.blocking.forget(id);
             }
         }
         // Clients that got replies pushed by others (MONITOR) need a write.
@@ -283,7 +291,8 @@ pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
     let mut all = true;
     c.paused = false;
     loop {
-        if c.close_after_reply || c.close_asap {
+        // A blocked client's later requests wait until it is answered.
+        if c.close_after_reply || c.close_asap || c.blocked {
             break;
         }
         if c.pending_out() > OUTPUT_SOFT_LIMIT {

@@ -157,6 +157,8 @@ pub struct Server {
     pub net_writes: u64,
     /// Event loop iterations.
     pub eventloop_cycles: u64,
+    /// Clients blocked in BLPOP and friends.
+    pub blocking: crate::blocking::Blocking,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -220,6 +222,7 @@ impl Server {
             net_reads: 0,
             net_writes: 0,
             eventloop_cycles: 0,
+            blocking: Default::default(),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod hash;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod replication;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -447,6 +448,7 @@ pub fn registry() -> CommandMap {
     all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(list::table());
+    all.extend(replication::table());
     all.extend(set::table());
     all.extend(server::table());
     all.extend(string::table());
@@ -539,11 +541,13 @@ impl Ctx<'_> {
         &mut self.client.reply
     }
 
-    /// The epilogue of every write: invalidates WATCH, counts the change.
+    /// The epilogue of every write: invalidates WATCH, counts the change,
+    /// wakes clients blocked on the key.
     pub fn key_modified(&mut self, key: &[u8]) {
         self.srv.dirty += 1;
         let db = self.client.db;
         self.srv.touch_watched(db, key, self.client);
+        self.srv.blocking.signal(db, key);
     }
 
     /// Reads a key expected to hold a string; WrongType otherwise.

@@ -320,14 +320,14 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "client_recent_max_input_buffer", &max_in);
         line(&mut s, "client_recent_max_output_buffer", &max_out);
         // Clients held by CLIENT PAUSE count as blocked, as in Redis.
-        line(&mut s, "blocked_clients", &srv.clients.values().filter(|x| x.paused).count());
+        line(&mut s, "blocked_clients", &(srv.clients.values().filter(|x| x.paused).count() + srv.blocking.clients()));
         line(&mut s, "tracking_clients", &0);
         line(&mut s, "pubsub_clients", &0);
         line(&mut s, "watching_clients", &watching);
-        line(&mut s, "clients_in_timeout_table", &0);
+        line(&mut s, "clients_in_timeout_table", &srv.blocking.with_deadline());
         line(&mut s, "total_watched_keys", &srv.watched.len());
-        line(&mut s, "total_blocking_keys", &0);
-        line(&mut s, "total_blocking_keys_on_nokey", &0);
+        line(&mut s, "total_blocking_keys", &srv.blocking.keys());
+        line(&mut s, "total_blocking_keys_on_nokey", &srv.blocking.keys_on_nokey());
     }
     if has("memory") {
         section(&mut s, "Memory");
