@@ -72,12 +72,13 @@ impl EventLoop {
                 return Ok(());
             }
             // Blocked clients: answer those past their deadline, wake those served.
-            crate::blocking::expire(srv, unix_ms());
+            let now_ms = srv.unix_ms_at(Instant::now());
+            crate::blocking::expire(srv, now_ms);
             self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
             let mut timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             if let Some(at) = srv.blocking.next_deadline() {
-                timeout = timeout.min(Duration::from_millis(at.saturating_sub(unix_ms()).max(0) as u64));
+                timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
