@@ -335,13 +335,14 @@ def test_stats_count_once_when_served(r, raw):
         r.config_set("slowlog-log-slower-than", 10000)
 
 
-def test_command_info_flags(r):
+def test_command_info_flags(r, raw):
     blpop = r.execute_command("COMMAND", "INFO", "blpop")["blpop"]
     assert (blpop["arity"], blpop["flags"]) == (-3, ["write", "blocking"])
     assert blpop["acl_categories"] == ["@write", "@list", "@slow", "@blocking"]
     assert r.execute_command("COMMAND", "INFO", "blmpop")["blmpop"]["arity"] == -5
-    assert r.execute_command("COMMAND", "GETKEYS", "BLPOP", "a", "b", "0") == [b"a", b"b"]
-    assert r.execute_command("COMMAND", "GETKEYS", "BZMPOP", "0", "2", "a", "b", "MIN") == [b"a", b"b"]
+    c = raw()
+    assert c.call("COMMAND", "GETKEYS", "BLPOP", "a", "b", "0") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    assert c.call("COMMAND", "GETKEYS", "BZMPOP", "0", "2", "a", "b", "MIN") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
 
 
 # ---------------------------------------------------------------- WAIT, WAITAOF
