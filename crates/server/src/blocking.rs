@@ -295,14 +295,33 @@ pub fn block_or_null(ctx: &mut Ctx, keys: &[Vec<u8>], deadline: Option<i64>, rea
 }
 
 /// Parses a blocking timeout in seconds (fractions allowed) into a Unix ms
-/// deadline; 0 means none. Redis's errors and rounding (up to the next ms).
+/// deadline; 0 means none. Redis's errors and rounding (up to the next ms);
+/// like Redis's long double parser it also takes hexadecimal integers.
 pub fn parse_timeout_secs(a: &[u8], now: i64) -> Result<Option<i64>, CmdError> {
-    let v = resp::num::parse_f64(a).ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
+    let v = resp::num::parse_f64(a).or_else(|| parse_hex(a)).ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
     let ms = v * 1000.0;
     if ms > i64::MAX as f64 {
         return Err(CmdError::err("timeout is out of range"));
     }
     deadline_from_ms(ms.ceil() as i64, now)
+}
+
+/// `[+-]0x<hex digits>` as a float.
+fn parse_hex(a: &[u8]) -> Option<f64> {
+    let (neg, rest) = match a.first()? {
+        b'-' => (true, &a[1..]),
+        b'+' => (false, &a[1..]),
+        _ => (false, a),
+    };
+    let digits = rest.strip_prefix(b"0x").or_else(|| rest.strip_prefix(b"0X"))?;
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for &d in digits {
+        v = v * 16.0 + f64::from(char::from(d).to_digit(16)?);
+    }
+    Some(if neg { -v } else { v })
 }
 
 /// Parses a timeout in milliseconds (WAIT, WAITAOF) into a deadline.
@@ -506,6 +525,9 @@ mod tests {
         assert_eq!(parse_timeout_secs(b"-1", 0), Err(CmdError::err("timeout is negative")));
         assert_eq!(parse_timeout_secs(b"abc", 0), Err(CmdError::err("timeout is not a float or out of range")));
         assert_eq!(parse_timeout_secs(b"inf", 0), Err(CmdError::err("timeout is out of range")));
+        assert_eq!(parse_timeout_secs(b"0x7FFFFFFFFFFFFF", 0), Err(CmdError::err("timeout is out of range")));
+        assert_eq!(parse_timeout_secs(b"0x10", 0), Ok(Some(16_000)));
+        assert_eq!(parse_timeout_secs(b"0x", 0), Err(CmdError::err("timeout is not a float or out of range")));
         assert_eq!(parse_timeout_secs(b"9223372036854775", 1000), Err(CmdError::err("timeout is out of range")));
         assert_eq!(parse_timeout_ms(b"1.5", 0), Err(CmdError::err("timeout is not an integer or out of range")));
         assert_eq!(parse_timeout_ms(b"100", 5), Ok(Some(105)));

@@ -483,8 +483,9 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     push_to(db, dst, to, &[&v], false, &cfg, now)?;
     db.sync_object(src);
     out.bulk(&v);
+    // One change, as Redis counts an LMOVE.
     ctx.key_modified(src);
-    ctx.key_modified(dst);
+    ctx.key_touched(dst);
     Ok(())
 }
 

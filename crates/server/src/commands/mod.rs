@@ -545,6 +545,12 @@ impl Ctx<'_> {
     /// wakes clients blocked on the key.
     pub fn key_modified(&mut self, key: &[u8]) {
         self.srv.dirty += 1;
+        self.key_touched(key);
+    }
+
+    /// `key_modified` without counting a change, for the second key of a
+    /// write Redis counts once (LMOVE's destination).
+    pub fn key_touched(&mut self, key: &[u8]) {
         let db = self.client.db;
         self.srv.touch_watched(db, key, self.client);
         self.srv.blocking.signal(db, key);
