@@ -397,3 +397,47 @@ def test_thousand_timeouts(r, raw):
     assert blocked(r) == 0
     for c in conns:
         c.close()
+
+
+def test_idle_timeout_spares_blocked_clients(r, raw):
+    c = raw()
+    r.config_set("timeout", 1)
+    try:
+        c.cmd("BLPOP", "k", 0)
+        wait_blocked(r, 1)
+        time.sleep(2.3)
+        assert blocked(r) == 1
+        r.rpush("k", "late")
+        assert c.read_reply() == b"*2\r\n$1\r\nk\r\n$4\r\nlate\r\n"
+    finally:
+        r.config_set("timeout", 0)
+
+
+def test_wait_unblocked_by_client_unblock(r, raw):
+    c = raw()
+    cid = int(c.call("CLIENT", "ID")[1:-2])
+    c.cmd("WAIT", 1, 0)
+    wait_blocked(r, 1)
+    assert r.info("clients")["total_blocking_keys"] == 0
+    assert r.execute_command("CLIENT", "UNBLOCK", cid) == 1
+    assert c.read_reply() == b":0\r\n"
+    c.cmd("WAITAOF", 0, 1, 0)
+    wait_blocked(r, 1)
+    assert r.execute_command("CLIENT", "UNBLOCK", cid, "ERROR") == 1
+    assert c.read_reply() == b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+
+
+def test_many_waiters_on_one_key(r, raw):
+    conns = []
+    for i in range(300):
+        c = raw()
+        c.cmd("BRPOP", "hot", 0)
+        wait_blocked(r, i + 1)  # arrival order across connections is the test's FIFO order
+        conns.append(c)
+    for i in range(300):
+        r.lpush("hot", i)
+    for i, c in enumerate(conns):
+        assert c.read_reply() == b"*2\r\n$3\r\nhot\r\n$%d\r\n%d\r\n" % (len(str(i)), i)
+    assert r.exists("hot") == 0
+    for c in conns:
+        c.close()

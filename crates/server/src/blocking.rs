@@ -162,6 +162,8 @@ pub struct Blocking {
     /// command that is finishing now.
     carried_us: u64,
     next_seq: u64,
+    /// Parked clients that wake on deletion too.
+    nokey: usize,
     /// Raised while blocking is not allowed (a script is running).
     pub deny: u32,
 }
@@ -235,6 +237,9 @@ impl Blocking {
     /// Unregisters `id`: from its keys' queues and the deadline set.
     fn unpark(&mut self, id: ClientId) -> Option<Parked> {
         let p = self.parked.remove(&id)?;
+        if p.req.on_nokey {
+            self.nokey -= 1;
+        }
         for key in &p.req.keys {
             let k = (p.db, key.clone());
             if let Some(q) = self.waiters.get_mut(&k) {
@@ -366,6 +371,9 @@ pub fn park_if_requested(srv: &mut Server, c: &mut Client, argv: &[Vec<u8>], use
     if let Some(at) = req.deadline {
         b.deadlines.insert(at, c.id);
     }
+    if req.on_nokey {
+        b.nokey += 1;
+    }
     b.parked.insert(c.id, Parked { db: c.db, seq, req, argv: argv.to_vec(), spent_us });
     c.blocked = true;
     true
@@ -377,30 +385,47 @@ pub fn park_if_requested(srv: &mut Server, c: &mut Client, argv: &[Vec<u8>], use
 pub fn serve_ready(srv: &mut Server) {
     while !srv.blocking.ready.is_empty() {
         let batch = std::mem::take(&mut srv.blocking.ready);
-        for (db, key) in batch {
-            srv.blocking.ready_set.remove(&(db, key.clone()));
-            let Some(queue) = srv.blocking.waiters.get(&(db, key.clone())) else { continue };
-            let ids: Vec<ClientId> = queue.values().copied().collect();
-            for id in ids {
-                // An earlier re-run may have served or re-queued this one.
-                let Some(p) = srv.blocking.parked.get(&id) else { continue };
-                if p.db != db || !p.req.keys.contains(&key) {
-                    continue;
-                }
-                let now = srv.unix_ms_at(Instant::now());
-                let ready = p.req.ready;
-                if !ready(srv.dbs[db].get(&key, now)) {
-                    continue;
-                }
-                rerun(srv, id);
-            }
+        for k in batch {
+            srv.blocking.ready_set.remove(&k);
+            serve_key(srv, &k);
         }
+    }
+}
+
+/// Re-runs, in FIFO order, the clients waiting on `k` whose `ready` test
+/// accepts its value. Clients that block again get a new sequence number
+/// past `limit`, so each waiter is tried at most once; the walk stops early
+/// once the key is gone and nobody waits for deletions, so a push to a key
+/// with thousands of waiters costs O(served · log n).
+fn serve_key(srv: &mut Server, k: &(usize, Vec<u8>)) {
+    let limit = srv.blocking.next_seq;
+    let mut from = 0;
+    loop {
+        let next = srv.blocking.waiters.get(k).and_then(|q| q.range(from..limit).next().map(|(&s, &id)| (s, id)));
+        let Some((seq, id)) = next else { return };
+        from = seq + 1;
+        let Some(ready) = srv.blocking.parked.get(&id).map(|p| p.req.ready) else { continue };
+        let now = srv.unix_ms_at(Instant::now());
+        let value = srv.dbs[k.0].get(&k.1, now);
+        let gone = value.is_none();
+        if !ready(value) {
+            if gone && srv.blocking.nokey == 0 {
+                return;
+            }
+            continue;
+        }
+        rerun(srv, id);
     }
 }
 
 /// Unparks `id` and runs its command again.
 fn rerun(srv: &mut Server, id: ClientId) {
     let Some(mut c) = srv.clients.remove(&id) else { return };
+    if c.close_asap {
+        // Killed by the command that made the key ready: leave the data.
+        srv.clients.insert(id, c);
+        return;
+    }
     let Some(p) = srv.blocking.unpark(id) else {
         srv.clients.insert(id, c);
         return;
