@@ -13,6 +13,9 @@
 //! if nothing_to_pop {
 //!     return block_or_null(ctx, keys, deadline, is_list, NullKind::Array);
 //! }
+//! // or, with a custom timeout reply or re-run arguments:
+//! if !ctx.may_block() { /* reply as on timeout */ }
+//! ctx.block(BlockRequest { rerun_argv: Some(pinned), ..BlockRequest::on_keys(keys, deadline, is_stream) });
 //! ```
 //!
 //! # How it wakes up
@@ -21,8 +24,8 @@
 //! a signal is kept only for keys someone waits on. After each top-level
 //! command (a whole EXEC or script included) [`serve_ready`] walks the
 //! signalled keys and, for each, the clients waiting on it in FIFO order
-//! (at most as many as were waiting when it started, so a client that
-//! blocks again cannot loop): if the request's `ready` test accepts the
+//! (only those queued before the pass began, so a client that blocks again
+//! cannot loop): if the request's `ready` test accepts the
 //! key's current value, the client is unparked and its command re-runs from
 //! scratch, exactly as if just received. That re-run replies (data, or
 //! WRONGTYPE if the key changed type under a BLMOVE destination), or blocks
@@ -34,9 +37,15 @@
 //!
 //! # Deadlines
 //!
-//! Deadlines (Unix ms) live in a `(deadline, seq)` ordered set, so the event
-//! loop finds what is due, and how long it may sleep, in O(log n) with any
-//! number of blocked clients. A due client gets its request's timeout reply.
+//! Deadlines (Unix ms) live in a `(deadline, client id)` ordered set, so the
+//! event loop finds what is due, and how long it may sleep, in O(log n) with
+//! any number of blocked clients ([`expire`] runs every loop turn, so a
+//! timeout is answered to the millisecond, not at the next cron tick). A due
+//! client gets its request's timeout reply.
+//!
+//! A client answered outside its own turn (served, timed out, unblocked) is
+//! listed in `Blocking::take_woken`; the event loop then writes its reply
+//! and runs the requests it pipelined behind the blocking command.
 //!
 //! # Accounting
 //!
@@ -90,6 +99,18 @@ pub struct BlockRequest {
     pub on_nokey: bool,
     /// Reply on timeout.
     pub on_timeout: TimeoutReply,
+    /// Arguments to re-run instead of the original ones (XREAD BLOCK pins
+    /// `$` to the last id it saw, as Redis rewrites its argv); the slow
+    /// log then shows these too.
+    pub rerun_argv: Option<Vec<Vec<u8>>>,
+}
+
+impl BlockRequest {
+    /// Waits on `keys` until `deadline`, woken when `ready` accepts a key's
+    /// value; null array on timeout, no argv rewrite.
+    pub fn on_keys(keys: Vec<Vec<u8>>, deadline: Option<i64>, ready: ReadyFn) -> BlockRequest {
+        BlockRequest { keys, deadline, ready, on_nokey: false, on_timeout: TimeoutReply::NullArray, rerun_argv: None }
+    }
 }
 
 /// One parked client.
@@ -219,7 +240,7 @@ impl Blocking {
         std::mem::take(&mut self.woken)
     }
 
-    /// Milliseconds until the earliest deadline (0 if due), None if none.
+    /// The earliest deadline (Unix ms), None if no blocked client has one.
     pub fn next_deadline(&self) -> Option<i64> {
         self.deadlines.next()
     }
@@ -295,7 +316,7 @@ pub fn block_or_null(ctx: &mut Ctx, keys: &[Vec<u8>], deadline: Option<i64>, rea
         }
         return Ok(());
     }
-    ctx.block(BlockRequest { keys: keys.to_vec(), deadline, ready, on_nokey: false, on_timeout: TimeoutReply::NullArray });
+    ctx.block(BlockRequest::on_keys(keys.to_vec(), deadline, ready));
     Ok(())
 }
 
@@ -374,7 +395,8 @@ pub fn park_if_requested(srv: &mut Server, c: &mut Client, argv: &[Vec<u8>], use
     if req.on_nokey {
         b.nokey += 1;
     }
-    b.parked.insert(c.id, Parked { db: c.db, seq, req, argv: argv.to_vec(), spent_us });
+    let argv = req.rerun_argv.take().unwrap_or_else(|| argv.to_vec());
+    b.parked.insert(c.id, Parked { db: c.db, seq, req, argv, spent_us });
     c.blocked = true;
     true
 }

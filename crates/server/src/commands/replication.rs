@@ -36,7 +36,7 @@ pub fn wait(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ctx.out().int(acked);
         return Ok(());
     }
-    ctx.block(BlockRequest { keys: Vec::new(), deadline, ready: never, on_nokey: false, on_timeout: TimeoutReply::Int(acked) });
+    ctx.block(BlockRequest { on_timeout: TimeoutReply::Int(acked), ..BlockRequest::on_keys(Vec::new(), deadline, never) });
     Ok(())
 }
 
@@ -64,6 +64,6 @@ pub fn waitaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.int(0);
         return Ok(());
     }
-    ctx.block(BlockRequest { keys: Vec::new(), deadline, ready: never, on_nokey: false, on_timeout: TimeoutReply::Pair(acklocal, 0) });
+    ctx.block(BlockRequest { on_timeout: TimeoutReply::Pair(acklocal, 0), ..BlockRequest::on_keys(Vec::new(), deadline, never) });
     Ok(())
 }
