@@ -441,3 +441,15 @@ def test_many_waiters_on_one_key(r, raw):
     assert r.exists("hot") == 0
     for c in conns:
         c.close()
+
+
+def test_monitor_shows_blocking_command_once_when_first_run(r, raw):
+    m, c = raw(), raw()
+    assert m.call("MONITOR") == b"+OK\r\n"
+    c.cmd("BLPOP", "k", 0)
+    assert b'"BLPOP" "k" "0"' in m.read_line()
+    r.rpush("k", "v")
+    assert c.read_reply() == b"*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
+    assert b'"RPUSH" "k" "v"' in m.read_line()
+    r.rpush("k", "w")
+    assert b'"RPUSH" "k" "w"' in m.read_line()

@@ -250,9 +250,9 @@ impl Blocking {
         std::mem::take(&mut self.carried_us)
     }
 
-    /// True if a handler asked to block during the command that just ran.
-    pub fn requested(&self) -> bool {
-        self.request.is_some()
+    /// True while a blocked client's command is being re-run.
+    pub fn rerunning(&self) -> bool {
+        self.resumed.is_some()
     }
 
     /// Unregisters `id`: from its keys' queues and the deadline set.

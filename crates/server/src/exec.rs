@@ -204,15 +204,16 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
         srv.expired_keys += srv.dbs[c.db].take_lazy_expired();
     }
     c.last_interaction = end;
+    // Fed after the call, as Redis does: EXEC shows after what it ran. A
+    // blocking command shows once, when first run, not when re-run.
+    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) && !srv.blocking.rerunning() {
+        feed_monitors(srv, c, argv);
+    }
     // A blocked command is accounted once, when it finally replies.
     if crate::blocking::park_if_requested(srv, c, argv, usec, result.is_ok()) {
         return;
     }
     let usec = usec + srv.blocking.take_carried_us();
-    // Fed after the call, as Redis does: EXEC shows after what it ran.
-    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
-        feed_monitors(srv, c, argv);
-    }
     if let Err(e) = &result {
         reply_error(srv, c, e);
     }
