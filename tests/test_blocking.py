@@ -453,3 +453,16 @@ def test_monitor_shows_blocking_command_once_when_first_run(r, raw):
     assert b'"RPUSH" "k" "v"' in m.read_line()
     r.rpush("k", "w")
     assert b'"RPUSH" "k" "w"' in m.read_line()
+
+
+def test_unblock_error_counts_as_failed_call(r, raw):
+    c = raw()
+    cid = int(c.call("CLIENT", "ID")[1:-2])
+    r.config_resetstat()
+    c.cmd("BLPOP", "k", 0)
+    wait_blocked(r, 1)
+    r.execute_command("CLIENT", "UNBLOCK", cid, "ERROR")
+    assert c.read_reply().startswith(b"-UNBLOCKED")
+    st = cmdstat(r, "blpop")
+    assert (st["calls"], st["rejected_calls"], st["failed_calls"]) == (1, 0, 1)
+    assert r.info("stats")["total_error_replies"] == 1

@@ -60,6 +60,8 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     ctx.srv.touch_all_watched(Some(db), ctx.client);
     ctx.srv.dbs[db].clear();
+    // Clients blocked for a key's deletion (XREADGROUP) must hear of it.
+    ctx.srv.blocking.signal_db(db);
     ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())
@@ -73,6 +75,9 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.srv.touch_all_watched(None, ctx.client);
     for db in ctx.srv.dbs.iter_mut() {
         db.clear();
+    }
+    for db in 0..ctx.srv.dbs.len() {
+        ctx.srv.blocking.signal_db(db);
     }
     ctx.srv.dirty += 1;
     ctx.out().ok();
