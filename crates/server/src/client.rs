@@ -91,6 +91,9 @@ pub struct Client {
     pub qbuf_peak: usize,
     /// This client's commands are on hold because of CLIENT PAUSE.
     pub paused: bool,
+    /// Waiting in a blocking command (see `blocking.rs`): no further
+    /// requests are read until it is served, times out or is unblocked.
+    pub blocked: bool,
     /// Bytes of the request being executed, already consumed from `qbuf`
     /// (CLIENT LIST counts them in `qbuf=`, as Redis does).
     pub cur_cmd_len: usize,
@@ -135,6 +138,7 @@ impl Client {
             commands: 0,
             qbuf_peak: 0,
             paused: false,
+            blocked: false,
             cur_cmd_len: 0,
             pubsub: None,
         }
@@ -162,6 +166,9 @@ impl Client {
         }
         if self.multi.is_some() {
             f.push('x');
+        }
+        if self.blocked {
+            f.push('b');
         }
         if !self.watched.is_empty() {
             f.push('w');

@@ -29,7 +29,9 @@ pub fn tick(srv: &mut Server) {
         let limit = Duration::from_secs(srv.config.timeout);
         let t = Instant::now();
         for c in srv.clients.values_mut() {
-            if !c.monitor && c.multi.is_none() && c.pubsub.is_none() && t.duration_since(c.last_interaction) > limit {
+            // A blocked client waits on its own deadline, not the idle timeout;
+            // subscribers are idle by design.
+            if !c.monitor && c.multi.is_none() && c.pubsub.is_none() && !c.blocked && t.duration_since(c.last_interaction) > limit {
                 c.close_asap = true;
             }
         }

@@ -148,6 +148,8 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
         return false;
     }
     run(srv, c, spec, &argv, now, start);
+    // Clients blocked on keys this command (or EXEC) made ready.
+    crate::blocking::serve_ready(srv);
     true
 }
 
@@ -214,26 +216,21 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
     if c.db != db {
         srv.expired_keys += srv.dbs[c.db].take_lazy_expired();
     }
-    // Fed after the call, as Redis does: EXEC shows after what it ran.
-    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
+    c.last_interaction = end;
+    // Fed after the call, as Redis does: EXEC shows after what it ran. A
+    // blocking command shows once, when first run, not when re-run.
+    if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) && !srv.blocking.rerunning() {
         feed_monitors(srv, c, argv);
     }
-    srv.total_commands += 1;
-    c.commands += 1;
-    c.last_interaction = end;
-    let st = srv.cmdstats.entry(name).or_default();
-    st.calls += 1;
-    st.usec += usec;
-    let bucket = (64 - usec.max(1).leading_zeros() as usize - 1).min(st.histogram.len() - 1);
-    st.histogram[bucket] += 1;
+    // A blocked command is accounted once, when it finally replies.
+    if crate::blocking::park_if_requested(srv, c, argv, usec, result.is_ok()) {
+        return;
+    }
+    let usec = usec + srv.blocking.take_carried_us();
     if let Err(e) = &result {
-        st.failed += 1;
         reply_error(srv, c, e);
     }
-    if !spec.has(flags::SKIP_SLOWLOG) {
-        slowlog_push(srv, c, argv, usec);
-    }
-    srv.latency_sample("command", usec / 1000);
+    account(srv, c, spec, argv, usec, result.is_err());
     match c.reply_mode {
         ReplyMode::Off => c.reply.buf.truncate(mark.max(c.sent)),
         ReplyMode::Skip => {
@@ -247,6 +244,25 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
         c.reply.raw(&srv.pending_push);
         srv.pending_push.clear();
     }
+}
+
+/// Counts a command that replied: commandstats, the slow log, the latency
+/// monitor. `usec` is its execution time.
+pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], usec: u64, failed: bool) {
+    srv.total_commands += 1;
+    c.commands += 1;
+    let st = srv.cmdstats.entry(spec.full_name).or_default();
+    st.calls += 1;
+    st.usec += usec;
+    let bucket = (64 - usec.max(1).leading_zeros() as usize - 1).min(st.histogram.len() - 1);
+    st.histogram[bucket] += 1;
+    if failed {
+        st.failed += 1;
+    }
+    if !spec.has(flags::SKIP_SLOWLOG) {
+        slowlog_push(srv, c, argv, usec);
+    }
+    srv.latency_sample("command", usec / 1000);
 }
 
 /// Writes an error reply and counts it in errorstats.

@@ -3,6 +3,7 @@
 //! Arrows go one way: this crate uses `resp` (wire format) and `storage`
 //! (values and keyspace); neither knows about it.
 
+pub mod blocking;
 pub mod client;
 pub mod commands;
 pub mod config;

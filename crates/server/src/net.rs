@@ -73,8 +73,15 @@ impl EventLoop {
             if srv.shutdown {
                 return Ok(());
             }
+            // Blocked clients: answer those past their deadline, wake those served.
+            let now_ms = srv.unix_ms_at(Instant::now());
+            crate::blocking::expire(srv, now_ms);
+            self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
-            let timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            let mut timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            if let Some(at) = srv.blocking.next_deadline() {
+                timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
+            }
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -92,6 +99,7 @@ impl EventLoop {
             for &id in &ids {
                 self.serve(srv, id);
             }
+            self.pending.extend(srv.blocking.take_woken());
             self.close_marked(srv, Some(&ids));
         }
     }
@@ -225,7 +233,7 @@ impl EventLoop {
         // More to do if input is waiting (read stopped early or paused
         // commands) and output is not backed up.
         let input_left = c.qbuf.len() > c.qpos;
-        !c.close_asap && !eof && (input_left || unread || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused
+        !c.close_asap && !eof && (input_left || unread || !ran_all) && c.pending_out() <= OUTPUT_SOFT_LIMIT && !c.paused && !c.blocked
     }
 
     /// Closes clients marked for closing and flushes replies pushed to them
@@ -261,6 +269,7 @@ impl EventLoop {
                 srv.unwatch_all(&mut c);
                 srv.pubsub.forget(&mut c);
                 srv.monitors.retain(|&m| m != id);
+                srv.blocking.forget(id);
             }
         }
         // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a write.
@@ -281,7 +290,8 @@ pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
     let mut all = true;
     c.paused = false;
     loop {
-        if c.close_after_reply || c.close_asap {
+        // A blocked client's later requests wait until it is answered.
+        if c.close_after_reply || c.close_asap || c.blocked {
             break;
         }
         if c.pending_out() > OUTPUT_SOFT_LIMIT {

@@ -167,6 +167,8 @@ pub struct Server {
     pub pending_push: Vec<u8>,
     /// Lua interpreter and script cache (EVAL, SCRIPT).
     pub scripting: crate::script::Engine,
+    /// Clients blocked in BLPOP and friends.
+    pub blocking: crate::blocking::Blocking,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -235,6 +237,7 @@ impl Server {
             pubsub: crate::pubsub::PubSub::default(),
             woken: Vec::new(),
             pending_push: Vec::new(),
+            blocking: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use super::flags::*;
 use super::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::blocking::Release;
 use crate::client::{Client, ReplyMode};
 use crate::server::{unix_us, Pause};
 
@@ -33,6 +34,7 @@ pub fn table() -> Vec<Spec> {
                 spec("setinfo", 4, cl, NO_KEYS, client_setinfo).acl(conn).doc("Sets information specific to the client or connection.", "7.2.0"),
                 spec("reply", 3, cl, NO_KEYS, client_reply).acl(conn).doc("Instructs the server whether to reply to commands.", "3.2.0"),
                 spec("pause", -3, ADMIN | cl, NO_KEYS, client_pause).acl(conn_adm).doc("Suspends commands processing.", "3.0.0"),
+                spec("unblock", -3, ADMIN | cl, NO_KEYS, client_unblock).acl(conn_adm).doc("Unblocks a client blocked by a blocking command from a different connection.", "5.0.0"),
                 spec("unpause", 2, ADMIN | cl, NO_KEYS, client_unpause).acl(conn_adm).doc("Resumes processing commands from paused clients.", "6.2.0"),
                 spec("no-evict", 3, ADMIN | cl, NO_KEYS, client_no_evict).acl(conn_adm).doc("Sets the client eviction mode of the connection.", "7.0.0"),
                 spec("no-touch", 3, cl, NO_KEYS, client_no_touch).acl(conn).doc("Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "7.2.0"),
@@ -367,6 +369,24 @@ fn client_pause(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]
+fn client_unblock(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::err("unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP."));
+    }
+    let how = match args.get(3) {
+        None => Release::Timeout,
+        Some(a) if is(a, "timeout") => Release::Timeout,
+        Some(a) if is(a, "error") => Release::Error,
+        Some(_) => return Err(CmdError::err("CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+    };
+    let id = arg_i64(&args[2])?;
+    // The running client is never blocked, and is not in `srv.clients`.
+    let done = u64::try_from(id).is_ok_and(|id| crate::blocking::release(ctx.srv, id, how));
+    ctx.out().int(i64::from(done));
+    Ok(())
+}
+
 fn client_unpause(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     ctx.srv.set_pause(None);
     ctx.out().ok();
@@ -430,6 +450,8 @@ fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
             "    Set client meta attr. Options are:",
             "    * LIB-NAME: the client lib name.",
             "    * LIB-VER: the client lib version.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

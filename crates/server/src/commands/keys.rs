@@ -110,10 +110,11 @@ pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
     }
 }
 
-/// Marks `key` of database `db` as changed (WATCH, dirty counter).
+/// Marks `key` of database `db` as changed (WATCH, dirty counter, blocked clients).
 fn modified_in(ctx: &mut Ctx, db: usize, key: &[u8]) {
     ctx.srv.dirty += 1;
     ctx.srv.touch_watched(db, key, ctx.client);
+    ctx.srv.blocking.signal(db, key);
 }
 
 /// Parses a database index: NotInt if not a 32-bit integer, DbIndex if out of range.
@@ -814,6 +815,9 @@ pub fn swapdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.srv.dbs.swap(a, b);
     ctx.srv.touch_all_watched(Some(a), ctx.client);
     ctx.srv.touch_all_watched(Some(b), ctx.client);
+    // Blocked clients stay with their database index, now over other data.
+    ctx.srv.blocking.signal_db(a);
+    ctx.srv.blocking.signal_db(b);
     ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())

@@ -6,14 +6,16 @@
 //! encoding; the handlers pass it `list-max-listpack-size` and never look at
 //! the shape. A list that becomes empty is deleted (`Db::sync_object`).
 //!
-//! The blocking variants (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) are not
-//! registered: they need blocked clients in the event loop.
+//! The blocking variants (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) serve at
+//! once when a list has data, else block through `crate::blocking`, which
+//! re-runs the same handler when a waited key gets a list.
 
 use resp::Reply;
 use storage::types::list::{End, List, ListConfig};
 use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
 
 use super::flags::*;
+use crate::blocking::{block_or_null, parse_timeout_secs, NullKind};
 use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
@@ -22,6 +24,7 @@ pub fn table() -> Vec<Spec> {
     const RS: &[&str] = &["read", "list", "slow"];
     const WF: &[&str] = &["write", "list", "fast"];
     const WS: &[&str] = &["write", "list", "slow"];
+    const WSB: &[&str] = &["write", "list", "slow", "blocking"];
     let k1 = keys(1, 1, 1);
     let k12 = keys(1, 2, 1);
     // Source popped from, destination pushed to (LMOVE, RPOPLPUSH).
@@ -51,8 +54,26 @@ pub fn table() -> Vec<Spec> {
         s("rpoplpush", 3, WRITE | DENYOOM, k12, rpoplpush, WS, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "1.2.0").key_specs(moves()),
         // Keys follow numkeys (movable keys, no legacy range), as in Redis.
         s("lmpop", -4, WRITE, NO_KEYS, lmpop, WS, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "7.0.0")
-            .key_specs(vec![KeySpec { flags: kf::RW_ACCESS_DELETE, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]),
+            .key_specs(vec![numkeys_spec(1)]),
+        s("blpop", -3, WRITE | BLOCKING, keys(1, -2, 1), blpop, WSB, "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "2.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, -2, 1)]),
+        s("brpop", -3, WRITE | BLOCKING, keys(1, -2, 1), brpop, WSB, "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "2.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, -2, 1)]),
+        s("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, k12, brpoplpush, WSB, "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", "2.2.0").key_specs(moves()),
+        s("blmove", 6, WRITE | DENYOOM | BLOCKING, k12, blmove, WSB, "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", "6.2.0").key_specs(moves()),
+        s("blmpop", -5, WRITE | BLOCKING, NO_KEYS, blmpop, WSB, "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "7.0.0")
+            .key_specs(vec![numkeys_spec(2)]),
     ]
+}
+
+/// Keys counted by the argument at `at`, starting right after it (LMPOP, BLMPOP).
+fn numkeys_spec(at: i32) -> KeySpec {
+    KeySpec { flags: kf::RW_ACCESS_DELETE, begin: Begin::Index(at), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }
+}
+
+/// What wakes a client blocked on a list key: a list under it.
+fn is_list(v: Option<ValueRef<'_>>) -> bool {
+    matches!(v, Some(ValueRef::List(_)))
 }
 
 /// `list-max-listpack-size` as the storage layer takes it.
@@ -462,8 +483,9 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     push_to(db, dst, to, &[&v], false, &cfg, now)?;
     db.sync_object(src);
     out.bulk(&v);
+    // One change, as Redis counts an LMOVE.
     ctx.key_modified(src);
-    ctx.key_modified(dst);
+    ctx.key_touched(dst);
     Ok(())
 }
 
@@ -480,8 +502,28 @@ pub fn rpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
 pub fn lmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let numkeys = arg_range(&args[1], 1, Some("numkeys should be greater than 0"))? as u64;
-    let keys_end = 2u64.saturating_add(numkeys);
+    let (keys, end, count) = parse_mpop(args, 1)?;
+    if !mpop(ctx, keys, end, count)? {
+        ctx.out().null_array();
+    }
+    Ok(())
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
+pub fn blmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (keys, end, count) = parse_mpop(args, 2)?;
+    let deadline = parse_timeout_secs(&args[1], ctx.now)?;
+    if mpop(ctx, keys, end, count)? {
+        return Ok(());
+    }
+    block_or_null(ctx, keys, deadline, is_list, NullKind::Array)
+}
+
+/// Parses `numkeys key... LEFT|RIGHT [COUNT n]` from `args[at]` on:
+/// (keys, end, count).
+fn parse_mpop(args: &[Vec<u8>], at: usize) -> Result<(&[Vec<u8>], End, usize), CmdError> {
+    let numkeys = arg_range(&args[at], 1, Some("numkeys should be greater than 0"))? as u64;
+    let keys_end = (at as u64 + 1).saturating_add(numkeys);
     if keys_end >= args.len() as u64 {
         return Err(CmdError::Syntax);
     }
@@ -498,10 +540,15 @@ pub fn lmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let count = count.unwrap_or(1);
+    Ok((&args[at + 1..keys_end], end, count.unwrap_or(1)))
+}
+
+/// Pops up to `count` elements from the first non-empty list of `keys` and
+/// replies `[key, [elements]]`; false (nothing written) if all are empty.
+fn mpop(ctx: &mut Ctx, keys: &[Vec<u8>], end: End, count: usize) -> Result<bool, CmdError> {
     let cfg = config(ctx);
     let (db, out, now) = parts(ctx);
-    for key in &args[2..keys_end] {
+    for key in keys {
         let Some(l) = write(db, key, now)? else {
             continue;
         };
@@ -514,10 +561,60 @@ pub fn lmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         db.sync_object(key);
         ctx.key_modified(key);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+fn bpop(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
+    let deadline = parse_timeout_secs(&args[args.len() - 1], ctx.now)?;
+    let keys = &args[1..args.len() - 1];
+    let cfg = config(ctx);
+    let (db, out, now) = parts(ctx);
+    for key in keys {
+        let Some(l) = write(db, key, now)? else {
+            continue;
+        };
+        let v = l.pop(end, &cfg).expect("stored lists are never empty");
+        out.array(2);
+        out.bulk(key);
+        out.bulk(&v);
+        db.sync_object(key);
+        ctx.key_modified(key);
         return Ok(());
     }
-    out.null_array();
-    Ok(())
+    block_or_null(ctx, keys, deadline, is_list, NullKind::Array)
+}
+
+/// BLPOP key [key ...] timeout
+pub fn blpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    bpop(ctx, args, End::Head)
+}
+
+/// BRPOP key [key ...] timeout
+pub fn brpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    bpop(ctx, args, End::Tail)
+}
+
+/// LMOVE from `src` to `dst` if `src` holds a list, else blocks on `src`.
+fn bmove(ctx: &mut Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]) -> CmdResult {
+    let deadline = parse_timeout_secs(timeout, ctx.now)?;
+    let now = ctx.now;
+    if read(ctx.db(), &args[1], now)?.is_none() {
+        return block_or_null(ctx, &args[1..2], deadline, is_list, NullKind::Bulk);
+    }
+    move_generic(ctx, &args[1], &args[2], from, to)
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
+pub fn blmove(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (from, to) = (arg_end(&args[3])?, arg_end(&args[4])?);
+    bmove(ctx, args, from, to, &args[5])
+}
+
+/// BRPOPLPUSH source destination timeout
+pub fn brpoplpush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    bmove(ctx, args, End::Tail, End::Head, &args[3])
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod introspection;
 pub mod keys;
 pub mod list;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -456,6 +457,7 @@ pub fn registry() -> CommandMap {
     all.extend(dump::table());
     all.extend(list::table());
     all.extend(pubsub::table());
+    all.extend(replication::table());
     all.extend(set::table());
     all.extend(sort::table());
     all.extend(server::table());
@@ -550,11 +552,19 @@ impl Ctx<'_> {
         &mut self.client.reply
     }
 
-    /// The epilogue of every write: invalidates WATCH, counts the change.
+    /// The epilogue of every write: invalidates WATCH, counts the change,
+    /// wakes clients blocked on the key.
     pub fn key_modified(&mut self, key: &[u8]) {
         self.srv.dirty += 1;
+        self.key_touched(key);
+    }
+
+    /// `key_modified` without counting a change, for the second key of a
+    /// write Redis counts once (LMOVE's destination).
+    pub fn key_touched(&mut self, key: &[u8]) {
         let db = self.client.db;
         self.srv.touch_watched(db, key, self.client);
+        self.srv.blocking.signal(db, key);
     }
 
     /// Reads a key expected to hold a string; WrongType otherwise.

@@ -60,6 +60,8 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     ctx.srv.touch_all_watched(Some(db), ctx.client);
     ctx.srv.dbs[db].clear();
+    // Clients blocked for a key's deletion (XREADGROUP) must hear of it.
+    ctx.srv.blocking.signal_db(db);
     ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())
@@ -73,6 +75,9 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.srv.touch_all_watched(None, ctx.client);
     for db in ctx.srv.dbs.iter_mut() {
         db.clear();
+    }
+    for db in 0..ctx.srv.dbs.len() {
+        ctx.srv.blocking.signal_db(db);
     }
     ctx.srv.dirty += 1;
     ctx.out().ok();
@@ -320,14 +325,14 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "client_recent_max_input_buffer", &max_in);
         line(&mut s, "client_recent_max_output_buffer", &max_out);
         // Clients held by CLIENT PAUSE count as blocked, as in Redis.
-        line(&mut s, "blocked_clients", &srv.clients.values().filter(|x| x.paused).count());
+        line(&mut s, "blocked_clients", &(srv.clients.values().filter(|x| x.paused).count() + srv.blocking.clients()));
         line(&mut s, "tracking_clients", &0);
         line(&mut s, "pubsub_clients", &srv.pubsub.clients);
         line(&mut s, "watching_clients", &watching);
-        line(&mut s, "clients_in_timeout_table", &0);
+        line(&mut s, "clients_in_timeout_table", &srv.blocking.with_deadline());
         line(&mut s, "total_watched_keys", &srv.watched.len());
-        line(&mut s, "total_blocking_keys", &0);
-        line(&mut s, "total_blocking_keys_on_nokey", &0);
+        line(&mut s, "total_blocking_keys", &srv.blocking.keys());
+        line(&mut s, "total_blocking_keys_on_nokey", &srv.blocking.keys_on_nokey());
     }
     if has("memory") {
         section(&mut s, "Memory");

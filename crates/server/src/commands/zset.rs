@@ -10,6 +10,10 @@
 //! in RESP2), WITHSCORES pairs are nested arrays in RESP3 and flat in RESP2,
 //! and parse errors come before key lookups, as in `t_zset.c`.
 //!
+//! BZPOPMIN, BZPOPMAX and BZMPOP serve at once when a sorted set has
+//! members, else block through `crate::blocking`, which re-runs the same
+//! handler when a waited key gets a sorted set.
+//!
 //! The set operations read sources that are sorted sets; plain SETs as
 //! sources (which Redis accepts with score 1) are not supported yet.
 
@@ -22,6 +26,7 @@ use storage::{Db, Ttl, Value, ValueMut, ValueRef};
 use super::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use super::flags::*;
 use super::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::blocking::{block_or_null, parse_timeout_secs, NullKind};
 use crate::glob;
 
 /// The rows of this family.
@@ -66,6 +71,11 @@ pub fn table() -> Vec<Spec> {
         s("zdiff", -3, READONLY, NO_KEYS, zdiff, RS, "Returns the difference between multiple sorted sets.", "6.2.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
         s("zintercard", -3, READONLY, NO_KEYS, zintercard, RS, "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0").key_specs(vec![numkeys_spec(kf::RO_ACCESS, 1)]),
         s("zmpop", -4, WRITE, NO_KEYS, zmpop, WS, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0").key_specs(vec![numkeys_spec(kf::RW_ACCESS_DELETE, 1)]),
+        s("bzpopmin", -3, WRITE | FAST | BLOCKING, keys(1, -2, 1), bzpopmin, &["write", "sortedset", "fast", "blocking"], "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "5.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, -2, 1)]),
+        s("bzpopmax", -3, WRITE | FAST | BLOCKING, keys(1, -2, 1), bzpopmax, &["write", "sortedset", "fast", "blocking"], "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "5.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, -2, 1)]),
+        s("bzmpop", -5, WRITE | BLOCKING, NO_KEYS, bzmpop, &["write", "sortedset", "slow", "blocking"], "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "7.0.0").key_specs(vec![numkeys_spec(kf::RW_ACCESS_DELETE, 2)]),
     ]
 }
 
@@ -735,10 +745,56 @@ fn pop(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Vec<(Vec<u8
     Ok(items)
 }
 
+/// What wakes a client blocked on a sorted-set key: a sorted set under it.
+fn is_zset(v: Option<ValueRef<'_>>) -> bool {
+    matches!(v, Some(ValueRef::ZSet(_)))
+}
+
+/// BZPOPMIN key [key ...] timeout
+pub fn bzpopmin(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    bzpop(ctx, args, false)
+}
+
+/// BZPOPMAX key [key ...] timeout
+pub fn bzpopmax(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    bzpop(ctx, args, true)
+}
+
+fn bzpop(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
+    let deadline = parse_timeout_secs(&args[args.len() - 1], ctx.now)?;
+    let keys = &args[1..args.len() - 1];
+    let now = ctx.now;
+    for key in keys {
+        if get(ctx.db(), key, now)?.is_none() {
+            continue;
+        }
+        let popped = pop(ctx, key, max, 1)?;
+        let out = ctx.out();
+        out.array(3);
+        out.bulk(key);
+        for (m, s) in &popped {
+            out.bulk(m);
+            out.double(*s);
+        }
+        return Ok(());
+    }
+    block_or_null(ctx, keys, deadline, is_zset, NullKind::Array)
+}
+
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 pub fn zmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let numkeys = resp::num::parse_i64(&args[1]).filter(|&n| n >= 1).ok_or_else(|| CmdError::err("numkeys should be greater than 0"))?;
-    let where_at = usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)).filter(|&w| w < args.len()).ok_or(CmdError::Syntax)?;
+    mpop_generic(ctx, args, 1, false)
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+pub fn bzmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    mpop_generic(ctx, args, 2, true)
+}
+
+/// ZMPOP and BZMPOP; `at` is the numkeys argument.
+fn mpop_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, block: bool) -> CmdResult {
+    let numkeys = resp::num::parse_i64(&args[at]).filter(|&n| n >= 1).ok_or_else(|| CmdError::err("numkeys should be greater than 0"))?;
+    let where_at = usize::try_from(numkeys).ok().and_then(|n| n.checked_add(at + 1)).filter(|&w| w < args.len()).ok_or(CmdError::Syntax)?;
     let max = match &args[where_at] {
         a if is(a, "min") => false,
         a if is(a, "max") => true,
@@ -755,15 +811,20 @@ pub fn zmpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
+    let deadline = if block { parse_timeout_secs(&args[1], ctx.now)? } else { None };
     let now = ctx.now;
+    let keys = &args[at + 1..where_at];
     let mut found = None;
-    for key in &args[2..where_at] {
+    for key in keys {
         if get(ctx.db(), key, now)?.is_some() {
             found = Some(key);
             break;
         }
     }
     let Some(key) = found else {
+        if block {
+            return block_or_null(ctx, keys, deadline, is_zset, NullKind::Array);
+        }
         ctx.out().null_array();
         return Ok(());
     };
