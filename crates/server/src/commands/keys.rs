@@ -107,6 +107,7 @@ pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
         ValueRef::ZSet(z) => z.encoding_name(),
         ValueRef::List(l) => l.encoding_name(),
         ValueRef::Set(s) => s.encoding_name(),
+        ValueRef::Stream(s) => s.encoding_name(),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod list;
 pub mod server;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod transaction;
 pub mod zset;
@@ -448,6 +449,7 @@ pub fn registry() -> CommandMap {
     all.extend(keys::table());
     all.extend(list::table());
     all.extend(set::table());
+    all.extend(stream::table());
     all.extend(server::table());
     all.extend(string::table());
     all.extend(transaction::table());

@@ -6,3 +6,4 @@ pub mod hash;
 pub mod zset;
 pub mod list;
 pub mod set;
+pub mod stream;
