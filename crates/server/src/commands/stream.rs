@@ -556,10 +556,12 @@ fn resolve_ids(db: &mut Db, r: &ReadReq, now: i64) -> Result<Vec<StreamId>, CmdE
 
 /// Serves a parsed read: per stream with something to give, its key and
 /// what it gives. Group reads create the consumer and update the group.
-/// Returns whether anything changed (for the dirty counter).
-fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(usize, Served)>, bool) {
+/// Also returns the dirty-counter increment, as Redis counts it: one per
+/// consumer created and per stream whose group advanced (a history
+/// re-read only touches delivery metadata and counts nothing).
+fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(usize, Served)>, u64) {
     let mut out = Vec::new();
-    let mut changed = false;
+    let mut changed = 0;
     for (i, (key, gt)) in r.keys.iter().zip(ids).enumerate() {
         let Some(ValueMut::Stream(s)) = db.get_mut(key, now) else { continue };
         let start = gt.incr().unwrap_or(StreamId::MIN);
@@ -572,17 +574,15 @@ fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(u
             Some((g, c)) => {
                 let (last_entry, len) = (s.last_entry_id(), s.len());
                 let Some(group) = s.group_mut(g) else { continue };
-                changed |= group.create_consumer(c, now);
+                changed += u64::from(group.create_consumer(c, now));
                 if let Some(cons) = group.consumer_mut(c) {
                     cons.seen_time = now;
                 }
                 if *gt != StreamId::MAX {
-                    let h = s.read_history(g, c, start, r.count, now);
-                    changed |= h.iter().any(|(_, e)| e.is_some());
-                    out.push((i, Served::History(h)));
+                    out.push((i, Served::History(s.read_history(g, c, start, r.count, now))));
                 } else if len > 0 && last_entry > group.last_id {
                     let es = s.read_group(g, c, r.count, r.noack, now);
-                    changed |= !es.is_empty();
+                    changed += u64::from(!es.is_empty());
                     out.push((i, Served::Entries(es)));
                 }
             }
@@ -596,9 +596,7 @@ fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult 
     let now = ctx.now;
     let ids = resolve_ids(ctx.db(), &r, now)?;
     let (served, changed) = read_streams(ctx.db(), &r, &ids, now);
-    if changed {
-        ctx.srv.dirty += 1;
-    }
+    ctx.srv.dirty += changed;
     let out = ctx.out();
     if served.is_empty() {
         // No blocked clients yet: BLOCK gets what its timeout would give.
@@ -1010,19 +1008,21 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let consumer = args[3].as_slice();
     let s = write(ctx.db(), &args[1], now)?.expect("checked above");
     let mut claimed: Vec<Result<Entry, StreamId>> = Vec::new();
+    let mut dirty = 0;
     {
         let exists: Vec<bool> = ids.iter().map(|id| s.contains(*id)).collect();
         let g = s.group_mut(&args[2]).expect("checked above");
-        if last_id > g.last_id {
+        let advanced = last_id > g.last_id;
+        if advanced {
             g.last_id = last_id;
         }
-        g.create_consumer(consumer, now);
+        dirty += u64::from(g.create_consumer(consumer, now));
         if let Some(c) = g.consumer_mut(consumer) {
             c.seen_time = now;
         }
         for (id, exists) in ids.iter().zip(exists) {
             if !exists {
-                g.ack(*id);
+                dirty += u64::from(g.ack(*id));
                 continue;
             }
             if force && g.nack(*id).is_none() {
@@ -1037,6 +1037,10 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 c.active_time = now;
             }
             claimed.push(Err(*id));
+            dirty += 1;
+        }
+        if advanced && claimed.is_empty() {
+            dirty += 1;
         }
     }
     if !justid {
@@ -1046,7 +1050,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
     }
-    ctx.srv.dirty += 1;
+    ctx.srv.dirty += dirty;
     let out = ctx.out();
     out.array(claimed.len());
     for c in &claimed {
@@ -1090,7 +1094,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cand: Vec<StreamId> = g.pending()[from..].iter().take(attempts.saturating_add(1)).map(|(id, _)| *id).collect();
     let exists: Vec<bool> = cand.iter().map(|id| s.contains(*id)).collect();
     let g = s.group_mut(&args[2]).expect("checked above");
-    g.create_consumer(consumer, now);
+    let created = g.create_consumer(consumer, now);
     if let Some(c) = g.consumer_mut(consumer) {
         c.seen_time = now;
     }
@@ -1119,7 +1123,7 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let next = cand.get(i).copied().unwrap_or(StreamId::MIN);
     let entries: Vec<Entry> = if justid { Vec::new() } else { claimed.iter().filter_map(|id| s.get(*id)).collect() };
-    ctx.srv.dirty += 1;
+    ctx.srv.dirty += u64::from(created) + (claimed.len() + deleted.len()) as u64;
     let out = ctx.out();
     out.array(3);
     reply_id(out, next);
