@@ -9,13 +9,15 @@
 //! ```text
 //! nodes: VecDeque<(base: StreamId, Node)>   sorted by base
 //! Node.buf:
-//!   [n varint] n x ([len varint] field)          master fields: the fields
-//!                                                of the node's first entry
+//!   [n varint] n x elem                  master fields: the fields of
+//!                                        the node's first entry
 //!   entry*: [flags u8][ms - base.ms varint][seq varint]
 //!           seq is `seq - base.seq` when the ms delta is 0, else raw
-//!           flags & SAME: values only, one per master field, each
-//!                         [len varint] value
-//!           otherwise:    [pairs varint] pairs x (field, value) as above
+//!           flags & SAME: values only, one elem per master field
+//!           otherwise:    [pairs varint] pairs x (field elem, value elem)
+//!   elem:   [h varint] h & 1 == 1: the integer zigzag(h >> 1) (a string
+//!                                  that is an i64's canonical form)
+//!                      h & 1 == 0: h >> 1 bytes of string follow
 //! ```
 //!
 //! Entries whose fields repeat the master's (the usual case: a stream of
@@ -38,10 +40,12 @@
 //! Memory (`mem_usage`): heap bytes this stream owns, each block rounded
 //! to jemalloc's size class; the owner counts `size_of::<Stream>()`.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 
 use crate::encoding::{alloc_size, reserve_class, shrink_class};
+use crate::value::parse_canonical_i64;
 
 /// The largest total of field and value bytes one entry may hold (Redis's
 /// listpack limit).
@@ -414,16 +418,54 @@ fn var_len(mut v: u64) -> usize {
     n
 }
 
-fn put_str(buf: &mut Vec<u8>, s: &[u8]) {
-    put_var(buf, s.len() as u64);
-    buf.extend_from_slice(s);
+/// An element's header when it is stored as an integer: the canonical
+/// decimal form of an i64 whose zigzag form leaves room for the tag bit.
+fn int_head(s: &[u8]) -> Option<u64> {
+    let v = parse_canonical_i64(s)?;
+    let z = ((v << 1) ^ (v >> 63)) as u64;
+    (z < 1 << 62).then_some(z << 1 | 1)
 }
 
-fn get_str<'a>(buf: &'a [u8], at: &mut usize) -> &'a [u8] {
-    let n = get_var(buf, at) as usize;
+/// Bytes `put_elem` writes for `s`.
+fn elem_len(s: &[u8]) -> usize {
+    match int_head(s) {
+        Some(h) => var_len(h),
+        None => var_len((s.len() as u64) << 1) + s.len(),
+    }
+}
+
+/// Writes an element: a varint whose low bit tells an integer (the
+/// zigzag value above it) from a string (its length above it, then bytes).
+fn put_elem(buf: &mut Vec<u8>, s: &[u8]) {
+    match int_head(s) {
+        Some(h) => put_var(buf, h),
+        None => {
+            put_var(buf, (s.len() as u64) << 1);
+            buf.extend_from_slice(s);
+        }
+    }
+}
+
+/// Reads an element written by `put_elem`.
+fn get_elem<'a>(buf: &'a [u8], at: &mut usize) -> Cow<'a, [u8]> {
+    let h = get_var(buf, at);
+    if h & 1 == 1 {
+        let z = h >> 1;
+        let v = (z >> 1) as i64 ^ -((z & 1) as i64);
+        return Cow::Owned(v.to_string().into_bytes());
+    }
+    let n = (h >> 1) as usize;
     let s = &buf[*at..*at + n];
     *at += n;
-    s
+    Cow::Borrowed(s)
+}
+
+/// Steps over an element.
+fn skip_elem(buf: &[u8], at: &mut usize) {
+    let h = get_var(buf, at);
+    if h & 1 == 0 {
+        *at += (h >> 1) as usize;
+    }
 }
 
 /// A packed run of entries (see the module header).
@@ -451,20 +493,20 @@ impl Node {
     fn new(pairs: &[impl AsRef<[u8]>]) -> Node {
         let mut buf = Vec::new();
         let n = pairs.len() / 2;
-        let need = var_len(n as u64) + pairs.iter().step_by(2).map(|f| var_len(f.as_ref().len() as u64) + f.as_ref().len()).sum::<usize>();
+        let need = var_len(n as u64) + pairs.iter().step_by(2).map(|f| elem_len(f.as_ref())).sum::<usize>();
         reserve_class(&mut buf, need);
         put_var(&mut buf, n as u64);
         for f in pairs.iter().step_by(2) {
-            put_str(&mut buf, f.as_ref());
+            put_elem(&mut buf, f.as_ref());
         }
         Node { buf, live: 0, taken: 0 }
     }
 
     /// (master field spans, offset of the first entry).
-    fn master(&self) -> (Vec<&[u8]>, usize) {
+    fn master(&self) -> (Vec<Cow<'_, [u8]>>, usize) {
         let mut at = 0;
         let n = get_var(&self.buf, &mut at) as usize;
-        let fields = (0..n).map(|_| get_str(&self.buf, &mut at)).collect();
+        let fields = (0..n).map(|_| get_elem(&self.buf, &mut at)).collect();
         (fields, at)
     }
 
@@ -479,7 +521,7 @@ impl Node {
         let payload = at;
         let strs = if same { nmaster } else { 2 * get_var(b, &mut at) as usize };
         for _ in 0..strs {
-            get_str(b, &mut at);
+            skip_elem(b, &mut at);
         }
         Slot { id, start, payload, end: at, same }
     }
@@ -503,22 +545,22 @@ impl Node {
             let (m, _) = self.master();
             let mut out = Vec::with_capacity(m.len() * 2);
             for f in m {
-                out.push(f.to_vec());
-                out.push(get_str(b, &mut at).to_vec());
+                out.push(f.into_owned());
+                out.push(get_elem(b, &mut at).into_owned());
             }
             out
         } else {
             let n = 2 * get_var(b, &mut at) as usize;
-            (0..n).map(|_| get_str(b, &mut at).to_vec()).collect()
+            (0..n).map(|_| get_elem(b, &mut at).into_owned()).collect()
         }
     }
 
     fn push(&mut self, base: StreamId, id: StreamId, pairs: &[impl AsRef<[u8]>]) {
         let (m, _) = self.master();
-        let same = m.len() * 2 == pairs.len() && m.iter().zip(pairs.iter().step_by(2)).all(|(a, b)| *a == b.as_ref());
+        let same = m.len() * 2 == pairs.len() && m.iter().zip(pairs.iter().step_by(2)).all(|(a, b)| **a == *b.as_ref());
         let dms = id.ms - base.ms;
         let seq = if dms == 0 { id.seq - base.seq } else { id.seq };
-        let strs = |it: &mut dyn Iterator<Item = &[u8]>| it.map(|s| var_len(s.len() as u64) + s.len()).sum::<usize>();
+        let strs = |it: &mut dyn Iterator<Item = &[u8]>| it.map(elem_len).sum::<usize>();
         let body = if same {
             strs(&mut pairs.iter().skip(1).step_by(2).map(|s| s.as_ref()))
         } else {
@@ -530,12 +572,12 @@ impl Node {
         put_var(&mut self.buf, seq);
         if same {
             for v in pairs.iter().skip(1).step_by(2) {
-                put_str(&mut self.buf, v.as_ref());
+                put_elem(&mut self.buf, v.as_ref());
             }
         } else {
             put_var(&mut self.buf, pairs.len() as u64 / 2);
             for s in pairs {
-                put_str(&mut self.buf, s.as_ref());
+                put_elem(&mut self.buf, s.as_ref());
             }
         }
         self.live += 1;

@@ -66,6 +66,24 @@ fn packs_same_fields_densely() {
 }
 
 #[test]
+fn elements_round_trip_as_ints_or_strings() {
+    let cases: [&[u8]; 11] = [b"", b"0", b"-0", b"007", b"-5", b"42", b"1700000000123", b"9223372036854775807", b"-9223372036854775808", b"2305843009213693951", b"2305843009213693952"];
+    for c in cases {
+        let mut buf = Vec::new();
+        put_elem(&mut buf, c);
+        assert_eq!(buf.len(), elem_len(c), "{c:?}");
+        let mut at = 0;
+        assert_eq!(&*get_elem(&buf, &mut at), c);
+        assert_eq!(at, buf.len());
+        let mut at = 0;
+        skip_elem(&buf, &mut at);
+        assert_eq!(at, buf.len());
+    }
+    // A 13-digit timestamp costs 7 bytes instead of 14.
+    assert_eq!(elem_len(b"1700000000123"), 7);
+}
+
+#[test]
 fn nodes_follow_limits() {
     let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 5 };
     let mut s = Stream::new();
