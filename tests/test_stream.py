@@ -175,6 +175,23 @@ def test_type_encoding_scan_copy_rename(r):
     assert info[1] == -4 and b"movablekeys" in info[2] and info[3:6] == [0, 0, 0]
 
 
+def test_memory_density(r):
+    # Same-shaped entries pack their values only: well under Redis's ~15
+    # bytes per entry for a one-field numeric stream.
+    p = r.pipeline(transaction=False)
+    for i in range(1, 10001):
+        p.execute_command("XADD", "s", f"{i}-0", "v", str(i))
+    p.execute()
+    assert r.memory_usage("s", samples=0) < 10 * 10000
+    r.config_set("stream-node-max-entries", 5)
+    try:
+        for i in range(1, 21):
+            x(r, "XADD", "t", f"{i}-0", "v", "1")
+    finally:
+        r.config_set("stream-node-max-entries", 100)
+    assert x(r, "XINFO", "STREAM", "t")[3] == 4  # radix-tree-keys: one per node
+
+
 # ---- XREAD --------------------------------------------------------------------
 
 

@@ -98,6 +98,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 /// "embstr", longer ones "raw". Hashes: `Hash::encoding_name` (listpack,
 /// listpack_ex or hashtable, following Redis's thresholds and history).
 /// Sorted sets: `ZSet::encoding_name` (listpack or skiplist).
+/// Streams: always "stream", as in Redis.
 pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
     match v {
         ValueRef::Str(StrRef::Int(_)) => "int",

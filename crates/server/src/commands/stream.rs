@@ -481,7 +481,7 @@ fn parse_read(args: &[Vec<u8>], xreadgroup: bool) -> Result<ReadReq<'_>, CmdErro
             r.count = arg_i64(&args[i])?.max(0) as usize;
         } else if is(a, "streams") && more > 0 {
             let rest = args.len() - (i + 1);
-            if rest % 2 != 0 {
+            if !rest.is_multiple_of(2) {
                 let (name, sym) = if xreadgroup { ("xreadgroup", "ID or '>'") } else { ("xread", "ID, '+', or '$'") };
                 return Err(CmdError::err(format!(
                     "Unbalanced '{name}' list of streams: for each stream key an {sym} must be specified."
@@ -567,7 +567,7 @@ fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(u
         let start = gt.incr().unwrap_or(StreamId::MIN);
         match r.group {
             None => {
-                if s.len() > 0 && s.last_entry_id() > *gt {
+                if !s.is_empty() && s.last_entry_id() > *gt {
                     out.push((i, Served::Entries(s.range(start, StreamId::MAX, false, r.count))));
                 }
             }
@@ -599,7 +599,11 @@ fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult 
     ctx.srv.dirty += changed;
     let out = ctx.out();
     if served.is_empty() {
-        // No blocked clients yet: BLOCK gets what its timeout would give.
+        // With BLOCK, Redis parks the client here until a key is signalled
+        // (then reruns `read_streams`) or the timeout passes. There are no
+        // blocked clients yet, so it gets the timeout's reply at once: the
+        // same null array a non-blocking read gets.
+        debug_assert!(r.block.is_none_or(|t| t >= 0));
         out.null_array();
         return Ok(());
     }
@@ -630,7 +634,6 @@ fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult 
             }
         }
     }
-    let _ = r.block;
     Ok(())
 }
 
@@ -832,7 +835,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if id < s.max_deleted_id() {
         return Err(CmdError::err("The ID specified in XSETID is smaller than current max_deleted_entry_id"));
     }
-    if s.len() > 0 {
+    if !s.is_empty() {
         if id < s.last_entry_id() {
             return Err(CmdError::err("The ID specified in XSETID is smaller than the target stream top item"));
         }

@@ -670,7 +670,7 @@ impl Stream {
     /// Appends an entry; `id` must be above `last_id` (from `next_id`)
     /// and `pairs` an even, non-empty list of fields and values.
     pub fn append(&mut self, id: StreamId, pairs: &[impl AsRef<[u8]>], cfg: &StreamConfig) {
-        debug_assert!(id > self.last_id && !pairs.is_empty() && pairs.len() % 2 == 0);
+        debug_assert!(id > self.last_id && !pairs.is_empty() && pairs.len().is_multiple_of(2));
         let bytes: usize = pairs.iter().map(|p| p.as_ref().len()).sum();
         let max_bytes = if cfg.node_max_bytes == 0 { MAX_ENTRY_BYTES } else { cfg.node_max_bytes.min(MAX_ENTRY_BYTES) };
         let full = match self.nodes.back() {
