@@ -207,7 +207,7 @@ def test_xread(r):
     assert x(r, "XREAD", "STREAMS", "nokey", "0") is None
     # Nothing to read: BLOCK answers with its timeout reply.
     assert x(r, "XREAD", "BLOCK", "10", "STREAMS", "a", "$") is None
-    assert err(x, r, "XREAD", "STREAMS", "a", "b", "0") == "Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
+    assert err(x, r, "XREAD", "STREAMS", "a", "b", "0") == "Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
     assert err(x, r, "XREAD", "COUNT", "1", "a", "0") == "syntax error"
     assert err(x, r, "XREAD", "GROUP", "g", "c", "STREAMS", "a", "0") == "The GROUP option is only supported by XREADGROUP. You called XREAD instead."
     assert err(x, r, "XREAD", "NOACK", "STREAMS", "a", "0") == "The NOACK option is only supported by XREADGROUP. You called XREAD instead."

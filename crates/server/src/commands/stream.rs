@@ -482,9 +482,10 @@ fn parse_read(args: &[Vec<u8>], xreadgroup: bool) -> Result<ReadReq<'_>, CmdErro
         } else if is(a, "streams") && more > 0 {
             let rest = args.len() - (i + 1);
             if !rest.is_multiple_of(2) {
-                let (name, sym) = if xreadgroup { ("xreadgroup", "ID or '>'") } else { ("xread", "ID, '+', or '$'") };
+                // Redis 7.4's wording (later versions also name '+' for XREAD).
+                let (name, sym) = if xreadgroup { ("xreadgroup", '>') } else { ("xread", '$') };
                 return Err(CmdError::err(format!(
-                    "Unbalanced '{name}' list of streams: for each stream key an {sym} must be specified."
+                    "Unbalanced '{name}' list of streams: for each stream key an ID or '{sym}' must be specified."
                 )));
             }
             streams_at = Some(i + 1);

@@ -249,3 +249,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn empty_stream_stays_a_key() {
+    use crate::keyspace::{Db, Ttl};
+    use crate::value::{Kind, Value, ValueMut};
+    let mut db = Db::new();
+    db.insert(b"s", Value::Stream(Box::default()), Ttl::Clear, 0);
+    let Some(ValueMut::Stream(s)) = db.get_mut(b"s", 0) else { panic!("not a stream") };
+    s.append(id(1, 0), &pairs(&["f", "v"]), &StreamConfig::default());
+    assert!(s.remove(id(1, 0)));
+    assert!(!db.sync_object(b"s"));
+    assert_eq!(db.get(b"s", 0).map(|v| v.kind()), Some(Kind::Stream));
+    assert!(db.mem_usage(b"s", 0).unwrap() >= size_of::<Stream>());
+}
