@@ -17,7 +17,7 @@
 //! Splits and growth never move a key across that order, so a key present for
 //! the whole scan is returned at least once.
 //!
-//! Collections (HASH, LIST, SET, ZSET) live in an object table beside the slab: the key's
+//! Collections (HASH, LIST, SET, ZSET, STREAM) live in an object table beside the slab: the key's
 //! blob holds the 4-byte index of the object's slot (`Vec<Option<Obj>>`,
 //! 24 bytes a slot, freed slots reused through a free list). Compared with a
 //! pointer to a `Box<Hash>` this is safe Rust and saves the box's 32-byte
@@ -40,6 +40,7 @@ use crate::slab::{jemalloc_size, Slab};
 use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::set::Set;
+use crate::types::stream::Stream;
 use crate::types::zset::ZSet;
 use crate::value::{parse_canonical_i64, StrRef, Value, ValueMut, ValueRef};
 
@@ -65,6 +66,7 @@ enum Obj {
     List(Box<List>),
     Set(Box<Set>),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 const _: () = assert!(size_of::<Option<Obj>>() == 24);
@@ -77,6 +79,7 @@ impl Obj {
             Value::List(l) => Some(Obj::List(l)),
             Value::Set(s) => Some(Obj::Set(s)),
             Value::ZSet(z) => Some(Obj::ZSet(z)),
+            Value::Stream(s) => Some(Obj::Stream(s)),
             Value::Int(_) | Value::Bytes(_) => None,
         }
     }
@@ -87,6 +90,7 @@ impl Obj {
             Obj::List(l) => Value::List(l),
             Obj::Set(s) => Value::Set(s),
             Obj::ZSet(z) => Value::ZSet(z),
+            Obj::Stream(s) => Value::Stream(s),
         }
     }
 
@@ -96,6 +100,7 @@ impl Obj {
             Obj::List(l) => ValueRef::List(l),
             Obj::Set(s) => ValueRef::Set(s),
             Obj::ZSet(z) => ValueRef::ZSet(z),
+            Obj::Stream(s) => ValueRef::Stream(s),
         }
     }
 
@@ -105,6 +110,7 @@ impl Obj {
             Obj::List(l) => ValueMut::List(l),
             Obj::Set(s) => ValueMut::Set(s),
             Obj::ZSet(z) => ValueMut::ZSet(z),
+            Obj::Stream(s) => ValueMut::Stream(s),
         }
     }
 
@@ -114,6 +120,8 @@ impl Obj {
             Obj::List(l) => l.is_empty(),
             Obj::Set(s) => s.is_empty(),
             Obj::ZSet(z) => z.is_empty(),
+            // An empty stream is still a key (XADD MAXLEN 0, XDEL of all).
+            Obj::Stream(_) => false,
         }
     }
 
@@ -124,6 +132,7 @@ impl Obj {
             Obj::List(l) => jemalloc_size(size_of::<List>()) + l.mem_usage(),
             Obj::Set(s) => jemalloc_size(size_of::<Set>()) + s.mem_usage(),
             Obj::ZSet(z) => jemalloc_size(size_of::<ZSet>()) + z.mem_usage(),
+            Obj::Stream(s) => jemalloc_size(size_of::<Stream>()) + s.mem_usage(),
         }
     }
 
@@ -131,7 +140,7 @@ impl Obj {
     fn min_deadline(&self) -> Option<i64> {
         match self {
             Obj::Hash(h) => h.min_deadline(),
-            Obj::List(_) | Obj::Set(_) | Obj::ZSet(_) => None,
+            Obj::List(_) | Obj::Set(_) | Obj::ZSet(_) | Obj::Stream(_) => None,
         }
     }
 }
@@ -272,7 +281,7 @@ impl Db {
         let body = match &value {
             Value::Int(v) => Body::Str(StrRef::Int(*v)),
             Value::Bytes(b) => Body::Str(StrRef::Bytes(b)),
-            Value::Hash(_) | Value::ZSet(_) | Value::List(_) | Value::Set(_) => Body::Obj(0),
+            Value::Hash(_) | Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => Body::Obj(0),
         };
         if let Body::Str(_) = body {
             return blob::store(&mut self.slab, key, body, deadline);

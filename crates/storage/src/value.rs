@@ -5,7 +5,7 @@
 //! string is the canonical decimal form of an i64, which is how it is kept)
 //! or raw bytes. The keyspace is free to store either form however it likes.
 //!
-//! Collections (HASH, LIST, SET, ZSET) are owned objects: `Value::Hash`
+//! Collections (HASH, LIST, SET, ZSET, STREAM) are owned objects: `Value::Hash`
 //! etc. carry a boxed collection into `Db::insert` and out of `Db::remove`;
 //! the keyspace keeps it in its object table and lends it as
 //! `ValueRef::Hash` / `ValueMut::Hash` etc.
@@ -13,6 +13,7 @@
 use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::set::Set;
+use crate::types::stream::Stream;
 use crate::types::zset::ZSet;
 
 /// Redis's type names, as TYPE replies them.
@@ -28,6 +29,8 @@ pub enum Kind {
     List,
     /// "set"
     Set,
+    /// "stream"
+    Stream,
 }
 
 impl Kind {
@@ -39,6 +42,7 @@ impl Kind {
             Kind::ZSet => "zset",
             Kind::List => "list",
             Kind::Set => "set",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -58,6 +62,8 @@ pub enum Value {
     List(Box<List>),
     /// A SET.
     Set(Box<Set>),
+    /// A STREAM.
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -81,6 +87,7 @@ impl Value {
             Value::ZSet(z) => ValueRef::ZSet(z),
             Value::List(l) => ValueRef::List(l),
             Value::Set(s) => ValueRef::Set(s),
+            Value::Stream(s) => ValueRef::Stream(s),
         }
     }
 }
@@ -162,6 +169,8 @@ pub enum ValueRef<'a> {
     List(&'a List),
     /// A SET.
     Set(&'a Set),
+    /// A STREAM.
+    Stream(&'a Stream),
 }
 
 impl ValueRef<'_> {
@@ -173,6 +182,7 @@ impl ValueRef<'_> {
             ValueRef::ZSet(_) => Kind::ZSet,
             ValueRef::List(_) => Kind::List,
             ValueRef::Set(_) => Kind::Set,
+            ValueRef::Stream(_) => Kind::Stream,
         }
     }
 
@@ -185,6 +195,7 @@ impl ValueRef<'_> {
             ValueRef::ZSet(z) => Value::ZSet(Box::new((*z).clone())),
             ValueRef::List(l) => Value::List(Box::new((*l).clone())),
             ValueRef::Set(s) => Value::Set(Box::new((*s).clone())),
+            ValueRef::Stream(s) => Value::Stream(Box::new((*s).clone())),
         }
     }
 }
@@ -204,6 +215,8 @@ pub enum ValueMut<'a> {
     List(&'a mut List),
     /// A SET, edited in place.
     Set(&'a mut Set),
+    /// A STREAM, edited in place.
+    Stream(&'a mut Stream),
 }
 
 #[cfg(test)]

@@ -1208,6 +1208,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 storage::ValueRef::ZSet(z) => (z.encoding_name(), z.mem_usage()),
                 storage::ValueRef::List(l) => (l.encoding_name(), l.mem_usage()),
                 storage::ValueRef::Set(s) => (s.encoding_name(), s.mem_usage()),
+                storage::ValueRef::Stream(s) => (s.encoding_name(), s.mem_usage()),
             };
             let line = format!(
                 "Value at:0x{:012x} refcount:1 encoding:{enc} serializedlength:{} lru:0 lru_seconds_idle:{}",

@@ -98,6 +98,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 /// "embstr", longer ones "raw". Hashes: `Hash::encoding_name` (listpack,
 /// listpackex or hashtable, following Redis's thresholds and history).
 /// Sorted sets: `ZSet::encoding_name` (listpack or skiplist).
+/// Streams: always "stream", as in Redis.
 pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
     match v {
         ValueRef::Str(StrRef::Int(_)) => "int",
@@ -107,6 +108,7 @@ pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
         ValueRef::ZSet(z) => z.encoding_name(),
         ValueRef::List(l) => l.encoding_name(),
         ValueRef::Set(s) => s.encoding_name(),
+        ValueRef::Stream(s) => s.encoding_name(),
     }
 }
 

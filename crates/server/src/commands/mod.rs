@@ -23,6 +23,7 @@ pub mod replication;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod transaction;
 pub mod zset;
@@ -460,6 +461,7 @@ pub fn registry() -> CommandMap {
     all.extend(replication::table());
     all.extend(set::table());
     all.extend(sort::table());
+    all.extend(stream::table());
     all.extend(server::table());
     all.extend(crate::script::table());
     all.extend(string::table());

@@ -116,9 +116,10 @@ fn put_strref(out: &mut Vec<u8>, s: StrRef) {
 }
 
 /// Appends `v`'s type byte and body to `out`; returns the RDB version the
-/// layout needs.
-pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
+/// layout needs, or None for a type not serialized yet (streams).
+pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> Option<u16> {
     match v {
+        ValueRef::Stream(_) => return None,
         ValueRef::Str(s) => {
             out.push(ty::STRING);
             put_strref(out, s);
@@ -155,7 +156,7 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
                     put_str(out, f);
                     put_strref(out, v);
                 }
-                return PLAIN_VERSION;
+                return Some(PLAIN_VERSION);
             };
             // Each TTL is written relative to the earliest, plus one (0: none).
             out.push(ty::HASH_METADATA);
@@ -166,21 +167,22 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
                 put_str(out, f);
                 put_strref(out, v);
             }
-            return RDB_VERSION;
+            return Some(RDB_VERSION);
         }
     }
-    PLAIN_VERSION
+    Some(PLAIN_VERSION)
 }
 
 /// DUMP's payload for `v`: the value, the RDB version (2 bytes, little
 /// endian) and a CRC-64 of everything before it (8 bytes, little endian).
-pub fn dump_payload(v: ValueRef, now: i64) -> Vec<u8> {
+/// None for a type not serialized yet (streams).
+pub fn dump_payload(v: ValueRef, now: i64) -> Option<Vec<u8>> {
     let mut out = Vec::new();
-    let version = write_value(&mut out, v, now);
+    let version = write_value(&mut out, v, now)?;
     out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
-    out
+    Some(out)
 }
 
 /// Checks a DUMP payload's version and checksum; returns the value part.

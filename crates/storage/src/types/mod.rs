@@ -7,3 +7,4 @@ pub mod hll;
 pub mod zset;
 pub mod list;
 pub mod set;
+pub mod stream;

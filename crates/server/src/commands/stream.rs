@@ -1,0 +1,1315 @@
+//! The STREAM command family: XADD ... XINFO, consumer groups included.
+//!
+//! Handlers parse every argument in Redis's order (options and IDs first,
+//! then the key's type, except where Redis looks the key up first, as XACK
+//! and XDEL do), so an error is always the only reply. The stream itself
+//! (`storage::types::stream::Stream`) keeps entries, groups and the
+//! bookkeeping (entries read, lag); handlers only decide what to reply.
+//!
+//! Blocking: XREAD/XREADGROUP with BLOCK answer at once, with what a
+//! blocked client gets when its timeout passes (a null array), because
+//! the event loop has no blocked clients yet. `read_streams` computes a
+//! read without replying, so a blocking path can retry it when a key is
+//! signalled. Keyspace notifications and command propagation do not exist
+//! yet either, so nothing here rewrites argv.
+
+use resp::Reply;
+use storage::types::stream::{AddError, AddId, Entry, Retry, Stream, StreamConfig, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
+use storage::{Db, Ttl, Value, ValueMut, ValueRef};
+
+use super::flags::*;
+use super::introspection::help_reply;
+use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, container};
+
+/// The rows of this family.
+pub fn table() -> Vec<Spec> {
+    const WF: &[&str] = &["write", "stream", "fast"];
+    const WS: &[&str] = &["write", "stream", "slow"];
+    const RF: &[&str] = &["read", "stream", "fast"];
+    const RS: &[&str] = &["read", "stream", "slow"];
+    const HS: &[&str] = &["stream", "slow"];
+    let k1 = keys(1, 1, 1);
+    let k2 = keys(2, 2, 1);
+    let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("stream").doc(summary, since);
+    let one = |f: super::KeyFlags, at: i32| vec![range_spec(f, at, 0, 1)];
+    let after_streams = |from: i32| {
+        vec![KeySpec { flags: kf::RO_ACCESS, begin: Begin::Keyword("STREAMS", from), find: Find::Range { lastkey: -1, keystep: 1, limit: 2 } }]
+    };
+    const RW_INSERT: super::KeyFlags = &["RW", "insert"];
+    const RW_DELETE: super::KeyFlags = &["RW", "delete"];
+    vec![
+        s("xadd", -5, WRITE | DENYOOM | FAST, k1, xadd, WF, "Appends a new message to a stream. Creates the key if it doesn't exist.", "5.0.0"),
+        s("xlen", 2, READONLY | FAST, k1, xlen, RF, "Return the number of messages in a stream.", "5.0.0").key_specs(one(&["RO"], 1)),
+        s("xrange", -4, READONLY, k1, xrange, RS, "Returns the messages from a stream within a range of IDs.", "5.0.0"),
+        s("xrevrange", -4, READONLY, k1, xrevrange, RS, "Returns the messages from a stream within a range of IDs in reverse order.", "5.0.0"),
+        s("xdel", -3, WRITE | FAST, k1, xdel, WF, "Returns the number of messages after removing them from a stream.", "5.0.0").key_specs(one(RW_DELETE, 1)),
+        s("xtrim", -4, WRITE, k1, xtrim, WS, "Deletes messages from the beginning of a stream.", "5.0.0").key_specs(one(RW_DELETE, 1)),
+        s("xread", -4, READONLY | BLOCKING, super::NO_KEYS, xread, &["read", "stream", "slow", "blocking"], "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", "5.0.0")
+            .key_specs(after_streams(1)),
+        s("xreadgroup", -7, WRITE | BLOCKING, super::NO_KEYS, xreadgroup, &["write", "stream", "slow", "blocking"], "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", "5.0.0")
+            .key_specs(after_streams(4)),
+        s("xack", -4, WRITE | FAST, k1, xack, WF, "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", "5.0.0"),
+        s("xpending", -3, READONLY, k1, xpending, RS, "Returns the information and entries from a stream consumer group's pending entries list.", "5.0.0"),
+        s("xclaim", -6, WRITE | FAST, k1, xclaim, WF, "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", "5.0.0"),
+        s("xautoclaim", -6, WRITE | FAST, k1, xautoclaim, WF, "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", "6.2.0").key_specs(one(RW_DELETE, 1)),
+        s("xsetid", -3, WRITE | DENYOOM | FAST, k1, xsetid, WF, "An internal command for replicating stream values.", "5.0.0"),
+        container(
+            "xgroup",
+            vec![
+                s("create", -5, WRITE | DENYOOM, k2, xgroup_create, WS, "Creates a consumer group.", "5.0.0").key_specs(one(RW_INSERT, 2)),
+                s("createconsumer", 5, WRITE | DENYOOM, k2, xgroup_createconsumer, WS, "Creates a consumer in a consumer group.", "6.2.0").key_specs(one(RW_INSERT, 2)),
+                s("delconsumer", 5, WRITE, k2, xgroup_delconsumer, WS, "Deletes a consumer from a consumer group.", "5.0.0").key_specs(one(RW_DELETE, 2)),
+                s("destroy", 4, WRITE, k2, xgroup_destroy, WS, "Destroys a consumer group.", "5.0.0").key_specs(one(RW_DELETE, 2)),
+                s("setid", -5, WRITE, k2, xgroup_setid, WS, "Sets the last-delivered ID of a consumer group.", "5.0.0"),
+                s("help", 2, LOADING | STALE, super::NO_KEYS, xgroup_help, HS, "Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        )
+        .group("stream")
+        .doc("A container for consumer groups commands.", "5.0.0"),
+        container(
+            "xinfo",
+            vec![
+                s("consumers", 4, READONLY, k2, xinfo_consumers, RS, "Returns a list of the consumers in a consumer group.", "5.0.0"),
+                s("groups", 3, READONLY, k2, xinfo_groups, RS, "Returns a list of the consumer groups of a stream.", "5.0.0"),
+                s("stream", -3, READONLY, k2, xinfo_stream, RS, "Returns information about a stream.", "5.0.0"),
+                s("help", 2, LOADING | STALE, super::NO_KEYS, xinfo_help, HS, "Returns helpful text about the different subcommands.", "5.0.0"),
+            ],
+        )
+        .group("stream")
+        .doc("A container for stream introspection commands.", "5.0.0"),
+    ]
+}
+
+// ---- shared helpers ---------------------------------------------------------
+
+fn invalid_id() -> CmdError {
+    CmdError::err("Invalid stream ID specified as stream command argument")
+}
+
+/// Redis's string2ull: an unsigned decimal, optionally after blanks and a
+/// '+' (strtoull's leniency); no sign otherwise.
+fn parse_u64(s: &[u8]) -> Option<u64> {
+    let t = s.iter().position(|c| !c.is_ascii_whitespace()).map_or(&s[s.len()..], |i| &s[i..]);
+    let t = t.strip_prefix(b"+").unwrap_or(t);
+    if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    t.iter().try_fold(0u64, |v, &c| v.checked_mul(10)?.checked_add(u64::from(c - b'0')))
+}
+
+/// Parsed ID text: `ms` and, unless it was `ms-*`, the sequence.
+fn parse_id_parts(a: &[u8], missing_seq: u64, strict: bool, allow_star: bool) -> Result<(u64, Option<u64>), CmdError> {
+    if a.len() > 127 {
+        return Err(invalid_id());
+    }
+    match a {
+        b"-" | b"+" if strict => Err(invalid_id()),
+        b"-" => Ok((0, Some(0))),
+        b"+" => Ok((u64::MAX, Some(u64::MAX))),
+        _ => {
+            let (ms, seq) = match a.iter().position(|&c| c == b'-') {
+                Some(d) => (&a[..d], Some(&a[d + 1..])),
+                None => (a, None),
+            };
+            let ms = parse_u64(ms).ok_or_else(invalid_id)?;
+            let seq = match seq {
+                None => Some(missing_seq),
+                Some(b"*") if allow_star => None,
+                Some(s) => Some(parse_u64(s).ok_or_else(invalid_id)?),
+            };
+            Ok((ms, seq))
+        }
+    }
+}
+
+/// An ID argument; `-` and `+` are the extremes.
+fn arg_id(a: &[u8], missing_seq: u64) -> Result<StreamId, CmdError> {
+    let (ms, seq) = parse_id_parts(a, missing_seq, false, false)?;
+    Ok(StreamId::new(ms, seq.unwrap_or(0)))
+}
+
+/// An ID argument where `-` and `+` are refused.
+fn arg_strict_id(a: &[u8]) -> Result<StreamId, CmdError> {
+    let (ms, seq) = parse_id_parts(a, 0, true, false)?;
+    Ok(StreamId::new(ms, seq.unwrap_or(0)))
+}
+
+/// A range bound: an ID, `-`/`+`, or `(ID` (exclusive, moved one step
+/// inwards; `start` tells which way).
+fn arg_bound(a: &[u8], start: bool) -> Result<StreamId, CmdError> {
+    let missing = if start { 0 } else { u64::MAX };
+    if a.len() > 1 && a[0] == b'(' {
+        let id = parse_id_parts(&a[1..], missing, true, false).map(|(ms, seq)| StreamId::new(ms, seq.unwrap_or(0)))?;
+        return if start {
+            id.incr().ok_or_else(|| CmdError::err("invalid start ID for the interval"))
+        } else {
+            id.decr().ok_or_else(|| CmdError::err("invalid end ID for the interval"))
+        };
+    }
+    arg_id(a, missing)
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn no_group(key: &[u8], group: &[u8]) -> CmdError {
+    CmdError::Custom(format!("NOGROUP No such key '{}' or consumer group '{}'", lossy(key), lossy(group)))
+}
+
+fn no_group_for_key(key: &[u8], group: &[u8]) -> CmdError {
+    CmdError::Custom(format!("NOGROUP No such consumer group '{}' for key name '{}'", lossy(group), lossy(key)))
+}
+
+/// Redis's reply to a bad subcommand option list.
+fn subcommand_syntax(args: &[Vec<u8>]) -> CmdError {
+    CmdError::err(format!(
+        "unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        lossy(&args[1][..args[1].len().min(128)]),
+        lossy(&args[0]).to_ascii_uppercase()
+    ))
+}
+
+fn config(ctx: &Ctx) -> StreamConfig {
+    let get = |name: &str, dflt: usize| ctx.srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(dflt);
+    StreamConfig { node_max_bytes: get("stream-node-max-bytes", 4096), node_max_entries: get("stream-node-max-entries", 100) }
+}
+
+/// The selected database and the reply buffer, borrowed apart so a
+/// handler can write a stream's parts straight into the reply.
+fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply) {
+    (&mut ctx.srv.dbs[ctx.client.db], &mut ctx.client.reply)
+}
+
+/// The stream at `key`: None if absent, WrongType if another type.
+fn read<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a Stream>, CmdError> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(ValueRef::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The stream at `key` for writing: None if absent, WrongType if another type.
+fn write<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut Stream>, CmdError> {
+    match db.get_mut(key, now) {
+        None => Ok(None),
+        Some(ValueMut::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+fn reply_id(out: &mut Reply, id: StreamId) {
+    out.bulk(id.to_string().as_bytes());
+}
+
+fn reply_entry(out: &mut Reply, e: &Entry) {
+    out.array(2);
+    reply_id(out, e.id);
+    out.array(e.fields.len());
+    for f in &e.fields {
+        out.bulk(f);
+    }
+}
+
+fn reply_entries(out: &mut Reply, es: &[Entry]) {
+    out.array(es.len());
+    for e in es {
+        reply_entry(out, e);
+    }
+}
+
+fn reply_opt_int(out: &mut Reply, v: Option<i64>) {
+    match v {
+        Some(v) => out.int(v),
+        None => out.null(),
+    }
+}
+
+// ---- XADD, XTRIM ------------------------------------------------------------
+
+/// Trim options shared by XADD and XTRIM (and XADD's own options).
+#[derive(Default)]
+struct AddTrim {
+    trim: Option<Trim>,
+    approx: bool,
+    limit: u64,
+    nomkstream: bool,
+    /// XADD's ID (None: `*`) and the index of the first field.
+    id: Option<AddId>,
+    fields_at: usize,
+}
+
+/// Parses XADD's (`xadd`) or XTRIM's options, as Redis does.
+fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Result<AddTrim, CmdError> {
+    let mut o = AddTrim::default();
+    let mut limit_given = false;
+    let mut i = 2;
+    let both = || CmdError::err("syntax error, MAXLEN and MINID options at the same time are not compatible");
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        let a = &args[i];
+        if xadd && a.as_slice() == b"*" {
+            break;
+        } else if (is(a, "maxlen") || is(a, "minid")) && more > 0 {
+            if o.trim.is_some() {
+                return Err(both());
+            }
+            o.approx = false;
+            let next = args[i + 1].as_slice();
+            if more >= 2 && (next == b"~" || next == b"=") {
+                o.approx = next == b"~";
+                i += 1;
+            }
+            let v = &args[i + 1];
+            o.trim = Some(if is(a, "maxlen") {
+                let n = arg_i64(v)?;
+                if n < 0 {
+                    return Err(CmdError::err("The MAXLEN argument must be >= 0."));
+                }
+                Trim::MaxLen(n as u64)
+            } else {
+                Trim::MinId(arg_strict_id(v)?)
+            });
+            i += 1;
+        } else if is(a, "limit") && more > 0 {
+            let n = arg_i64(&args[i + 1])?;
+            if n < 0 {
+                return Err(CmdError::err("The LIMIT argument must be >= 0."));
+            }
+            o.limit = n as u64;
+            limit_given = true;
+            i += 1;
+        } else if xadd && is(a, "nomkstream") {
+            o.nomkstream = true;
+        } else if xadd {
+            let (ms, seq) = parse_id_parts(a, 0, true, true)?;
+            o.id = Some(match seq {
+                Some(seq) => AddId::Exact(StreamId::new(ms, seq)),
+                None => AddId::Ms(ms),
+            });
+            break;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    o.fields_at = i + 1;
+    if o.limit != 0 && o.trim.is_none() {
+        return Err(CmdError::err("syntax error, LIMIT cannot be used without specifying a trimming strategy"));
+    }
+    if !xadd && o.trim.is_none() {
+        return Err(CmdError::err("syntax error, XTRIM must be called with a trimming strategy"));
+    }
+    if limit_given {
+        if !o.approx {
+            return Err(CmdError::err("syntax error, LIMIT cannot be used without the special ~ option"));
+        }
+    } else if o.approx {
+        o.limit = (100 * node_max_entries as u64).clamp(1, 1_000_000);
+        if node_max_entries == 0 {
+            o.limit = 10_000;
+        }
+    } else {
+        o.limit = 0;
+    }
+    Ok(o)
+}
+
+/// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
+pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let cfg = config(ctx);
+    let o = parse_add_trim(args, true, cfg.node_max_entries)?;
+    let pairs = args.get(o.fields_at..).unwrap_or(&[]);
+    if pairs.len() < 2 || pairs.len() % 2 == 1 {
+        return Err(CmdError::Arity("xadd".into()));
+    }
+    if o.id == Some(AddId::Exact(StreamId::MIN)) {
+        return Err(CmdError::err("The ID specified in XADD must be greater than 0-0"));
+    }
+    let (key, now) = (&args[1], ctx.now);
+    let how = o.id.unwrap_or(AddId::Auto);
+    let bytes: usize = pairs.iter().map(Vec::len).sum();
+    let db = ctx.db();
+    let mut fresh = None;
+    let s = match write(db, key, now)? {
+        Some(s) => s,
+        None if o.nomkstream => {
+            ctx.out().null();
+            return Ok(());
+        }
+        None => fresh.insert(Stream::new()),
+    };
+    let id = s.next_id(how, now.max(0) as u64).map_err(|e| match e {
+        AddError::Exhausted => CmdError::err("The stream has exhausted the last possible ID, unable to add more items"),
+        AddError::NotGreater => CmdError::err("The ID specified in XADD is equal or smaller than the target stream top item"),
+    })?;
+    if bytes > MAX_ENTRY_BYTES {
+        return Err(CmdError::err("Elements are too large to be stored"));
+    }
+    s.append(id, pairs, &cfg);
+    if let Some(t) = o.trim {
+        s.trim(t, o.approx, o.limit);
+    }
+    if let Some(s) = fresh {
+        ctx.db().insert(key, Value::Stream(Box::new(s)), Ttl::Clear, now);
+    }
+    reply_id(ctx.out(), id);
+    ctx.key_modified(key);
+    Ok(())
+}
+
+/// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
+pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let cfg = config(ctx);
+    let o = parse_add_trim(args, false, cfg.node_max_entries)?;
+    let now = ctx.now;
+    let Some(s) = write(ctx.db(), &args[1], now)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let n = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
+    ctx.out().int(n as i64);
+    if n > 0 {
+        ctx.key_modified(&args[1]);
+    }
+    Ok(())
+}
+
+/// XDEL key id [id ...]
+pub fn xdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    if write(ctx.db(), &args[1], now)?.is_none() {
+        ctx.out().int(0);
+        return Ok(());
+    }
+    let ids = args[2..].iter().map(|a| arg_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
+    let n = ids.into_iter().filter(|id| s.remove(*id)).count();
+    ctx.out().int(n as i64);
+    if n > 0 {
+        ctx.key_modified(&args[1]);
+    }
+    Ok(())
+}
+
+/// XLEN key
+pub fn xlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let n = read(ctx.db(), &args[1], now)?.map_or(0, |s| s.len());
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+// ---- XRANGE, XREVRANGE ------------------------------------------------------
+
+fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], rev: bool) -> CmdResult {
+    let (sa, ea) = if rev { (&args[3], &args[2]) } else { (&args[2], &args[3]) };
+    let start = arg_bound(sa, true)?;
+    let end = arg_bound(ea, false)?;
+    let mut count: Option<usize> = None;
+    let mut j = 4;
+    while j < args.len() {
+        if is(&args[j], "count") && j + 1 < args.len() {
+            count = Some(arg_i64(&args[j + 1])?.max(0) as usize);
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let now = ctx.now;
+    let Some(s) = read(ctx.db(), &args[1], now)? else {
+        ctx.out().array(0);
+        return Ok(());
+    };
+    if count == Some(0) {
+        ctx.out().null_array();
+        return Ok(());
+    }
+    let es = s.range(start, end, rev, count.unwrap_or(0));
+    reply_entries(ctx.out(), &es);
+    Ok(())
+}
+
+/// XRANGE key start end [COUNT count]
+pub fn xrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, false)
+}
+
+/// XREVRANGE key end start [COUNT count]
+pub fn xrevrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    range_generic(ctx, args, true)
+}
+
+// ---- XREAD, XREADGROUP ------------------------------------------------------
+
+/// A parsed XREAD / XREADGROUP.
+struct ReadReq<'a> {
+    count: usize,
+    /// BLOCK timeout in ms, if given.
+    block: Option<i64>,
+    noack: bool,
+    group: Option<(&'a [u8], &'a [u8])>,
+    keys: &'a [Vec<u8>],
+    ids: &'a [Vec<u8>],
+}
+
+/// What one stream contributes to a read reply.
+enum Served {
+    /// Entries (XREAD, or new entries for a group).
+    Entries(Vec<Entry>),
+    /// A consumer's history: pending IDs with their entry, if still stored.
+    History(Vec<(StreamId, Option<Entry>)>),
+}
+
+fn parse_read(args: &[Vec<u8>], xreadgroup: bool) -> Result<ReadReq<'_>, CmdError> {
+    let mut r = ReadReq { count: 0, block: None, noack: false, group: None, keys: &[], ids: &[] };
+    let mut streams_at = None;
+    let mut i = 1;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        let a = &args[i];
+        if is(a, "block") && more > 0 {
+            i += 1;
+            let t = resp::num::parse_i64(&args[i]).ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+            if t < 0 {
+                return Err(CmdError::err("timeout is negative"));
+            }
+            r.block = Some(t);
+        } else if is(a, "count") && more > 0 {
+            i += 1;
+            r.count = arg_i64(&args[i])?.max(0) as usize;
+        } else if is(a, "streams") && more > 0 {
+            let rest = args.len() - (i + 1);
+            if !rest.is_multiple_of(2) {
+                // Redis 7.4's wording (later versions also name '+' for XREAD).
+                let (name, sym) = if xreadgroup { ("xreadgroup", '>') } else { ("xread", '$') };
+                return Err(CmdError::err(format!(
+                    "Unbalanced '{name}' list of streams: for each stream key an ID or '{sym}' must be specified."
+                )));
+            }
+            streams_at = Some(i + 1);
+            break;
+        } else if is(a, "group") && more >= 2 {
+            if !xreadgroup {
+                return Err(CmdError::err("The GROUP option is only supported by XREADGROUP. You called XREAD instead."));
+            }
+            r.group = Some((&args[i + 1], &args[i + 2]));
+            i += 2;
+        } else if is(a, "noack") {
+            if !xreadgroup {
+                return Err(CmdError::err("The NOACK option is only supported by XREADGROUP. You called XREAD instead."));
+            }
+            r.noack = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let Some(at) = streams_at else { return Err(CmdError::Syntax) };
+    if xreadgroup && r.group.is_none() {
+        return Err(CmdError::err("Missing GROUP option for XREADGROUP"));
+    }
+    let n = (args.len() - at) / 2;
+    r.keys = &args[at..at + n];
+    r.ids = &args[at + n..];
+    Ok(r)
+}
+
+/// Resolves each stream's ID argument ("greater than this"; MAX stands for
+/// `>`), checking types and groups first, as Redis does.
+fn resolve_ids(db: &mut Db, r: &ReadReq, now: i64) -> Result<Vec<StreamId>, CmdError> {
+    let history_only = |sym: &str| {
+        CmdError::err(format!(
+            "The {sym} ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The {sym} ID would just return an empty result set."
+        ))
+    };
+    let mut out = Vec::with_capacity(r.keys.len());
+    for (key, a) in r.keys.iter().zip(r.ids) {
+        let s = read(db, key, now)?;
+        if let Some((g, _)) = r.group {
+            if s.and_then(|s| s.group(g)).is_none() {
+                return Err(CmdError::Custom(format!(
+                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                    lossy(key),
+                    lossy(g)
+                )));
+            }
+        }
+        let id = match a.as_slice() {
+            b"$" if r.group.is_some() => return Err(history_only("$")),
+            b"$" => s.map_or(StreamId::MIN, |s| s.last_id()),
+            b"+" if r.group.is_some() => return Err(history_only("+")),
+            b"+" => match s {
+                Some(s) => s.last_id().decr().ok_or_else(|| CmdError::err("the stream last element ID is 0-0"))?,
+                None => StreamId::MIN,
+            },
+            b">" if r.group.is_none() => {
+                return Err(CmdError::err("The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."))
+            }
+            b">" => StreamId::MAX,
+            _ => arg_strict_id(a)?,
+        };
+        out.push(id);
+    }
+    Ok(out)
+}
+
+/// Serves a parsed read: per stream with something to give, its key and
+/// what it gives. Group reads create the consumer and update the group.
+/// Also returns the dirty-counter increment, as Redis counts it: one per
+/// consumer created and per stream whose group advanced (a history
+/// re-read only touches delivery metadata and counts nothing).
+fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(usize, Served)>, u64) {
+    let mut out = Vec::new();
+    let mut changed = 0;
+    for (i, (key, gt)) in r.keys.iter().zip(ids).enumerate() {
+        let Some(ValueMut::Stream(s)) = db.get_mut(key, now) else { continue };
+        let start = gt.incr().unwrap_or(StreamId::MIN);
+        match r.group {
+            None => {
+                if !s.is_empty() && s.last_entry_id() > *gt {
+                    out.push((i, Served::Entries(s.range(start, StreamId::MAX, false, r.count))));
+                }
+            }
+            Some((g, c)) => {
+                let (last_entry, len) = (s.last_entry_id(), s.len());
+                let Some(group) = s.group_mut(g) else { continue };
+                changed += u64::from(group.create_consumer(c, now));
+                if let Some(cons) = group.consumer_mut(c) {
+                    cons.seen_time = now;
+                }
+                if *gt != StreamId::MAX {
+                    out.push((i, Served::History(s.read_history(g, c, start, r.count, now))));
+                } else if len > 0 && last_entry > group.last_id {
+                    let es = s.read_group(g, c, r.count, r.noack, now);
+                    changed += u64::from(!es.is_empty());
+                    out.push((i, Served::Entries(es)));
+                }
+            }
+        }
+    }
+    (out, changed)
+}
+
+fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult {
+    let r = parse_read(args, xreadgroup)?;
+    let now = ctx.now;
+    let ids = resolve_ids(ctx.db(), &r, now)?;
+    let (served, changed) = read_streams(ctx.db(), &r, &ids, now);
+    ctx.srv.dirty += changed;
+    let out = ctx.out();
+    if served.is_empty() {
+        // With BLOCK, Redis parks the client here until a key is signalled
+        // (then reruns `read_streams`) or the timeout passes. There are no
+        // blocked clients yet, so it gets the timeout's reply at once: the
+        // same null array a non-blocking read gets.
+        debug_assert!(r.block.is_none_or(|t| t >= 0));
+        out.null_array();
+        return Ok(());
+    }
+    if out.resp3 {
+        out.map(served.len());
+    } else {
+        out.array(served.len());
+    }
+    for (i, what) in &served {
+        if !out.resp3 {
+            out.array(2);
+        }
+        out.bulk(&r.keys[*i]);
+        match what {
+            Served::Entries(es) => reply_entries(out, es),
+            Served::History(h) => {
+                out.array(h.len());
+                for (id, e) in h {
+                    match e {
+                        Some(e) => reply_entry(out, e),
+                        None => {
+                            out.array(2);
+                            reply_id(out, *id);
+                            out.null_array();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    read_generic(ctx, args, false)
+}
+
+/// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]
+pub fn xreadgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    read_generic(ctx, args, true)
+}
+
+// ---- XGROUP -----------------------------------------------------------------
+
+/// What XGROUP's subcommands share: option parsing, key and group checks.
+struct GroupArgs {
+    mkstream: bool,
+    entries_read: i64,
+    exists: bool,
+}
+
+fn xgroup_common(ctx: &mut Ctx, args: &[Vec<u8>], need_group: bool) -> Result<GroupArgs, CmdError> {
+    let create = is(&args[1], "create");
+    let setid = is(&args[1], "setid");
+    let mut g = GroupArgs { mkstream: false, entries_read: INVALID_ENTRIES_READ, exists: false };
+    let mut i = 5;
+    while i < args.len() {
+        if create && is(&args[i], "mkstream") {
+            g.mkstream = true;
+            i += 1;
+        } else if (create || setid) && is(&args[i], "entriesread") && i + 1 < args.len() {
+            let n = arg_i64(&args[i + 1])?;
+            if n < 0 && n != INVALID_ENTRIES_READ {
+                return Err(CmdError::err("value for ENTRIESREAD must be positive or -1"));
+            }
+            g.entries_read = n;
+            i += 2;
+        } else {
+            return Err(subcommand_syntax(args));
+        }
+    }
+    let now = ctx.now;
+    let s = read(ctx.db(), &args[2], now)?;
+    g.exists = s.is_some();
+    if !g.mkstream {
+        let Some(s) = s else {
+            return Err(CmdError::err(
+                "The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
+            ));
+        };
+        if need_group && s.group(&args[3]).is_none() {
+            return Err(no_group_for_key(&args[2], &args[3]));
+        }
+    }
+    Ok(g)
+}
+
+fn group_mut<'a>(db: &'a mut Db, args: &[Vec<u8>], now: i64) -> &'a mut storage::types::stream::Group {
+    let Some(ValueMut::Stream(s)) = db.get_mut(&args[2], now) else { unreachable!("checked by xgroup_common") };
+    s.group_mut(&args[3]).expect("checked by xgroup_common")
+}
+
+/// XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]
+pub fn xgroup_create(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let g = xgroup_common(ctx, args, false)?;
+    if args.len() > 8 {
+        return Err(subcommand_syntax(args));
+    }
+    let now = ctx.now;
+    let id = if args[4].as_slice() == b"$" {
+        read(ctx.db(), &args[2], now)?.map_or(StreamId::MIN, |s| s.last_id())
+    } else {
+        arg_strict_id(&args[4])?
+    };
+    if !g.exists {
+        ctx.db().insert(&args[2], Value::Stream(Box::default()), Ttl::Clear, now);
+        ctx.key_modified(&args[2]);
+    }
+    let s = write(ctx.db(), &args[2], now)?.expect("exists or just created");
+    if !s.create_group(&args[3], id, g.entries_read) {
+        return Err(CmdError::Custom("BUSYGROUP Consumer Group name already exists".into()));
+    }
+    ctx.srv.dirty += 1;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// XGROUP SETID key group id|$ [ENTRIESREAD entries-read]
+pub fn xgroup_setid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let g = xgroup_common(ctx, args, true)?;
+    if args.len() != 5 && args.len() != 7 {
+        return Err(subcommand_syntax(args));
+    }
+    let now = ctx.now;
+    let id = if args[4].as_slice() == b"$" {
+        read(ctx.db(), &args[2], now)?.map_or(StreamId::MIN, |s| s.last_id())
+    } else {
+        arg_id(&args[4], 0)?
+    };
+    let grp = group_mut(ctx.db(), args, now);
+    grp.last_id = id;
+    grp.entries_read = g.entries_read;
+    ctx.srv.dirty += 1;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// XGROUP DESTROY key group
+pub fn xgroup_destroy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    xgroup_common(ctx, args, false)?;
+    let now = ctx.now;
+    let s = write(ctx.db(), &args[2], now)?.expect("checked by xgroup_common");
+    let gone = s.destroy_group(&args[3]);
+    if gone {
+        ctx.srv.dirty += 1;
+    }
+    ctx.out().int(gone as i64);
+    Ok(())
+}
+
+/// XGROUP CREATECONSUMER key group consumer
+pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    xgroup_common(ctx, args, true)?;
+    let now = ctx.now;
+    let created = group_mut(ctx.db(), args, now).create_consumer(&args[4], now);
+    if created {
+        ctx.srv.dirty += 1;
+    }
+    ctx.out().int(created as i64);
+    Ok(())
+}
+
+/// XGROUP DELCONSUMER key group consumer
+pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    xgroup_common(ctx, args, true)?;
+    let now = ctx.now;
+    let pending = group_mut(ctx.db(), args, now).delete_consumer(&args[4]);
+    if pending.is_some() {
+        ctx.srv.dirty += 1;
+    }
+    ctx.out().int(pending.unwrap_or(0) as i64);
+    Ok(())
+}
+
+/// XGROUP HELP
+pub fn xgroup_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "XGROUP",
+        &[
+            "CREATE <key> <groupname> <id|$> [option]",
+            "    Create a new consumer group. Options are:",
+            "    * MKSTREAM",
+            "      Create the empty stream if it does not exist.",
+            "    * ENTRIESREAD entries_read",
+            "      Set the group's entries_read counter (internal use).",
+            "CREATECONSUMER <key> <groupname> <consumer>",
+            "    Create a new consumer in the specified group.",
+            "DELCONSUMER <key> <groupname> <consumer>",
+            "    Remove the specified consumer.",
+            "DESTROY <key> <groupname>",
+            "    Remove the specified group.",
+            "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+            "    Set the current group ID and entries_read counter.",
+        ],
+    );
+    Ok(())
+}
+
+// ---- XSETID -----------------------------------------------------------------
+
+/// XSETID key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]
+pub fn xsetid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let id = arg_strict_id(&args[2])?;
+    let (mut added, mut max_del) = (None, None);
+    let mut i = 3;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        if is(&args[i], "entriesadded") && more > 0 {
+            let n = arg_i64(&args[i + 1])?;
+            if n < 0 {
+                return Err(CmdError::err("entries_added must be positive"));
+            }
+            added = Some(n as u64);
+        } else if is(&args[i], "maxdeletedid") && more > 0 {
+            let m = arg_strict_id(&args[i + 1])?;
+            if id < m {
+                return Err(CmdError::err("The ID specified in XSETID is smaller than the provided max_deleted_entry_id"));
+            }
+            max_del = Some(m);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let now = ctx.now;
+    let Some(s) = write(ctx.db(), &args[1], now)? else { return Err(CmdError::NoSuchKey) };
+    if id < s.max_deleted_id() {
+        return Err(CmdError::err("The ID specified in XSETID is smaller than current max_deleted_entry_id"));
+    }
+    if !s.is_empty() {
+        if id < s.last_entry_id() {
+            return Err(CmdError::err("The ID specified in XSETID is smaller than the target stream top item"));
+        }
+        if added.is_some_and(|n| s.len() > n) {
+            return Err(CmdError::err("The entries_added specified in XSETID is smaller than the target stream length"));
+        }
+    }
+    s.set_ids(id, added, max_del.filter(|m| !m.is_zero()));
+    ctx.srv.dirty += 1;
+    ctx.out().ok();
+    Ok(())
+}
+
+// ---- XACK, XPENDING ---------------------------------------------------------
+
+/// XACK key group id [id ...]
+pub fn xack(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let has_group = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.group(&args[2]).is_some());
+    if !has_group {
+        ctx.out().int(0);
+        return Ok(());
+    }
+    let ids = args[3..].iter().map(|a| arg_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
+    let g = s.group_mut(&args[2]).expect("checked above");
+    let n = ids.into_iter().filter(|id| g.ack(*id)).count();
+    ctx.srv.dirty += n as u64;
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
+pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let argc = args.len();
+    if argc != 3 && !(6..=9).contains(&argc) {
+        return Err(CmdError::Syntax);
+    }
+    let mut ext = None;
+    if argc >= 6 {
+        let mut at = 3;
+        let mut min_idle = 0;
+        if is(&args[3], "idle") {
+            min_idle = arg_i64(&args[4])?;
+            if argc < 8 {
+                return Err(CmdError::Syntax);
+            }
+            at += 2;
+        }
+        let count = arg_i64(&args[at + 2])?.max(0) as usize;
+        let start = arg_bound(&args[at], true)?;
+        let end = arg_bound(&args[at + 1], false)?;
+        ext = Some((min_idle, start, end, count, args.get(at + 3)));
+    }
+    let now = ctx.now;
+    let (db, out) = parts(ctx);
+    let s = read(db, &args[1], now)?;
+    let Some(g) = s.and_then(|s| s.group(&args[2])) else { return Err(no_group(&args[1], &args[2])) };
+    let pel = g.pending();
+    match ext {
+        None => {
+            out.array(4);
+            out.int(pel.len() as i64);
+            match (pel.first(), pel.last()) {
+                (Some(first), Some(last)) => {
+                    reply_id(out, first.0);
+                    reply_id(out, last.0);
+                    let owners: Vec<_> = g.consumers().iter().filter(|c| !c.pending().is_empty()).collect();
+                    out.array(owners.len());
+                    for c in owners {
+                        out.array(2);
+                        out.bulk(c.name());
+                        out.bulk_i64(c.pending().len() as i64);
+                    }
+                }
+                _ => {
+                    out.null();
+                    out.null();
+                    out.null_array();
+                }
+            }
+        }
+        Some((min_idle, start, end, count, consumer)) => {
+            let ids: Vec<StreamId> = match consumer {
+                Some(c) => match g.consumer(c) {
+                    Some(c) => c.pending().to_vec(),
+                    None => Vec::new(),
+                },
+                None => pel.iter().map(|(id, _)| *id).collect(),
+            };
+            let mut rows = Vec::new();
+            for id in ids.into_iter().filter(|id| *id >= start && *id <= end) {
+                if rows.len() >= count {
+                    break;
+                }
+                let Some(n) = g.nack(id) else { continue };
+                let idle = now - n.delivery_time;
+                if min_idle != 0 && idle < min_idle {
+                    continue;
+                }
+                rows.push((id, n.consumer.clone().unwrap_or_default(), idle.max(0), n.delivery_count));
+            }
+            out.array(rows.len());
+            for (id, c, idle, n) in rows {
+                out.array(4);
+                reply_id(out, id);
+                out.bulk(&c);
+                out.int(idle);
+                out.int(n as i64);
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---- XCLAIM, XAUTOCLAIM -----------------------------------------------------
+
+fn arg_i64_msg(a: &[u8], msg: &str) -> Result<i64, CmdError> {
+    resp::num::parse_i64(a).ok_or_else(|| CmdError::err(msg))
+}
+
+/// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
+pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let has_group = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.group(&args[2]).is_some());
+    if !has_group {
+        return Err(no_group(&args[1], &args[2]));
+    }
+    let min_idle = arg_i64_msg(&args[4], "Invalid min-idle-time argument for XCLAIM")?.max(0);
+    let mut ids = Vec::new();
+    let mut j = 5;
+    while j < args.len() {
+        match arg_strict_id(&args[j]) {
+            Ok(id) => ids.push(id),
+            Err(_) => break,
+        }
+        j += 1;
+    }
+    let (mut force, mut justid, mut retry, mut delivery, mut last_id) = (false, false, None, None, StreamId::MIN);
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        let a = &args[j];
+        if is(a, "force") {
+            force = true;
+        } else if is(a, "justid") {
+            justid = true;
+        } else if is(a, "idle") && more > 0 {
+            j += 1;
+            delivery = Some(now.saturating_sub(arg_i64_msg(&args[j], "Invalid IDLE option argument for XCLAIM")?));
+        } else if is(a, "time") && more > 0 {
+            j += 1;
+            delivery = Some(arg_i64_msg(&args[j], "Invalid TIME option argument for XCLAIM")?);
+        } else if is(a, "retrycount") && more > 0 {
+            j += 1;
+            retry = Some(arg_i64_msg(&args[j], "Invalid RETRYCOUNT option argument for XCLAIM")?);
+        } else if is(a, "lastid") && more > 0 {
+            j += 1;
+            last_id = arg_strict_id(&args[j])?;
+        } else {
+            return Err(CmdError::err(format!("Unrecognized XCLAIM option '{}'", lossy(a))));
+        }
+        j += 1;
+    }
+    let delivery = match delivery {
+        Some(t) if t >= 0 && t <= now => t,
+        _ => now,
+    };
+    let retry = match retry {
+        Some(n) if n >= 0 => Retry::Set(n as u64),
+        _ if justid => Retry::Keep,
+        _ => Retry::Incr,
+    };
+    let consumer = args[3].as_slice();
+    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
+    let mut claimed: Vec<Result<Entry, StreamId>> = Vec::new();
+    let mut dirty = 0;
+    {
+        let exists: Vec<bool> = ids.iter().map(|id| s.contains(*id)).collect();
+        let g = s.group_mut(&args[2]).expect("checked above");
+        let advanced = last_id > g.last_id;
+        if advanced {
+            g.last_id = last_id;
+        }
+        dirty += u64::from(g.create_consumer(consumer, now));
+        if let Some(c) = g.consumer_mut(consumer) {
+            c.seen_time = now;
+        }
+        for (id, exists) in ids.iter().zip(exists) {
+            if !exists {
+                dirty += u64::from(g.ack(*id));
+                continue;
+            }
+            if force && g.nack(*id).is_none() {
+                g.force_pending(*id, now);
+            }
+            let Some(n) = g.nack(*id) else { continue };
+            if n.consumer.is_some() && min_idle != 0 && now - n.delivery_time < min_idle {
+                continue;
+            }
+            g.claim(*id, consumer, delivery, retry);
+            if let Some(c) = g.consumer_mut(consumer) {
+                c.active_time = now;
+            }
+            claimed.push(Err(*id));
+            dirty += 1;
+        }
+        if advanced && claimed.is_empty() {
+            dirty += 1;
+        }
+    }
+    if !justid {
+        for c in &mut claimed {
+            if let Err(id) = *c {
+                *c = s.get(id).ok_or(id);
+            }
+        }
+    }
+    ctx.srv.dirty += dirty;
+    let out = ctx.out();
+    out.array(claimed.len());
+    for c in &claimed {
+        match c {
+            Ok(e) => reply_entry(out, e),
+            Err(id) => reply_id(out, *id),
+        }
+    }
+    Ok(())
+}
+
+/// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
+pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let min_idle = arg_i64_msg(&args[4], "Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
+    let start = arg_bound(&args[5], true)?;
+    let (mut count, mut justid) = (100usize, false);
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if is(&args[j], "count") && more > 0 {
+            let n = resp::num::parse_i64(&args[j + 1]).filter(|n| (1..=i64::MAX / 16).contains(n));
+            count = n.ok_or_else(|| CmdError::err("COUNT must be > 0"))? as usize;
+            j += 1;
+        } else if is(&args[j], "justid") {
+            justid = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let now = ctx.now;
+    let has_group = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.group(&args[2]).is_some());
+    if !has_group {
+        return Err(no_group(&args[1], &args[2]));
+    }
+    let consumer = args[3].as_slice();
+    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
+    let mut attempts = count.saturating_mul(10);
+    let g = s.group(&args[2]).expect("checked above");
+    let from = g.pending_from(start);
+    let cand: Vec<StreamId> = g.pending()[from..].iter().take(attempts.saturating_add(1)).map(|(id, _)| *id).collect();
+    let exists: Vec<bool> = cand.iter().map(|id| s.contains(*id)).collect();
+    let g = s.group_mut(&args[2]).expect("checked above");
+    let created = g.create_consumer(consumer, now);
+    if let Some(c) = g.consumer_mut(consumer) {
+        c.seen_time = now;
+    }
+    let (mut claimed, mut deleted) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while attempts > 0 && count > 0 && i < cand.len() {
+        attempts -= 1;
+        let id = cand[i];
+        i += 1;
+        if !exists[i - 1] {
+            g.ack(id);
+            deleted.push(id);
+            count -= 1;
+            continue;
+        }
+        let Some(n) = g.nack(id) else { continue };
+        if min_idle != 0 && now - n.delivery_time < min_idle {
+            continue;
+        }
+        g.claim(id, consumer, now, if justid { Retry::Keep } else { Retry::Incr });
+        if let Some(c) = g.consumer_mut(consumer) {
+            c.active_time = now;
+        }
+        claimed.push(id);
+        count -= 1;
+    }
+    let next = cand.get(i).copied().unwrap_or(StreamId::MIN);
+    let entries: Vec<Entry> = if justid { Vec::new() } else { claimed.iter().filter_map(|id| s.get(*id)).collect() };
+    ctx.srv.dirty += u64::from(created) + (claimed.len() + deleted.len()) as u64;
+    let out = ctx.out();
+    out.array(3);
+    reply_id(out, next);
+    if justid {
+        out.array(claimed.len());
+        for id in &claimed {
+            reply_id(out, *id);
+        }
+    } else {
+        reply_entries(out, &entries);
+    }
+    out.array(deleted.len());
+    for id in &deleted {
+        reply_id(out, *id);
+    }
+    Ok(())
+}
+
+// ---- XINFO ------------------------------------------------------------------
+
+/// The stream for XINFO: "no such key" when absent.
+fn info_target<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<&'a Stream, CmdError> {
+    read(db, key, now)?.ok_or(CmdError::NoSuchKey)
+}
+
+/// XINFO STREAM key [FULL [COUNT count]]
+pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    info_target(ctx.db(), &args[2], now)?;
+    let opts = &args[3..];
+    let mut full = None;
+    if !opts.is_empty() {
+        if (opts.len() != 1 && opts.len() != 3) || !is(&opts[0], "full") || (opts.len() == 3 && !is(&opts[1], "count")) {
+            return Err(subcommand_syntax(args));
+        }
+        let n = if opts.len() == 3 { arg_i64(&opts[2])? } else { 10 };
+        full = Some(if n < 0 { 10 } else { n as usize });
+    }
+    let (db, out) = parts(ctx);
+    let s = info_target(db, &args[2], now)?;
+    out.map(if full.is_some() { 9 } else { 10 });
+    out.bulk(b"length");
+    out.int(s.len() as i64);
+    out.bulk(b"radix-tree-keys");
+    out.int(s.node_count() as i64);
+    out.bulk(b"radix-tree-nodes");
+    out.int(s.node_count() as i64 + 1);
+    out.bulk(b"last-generated-id");
+    reply_id(out, s.last_id());
+    out.bulk(b"max-deleted-entry-id");
+    reply_id(out, s.max_deleted_id());
+    out.bulk(b"entries-added");
+    out.int(s.entries_added() as i64);
+    out.bulk(b"recorded-first-entry-id");
+    reply_id(out, s.first_id());
+    match full {
+        None => {
+            out.bulk(b"groups");
+            out.int(s.groups().len() as i64);
+            for (name, rev) in [(b"first-entry".as_slice(), false), (b"last-entry", true)] {
+                out.bulk(name);
+                match s.range(StreamId::MIN, StreamId::MAX, rev, 1).first() {
+                    Some(e) => reply_entry(out, e),
+                    None => out.null(),
+                }
+            }
+        }
+        Some(count) => {
+            let limit = if count == 0 { usize::MAX } else { count };
+            out.bulk(b"entries");
+            reply_entries(out, &s.range(StreamId::MIN, StreamId::MAX, false, count));
+            out.bulk(b"groups");
+            out.array(s.groups().len());
+            for g in s.groups() {
+                out.map(7);
+                out.bulk(b"name");
+                out.bulk(g.name());
+                out.bulk(b"last-delivered-id");
+                reply_id(out, g.last_id);
+                out.bulk(b"entries-read");
+                reply_opt_int(out, (g.entries_read != INVALID_ENTRIES_READ).then_some(g.entries_read));
+                out.bulk(b"lag");
+                reply_opt_int(out, s.group_lag(g));
+                out.bulk(b"pel-count");
+                out.int(g.pending().len() as i64);
+                out.bulk(b"pending");
+                let pel = &g.pending()[..g.pending().len().min(limit)];
+                out.array(pel.len());
+                for (id, n) in pel {
+                    out.array(4);
+                    reply_id(out, *id);
+                    out.bulk(n.consumer.as_deref().unwrap_or_default());
+                    out.int(n.delivery_time);
+                    out.int(n.delivery_count as i64);
+                }
+                out.bulk(b"consumers");
+                out.array(g.consumers().len());
+                for c in g.consumers() {
+                    out.map(5);
+                    out.bulk(b"name");
+                    out.bulk(c.name());
+                    out.bulk(b"seen-time");
+                    out.int(c.seen_time);
+                    out.bulk(b"active-time");
+                    out.int(c.active_time);
+                    out.bulk(b"pel-count");
+                    out.int(c.pending().len() as i64);
+                    out.bulk(b"pending");
+                    let pel = &c.pending()[..c.pending().len().min(limit)];
+                    out.array(pel.len());
+                    for id in pel {
+                        let n = g.nack(*id);
+                        out.array(3);
+                        reply_id(out, *id);
+                        out.int(n.map_or(0, |n| n.delivery_time));
+                        out.int(n.map_or(0, |n| n.delivery_count as i64));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// XINFO GROUPS key
+pub fn xinfo_groups(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let (db, out) = parts(ctx);
+    let s = info_target(db, &args[2], now)?;
+    out.array(s.groups().len());
+    for g in s.groups() {
+        out.map(6);
+        out.bulk(b"name");
+        out.bulk(g.name());
+        out.bulk(b"consumers");
+        out.int(g.consumers().len() as i64);
+        out.bulk(b"pending");
+        out.int(g.pending().len() as i64);
+        out.bulk(b"last-delivered-id");
+        reply_id(out, g.last_id);
+        out.bulk(b"entries-read");
+        reply_opt_int(out, (g.entries_read != INVALID_ENTRIES_READ).then_some(g.entries_read));
+        out.bulk(b"lag");
+        reply_opt_int(out, s.group_lag(g));
+    }
+    Ok(())
+}
+
+/// XINFO CONSUMERS key group
+pub fn xinfo_consumers(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let (db, out) = parts(ctx);
+    let s = info_target(db, &args[2], now)?;
+    let Some(g) = s.group(&args[3]) else { return Err(no_group_for_key(&args[2], &args[3])) };
+    out.array(g.consumers().len());
+    for c in g.consumers() {
+        out.map(4);
+        out.bulk(b"name");
+        out.bulk(c.name());
+        out.bulk(b"pending");
+        out.int(c.pending().len() as i64);
+        out.bulk(b"idle");
+        out.int((now - c.seen_time).max(0));
+        out.bulk(b"inactive");
+        out.int(if c.active_time != -1 { now - c.active_time } else { -1 });
+    }
+    Ok(())
+}
+
+/// XINFO HELP
+pub fn xinfo_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "XINFO",
+        &[
+            "CONSUMERS <key> <groupname>",
+            "    Show consumers of <groupname>.",
+            "GROUPS <key>",
+            "    Show the stream consumer groups.",
+            "STREAM <key> [FULL [COUNT <count>]",
+            "    Show information about the stream.",
+        ],
+    );
+    Ok(())
+}
