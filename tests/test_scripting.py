@@ -339,3 +339,98 @@ def test_recursive_table_is_cut(server):
     s.sendall(b"PING\r\n")
     assert s.recv(100) == b"+PONG\r\n"
     s.close()
+
+
+# ---- timed-out scripts: BUSY, SCRIPT KILL, SHUTDOWN NOSAVE ------------------
+
+import threading as _threading
+
+
+def _run_async(new_client, script, *args):
+    """Run EVAL on its own connection in a thread; returns (thread, result dict)."""
+    out = {}
+    c = new_client()
+
+    def go():
+        try:
+            out["reply"] = c.eval(script, *args)
+        except redis.ResponseError as e:
+            out["error"] = str(e)
+
+    t = _threading.Thread(target=go)
+    t.start()
+    return t, out
+
+
+def _wait_busy(c, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            c.ping()
+        except redis.ResponseError as e:
+            assert str(e) == "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+            return
+        time.sleep(0.02)
+    raise AssertionError("script never became busy")
+
+
+def test_timed_out_script_replies_busy_and_can_be_killed(r, new_client):
+    r.config_set("lua-time-limit", 10)
+    assert r.config_get("busy-reply-threshold") == {"busy-reply-threshold": "10"}
+    t, out = _run_async(new_client, "while true do end", 0)
+    _wait_busy(r)
+    # A connection opened while the script runs is served too.
+    late = new_client()
+    with pytest.raises(redis.ResponseError, match="^BUSY "):
+        late.get("x")
+    assert late.script_kill() is True
+    t.join(5)
+    assert not t.is_alive()
+    assert out["error"].startswith("Script killed by user with SCRIPT KILL...")
+    assert r.ping() is True
+    with pytest.raises(redis.ResponseError, match="^NOTBUSY No scripts in execution right now.$"):
+        r.script_kill()
+
+
+def test_kill_is_not_swallowed_by_pcall(r, new_client):
+    r.config_set("lua-time-limit", 10)
+    t, out = _run_async(new_client, "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end", 0)
+    _wait_busy(r)
+    assert r.script_kill() is True
+    t.join(5)
+    assert "killed by user" in out["error"]
+
+
+def test_script_that_wrote_is_unkillable(r, new_client):
+    r.config_set("lua-time-limit", 10)
+    script = """
+        redis.call('set', KEYS[1], 'v')
+        local start = tonumber(redis.call('time')[1])
+        while tonumber(redis.call('time')[1]) < start + 2 do end
+        return 'done'
+    """
+    t, out = _run_async(new_client, script, 1, "wrote")
+    _wait_busy(r)
+    with pytest.raises(redis.ResponseError, match="^UNKILLABLE Sorry the script already executed write commands"):
+        r.script_kill()
+    t.join(10)
+    assert out["reply"] == b"done"
+    assert r.get("wrote") == b"v"
+
+
+def test_transaction_touched_by_busy_is_aborted(r, new_client):
+    r.set("xx", 1)
+    r2 = new_client()
+    r2.ping()
+    r.config_set("lua-time-limit", 10)
+    t, out = _run_async(new_client, "while true do end", 0)
+    _wait_busy(r)
+    assert r2.execute_command("MULTI") == b"OK"  # MULTI may run while busy
+    with pytest.raises(redis.ResponseError, match="^BUSY "):
+        r2.execute_command("INCR", "xx")
+    assert r.script_kill() is True
+    t.join(5)
+    with pytest.raises(redis.exceptions.ExecAbortError, match="^Transaction discarded because of previous errors.$"):
+        r2.execute_command("EXEC")
+    assert r.get("xx") == b"1"
+    assert r2.ping() is True

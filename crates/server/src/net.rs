@@ -32,10 +32,18 @@ const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
 
-/// The listening socket plus the poller.
+/// The listening socket with a handle on the poller's registry: it lives in
+/// the `Server` so that a timed-out script can accept connections too.
+pub struct Acceptor {
+    listener: TcpListener,
+    registry: mio::Registry,
+}
+
+/// The poller and the event loop's own state.
 pub struct EventLoop {
     poll: Poll,
-    listener: TcpListener,
+    /// Moved into `Server::acceptor` when `run` starts.
+    acceptor: Option<Acceptor>,
     /// Clients with work left that no readiness event will announce.
     pending: HashSet<ClientId>,
     /// Query buffer lent to a client with none of its own for one read and
@@ -55,11 +63,15 @@ impl EventLoop {
         let poll = Poll::new()?;
         let mut listener = TcpListener::bind(addr)?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(EventLoop { poll, listener, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        let acceptor = Acceptor { listener, registry: poll.registry().try_clone()? };
+        Ok(EventLoop { poll, acceptor: Some(acceptor), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Runs until SHUTDOWN.
     pub fn run(&mut self, srv: &mut Server) -> io::Result<()> {
+        if let Some(a) = self.acceptor.take() {
+            srv.acceptor = Some(a);
+        }
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
         loop {
@@ -89,7 +101,7 @@ impl EventLoop {
             }
             for ev in events.iter() {
                 if ev.token() == LISTENER {
-                    self.accept(srv);
+                    accept(srv);
                 } else {
                     self.pending.insert(ev.token().0 as ClientId);
                 }
@@ -101,31 +113,6 @@ impl EventLoop {
             }
             self.pending.extend(srv.blocking.take_woken());
             self.close_marked(srv, Some(&ids));
-        }
-    }
-
-    fn accept(&mut self, srv: &mut Server) {
-        loop {
-            match self.listener.accept() {
-                Ok((mut sock, peer)) => {
-                    if srv.clients.len() >= srv.config.maxclients {
-                        let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
-                        srv.rejected_connections += 1;
-                        continue;
-                    }
-                    let _ = sock.set_nodelay(true);
-                    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                    let id = srv.new_client_id();
-                    if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
-                        continue;
-                    }
-                    srv.total_connections += 1;
-                    srv.clients.insert(id, Client::new(id, Some(sock), peer.to_string(), laddr));
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => return,
-            }
         }
     }
 
@@ -373,4 +360,75 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
 
 fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
     sock.write(buf)
+}
+
+/// Accepts every pending connection.
+pub fn accept(srv: &mut Server) {
+    let Some(a) = srv.acceptor.take() else { return };
+    loop {
+        match a.listener.accept() {
+            Ok((mut sock, peer)) => {
+                if srv.clients.len() >= srv.config.maxclients {
+                    let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
+                    srv.rejected_connections += 1;
+                    continue;
+                }
+                let _ = sock.set_nodelay(true);
+                let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = srv.new_client_id();
+                if a.registry.register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                    continue;
+                }
+                srv.total_connections += 1;
+                srv.clients.insert(id, Client::new(id, Some(sock), peer.to_string(), laddr));
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    srv.acceptor = Some(a);
+}
+
+/// Serves every other client once while a script is timed out: reads what
+/// their sockets hold, runs it (dispatch answers -BUSY to all but the
+/// allow-busy commands) and writes the replies. New connections are
+/// accepted first, so a user can still connect to send SCRIPT KILL. The
+/// client running the script is not in `srv.clients` at this point.
+pub fn serve_while_busy(srv: &mut Server) {
+    accept(srv);
+    let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
+    let mut buf = [0u8; 16 * 1024];
+    for id in ids {
+        let Some(mut c) = srv.clients.remove(&id) else { continue };
+        if !c.close_asap && !c.close_after_reply {
+            if let Some(sock) = c.sock.as_mut() {
+                loop {
+                    match sock.read(&mut buf) {
+                        Ok(0) => {
+                            c.close_asap = true;
+                            break;
+                        }
+                        Ok(n) => {
+                            c.qbuf.extend_from_slice(&buf[..n]);
+                            if c.qbuf.len() - c.qpos > srv.config.query_buffer_limit {
+                                c.close_asap = true;
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+            if !c.close_asap {
+                process_input(srv, &mut c);
+                flush(srv, &mut c);
+            }
+        }
+        srv.clients.insert(id, c);
+    }
+    // Whatever they left (closes, pending output) the event loop finishes
+    // after the script: it will see their sockets' next events.
+    srv.sweep_clients = true;
 }

@@ -165,6 +165,8 @@ pub struct Server {
     /// Push messages for the running client, appended after its reply
     /// (after the whole EXEC inside a transaction).
     pub pending_push: Vec<u8>,
+    /// The listening socket (set by the event loop when it starts).
+    pub acceptor: Option<crate::net::Acceptor>,
     /// Lua interpreter and script cache (EVAL, SCRIPT).
     pub scripting: crate::script::Engine,
     /// Clients blocked in BLPOP and friends.
@@ -191,6 +193,7 @@ impl Server {
             dbs,
             config,
             scripting: crate::script::Engine::new(commands.clone()),
+            acceptor: None,
             commands,
             clients: HashMap::new(),
             next_client_id: 1,

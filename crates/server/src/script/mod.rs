@@ -10,8 +10,12 @@
 //! the first write) are checked here. The run-scoped natives borrow the
 //! server through `mlua`'s scope, so no raw pointers are kept.
 //!
-//! Not done: script timeouts (busy-reply-threshold, SCRIPT KILL of a running
-//! script, BUSY replies): scripts run to completion on the executor thread.
+//! A script that runs past busy-reply-threshold (lua-time-limit) is "timed
+//! out": a count hook, every 100,000 Lua instructions, then serves the other
+//! clients between steps (`net::serve_while_busy`), where everything but
+//! the allow-busy commands gets `-BUSY` (exec.rs), and SCRIPT KILL or
+//! SHUTDOWN NOSAVE end a script that has not written yet. Once killed, the
+//! hook fires on every line, so `pcall` cannot swallow the kill.
 
 pub mod lua;
 
@@ -81,7 +85,28 @@ pub struct Engine {
     pub evicted: u64,
     /// Scripts compiled so far (paces garbage collection).
     created: u64,
+    /// The script running now, if any (seen by SCRIPT KILL and dispatch
+    /// while it is timed out).
+    pub running: Option<Running>,
 }
+
+/// State of the running script that other clients' commands can see.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Running {
+    /// Past busy-reply-threshold: other clients get -BUSY.
+    pub timed_out: bool,
+    /// The script already wrote: SCRIPT KILL refuses (UNKILLABLE).
+    pub write_dirty: bool,
+    /// SCRIPT KILL asked it to stop.
+    pub killed: bool,
+}
+
+/// Lua instructions between two checks of the script's running time.
+const HOOK_EVERY: u32 = 100_000;
+/// The error a killed script ends with.
+const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+/// Registry name of the run-scoped native the hook calls once timed out.
+const BUSY_FN: &str = "__densekv_busy";
 
 impl Engine {
     /// A fresh interpreter with an empty cache. `commands` answers
@@ -90,7 +115,7 @@ impl Engine {
         let acl = move |argv: &[Vec<u8>]| matches!(exec::lookup(&commands, argv), Lookup::Found(_));
         // Our own setup code: failing here is a broken invariant.
         let vm = lua::new_vm(acl).expect("scripting sandbox setup");
-        Engine { vm, scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0 }
+        Engine { vm, scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0, running: None }
     }
 
     /// Number of cached scripts.
@@ -453,6 +478,9 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         return Err(CmdError::err(format!("Error running script {sha}, {e}")));
     }
 
+    let started = std::time::Instant::now();
+    let threshold = std::time::Duration::from_millis(ctx.srv.config.get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000));
+    ctx.srv.scripting.running = Some(Running::default());
     let mut sc = Client::new(ctx.client.id, None, "lua".into(), String::new());
     sc.db = ctx.client.db;
     // Blocking commands must not block here: they see what EXEC's see.
@@ -490,9 +518,36 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
             Ok(())
         })?;
         state.raw_set("setresp", setresp)?;
-        runner.call::<(bool, Value)>(func)
+        // Once timed out, the hook lends the server to the other clients.
+        let busy = scope.create_function(|_, ()| {
+            let mut r = run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?;
+            let write_dirty = r.write_dirty;
+            let srv = &mut *r.srv;
+            let st = srv.scripting.running.get_or_insert_with(Running::default);
+            st.write_dirty = write_dirty;
+            st.timed_out = true;
+            crate::net::serve_while_busy(srv);
+            Ok(srv.shutdown || srv.scripting.running.is_some_and(|s| s.killed))
+        })?;
+        lua.set_named_registry_value(BUSY_FN, busy)?;
+        lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
+            if started.elapsed() < threshold {
+                return Ok(mlua::VmState::Continue);
+            }
+            let busy: mlua::Function = lua.named_registry_value(BUSY_FN)?;
+            if !busy.call::<bool>(())? {
+                return Ok(mlua::VmState::Continue);
+            }
+            lua.set_hook(mlua::HookTriggers::new().every_line(), |_, _| Err(killed_error()));
+            Err(killed_error())
+        });
+        let out = runner.call::<(bool, Value)>(func);
+        lua.remove_hook();
+        lua.unset_named_registry_value(BUSY_FN)?;
+        out
     });
     let Run { sc, .. } = run.into_inner();
+    ctx.srv.scripting.running = None;
     let script_resp3 = sc.reply.resp3;
     if sc.dirty_cas {
         ctx.client.dirty_cas = true;
@@ -564,10 +619,25 @@ fn script_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn script_kill(_ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    // Scripts run to completion on the executor: none is ever running
-    // when another command is served.
-    Err(CmdError::Custom("NOTBUSY No scripts in execution right now.".into()))
+fn killed_error() -> mlua::Error {
+    mlua::Error::external(lua::Raised { msg: KILLED.into(), ignore_stats: false })
+}
+
+/// SCRIPT KILL: only reachable while a script is timed out (everything
+/// else waits for the script), and only a script that has not written.
+fn script_kill(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    match ctx.srv.scripting.running.as_mut() {
+        None => Err(CmdError::Custom("NOTBUSY No scripts in execution right now.".into())),
+        Some(r) if r.write_dirty => Err(CmdError::Custom(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+                .into(),
+        )),
+        Some(r) => {
+            r.killed = true;
+            ctx.out().ok();
+            Ok(())
+        }
+    }
 }
 
 fn script_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
