@@ -42,6 +42,11 @@ const F_LISTPACK_EX: u8 = 2;
 /// Small header: flags, then the field count as u16 LE.
 const HDR: usize = 3;
 
+/// Most entry bytes a hash may have to be stored inline in its key's blob
+/// (`inline_parts`): a few short fields. Every access to an inline hash
+/// copies these bytes once, so the bound also bounds that copy.
+pub const INLINE_MAX_BYTES: usize = 128;
+
 /// Thresholds steering encodings. The first two are Redis's config
 /// parameters and only decide what `encoding_name` answers; the rest are
 /// ours, tuned by measurement (tests shrink them to exercise conversion).
@@ -350,6 +355,31 @@ impl Hash {
             Repr::Small(b) => alloc_size(b.capacity()),
             Repr::Large(t) => t.mem_usage(),
         }
+    }
+
+    /// The hash as the keyspace stores it inline in a key's blob: its
+    /// fieldpack entries and whether Redis would call it listpack_ex.
+    /// `None` when it does not qualify: the large shape, a hash Redis
+    /// would call hashtable, or more than `INLINE_MAX_BYTES` of entries.
+    pub fn inline_parts(&self) -> Option<(&[u8], bool)> {
+        match &self.repr {
+            Repr::Small(b) if b[0] & F_HASHTABLE == 0 && b.len() - HDR <= INLINE_MAX_BYTES => {
+                Some((&b[HDR..], b[0] & F_LISTPACK_EX != 0))
+            }
+            _ => None,
+        }
+    }
+
+    /// Rebuilds a hash from `inline_parts` (the small shape, buffer sized
+    /// to its class).
+    pub fn from_inline(entries: &[u8], listpack_ex: bool) -> Hash {
+        let n = fieldpack::iter(entries, 0).count();
+        let mut buf = Vec::new();
+        reserve_class(&mut buf, HDR + entries.len());
+        buf.push(if listpack_ex { F_LISTPACK_EX } else { 0 });
+        buf.extend_from_slice(&(n as u16).to_le_bytes());
+        buf.extend_from_slice(entries);
+        Hash { repr: Repr::Small(buf) }
     }
 
     /// What Redis's OBJECT ENCODING would answer for this hash's history.
