@@ -389,7 +389,10 @@ def hash_commands(workload: str, n: int, ttl: bool, per_cmd: int = 200):
     if workload == "onefield":
         for start in range(0, n, 10_000):
             stop = min(start + 10_000, n)
-            yield b"".join(encode("HSET", b"h%010d" % i, "name", "1") for i in range(start, stop)), stop - start
+            cmds = [encode("HSET", b"h%010d" % i, "name", "1") for i in range(start, stop)]
+            if ttl:
+                cmds += [encode("HPEXPIRE", b"h%010d" % i, HASH_TTL_MS, "FIELDS", 1, "name") for i in range(start, stop)]
+            yield b"".join(cmds), len(cmds)
         return
     value = b"1" if workload == "fields24" else b"x"
     for copy in range(hash_copies(n)):
@@ -449,10 +452,11 @@ def cmd_hash(args) -> None:
         if not args.no_ttl:
             d = servers[0]
             rows = []
-            for workload, n in [("fields24", x) for x in args.sizes] + [("short8", 1_000_000)]:
+            for workload, n in [("fields24", x) for x in args.sizes] + [("short8", 1_000_000), ("onefield", 1_000_000)]:
                 plain = measure_hash(d, workload, n, False)[0]
                 with_ttl, secs, enc = measure_hash(d, workload, n, True)
-                rows.append([workload, f"{n:,}", hash_copies(n), f"{plain:.1f}", f"{with_ttl:.1f}",
+                rows.append([workload, f"{n:,}", hash_copies(n) if workload != "onefield" else n,
+                             f"{plain:.1f}", f"{with_ttl:.1f}",
                              f"{with_ttl - plain:.1f}", enc, f"{secs:.1f}"])
             print("## With HPEXPIRE on every field: densekv alone "
                   f"(Redis {run_text([args.redis_bin, '--version']).split()[2]} has no HEXPIRE)\n")

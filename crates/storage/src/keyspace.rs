@@ -988,7 +988,7 @@ mod tests {
     }
     use crate::value::StrRef;
     use proptest::prelude::*;
-    use std::collections::HashMap;
+    use std::collections::{BTreeMap, HashMap};
 
     #[test]
     fn lazy_expiry_and_ttl_modes() {
@@ -1586,6 +1586,192 @@ mod tests {
                     assert!(h.min_deadline().is_none_or(|d| d >= now + 100));
                 }
             });
+            check_index(&db);
+        }
+    }
+
+    /// 1M one-field hashes (seed 004, 200,000 here): the inline form costs
+    /// one blob and a slot share; a field TTL adds 6 bytes to the blob and
+    /// no index entry of its own (one per segment).
+    #[test]
+    fn one_field_hash_budget() {
+        use crate::types::hash::{ExpireCond, HashConfig};
+        let cfg = HashConfig::default();
+        let mut one = Hash::new();
+        one.insert(b"name", b"1", &cfg);
+        let plain = per_key(200_000, |db, i| {
+            db.insert(format!("h{i:010}").as_bytes(), Value::Hash(Box::new(one.clone())), Ttl::Clear, 0);
+        });
+        let mut segs = (0, 0);
+        let ttl = per_key(200_000, |db, i| {
+            let key = format!("h{i:010}");
+            hash_mut(db, key.as_bytes(), 0).insert(b"name", b"1", &cfg);
+            hash_mut(db, key.as_bytes(), 0).set_expire(b"name", 3_600_000 + i as i64, ExpireCond::Always, 0);
+            db.sync_object(key.as_bytes());
+            segs = (db.fexp_segs.len(), db.segs.len());
+        });
+        eprintln!("one-field hashes: {plain:.2} B/key, {ttl:.2} with a field TTL");
+        assert!(plain <= 48.0, "{plain}");
+        assert!(ttl <= 64.0, "{ttl}");
+        assert!(segs.0 <= segs.1, "{segs:?}");
+    }
+
+    #[derive(Debug, Clone)]
+    enum HOp {
+        Set(u8, u8, bool),
+        Del(u8, u8),
+        Expire(u8, u8, i64),
+        Persist(u8, u8),
+        Read(u8, u8),
+        Rename(u8),
+        KeyTtl(u8, i64),
+        Active(usize),
+        Tick(i64),
+    }
+
+    fn hop() -> impl Strategy<Value = HOp> {
+        let (k, f) = (0u8..4, 0u8..8);
+        prop_oneof![
+            5 => (k.clone(), f.clone(), any::<bool>()).prop_map(|(k, f, long)| HOp::Set(k, f, long)),
+            2 => (k.clone(), f.clone()).prop_map(|(k, f)| HOp::Del(k, f)),
+            4 => (k.clone(), f.clone(), 0i64..40).prop_map(|(k, f, t)| HOp::Expire(k, f, t)),
+            1 => (k.clone(), f.clone()).prop_map(|(k, f)| HOp::Persist(k, f)),
+            3 => (k.clone(), f).prop_map(|(k, f)| HOp::Read(k, f)),
+            1 => k.clone().prop_map(HOp::Rename),
+            1 => (k, 1i64..60).prop_map(|(k, t)| HOp::KeyTtl(k, t)),
+            2 => (1usize..6).prop_map(HOp::Active),
+            3 => (0i64..15).prop_map(HOp::Tick),
+        ]
+    }
+
+    /// Model: key -> (field -> (value, field deadline), key deadline).
+    type HModel = BTreeMap<Vec<u8>, (BTreeMap<Vec<u8>, (Vec<u8>, Option<i64>)>, Option<i64>)>;
+
+    proptest! {
+        /// Small hashes (inline, and promoted when a long value pushes
+        /// them past the inline bound) against a map model with field and
+        /// key TTLs, lazy and active field expiry, renames.
+        #[test]
+        fn inline_hashes_match_model(ops in proptest::collection::vec(hop(), 1..250)) {
+            use crate::types::hash::{ExpireCond, HashConfig};
+            let cfg = HashConfig::default();
+            let mut db = Db::new();
+            let mut model = HModel::new();
+            let mut now = 1_000i64;
+            let key = |k: u8| format!("hash:{k}").into_bytes();
+            let field = |f: u8| format!("field{f}").into_bytes();
+            for op in ops {
+                model.retain(|_, (_, d)| !matches!(d, Some(t) if *t <= now));
+                match op {
+                    HOp::Set(k, f, long) => {
+                        let v = if long { vec![b'x'; 30] } else { vec![b'0' + f] };
+                        hash_mut(&mut db, &key(k), now).insert(&field(f), &v, &cfg);
+                        db.sync_object(&key(k));
+                        model.entry(key(k)).or_default().0.insert(field(f), (v, None));
+                    }
+                    HOp::Del(k, f) => {
+                        let want = model.get_mut(&key(k)).is_some_and(|e| e.0.remove(&field(f)).is_some());
+                        let got = match db.get_mut(&key(k), now) {
+                            Some(ValueMut::Hash(h)) => h.remove(&field(f)),
+                            _ => false,
+                        };
+                        prop_assert_eq!(got, want);
+                        db.sync_object(&key(k));
+                    }
+                    HOp::Expire(k, f, t) => {
+                        let e = model.get_mut(&key(k)).and_then(|e| e.0.get_mut(&field(f)));
+                        let live = e.as_ref().is_some_and(|x| x.1.is_none_or(|d| d >= now));
+                        let want = if !live { -2 } else if t == 0 { 2 } else { 1 };
+                        let got = match db.get_mut(&key(k), now) {
+                            Some(ValueMut::Hash(h)) => h.set_expire(&field(f), now + t, ExpireCond::Always, now),
+                            _ => -2,
+                        };
+                        prop_assert_eq!(got, want);
+                        match want {
+                            1 => e.expect("live").1 = Some(now + t),
+                            2 => { model.get_mut(&key(k)).expect("live").0.remove(&field(f)); }
+                            _ => {}
+                        }
+                        db.sync_object(&key(k));
+                    }
+                    HOp::Persist(k, f) => {
+                        let e = model.get_mut(&key(k)).and_then(|e| e.0.get_mut(&field(f))).filter(|x| x.1.is_none_or(|d| d >= now));
+                        let want = match &e { None => -2, Some(x) if x.1.is_none() => -1, Some(_) => 1 };
+                        if let Some(x) = e { x.1 = None; }
+                        let got = match db.get_mut(&key(k), now) {
+                            Some(ValueMut::Hash(h)) => h.persist(&field(f), now),
+                            _ => -2,
+                        };
+                        prop_assert_eq!(got, want);
+                        db.sync_object(&key(k));
+                    }
+                    HOp::Read(k, f) => {
+                        let want: Option<Vec<(Vec<u8>, Vec<u8>)>> = model.get(&key(k)).map(|e| {
+                            e.0.iter().filter(|(_, x)| x.1.is_none_or(|d| d >= now)).map(|(f, x)| (f.clone(), x.0.clone())).collect()
+                        });
+                        let want_ttl = model.get(&key(k)).and_then(|e| e.0.get(&field(f))).filter(|x| x.1.is_none_or(|d| d >= now)).map(|x| x.1);
+                        let stored = model.get(&key(k)).map(|e| e.0.len());
+                        match db.get(&key(k), now) {
+                            Some(ValueRef::Hash(h)) => {
+                                let mut got: Vec<(Vec<u8>, Vec<u8>)> = h.iter(now).map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+                                got.sort();
+                                prop_assert_eq!(Some(got), want);
+                                prop_assert_eq!(h.expire_of(&field(f), now), want_ttl);
+                                prop_assert_eq!(Some(h.len()), stored);
+                            }
+                            other => prop_assert!(other.is_none() && want.is_none(), "{:?}", other),
+                        }
+                    }
+                    HOp::Rename(k) => {
+                        let (from, to) = (key(k), key((k + 1) % 4));
+                        let d = db.expire_of(&from, now).flatten();
+                        if let Some(v) = db.remove(&from, now) {
+                            db.insert(&to, v, d.map_or(Ttl::Clear, Ttl::At), now);
+                            let e = model.remove(&from).expect("model has it");
+                            prop_assert_eq!(e.1, d);
+                            model.insert(to, e);
+                        }
+                    }
+                    HOp::KeyTtl(k, t) => {
+                        let got = db.set_expire(&key(k), Some(now + t), now);
+                        prop_assert_eq!(got, model.contains_key(&key(k)));
+                        if let Some(e) = model.get_mut(&key(k)) { e.1 = Some(now + t); }
+                    }
+                    HOp::Active(max) => {
+                        let mut gone = Vec::new();
+                        let (n, _) = db.active_expire_fields(now, max, |k, f| gone.push((k.to_vec(), f.to_vec())));
+                        prop_assert!(n <= max);
+                        prop_assert_eq!(n, gone.len());
+                        for (k, f) in gone {
+                            // A key past its own deadline, not yet reclaimed, may lose fields too.
+                            let Some(e) = model.get_mut(&k) else { continue };
+                            let x = e.0.remove(&f).expect("expired a missing field");
+                            prop_assert!(matches!(x.1, Some(d) if d < now), "expired a live field");
+                        }
+                    }
+                    HOp::Tick(dt) => now += dt,
+                }
+                model.retain(|_, e| !e.0.is_empty() && !matches!(e.1, Some(t) if t <= now));
+                check_index(&db);
+                // Expired keys stay counted until reclaimed, so compare
+                // presence (which reclaims) only some of the time.
+                if now % 2 == 0 {
+                    for k in 0..4 {
+                        prop_assert_eq!(db.contains(&key(k), now), model.contains_key(&key(k)));
+                    }
+                }
+            }
+            // Active expiry alone reclaims every due field.
+            now += 100;
+            model.retain(|_, (_, d)| !matches!(d, Some(t) if *t <= now));
+            while db.active_expire_fields(now, 3, |_, _| {}).0 > 0 {}
+            for (k, (fields, _)) in &model {
+                let live = fields.values().filter(|x| x.1.is_none_or(|d| d >= now)).count();
+                match db.get(k, now) {
+                    Some(ValueRef::Hash(h)) => prop_assert_eq!(h.len(), live),
+                    other => prop_assert!(other.is_none() && live == 0, "{:?}", other),
+                }
+            }
             check_index(&db);
         }
     }

@@ -69,8 +69,8 @@ impl Default for HashConfig {
         HashConfig {
             max_listpack_entries: 128,
             max_listpack_value: 64,
-            small_max_entries: 128,
-            small_max_bytes: 4 * 1024,
+            small_max_entries: 512,
+            small_max_bytes: 16 * 1024,
             bucket_entries: 24,
         }
     }
