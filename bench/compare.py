@@ -21,8 +21,8 @@ hash        used_memory delta per field: HASHes of N random 24-char fields with 
             (N in 100,511,512,513,1000,10000,50000,1000000; 200,000/N hashes side by
             side when N is small, so that used_memory's noise stays small); one HASH of 1,000,000 fields
             (8-byte field, value "x"); 1,000,000 HASHes of one field each (11-byte key,
-            field "name", value "1"). Then the same one-hash workloads with HPEXPIRE on
-            every field, densekv alone (Redis 7.0 has no HEXPIRE).
+            field "name", value "1"). Then the same workloads with HPEXPIRE on every
+            field, densekv alone (Redis 7.0 has no HEXPIRE).
 hash-expiry densekv alone: N=1,000,000 fields get a 3 s TTL in one hash; a second
             connection polls HLEN every 100 ms (HLEN does not touch fields) and reports
             how long after the last deadline it reaches 0, while a pipelined writer fills

@@ -8,6 +8,10 @@
 //!                      fieldpack buckets, per-bucket min deadline tree)
 //! ```
 //!
+//! The keyspace may also keep a small hash's entries inline in its key's
+//! blob (`inline_parts` / `from_inline`); that form is the keyspace's, and
+//! it lends such a hash out as an ordinary small `Hash`.
+//!
 //! A hash starts small and becomes large once it holds more than
 //! `small_max_entries` fields or `small_max_bytes` bytes (`maybe_convert`,
 //! the one place that converts). The small buffer moves into the table as
@@ -56,7 +60,8 @@ pub struct HashConfig {
     pub max_listpack_entries: usize,
     /// `hash-max-listpack-value` (default 64).
     pub max_listpack_value: usize,
-    /// Most fields the small shape holds (at most 65535).
+    /// Most fields the small shape holds (at most 65535; default 512, where
+    /// one buffer is never in a bigger size class than Redis's listpack).
     pub small_max_entries: usize,
     /// Most bytes the small shape's buffer holds.
     pub small_max_bytes: usize,
