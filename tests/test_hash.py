@@ -553,3 +553,32 @@ def test_expired_fields_of_renamed_and_moved_hashes_still_expire(r, new_client):
         time.sleep(0.05)
     assert r2.hgetall("h2") == {b"b": b"2"}
     r2.flushdb()
+
+
+def test_many_small_hashes_expire_fields_actively(r):
+    """Small hashes are stored inline in their keys; their field TTLs are
+    still found by active expiry without any access, and a hash that grows
+    past the inline bound keeps its fields, TTLs and encoding name."""
+    pipe = r.pipeline(transaction=False)
+    for i in range(2000):
+        pipe.hset(f"one:{i}", "name", "1")
+        pipe.execute_command("HPEXPIRE", f"one:{i}", 100 + i % 50, "FIELDS", 1, "name")
+        pipe.hset(f"three:{i}", mapping={"a": "1", "b": "x" * 10, "c": "3"})
+        pipe.execute_command("HPEXPIRE", f"three:{i}", 100, "FIELDS", 1, "b")
+    pipe.execute()
+    assert enc(r, "one:7") == b"listpackex"
+    assert r.info("keyspace")["db0"]["subexpiry"] == 4000
+    grow = {f"field:{i}": "v" * 8 for i in range(20)}
+    r.hset("three:0", mapping=grow)
+    assert r.execute_command("HPTTL", "three:0", "FIELDS", 2, "b", "a")[1] == -1
+    assert r.execute_command("HPTTL", "three:0", "FIELDS", 1, "b")[0] > 0
+    deadline = time.time() + 5
+    while r.dbsize() > 2000 and time.time() < deadline:
+        time.sleep(0.05)
+    assert r.dbsize() == 2000
+    assert r.info("keyspace")["db0"].get("subexpiry", 0) == 0
+    assert r.hgetall("three:5") == {b"a": b"1", b"c": b"3"}
+    assert r.hlen("three:0") == 22 and r.hget("three:0", "field:19") == b"v" * 8
+    assert enc(r, "three:5") == b"listpackex"
+    r.hset("plain", "f", "v")
+    assert enc(r, "plain") == b"listpack"

@@ -114,16 +114,19 @@ pub struct Segment {
     pub depth: u8,
     /// No deadline here is earlier than this (a lower bound).
     pub min_deadline: i64,
+    /// No field deadline of an inline hash here is earlier than this (a
+    /// lower bound; the Db's field-expiry index holds the segment under it).
+    pub field_min: i64,
 }
 
-const _: () = assert!(size_of::<Segment>() == 40);
+const _: () = assert!(size_of::<Segment>() == 48);
 
 impl Segment {
     /// An empty segment of `depth` with room for about `n` keys.
     pub fn with_room(depth: u8, n: usize) -> Segment {
         let want = (n * 10).div_ceil(BUCKET * 8); // load <= 0.8
         let nb = SIZES.iter().copied().find(|&s| s >= want).unwrap_or(want.max(MAX_BUCKETS));
-        Segment { slots: vec![0; nb * BUCKET].into_boxed_slice(), len: 0, volatile: 0, shape: 0, depth, min_deadline: i64::MAX }
+        Segment { slots: vec![0; nb * BUCKET].into_boxed_slice(), len: 0, volatile: 0, shape: 0, depth, min_deadline: i64::MAX, field_min: i64::MAX }
     }
 
     /// Number of buckets.

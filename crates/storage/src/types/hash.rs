@@ -8,6 +8,10 @@
 //!                      fieldpack buckets, per-bucket min deadline tree)
 //! ```
 //!
+//! The keyspace may also keep a small hash's entries inline in its key's
+//! blob (`inline_parts` / `from_inline`); that form is the keyspace's, and
+//! it lends such a hash out as an ordinary small `Hash`.
+//!
 //! A hash starts small and becomes large once it holds more than
 //! `small_max_entries` fields or `small_max_bytes` bytes (`maybe_convert`,
 //! the one place that converts). The small buffer moves into the table as
@@ -42,6 +46,11 @@ const F_LISTPACK_EX: u8 = 2;
 /// Small header: flags, then the field count as u16 LE.
 const HDR: usize = 3;
 
+/// Most entry bytes a hash may have to be stored inline in its key's blob
+/// (`inline_parts`): a few short fields. Every access to an inline hash
+/// copies these bytes once, so the bound also bounds that copy.
+pub const INLINE_MAX_BYTES: usize = 128;
+
 /// Thresholds steering encodings. The first two are Redis's config
 /// parameters and only decide what `encoding_name` answers; the rest are
 /// ours, tuned by measurement (tests shrink them to exercise conversion).
@@ -51,7 +60,8 @@ pub struct HashConfig {
     pub max_listpack_entries: usize,
     /// `hash-max-listpack-value` (default 64).
     pub max_listpack_value: usize,
-    /// Most fields the small shape holds (at most 65535).
+    /// Most fields the small shape holds (at most 65535; default 512, where
+    /// one buffer is never in a bigger size class than Redis's listpack).
     pub small_max_entries: usize,
     /// Most bytes the small shape's buffer holds.
     pub small_max_bytes: usize,
@@ -64,8 +74,8 @@ impl Default for HashConfig {
         HashConfig {
             max_listpack_entries: 128,
             max_listpack_value: 64,
-            small_max_entries: 128,
-            small_max_bytes: 4 * 1024,
+            small_max_entries: 512,
+            small_max_bytes: 16 * 1024,
             bucket_entries: 24,
         }
     }
@@ -350,6 +360,31 @@ impl Hash {
             Repr::Small(b) => alloc_size(b.capacity()),
             Repr::Large(t) => t.mem_usage(),
         }
+    }
+
+    /// The hash as the keyspace stores it inline in a key's blob: its
+    /// fieldpack entries and whether Redis would call it listpackex.
+    /// `None` when it does not qualify: the large shape, a hash Redis
+    /// would call hashtable, or more than `INLINE_MAX_BYTES` of entries.
+    pub fn inline_parts(&self) -> Option<(&[u8], bool)> {
+        match &self.repr {
+            Repr::Small(b) if b[0] & F_HASHTABLE == 0 && b.len() - HDR <= INLINE_MAX_BYTES => {
+                Some((&b[HDR..], b[0] & F_LISTPACK_EX != 0))
+            }
+            _ => None,
+        }
+    }
+
+    /// Rebuilds a hash from `inline_parts` (the small shape, buffer sized
+    /// to its class).
+    pub fn from_inline(entries: &[u8], listpack_ex: bool) -> Hash {
+        let n = fieldpack::iter(entries, 0).count();
+        let mut buf = Vec::new();
+        reserve_class(&mut buf, HDR + entries.len());
+        buf.push(if listpack_ex { F_LISTPACK_EX } else { 0 });
+        buf.extend_from_slice(&(n as u16).to_le_bytes());
+        buf.extend_from_slice(entries);
+        Hash { repr: Repr::Small(buf) }
     }
 
     /// What Redis's OBJECT ENCODING would answer for this hash's history.

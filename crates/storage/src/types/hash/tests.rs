@@ -73,10 +73,12 @@ fn names_follow_redis_thresholds() {
     assert_eq!(h.encoding_name(), "listpackex");
     h.insert(b"f128", b"v", &cfg);
     assert_eq!(h.encoding_name(), "hashtable");
-    assert!(is_large(&h));
+    // Our shape follows our own limit (512 fields), not Redis's threshold.
+    assert!(!is_large(&h));
     for i in 129..=512 {
         h.insert(format!("f{i}").as_bytes(), b"v", &cfg);
     }
+    assert!(is_large(&h));
     // Shrinking does not go back to a listpack, in Redis or here.
     for i in 0..500 {
         h.remove(format!("f{i}").as_bytes());
@@ -439,4 +441,15 @@ fn measure_hash() {
     let t = std::time::Instant::now();
     let removed = h.expire_due(NOW + 1 + n as i64, usize::MAX);
     println!("expire_due of all {removed}: {:?}", t.elapsed());
+}
+
+/// For every N up to 512, N 24-char fields with value "1" cost no more
+/// than Redis's listpack of them (7 bytes of header and end mark, 26 + 2
+/// bytes per field and value) rounded to its jemalloc class.
+#[test]
+fn budget_not_above_redis_listpack_up_to_512() {
+    curve(512, |n, bpf| {
+        let redis = alloc_size(7 + 28 * n) as f64 / n as f64;
+        assert!(bpf <= redis, "n = {n}: {bpf:.2} B/field, Redis's listpack {redis:.2}");
+    });
 }
