@@ -40,7 +40,7 @@ impl Elem<'_> {
     }
 }
 
-fn bytes<'a>(b: &'a [u8], at: usize, n: usize) -> Result<&'a [u8], RdbError> {
+fn bytes(b: &[u8], at: usize, n: usize) -> Result<&[u8], RdbError> {
     at.checked_add(n).and_then(|end| b.get(at..end)).ok_or(RdbError)
 }
 
