@@ -17,7 +17,6 @@ use super::flags::*;
 use super::{arg_i64, is, keys, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
 
 /// Streams have no RDB serialization yet.
-const NO_STREAM_DUMP: &str = "DUMP of stream values is not supported yet";
 
 /// MIGRATE's key flags (Redis: RW ACCESS DELETE).
 const MIGRATE_KEY: KeyFlags = &["RW", "access", "delete"];
@@ -46,8 +45,7 @@ pub fn table() -> Vec<Spec> {
 pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     match ctx.db().get(&args[1], now).map(|v| rdb::dump_payload(v, now)) {
-        Some(Some(p)) => ctx.out().bulk(&p),
-        Some(None) => return Err(CmdError::err(NO_STREAM_DUMP)),
+        Some(p) => ctx.out().bulk(&p),
         None => ctx.out().null(),
     }
     Ok(())
@@ -202,7 +200,6 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         let db = ctx.db();
         let Some(expire) = db.expire_of(key, now) else { continue };
         let Some(payload) = db.get(key, now).map(|v| rdb::dump_payload(v, now)) else { continue };
-        let Some(payload) = payload else { return Err(CmdError::err(NO_STREAM_DUMP)) };
         let ttl = expire.map_or(0, |t| (t - now).max(1));
         let ttl = ttl.to_string();
         let mut v: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), &payload];

@@ -6,12 +6,14 @@
 //! field/value pairs), plus Redis 7.4's hash-with-field-TTL layout when a
 //! field has a deadline; the payload carries the lowest RDB version that
 //! has the layout used, so Redis 7.0 restores what densekv dumps unless it
-//! holds field TTLs, which 7.0 cannot represent.
+//! holds field TTLs, which 7.0 cannot represent. Streams use Redis 7's
+//! listpack layouts (see `stream`), again at the lowest version that holds
+//! what the stream carries.
 //!
 //! Reading accepts everything Redis 7.x and 8 write for strings, lists,
-//! sets, sorted sets and hashes: integer and LZF-compressed strings,
-//! ziplists, listpacks, intsets, quicklists, and both hash-with-TTL
-//! layouts. Every length is checked against the bytes left and nothing is
+//! sets, sorted sets, hashes and streams: integer and LZF-compressed
+//! strings, ziplists, listpacks, intsets, quicklists, both hash-with-TTL
+//! layouts, and the three stream layouts. Every length is checked against the bytes left and nothing is
 //! allocated from a declared count, so a corrupt or hostile payload is an
 //! error (`RdbError`), never a panic or a huge allocation; duplicate
 //! members are errors too, as with Redis's sanitize-dump-payload.
@@ -19,6 +21,7 @@
 mod crc64;
 mod lzf;
 mod packed;
+mod stream;
 
 pub use crc64::crc64;
 
@@ -46,10 +49,13 @@ mod ty {
     pub const ZSET_ZIPLIST: u8 = 12;
     pub const HASH_ZIPLIST: u8 = 13;
     pub const LIST_QUICKLIST: u8 = 14;
+    pub const STREAM_LISTPACKS: u8 = 15;
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
     pub const HASH_METADATA_PRE_GA: u8 = 22;
     pub const HASH_LISTPACK_EX_PRE_GA: u8 = 23;
     pub const HASH_METADATA: u8 = 24;
@@ -116,10 +122,10 @@ fn put_strref(out: &mut Vec<u8>, s: StrRef) {
 }
 
 /// Appends `v`'s type byte and body to `out`; returns the RDB version the
-/// layout needs, or None for a type not serialized yet (streams).
-pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> Option<u16> {
+/// layout needs.
+pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
     match v {
-        ValueRef::Stream(_) => return None,
+        ValueRef::Stream(s) => return stream::write(out, s),
         ValueRef::Str(s) => {
             out.push(ty::STRING);
             put_strref(out, s);
@@ -156,7 +162,7 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> Option<u16> {
                     put_str(out, f);
                     put_strref(out, v);
                 }
-                return Some(PLAIN_VERSION);
+                return PLAIN_VERSION;
             };
             // Each TTL is written relative to the earliest, plus one (0: none).
             out.push(ty::HASH_METADATA);
@@ -167,22 +173,21 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> Option<u16> {
                 put_str(out, f);
                 put_strref(out, v);
             }
-            return Some(RDB_VERSION);
+            return RDB_VERSION;
         }
     }
-    Some(PLAIN_VERSION)
+    PLAIN_VERSION
 }
 
 /// DUMP's payload for `v`: the value, the RDB version (2 bytes, little
 /// endian) and a CRC-64 of everything before it (8 bytes, little endian).
-/// None for a type not serialized yet (streams).
-pub fn dump_payload(v: ValueRef, now: i64) -> Option<Vec<u8>> {
+pub fn dump_payload(v: ValueRef, now: i64) -> Vec<u8> {
     let mut out = Vec::new();
-    let version = write_value(&mut out, v, now)?;
+    let version = write_value(&mut out, v, now);
     out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
-    Some(out)
+    out
 }
 
 /// Checks a DUMP payload's version and checksum; returns the value part.
@@ -443,6 +448,7 @@ impl<'a> Reader<'a> {
                 }
                 hash_of(fields, shapes, now)?
             }
+            ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => self.stream(t)?,
             _ => return Err(RdbError),
         };
         Ok(v)

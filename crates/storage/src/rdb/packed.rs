@@ -1,12 +1,17 @@
-//! Readers for the packed blobs Redis embeds in RDB values: ziplist (RDB 7
-//! and older), listpack (RDB 9 and newer) and intset. densekv never writes
-//! these; it reads them to load what Redis wrote.
+//! The packed blobs Redis embeds in RDB values: ziplist (RDB 7 and older),
+//! listpack (RDB 9 and newer) and intset. All three are read to load what
+//! Redis wrote; listpacks are also written, because a stream's RDB layout
+//! is its listpacks and nothing else.
 //!
-//! Each reader walks the blob once, checks every length against the bytes
-//! left, and yields elements as `Elem`; a blob that does not end exactly at
-//! its terminator is corrupt.
+//! Each reader walks the blob once, checks every length (and a listpack
+//! entry's trailing back-length) against the bytes left, and yields
+//! elements as `Elem`; a blob that does not end exactly at its terminator
+//! is corrupt. The writer picks each entry's encoding as Redis does
+//! (strings in an integer's canonical form become integers, the smallest
+//! width that fits), so what it writes is byte for byte Redis's.
 
 use super::RdbError;
+use crate::value::parse_canonical_i64;
 
 /// One element of a packed blob.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,7 +40,7 @@ impl Elem<'_> {
     }
 }
 
-fn bytes<'a>(b: &'a [u8], at: usize, n: usize) -> Result<&'a [u8], RdbError> {
+fn bytes(b: &[u8], at: usize, n: usize) -> Result<&[u8], RdbError> {
     at.checked_add(n).and_then(|end| b.get(at..end)).ok_or(RdbError)
 }
 
@@ -47,6 +52,106 @@ fn le(b: &[u8]) -> u64 {
 fn signed(v: u64, bits: u32) -> i64 {
     let shift = 64 - bits;
     ((v << shift) as i64) >> shift
+}
+
+/// Bytes of a listpack entry's back-length for an entry of `len` bytes.
+fn backlen_size(len: usize) -> usize {
+    match len {
+        0..=127 => 1,
+        128..=16_382 => 2,
+        16_383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    }
+}
+
+/// Appends the back-length of an entry of `len` bytes: 7 bits per byte,
+/// most significant first, every byte but the first flagged 0x80.
+fn put_backlen(out: &mut Vec<u8>, len: usize) {
+    let n = backlen_size(len);
+    for k in (0..n).rev() {
+        let bits = ((len >> (7 * k)) & 0x7f) as u8;
+        out.push(if k == n - 1 { bits } else { bits | 0x80 });
+    }
+}
+
+/// A listpack being written, entry by entry.
+#[derive(Debug, Default)]
+pub struct ListpackWriter {
+    body: Vec<u8>,
+    count: usize,
+}
+
+impl ListpackWriter {
+    /// An empty listpack.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends an integer in the narrowest encoding that holds it.
+    pub fn int(&mut self, v: i64) {
+        let start = self.body.len();
+        let b = &mut self.body;
+        match v {
+            0..=127 => b.push(v as u8),
+            -4096..=4095 => b.extend_from_slice(&[0xc0 | ((v as u16 >> 8) & 0x1f) as u8, v as u8]),
+            -32_768..=32_767 => {
+                b.push(0xf1);
+                b.extend_from_slice(&(v as i16).to_le_bytes());
+            }
+            -8_388_608..=8_388_607 => {
+                b.push(0xf2);
+                b.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+            }
+            _ if i32::try_from(v).is_ok() => {
+                b.push(0xf3);
+                b.extend_from_slice(&(v as i32).to_le_bytes());
+            }
+            _ => {
+                b.push(0xf4);
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        self.close(start);
+    }
+
+    /// Appends a string; one in an i64's canonical decimal form is stored
+    /// as that integer, as Redis does.
+    pub fn str(&mut self, s: &[u8]) {
+        if let Some(v) = parse_canonical_i64(s) {
+            return self.int(v);
+        }
+        let start = self.body.len();
+        let b = &mut self.body;
+        match s.len() {
+            n @ 0..=63 => b.push(0x80 | n as u8),
+            n @ 64..=4095 => b.extend_from_slice(&[0xe0 | (n >> 8) as u8, n as u8]),
+            n => {
+                b.push(0xf0);
+                b.extend_from_slice(&(n as u32).to_le_bytes());
+            }
+        }
+        b.extend_from_slice(s);
+        self.close(start);
+    }
+
+    fn close(&mut self, start: usize) {
+        let len = self.body.len() - start;
+        put_backlen(&mut self.body, len);
+        self.count += 1;
+    }
+
+    /// The finished blob: header (total bytes, element count or 65535 when
+    /// it does not fit), entries, terminator.
+    pub fn finish(self) -> Vec<u8> {
+        let total = 6 + self.body.len() + 1;
+        let mut out = Vec::with_capacity(total);
+        out.extend_from_slice(&(total as u32).to_le_bytes());
+        out.extend_from_slice(&(self.count.min(0xffff) as u16).to_le_bytes());
+        out.extend_from_slice(&self.body);
+        out.push(0xff);
+        out
+    }
 }
 
 /// The elements of a listpack.
@@ -87,14 +192,13 @@ pub fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
             _ => return Err(RdbError),
         };
         // Each entry ends with its own length, 7 bits per byte.
-        let backlen = match len {
-            0..=127 => 1,
-            128..=16_383 => 2,
-            16_384..=2_097_151 => 3,
-            2_097_152..=268_435_455 => 4,
-            _ => 5,
-        };
-        i = i.checked_add(len + backlen).ok_or(RdbError)?;
+        let end = i.checked_add(len).ok_or(RdbError)?;
+        let mut want = Vec::with_capacity(5);
+        put_backlen(&mut want, len);
+        if bytes(b, end, want.len())? != want.as_slice() {
+            return Err(RdbError);
+        }
+        i = end + want.len();
         out.push(elem);
     }
     let declared = le(bytes(b, 4, 2)?) as usize;
@@ -212,6 +316,43 @@ mod tests {
                 Elem::Str(b"xyz"),
             ]
         );
+    }
+
+    #[test]
+    fn listpack_writer_round_trips_in_redis_encoding() {
+        let long = vec![b'x'; 70_000];
+        let mid = vec![b'y'; 200];
+        let mut w = ListpackWriter::new();
+        for v in [0, 127, 128, -1, -4096, 4095, -32_768, 32_767, 8_388_607, -8_388_608, i32::MIN as i64, i32::MAX as i64, i64::MIN, i64::MAX] {
+            w.int(v);
+        }
+        for s in [&b""[..], b"abc", b"-0", b"007", b"12", &mid, &long] {
+            w.str(s);
+        }
+        let b = w.finish();
+        let got: Vec<Vec<u8>> = listpack(&b).unwrap().into_iter().map(Elem::to_vec).collect();
+        let want: Vec<Vec<u8>> = ["0", "127", "128", "-1", "-4096", "4095", "-32768", "32767", "8388607", "-8388608", "-2147483648", "2147483647", "-9223372036854775808", "9223372036854775807", "", "abc", "-0", "007", "12"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .chain([mid.clone(), long.clone()])
+            .collect();
+        assert_eq!(got, want);
+        // Entries as Redis encodes them ("12" becomes the 7-bit integer 12).
+        let mut w = ListpackWriter::new();
+        w.str(b"12");
+        w.str(b"ab");
+        w.int(-1);
+        w.int(1000);
+        assert_eq!(w.finish(), lp(&[&[12], &[0x82, b'a', b'b'], &[0xdf, 0xff], &[0xc3, 0xe8]]));
+    }
+
+    #[test]
+    fn backlen_matches_redis_boundaries() {
+        for (len, bytes) in [(127, vec![127]), (128, vec![1, 0x80]), (16_382, vec![127, 0xfe]), (16_383, vec![0, 0xff, 0xff])] {
+            let mut out = Vec::new();
+            put_backlen(&mut out, len);
+            assert_eq!(out, bytes, "len {len}");
+        }
     }
 
     #[test]

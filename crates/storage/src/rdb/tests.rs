@@ -1,5 +1,5 @@
 //! Round trips through DUMP payloads, payloads written by Redis 7.0 and 8
-//! (captured from real servers, as hex), and corrupt input.
+//! (captured from real servers, as hex), and corrupt input; streams too.
 
 use super::*;
 
@@ -81,7 +81,7 @@ fn redis_8_payloads_load() {
 }
 
 fn roundtrip(v: &Value) -> Value {
-    let p = dump_payload(v.as_ref(), 0).unwrap();
+    let p = dump_payload(v.as_ref(), 0);
     restore_value(verify_payload(&p, true).unwrap(), &Shapes::default(), 0).unwrap()
 }
 
@@ -118,7 +118,7 @@ fn every_type_round_trips() {
     h.set_expire(b"f3", 5_000, ExpireCond::Always, 0);
     h.set_expire(b"f9", 9_000, ExpireCond::Always, 0);
     let v = Value::Hash(Box::new(h));
-    let p = dump_payload(v.as_ref(), 0).unwrap();
+    let p = dump_payload(v.as_ref(), 0);
     assert_eq!(p[0], ty::HASH_METADATA);
     assert_eq!(u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]), RDB_VERSION);
     let back = roundtrip(&v);
@@ -131,7 +131,7 @@ fn every_type_round_trips() {
 
 #[test]
 fn plain_payloads_use_the_old_version() {
-    let p = dump_payload(Value::Int(5).as_ref(), 0).unwrap();
+    let p = dump_payload(Value::Int(5).as_ref(), 0);
     assert_eq!(&p[..5], &[ty::STRING, 0xc0, 5, 9, 0]); // int8 encoding, RDB 9
     assert_eq!(p.len(), 13);
     assert_eq!(u64::from_le_bytes(p[5..].try_into().unwrap()), crc64(0, &p[..5]));
@@ -139,7 +139,7 @@ fn plain_payloads_use_the_old_version() {
 
 #[test]
 fn corrupt_payloads_are_errors() {
-    let good = dump_payload(Value::Bytes(b"hello world".to_vec()).as_ref(), 0).unwrap();
+    let good = dump_payload(Value::Bytes(b"hello world".to_vec()).as_ref(), 0);
     assert!(verify_payload(&good, true).is_ok());
     for i in 0..good.len() {
         let mut bad = good.clone();
@@ -184,4 +184,190 @@ fn arbitrary_bytes_never_panic() {
         }
         let _ = restore_value(&body, &Shapes::default(), 0);
     }
+}
+
+// ------------------------------------------------------------------ streams
+
+use crate::types::stream::{Retry, Stream, StreamConfig, StreamId};
+
+fn stream_of(v: &Value) -> &Stream {
+    let ValueRef::Stream(s) = v.as_ref() else { panic!("not a stream") };
+    s
+}
+
+fn sid(ms: u64, seq: u64) -> StreamId {
+    StreamId::new(ms, seq)
+}
+
+/// Entries as (id, fields) with the fields as text, for comparisons.
+fn entries(s: &Stream) -> Vec<(String, Vec<String>)> {
+    s.range(StreamId::MIN, StreamId::MAX, false, 0)
+        .into_iter()
+        .map(|e| (e.id.to_string(), e.fields.iter().map(|f| String::from_utf8(f.clone()).unwrap()).collect()))
+        .collect()
+}
+
+fn version_of(p: &[u8]) -> u16 {
+    u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]])
+}
+
+// Redis 7.0: XADD s 1-1 f v, 1-2 f 12, 2-0 a b c d, 3-5 f 300; XDEL s 1-2;
+// XGROUP CREATE s g1 0 and g2 $; XREADGROUP g1 alice COUNT 2, then bob COUNT 1.
+const REDIS_STREAM: &str = "130110000000000000000100000000000000014049490000001d00030101010101816602000102010001000181760204010301000101010c01040100010101dfff0202018161028162028163028164020801020102010401c12c020401ff03030501010102040202673103050403000000000000000100000000000000019346bf01a201000001000000000000000200000000000000009346bf01a20100000100000000000000030000000000000005ab46bf01a2010000010205616c6963659346bf01a201000002000000000000000100000000000000010000000000000002000000000000000003626f62ab46bf01a20100000100000000000000030000000000000005026732030581ffffffffffffffff00000a00e8c85cca1fe2eda9";
+// Redis 7.0: XADD t 5-0 name x n 1, 5-1 name y n 2, 6-0 other -70000;
+// XGROUP CREATE t g 0; XREADGROUP g c COUNT 1.
+const REDIS_STREAM_PLAIN: &str = "130110000000000000000500000000000000004048480000001900030100010201846e616d6505816e02000102010001000181780201010501020100010101817902020105010001010100010101856f7468657206f290eefe040601ff03060005000000030101670500010100000000000000050000000000000000a76cbf01a201000001010163a76cbf01a201000001000000000000000500000000000000000a00f78c9a65bd1a9b0d";
+// Redis 7.0: XADD e 1-1 a b; XDEL e 1-1; XGROUP CREATE e grp $ ENTRIESREAD 0.
+const REDIS_STREAM_EMPTY: &str = "13000001010000010101010367727001010000000a00d168ce09058a180e";
+
+#[test]
+fn redis_7_0_stream_payloads_load() {
+    let v = load(REDIS_STREAM);
+    let s = stream_of(&v);
+    let e = |id: &str, f: &[&str]| (id.to_string(), f.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+    assert_eq!(entries(s), vec![e("1-1", &["f", "v"]), e("2-0", &["a", "b", "c", "d"]), e("3-5", &["f", "300"])]);
+    assert_eq!((s.len(), s.last_id(), s.first_id(), s.max_deleted_id(), s.entries_added()), (3, sid(3, 5), sid(1, 1), sid(1, 2), 4));
+    let g1 = s.group(b"g1").unwrap();
+    assert_eq!((g1.last_id, g1.entries_read), (sid(3, 5), 4));
+    let pel: Vec<_> = g1.pending().iter().map(|(id, n)| (*id, n.delivery_time, n.delivery_count, n.consumer.as_deref().unwrap().to_vec())).collect();
+    assert_eq!(
+        pel,
+        vec![
+            (sid(1, 1), 1_795_325_642_387, 1, b"alice".to_vec()),
+            (sid(2, 0), 1_795_325_642_387, 1, b"alice".to_vec()),
+            (sid(3, 5), 1_795_325_642_411, 1, b"bob".to_vec()),
+        ]
+    );
+    let alice = g1.consumer(b"alice").unwrap();
+    assert_eq!((alice.seen_time, alice.active_time, alice.pending()), (1_795_325_642_387, 1_795_325_642_387, &[sid(1, 1), sid(2, 0)][..]));
+    assert_eq!(g1.consumer(b"bob").unwrap().pending(), [sid(3, 5)]);
+    let g2 = s.group(b"g2").unwrap();
+    assert_eq!((g2.last_id, g2.entries_read, g2.pending().len(), g2.consumers().len()), (sid(3, 5), -1, 0, 0));
+    // Dumped again it drops the tombstone but keeps everything else, as type 19.
+    let p = dump_payload(v.as_ref(), 0);
+    assert_eq!((p[0], version_of(&p)), (ty::STREAM_LISTPACKS_2, 10));
+    assert_same_stream(&roundtrip(&v), &v);
+
+    let empty = load(REDIS_STREAM_EMPTY);
+    let s = stream_of(&empty);
+    assert_eq!((s.len(), s.last_id(), s.max_deleted_id(), s.entries_added(), s.node_count()), (0, sid(1, 1), sid(1, 1), 1, 0));
+    assert_eq!(s.group(b"grp").unwrap().entries_read, 0);
+}
+
+#[test]
+fn stream_without_tombstones_dumps_as_redis_does() {
+    // Same layout, byte for byte, as Redis 7.0 wrote it.
+    let p = unhex(REDIS_STREAM_PLAIN);
+    assert_eq!(dump_payload(load(REDIS_STREAM_PLAIN).as_ref(), 0), p);
+    let p = unhex(REDIS_STREAM_EMPTY);
+    assert_eq!(dump_payload(load(REDIS_STREAM_EMPTY).as_ref(), 0), p);
+}
+
+/// Same entries, IDs, groups, PELs and consumers (what a payload carries:
+/// a node's fill counter, which counts deleted entries, does not travel).
+fn assert_same_stream(a: &Value, b: &Value) {
+    let (x, y) = (stream_of(a), stream_of(b));
+    assert_eq!(entries(x), entries(y));
+    assert_eq!((x.len(), x.last_id(), x.first_id(), x.max_deleted_id(), x.entries_added(), x.node_count()), (y.len(), y.last_id(), y.first_id(), y.max_deleted_id(), y.entries_added(), y.node_count()));
+    assert_eq!(x.groups(), y.groups());
+    assert_eq!(dump_payload(a.as_ref(), 0), dump_payload(b.as_ref(), 0));
+}
+
+/// A stream built through the public API: several nodes, entries with and
+/// without the master fields, deletions, two groups with pending entries.
+fn busy_stream(active_differs: bool) -> Stream {
+    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 3 };
+    let mut s = Stream::new();
+    for i in 0..10u64 {
+        let pairs: Vec<Vec<u8>> = if i % 4 == 3 {
+            vec![b"other".to_vec(), vec![b'x'; 100 * i as usize], b"n".to_vec(), b"-1".to_vec()]
+        } else {
+            vec![b"name".to_vec(), format!("v{i}").into_bytes(), b"n".to_vec(), (i as i64 * 1000 - 4000).to_string().into_bytes()]
+        };
+        s.append(sid(1000 + i / 2, i % 2), &pairs, &cfg);
+    }
+    assert!(s.remove(sid(1000, 0)) && s.remove(sid(1002, 1)));
+    s.create_group(b"g", StreamId::MIN, 0);
+    s.create_group(b"h", sid(1003, 0), -1);
+    let g = s.group_mut(b"g").unwrap();
+    g.create_consumer(b"alice", 50);
+    g.create_consumer(b"bob", 60);
+    g.deliver(sid(1000, 1), b"alice", 70);
+    g.deliver(sid(1001, 0), b"bob", 80);
+    g.deliver(sid(1003, 1), b"alice", 90);
+    g.claim(sid(1001, 0), b"bob", 85, Retry::Set(7));
+    for c in [&b"alice"[..], b"bob"] {
+        let c = g.consumer_mut(c).unwrap();
+        c.active_time = if active_differs { 40 } else { c.seen_time };
+    }
+    if active_differs {
+        g.create_consumer(b"idle", 100); // never active: -1
+    }
+    s.set_ids(sid(2000, 0), Some(42), Some(sid(1002, 1)));
+    s
+}
+
+#[test]
+fn streams_round_trip() {
+    for active_differs in [false, true] {
+        let v = Value::Stream(Box::new(busy_stream(active_differs)));
+        let p = dump_payload(v.as_ref(), 0);
+        let want = if active_differs { (ty::STREAM_LISTPACKS_3, 11) } else { (ty::STREAM_LISTPACKS_2, 10) };
+        assert_eq!((p[0], version_of(&p)), want);
+        assert_same_stream(&roundtrip(&v), &v);
+    }
+    // An empty stream with no groups, and one emptied by deletion.
+    assert_eq!(roundtrip(&Value::Stream(Box::default())), Value::Stream(Box::default()));
+    let mut s = Stream::new();
+    s.append(sid(5, 5), &[b"a", b"b"], &StreamConfig::default());
+    s.remove(sid(5, 5));
+    let v = Value::Stream(Box::new(s));
+    assert_same_stream(&roundtrip(&v), &v);
+}
+
+/// Re-signs a body (type byte onward) as a payload at version 11.
+fn sign(body: &[u8]) -> Vec<u8> {
+    let mut p = body.to_vec();
+    p.extend_from_slice(&11u16.to_le_bytes());
+    let crc = crc64(0, &p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    p
+}
+
+#[test]
+fn corrupt_streams_are_errors() {
+    let good = unhex(REDIS_STREAM);
+    let body = &good[..good.len() - 10];
+    let shapes = Shapes::default();
+    assert!(restore_value(body, &shapes, 0).is_ok());
+    for cut in 0..body.len() {
+        assert!(restore_value(&body[..cut], &shapes, 0).is_err(), "cut at {cut}");
+    }
+    // Every single-byte change either loads or is refused, never panics.
+    for i in 0..body.len() {
+        for x in [0x01, 0x80, 0xff] {
+            let mut bad = body.to_vec();
+            bad[i] ^= x;
+            let _ = restore_value(&bad, &shapes, 0);
+        }
+    }
+    // Specific inconsistencies, each found in a valid payload by its bytes.
+    let fix = |from: &str, to: &str| {
+        let (f, t) = (unhex(from), unhex(to));
+        let at = body.windows(f.len()).position(|w| w == f.as_slice()).expect("pattern present");
+        let mut b = body.to_vec();
+        b.splice(at..at + f.len(), t);
+        assert!(restore_value(verify_payload(&sign(&b), true).unwrap(), &shapes, 0).is_err(), "{from} -> {to}");
+    };
+    fix("ff0303050101", "ff0403050101"); // length 3 stated as 4
+    fix("ff0303050101", "ff0303040101"); // last ID 3-4, below the last entry
+    fix("0267310305", "0267320305"); // two groups called g2
+    // bob's pending 3-5 becomes 3-6, which the group PEL lacks.
+    fix("03626f62ab46bf01a20100000100000000000000030000000000000005", "03626f62ab46bf01a20100000100000000000000030000000000000006");
+    // bob claims 2-0 too, which alice owns.
+    fix("03626f62ab46bf01a20100000100000000000000030000000000000005", "03626f62ab46bf01a20100000100000000000000020000000000000000");
+    // bob pends nothing: 3-5 has no owner.
+    fix("03626f62ab46bf01a20100000100000000000000030000000000000005", "03626f62ab46bf01a201000000");
+    // The node key is not 16 bytes.
+    fix("0110000000000000000100000000000000014049", "010f0000000000000001000000000000014049");
 }

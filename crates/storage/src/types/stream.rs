@@ -1024,5 +1024,99 @@ impl Stream {
     }
 }
 
+// ---- RDB loading and saving -------------------------------------------------
+
+/// One packed node as an RDB listpack carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedNode {
+    /// The node's key: at most the ID of every entry in it.
+    pub base: StreamId,
+    /// Master fields: the fields of the first entry the node took.
+    pub master: Vec<Vec<u8>>,
+    /// The entries present, ascending.
+    pub entries: Vec<Entry>,
+}
+
+impl Stream {
+    /// The packed nodes in order, copied out (RDB writing).
+    pub fn packed_nodes(&self) -> impl Iterator<Item = PackedNode> + '_ {
+        self.nodes.iter().map(|(base, node)| PackedNode {
+            base: *base,
+            master: node.master().0.into_iter().map(Cow::into_owned).collect(),
+            entries: node.slots(*base).iter().map(|s| Entry { id: s.id, fields: node.fields(s) }).collect(),
+        })
+    }
+
+    /// Appends a node loaded from RDB that had taken `taken` entries (its
+    /// deleted ones included). False, with nothing changed, unless the node
+    /// has entries, its base is above every stored entry, its IDs ascend
+    /// from the base, and each entry has a non-empty, even field list.
+    pub fn load_node(&mut self, n: &PackedNode, taken: u64) -> bool {
+        let above = self.nodes.is_empty() || self.last_entry_id() < n.base;
+        let ascending = n.entries.first().is_some_and(|e| e.id >= n.base) && n.entries.windows(2).all(|w| w[0].id < w[1].id);
+        let shaped = n.entries.iter().all(|e| !e.fields.is_empty() && e.fields.len().is_multiple_of(2));
+        if !above || !ascending || !shaped {
+            return false;
+        }
+        let empty: &[u8] = &[];
+        let pairs: Vec<&[u8]> = n.master.iter().flat_map(|f| [f.as_slice(), empty]).collect();
+        let mut node = Node::new(&pairs);
+        for e in &n.entries {
+            node.push(n.base, e.id, &e.fields);
+        }
+        node.taken = node.taken.max(u32::try_from(taken).unwrap_or(u32::MAX));
+        self.len += n.entries.len() as u64;
+        self.nodes.push_back((n.base, node));
+        true
+    }
+
+    /// Sets the bookkeeping an RDB value carries, once its nodes are
+    /// loaded; `first` None takes the first entry's ID (old layouts). False
+    /// if `last` is below the last entry's ID.
+    pub fn load_meta(&mut self, last: StreamId, first: Option<StreamId>, max_deleted: StreamId, entries_added: u64) -> bool {
+        if last < self.last_entry_id() {
+            return false;
+        }
+        self.last_id = last;
+        self.first_id = first.unwrap_or_else(|| self.first_entry_id());
+        self.max_deleted_id = max_deleted;
+        self.entries_added = entries_added;
+        true
+    }
+}
+
+impl Group {
+    /// Adds a pending entry with no owner yet (RDB loading; the owner comes
+    /// with its consumer); false if `id` is already pending.
+    pub fn load_pending(&mut self, id: StreamId, delivery_time: i64, delivery_count: u64) -> bool {
+        match self.pel.binary_search_by_key(&id, |(k, _)| *k) {
+            Ok(_) => false,
+            Err(p) => {
+                self.pel.insert(p, (id, Nack { delivery_time, delivery_count, consumer: None }));
+                true
+            }
+        }
+    }
+
+    /// Adds a consumer loaded from RDB with its times and pending IDs;
+    /// false if it exists or an ID is not pending or already owned.
+    pub fn load_consumer(&mut self, name: &[u8], seen_time: i64, active_time: i64, ids: &[StreamId]) -> bool {
+        let Err(ci) = self.consumer_pos(name) else { return false };
+        let mut pel = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Ok(p) = self.pel.binary_search_by_key(id, |(k, _)| *k) else { return false };
+            let nack = &mut self.pel[p].1;
+            if nack.consumer.is_some() {
+                return false;
+            }
+            nack.consumer = Some(name.into());
+            pel.push(*id);
+        }
+        pel.sort_unstable();
+        self.consumers.insert(ci, Consumer { name: name.into(), seen_time, active_time, pel });
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests;
