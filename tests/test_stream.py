@@ -3,6 +3,8 @@ strings as Redis 7.4 gives them, RESP2 and RESP3 shapes where they differ
 (XREAD/XREADGROUP and XINFO answer maps in RESP3), checked on raw bytes
 where redis-py would reshape them."""
 
+import time
+
 import pytest
 import redis
 
@@ -205,9 +207,9 @@ def test_xread(r):
     assert x(r, "XREAD", "STREAMS", "a", "$") is None
     assert x(r, "XREAD", "STREAMS", "a", "+") == [[b"a", [[b"3-0", [b"f", b"3"]]]]]
     assert x(r, "XREAD", "STREAMS", "nokey", "0") is None
-    # Nothing to read: BLOCK answers with its timeout reply.
+    # Nothing to read: BLOCK waits, then answers with its timeout reply.
     assert x(r, "XREAD", "BLOCK", "10", "STREAMS", "a", "$") is None
-    assert err(x, r, "XREAD", "STREAMS", "a", "b", "0") == "Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
+    assert err(x, r, "XREAD", "STREAMS", "a", "b", "0") == "Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
     assert err(x, r, "XREAD", "COUNT", "1", "a", "0") == "syntax error"
     assert err(x, r, "XREAD", "GROUP", "g", "c", "STREAMS", "a", "0") == "The GROUP option is only supported by XREADGROUP. You called XREAD instead."
     assert err(x, r, "XREAD", "NOACK", "STREAMS", "a", "0") == "The NOACK option is only supported by XREADGROUP. You called XREAD instead."
@@ -425,3 +427,208 @@ def test_xinfo_resp3_client(r3):
     info = x(r3, "XINFO", "STREAM", "s")
     assert info[b"length"] == 1 and info[b"first-entry"] == [b"1-0", [b"f", b"v"]]
     assert x(r3, "XREAD", "STREAMS", "s", "0") == {b"s": [[b"1-0", [b"f", b"v"]]]}
+
+
+# ---- blocking XREAD / XREADGROUP ----------------------------------------------
+# The blocked side is a raw socket (command sent, reply read later), the
+# writing side the `r` fixture; replies are compared byte for byte.
+
+NOGROUP_S_G = b"-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n"
+S_2_0 = b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+
+
+def wait_blocked(r, n, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while r.info("clients")["blocked_clients"] != n:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"blocked_clients stayed {r.info('clients')['blocked_clients']}, wanted {n}")
+        time.sleep(0.005)
+
+
+def test_xread_block_served_by_xadd(raw, r):
+    x(r, "XADD", "s", "1-0", "f", "old")
+    d = raw()
+    # `$` is the last ID when the client blocks: 1-0 is never served, and
+    # the re-run after XADD must not re-read `$` as 2-0.
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    wait_blocked(r, 1)
+    x(r, "XADD", "s", "2-0", "f", "v")
+    assert d.read_reply() == S_2_0
+    wait_blocked(r, 0)
+    assert r.info("clients")["total_blocking_keys"] == 0
+
+
+def test_xread_block_dollar_on_missing_key_and_several_streams(raw, r):
+    x(r, "XADD", "a", "5-0", "f", "a")
+    d = raw()
+    d.cmd("XREAD", "COUNT", "5", "BLOCK", "0", "STREAMS", "a", "s", "$", "$")
+    wait_blocked(r, 1)
+    x(r, "XADD", "s", "2-0", "f", "v")
+    # Only the stream that got data is in the reply.
+    assert d.read_reply() == S_2_0
+
+
+def test_xread_block_rerun_keeps_waiting_without_new_data(raw, r):
+    x(r, "XADD", "s", "1-0", "f", "old")
+    d = raw()
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "1-0")
+    wait_blocked(r, 1)
+    # A signal with nothing past 1-0: the re-run blocks again.
+    x(r, "XTRIM", "s", "MAXLEN", "0")
+    x(r, "XGROUP", "CREATE", "s", "g", "$")
+    time.sleep(0.05)
+    assert r.info("clients")["blocked_clients"] == 1
+    x(r, "XADD", "s", "2-0", "f", "v")
+    assert d.read_reply() == S_2_0
+
+
+def test_xread_block_plus_serves_last_entry_of_a_new_stream(raw, r):
+    d = raw()
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "+")
+    wait_blocked(r, 1)
+    p = r.pipeline(transaction=True)
+    p.execute_command("XADD", "s", "1-0", "f", "x")
+    p.execute_command("XADD", "s", "2-0", "f", "v")
+    p.execute()
+    assert d.read_reply() == S_2_0
+
+
+def test_xread_block_not_woken_by_deletion_or_other_type(raw, r):
+    d = raw()
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    wait_blocked(r, 1)
+    p = r.pipeline(transaction=True)
+    p.execute_command("XADD", "s", "1-0", "f", "x")
+    p.delete("s")
+    p.execute()
+    r.lpush("s", "e")
+    time.sleep(0.05)
+    assert r.info("clients")["blocked_clients"] == 1
+    r.delete("s")
+    x(r, "XADD", "s", "2-0", "f", "v")
+    assert d.read_reply() == S_2_0
+
+
+def test_xread_block_timeout_replies_null(raw, r):
+    d = raw()
+    t = time.monotonic()
+    assert d.call("XREAD", "BLOCK", "100", "STREAMS", "s", "$") == b"*-1\r\n"
+    assert time.monotonic() - t >= 0.09
+    d3 = raw()
+    d3.call("HELLO", "3")
+    assert d3.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "50", "STREAMS", "s", ">").startswith(b"-NOGROUP")
+    x(r, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    assert d3.call("XREAD", "BLOCK", "50", "STREAMS", "s", "$") == b"_\r\n"
+    assert d3.call("XREADGROUP", "GROUP", "g", "c", "BLOCK", "50", "STREAMS", "s", ">") == b"_\r\n"
+    assert r.info("clients")["blocked_clients"] == 0
+    assert err(x, r, "XREAD", "BLOCK", "9223372036854775807", "STREAMS", "s", "$") == "timeout is out of range"
+
+
+def test_xread_block_resp3_reply_is_a_map(raw, r):
+    d = raw()
+    d.call("HELLO", "3")
+    d.cmd("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    wait_blocked(r, 1)
+    x(r, "XADD", "s", "2-0", "f", "v")
+    assert d.read_reply() == b"%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+
+
+def test_xreadgroup_block_served_by_xadd(raw, r):
+    x(r, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    d = raw()
+    d.cmd("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+    wait_blocked(r, 1)
+    assert r.info("clients")["total_blocking_keys_on_nokey"] == 1
+    x(r, "XADD", "s", "2-0", "f", "v")
+    assert d.read_reply() == S_2_0
+    assert x(r, "XPENDING", "s", "g")[:3] == [1, b"2-0", b"2-0"]
+    # NOACK: served, nothing pending.
+    d.cmd("XREADGROUP", "GROUP", "g", "bob", "NOACK", "BLOCK", "0", "STREAMS", "s", ">")
+    wait_blocked(r, 1)
+    x(r, "XADD", "s", "3-0", "f", "v")
+    assert d.read_reply() == S_2_0.replace(b"2-0", b"3-0")
+    assert x(r, "XPENDING", "s", "g")[0] == 1
+    # A history ID never blocks, even with nothing pending.
+    assert d.call("XREADGROUP", "GROUP", "g", "bob", "BLOCK", "0", "STREAMS", "s", "0") == b"*1\r\n*2\r\n$1\r\ns\r\n*0\r\n"
+
+
+def test_xreadgroup_block_fifo_and_one_entry_each(raw, r):
+    x(r, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    d1, d2 = raw(), raw()
+    d1.cmd("XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">")
+    wait_blocked(r, 1)
+    d2.cmd("XREADGROUP", "GROUP", "g", "c2", "BLOCK", "0", "STREAMS", "s", ">")
+    wait_blocked(r, 2)
+    x(r, "XADD", "s", "2-0", "f", "v")
+    # The first waiter takes the entry; the second finds nothing new and waits on.
+    assert d1.read_reply() == S_2_0
+    time.sleep(0.05)
+    assert r.info("clients")["blocked_clients"] == 1
+    x(r, "XADD", "s", "3-0", "f", "v")
+    assert d2.read_reply() == S_2_0.replace(b"2-0", b"3-0")
+
+
+def block_group_reader(raw, r):
+    x(r, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    d = raw()
+    d.cmd("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    wait_blocked(r, 1)
+    return d
+
+
+def test_xreadgroup_block_woken_by_deletion(raw, r):
+    d = block_group_reader(raw, r)
+    r.delete("s")
+    assert d.read_reply() == NOGROUP_S_G
+    assert r.info("clients")["total_blocking_keys_on_nokey"] == 0
+
+
+def test_xreadgroup_block_woken_by_group_destroy(raw, r):
+    d = block_group_reader(raw, r)
+    r.config_resetstat()
+    assert x(r, "XGROUP", "DESTROY", "s", "g") == 1
+    assert d.read_reply() == NOGROUP_S_G
+    stat = r.info("commandstats")["cmdstat_xreadgroup"]
+    assert (stat["calls"], stat["failed_calls"]) == (1, 1)
+    assert r.info("errorstats")["errorstat_NOGROUP"]["count"] == 1
+
+
+def test_xreadgroup_block_woken_by_type_change(raw, r):
+    d = block_group_reader(raw, r)
+    r.set("s", "v")
+    assert d.read_reply() == b"-" + WRONGTYPE.encode() + b"\r\n"
+    r.delete("s")
+    d = block_group_reader(raw, r)
+    p = r.pipeline(transaction=True)
+    p.delete("s")
+    p.sadd("s", "m")
+    p.execute()
+    assert d.read_reply() == b"-" + WRONGTYPE.encode() + b"\r\n"
+
+
+def test_xreadgroup_block_woken_by_flushdb_and_rename(raw, r):
+    d = block_group_reader(raw, r)
+    r.flushdb()
+    assert d.read_reply() == NOGROUP_S_G
+    d = block_group_reader(raw, r)
+    x(r, "XADD", "t", "1-0", "f", "v")
+    r.rename("t", "s")
+    assert d.read_reply() == NOGROUP_S_G
+    # Renamed onto the key with a group of the same name: data.
+    r.delete("s")
+    d = block_group_reader(raw, r)
+    x(r, "XGROUP", "CREATE", "t", "g", "0", "MKSTREAM")
+    x(r, "XADD", "t", "2-0", "f", "v")
+    r.rename("t", "s")
+    assert d.read_reply() == S_2_0
+
+
+def test_no_blocking_in_multi_or_script(r):
+    x(r, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    p = r.pipeline(transaction=True)
+    p.execute_command(b"XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    p.execute_command(b"XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    assert p.execute() == [None, None]
+    assert r.eval("return redis.call('XREAD', 'BLOCK', '0', 'STREAMS', 's', '$')", 0) is None
+    assert r.eval("return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', '0', 'STREAMS', 's', '>')", 0) is None
+    assert r.info("clients")["blocked_clients"] == 0

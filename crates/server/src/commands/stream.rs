@@ -6,12 +6,13 @@
 //! (`storage::types::stream::Stream`) keeps entries, groups and the
 //! bookkeeping (entries read, lag); handlers only decide what to reply.
 //!
-//! Blocking: XREAD/XREADGROUP with BLOCK answer at once, with what a
-//! blocked client gets when its timeout passes (a null array), because
-//! the event loop has no blocked clients yet. `read_streams` computes a
-//! read without replying, so a blocking path can retry it when a key is
-//! signalled. Keyspace notifications and command propagation do not exist
-//! yet either, so nothing here rewrites argv.
+//! Blocking: XREAD/XREADGROUP with BLOCK that find nothing park the client
+//! on their keys (`crate::blocking`); a signal on a key re-runs the whole
+//! command, as Redis 7 does. XREAD's `$` is pinned to the stream's last ID
+//! at block time (the re-run argv), else a re-run would never see data.
+//! XREADGROUP also wakes when its key is deleted, changes type or loses
+//! its group, and the re-run then answers NOGROUP or WRONGTYPE. Keyspace
+//! notifications and command propagation do not exist yet.
 
 use resp::Reply;
 use storage::types::stream::{AddError, AddId, Entry, Retry, Stream, StreamConfig, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
@@ -20,6 +21,7 @@ use storage::{Db, Ttl, Value, ValueMut, ValueRef};
 use super::flags::*;
 use super::introspection::help_reply;
 use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, container};
+use crate::blocking::{parse_timeout_ms, BlockRequest, ReadyFn};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -446,8 +448,8 @@ pub fn xrevrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// A parsed XREAD / XREADGROUP.
 struct ReadReq<'a> {
     count: usize,
-    /// BLOCK timeout in ms, if given.
-    block: Option<i64>,
+    /// BLOCK's deadline (Unix ms; None: forever), if BLOCK was given.
+    block: Option<Option<i64>>,
     noack: bool,
     group: Option<(&'a [u8], &'a [u8])>,
     keys: &'a [Vec<u8>],
@@ -462,7 +464,7 @@ enum Served {
     History(Vec<(StreamId, Option<Entry>)>),
 }
 
-fn parse_read(args: &[Vec<u8>], xreadgroup: bool) -> Result<ReadReq<'_>, CmdError> {
+fn parse_read(args: &[Vec<u8>], xreadgroup: bool, now: i64) -> Result<ReadReq<'_>, CmdError> {
     let mut r = ReadReq { count: 0, block: None, noack: false, group: None, keys: &[], ids: &[] };
     let mut streams_at = None;
     let mut i = 1;
@@ -471,22 +473,16 @@ fn parse_read(args: &[Vec<u8>], xreadgroup: bool) -> Result<ReadReq<'_>, CmdErro
         let a = &args[i];
         if is(a, "block") && more > 0 {
             i += 1;
-            let t = resp::num::parse_i64(&args[i]).ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
-            if t < 0 {
-                return Err(CmdError::err("timeout is negative"));
-            }
-            r.block = Some(t);
+            r.block = Some(parse_timeout_ms(&args[i], now)?);
         } else if is(a, "count") && more > 0 {
             i += 1;
             r.count = arg_i64(&args[i])?.max(0) as usize;
         } else if is(a, "streams") && more > 0 {
             let rest = args.len() - (i + 1);
             if !rest.is_multiple_of(2) {
-                // Redis 7.4's wording (later versions also name '+' for XREAD).
-                let (name, sym) = if xreadgroup { ("xreadgroup", '>') } else { ("xread", '$') };
-                return Err(CmdError::err(format!(
-                    "Unbalanced '{name}' list of streams: for each stream key an ID or '{sym}' must be specified."
-                )));
+                // The wording of Redis after 7.4, which also names XREAD's '+'.
+                let (name, sym) = if xreadgroup { ("xreadgroup", "ID or '>'") } else { ("xread", "ID, '+', or '$'") };
+                return Err(CmdError::err(format!("Unbalanced '{name}' list of streams: for each stream key an {sym} must be specified.")));
             }
             streams_at = Some(i + 1);
             break;
@@ -593,21 +589,21 @@ fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(u
 }
 
 fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult {
-    let r = parse_read(args, xreadgroup)?;
     let now = ctx.now;
+    let r = parse_read(args, xreadgroup, now)?;
     let ids = resolve_ids(ctx.db(), &r, now)?;
     let (served, changed) = read_streams(ctx.db(), &r, &ids, now);
     ctx.srv.dirty += changed;
-    let out = ctx.out();
     if served.is_empty() {
-        // With BLOCK, Redis parks the client here until a key is signalled
-        // (then reruns `read_streams`) or the timeout passes. There are no
-        // blocked clients yet, so it gets the timeout's reply at once: the
-        // same null array a non-blocking read gets.
-        debug_assert!(r.block.is_none_or(|t| t >= 0));
-        out.null_array();
+        match r.block {
+            Some(deadline) if ctx.may_block() => block_read(ctx, args, &r, &ids, deadline),
+            // No BLOCK, or blocking not allowed (MULTI, scripts): the
+            // timeout's reply at once, even for BLOCK 0.
+            _ => ctx.out().null_array(),
+        }
         return Ok(());
     }
+    let out = ctx.out();
     if out.resp3 {
         out.map(served.len());
     } else {
@@ -636,6 +632,32 @@ fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult 
         }
     }
     Ok(())
+}
+
+/// Parks the client on the read's keys. XREAD wakes when a key holds a
+/// stream (a type change or deletion leaves it waiting); XREADGROUP wakes
+/// on any signal, deletion included, so that its re-run reports a lost
+/// key or group. `$` IDs are pinned to what they resolved to now.
+fn block_read(ctx: &mut Ctx, args: &[Vec<u8>], r: &ReadReq, ids: &[StreamId], deadline: Option<i64>) {
+    fn holds_stream(v: Option<ValueRef<'_>>) -> bool {
+        matches!(v, Some(ValueRef::Stream(_)))
+    }
+    fn any(_: Option<ValueRef<'_>>) -> bool {
+        true
+    }
+    let group = r.group.is_some();
+    let first_id = args.len() - r.ids.len();
+    let rerun_argv = r.ids.iter().any(|a| a.as_slice() == b"$").then(|| {
+        let mut argv = args.to_vec();
+        for (i, id) in ids.iter().enumerate() {
+            if r.ids[i].as_slice() == b"$" {
+                argv[first_id + i] = id.to_string().into_bytes();
+            }
+        }
+        argv
+    });
+    let ready: ReadyFn = if group { any } else { holds_stream };
+    ctx.block(BlockRequest { on_nokey: group, rerun_argv, ..BlockRequest::on_keys(r.keys.to_vec(), deadline, ready) });
 }
 
 /// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
@@ -751,6 +773,10 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let gone = s.destroy_group(&args[3]);
     if gone {
         ctx.srv.dirty += 1;
+        // Wakes its blocked readers, whose re-run answers NOGROUP (Redis
+        // signals the key without touching WATCH).
+        let db = ctx.client.db;
+        ctx.srv.blocking.signal(db, &args[2]);
     }
     ctx.out().int(gone as i64);
     Ok(())
