@@ -377,3 +377,42 @@ def test_sync_flush_counts_as_lazyfree_outside_multi(r):
     p.execute()
     assert r.info("memory")["lazyfreed_objects"] == 0
     assert r.dbsize() == 0
+
+
+def _wait_lazyfree(r, freed, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = r.info("memory")
+        if m["lazyfree_pending_objects"] == 0 and m["lazyfreed_objects"] == freed:
+            return m
+        time.sleep(0.02)
+    raise AssertionError(f"lazyfree never reached {freed}: {r.info('memory')}")
+
+
+def test_unlink_frees_big_values_in_the_background(r):
+    r.config_resetstat()
+    r.sadd("big", *range(100_000))
+    r.set("small", "x")
+    r.hset("smallhash", mapping={"a": 1})
+    before = r.info("memory")["used_memory"]
+    assert r.unlink("small", "smallhash") == 2
+    assert r.info("memory")["lazyfreed_objects"] == 0  # cheap values are freed inline
+    assert r.unlink("big", "nokey") == 1
+    assert r.exists("big") == 0
+    after = _wait_lazyfree(r, 1)["used_memory"]
+    assert after < before - 500_000
+
+
+def test_flush_async_frees_in_the_background(r):
+    r.config_resetstat()
+    for db in (0, 1):
+        r.execute_command("SELECT", db)
+        r.mset({f"k{i}": i for i in range(1000)})
+    r.execute_command("SELECT", 0)
+    assert r.flushall(asynchronous=True) is True
+    assert r.dbsize() == 0
+    _wait_lazyfree(r, 2000)
+    r.mset({f"k{i}": i for i in range(10)})
+    assert r.flushdb(asynchronous=True) is True
+    _wait_lazyfree(r, 2010)
+    assert r.set("after", 1) is True and r.dbsize() == 1

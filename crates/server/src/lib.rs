@@ -10,6 +10,7 @@ pub mod config;
 pub mod cron;
 pub mod exec;
 pub mod glob;
+pub mod lazyfree;
 pub mod memory;
 pub mod net;
 pub mod pubsub;

@@ -145,8 +145,8 @@ pub struct Server {
     pub stat_reset: i64,
     /// 40 hex digits identifying this run (INFO run_id, master_replid).
     pub run_id: String,
-    /// Values freed by FLUSH* ASYNC and friends (INFO lazyfreed_objects).
-    pub lazyfreed_objects: u64,
+    /// The background freeing thread (UNLINK, FLUSH* ASYNC).
+    pub lazyfree: crate::lazyfree::LazyFree,
     /// Commands per second over the last cron interval.
     pub ops_per_sec: u64,
     /// (time, total_commands) at the last ops/sec sample.
@@ -231,7 +231,7 @@ impl Server {
             client_kills: 0,
             stat_reset: unix_ms() / 1000,
             run_id: (0..5).map(|i| format!("{:08x}", (seed.rotate_left(i * 13) ^ (seed >> i)) as u32)).collect(),
-            lazyfreed_objects: 0,
+            lazyfree: crate::lazyfree::LazyFree::new(),
             ops_per_sec: 0,
             ops_sample: (Instant::now(), 0),
             net_reads: 0,
@@ -349,7 +349,7 @@ impl Server {
         self.net_input_bytes = 0;
         self.net_output_bytes = 0;
         self.client_kills = 0;
-        self.lazyfreed_objects = 0;
+        self.lazyfree.reset_stats();
         self.net_reads = 0;
         self.net_writes = 0;
         self.eventloop_cycles = 0;

@@ -29,7 +29,7 @@ pub fn table() -> Vec<Spec> {
     let g = "generic";
     vec![
         spec("del", -2, WRITE, keys(1, -1, 1), del).acl(ks_w).group(g).doc("Deletes one or more keys.", "1.0.0"),
-        spec("unlink", -2, WRITE | FAST, keys(1, -1, 1), del).acl(ks_wf).group(g).doc("Asynchronously deletes one or more keys.", "4.0.0"),
+        spec("unlink", -2, WRITE | FAST, keys(1, -1, 1), unlink).acl(ks_wf).group(g).doc("Asynchronously deletes one or more keys.", "4.0.0"),
         spec("exists", -2, READONLY | FAST, keys(1, -1, 1), exists).acl(ks_rf).group(g).doc("Determines whether one or more keys exist.", "1.0.0"),
         spec("type", 2, READONLY | FAST, one, type_).acl(ks_rf).group(g).doc("Determines the type of value stored at a key.", "1.0.0"),
         spec("rename", 3, WRITE, two, rename).acl(ks_w).group(g).doc("Renames a key and overwrites the destination.", "1.0.0"),
@@ -134,6 +134,21 @@ pub fn del(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut n = 0;
     for k in &args[1..] {
         if ctx.db().remove(k, now).is_some() {
+            ctx.key_modified(k);
+            n += 1;
+        }
+    }
+    ctx.out().int(n);
+    Ok(())
+}
+
+/// UNLINK key [key ...]: DEL that frees big values on the freeing thread.
+pub fn unlink(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let now = ctx.now;
+    let mut n = 0;
+    for k in &args[1..] {
+        if let Some(v) = ctx.db().remove(k, now) {
+            crate::lazyfree::drop_value(&ctx.srv.lazyfree, v);
             ctx.key_modified(k);
             n += 1;
         }

@@ -37,31 +37,61 @@ pub fn dbsize(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Parses [ASYNC | SYNC] and tells whether the flush counts as a lazy free.
-/// Redis runs a SYNC flush as a blocking ASYNC one (so its values count in
-/// lazyfreed_objects) except inside a transaction, where it cannot block.
-fn flush_is_lazy(ctx: &Ctx, args: &[Vec<u8>]) -> Result<bool, CmdError> {
+/// How a flush frees what it removes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    /// Inline, not counted (SYNC inside a transaction).
+    Sync,
+    /// Inline, counted as lazily freed: Redis runs a SYNC flush as a
+    /// blocking asynchronous one, so the client sees the same either way.
+    Blocking,
+    /// On the freeing thread (ASYNC, or lazyfree-lazy-user-flush).
+    Async,
+}
+
+/// Parses [ASYNC | SYNC].
+fn flush_mode(ctx: &Ctx, args: &[Vec<u8>]) -> Result<Flush, CmdError> {
     let asked = match args.get(1) {
         None => ctx.srv.config.flag("lazyfree-lazy-user-flush"),
         Some(a) if args.len() == 2 && is(a, "sync") => false,
         Some(a) if args.len() == 2 && is(a, "async") => true,
         _ => return Err(CmdError::Syntax),
     };
-    Ok(asked || !ctx.client.in_exec)
+    Ok(match (asked, ctx.client.in_exec) {
+        (true, _) => Flush::Async,
+        (false, false) => Flush::Blocking,
+        (false, true) => Flush::Sync,
+    })
+}
+
+/// Empties database `i` the way `mode` says.
+fn flush_db(srv: &mut crate::server::Server, i: usize, mode: Flush) {
+    let db = &mut srv.dbs[i];
+    let n = db.len() as u64;
+    match mode {
+        Flush::Async if n > 0 => {
+            let mut fresh = storage::Db::default();
+            fresh.no_touch = db.no_touch;
+            fresh.keep_expired = db.keep_expired;
+            let old = std::mem::replace(db, fresh);
+            srv.lazyfree.free(Box::new(old), n);
+        }
+        Flush::Blocking => {
+            db.clear();
+            srv.lazyfree.count_freed(n);
+        }
+        _ => db.clear(),
+    }
+    // Clients blocked for a key's deletion (XREADGROUP) must hear of it.
+    srv.blocking.signal_db(i);
 }
 
 /// FLUSHDB [ASYNC | SYNC]
 pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let lazy = flush_is_lazy(ctx, args)?;
+    let mode = flush_mode(ctx, args)?;
     let db = ctx.client.db;
-    if lazy {
-        // Freed inline for now; counted as Redis counts its background frees.
-        ctx.srv.lazyfreed_objects += ctx.srv.dbs[db].len() as u64;
-    }
     ctx.srv.touch_all_watched(Some(db), ctx.client);
-    ctx.srv.dbs[db].clear();
-    // Clients blocked for a key's deletion (XREADGROUP) must hear of it.
-    ctx.srv.blocking.signal_db(db);
+    flush_db(ctx.srv, db, mode);
     ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())
@@ -69,15 +99,10 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// FLUSHALL [ASYNC | SYNC]
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    if flush_is_lazy(ctx, args)? {
-        ctx.srv.lazyfreed_objects += ctx.srv.dbs.iter().map(|d| d.len() as u64).sum::<u64>();
-    }
+    let mode = flush_mode(ctx, args)?;
     ctx.srv.touch_all_watched(None, ctx.client);
-    for db in ctx.srv.dbs.iter_mut() {
-        db.clear();
-    }
     for db in 0..ctx.srv.dbs.len() {
-        ctx.srv.blocking.signal_db(db);
+        flush_db(ctx.srv, db, mode);
     }
     ctx.srv.dirty += 1;
     ctx.out().ok();
@@ -398,8 +423,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
         line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);
         line(&mut s, "active_defrag_running", &0);
-        line(&mut s, "lazyfree_pending_objects", &0);
-        line(&mut s, "lazyfreed_objects", &srv.lazyfreed_objects);
+        line(&mut s, "lazyfree_pending_objects", &srv.lazyfree.pending());
+        line(&mut s, "lazyfreed_objects", &srv.lazyfree.freed());
     }
     if has("persistence") {
         section(&mut s, "Persistence");
