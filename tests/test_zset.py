@@ -365,3 +365,16 @@ def test_type_and_keyspace(r):
     assert r.zrange("z2", 0, -1, withscores=True) == [(b"a", 1.0)]
     assert r.memory_usage("z") > 0
     assert err(r.get, "z") == WRONGTYPE
+
+
+def test_set_operations_take_plain_sets_with_score_one(r):
+    r.sadd("s", "a", "b", "c")
+    r.zadd("z", {"a": 2, "d": 5})
+    assert r.zunionstore("u", {"s": 3, "z": 1}) == 4
+    assert r.zrange("u", 0, -1, withscores=True) == [(b"b", 3.0), (b"c", 3.0), (b"a", 5.0), (b"d", 5.0)]
+    assert r.zinter(["s", "z"], withscores=True) == [(b"a", 3.0)]
+    assert r.zdiff(["s", "z"]) == [b"b", b"c"]
+    assert r.zintercard(2, ["s", "z"]) == 1
+    r.set("str", "x")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
+        r.zunionstore("u", ["s", "str"])

@@ -127,8 +127,13 @@ fn get_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut ZS
 }
 
 /// A copy of `key`'s members and scores (for commands that read several keys).
+/// A plain SET counts as a sorted set whose members all score 1, as in
+/// Redis's set operations.
 fn snapshot(db: &mut Db, key: &[u8], now: i64) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    Ok(get(db, key, now)?.map(|z| z.iter().map(|(m, s)| (m.to_vec(), s)).collect()).unwrap_or_default())
+    match db.get(key, now) {
+        Some(storage::ValueRef::Set(s)) => Ok(s.iter().map(|m| (m.to_vec(), 1.0)).collect()),
+        _ => Ok(get(db, key, now)?.map(|z| z.iter().map(|(m, s)| (m.to_vec(), s)).collect()).unwrap_or_default()),
+    }
 }
 
 /// Writes members (and scores) as ZRANGE does: flat in RESP2, pairs in RESP3.
