@@ -399,6 +399,28 @@ def cli(server):
     return run
 
 
+def err(fn, *args, **kw) -> str:
+    """The message of the redis.ResponseError that fn(*args, **kw) raises."""
+    with pytest.raises(redis.ResponseError) as e:
+        fn(*args, **kw)
+    return str(e.value)
+
+
+def ex(client: redis.Redis):
+    """A command runner returning replies as parsed from the wire, without redis-py's
+    per-command conversions (so scores stay bytes in RESP2)."""
+
+    def run(*args):
+        conn = client.connection_pool.get_connection()
+        try:
+            conn.send_command(*args)
+            return conn.read_response()
+        finally:
+            client.connection_pool.release(conn)
+
+    return run
+
+
 @pytest.fixture
 def start_server():
     """Factory for a separate server with extra arguments, stopped after the test."""

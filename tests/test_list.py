@@ -4,6 +4,8 @@
 import pytest
 import redis
 
+from conftest import err
+
 BIG = b"x" * 9000  # larger than a node: forces quicklist at the default -2
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
@@ -24,12 +26,6 @@ def make(r, key, kind, items):
         r.config_set("list-max-listpack-size", -2)
     assert enc(r, key) == kind.encode()
     return key
-
-
-def err(fn, *args):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*args)
-    return str(e.value)
 
 
 def test_push_pop_and_encodings(r):

@@ -7,11 +7,7 @@ import time
 import pytest
 import redis
 
-
-def err(fn, *args):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*args)
-    return str(e.value)
+from conftest import err
 
 
 def bulk_text(reply: bytes) -> str:

@@ -10,27 +10,9 @@ from __future__ import annotations
 import pytest
 import redis
 
+from conftest import err, ex
+
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
-
-def ex(client):
-    """Runs a command and returns the reply as parsed from the wire."""
-
-    def run(*args):
-        conn = client.connection_pool.get_connection()
-        try:
-            conn.send_command(*args)
-            return conn.read_response()
-        finally:
-            client.connection_pool.release(conn)
-
-    return run
-
-
-def err(fn, *args):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*args)
-    return str(e.value)
 
 
 def b(*items):

@@ -8,14 +8,10 @@ import time
 import pytest
 import redis
 
+from conftest import err
+
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 BAD_ID = "Invalid stream ID specified as stream command argument"
-
-
-def err(fn, *args, **kw):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*args, **kw)
-    return str(e.value)
 
 
 def x(r, cmd, *args):
