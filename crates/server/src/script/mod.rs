@@ -27,7 +27,7 @@ use mlua::{ChunkMode, MultiValue, Value};
 
 use crate::client::Client;
 use crate::commands::flags::*;
-use crate::commands::{arg_i64, container, is, kf, spec, Begin, CmdError, CmdResult, CommandMap, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::commands::{arg_i64, container, is, kf, spec, Begin, CmdError, CmdResult, CommandMap, Ctx, Find, KeyFlags, KeySpec, KeysFn, Spec, NO_KEYS};
 use crate::exec::{self, Lookup};
 use crate::server::Server;
 
@@ -284,31 +284,17 @@ pub fn table() -> Vec<Spec> {
         vec![KeySpec { flags, begin: Begin::Index(2), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }]
     };
     let base = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE;
+    // The four EVAL rows differ in name, handler, read-only-ness and text.
+    let row = |name, handler, ro: bool, summary, since| {
+        let (flags, keys, getkeys): (u32, KeyFlags, KeysFn) =
+            if ro { (READONLY, kf::RO_ACCESS, |a| eval_keys(a, kf::RO_ACCESS)) } else { (MAY_REPLICATE, kf::RW_ACCESS_UPDATE, |a| eval_keys(a, kf::RW_ACCESS_UPDATE)) };
+        spec(name, -3, base | flags, NO_KEYS, handler).key_specs(keyspec(keys)).getkeys(getkeys).acl(acl).group("scripting").doc(summary, since)
+    };
     vec![
-        spec("eval", -3, base | MAY_REPLICATE, NO_KEYS, eval)
-            .key_specs(keyspec(kf::RW_ACCESS_UPDATE))
-            .getkeys(|a| eval_keys(a, kf::RW_ACCESS_UPDATE))
-            .acl(acl)
-            .group("scripting")
-            .doc("Executes a server-side Lua script.", "2.6.0"),
-        spec("evalsha", -3, base | MAY_REPLICATE, NO_KEYS, evalsha)
-            .key_specs(keyspec(kf::RW_ACCESS_UPDATE))
-            .getkeys(|a| eval_keys(a, kf::RW_ACCESS_UPDATE))
-            .acl(acl)
-            .group("scripting")
-            .doc("Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
-        spec("eval_ro", -3, base | READONLY, NO_KEYS, eval_ro)
-            .key_specs(keyspec(kf::RO_ACCESS))
-            .getkeys(|a| eval_keys(a, kf::RO_ACCESS))
-            .acl(acl)
-            .group("scripting")
-            .doc("Executes a read-only server-side Lua script.", "7.0.0"),
-        spec("evalsha_ro", -3, base | READONLY, NO_KEYS, evalsha_ro)
-            .key_specs(keyspec(kf::RO_ACCESS))
-            .getkeys(|a| eval_keys(a, kf::RO_ACCESS))
-            .acl(acl)
-            .group("scripting")
-            .doc("Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0"),
+        row("eval", eval, false, "Executes a server-side Lua script.", "2.6.0"),
+        row("evalsha", evalsha, false, "Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
+        row("eval_ro", eval_ro, true, "Executes a read-only server-side Lua script.", "7.0.0"),
+        row("evalsha_ro", evalsha_ro, true, "Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0"),
         container(
             "script",
             vec![
