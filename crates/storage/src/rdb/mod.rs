@@ -153,12 +153,13 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
             }
         }
         ValueRef::Hash(h) => {
-            let deadline = |f: &[u8]| h.expire_of(f, now).flatten();
-            let min = h.iter(now).filter_map(|(f, _)| deadline(f)).min();
-            let Some(min) = min else {
+            let fields: Vec<_> = h.iter(now).collect();
+            // The hash's own earliest deadline (it may belong to a field due
+            // but not yet reclaimed: still a valid base for the offsets).
+            let Some(min) = h.min_deadline() else {
                 out.push(ty::HASH);
-                put_len(out, h.iter(now).count() as u64);
-                for (f, v) in h.iter(now) {
+                put_len(out, fields.len() as u64);
+                for (f, v) in fields {
                     put_str(out, f);
                     put_strref(out, v);
                 }
@@ -167,9 +168,9 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
             // Each TTL is written relative to the earliest, plus one (0: none).
             out.push(ty::HASH_METADATA);
             out.extend_from_slice(&min.to_le_bytes());
-            put_len(out, h.iter(now).count() as u64);
-            for (f, v) in h.iter(now) {
-                put_len(out, deadline(f).map_or(0, |t| (t - min) as u64 + 1));
+            put_len(out, fields.len() as u64);
+            for (f, v) in fields {
+                put_len(out, h.expire_of(f, now).flatten().map_or(0, |t| (t - min) as u64 + 1));
                 put_str(out, f);
                 put_strref(out, v);
             }
