@@ -412,3 +412,22 @@ def test_flush_async_frees_in_the_background(r):
     assert r.flushdb(asynchronous=True) is True
     _wait_lazyfree(r, 2010)
     assert r.set("after", 1) is True and r.dbsize() == 1
+
+
+def test_used_memory_is_exact_across_a_background_free(r):
+    """used_memory counts live bytes exactly (no allocator-cache lag): a hash
+    built and then unlinked, freed on the background thread, leaves it where
+    it was. The first round also grows buffers that stay (the connection's
+    query buffer), so the second round is the one compared."""
+    r.config_resetstat()
+    for round in (1, 2):
+        before = r.info("memory")["used_memory"]
+        p = r.pipeline(transaction=False)
+        for i in range(0, 20_000, 500):
+            p.hset("h", mapping={f"field:{j}": j for j in range(i, i + 500)})
+        p.execute()
+        grown = r.info("memory")["used_memory"] - before
+        assert 20_000 * 10 < grown < 20_000 * 40
+        assert r.unlink("h") == 1
+        after = _wait_lazyfree(r, round)["used_memory"]
+    assert abs(after - before) < 256, (before, after)

@@ -2,8 +2,9 @@
 //! hand what they removed to one freeing thread, so the executor never
 //! stalls on dropping millions of allocations.
 //!
-//! The global allocator is thread-safe, so memory freed there shows in
-//! used_memory as soon as it is dropped. INFO's lazyfree_pending_objects
+//! The thread publishes what it freed (memory::publish_thread) after each
+//! job, before the job stops counting as pending, so used_memory is back
+//! down by the time lazyfree_pending_objects reads 0. INFO's lazyfree_pending_objects
 //! and lazyfreed_objects are the two counters kept here; objects are counted
 //! as Redis counts them (one per UNLINKed value, one per key of a flushed
 //! database).
@@ -45,8 +46,10 @@ impl LazyFree {
         let freed = Arc::new(AtomicU64::new(0));
         let (p, f) = (pending.clone(), freed.clone());
         let started = std::thread::Builder::new().name("lazyfree".into()).spawn(move || {
+            let mut published = 0;
             for job in rx {
                 drop(job.garbage);
+                crate::memory::publish_thread(&mut published);
                 p.fetch_sub(job.objects, Ordering::Relaxed);
                 f.fetch_add(job.objects, Ordering::Relaxed);
             }
