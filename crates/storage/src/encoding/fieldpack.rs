@@ -378,7 +378,9 @@ pub fn retain(buf: &mut Vec<u8>, base: usize, mut keep: impl FnMut(&Entry, &[u8]
             (e.start, e.end, keep(&e, &buf[e.start..e.end]))
         };
         if kept {
-            buf.copy_within(start..end, w);
+            if w != start {
+                buf.copy_within(start..end, w);
+            }
             w += end - start;
         } else {
             dropped += 1;

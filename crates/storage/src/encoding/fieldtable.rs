@@ -182,15 +182,20 @@ impl Table {
             }
             let b = i - p;
             let mut budget = max - removed;
+            // The bucket's new earliest deadline comes out of the same walk,
+            // so the tree leaf is set without rescanning the bucket.
+            let mut earliest = i64::MAX;
             removed += fieldpack::retain(&mut self.buckets[b], 0, |e, _| {
                 let due = budget > 0 && !e.live(now);
                 if due {
                     f(e.field);
                     budget -= 1;
+                } else if let Some(d) = e.deadline {
+                    earliest = earliest.min(d);
                 }
                 !due
             });
-            self.refresh(b);
+            self.set_min(b, earliest);
         }
         self.len -= removed;
         for _ in 0..removed.min(64) {
@@ -344,6 +349,13 @@ impl Table {
             self.mins = grown;
         }
         let d = self.buckets.get(b).and_then(|buf| fieldpack::min_deadline(buf, 0)).unwrap_or(i64::MAX);
+        self.set_min(b, d);
+    }
+
+    /// Sets bucket `b`'s leaf of the min-tree (which covers `b` already) to
+    /// `d` and updates the path to the root.
+    fn set_min(&mut self, b: usize, d: i64) {
+        let p = self.mins.len() / 2;
         let mut i = p + b;
         self.mins[i] = d;
         while i > 1 {
