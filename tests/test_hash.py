@@ -354,6 +354,33 @@ def test_active_field_expiry_keeps_other_fields(r):
     assert r.hexists("h", "f1") == 0
 
 
+def test_active_expiry_cycle_time_is_reported(r):
+    """Active expiry's time shows in INFO expire_cycle_cpu_milliseconds and,
+    past the threshold, as LATENCY's expire-cycle event; CONFIG RESETSTAT
+    clears both counters."""
+    n = 200_000
+    fields = [f"f{i}" for i in range(n)]
+    for i in range(0, n, 20_000):
+        r.hset("h", mapping={f: "v" for f in fields[i:i + 20_000]})
+    r.config_set("latency-monitor-threshold", 1)
+    r.config_resetstat()
+    r.execute_command("LATENCY", "RESET")
+    assert r.execute_command("HPEXPIRE", "h", 10, "FIELDS", n, *fields) == [1] * n
+    deadline = time.time() + 5
+    while r.exists("h") and time.time() < deadline:
+        time.sleep(0.05)
+    assert r.exists("h") == 0
+    stats = r.info("stats")
+    assert stats["expired_subkeys"] == n
+    assert stats["expire_cycle_cpu_milliseconds"] >= 1
+    events = [e[0] for e in r.execute_command("LATENCY", "LATEST")]
+    assert b"expire-cycle" in events
+    r.config_set("latency-monitor-threshold", 0)
+    r.config_resetstat()
+    stats = r.info("stats")
+    assert stats["expire_cycle_cpu_milliseconds"] == 0 and stats["expired_time_cap_reached_count"] == 0
+
+
 def test_flushall_and_del_drop_pending_fields(r):
     r.hset("h", mapping={"a": "1", "b": "2"})
     r.execute_command("HPEXPIRE", "h", 100000, "FIELDS", 1, "a")

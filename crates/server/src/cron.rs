@@ -23,7 +23,13 @@ pub fn tick(srv: &mut Server) {
         }
     }
     if srv.active_expire_enabled && srv.pause.is_none() {
-        active_expire(srv, now);
+        let start = Instant::now();
+        if !active_expire(srv, now) {
+            srv.expire_cap_reached += 1;
+        }
+        let us = start.elapsed().as_micros() as u64;
+        srv.expire_cycle_us += us;
+        srv.latency_sample("expire-cycle", us / 1000);
     }
     if srv.config.timeout > 0 {
         let limit = Duration::from_secs(srv.config.timeout);
@@ -67,7 +73,9 @@ pub fn tick(srv: &mut Server) {
 /// only hashes with due fields, so every batch is useful work, and a hash
 /// left empty is deleted (counted in expired_keys, its fields in
 /// expired_subkeys).
-pub fn active_expire(srv: &mut Server, now: i64) {
+///
+/// Returns false if it stopped at the time budget with work left.
+pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let effort = srv.config.active_expire_effort.clamp(1, 10);
     let hz = srv.config.hz.max(1);
     let budget = Duration::from_micros((1_000_000 / hz) * (EXPIRE_CPU_PERCENT + 2 * (effort - 1)) / 100);
@@ -82,7 +90,7 @@ pub fn active_expire(srv: &mut Server, now: i64) {
         loop {
             if start.elapsed() >= budget {
                 srv.expire_db_cursor = i;
-                return;
+                return false;
             }
             let (fields, keys) = db.active_expire_fields(now, FIELD_BATCH, |_, _| {});
             srv.expired_subkeys += fields as u64;
@@ -94,7 +102,7 @@ pub fn active_expire(srv: &mut Server, now: i64) {
         loop {
             if start.elapsed() >= budget {
                 srv.expire_db_cursor = i;
-                return;
+                return false;
             }
             let volatile_share = db.volatile_len() as f64 / db.len().max(1) as f64;
             let (examined, expired) = db.active_expire(now, EXPIRE_BATCH, |_| {});
@@ -107,4 +115,5 @@ pub fn active_expire(srv: &mut Server, now: i64) {
         }
     }
     srv.expire_db_cursor = (first + 1) % ndb.max(1);
+    true
 }

@@ -105,6 +105,12 @@ pub struct Server {
     pub expired_keys: u64,
     /// Hash fields reclaimed by field expiry (INFO expired_subkeys).
     pub expired_subkeys: u64,
+    /// Microseconds spent in active expiry cycles (INFO
+    /// expire_cycle_cpu_milliseconds, in ms there).
+    pub expire_cycle_us: u64,
+    /// Active expiry cycles that stopped at their time budget (INFO
+    /// expired_time_cap_reached_count).
+    pub expire_cap_reached: u64,
     /// Successful key lookups.
     pub keyspace_hits: u64,
     /// Failed key lookups.
@@ -213,6 +219,8 @@ impl Server {
             total_commands: 0,
             expired_keys: 0,
             expired_subkeys: 0,
+            expire_cycle_us: 0,
+            expire_cap_reached: 0,
             keyspace_hits: 0,
             keyspace_misses: 0,
             total_error_replies: 0,
@@ -343,6 +351,8 @@ impl Server {
         self.rejected_connections = 0;
         self.expired_keys = 0;
         self.expired_subkeys = 0;
+        self.expire_cycle_us = 0;
+        self.expire_cap_reached = 0;
         self.keyspace_hits = 0;
         self.keyspace_misses = 0;
         self.total_error_replies = 0;

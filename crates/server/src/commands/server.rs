@@ -490,9 +490,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "expired_subkeys", &srv.expired_subkeys);
         line(&mut s, "expired_keys", &srv.expired_keys);
         line(&mut s, "expired_stale_perc", &"0.00");
+        line(&mut s, "expired_time_cap_reached_count", &srv.expire_cap_reached);
+        line(&mut s, "expire_cycle_cpu_milliseconds", &(srv.expire_cycle_us / 1000));
         for k in [
-            "expired_time_cap_reached_count",
-            "expire_cycle_cpu_milliseconds",
             "evicted_keys",
             "evicted_clients",
             "evicted_scripts",
