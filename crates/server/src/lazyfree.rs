@@ -50,8 +50,10 @@ impl LazyFree {
             for job in rx {
                 drop(job.garbage);
                 crate::memory::publish_thread(&mut published);
-                p.fetch_sub(job.objects, Ordering::Relaxed);
-                f.fetch_add(job.objects, Ordering::Relaxed);
+                // Release: whoever reads the counters with Acquire sees the
+                // published frees as well.
+                p.fetch_sub(job.objects, Ordering::Release);
+                f.fetch_add(job.objects, Ordering::Release);
             }
         });
         LazyFree { tx: started.ok().map(|_| tx), pending, freed }
@@ -80,12 +82,12 @@ impl LazyFree {
 
     /// INFO lazyfree_pending_objects.
     pub fn pending(&self) -> u64 {
-        self.pending.load(Ordering::Relaxed)
+        self.pending.load(Ordering::Acquire)
     }
 
     /// INFO lazyfreed_objects.
     pub fn freed(&self) -> u64 {
-        self.freed.load(Ordering::Relaxed)
+        self.freed.load(Ordering::Acquire)
     }
 
     /// CONFIG RESETSTAT.

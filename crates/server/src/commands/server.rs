@@ -304,6 +304,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     let has = |n: &str| want.iter().any(|w| w == n);
     let uptime = srv.started.elapsed().as_secs();
     let nclients = srv.clients.len() + 1;
+    // The freeing thread publishes its frees before a job stops counting as
+    // pending, so its counters are read first: a reply that shows no pending
+    // objects shows their memory gone too.
+    let (lazy_pending, lazy_freed) = (srv.lazyfree.pending(), srv.lazyfree.freed());
     let used = memory::allocated();
     let peak = srv.peak_memory.max(used);
     let rss = memory::rss();
@@ -423,8 +427,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
         line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);
         line(&mut s, "active_defrag_running", &0);
-        line(&mut s, "lazyfree_pending_objects", &srv.lazyfree.pending());
-        line(&mut s, "lazyfreed_objects", &srv.lazyfree.freed());
+        line(&mut s, "lazyfree_pending_objects", &lazy_pending);
+        line(&mut s, "lazyfreed_objects", &lazy_freed);
     }
     if has("persistence") {
         section(&mut s, "Persistence");
