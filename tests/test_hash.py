@@ -588,11 +588,11 @@ def test_many_small_hashes_expire_fields_actively(r):
     still found by active expiry without any access, and a hash that grows
     past the inline bound keeps its fields, TTLs and encoding name."""
     pipe = r.pipeline(transaction=False)
+    # TTLs long enough to outlive the load and the checks below on a loaded machine.
     for i in range(2000):
         pipe.hset(f"one:{i}", "name", "1")
-        pipe.execute_command("HPEXPIRE", f"one:{i}", 100 + i % 50, "FIELDS", 1, "name")
+        pipe.execute_command("HPEXPIRE", f"one:{i}", 1000 + i % 50, "FIELDS", 1, "name")
         pipe.hset(f"three:{i}", mapping={"a": "1", "b": "x" * 10, "c": "3"})
-        # Long enough to outlive the checks below on a loaded machine.
         pipe.execute_command("HPEXPIRE", f"three:{i}", 1500, "FIELDS", 1, "b")
     pipe.execute()
     assert enc(r, "one:7") == b"listpackex"
