@@ -1075,6 +1075,44 @@ mod tests {
         assert_eq!(db.len(), 500);
     }
 
+    #[test]
+    fn mass_delete_and_expiry_give_slab_pages_back() {
+        use crate::slab::PAGE;
+        // The table's slot arrays do not shrink; everything else must.
+        let table = |db: &Db| {
+            db.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
+                + jemalloc_size(db.segs.capacity() * size_of::<Segment>())
+                + jemalloc_size(db.dir.capacity() * 4)
+        };
+        let mut db = Db::new();
+        let empty = db.allocated_bytes() - table(&db);
+        let n = 200_000u64;
+        let key = |i: u64| format!("key:{i}").into_bytes();
+        for i in 0..n {
+            // Values of 20..60 bytes spread the blobs over six slab classes;
+            // one key in four expires instead of being deleted.
+            let ttl = if i.is_multiple_of(4) { Ttl::At(100) } else { Ttl::Clear };
+            db.insert(&key(i), Value::Bytes(vec![b'v'; 20 + (i % 40) as usize]), ttl, 0);
+        }
+        let loaded = db.allocated_bytes() - table(&db);
+        assert!(loaded > empty + 100 * PAGE, "loaded {loaded}");
+        // Delete in an order unrelated to insertion (7919 is prime to n).
+        for j in 0..n {
+            let i = j * 7919 % n;
+            if !i.is_multiple_of(4) {
+                assert!(db.remove(&key(i), 0).is_some());
+            }
+        }
+        while db.volatile_len() > 0 {
+            db.active_expire(200, 1000, |_| {});
+        }
+        assert!(db.is_empty());
+        let after = db.allocated_bytes() - table(&db);
+        eprintln!("slab and objects: empty {empty}, loaded {loaded}, after deleting all {after}");
+        assert!(after <= empty + 3 * PAGE, "after {after}, empty {empty}");
+        assert!(db.slab.allocated_bytes() <= 2 * PAGE + 16 * 1024);
+    }
+
     fn session_key(i: u64) -> Vec<u8> {
         let h = hash(&i.to_le_bytes()) as u128 * 0x1_0000_0001 + i as u128;
         format!("session:{:040x}", h).into_bytes()

@@ -10,16 +10,55 @@
 //! An address is a 34-bit integer, never 0, so that it fits in a table slot:
 //!
 //! ```text
-//!   bit 33 = 0: small   | page + 1 (21 bits) | index in page (12 bits) |
-//!   bit 33 = 1: large   | arena index + 1 (33 bits)                    |
+//!   bit 33 = 0: small   | page + 1 (21 bits) | slot in page (12 bits) |
+//!   bit 33 = 1: large   | arena index + 1 (33 bits)                   |
 //! ```
 //!
-//! Freed small blobs form a per-class free list threaded through their first
-//! 8 bytes; freed large ones are dropped and their arena index reused.
-//! Pages are never handed back to the global allocator before `Db::clear`
-//! (a limitation: after a mass delete the memory is reused by later inserts
-//! of the same class, not returned).
-//! Limits: 2^21 pages (128 GiB of small blobs), 2^33 large blobs.
+//! ## Pages
+//!
+//! A page record (32 bytes, asserted) holds the page's bytes, its class, its
+//! live count, how many slots have been carved from its front so far, and the
+//! head of the page's own free list: freed slots are threaded through their
+//! first 2 bytes as u16 slot indices (every small blob is at least 16 bytes).
+//! Each class keeps its pages that have room (a free or an uncarved slot) in
+//! a doubly linked list threaded through the page records; full pages are in
+//! no list.
+//!
+//! ```text
+//!   class 24:  head -> page 7 <-> page 2 <-> page 12 <- tail     (pages with room)
+//!   page 7:    | live | free: 4 -> 1 -> NONE | live | live | free | carved | uncarved ... |
+//!               slot 0  slot 1                slot 2 slot 3 slot 4
+//! ```
+//!
+//! - alloc, O(1): the class's head page (a slot from its free list, else its
+//!   next uncarved slot); a page that becomes full leaves the list. With no
+//!   page in the list: a spare empty page, else a new 64 KiB page.
+//! - free, O(1): the slot goes on its page's free list. A full page that gets
+//!   a free slot joins the list at the tail, so the head page fills up first
+//!   and the others can drain. A page whose live count reaches 0 leaves the
+//!   list and becomes a spare.
+//! - Spares (the hysteresis rule): at most `SPARES` (2) empty pages are kept,
+//!   shared by all classes (a spare takes the class of whoever needs a page
+//!   next); when a page empties with both spare places taken, the oldest spare's bytes go
+//!   back to the global allocator. Without a spare, an alloc/free ping-pong
+//!   at a page boundary would allocate and free 64 KiB each time. Shared
+//!   rather than one per class because a blob moving between classes (an
+//!   inline hash growing through its sizes, a key whose value alternates
+//!   between two lengths) empties a page in one class as it needs one in
+//!   another: one shared spare serves both, where a spare per class would
+//!   keep an idle page in each of the 31 classes (up to 2 MiB) and leave the
+//!   pages a growing hash passed through behind. Two rather than one so that
+//!   two such ping-pongs at once still do not churn. After a mass delete at
+//!   most 128 KiB of empty pages stay held.
+//! - A released page keeps its number (its bytes become an empty box),
+//!   because the addresses of live blobs embed page numbers; released numbers
+//!   are reused, newest first, before the page table grows.
+//!
+//! Freed large blobs are dropped and their arena index reused.
+//! `allocated_bytes` is exact for what is held: pages that hold bytes (spares
+//! included), large blobs and the bookkeeping vectors, each with jemalloc's
+//! rounding. A freed blob's or a fresh slot's bytes are unspecified.
+//! Limits: 2^21 page numbers (128 GiB of small blobs), 2^33 large blobs.
 
 /// Bytes per page.
 pub const PAGE: usize = 64 * 1024;
@@ -27,20 +66,34 @@ pub const PAGE: usize = 64 * 1024;
 pub const MAX_SMALL: usize = 256;
 const CLASSES: usize = MAX_SMALL / 8 - 1; // 16, 24, ..., 256
 const LARGE: u64 = 1 << 33;
+/// Empty pages kept for reuse (see the header).
+const SPARES: usize = 2;
+/// End of a page's free list.
+const NONE: u16 = u16::MAX;
 
 #[derive(Debug)]
 struct Page {
+    /// The page's bytes; an empty box once the page is released.
     data: Box<[u8]>,
+    /// Neighbours in the class's list of pages with room (page + 1, 0 for none).
+    prev: u32,
+    next: u32,
+    /// Slots in use.
+    live: u16,
+    /// Slots cut from the front so far; those from here on were never used.
+    carved: u16,
+    /// First slot of the page's free list, `NONE` when it is empty.
+    free: u16,
     class: u8,
 }
 
+const _: () = assert!(size_of::<Page>() == 32);
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Class {
-    /// Head of the free list (an address), 0 when empty.
-    free: u64,
-    /// Page being carved (page + 1), 0 for none, and the next index in it.
-    bump_page: u32,
-    bump_idx: u32,
+    /// Ends of the list of pages with room (page + 1, 0 for none).
+    head: u32,
+    tail: u32,
 }
 
 /// The allocator. Holds no pointers: addresses are plain integers.
@@ -48,6 +101,13 @@ struct Class {
 pub struct Slab {
     pages: Vec<Page>,
     classes: [Class; CLASSES],
+    /// Empty pages kept for any class (page + 1), oldest first; `nspares` used.
+    spares: [u32; SPARES],
+    nspares: usize,
+    /// Numbers of released pages, reused last-in first-out.
+    released: Vec<u32>,
+    /// Pages holding bytes (in use or spare).
+    held: usize,
     large: Vec<Box<[u8]>>,
     large_free: Vec<u64>,
     large_bytes: usize,
@@ -55,7 +115,17 @@ pub struct Slab {
 
 impl Default for Slab {
     fn default() -> Self {
-        Slab { pages: Vec::new(), classes: [Class::default(); CLASSES], large: Vec::new(), large_free: Vec::new(), large_bytes: 0 }
+        Slab {
+            pages: Vec::new(),
+            classes: [Class::default(); CLASSES],
+            spares: [0; SPARES],
+            nspares: 0,
+            released: Vec::new(),
+            held: 0,
+            large: Vec::new(),
+            large_free: Vec::new(),
+            large_bytes: 0,
+        }
     }
 }
 
@@ -86,6 +156,16 @@ pub fn jemalloc_size(n: usize) -> usize {
     n.div_ceil(step) * step
 }
 
+/// Heap bytes of a vector's buffer of `n` bytes: none when it has no capacity.
+fn buffer_size(n: usize) -> usize {
+    if n == 0 { 0 } else { jemalloc_size(n) }
+}
+
+/// Slot size of class `c`.
+fn slot_size(c: usize) -> usize {
+    (c + 2) * 8
+}
+
 impl Slab {
     /// Allocates a blob able to hold `len` bytes. Returns its address and its
     /// bytes (`class_size(len)` long for small blobs, `len` for large ones).
@@ -108,25 +188,94 @@ impl Slab {
         }
         let size = class_size(len);
         let c = size / 8 - 2;
-        let addr = if self.classes[c].free != 0 {
-            let a = self.classes[c].free;
-            let next = u64::from_le_bytes(self.bytes(a)[..8].try_into().expect("blob >= 16 bytes"));
-            self.classes[c].free = next;
-            a
+        if self.classes[c].head == 0 {
+            let p = self.take_page(c);
+            self.link_tail(c, p);
+        }
+        let p = self.classes[c].head as usize - 1;
+        let page = &mut self.pages[p];
+        let slot = if page.free != NONE {
+            let s = page.free as usize;
+            page.free = u16::from_le_bytes([page.data[s * size], page.data[s * size + 1]]);
+            s
         } else {
-            let per_page = (PAGE / size) as u32;
-            let cl = &mut self.classes[c];
-            if cl.bump_page == 0 || cl.bump_idx >= per_page {
-                self.pages.push(Page { data: vec![0u8; PAGE].into_boxed_slice(), class: c as u8 });
-                assert!(self.pages.len() < 1 << 21, "slab: out of page numbers");
-                cl.bump_page = self.pages.len() as u32;
-                cl.bump_idx = 0;
-            }
-            let a = ((cl.bump_page as u64) << 12) | cl.bump_idx as u64;
-            cl.bump_idx += 1;
-            a
+            page.carved += 1;
+            page.carved as usize - 1
         };
-        (addr, self.bytes_mut(addr))
+        page.live += 1;
+        if page.live as usize == PAGE / size {
+            self.unlink(c, p);
+        }
+        let addr = ((p as u64 + 1) << 12) | slot as u64;
+        (addr, &mut self.pages[p].data[slot * size..(slot + 1) * size])
+    }
+
+    /// An empty page for class `c`, in no list: a spare, else a new one
+    /// (under a released number when there is one).
+    fn take_page(&mut self, c: usize) -> usize {
+        let p = if self.nspares > 0 {
+            self.nspares -= 1;
+            self.spares[self.nspares] as usize - 1
+        } else {
+            let data = vec![0u8; PAGE].into_boxed_slice();
+            self.held += 1;
+            match self.released.pop() {
+                Some(n) => {
+                    self.pages[n as usize].data = data;
+                    n as usize
+                }
+                None => {
+                    self.pages.push(Page { data, prev: 0, next: 0, live: 0, carved: 0, free: NONE, class: 0 });
+                    assert!(self.pages.len() < 1 << 21, "slab: out of page numbers");
+                    self.pages.len() - 1
+                }
+            }
+        };
+        let page = &mut self.pages[p];
+        page.class = c as u8;
+        page.carved = 0;
+        page.free = NONE;
+        p
+    }
+
+    fn link_tail(&mut self, c: usize, p: usize) {
+        let t = self.classes[c].tail;
+        self.pages[p].prev = t;
+        self.pages[p].next = 0;
+        match t {
+            0 => self.classes[c].head = p as u32 + 1,
+            t => self.pages[t as usize - 1].next = p as u32 + 1,
+        }
+        self.classes[c].tail = p as u32 + 1;
+    }
+
+    fn unlink(&mut self, c: usize, p: usize) {
+        let Page { prev, next, .. } = self.pages[p];
+        match prev {
+            0 => self.classes[c].head = next,
+            q => self.pages[q as usize - 1].next = next,
+        }
+        match next {
+            0 => self.classes[c].tail = prev,
+            q => self.pages[q as usize - 1].prev = prev,
+        }
+        self.pages[p].prev = 0;
+        self.pages[p].next = 0;
+    }
+
+    /// Keeps empty page `p` as a spare, releasing the oldest spare if all
+    /// places are taken.
+    fn add_spare(&mut self, p: usize) {
+        if self.nspares == SPARES {
+            let old = self.spares[0] as usize - 1;
+            self.spares.copy_within(1.., 0);
+            self.nspares -= 1;
+            self.pages[old].data = Box::default();
+            self.held -= 1;
+            self.released.push(old as u32);
+        }
+        self.spares[self.nspares] = p as u32 + 1;
+        self.nspares += 1;
     }
 
     fn small_pos(addr: u64) -> (usize, usize) {
@@ -140,7 +289,7 @@ impl Slab {
         }
         let (p, i) = Self::small_pos(addr);
         let page = &self.pages[p];
-        let size = (page.class as usize + 2) * 8;
+        let size = slot_size(page.class as usize);
         &page.data[i * size..(i + 1) * size]
     }
 
@@ -151,7 +300,7 @@ impl Slab {
         }
         let (p, i) = Self::small_pos(addr);
         let page = &mut self.pages[p];
-        let size = (page.class as usize + 2) * 8;
+        let size = slot_size(page.class as usize);
         &mut page.data[i * size..(i + 1) * size]
     }
 
@@ -164,7 +313,8 @@ impl Slab {
         }
     }
 
-    /// Frees the blob at `addr`.
+    /// Frees the blob at `addr`. A page left empty becomes a spare (see the
+    /// header), possibly handing an older spare back to the allocator.
     pub fn free(&mut self, addr: u64) {
         if addr & LARGE != 0 {
             let i = (addr & !LARGE) - 1;
@@ -173,27 +323,100 @@ impl Slab {
             self.large_free.push(i);
             return;
         }
-        let (p, _) = Self::small_pos(addr);
-        let c = self.pages[p].class as usize;
-        let next = self.classes[c].free;
-        self.bytes_mut(addr)[..8].copy_from_slice(&next.to_le_bytes());
-        self.classes[c].free = addr;
+        let (p, s) = Self::small_pos(addr);
+        let page = &mut self.pages[p];
+        let c = page.class as usize;
+        let size = slot_size(c);
+        assert!(page.live > 0 && !page.data.is_empty(), "slab: free of a blob in an empty page");
+        let was_full = page.live as usize == PAGE / size;
+        let next = page.free;
+        page.data[s * size..s * size + 2].copy_from_slice(&next.to_le_bytes());
+        page.free = s as u16;
+        page.live -= 1;
+        if page.live == 0 {
+            if !was_full {
+                self.unlink(c, p);
+            }
+            self.add_spare(p);
+        } else if was_full {
+            self.link_tail(c, p);
+        }
     }
 
-    /// Bytes held from the global allocator: pages, large blobs and the
-    /// bookkeeping vectors.
+    /// Bytes held from the global allocator: pages holding bytes (spares
+    /// included), large blobs and the bookkeeping vectors.
     pub fn allocated_bytes(&self) -> usize {
-        self.pages.len() * PAGE
+        self.held * PAGE
             + self.large_bytes
-            + jemalloc_size(self.pages.capacity() * size_of::<Page>())
-            + jemalloc_size(self.large.capacity() * size_of::<Box<[u8]>>())
-            + jemalloc_size(self.large_free.capacity() * 8)
+            + buffer_size(self.pages.capacity() * size_of::<Page>())
+            + buffer_size(self.released.capacity() * 4)
+            + buffer_size(self.large.capacity() * size_of::<Box<[u8]>>())
+            + buffer_size(self.large_free.capacity() * 8)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    impl Slab {
+        /// Checks every invariant of the page bookkeeping; panics on a broken one.
+        fn check(&self) {
+            let mut held = 0;
+            let mut listed = vec![false; self.pages.len()];
+            for (c, cl) in self.classes.iter().enumerate() {
+                let (mut q, mut prev) = (cl.head, 0);
+                while q != 0 {
+                    let p = q as usize - 1;
+                    assert!(!listed[p], "page {p} listed twice");
+                    listed[p] = true;
+                    let page = &self.pages[p];
+                    assert_eq!(page.class as usize, c);
+                    assert_eq!(page.prev, prev);
+                    assert!(page.live > 0 && (page.live as usize) < PAGE / slot_size(c), "listed page {p} is empty or full");
+                    (prev, q) = (q, page.next);
+                }
+                assert_eq!(cl.tail, prev);
+            }
+            let spares = &self.spares[..self.nspares];
+            assert!(self.nspares <= SPARES);
+            for (p, page) in self.pages.iter().enumerate() {
+                let spare = spares.contains(&(p as u32 + 1));
+                let released = self.released.contains(&(p as u32));
+                if page.data.is_empty() {
+                    assert!(released && !spare && !listed[p] && page.live == 0);
+                    continue;
+                }
+                held += 1;
+                assert_eq!(page.data.len(), PAGE);
+                assert!(!released);
+                let per_page = PAGE / slot_size(page.class as usize);
+                assert_eq!(spare, page.live == 0, "page {p}: empty pages are spares, spares are empty");
+                assert_eq!(listed[p], !spare && (page.live as usize) < per_page);
+                if spare {
+                    continue;
+                }
+                // Free slots = the page's free list + its uncarved tail.
+                let size = slot_size(page.class as usize);
+                let (mut n, mut s) = (0, page.free);
+                while s != NONE {
+                    assert!(s < page.carved);
+                    n += 1;
+                    assert!(n <= per_page, "free list of page {p} loops");
+                    s = u16::from_le_bytes([page.data[s as usize * size], page.data[s as usize * size + 1]]);
+                }
+                assert_eq!(page.live as usize + n + per_page - page.carved as usize, per_page);
+            }
+            assert_eq!(held, self.held);
+            assert_eq!(self.released.len() + held, self.pages.len());
+        }
+
+        fn bookkeeping(&self) -> usize {
+            self.allocated_bytes() - self.held * PAGE - self.large_bytes
+        }
+    }
 
     #[test]
     fn classes_and_jemalloc_sizes() {
@@ -206,6 +429,8 @@ mod tests {
         assert_eq!(jemalloc_size(1025), 1280);
         assert_eq!(jemalloc_size(65536), 65536);
         assert_eq!(jemalloc_size(48), 48);
+        assert_eq!(size_of::<Page>(), 32);
+        assert_eq!(buffer_size(0), 0);
     }
 
     #[test]
@@ -223,18 +448,220 @@ mod tests {
         for &(a, len, v) in &addrs {
             assert!(s.bytes(a)[..len].iter().all(|&x| x == v));
         }
-        let before = (s.pages.len(), s.large_bytes);
+        let before = (s.pages.len(), s.held, s.large_bytes);
         for &(a, _, _) in addrs.iter().step_by(2) {
             s.free(a);
         }
+        s.check();
         for e in addrs.iter_mut().step_by(2) {
             let (a, b) = s.alloc(e.1);
             b[..e.1].fill(e.2);
             e.0 = a;
         }
-        assert_eq!((s.pages.len(), s.large_bytes), before, "freed blobs are reused");
+        assert_eq!((s.pages.len(), s.held, s.large_bytes), before, "freed blobs are reused");
         for &(a, len, v) in &addrs {
             assert!(s.bytes(a)[..len].iter().all(|&x| x == v));
+        }
+        s.check();
+    }
+
+    #[test]
+    fn draining_pages_gives_them_back() {
+        let mut s = Slab::default();
+        let empty = s.allocated_bytes();
+        let per_page = PAGE / 64;
+        let mut addrs: Vec<u64> = (0..10 * per_page).map(|_| s.alloc(60).0).collect();
+        assert_eq!(s.held, 10);
+        assert_eq!(s.allocated_bytes(), 10 * PAGE + s.bookkeeping());
+        // Free in an order that drains every page bit by bit.
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        for i in (1..addrs.len()).rev() {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            addrs.swap(i, (rng % (i as u64 + 1)) as usize);
+        }
+        for (n, &a) in addrs.iter().enumerate() {
+            s.free(a);
+            if n % 997 == 0 {
+                s.check();
+            }
+        }
+        s.check();
+        assert_eq!(s.held, SPARES, "all pages but the spares are released");
+        assert_eq!(s.allocated_bytes(), SPARES * PAGE + s.bookkeeping());
+        assert!(s.bookkeeping() <= empty + 1024);
+        // Spares serve any class; only then does the page table grow again.
+        let pages = s.pages.len();
+        let (a, _) = s.alloc(200);
+        let (b, _) = s.alloc(16);
+        let (c, _) = s.alloc(100);
+        assert_eq!((s.held, s.pages.len()), (SPARES + 1, pages));
+        for x in [a, b, c] {
+            s.free(x);
+        }
+        s.check();
+        assert_eq!(s.held, SPARES);
+    }
+
+    #[test]
+    fn ping_pong_at_a_page_boundary_keeps_the_page() {
+        let mut s = Slab::default();
+        let full: Vec<u64> = (0..PAGE / 32).map(|_| s.alloc(32).0).collect();
+        assert_eq!(s.held, 1);
+        for _ in 0..10_000 {
+            let (a, _) = s.alloc(32);
+            s.free(a);
+        }
+        assert_eq!((s.held, s.pages.len()), (2, 2), "one spare, no churn");
+        // A blob moving through the classes (a growing inline hash) leaves
+        // at most a spare behind, not a page per class it passed through.
+        let mut a = s.alloc(16).0;
+        for len in (24..=MAX_SMALL).step_by(8) {
+            let (b, _) = s.alloc(len);
+            s.free(a);
+            a = b;
+        }
+        s.free(a);
+        s.check();
+        assert_eq!(s.held, 1 + SPARES);
+        for a in full {
+            s.free(a);
+        }
+        s.check();
+        assert_eq!(s.held, SPARES);
+    }
+
+    #[test]
+    fn page_numbers_are_reused_and_live_blobs_stay() {
+        let mut s = Slab::default();
+        let per_page = PAGE / 64;
+        // Five pages of class 64; every blob holds its own number.
+        let blobs: Vec<u64> = (0..5 * per_page)
+            .map(|i| {
+                let (a, b) = s.alloc(64);
+                b[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                a
+            })
+            .collect();
+        let page_of = |a: u64| (a >> 12) as usize - 1;
+        // Empty pages 1, 2 and 3 (two become spares, one is released).
+        for &a in &blobs[per_page..4 * per_page] {
+            s.free(a);
+        }
+        s.check();
+        assert_eq!((s.held, s.pages.len()), (2 + SPARES, 5));
+        assert_eq!(s.released, vec![1]);
+        // New pages of another class: the spares, then the released number.
+        let others: Vec<u64> = (0..3 * (PAGE / 128)).map(|_| s.alloc(128).0).collect();
+        assert_eq!(s.pages.len(), 5, "no new page number");
+        assert!(others.iter().any(|&a| page_of(a) == 1), "page 1 is reused");
+        assert!(s.released.is_empty());
+        s.check();
+        for (i, &a) in blobs.iter().enumerate() {
+            if !(per_page..4 * per_page).contains(&i) {
+                assert_eq!(s.bytes(a)[..8], (i as u64).to_le_bytes(), "blob {i} survives");
+                assert_eq!(s.bytes(a).len(), 64);
+            }
+        }
+        assert_eq!(s.allocated_bytes(), 5 * PAGE + s.bookkeeping());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Alloc(usize),
+        Free(usize),
+        /// Allocates many blobs of one length, filling pages.
+        Burst(usize, usize),
+        /// Frees about one live blob in `n`, draining many pages at once.
+        Sweep(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let len = prop_oneof![3 => 1usize..=16, 1 => 17usize..=64, 3 => 200usize..=256, 1 => 257usize..=600];
+        prop_oneof![
+            6 => len.prop_map(Op::Alloc),
+            4 => any::<usize>().prop_map(Op::Free),
+            1 => (1usize..4).prop_map(Op::Sweep),
+            1 => (prop_oneof![Just(16usize), Just(100), Just(256)], 1usize..600).prop_map(|(len, n)| Op::Burst(len, n)),
+        ]
+    }
+
+    /// Fills the blob at `a` with a pattern derived from `a` and `len`.
+    fn pattern(a: u64, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (a as usize * 31 + i * 7 + len) as u8).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn matches_model(ops in proptest::collection::vec(op(), 1..3000)) {
+            let mut s = Slab::default();
+            let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
+            let mut live: Vec<u64> = Vec::new();
+            let free = |s: &mut Slab, model: &mut HashMap<u64, Vec<u8>>, a: u64| {
+                let want = model.remove(&a).unwrap();
+                prop_assert_eq!(&s.bytes(a)[..want.len()], &want[..]);
+                s.free(a);
+                Ok(())
+            };
+            for (n, o) in ops.into_iter().enumerate() {
+                match o {
+                    Op::Alloc(len) => {
+                        let (a, b) = s.alloc(len);
+                        prop_assert_eq!(b.len(), if len > MAX_SMALL { len } else { class_size(len) });
+                        let p = pattern(a, len);
+                        b[..len].copy_from_slice(&p);
+                        prop_assert!(a != 0 && a < 1 << 34);
+                        prop_assert!(model.insert(a, p).is_none(), "address {} handed out twice", a);
+                        live.push(a);
+                    }
+                    Op::Free(i) if !live.is_empty() => {
+                        let a = live.swap_remove(i % live.len());
+                        free(&mut s, &mut model, a)?;
+                    }
+                    Op::Free(_) => {}
+                    Op::Burst(len, k) => {
+                        for _ in 0..k {
+                            let (a, b) = s.alloc(len);
+                            let p = pattern(a, len);
+                            b[..len].copy_from_slice(&p);
+                            prop_assert!(model.insert(a, p).is_none(), "address {} handed out twice", a);
+                            live.push(a);
+                        }
+                    }
+                    Op::Sweep(k) => {
+                        let mut i = 0;
+                        while i < live.len() {
+                            if (live[i] as usize + n).is_multiple_of(k + 1) {
+                                let a = live.swap_remove(i);
+                                free(&mut s, &mut model, a)?;
+                            } else {
+                                i += 1;
+                            }
+                        }
+                    }
+                }
+                if n % 64 == 0 {
+                    s.check();
+                }
+            }
+            s.check();
+            for (&a, want) in &model {
+                prop_assert_eq!(&s.bytes(a)[..want.len()], &want[..]);
+            }
+            // Exact accounting: each held page, each large blob's class.
+            let large: usize = model.iter().filter(|(a, _)| **a & LARGE != 0).map(|(_, v)| jemalloc_size(v.len())).sum();
+            prop_assert_eq!(s.allocated_bytes(), s.held * PAGE + large + s.bookkeeping());
+            let small = model.keys().filter(|a| **a & LARGE == 0).count();
+            let in_use: std::collections::HashSet<usize> = model.keys().filter(|a| **a & LARGE == 0).map(|a| (a >> 12) as usize).collect();
+            prop_assert!(s.held <= in_use.len() + SPARES, "{} pages held for {} small blobs on {} pages", s.held, small, in_use.len());
+            for a in live {
+                free(&mut s, &mut model, a)?;
+            }
+            s.check();
+            prop_assert!(s.held <= SPARES);
+            prop_assert!(s.held + s.released.len() == s.pages.len());
         }
     }
 }
