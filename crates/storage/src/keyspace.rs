@@ -1206,18 +1206,19 @@ mod tests {
             let ttl = if i % 3 == 0 { Ttl::At(1_000) } else { Ttl::Clear };
             db.insert(format!("key:{i}").as_bytes(), Value::Int(i as i64), ttl, 0);
         }
-        let t = std::time::Instant::now();
-        let mut calls = 0;
+        let (mut calls, mut walked) = (0, 0);
         while db.volatile_len() > 0 {
             let (examined, _) = db.active_expire(2_000, 256, |_| {});
             assert!(examined <= 256);
             calls += 1;
+            walked += examined;
         }
         assert_eq!(db.len(), 200_000);
-        let spent = t.elapsed();
         assert!(calls < 2_000, "{calls} calls");
-        // 100,000 keys within 25 ms per 100 ms means under ~300 ms of CPU for 1.2 s.
-        assert!(spent.as_millis() < 300, "{spent:?}");
+        // The work is about one look at each volatile key, not a rescan per
+        // batch (a bound on work rather than on time, which a loaded machine
+        // skews).
+        assert!(walked <= 2 * 100_000, "{walked} keys examined");
         // Nothing due: returns at once.
         assert_eq!(db.active_expire(3_000, 256, |_| {}), (0, 0));
     }
