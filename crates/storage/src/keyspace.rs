@@ -1068,6 +1068,25 @@ mod tests {
     use std::collections::{BTreeMap, HashMap};
 
     #[test]
+    fn key_events_are_logged_only_when_asked() {
+        let mut db = Db::new();
+        db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
+        assert!(!db.has_events());
+        db.log_events = LOG_EXPIRED | LOG_NEW;
+        db.insert(b"b", Value::Int(1), Ttl::At(100), 0);
+        db.insert(b"b", Value::Int(2), Ttl::Keep, 0); // replaced: not new
+        assert!(db.get(b"a", 100).is_none());
+        db.insert(b"b", Value::Int(3), Ttl::Clear, 200); // expired, then new
+        let names: Vec<(KeyEvent, &[u8])> = vec![(KeyEvent::New, b"b"), (KeyEvent::Expired, b"a"), (KeyEvent::Expired, b"b"), (KeyEvent::New, b"b")];
+        let got = db.take_events();
+        assert_eq!(got.iter().map(|(e, k)| (*e, &k[..])).collect::<Vec<_>>(), names);
+        assert_eq!(db.take_lazy_expired(), 2);
+        db.clear();
+        assert_eq!(db.log_events, LOG_EXPIRED | LOG_NEW);
+        assert!(!db.has_events());
+    }
+
+    #[test]
     fn lazy_expiry_and_ttl_modes() {
         let mut db = Db::new();
         db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
