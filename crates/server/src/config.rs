@@ -283,31 +283,7 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
 /// notify-keyspace-events: checks the class letters and prints them the
 /// way Redis does (`A` for all classes, then `K`, `E`, `m`).
 fn keyspace_events(value: &str) -> Result<String, String> {
-    // Classes in print order; `A` stands for all but `n` (new key), and
-    // when it applies Redis prints `A` alone, dropping `n`.
-    const CLASSES: &[u8] = b"g$lshzxetdn";
-    const ALL: &[u8] = b"g$lshzxetd";
-    let mut set = std::collections::HashSet::new();
-    for b in value.bytes() {
-        match b {
-            b'A' => set.extend(ALL.iter().copied()),
-            b'K' | b'E' | b'm' => {
-                set.insert(b);
-            }
-            _ if CLASSES.contains(&b) => {
-                set.insert(b);
-            }
-            _ => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
-        }
-    }
-    let mut out = String::new();
-    if ALL.iter().all(|b| set.contains(b)) {
-        out.push('A');
-    } else {
-        out.extend(CLASSES.iter().filter(|b| set.contains(b)).map(|&b| b as char));
-    }
-    out.extend(b"KEm".iter().filter(|b| set.contains(b)).map(|&b| b as char));
-    Ok(out)
+    crate::notify::parse(value).map(crate::notify::format).ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
 }
 
 /// The running configuration.
@@ -344,6 +320,8 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     /// hash-max-listpack-value.
     pub hash_max_listpack_value: usize,
+    /// notify-keyspace-events as `notify::*` flag bits.
+    pub notify_flags: u32,
 }
 
 impl Default for Config {
@@ -365,6 +343,7 @@ impl Default for Config {
             maxmemory: 0,
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
+            notify_flags: 0,
         };
         c.refresh();
         c
@@ -440,6 +419,7 @@ impl Config {
         self.maxmemory = self.num("maxmemory") as u64;
         self.hash_max_listpack_entries = self.num("hash-max-listpack-entries").max(0) as usize;
         self.hash_max_listpack_value = self.num("hash-max-listpack-value").max(0) as usize;
+        self.notify_flags = self.get("notify-keyspace-events").and_then(crate::notify::parse).unwrap_or(0);
     }
 
     /// Applies a redis.conf-style text: one `name value...` per line, `#` comments.

@@ -1,8 +1,10 @@
 //! Periodic work run by the event loop `hz` times a second: active expiry,
 //! idle-client timeouts, the end of CLIENT PAUSE, memory peak tracking.
+//! Active expiry publishes `expired` / `hexpired` keyspace events.
 
 use std::time::{Duration, Instant};
 
+use crate::notify;
 use crate::server::{unix_ms, Server};
 
 /// Share of one tick the active expiry cycle may use, in percent, at effort 1
@@ -82,19 +84,35 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let start = Instant::now();
     let ndb = srv.dbs.len();
     let first = srv.expire_db_cursor % ndb.max(1);
+    let flags = srv.config.notify_flags;
+    let (tell_keys, tell_fields) = (notify::wanted(flags, notify::EXPIRED), notify::wanted(flags, notify::HASH | notify::GENERIC));
+    // Keys to publish events for, filled by the storage callbacks only
+    // when someone may hear them.
+    let mut hit: Vec<Box<[u8]>> = Vec::new();
     for k in 0..ndb {
         let i = (first + k) % ndb;
-        let db = &mut srv.dbs[i];
-        let min_sweep = db.len() / hz as usize;
+        let min_sweep = srv.dbs[i].len() / hz as usize;
         let mut examined_here = 0;
         loop {
             if start.elapsed() >= budget {
                 srv.expire_db_cursor = i;
                 return false;
             }
-            let (fields, keys) = db.active_expire_fields(now, FIELD_BATCH, |_, _| {});
+            let (fields, keys) = srv.dbs[i].active_expire_fields(now, FIELD_BATCH, |key, _| {
+                if tell_fields && hit.last().is_none_or(|k| **k != *key) {
+                    hit.push(key.into());
+                }
+            });
             srv.expired_subkeys += fields as u64;
             srv.expired_keys += keys as u64;
+            for key in hit.drain(..) {
+                // One `hexpired` per hash per batch, then `del` if the
+                // hash went (a lookup that neither touches nor expires).
+                notify::emit(srv, None, i, notify::HASH, "hexpired", &key);
+                if srv.dbs[i].idle_secs(&key, now).is_none() {
+                    notify::emit(srv, None, i, notify::GENERIC, "del", &key);
+                }
+            }
             if fields < FIELD_BATCH {
                 break;
             }
@@ -104,9 +122,17 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
                 srv.expire_db_cursor = i;
                 return false;
             }
+            let db = &mut srv.dbs[i];
             let volatile_share = db.volatile_len() as f64 / db.len().max(1) as f64;
-            let (examined, expired) = db.active_expire(now, EXPIRE_BATCH, |_| {});
+            let (examined, expired) = db.active_expire(now, EXPIRE_BATCH, |key| {
+                if tell_keys {
+                    hit.push(key.into());
+                }
+            });
             srv.expired_keys += expired as u64;
+            for key in hit.drain(..) {
+                notify::emit(srv, None, i, notify::EXPIRED, "expired", &key);
+            }
             examined_here += examined;
             let good = (expired as f64) >= 0.1 * examined as f64 * volatile_share;
             if examined < EXPIRE_BATCH || (!good && examined_here >= min_sweep) {

@@ -226,6 +226,12 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
     if c.db != db {
         srv.expired_keys += srv.dbs[c.db].take_lazy_expired();
     }
+    // Lazy expiry and key creation recorded after the command's last event.
+    for d in [db, c.db] {
+        if srv.dbs[d].has_events() {
+            crate::notify::flush_db_log(srv, Some(&mut *c), d);
+        }
+    }
     c.last_interaction = end;
     // Fed after the call, as Redis does: EXEC shows after what it ran. A
     // blocking command shows once, when first run, not when re-run.

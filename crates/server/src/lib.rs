@@ -13,6 +13,7 @@ pub mod glob;
 pub mod lazyfree;
 pub mod memory;
 pub mod net;
+pub mod notify;
 pub mod pubsub;
 pub mod script;
 pub mod server;

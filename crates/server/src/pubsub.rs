@@ -14,11 +14,8 @@
 //! client publishing to itself) waits in `Server::pending_push` until the
 //! command, or the whole EXEC, has replied, as Redis orders it.
 //!
-//! Keyspace notifications are not produced yet; they would be one
-//! `publish` call per event (`__keyspace@<db>__:<key>` and
-//! `__keyevent@<db>__:<event>`), made from the write epilogue
-//! `Ctx::key_modified` once it is told the event name and class, and gated
-//! by the `notify-keyspace-events` flags.
+//! Keyspace notifications (`notify.rs`) publish through `publish_from`
+//! like any message; cron publishes expiry events with no running client.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -238,6 +235,12 @@ fn pubsub_limits(srv: &Server) -> (u64, u64) {
 /// subscriber and matching pattern; `cur` is the client running the
 /// command. Returns the number of deliveries (PUBLISH's reply).
 pub fn publish(srv: &mut Server, cur: &mut Client, channel: &[u8], msg: &[u8], shard: bool) -> usize {
+    publish_from(srv, Some((cur.id, cur.reply.resp3)), channel, msg, shard)
+}
+
+/// `publish` where the running client, if any, is given as (id, speaks
+/// RESP3): cron publishes expiry events while no client runs.
+pub fn publish_from(srv: &mut Server, cur: Option<(ClientId, bool)>, channel: &[u8], msg: &[u8], shard: bool) -> usize {
     if srv.pubsub.is_empty() {
         return 0;
     }
@@ -267,10 +270,10 @@ pub fn publish(srv: &mut Server, cur: &mut Client, channel: &[u8], msg: &[u8], s
 
 /// Appends one push message to client `id`'s output and has it flushed.
 /// A client whose output passes the pubsub hard limit is closed.
-fn deliver(srv: &mut Server, cur: &mut Client, id: ClientId, hard: u64, parts: &[&[u8]]) {
-    if id == cur.id {
+fn deliver(srv: &mut Server, cur: Option<(ClientId, bool)>, id: ClientId, hard: u64, parts: &[&[u8]]) {
+    if let Some((_, resp3)) = cur.filter(|c| c.0 == id) {
         let mut r = Reply::new();
-        r.resp3 = cur.reply.resp3;
+        r.resp3 = resp3;
         write_push(&mut r, parts);
         srv.pending_push.extend_from_slice(&r.buf);
         return;

@@ -195,7 +195,7 @@ impl Server {
         let dbs = (0..config.databases).map(|_| Db::new()).collect();
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
         let commands = registry();
-        Server {
+        let mut srv = Server {
             dbs,
             config,
             scripting: crate::script::Engine::new(commands.clone()),
@@ -249,7 +249,9 @@ impl Server {
             woken: Vec::new(),
             pending_push: Vec::new(),
             blocking: Default::default(),
-        }
+        };
+        crate::notify::apply(&mut srv);
+        srv
     }
 
     /// Unix milliseconds at monotonic instant `t`.

@@ -192,6 +192,20 @@ struct Hand {
     min: i64,
 }
 
+/// `Db::log_events` bit: record keys deleted by lazy expiry.
+pub const LOG_EXPIRED: u8 = 1;
+/// `Db::log_events` bit: record keys created.
+pub const LOG_NEW: u8 = 2;
+
+/// A key event the server may turn into a keyspace notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// Found due on access and deleted (lazy expiry).
+    Expired,
+    /// Created: stored where no live key was.
+    New,
+}
+
 /// One database.
 #[derive(Debug)]
 pub struct Db {
@@ -210,6 +224,11 @@ pub struct Db {
     pub keep_expired: bool,
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
+    /// Which key events to record for `take_events` (`LOG_EXPIRED`,
+    /// `LOG_NEW`); zero, the default, records nothing and costs one branch.
+    pub log_events: u8,
+    /// Recorded key events, oldest first.
+    events: Vec<(KeyEvent, Box<[u8]>)>,
     /// Collections, by the index their key's blob holds; None: a free slot.
     objs: Vec<Option<Obj>>,
     /// Free slots of `objs`, reused first.
@@ -241,6 +260,8 @@ impl Default for Db {
             no_touch: false,
             keep_expired: false,
             lazy_expired: 0,
+            log_events: 0,
+            events: Vec::new(),
             objs: Vec::new(),
             free_objs: Vec::new(),
             fexp: BTreeMap::new(),
@@ -464,6 +485,7 @@ impl Db {
             }
             self.delete(si, pos);
             self.lazy_expired += 1;
+            self.log(LOG_EXPIRED, KeyEvent::Expired, key);
             return None;
         }
         if !self.no_touch {
@@ -643,6 +665,8 @@ impl Db {
             let d = self.blob(s).deadline;
             if matches!(d, Some(t) if t <= now) {
                 self.delete(si, pos);
+                self.lazy_expired += 1;
+                self.log(LOG_EXPIRED, KeyEvent::Expired, key);
             } else {
                 old = Some((pos, d));
             }
@@ -682,6 +706,9 @@ impl Db {
         }
         self.len += 1;
         self.volatile += usize::from(deadline.is_some());
+        if old.is_none() {
+            self.log(LOG_NEW, KeyEvent::New, key);
+        }
         old.is_some()
     }
 
@@ -839,13 +866,34 @@ impl Db {
         std::mem::take(&mut self.lazy_expired)
     }
 
-    /// Removes every key.
+    /// Records `event` for `key` if `bit` of `log_events` asks for it.
+    #[inline]
+    fn log(&mut self, bit: u8, event: KeyEvent, key: &[u8]) {
+        if self.log_events & bit != 0 {
+            self.events.push((event, key.into()));
+        }
+    }
+
+    /// True if key events wait in the log.
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// The key events recorded since the last call, oldest first (see
+    /// `log_events`); empties the log.
+    pub fn take_events(&mut self) -> Vec<(KeyEvent, Box<[u8]>)> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Removes every key. Settings (`no_touch`, `keep_expired`,
+    /// `log_events`) stay; recorded events are dropped.
     pub fn clear(&mut self) {
         self.pending = None;
-        let (no_touch, keep_expired) = (self.no_touch, self.keep_expired);
+        let (no_touch, keep_expired, log_events) = (self.no_touch, self.keep_expired, self.log_events);
         *self = Db::default();
         self.no_touch = no_touch;
         self.keep_expired = keep_expired;
+        self.log_events = log_events;
     }
 
     /// Calls `f(key, value, deadline)` for every stored key, live or not yet reclaimed.
@@ -1018,6 +1066,25 @@ mod tests {
     use crate::value::StrRef;
     use proptest::prelude::*;
     use std::collections::{BTreeMap, HashMap};
+
+    #[test]
+    fn key_events_are_logged_only_when_asked() {
+        let mut db = Db::new();
+        db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
+        assert!(!db.has_events());
+        db.log_events = LOG_EXPIRED | LOG_NEW;
+        db.insert(b"b", Value::Int(1), Ttl::At(100), 0);
+        db.insert(b"b", Value::Int(2), Ttl::Keep, 0); // replaced: not new
+        assert!(db.get(b"a", 100).is_none());
+        db.insert(b"b", Value::Int(3), Ttl::Clear, 200); // expired, then new
+        let names: Vec<(KeyEvent, &[u8])> = vec![(KeyEvent::New, b"b"), (KeyEvent::Expired, b"a"), (KeyEvent::Expired, b"b"), (KeyEvent::New, b"b")];
+        let got = db.take_events();
+        assert_eq!(got.iter().map(|(e, k)| (*e, &k[..])).collect::<Vec<_>>(), names);
+        assert_eq!(db.take_lazy_expired(), 2);
+        db.clear();
+        assert_eq!(db.log_events, LOG_EXPIRED | LOG_NEW);
+        assert!(!db.has_events());
+    }
 
     #[test]
     fn lazy_expiry_and_ttl_modes() {

@@ -14,5 +14,5 @@ mod slab;
 pub mod types;
 pub mod value;
 
-pub use keyspace::{Db, IncrError, Ttl};
+pub use keyspace::{Db, IncrError, KeyEvent, Ttl};
 pub use value::{StrRef, Value, ValueMut, ValueRef};

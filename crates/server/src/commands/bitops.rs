@@ -9,6 +9,7 @@
 //! BITFIELD's overflow rules (WRAP, SAT, FAIL) follow Redis's arithmetic
 //! exactly, including its treatment of out-of-range SET values.
 
+use crate::notify;
 use storage::{Ttl, Value};
 
 use super::flags::*;
@@ -93,6 +94,7 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             v[byte] &= !mask;
         }
         ctx.set_value(key, Value::string(&v), Ttl::Keep);
+        ctx.notify(notify::STRING, "setbit", key);
     }
     ctx.out().int(old as i64);
     Ok(())
@@ -273,6 +275,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if maxlen == 0 {
         if ctx.db().remove(dest, now).is_some() {
             ctx.key_modified(dest);
+            ctx.notify(notify::GENERIC, "del", dest);
         }
         ctx.out().int(0);
         return Ok(());
@@ -290,6 +293,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         })
         .collect();
     ctx.set_value(dest, Value::string(&res), Ttl::Clear);
+    ctx.notify(notify::STRING, "set", dest);
     ctx.out().int(maxlen as i64);
     Ok(())
 }
@@ -541,6 +545,9 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Vec<u8>], ro: bool) -> CmdResult {
         // Redis counts one change per modifying operation.
         ctx.set_value(key, Value::string(&v), Ttl::Keep);
         ctx.srv.dirty = (ctx.srv.dirty + changes).saturating_sub(1);
+        if changes > 0 {
+            ctx.notify(notify::STRING, "setbit", key);
+        }
     }
     let out = ctx.out();
     out.array(replies.len());

@@ -6,6 +6,7 @@
 //! command's timeout: the executor waits for the target (the command is
 //! documented as blocking), and no connection is cached between calls.
 
+use crate::notify;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -116,6 +117,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         // Already expired: nothing is created (an old key was still replaced).
         if deleted {
             ctx.key_modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
         ctx.out().ok();
         return Ok(());
@@ -125,6 +127,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         db.set_idle_secs(key, secs, now);
     }
     ctx.key_modified(key);
+    ctx.notify(notify::GENERIC, "restore", key);
     ctx.out().ok();
     Ok(())
 }
@@ -260,6 +263,7 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             target_err.get_or_insert(l);
         } else if !copy && ctx.db().remove(key, now).is_some() {
             ctx.key_modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
     }
     match target_err {

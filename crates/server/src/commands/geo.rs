@@ -500,6 +500,12 @@ pub fn geopos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// The keyspace event of a search that stores: Redis names it after the
+/// command family.
+fn store_event(form: Form) -> &'static str {
+    if form == Form::Search { "geosearchstore" } else { "georadiusstore" }
+}
+
 /// The form of an area search command.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Form {
@@ -649,7 +655,7 @@ fn radius_generic(ctx: &mut Ctx, args: &[Vec<u8>], form: Form, store_ok: bool) -
     let (Some(z), Some(center), Some(area)) = (z, center, area) else {
         // No source key (the only way center or area stays unset here).
         match store {
-            Some(dst) => store_result(ctx, dst, &[]),
+            Some(dst) => store_result(ctx, dst, &[], store_event(form)),
             None => ctx.out().array(0),
         }
         return Ok(());
@@ -675,7 +681,7 @@ fn radius_generic(ctx: &mut Ctx, args: &[Vec<u8>], form: Form, store_ok: bool) -
             let items: Vec<(Vec<u8>, f64)> =
                 hits.into_iter().map(|h| (h.member, if storedist { h.dist / unit_m } else { h.score })).collect();
             let dst = dst.to_vec();
-            store_result(ctx, &dst, &items);
+            store_result(ctx, &dst, &items, store_event(form));
         }
     }
     Ok(())

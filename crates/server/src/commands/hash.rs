@@ -15,6 +15,7 @@
 //! Redis's order (key type, then time, then FIELDS/numfields), because
 //! clients and the test suite see which error wins.
 
+use crate::notify;
 use resp::Reply;
 use storage::types::hash::{ExpireCond, Hash, HashConfig};
 use storage::{Db, StrRef, Value, ValueMut, ValueRef};
@@ -102,29 +103,56 @@ fn hash_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Hash {
     }
 }
 
-/// Epilogue of every write to the hash at `key`.
-fn written(ctx: &mut Ctx, key: &[u8]) {
-    ctx.db().sync_object(key);
+/// Epilogue of every write to the hash at `key`: raises `event` (if any)
+/// and `del` when the write emptied the hash. Returns true then.
+fn written(ctx: &mut Ctx, key: &[u8], event: Option<&str>) -> bool {
+    let gone = ctx.db().sync_object(key);
     ctx.key_modified(key);
+    if let Some(e) = event {
+        ctx.notify(notify::HASH, e, key);
+    }
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+    gone
+}
+
+/// `hexpired` after lazy field expiry, then `del` if the hash went.
+fn fields_expired(ctx: &mut Ctx, key: &[u8], gone: bool) {
+    ctx.notify(notify::HASH, "hexpired", key);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
 }
 
 /// Deletes `field` if it is stored but expired, as Redis does when a command
-/// names it (and the key, if that empties the hash); checks the key's type
-/// on the way (one lookup for both).
+/// names it (and the key, if that empties the hash), raising `hexpired`;
+/// checks the key's type on the way (one lookup for both).
 fn expire_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(), CmdError> {
+    if let Some(gone) = expire_field_quiet(ctx, key, field)? {
+        fields_expired(ctx, key, gone);
+    }
+    Ok(())
+}
+
+/// `expire_field` without the events: Some(key deleted) if the field was
+/// expired.
+fn expire_field_quiet(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<Option<bool>, CmdError> {
     let now = ctx.now;
     let db = ctx.db();
     let h = match db.get_mut(key, now) {
-        None => return Ok(()),
+        None => return Ok(None),
         Some(ValueMut::Hash(h)) => h,
         Some(_) => return Err(CmdError::WrongType),
     };
     if matches!(h.expire_of(field, i64::MIN), Some(Some(d)) if d < now) {
         h.remove(field);
-        db.sync_object(key);
+        let gone = db.sync_object(key);
         ctx.srv.expired_subkeys += 1;
+        ctx.key_touched(key);
+        return Ok(Some(gone));
     }
-    Ok(())
+    Ok(None)
 }
 
 fn bulk_str(out: &mut Reply, v: StrRef) {
@@ -188,7 +216,7 @@ pub fn hset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cfg = cfg(ctx);
     let h = hash_mut(ctx, key);
     let created = args[2..].chunks(2).filter(|p| h.insert(&p[0], &p[1], &cfg)).count();
-    written(ctx, key);
+    written(ctx, key, Some("hset"));
     if args[0][1].eq_ignore_ascii_case(&b's') {
         ctx.out().int(created as i64);
     } else {
@@ -210,7 +238,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let cfg = cfg(ctx);
     hash_mut(ctx, key).insert(field, &args[3], &cfg);
-    written(ctx, key);
+    written(ctx, key, Some("hset"));
     ctx.out().int(1);
     Ok(())
 }
@@ -231,8 +259,16 @@ pub fn hget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn hmget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     if check(ctx, &args[1])? {
+        // One `hexpired` for the command, as Redis raises it.
+        let (mut expired, mut gone) = (false, false);
         for f in &args[2..] {
-            expire_field(ctx, &args[1], f)?;
+            if let Some(g) = expire_field_quiet(ctx, &args[1], f)? {
+                expired = true;
+                gone |= g;
+            }
+        }
+        if expired {
+            fields_expired(ctx, &args[1], gone);
         }
     }
     let (db, out) = db_and_out(ctx);
@@ -256,7 +292,7 @@ pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         let h = hash_mut(ctx, key);
         n = args[2..].iter().filter(|f| h.remove(f)).count();
         if n > 0 {
-            written(ctx, key);
+            written(ctx, key, Some("hdel"));
         }
     }
     ctx.out().int(n as i64);
@@ -341,15 +377,16 @@ fn counter_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(Option<Vec<
     })
 }
 
-/// Writes `value` into `field`, keeping the field's TTL `deadline`.
-fn set_keep_ttl(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8], deadline: Option<i64>) {
+/// Writes `value` into `field`, keeping the field's TTL `deadline`;
+/// `event` is the command's keyspace event.
+fn set_keep_ttl(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8], deadline: Option<i64>, event: &str) {
     let (cfg, now) = (cfg(ctx), ctx.now);
     let h = hash_mut(ctx, key);
     h.insert(field, value, &cfg);
     if let Some(d) = deadline {
         h.set_expire(field, d, ExpireCond::Always, now);
     }
-    written(ctx, key);
+    written(ctx, key, Some(event));
 }
 
 /// HINCRBY key field increment
@@ -361,7 +398,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         None => 0,
     };
     let new = old.checked_add(incr).ok_or(CmdError::Overflow)?;
-    set_keep_ttl(ctx, &args[1], &args[2], new.to_string().as_bytes(), deadline);
+    set_keep_ttl(ctx, &args[1], &args[2], new.to_string().as_bytes(), deadline, "hincrby");
     ctx.out().int(new);
     Ok(())
 }
@@ -382,7 +419,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
     let text = resp::num::format_f64_human(new);
-    set_keep_ttl(ctx, &args[1], &args[2], text.as_bytes(), deadline);
+    set_keep_ttl(ctx, &args[1], &args[2], text.as_bytes(), deadline, "hincrbyfloat");
     ctx.out().bulk(text.as_bytes());
     Ok(())
 }
@@ -396,6 +433,10 @@ fn expire_all(ctx: &mut Ctx, key: &[u8]) -> bool {
     let n = h.expire_due(now, usize::MAX);
     let gone = n > 0 && db.sync_object(key);
     ctx.srv.expired_subkeys += n as u64;
+    if n > 0 {
+        ctx.key_touched(key);
+        fields_expired(ctx, key, gone);
+    }
     !gone
 }
 
@@ -537,7 +578,15 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -
     if exists {
         let h = hash_mut(ctx, key);
         codes.extend(fields.iter().map(|f| h.set_expire(f, deadline, cond.unwrap_or(ExpireCond::Always), now)));
-        written(ctx, key);
+        // A deadline in the past deletes the fields (code 2): `hdel` then.
+        let event = if codes.contains(&2) {
+            Some("hdel")
+        } else if codes.contains(&1) {
+            Some("hexpire")
+        } else {
+            None
+        };
+        written(ctx, key, event);
     } else {
         codes.resize(fields.len(), -2);
     }
@@ -621,7 +670,7 @@ pub fn hpersist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             *c = h.persist(f, now);
         }
         if codes.contains(&1) {
-            written(ctx, key);
+            written(ctx, key, Some("hpersist"));
         }
     }
     let out = ctx.out();
@@ -669,7 +718,7 @@ pub fn hgetdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
         if vals.iter().any(Option::is_some) {
-            written(ctx, key);
+            written(ctx, key, Some("hdel"));
         }
     }
     reply_values(ctx, vals);
@@ -699,15 +748,22 @@ pub fn hgetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let vals = values_of(ctx, key, fields)?;
     if (deadline.is_some() || persist) && vals.iter().any(Option::is_some) {
         let h = hash_mut(ctx, key);
-        let mut changed = false;
+        let (mut changed, mut deleted) = (false, false);
         for (f, _) in fields.iter().zip(&vals).filter(|(_, v)| v.is_some()) {
-            changed |= match deadline {
-                Some(d) => h.set_expire(f, d, ExpireCond::Always, now) > 0,
-                None => h.persist(f, now) == 1,
+            let code = match deadline {
+                Some(d) => h.set_expire(f, d, ExpireCond::Always, now),
+                None => h.persist(f, now),
             };
+            changed |= code > 0;
+            deleted |= deadline.is_some() && code == 2;
         }
         if changed {
-            written(ctx, key);
+            let event = match (deleted, deadline) {
+                (true, _) => "hdel",
+                (false, Some(_)) => "hexpire",
+                (false, None) => "hpersist",
+            };
+            written(ctx, key, Some(event));
         }
     }
     reply_values(ctx, vals);
@@ -789,7 +845,17 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             h.set_expire(&p[0], d, ExpireCond::Always, now);
         }
     }
-    written(ctx, key);
+    // `hset`, then what the TTL did: set (`hexpire`) or, in the past,
+    // deleted the fields (`hdel`), then `del` if the hash went.
+    let gone = ctx.db().sync_object(key);
+    ctx.key_modified(key);
+    ctx.notify(notify::HASH, "hset", key);
+    if let Some(d) = deadline {
+        ctx.notify(notify::HASH, if d <= now { "hdel" } else { "hexpire" }, key);
+    }
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
     ctx.out().int(1);
     Ok(())
 }

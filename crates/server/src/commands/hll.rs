@@ -6,6 +6,7 @@
 //! the header, which is why Redis flags it may-replicate (and CLIENT PAUSE
 //! WRITE holds it).
 
+use crate::notify;
 use storage::types::hll::{self, Corrupt, REGISTERS};
 use storage::{Ttl, Value};
 
@@ -67,6 +68,7 @@ pub fn pfadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if updated {
         hll::invalidate(&mut h);
         ctx.set_value(key, Value::string(&h), Ttl::Keep);
+        ctx.notify(notify::STRING, "pfadd", key);
     }
     ctx.out().int(updated as i64);
     Ok(())
@@ -132,6 +134,8 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     hll::invalidate(&mut h);
     ctx.set_value(&args[1], Value::string(&h), Ttl::Keep);
+    // Redis names PFMERGE's event after PFADD.
+    ctx.notify(notify::STRING, "pfadd", &args[1]);
     ctx.out().ok();
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! `encoding_name` is the one place that maps our encodings to the names
 //! OBJECT ENCODING replies with.
 
+use crate::notify;
 use storage::{Db, StrRef, Ttl, ValueRef};
 
 use super::flags::*;
@@ -135,6 +136,7 @@ pub fn del(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     for k in &args[1..] {
         if ctx.db().remove(k, now).is_some() {
             ctx.key_modified(k);
+            ctx.notify(notify::GENERIC, "del", k);
             n += 1;
         }
     }
@@ -150,6 +152,7 @@ pub fn unlink(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         if let Some(v) = ctx.db().remove(k, now) {
             crate::lazyfree::drop_value(&ctx.srv.lazyfree, v);
             ctx.key_modified(k);
+            ctx.notify(notify::GENERIC, "del", k);
             n += 1;
         }
     }
@@ -204,6 +207,8 @@ fn rename_generic(ctx: &mut Ctx, args: &[Vec<u8>], nx: bool) -> CmdResult {
     db.insert(dst, value, expire.map_or(Ttl::Clear, Ttl::At), now);
     ctx.key_modified(src);
     ctx.key_modified(dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
     if nx {
         ctx.out().int(1);
     } else {
@@ -251,6 +256,7 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     target.insert(dst, value, expire.map_or(Ttl::Clear, Ttl::At), now);
     ctx.srv.expired_keys += target.take_lazy_expired();
     modified_in(ctx, dst_db, dst);
+    ctx.notify_db(dst_db, notify::GENERIC, "copy_to", dst);
     ctx.out().int(1);
     Ok(())
 }
@@ -282,6 +288,8 @@ pub fn move_(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.srv.dbs[dst_db].insert(key, value, expire.map_or(Ttl::Clear, Ttl::At), now);
     modified_in(ctx, src_db, key);
     modified_in(ctx, dst_db, key);
+    ctx.notify_db(src_db, notify::GENERIC, "move_from", key);
+    ctx.notify_db(dst_db, notify::GENERIC, "move_to", key);
     ctx.out().int(1);
     Ok(())
 }
@@ -606,13 +614,16 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], cmd: ExpireCmd) -> CmdResult 
         ctx.out().int(0);
         return Ok(());
     }
-    if when <= now {
+    let event = if when <= now {
         // A deadline already past deletes the key outright (a DEL, not an expiry).
         db.remove(key, now);
+        "del"
     } else {
         db.set_expire(key, Some(when), now);
-    }
+        "expire"
+    };
     ctx.key_modified(key);
+    ctx.notify(notify::GENERIC, event, key);
     ctx.out().int(1);
     Ok(())
 }
@@ -666,6 +677,7 @@ pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if db.expire_of(key, now).flatten().is_some() {
         db.set_expire(key, None, now);
         ctx.key_modified(key);
+        ctx.notify(notify::GENERIC, "persist", key);
         ctx.out().int(1);
     } else {
         ctx.out().int(0);

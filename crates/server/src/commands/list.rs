@@ -10,6 +10,7 @@
 //! once when a list has data, else block through `crate::blocking`, which
 //! re-runs the same handler when a waited key gets a list.
 
+use crate::notify;
 use resp::Reply;
 use storage::types::list::{End, List, ListConfig};
 use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
@@ -187,6 +188,7 @@ fn push_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End, existing_only: bool) 
     out.int(n as i64);
     if n > 0 {
         ctx.key_modified(&args[1]);
+        ctx.notify(notify::LIST, push_event(end), &args[1]);
     }
     Ok(())
 }
@@ -248,9 +250,30 @@ fn pop_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
             }
         }
     }
-    db.sync_object(key);
+    let gone = db.sync_object(key);
     ctx.key_modified(key);
+    popped(ctx, key, end, gone);
     Ok(())
+}
+
+/// The event of a push at `end`.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpush",
+        End::Tail => "rpush",
+    }
+}
+
+/// Events of a pop at `end` from `key`, which the pop deleted if `gone`.
+fn popped(ctx: &mut Ctx, key: &[u8], end: End, gone: bool) {
+    let event = match end {
+        End::Head => "lpop",
+        End::Tail => "rpop",
+    };
+    ctx.notify(notify::LIST, event, key);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
 }
 
 /// LPOP key [count]
@@ -331,6 +354,7 @@ pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     l.set(i, &args[3], &cfg);
     out.ok();
     ctx.key_modified(&args[1]);
+    ctx.notify(notify::LIST, "lset", &args[1]);
     Ok(())
 }
 
@@ -348,8 +372,12 @@ pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let removed = l.remove(&args[3], limit, count < 0, &cfg);
     out.int(removed as i64);
     if removed > 0 {
-        db.sync_object(key);
+        let gone = db.sync_object(key);
         ctx.key_modified(key);
+        ctx.notify(notify::LIST, "lrem", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     Ok(())
 }
@@ -366,9 +394,13 @@ pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     };
     let (first, n) = clamp_range(start, stop, l.len());
     l.keep_range(first, n, &cfg);
-    db.sync_object(key);
+    let gone = db.sync_object(key);
     out.ok();
     ctx.key_modified(key);
+    ctx.notify(notify::LIST, "ltrim", key);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
     Ok(())
 }
 
@@ -393,6 +425,7 @@ pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     out.int(l.len() as i64);
     ctx.key_modified(&args[1]);
+    ctx.notify(notify::LIST, "linsert", &args[1]);
     Ok(())
 }
 
@@ -481,11 +514,14 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     let l = write(db, src, now)?.expect("checked above");
     let v = l.pop(from, &cfg).expect("stored lists are never empty");
     push_to(db, dst, to, &[&v], false, &cfg, now)?;
-    db.sync_object(src);
+    let gone = db.sync_object(src);
     out.bulk(&v);
     // One change, as Redis counts an LMOVE.
     ctx.key_modified(src);
     ctx.key_touched(dst);
+    // Redis raises the push on the destination before the pop.
+    ctx.notify(notify::LIST, push_event(to), dst);
+    popped(ctx, src, from, gone);
     Ok(())
 }
 
@@ -559,8 +595,9 @@ fn mpop(ctx: &mut Ctx, keys: &[Vec<u8>], end: End, count: usize) -> Result<bool,
         for _ in 0..n {
             out.bulk(&l.pop(end, &cfg).expect("counted"));
         }
-        db.sync_object(key);
+        let gone = db.sync_object(key);
         ctx.key_modified(key);
+        popped(ctx, key, end, gone);
         return Ok(true);
     }
     Ok(false)
@@ -579,8 +616,9 @@ fn bpop(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
         out.array(2);
         out.bulk(key);
         out.bulk(&v);
-        db.sync_object(key);
+        let gone = db.sync_object(key);
         ctx.key_modified(key);
+        popped(ctx, key, end, gone);
         return Ok(());
     }
     block_or_null(ctx, keys, deadline, is_list, NullKind::Array)

@@ -569,6 +569,23 @@ impl Ctx<'_> {
         self.srv.blocking.signal(db, key);
     }
 
+    /// Raises keyspace notification `event` of `class` (`notify::*`) on
+    /// `key` of the selected database: one call per event, at the point of
+    /// change, with Redis's event name. One branch when the class is off.
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.client.db;
+        self.notify_db(db, class, event, key);
+    }
+
+    /// `notify` for a key of database `db` (MOVE's and COPY's destination).
+    #[inline]
+    pub fn notify_db(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if crate::notify::wanted(self.srv.config.notify_flags, class) {
+            crate::notify::emit(self.srv, Some(&mut *self.client), db, class, event, key);
+        }
+    }
+
     /// Reads a key expected to hold a string; WrongType otherwise.
     pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
         let now = self.now;

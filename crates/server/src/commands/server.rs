@@ -73,6 +73,7 @@ fn flush_db(srv: &mut crate::server::Server, i: usize, mode: Flush) {
             let mut fresh = storage::Db::default();
             fresh.no_touch = db.no_touch;
             fresh.keep_expired = db.keep_expired;
+            fresh.log_events = db.log_events;
             let old = std::mem::replace(db, fresh);
             srv.lazyfree.free(Box::new(old), n);
         }
@@ -160,6 +161,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         })?;
     }
     ctx.srv.config = next;
+    crate::notify::apply(ctx.srv);
     ctx.out().ok();
     Ok(())
 }

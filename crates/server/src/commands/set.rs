@@ -11,6 +11,7 @@
 //! (the keyspace lends one value at a time); sets are compact, so the copy
 //! costs about as much as the result Redis builds for SUNION/SDIFF.
 
+use crate::notify;
 use std::collections::HashSet;
 
 use resp::Reply;
@@ -122,6 +123,7 @@ pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     db.sync_object(key);
     if added > 0 {
         ctx.key_modified(key);
+        ctx.notify(notify::SET, "sadd", key);
     }
     ctx.out().int(added as i64);
     Ok(())
@@ -132,6 +134,7 @@ pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, now) = (&args[1], ctx.now);
     let db = ctx.db();
     let mut removed = 0;
+    let mut gone = false;
     if let Some(s) = write(db, key, now)? {
         for m in &args[2..] {
             if s.remove(m) {
@@ -141,10 +144,14 @@ pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 }
             }
         }
-        db.sync_object(key);
+        gone = db.sync_object(key);
     }
     if removed > 0 {
         ctx.key_modified(key);
+        ctx.notify(notify::SET, "srem", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.out().int(removed);
     Ok(())
@@ -171,15 +178,20 @@ pub fn smove(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if let Some(s) = write(db, src, now)? {
         s.remove(m);
     }
-    db.sync_object(src);
+    let gone = db.sync_object(src);
     let ValueMut::Set(d) = db.get_or_insert_with(dst, now, || Value::Set(Box::new(Set::with_hint(m, 1, &cfg)))) else {
         return Err(CmdError::WrongType);
     };
     let added = d.insert(m, &cfg);
     db.sync_object(dst);
     ctx.key_modified(src);
+    ctx.notify(notify::SET, "srem", src);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", src);
+    }
     if added {
         ctx.key_modified(dst);
+        ctx.notify(notify::SET, "sadd", dst);
     }
     ctx.out().int(1);
     Ok(())
@@ -351,6 +363,7 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let srv = &mut *ctx.srv;
     let (db, out, state) = (&mut srv.dbs[ctx.client.db], &mut ctx.client.reply, &mut srv.rng);
     let mut rng = || next_random(state);
+    let mut emptied = false;
     let Some(s) = write(db, key, now)? else {
         match count {
             None => out.null(),
@@ -371,6 +384,7 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             out.set(s.len());
             s.iter().for_each(|m| member(out, m));
             db.remove(key, now);
+            emptied = true;
         }
         Some(n) => {
             let n = n as usize;
@@ -394,8 +408,12 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
     }
-    db.sync_object(key);
+    let gone = db.sync_object(key) || emptied;
     ctx.key_modified(key);
+    ctx.notify(notify::SET, "spop", key);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
     Ok(())
 }
 
@@ -426,16 +444,19 @@ fn intersect(sets: &[Option<Set>], limit: usize, cfg: &SetConfig) -> Option<Set>
     Some(out)
 }
 
-/// Writes `s` (or deletes `dst` when empty) as SINTERSTORE & co do.
-fn store(ctx: &mut Ctx, dst: &[u8], s: Set) {
+/// Writes `s` (or deletes `dst` when empty) as SINTERSTORE & co do;
+/// `event` is the command's keyspace event.
+fn store(ctx: &mut Ctx, dst: &[u8], s: Set, event: &str) {
     let now = ctx.now;
     let n = s.len();
     let db = ctx.db();
     if n > 0 {
         db.insert(dst, Value::Set(Box::new(s)), Ttl::Clear, now);
         ctx.key_modified(dst);
+        ctx.notify(notify::SET, event, dst);
     } else if db.remove(dst, now).is_some() {
         ctx.key_modified(dst);
+        ctx.notify(notify::GENERIC, "del", dst);
     }
     ctx.out().int(n as i64);
 }
@@ -462,7 +483,7 @@ pub fn sinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
     let mut s = intersect(&sets, 0, &cfg).unwrap_or_default();
     s.maybe_to_intset(&cfg);
-    store(ctx, &args[1], s);
+    store(ctx, &args[1], s, "sinterstore");
     Ok(())
 }
 
@@ -551,7 +572,7 @@ pub fn sunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// SUNIONSTORE destination key [key ...]
 pub fn sunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
-    store(ctx, &args[1], union(&sets, &cfg));
+    store(ctx, &args[1], union(&sets, &cfg), "sunionstore");
     Ok(())
 }
 
@@ -566,6 +587,6 @@ pub fn sdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn sdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
     let s = difference(&sets, same_as_first(&args[2..]), &cfg);
-    store(ctx, &args[1], s);
+    store(ctx, &args[1], s, "sdiffstore");
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! ALPHA compares bytes (Redis uses the C locale's strcoll, the same thing
 //! under the C locale).
 
+use crate::notify;
 use std::cmp::Ordering;
 
 use storage::types::list::{End, List};
@@ -218,6 +219,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
             if results.is_empty() {
                 if ctx.db().remove(dst, now).is_some() {
                     ctx.key_modified(dst);
+                    ctx.notify(notify::GENERIC, "del", dst);
                 }
             } else {
                 let cfg = super::list::config(ctx);
@@ -225,6 +227,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
                 let vals: Vec<Vec<u8>> = results.into_iter().map(Option::unwrap_or_default).collect();
                 l.push(End::Tail, &vals, &cfg);
                 ctx.set_value(dst, Value::List(Box::new(l)), Ttl::Clear);
+                ctx.notify(notify::LIST, "sortstore", dst);
             }
             ctx.out().int(outputlen as i64);
         }

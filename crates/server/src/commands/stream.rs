@@ -14,6 +14,7 @@
 //! its group, and the re-run then answers NOGROUP or WRONGTYPE. Keyspace
 //! notifications and command propagation do not exist yet.
 
+use crate::notify;
 use resp::Reply;
 use storage::types::stream::{AddError, AddId, Entry, Retry, Stream, StreamConfig, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
 use storage::{Db, Ttl, Value, ValueMut, ValueRef};
@@ -350,14 +351,16 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::err("Elements are too large to be stored"));
     }
     s.append(id, pairs, &cfg);
-    if let Some(t) = o.trim {
-        s.trim(t, o.approx, o.limit);
-    }
+    let trimmed = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
     if let Some(s) = fresh {
         ctx.db().insert(key, Value::Stream(Box::new(s)), Ttl::Clear, now);
     }
     reply_id(ctx.out(), id);
     ctx.key_modified(key);
+    ctx.notify(notify::STREAM, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(notify::STREAM, "xtrim", key);
+    }
     Ok(())
 }
 
@@ -374,6 +377,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.out().int(n as i64);
     if n > 0 {
         ctx.key_modified(&args[1]);
+        ctx.notify(notify::STREAM, "xtrim", &args[1]);
     }
     Ok(())
 }
@@ -391,6 +395,7 @@ pub fn xdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.out().int(n as i64);
     if n > 0 {
         ctx.key_modified(&args[1]);
+        ctx.notify(notify::STREAM, "xdel", &args[1]);
     }
     Ok(())
 }
@@ -555,10 +560,12 @@ fn resolve_ids(db: &mut Db, r: &ReadReq, now: i64) -> Result<Vec<StreamId>, CmdE
 /// what it gives. Group reads create the consumer and update the group.
 /// Also returns the dirty-counter increment, as Redis counts it: one per
 /// consumer created and per stream whose group advanced (a history
-/// re-read only touches delivery metadata and counts nothing).
-fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(usize, Served)>, u64) {
+/// re-read only touches delivery metadata and counts nothing), and the
+/// indexes of the keys where a consumer was created.
+fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(usize, Served)>, u64, Vec<usize>) {
     let mut out = Vec::new();
     let mut changed = 0;
+    let mut created = Vec::new();
     for (i, (key, gt)) in r.keys.iter().zip(ids).enumerate() {
         let Some(ValueMut::Stream(s)) = db.get_mut(key, now) else { continue };
         let start = gt.incr().unwrap_or(StreamId::MIN);
@@ -571,7 +578,10 @@ fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(u
             Some((g, c)) => {
                 let (last_entry, len) = (s.last_entry_id(), s.len());
                 let Some(group) = s.group_mut(g) else { continue };
-                changed += u64::from(group.create_consumer(c, now));
+                if group.create_consumer(c, now) {
+                    changed += 1;
+                    created.push(i);
+                }
                 if let Some(cons) = group.consumer_mut(c) {
                     cons.seen_time = now;
                 }
@@ -585,15 +595,18 @@ fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(u
             }
         }
     }
-    (out, changed)
+    (out, changed, created)
 }
 
 fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult {
     let now = ctx.now;
     let r = parse_read(args, xreadgroup, now)?;
     let ids = resolve_ids(ctx.db(), &r, now)?;
-    let (served, changed) = read_streams(ctx.db(), &r, &ids, now);
+    let (served, changed, created) = read_streams(ctx.db(), &r, &ids, now);
     ctx.srv.dirty += changed;
+    for i in created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &r.keys[i]);
+    }
     if served.is_empty() {
         match r.block {
             Some(deadline) if ctx.may_block() => block_read(ctx, args, &r, &ids, deadline),
@@ -741,6 +754,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::Custom("BUSYGROUP Consumer Group name already exists".into()));
     }
     ctx.srv.dirty += 1;
+    ctx.notify(notify::STREAM, "xgroup-create", &args[2]);
     ctx.out().ok();
     Ok(())
 }
@@ -761,6 +775,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     grp.last_id = id;
     grp.entries_read = g.entries_read;
     ctx.srv.dirty += 1;
+    ctx.notify(notify::STREAM, "xgroup-setid", &args[2]);
     ctx.out().ok();
     Ok(())
 }
@@ -777,6 +792,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         // signals the key without touching WATCH).
         let db = ctx.client.db;
         ctx.srv.blocking.signal(db, &args[2]);
+        ctx.notify(notify::STREAM, "xgroup-destroy", &args[2]);
     }
     ctx.out().int(gone as i64);
     Ok(())
@@ -789,6 +805,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let created = group_mut(ctx.db(), args, now).create_consumer(&args[4], now);
     if created {
         ctx.srv.dirty += 1;
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[2]);
     }
     ctx.out().int(created as i64);
     Ok(())
@@ -801,6 +818,7 @@ pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let pending = group_mut(ctx.db(), args, now).delete_consumer(&args[4]);
     if pending.is_some() {
         ctx.srv.dirty += 1;
+        ctx.notify(notify::STREAM, "xgroup-delconsumer", &args[2]);
     }
     ctx.out().int(pending.unwrap_or(0) as i64);
     Ok(())
@@ -872,6 +890,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     s.set_ids(id, added, max_del.filter(|m| !m.is_zero()));
     ctx.srv.dirty += 1;
+    ctx.notify(notify::STREAM, "xsetid", &args[1]);
     ctx.out().ok();
     Ok(())
 }
@@ -1039,6 +1058,7 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let s = write(ctx.db(), &args[1], now)?.expect("checked above");
     let mut claimed: Vec<Result<Entry, StreamId>> = Vec::new();
     let mut dirty = 0;
+    let created;
     {
         let exists: Vec<bool> = ids.iter().map(|id| s.contains(*id)).collect();
         let g = s.group_mut(&args[2]).expect("checked above");
@@ -1046,7 +1066,8 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         if advanced {
             g.last_id = last_id;
         }
-        dirty += u64::from(g.create_consumer(consumer, now));
+        created = g.create_consumer(consumer, now);
+        dirty += u64::from(created);
         if let Some(c) = g.consumer_mut(consumer) {
             c.seen_time = now;
         }
@@ -1081,6 +1102,9 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     }
     ctx.srv.dirty += dirty;
+    if created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
+    }
     let out = ctx.out();
     out.array(claimed.len());
     for c in &claimed {
@@ -1154,6 +1178,9 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let next = cand.get(i).copied().unwrap_or(StreamId::MIN);
     let entries: Vec<Entry> = if justid { Vec::new() } else { claimed.iter().filter_map(|id| s.get(*id)).collect() };
     ctx.srv.dirty += u64::from(created) + (claimed.len() + deleted.len()) as u64;
+    if created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
+    }
     let out = ctx.out();
     out.array(3);
     reply_id(out, next);

@@ -15,6 +15,7 @@ use resp::Reply;
 use storage::{Db, IncrError, StrRef, Ttl, Value, ValueRef};
 
 use super::flags::*;
+use crate::notify;
 use super::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
 
 /// SET's key flags: it reads the old value only with GET.
@@ -240,6 +241,10 @@ fn set_generic(ctx: &mut Ctx, cmd: &str, o: &StrOpts, key: &[u8], val: &[u8], re
         (None, false) => Ttl::Clear,
     };
     ctx.set_value(key, Value::string(val), ttl);
+    ctx.notify(notify::STRING, "set", key);
+    if deadline.is_some() {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
     if !o.get {
         match reply {
             SetReply::OkNull => ctx.out().ok(),
@@ -292,15 +297,18 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if t <= now => {
             ctx.db().remove(key, now);
             ctx.key_modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
         Some((_, t)) => {
             ctx.db().set_expire(key, Some(t), now);
             ctx.key_modified(key);
+            ctx.notify(notify::GENERIC, "expire", key);
         }
         None if o.persist => {
             if matches!(ctx.db().expire_of(key, now), Some(Some(_))) {
                 ctx.db().set_expire(key, None, now);
                 ctx.key_modified(key);
+                ctx.notify(notify::GENERIC, "persist", key);
             }
         }
         None => {}
@@ -315,6 +323,7 @@ pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     if ctx.db().remove(key, now).is_some() {
         ctx.key_modified(key);
+        ctx.notify(notify::GENERIC, "del", key);
     }
     Ok(())
 }
@@ -323,6 +332,7 @@ pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     reply_get(ctx, &args[1])?;
     ctx.set_value(&args[1], Value::string(&args[2]), Ttl::Clear);
+    ctx.notify(notify::STRING, "set", &args[1]);
     Ok(())
 }
 
@@ -351,6 +361,7 @@ fn mset_generic(ctx: &mut Ctx, args: &[Vec<u8>], nx: bool) -> CmdResult {
     }
     for kv in args[1..].chunks(2) {
         ctx.set_value(&kv[0], Value::string(&kv[1]), Ttl::Clear);
+        ctx.notify(notify::STRING, "set", &kv[0]);
     }
     if nx {
         ctx.out().int(1);
@@ -394,6 +405,7 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Value::Hash(_) | Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => unreachable!("APPEND builds a string"),
     };
     ctx.set_value(key, new, Ttl::Keep);
+    ctx.notify(notify::STRING, "append", key);
     ctx.out().int(len as i64);
     Ok(())
 }
@@ -415,6 +427,7 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
         IncrError::Overflow => CmdError::Overflow,
     })?;
     ctx.key_modified(key);
+    ctx.notify(notify::STRING, "incrby", key);
     ctx.out().int(v);
     Ok(())
 }
@@ -468,6 +481,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let text = resp::num::format_f64_human(v);
     ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
+    ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.out().bulk(text.as_bytes());
     Ok(())
 }
@@ -543,6 +557,7 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     v[offset..end].copy_from_slice(val);
     let len = v.len();
     ctx.set_value(key, Value::string(&v), Ttl::Keep);
+    ctx.notify(notify::STRING, "setrange", key);
     ctx.out().int(len as i64);
     Ok(())
 }

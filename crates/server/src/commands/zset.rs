@@ -17,6 +17,7 @@
 //! The set operations read sources that are sorted sets; plain SETs as
 //! sources (which Redis accepts with score 1) are not supported yet.
 
+use crate::notify;
 use std::collections::HashMap;
 
 use resp::Reply;
@@ -152,11 +153,13 @@ fn reply_items<M: AsRef<[u8]>>(out: &mut Reply, items: &[(M, f64)], withscores: 
 
 /// Stores `items` (sorted) under `dst` or deletes `dst` when empty; replies
 /// with the count. The encoding name follows the result, as in Redis.
-pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)]) {
+/// `event` is the command's keyspace event (`zunionstore`, ...).
+pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)], event: &str) {
     let now = ctx.now;
     if items.is_empty() {
         if ctx.db().remove(dst, now).is_some() {
             ctx.key_modified(dst);
+            ctx.notify(notify::GENERIC, "del", dst);
         }
         ctx.out().int(0);
         return;
@@ -167,6 +170,7 @@ pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)]) 
         z.insert(m, *s, &cfg);
     }
     ctx.set_value(dst, Value::ZSet(Box::new(z)), Ttl::Clear);
+    ctx.notify(notify::ZSET, event, dst);
     ctx.out().int(items.len() as i64);
 }
 
@@ -371,7 +375,7 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
     let (db, out, now) = parts(ctx);
     let Some(z) = get(db, key, now)? else {
         match dst {
-            Some(d) => store_result(ctx, d, &[]),
+            Some(d) => store_result(ctx, d, &[], "zrangestore"),
             None => out.array(0),
         }
         return Ok(());
@@ -386,7 +390,7 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
             if rev {
                 sorted.reverse();
             }
-            store_result(ctx, d, &sorted);
+            store_result(ctx, d, &sorted, "zrangestore");
         }
     }
     Ok(())
@@ -501,6 +505,7 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
     }
     if added + updated > 0 {
         ctx.key_modified(key);
+        ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
     }
     let out = ctx.out();
     if incr {
@@ -552,9 +557,13 @@ pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     };
     let removed = args[2..].iter().filter(|m| z.remove(m).is_some()).count();
-    db.sync_object(key);
+    let gone = db.sync_object(key);
     if removed > 0 {
         ctx.key_modified(key);
+        ctx.notify(notify::ZSET, "zrem", key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.out().int(removed as i64);
     Ok(())
@@ -683,9 +692,18 @@ fn remrange_generic(ctx: &mut Ctx, key: &[u8], r: &Range) -> CmdResult {
     for m in &doomed {
         z.remove(m);
     }
-    db.sync_object(key);
+    let gone = db.sync_object(key);
     if !doomed.is_empty() {
         ctx.key_modified(key);
+        let event = match r {
+            Range::Rank(..) => "zremrangebyrank",
+            Range::Score(_) => "zremrangebyscore",
+            Range::Lex(_) => "zremrangebylex",
+        };
+        ctx.notify(notify::ZSET, event, key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     ctx.out().int(doomed.len() as i64);
     Ok(())
@@ -743,9 +761,13 @@ fn pop(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Vec<(Vec<u8
     for (m, _) in &items {
         z.remove(m);
     }
-    db.sync_object(key);
+    let gone = db.sync_object(key);
     if !items.is_empty() {
         ctx.key_modified(key);
+        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        if gone {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
     }
     Ok(items)
 }
@@ -1085,7 +1107,12 @@ fn setop_reply(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
 fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
     let p = parse_setop(args, 2, op, true, false)?;
     let items = compute(ctx, &p, op, false)?;
-    store_result(ctx, &args[1], &items);
+    let event = match op {
+        SetOp::Union => "zunionstore",
+        SetOp::Inter => "zinterstore",
+        SetOp::Diff => "zdiffstore",
+    };
+    store_result(ctx, &args[1], &items, event);
     Ok(())
 }
 

@@ -1,0 +1,190 @@
+//! Keyspace notifications (`notify-keyspace-events`).
+//!
+//! Every write calls `Ctx::notify(class, event, key)` once per event at the
+//! point of change, with Redis's event names (`sadd`, `del`, `rename_from`,
+//! ...). The call is one branch on the cached flag word when the class is
+//! off, so a server with notifications off pays nothing more; when the class
+//! is on but nobody is subscribed to anything, nothing is formatted either.
+//! Otherwise the event goes out through the ordinary `pubsub::publish` path
+//! as `__keyspace@<db>__:<key>` (message: the event) when `K` is set, then
+//! `__keyevent@<db>__:<event>` (message: the key) when `E` is set.
+//!
+//! Two kinds of event happen inside storage, where no server code runs:
+//! lazy expiry (a key found due on access) and key creation (class `n`).
+//! The database records them (`Db::log_events`, set here from the flags)
+//! and they are published before the next event of the same command, or
+//! after the command, so `expired` and `new` precede the command's own event
+//! as in Redis. Active expiry (cron) publishes from its callbacks.
+//!
+//! Not produced: `keymiss` (class `m` is accepted and printed, but reads do
+//! not go through one lookup helper to raise it) and `evicted` (no eviction
+//! yet).
+
+use crate::client::{Client, ClientId};
+use crate::server::Server;
+
+/// `K`: publish on `__keyspace@<db>__:<key>`.
+pub const KEYSPACE: u32 = 1 << 0;
+/// `E`: publish on `__keyevent@<db>__:<event>`.
+pub const KEYEVENT: u32 = 1 << 1;
+/// `g`: generic commands (DEL, EXPIRE, RENAME, ...).
+pub const GENERIC: u32 = 1 << 2;
+/// `$`: string commands.
+pub const STRING: u32 = 1 << 3;
+/// `l`: list commands.
+pub const LIST: u32 = 1 << 4;
+/// `s`: set commands.
+pub const SET: u32 = 1 << 5;
+/// `h`: hash commands.
+pub const HASH: u32 = 1 << 6;
+/// `z`: sorted set commands.
+pub const ZSET: u32 = 1 << 7;
+/// `x`: expired keys.
+pub const EXPIRED: u32 = 1 << 8;
+/// `e`: evicted keys.
+pub const EVICTED: u32 = 1 << 9;
+/// `t`: stream commands.
+pub const STREAM: u32 = 1 << 10;
+/// `m`: key misses (not part of `A`).
+pub const KEY_MISS: u32 = 1 << 11;
+/// `d`: module events.
+pub const MODULE: u32 = 1 << 13;
+/// `n`: new keys (not part of `A`).
+pub const NEW: u32 = 1 << 14;
+/// `A`: every class but `m` and `n`.
+pub const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+/// Class letters in the order Redis prints them.
+const LETTERS: [(u8, u32); 11] = [
+    (b'g', GENERIC),
+    (b'$', STRING),
+    (b'l', LIST),
+    (b's', SET),
+    (b'h', HASH),
+    (b'z', ZSET),
+    (b'x', EXPIRED),
+    (b'e', EVICTED),
+    (b't', STREAM),
+    (b'd', MODULE),
+    (b'n', NEW),
+];
+
+/// Parses a `notify-keyspace-events` value; None on an unknown letter.
+pub fn parse(s: &str) -> Option<u32> {
+    let mut flags = 0;
+    for b in s.bytes() {
+        flags |= match b {
+            b'A' => ALL,
+            b'K' => KEYSPACE,
+            b'E' => KEYEVENT,
+            b'm' => KEY_MISS,
+            _ => LETTERS.iter().find(|(l, _)| *l == b)?.1,
+        };
+    }
+    Some(flags)
+}
+
+/// Prints flags as Redis does: `A` when every class of `A` is on (then `n`
+/// is not printed), else the class letters; then `K`, `E`, `m`.
+pub fn format(flags: u32) -> String {
+    let mut out = String::new();
+    if flags & ALL == ALL {
+        out.push('A');
+    } else {
+        out.extend(LETTERS.iter().filter(|(_, f)| flags & f != 0).map(|&(l, _)| l as char));
+    }
+    out.extend([(b'K', KEYSPACE), (b'E', KEYEVENT), (b'm', KEY_MISS)].iter().filter(|(_, f)| flags & f != 0).map(|&(l, _)| l as char));
+    out
+}
+
+/// True if events of `class` are published at all: the class is on and at
+/// least one of `K`/`E` says where.
+#[inline]
+pub fn wanted(flags: u32, class: u32) -> bool {
+    flags & class != 0 && flags & (KEYSPACE | KEYEVENT) != 0
+}
+
+/// The `Db::log_events` bits the flags call for.
+pub fn db_log_bits(flags: u32) -> u8 {
+    let mut bits = 0;
+    if wanted(flags, EXPIRED) {
+        bits |= storage::keyspace::LOG_EXPIRED;
+    }
+    if wanted(flags, NEW) {
+        bits |= storage::keyspace::LOG_NEW;
+    }
+    bits
+}
+
+/// The client a message is published from: the one running the command, if
+/// any (cron has none).
+pub type From<'a> = Option<&'a mut Client>;
+
+/// Publishes one event of `class` on key `key` of database `db`, after the
+/// events storage recorded in that database. The caller has checked
+/// `wanted`.
+pub fn emit(srv: &mut Server, mut cur: From<'_>, db: usize, class: u32, event: &str, key: &[u8]) {
+    flush_db_log(srv, cur.as_deref_mut(), db);
+    publish_event(srv, cur, db, class, event, key);
+}
+
+/// Publishes (or, with no subscriber anywhere, drops) the events storage
+/// recorded in database `db`.
+pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
+    if !srv.dbs[db].has_events() {
+        return;
+    }
+    for (ev, key) in srv.dbs[db].take_events() {
+        let (class, name) = match ev {
+            storage::KeyEvent::Expired => (EXPIRED, "expired"),
+            storage::KeyEvent::New => (NEW, "new"),
+        };
+        publish_event(srv, cur.as_deref_mut(), db, class, name, &key);
+    }
+}
+
+fn publish_event(srv: &mut Server, cur: From<'_>, db: usize, class: u32, event: &str, key: &[u8]) {
+    let flags = srv.config.notify_flags;
+    if !wanted(flags, class) || srv.pubsub.is_empty() {
+        return;
+    }
+    let from: Option<(ClientId, bool)> = cur.map(|c| (c.id, c.reply.resp3));
+    if flags & KEYSPACE != 0 {
+        let mut chan = format!("__keyspace@{db}__:").into_bytes();
+        chan.extend_from_slice(key);
+        crate::pubsub::publish_from(srv, from, &chan, event.as_bytes(), false);
+    }
+    if flags & KEYEVENT != 0 {
+        let chan = format!("__keyevent@{db}__:{event}");
+        crate::pubsub::publish_from(srv, from, chan.as_bytes(), key, false);
+    }
+}
+
+/// Points every database's event log at what the flags ask for (at start
+/// and after CONFIG SET). Events already recorded are kept.
+pub fn apply(srv: &mut Server) {
+    let bits = db_log_bits(srv.config.notify_flags);
+    for db in &mut srv.dbs {
+        db.log_events = bits;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_format_round_trip_as_redis() {
+        assert_eq!(parse("KEA").map(format).as_deref(), Some("AKE"));
+        assert_eq!(parse("").map(format).as_deref(), Some(""));
+        assert_eq!(parse("Ex").map(format).as_deref(), Some("xE"));
+        assert_eq!(parse("AnKm").map(format).as_deref(), Some("AKm"));
+        assert_eq!(parse("n$gK").map(format).as_deref(), Some("g$nK"));
+        assert_eq!(parse("KEAz"), parse("AKE"));
+        assert_eq!(parse("Kq"), None);
+        assert!(!wanted(parse("KE").unwrap_or(0), GENERIC));
+        assert!(!wanted(parse("g").unwrap_or(0), GENERIC));
+        assert!(wanted(parse("gK").unwrap_or(0), GENERIC));
+        assert!(!wanted(parse("AKE").unwrap_or(0), NEW | KEY_MISS));
+    }
+}
