@@ -13,6 +13,8 @@ use resp::Reply;
 
 /// Chunk name of user scripts; errors read `user_script:LINE: ...`.
 pub const CHUNK_NAME: &str = "@user_script";
+/// Chunk name of function libraries.
+pub const FUNCTION_CHUNK_NAME: &str = "@user_function";
 
 /// Nesting depth at which a returned table is cut with Redis's error (a
 /// table that contains itself would otherwise recurse forever).
@@ -20,7 +22,8 @@ const MAX_DEPTH: usize = 1000;
 
 /// The interpreter with its sandbox: the environment scripts run in, the
 /// table of run-scoped native functions, and the runner that calls a
-/// compiled script under the error handler.
+/// compiled script under the error handler. Clones share the interpreter.
+#[derive(Clone)]
 pub struct Vm {
     /// The interpreter.
     pub lua: Lua,
@@ -30,10 +33,14 @@ pub struct Vm {
     pub env: Table,
     /// Run-scoped natives: `call`, `setresp`.
     pub state: Table,
-    /// `run(f)`: xpcall with Redis's error handler; returns ok, value.
+    /// `run(f [, keys, args])`: xpcall with Redis's error handler;
+    /// returns ok, value.
     pub runner: mlua::Function,
     /// The real `redis` table (call and pcall are set here per run).
     pub redis: Table,
+    /// Globals of a function library's load run (set as `state.library`
+    /// while it runs).
+    pub library: Table,
 }
 
 /// An error `redis.call` raises: a Lua error table in Redis, a native
@@ -109,9 +116,9 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
     )?;
     native.set("version", crate::REDIS_VERSION)?;
     native.set("version_num", version_num(crate::REDIS_VERSION))?;
-    let (env, state, runner, redis): (Table, Table, mlua::Function, Table) =
+    let (env, state, runner, redis, library): (Table, Table, mlua::Function, Table, Table) =
         lua.load(include_str!("prelude.lua")).set_name("=redis").call((globals.clone(), native))?;
-    Ok(Vm { lua, globals, env, state, runner, redis })
+    Ok(Vm { lua, globals, env, state, runner, redis, library })
 }
 
 fn version_num(v: &str) -> i64 {
