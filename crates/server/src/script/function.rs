@@ -398,15 +398,22 @@ fn function_delete(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn function_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    match args.get(2) {
-        None => {}
+    let lazy = match args.get(2) {
+        None => ctx.srv.config.get("lazyfree-lazy-user-flush") == Some("yes"),
         Some(_) if args.len() > 3 => return Err(subcommand_syntax("flush")),
-        Some(a) if is(a, "async") || is(a, "sync") => {}
+        Some(a) if is(a, "async") => true,
+        Some(a) if is(a, "sync") => false,
         _ => return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option")),
-    }
-    // A fresh interpreter frees everything the libraries left behind.
+    };
+    // A fresh interpreter frees everything the libraries left behind. The
+    // old one is not Send, so it is dropped here; a flush Redis would hand
+    // to its freeing thread is still counted as one (functions + engine).
     let vm = ctx.srv.scripting.function_vm();
-    ctx.srv.scripting.functions = Functions::new(vm);
+    let old = std::mem::replace(&mut ctx.srv.scripting.functions, Functions::new(vm));
+    if lazy && old.functions() > crate::lazyfree::THRESHOLD {
+        ctx.srv.lazyfree.count_freed(old.functions() as u64 + 1);
+    }
+    drop(old);
     ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())

@@ -161,7 +161,7 @@ G.pcall = function(...) return fixerr(pcall(...)) end
 G.dofile, G.loadfile, G.print = nil, nil, nil
 G.os = { clock = os.clock }
 G.redis = redis
-for _, lib in ipairs({ 'os', 'redis', 'string', 'math', 'table', 'coroutine' }) do
+for _, lib in ipairs({ 'os', 'redis', 'string', 'math', 'table', 'coroutine', 'bit' }) do
   G[lib] = protect(G[lib])
 end
 G._G = env
