@@ -1,5 +1,7 @@
 //! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
-//! LOAD|EXISTS|FLUSH|KILL|HELP, with Redis 7.4's rules.
+//! LOAD|EXISTS|FLUSH|KILL|HELP, with Redis 7.4's rules; `run_script` is
+//! shared with FCALL (`function`), whose libraries keep an interpreter of
+//! their own.
 //!
 //! One interpreter (`lua::Vm`) serves every client, as in Redis; compiled
 //! scripts are cached by the SHA1 of their body. A script's `redis.call`
