@@ -96,9 +96,6 @@ pub fn is_paused(srv: &Server, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool 
     f & flags::WRITE != 0 || f & flags::MAY_REPLICATE != 0
 }
 
-/// The reply to other clients while a script is timed out.
-const BUSY_SCRIPT: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let start = Instant::now();
@@ -122,7 +119,7 @@ pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     };
     let name = spec.full_name;
     if srv.scripting.running.is_some_and(|r| r.timed_out) && !spec.has(flags::ALLOW_BUSY) {
-        reject(srv, c, spec, &CmdError::Custom(BUSY_SCRIPT.into()));
+        reject(srv, c, spec, &CmdError::Custom(srv.scripting.busy_error().into()));
         return true;
     }
     if c.multi.is_some() && !runs_in_multi(name) && spec.has(flags::NO_MULTI) {

@@ -96,16 +96,6 @@ pub fn table() -> Vec<Spec> {
             .doc("Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0"),
         spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, debug).acl(ADM).group("server").doc("A container for debugging commands.", "1.0.0"),
         container(
-            "function",
-            vec![
-                spec("flush", -2, WRITE | NOSCRIPT, NO_KEYS, function_flush).acl(&["write", "slow", "scripting"]).doc("Deletes all libraries and functions.", "7.0.0"),
-                spec("list", -2, NOSCRIPT, NO_KEYS, function_list).acl(&["slow", "scripting"]).doc("Returns information about all libraries.", "7.0.0"),
-                spec("help", 2, LOADING | STALE, NO_KEYS, function_help).acl(&["slow", "scripting"]).doc("Returns helpful text about the different subcommands.", "7.0.0"),
-            ],
-        )
-        .group("scripting")
-        .doc("A container for function commands.", "7.0.0"),
-        container(
             "module",
             vec![
                 spec("list", 2, ADMIN | NOSCRIPT, NO_KEYS, module_list).acl(ADM).doc("Returns all loaded modules.", "4.0.0"),
@@ -1069,30 +1059,6 @@ fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn function_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    match args.get(2) {
-        None => {}
-        Some(a) if args.len() == 3 && (is(a, "async") || is(a, "sync")) => {}
-        _ => return Err(CmdError::err("FUNCTION FLUSH only supports SYNC|ASYNC option")),
-    }
-    ctx.out().ok();
-    Ok(())
-}
-
-fn function_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    help_reply(
-        ctx,
-        "function",
-        &[
-            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-            "    Return general information on all the libraries.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Delete all the libraries.",
-        ],
-    );
-    Ok(())
-}
-
 /// MODULE LIST: densekv loads no modules.
 fn module_list(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     ctx.out().array(0);
@@ -1101,21 +1067,6 @@ fn module_list(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
 
 fn module_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     help_reply(ctx, "module", &["LIST", "    Return a list of loaded modules."]);
-    Ok(())
-}
-
-fn function_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let mut i = 2;
-    while i < args.len() {
-        if is(&args[i], "withcode") {
-            i += 1;
-        } else if is(&args[i], "libraryname") && i + 1 < args.len() {
-            i += 2;
-        } else {
-            return Err(CmdError::err(format!("Unknown argument {}", String::from_utf8_lossy(&args[i]))));
-        }
-    }
-    ctx.out().array(0);
     Ok(())
 }
 

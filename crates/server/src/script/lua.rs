@@ -13,6 +13,8 @@ use resp::Reply;
 
 /// Chunk name of user scripts; errors read `user_script:LINE: ...`.
 pub const CHUNK_NAME: &str = "@user_script";
+/// Chunk name of function libraries.
+pub const FUNCTION_CHUNK_NAME: &str = "@user_function";
 
 /// Nesting depth at which a returned table is cut with Redis's error (a
 /// table that contains itself would otherwise recurse forever).
@@ -20,7 +22,8 @@ const MAX_DEPTH: usize = 1000;
 
 /// The interpreter with its sandbox: the environment scripts run in, the
 /// table of run-scoped native functions, and the runner that calls a
-/// compiled script under the error handler.
+/// compiled script under the error handler. Clones share the interpreter.
+#[derive(Clone)]
 pub struct Vm {
     /// The interpreter.
     pub lua: Lua,
@@ -30,10 +33,14 @@ pub struct Vm {
     pub env: Table,
     /// Run-scoped natives: `call`, `setresp`.
     pub state: Table,
-    /// `run(f)`: xpcall with Redis's error handler; returns ok, value.
+    /// `run(f [, keys, args])`: xpcall with Redis's error handler;
+    /// returns ok, value.
     pub runner: mlua::Function,
     /// The real `redis` table (call and pcall are set here per run).
     pub redis: Table,
+    /// Globals of a function library's load run (set as `state.library`
+    /// while it runs).
+    pub library: Table,
 }
 
 /// An error `redis.call` raises: a Lua error table in Redis, a native
@@ -59,6 +66,7 @@ impl std::error::Error for Raised {}
 pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<Vm> {
     let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::OS, LuaOptions::default())?;
     let globals = lua.globals();
+    globals.set("bit", bit_library(&lua)?)?;
     let native = lua.create_table()?;
     native.set(
         "sha1hex",
@@ -109,9 +117,54 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
     )?;
     native.set("version", crate::REDIS_VERSION)?;
     native.set("version_num", version_num(crate::REDIS_VERSION))?;
-    let (env, state, runner, redis): (Table, Table, mlua::Function, Table) =
+    let (env, state, runner, redis, library): (Table, Table, mlua::Function, Table, Table) =
         lua.load(include_str!("prelude.lua")).set_name("=redis").call((globals.clone(), native))?;
-    Ok(Vm { lua, globals, env, state, runner, redis })
+    // Setting up leaves garbage; a fresh interpreter starts collected.
+    lua.gc_collect()?;
+    Ok(Vm { lua, globals, env, state, runner, redis, library })
+}
+
+/// Lua BitOp's `bit` library, which Redis bundles: 32-bit operations on
+/// numbers, results as signed 32-bit integers.
+fn bit_library(lua: &Lua) -> mlua::Result<Table> {
+    fn tobit(n: f64) -> i32 {
+        if !n.is_finite() {
+            return 0;
+        }
+        n.round_ties_even().rem_euclid(4_294_967_296.0) as u32 as i32
+    }
+    let t = lua.create_table()?;
+    t.set("tobit", lua.create_function(|_, x: f64| Ok(tobit(x)))?)?;
+    t.set("bnot", lua.create_function(|_, x: f64| Ok(!tobit(x)))?)?;
+    t.set("bswap", lua.create_function(|_, x: f64| Ok(tobit(x).swap_bytes()))?)?;
+    type Fold = fn(i32, i32) -> i32;
+    for (name, op) in [("band", (|a, b| a & b) as Fold), ("bor", |a, b| a | b), ("bxor", |a, b| a ^ b)] {
+        t.set(
+            name,
+            lua.create_function(move |_, (x, rest): (f64, mlua::Variadic<f64>)| Ok(rest.iter().fold(tobit(x), |a, &b| op(a, tobit(b)))))?,
+        )?;
+    }
+    type Shift = fn(i32, u32) -> i32;
+    let shifts: [(&str, Shift); 5] = [
+        ("lshift", |x, n| x.wrapping_shl(n)),
+        ("rshift", |x, n| ((x as u32) >> n) as i32),
+        ("arshift", |x, n| x >> n),
+        ("rol", |x, n| x.rotate_left(n)),
+        ("ror", |x, n| x.rotate_right(n)),
+    ];
+    for (name, op) in shifts {
+        t.set(name, lua.create_function(move |_, (x, n): (f64, f64)| Ok(op(tobit(x), (tobit(n) & 31) as u32)))?)?;
+    }
+    t.set(
+        "tohex",
+        lua.create_function(|_, (x, n): (f64, Option<f64>)| {
+            let n = n.map_or(8, tobit);
+            let (upper, width) = (n < 0, n.unsigned_abs().min(8) as usize);
+            let v = (tobit(x) as u32 as u64) & ((1u64 << (4 * width)) - 1);
+            Ok(if upper { format!("{v:0width$X}") } else { format!("{v:0width$x}") })
+        })?,
+    )?;
+    Ok(t)
 }
 
 fn version_num(v: &str) -> i64 {
@@ -430,6 +483,16 @@ mod tests {
             }
             _ => panic!("not a table"),
         }
+    }
+
+    #[test]
+    fn bit_library_matches_lua_bitop() {
+        let vm = vm();
+        let (ok, v) = eval(&vm, "return {bit.band(0xff, 0x0f), bit.rshift(-1, 28), bit.arshift(-16, 2), bit.tohex(255), bit.tohex(-1, -4), bit.tobit(2^32 + 5), bit.bnot(0), bit.bor(1, 2, 4)}");
+        assert!(ok);
+        let mut out = Reply::new();
+        lua_to_reply(&v, &mut out, false);
+        assert_eq!(out.buf, b"*8\r\n:15\r\n:15\r\n:-4\r\n$8\r\n000000ff\r\n$4\r\nFFFF\r\n:5\r\n:-1\r\n:7\r\n");
     }
 
     #[test]

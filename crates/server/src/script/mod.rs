@@ -1,5 +1,7 @@
 //! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
-//! LOAD|EXISTS|FLUSH|KILL|HELP, with Redis 7.4's rules.
+//! LOAD|EXISTS|FLUSH|KILL|HELP, with Redis 7.4's rules; `run_script` is
+//! shared with FCALL (`function`), whose libraries keep an interpreter of
+//! their own.
 //!
 //! One interpreter (`lua::Vm`) serves every client, as in Redis; compiled
 //! scripts are cached by the SHA1 of their body. A script's `redis.call`
@@ -17,6 +19,7 @@
 //! SHUTDOWN NOSAVE end a script that has not written yet. Once killed, the
 //! hook fires on every line, so `pcall` cannot swallow the kill.
 
+pub mod function;
 pub mod lua;
 
 use std::cell::RefCell;
@@ -88,6 +91,11 @@ pub struct Engine {
     /// The script running now, if any (seen by SCRIPT KILL and dispatch
     /// while it is timed out).
     pub running: Option<Running>,
+    /// Function libraries (FUNCTION, FCALL), in their own interpreter as
+    /// in Redis, so SCRIPT FLUSH leaves them be.
+    pub functions: function::Functions,
+    /// Builds interpreters (its `redis.acl_check_cmd` knows the table).
+    commands: CommandMap,
 }
 
 /// State of the running script that other clients' commands can see.
@@ -99,6 +107,8 @@ pub struct Running {
     pub write_dirty: bool,
     /// SCRIPT KILL asked it to stop.
     pub killed: bool,
+    /// It is an FCALL function (FUNCTION KILL ends it, not SCRIPT KILL).
+    pub function: bool,
 }
 
 /// Lua instructions between two checks of the script's running time.
@@ -112,10 +122,23 @@ impl Engine {
     /// A fresh interpreter with an empty cache. `commands` answers
     /// `redis.acl_check_cmd`.
     pub fn new(commands: CommandMap) -> Engine {
-        let acl = move |argv: &[Vec<u8>]| matches!(exec::lookup(&commands, argv), Lookup::Found(_));
-        // Our own setup code: failing here is a broken invariant.
-        let vm = lua::new_vm(acl).expect("scripting sandbox setup");
-        Engine { vm, scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0, running: None }
+        let functions = function::Functions::new(new_vm(&commands));
+        Engine { vm: new_vm(&commands), scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0, running: None, functions, commands }
+    }
+
+    /// A fresh interpreter for function libraries (FUNCTION FLUSH).
+    pub fn function_vm(&self) -> lua::Vm {
+        new_vm(&self.commands)
+    }
+
+    /// The -BUSY reply other clients get while the running script is timed
+    /// out: it names the command that can kill it.
+    pub fn busy_error(&self) -> &'static str {
+        if self.running.is_some_and(|r| r.function) {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        }
     }
 
     /// Number of cached scripts.
@@ -197,6 +220,14 @@ impl Engine {
     }
 }
 
+/// A sandboxed interpreter whose `redis.acl_check_cmd` consults `commands`.
+fn new_vm(commands: &CommandMap) -> lua::Vm {
+    let commands = commands.clone();
+    let acl = move |argv: &[Vec<u8>]| matches!(exec::lookup(&commands, argv), Lookup::Found(_));
+    // Our own setup code: failing here is a broken invariant.
+    lua::new_vm(acl).expect("scripting sandbox setup")
+}
+
 /// Lowercase hex SHA1, as script digests are written.
 pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
@@ -244,6 +275,10 @@ pub fn command_flags(srv: &Server, spec: &Spec, argv: &[Vec<u8>]) -> u32 {
     let evalsha = match spec.full_name {
         "eval" | "eval_ro" => false,
         "evalsha" | "evalsha_ro" => true,
+        "fcall" | "fcall_ro" => {
+            let found = argv.get(1).and_then(|name| srv.scripting.functions.flags_of(name));
+            return found.map_or(spec.flags, |f| script_cmd_flags(spec.flags, f));
+        }
         _ => return spec.flags,
     };
     let Some(arg) = argv.get(1) else { return spec.flags };
@@ -261,10 +296,15 @@ pub fn command_flags(srv: &Server, spec: &Spec, argv: &[Vec<u8>]) -> u32 {
             Err(_) => return spec.flags,
         }
     };
+    script_cmd_flags(spec.flags, sflags)
+}
+
+/// A command's flags as a script with `sflags` changes them.
+fn script_cmd_flags(flags: u32, sflags: u32) -> u32 {
     if sflags & COMPAT != 0 {
-        return spec.flags;
+        return flags;
     }
-    let mut f = spec.flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
+    let mut f = flags & !(STALE | DENYOOM | WRITE | MAY_REPLICATE);
     if sflags & (ALLOW_OOM | NO_WRITES) == 0 {
         f |= DENYOOM;
     }
@@ -295,6 +335,9 @@ pub fn table() -> Vec<Spec> {
         row("evalsha", evalsha, false, "Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
         row("eval_ro", eval_ro, true, "Executes a read-only server-side Lua script.", "7.0.0"),
         row("evalsha_ro", evalsha_ro, true, "Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0"),
+        row("fcall", function::fcall, false, "Invokes a function.", "7.0.0"),
+        row("fcall_ro", function::fcall_ro, true, "Invokes a read-only function.", "7.0.0"),
+        function::container(),
         container(
             "script",
             vec![
@@ -408,13 +451,7 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
     if by_sha && args[1].len() != 40 {
         return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
     }
-    let numkeys = arg_i64(&args[2])?;
-    if numkeys > args.len() as i64 - 3 {
-        return Err(CmdError::err("Number of keys can't be greater than number of args"));
-    }
-    if numkeys < 0 {
-        return Err(CmdError::err("Number of keys can't be negative"));
-    }
+    let numkeys = check_numkeys(arg_i64(&args[2])?, args)?;
     let engine = &mut ctx.srv.scripting;
     let sha = if by_sha {
         let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
@@ -430,13 +467,52 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
     };
     let flags = script.flags;
-    let vm = &engine.vm;
+    let vm = engine.vm.clone();
     let Ok(func) = vm.lua.named_registry_value::<mlua::Function>(&registry_name(&sha)) else {
         return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
     };
-    let (lua, globals, state, runner, redis) =
-        (vm.lua.clone(), vm.globals.clone(), vm.state.clone(), vm.runner.clone(), vm.redis.clone());
+    let call = Call { cmd: name, label: sha, flags, ro, argv: args, numkeys, function: false };
+    run_script(ctx, &vm, func, call)
+}
 
+/// Checks numkeys (already parsed) against the arguments EVAL and FCALL
+/// got; returns it as a count.
+pub(crate) fn check_numkeys(numkeys: i64, args: &[Vec<u8>]) -> Result<usize, CmdError> {
+    if numkeys > args.len() as i64 - 3 {
+        return Err(CmdError::err("Number of keys can't be greater than number of args"));
+    }
+    if numkeys < 0 {
+        return Err(CmdError::err("Number of keys can't be negative"));
+    }
+    Ok(numkeys as usize)
+}
+
+/// What differs between running an EVAL script and an FCALL function.
+pub(crate) struct Call<'a> {
+    /// The command its failures are counted under.
+    pub cmd: &'static str,
+    /// The script's SHA1 or the function's name, as error replies cite it.
+    pub label: String,
+    /// Script flags (shebang or register_function's).
+    pub flags: u32,
+    /// Called as a *_RO command.
+    pub ro: bool,
+    /// The caller's command: name, script or function, numkeys, keys, args.
+    pub argv: &'a [Vec<u8>],
+    /// Keys among `argv[3..]`.
+    pub numkeys: usize,
+    /// A function: KEYS and ARGV are its parameters (EVAL sets globals),
+    /// and FUNCTION STATS / FUNCTION KILL see it.
+    pub function: bool,
+}
+
+/// Runs `func` (compiled in `vm`) for the client, with Redis's script
+/// rules: flags checked against *_RO and OOM, `redis.call` through the
+/// script client, busy handling past busy-reply-threshold, and the reply
+/// or error written to the caller.
+pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call: Call) -> CmdResult {
+    let Call { cmd, label, flags, ro, argv, numkeys: n, function } = call;
+    let (lua, globals, state, runner, redis) = (&vm.lua, &vm.globals, &vm.state, &vm.runner, &vm.redis);
     let compat = flags & COMPAT != 0;
     let maxmem = ctx.srv.config.maxmemory;
     let oom = maxmem != 0 && crate::memory::allocated() > maxmem;
@@ -451,22 +527,30 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         }
     }
 
-    let n = numkeys as usize;
-    let set_array = |name: &str, items: &[Vec<u8>]| -> mlua::Result<()> {
+    let array = |items: &[Vec<u8>]| -> mlua::Result<mlua::Table> {
         let t = lua.create_table_with_capacity(items.len(), 0)?;
         for (i, a) in items.iter().enumerate() {
             t.raw_set(i + 1, lua.create_string(a)?)?;
         }
-        globals.raw_set(name, t)
+        Ok(t)
     };
-    let setup = set_array("KEYS", &args[3..3 + n]).and_then(|_| set_array("ARGV", &args[3 + n..]));
-    if let Err(e) = setup {
-        return Err(CmdError::err(format!("Error running script {sha}, {e}")));
-    }
+    let params = match (array(&argv[3..3 + n]), array(&argv[3 + n..])) {
+        (Ok(k), Ok(a)) if function => Ok(Some((k, a))),
+        (Ok(k), Ok(a)) => globals.raw_set("KEYS", k).and_then(|_| globals.raw_set("ARGV", a)).map(|_| None),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    let params = match params {
+        Ok(p) => p,
+        Err(e) => return Err(CmdError::err(format!("Error running script {label}, {e}"))),
+    };
 
     let started = std::time::Instant::now();
     let threshold = std::time::Duration::from_millis(ctx.srv.config.get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000));
-    ctx.srv.scripting.running = Some(Running::default());
+    let running = Running { function, ..Running::default() };
+    ctx.srv.scripting.running = Some(running);
+    if function {
+        ctx.srv.scripting.functions.running = Some((label.clone(), argv.to_vec(), started));
+    }
     let mut sc = Client::new(ctx.client.id, None, "lua".into(), String::new());
     sc.db = ctx.client.db;
     // Blocking commands must not block here: they see what EXEC's see.
@@ -509,7 +593,7 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
             let mut r = run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?;
             let write_dirty = r.write_dirty;
             let srv = &mut *r.srv;
-            let st = srv.scripting.running.get_or_insert_with(Running::default);
+            let st = srv.scripting.running.get_or_insert(running);
             st.write_dirty = write_dirty;
             st.timed_out = true;
             crate::net::serve_while_busy(srv);
@@ -527,13 +611,17 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
             lua.set_hook(mlua::HookTriggers::new().every_line(), |_, _| Err(killed_error()));
             Err(killed_error())
         });
-        let out = runner.call::<(bool, Value)>(func);
+        let out = match params {
+            Some(p) => runner.call::<(bool, Value)>((func, p.0, p.1)),
+            None => runner.call::<(bool, Value)>(func),
+        };
         lua.remove_hook();
         lua.unset_named_registry_value(BUSY_FN)?;
         out
     });
     let Run { sc, .. } = run.into_inner();
     ctx.srv.scripting.running = None;
+    ctx.srv.scripting.functions.running = None;
     let script_resp3 = sc.reply.resp3;
     if sc.dirty_cas {
         ctx.client.dirty_cas = true;
@@ -543,18 +631,18 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         Ok((false, Value::Table(t))) => {
             let mut e = lua::error_info(&t);
             if let (Some(src), Some(line)) = (&e.source, &e.line) {
-                e.msg = format!("{} script: {sha}, on {src}:{line}.", e.msg);
+                e.msg = format!("{} script: {label}, on {src}:{line}.", e.msg);
             }
             Some(e)
         }
         Ok((false, v)) => Some(lua::ScriptError {
-            msg: format!("ERR Error running script {sha}, {:.100}", v.to_string().unwrap_or_default()),
+            msg: format!("ERR Error running script {label}, {:.100}", v.to_string().unwrap_or_default()),
             source: None,
             line: None,
             ignore_stats: false,
         }),
         Err(e) => Some(lua::ScriptError {
-            msg: format!("ERR Error running script {sha}, {:.100}", e.to_string()),
+            msg: format!("ERR Error running script {label}, {:.100}", e.to_string()),
             source: None,
             line: None,
             ignore_stats: false,
@@ -566,7 +654,7 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         } else {
             exec::reply_error(ctx.srv, ctx.client, &CmdError::Custom(e.msg));
         }
-        ctx.srv.cmdstats.entry(name).or_default().failed += 1;
+        ctx.srv.cmdstats.entry(cmd).or_default().failed += 1;
     }
     Ok(())
 }
@@ -599,8 +687,12 @@ fn script_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if !ok {
         return Err(CmdError::err("SCRIPT FLUSH only support SYNC|ASYNC option"));
     }
-    // Redis resets the whole interpreter, globals and all.
-    ctx.srv.scripting = Engine::new(ctx.srv.commands.clone());
+    // Redis resets the whole interpreter, globals and all; functions have
+    // their own.
+    let e = &mut ctx.srv.scripting;
+    e.vm = new_vm(&e.commands);
+    e.scripts.clear();
+    e.lru.clear();
     ctx.out().ok();
     Ok(())
 }
@@ -609,21 +701,28 @@ fn killed_error() -> mlua::Error {
     mlua::Error::external(lua::Raised { msg: KILLED.into(), ignore_stats: false })
 }
 
-/// SCRIPT KILL: only reachable while a script is timed out (everything
-/// else waits for the script), and only a script that has not written.
-fn script_kill(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+/// SCRIPT KILL and FUNCTION KILL: only reachable while a script is timed
+/// out (everything else waits for the script), only for a script that has
+/// not written, and each only for its own kind.
+pub(crate) fn kill(ctx: &mut Ctx, function: bool) -> CmdResult {
+    let busy_msg = ctx.srv.scripting.busy_error();
     match ctx.srv.scripting.running.as_mut() {
         None => Err(CmdError::Custom("NOTBUSY No scripts in execution right now.".into())),
         Some(r) if r.write_dirty => Err(CmdError::Custom(
             "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
                 .into(),
         )),
+        Some(r) if r.function != function => Err(CmdError::Custom(busy_msg.into())),
         Some(r) => {
             r.killed = true;
             ctx.out().ok();
             Ok(())
         }
     }
+}
+
+fn script_kill(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    kill(ctx, false)
 }
 
 fn script_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {

@@ -104,14 +104,23 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = native.version, native.version_num
 
--- The environment scripts run in.
-local env = protect(G, function(_, k)
-  local v = rawget(G, k)
-  if v == nil then
-    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-  end
-  return v
-end)
+-- A read-only view of what `source()` returns whose missing fields raise
+-- Redis's error.
+local function strict(t, source)
+  return protect(t, function(_, k)
+    local v = rawget(source(), k)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end)
+end
+
+-- The environment scripts run in. While a function library loads,
+-- `state.library` holds the load-time globals, so the library's code (and
+-- the callbacks it defines, which share this environment) see only those
+-- then, and the full globals when they run later.
+local env = strict(G, function() return state.library or G end)
 
 local function pnext(t, k) return next(backing[t] or t, k) end
 G.next = pnext
@@ -152,7 +161,7 @@ G.pcall = function(...) return fixerr(pcall(...)) end
 G.dofile, G.loadfile, G.print = nil, nil, nil
 G.os = { clock = os.clock }
 G.redis = redis
-for _, lib in ipairs({ 'os', 'redis', 'string', 'math', 'table', 'coroutine' }) do
+for _, lib in ipairs({ 'os', 'redis', 'string', 'math', 'table', 'coroutine', 'bit' }) do
   G[lib] = protect(G[lib])
 end
 G._G = env
@@ -170,6 +179,25 @@ local function handler(err)
   end
   return err
 end
-local function run(f) return xpcall(f, handler) end
+-- Functions get their keys and arguments as parameters.
+local function run(f, ...)
+  if select('#', ...) == 0 then return xpcall(f, handler) end
+  local keys, args = ...
+  return xpcall(function() return (f(keys, args)) end, handler)
+end
 
-return env, state, run, redis
+-- The globals of a library's load run: a `redis` with only
+-- register_function, log and the version, all else an error.
+local register = function(...)
+  local r = state.register
+  if not r then error(errt('redis.register_function can only be called on FUNCTION LOAD command')) end
+  return r(...)
+end
+local lib_redis = { register_function = register, log = redis.log }
+for _, k in ipairs({ 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM' }) do
+  lib_redis[k] = redis[k]
+end
+local lib_redis_view = strict(lib_redis, function() return lib_redis end)
+local library = { redis = lib_redis_view }
+
+return env, state, run, redis, library

@@ -19,11 +19,13 @@
 //! members are errors too, as with Redis's sanitize-dump-payload.
 
 mod crc64;
+mod functions;
 mod lzf;
 mod packed;
 mod stream;
 
 pub use crc64::crc64;
+pub use functions::{function_codes, function_payload};
 
 use crate::types::hash::{ExpireCond, Hash, HashConfig};
 use crate::types::list::{End, List, ListConfig};
