@@ -274,8 +274,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let dest = &args[2];
     if maxlen == 0 {
         if ctx.db().remove(dest, now).is_some() {
-            ctx.key_modified(dest);
-            ctx.notify(notify::GENERIC, "del", dest);
+            ctx.modified(dest, notify::GENERIC, "del");
         }
         ctx.out().int(0);
         return Ok(());

@@ -116,8 +116,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if deadline.is_some_and(|t| t <= now) {
         // Already expired: nothing is created (an old key was still replaced).
         if deleted {
-            ctx.key_modified(key);
-            ctx.notify(notify::GENERIC, "del", key);
+            ctx.modified(key, notify::GENERIC, "del");
         }
         ctx.out().ok();
         return Ok(());
@@ -126,8 +125,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if let Some(secs) = idle {
         db.set_idle_secs(key, secs, now);
     }
-    ctx.key_modified(key);
-    ctx.notify(notify::GENERIC, "restore", key);
+    ctx.modified(key, notify::GENERIC, "restore");
     ctx.out().ok();
     Ok(())
 }
@@ -262,8 +260,7 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         if setup_failed || l.starts_with('-') {
             target_err.get_or_insert(l);
         } else if !copy && ctx.db().remove(key, now).is_some() {
-            ctx.key_modified(key);
-            ctx.notify(notify::GENERIC, "del", key);
+            ctx.modified(key, notify::GENERIC, "del");
         }
     }
     match target_err {

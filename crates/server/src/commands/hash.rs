@@ -848,8 +848,7 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // `hset`, then what the TTL did: set (`hexpire`) or, in the past,
     // deleted the fields (`hdel`), then `del` if the hash went.
     let gone = ctx.db().sync_object(key);
-    ctx.key_modified(key);
-    ctx.notify(notify::HASH, "hset", key);
+    ctx.modified(key, notify::HASH, "hset");
     if let Some(d) = deadline {
         ctx.notify(notify::HASH, if d <= now { "hdel" } else { "hexpire" }, key);
     }

@@ -135,8 +135,7 @@ pub fn del(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut n = 0;
     for k in &args[1..] {
         if ctx.db().remove(k, now).is_some() {
-            ctx.key_modified(k);
-            ctx.notify(notify::GENERIC, "del", k);
+            ctx.modified(k, notify::GENERIC, "del");
             n += 1;
         }
     }
@@ -151,8 +150,7 @@ pub fn unlink(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     for k in &args[1..] {
         if let Some(v) = ctx.db().remove(k, now) {
             crate::lazyfree::drop_value(&ctx.srv.lazyfree, v);
-            ctx.key_modified(k);
-            ctx.notify(notify::GENERIC, "del", k);
+            ctx.modified(k, notify::GENERIC, "del");
             n += 1;
         }
     }
@@ -622,8 +620,7 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], cmd: ExpireCmd) -> CmdResult 
         db.set_expire(key, Some(when), now);
         "expire"
     };
-    ctx.key_modified(key);
-    ctx.notify(notify::GENERIC, event, key);
+    ctx.modified(key, notify::GENERIC, event);
     ctx.out().int(1);
     Ok(())
 }
@@ -676,8 +673,7 @@ pub fn persist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let db = ctx.db();
     if db.expire_of(key, now).flatten().is_some() {
         db.set_expire(key, None, now);
-        ctx.key_modified(key);
-        ctx.notify(notify::GENERIC, "persist", key);
+        ctx.modified(key, notify::GENERIC, "persist");
         ctx.out().int(1);
     } else {
         ctx.out().int(0);

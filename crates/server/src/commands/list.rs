@@ -187,8 +187,7 @@ fn push_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End, existing_only: bool) 
     let n = push_to(db, &args[1], end, &args[2..], existing_only, &cfg, now)?;
     out.int(n as i64);
     if n > 0 {
-        ctx.key_modified(&args[1]);
-        ctx.notify(notify::LIST, push_event(end), &args[1]);
+        ctx.modified(&args[1], notify::LIST, push_event(end));
     }
     Ok(())
 }
@@ -353,8 +352,7 @@ pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         .ok_or_else(|| CmdError::err("index out of range"))?;
     l.set(i, &args[3], &cfg);
     out.ok();
-    ctx.key_modified(&args[1]);
-    ctx.notify(notify::LIST, "lset", &args[1]);
+    ctx.modified(&args[1], notify::LIST, "lset");
     Ok(())
 }
 
@@ -373,8 +371,7 @@ pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     out.int(removed as i64);
     if removed > 0 {
         let gone = db.sync_object(key);
-        ctx.key_modified(key);
-        ctx.notify(notify::LIST, "lrem", key);
+        ctx.modified(key, notify::LIST, "lrem");
         if gone {
             ctx.notify(notify::GENERIC, "del", key);
         }
@@ -396,8 +393,7 @@ pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     l.keep_range(first, n, &cfg);
     let gone = db.sync_object(key);
     out.ok();
-    ctx.key_modified(key);
-    ctx.notify(notify::LIST, "ltrim", key);
+    ctx.modified(key, notify::LIST, "ltrim");
     if gone {
         ctx.notify(notify::GENERIC, "del", key);
     }
@@ -424,8 +420,7 @@ pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     }
     out.int(l.len() as i64);
-    ctx.key_modified(&args[1]);
-    ctx.notify(notify::LIST, "linsert", &args[1]);
+    ctx.modified(&args[1], notify::LIST, "linsert");
     Ok(())
 }
 

@@ -561,6 +561,13 @@ impl Ctx<'_> {
         self.key_touched(key);
     }
 
+    /// `key_modified` plus the keyspace event `event` of `class` for it: the
+    /// usual end of a write to one key.
+    pub fn modified(&mut self, key: &[u8], class: u32, event: &str) {
+        self.key_modified(key);
+        self.notify(class, event, key);
+    }
+
     /// `key_modified` without counting a change, for the second key of a
     /// write Redis counts once (LMOVE's destination).
     pub fn key_touched(&mut self, key: &[u8]) {

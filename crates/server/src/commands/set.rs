@@ -122,8 +122,7 @@ pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let added = args[2..].iter().filter(|m| s.insert(m, &cfg)).count();
     db.sync_object(key);
     if added > 0 {
-        ctx.key_modified(key);
-        ctx.notify(notify::SET, "sadd", key);
+        ctx.modified(key, notify::SET, "sadd");
     }
     ctx.out().int(added as i64);
     Ok(())
@@ -147,8 +146,7 @@ pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         gone = db.sync_object(key);
     }
     if removed > 0 {
-        ctx.key_modified(key);
-        ctx.notify(notify::SET, "srem", key);
+        ctx.modified(key, notify::SET, "srem");
         if gone {
             ctx.notify(notify::GENERIC, "del", key);
         }
@@ -184,14 +182,12 @@ pub fn smove(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     };
     let added = d.insert(m, &cfg);
     db.sync_object(dst);
-    ctx.key_modified(src);
-    ctx.notify(notify::SET, "srem", src);
+    ctx.modified(src, notify::SET, "srem");
     if gone {
         ctx.notify(notify::GENERIC, "del", src);
     }
     if added {
-        ctx.key_modified(dst);
-        ctx.notify(notify::SET, "sadd", dst);
+        ctx.modified(dst, notify::SET, "sadd");
     }
     ctx.out().int(1);
     Ok(())
@@ -409,8 +405,7 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     }
     let gone = db.sync_object(key) || emptied;
-    ctx.key_modified(key);
-    ctx.notify(notify::SET, "spop", key);
+    ctx.modified(key, notify::SET, "spop");
     if gone {
         ctx.notify(notify::GENERIC, "del", key);
     }
@@ -452,11 +447,9 @@ fn store(ctx: &mut Ctx, dst: &[u8], s: Set, event: &str) {
     let db = ctx.db();
     if n > 0 {
         db.insert(dst, Value::Set(Box::new(s)), Ttl::Clear, now);
-        ctx.key_modified(dst);
-        ctx.notify(notify::SET, event, dst);
+        ctx.modified(dst, notify::SET, event);
     } else if db.remove(dst, now).is_some() {
-        ctx.key_modified(dst);
-        ctx.notify(notify::GENERIC, "del", dst);
+        ctx.modified(dst, notify::GENERIC, "del");
     }
     ctx.out().int(n as i64);
 }

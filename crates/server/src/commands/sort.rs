@@ -218,8 +218,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
         Some(dst) => {
             if results.is_empty() {
                 if ctx.db().remove(dst, now).is_some() {
-                    ctx.key_modified(dst);
-                    ctx.notify(notify::GENERIC, "del", dst);
+                    ctx.modified(dst, notify::GENERIC, "del");
                 }
             } else {
                 let cfg = super::list::config(ctx);

@@ -356,8 +356,7 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ctx.db().insert(key, Value::Stream(Box::new(s)), Ttl::Clear, now);
     }
     reply_id(ctx.out(), id);
-    ctx.key_modified(key);
-    ctx.notify(notify::STREAM, "xadd", key);
+    ctx.modified(key, notify::STREAM, "xadd");
     if trimmed > 0 {
         ctx.notify(notify::STREAM, "xtrim", key);
     }
@@ -376,8 +375,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let n = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
     ctx.out().int(n as i64);
     if n > 0 {
-        ctx.key_modified(&args[1]);
-        ctx.notify(notify::STREAM, "xtrim", &args[1]);
+        ctx.modified(&args[1], notify::STREAM, "xtrim");
     }
     Ok(())
 }
@@ -394,8 +392,7 @@ pub fn xdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let n = ids.into_iter().filter(|id| s.remove(*id)).count();
     ctx.out().int(n as i64);
     if n > 0 {
-        ctx.key_modified(&args[1]);
-        ctx.notify(notify::STREAM, "xdel", &args[1]);
+        ctx.modified(&args[1], notify::STREAM, "xdel");
     }
     Ok(())
 }

@@ -296,19 +296,16 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     match deadline {
         Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if t <= now => {
             ctx.db().remove(key, now);
-            ctx.key_modified(key);
-            ctx.notify(notify::GENERIC, "del", key);
+            ctx.modified(key, notify::GENERIC, "del");
         }
         Some((_, t)) => {
             ctx.db().set_expire(key, Some(t), now);
-            ctx.key_modified(key);
-            ctx.notify(notify::GENERIC, "expire", key);
+            ctx.modified(key, notify::GENERIC, "expire");
         }
         None if o.persist => {
             if matches!(ctx.db().expire_of(key, now), Some(Some(_))) {
                 ctx.db().set_expire(key, None, now);
-                ctx.key_modified(key);
-                ctx.notify(notify::GENERIC, "persist", key);
+                ctx.modified(key, notify::GENERIC, "persist");
             }
         }
         None => {}
@@ -322,8 +319,7 @@ pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     reply_get(ctx, key)?;
     let now = ctx.now;
     if ctx.db().remove(key, now).is_some() {
-        ctx.key_modified(key);
-        ctx.notify(notify::GENERIC, "del", key);
+        ctx.modified(key, notify::GENERIC, "del");
     }
     Ok(())
 }
@@ -426,8 +422,7 @@ fn incr_generic(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
         IncrError::NotInt => CmdError::NotInt,
         IncrError::Overflow => CmdError::Overflow,
     })?;
-    ctx.key_modified(key);
-    ctx.notify(notify::STRING, "incrby", key);
+    ctx.modified(key, notify::STRING, "incrby");
     ctx.out().int(v);
     Ok(())
 }

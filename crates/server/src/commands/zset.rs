@@ -158,8 +158,7 @@ pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)], 
     let now = ctx.now;
     if items.is_empty() {
         if ctx.db().remove(dst, now).is_some() {
-            ctx.key_modified(dst);
-            ctx.notify(notify::GENERIC, "del", dst);
+            ctx.modified(dst, notify::GENERIC, "del");
         }
         ctx.out().int(0);
         return;
@@ -504,8 +503,7 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
         return Err(CmdError::err("resulting score is not a number (NaN)"));
     }
     if added + updated > 0 {
-        ctx.key_modified(key);
-        ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
+        ctx.modified(key, notify::ZSET, if incr { "zincr" } else { "zadd" });
     }
     let out = ctx.out();
     if incr {
@@ -559,8 +557,7 @@ pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let removed = args[2..].iter().filter(|m| z.remove(m).is_some()).count();
     let gone = db.sync_object(key);
     if removed > 0 {
-        ctx.key_modified(key);
-        ctx.notify(notify::ZSET, "zrem", key);
+        ctx.modified(key, notify::ZSET, "zrem");
         if gone {
             ctx.notify(notify::GENERIC, "del", key);
         }
@@ -763,8 +760,7 @@ fn pop(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Vec<(Vec<u8
     }
     let gone = db.sync_object(key);
     if !items.is_empty() {
-        ctx.key_modified(key);
-        ctx.notify(notify::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        ctx.modified(key, notify::ZSET, if max { "zpopmax" } else { "zpopmin" });
         if gone {
             ctx.notify(notify::GENERIC, "del", key);
         }
