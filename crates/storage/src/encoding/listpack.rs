@@ -67,12 +67,16 @@ fn classify(elem: &[u8]) -> Enc<'_> {
     }
 }
 
-fn backlen_len(body: usize) -> usize {
+/// Bytes of the back-length of an entry whose tag and payload take `body`
+/// bytes. Redis moves to the next width one below each 7-bit boundary (an
+/// entry of exactly 16,383 bytes has a 3-byte back-length), and a listpack
+/// it validates must use its widths.
+pub(crate) fn backlen_len(body: usize) -> usize {
     match body {
         0..=127 => 1,
-        128..=16383 => 2,
-        16384..=2_097_151 => 3,
-        2_097_152..=268_435_455 => 4,
+        128..=16_382 => 2,
+        16_383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
         _ => 5,
     }
 }
@@ -234,6 +238,9 @@ mod tests {
             (b"hello".to_vec(), 7),
             (mid.clone(), 2 + 300 + 2),
             (long.clone(), 5 + 5000 + 2),
+            // Redis's back-length widths change one below each 7-bit boundary.
+            (vec![b'z'; 16_377], 5 + 16_377 + 2),
+            (vec![b'z'; 16_378], 5 + 16_378 + 3),
         ];
         let mut buf = Vec::new();
         for (e, size) in &cases {

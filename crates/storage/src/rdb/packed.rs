@@ -54,21 +54,10 @@ fn signed(v: u64, bits: u32) -> i64 {
     ((v << shift) as i64) >> shift
 }
 
-/// Bytes of a listpack entry's back-length for an entry of `len` bytes.
-fn backlen_size(len: usize) -> usize {
-    match len {
-        0..=127 => 1,
-        128..=16_382 => 2,
-        16_383..=2_097_150 => 3,
-        2_097_151..=268_435_454 => 4,
-        _ => 5,
-    }
-}
-
 /// Appends the back-length of an entry of `len` bytes: 7 bits per byte,
 /// most significant first, every byte but the first flagged 0x80.
 fn put_backlen(out: &mut Vec<u8>, len: usize) {
-    let n = backlen_size(len);
+    let n = crate::encoding::listpack::backlen_len(len);
     for k in (0..n).rev() {
         let bits = ((len >> (7 * k)) & 0x7f) as u8;
         out.push(if k == n - 1 { bits } else { bits | 0x80 });
