@@ -1,13 +1,18 @@
-//! Blocked clients: commands that wait for a key to get data (BLPOP, BZPOPMIN,
-//! BLMOVE ...) or for a deadline (WAIT).
+//! The registry of blocked clients: commands that wait for a key to get data
+//! (BLPOP, BZPOPMIN, BLMOVE ...) or for a deadline (WAIT). Who waits on what,
+//! in which order, until when. Plain data below the server state; serving
+//! and releasing waiters, which re-runs or accounts their command, is
+//! dispatch's (`dispatch.rs`), so this file imports nothing above it.
 //!
 //! # How a handler blocks
 //!
-//! A handler that finds nothing to serve calls [`block_or_null`] (or, to
-//! choose the reply itself when blocking is not allowed, `ctx.may_block()`
-//! then `ctx.block(req)`), writes no reply and returns `Ok(())`. Dispatch
-//! (`exec::run`) then parks the client: it keeps the command's argv, stops
-//! reading further requests from it and does not count the command yet.
+//! A handler that finds nothing to serve calls `command::block_or_null`
+//! (or, to choose the reply itself when blocking is not allowed,
+//! `ctx.may_block()` then `ctx.block(req)`), writes no reply and returns
+//! `Ok(())`. Dispatch (`exec::run`, through
+//! [`Blocking::park_if_requested`]) then parks the client: it keeps the
+//! command's argv, stops reading further requests from it and does not
+//! count the command yet.
 //!
 //! ```ignore
 //! if nothing_to_pop {
@@ -22,7 +27,7 @@
 //!
 //! Every write signals its key (`Ctx::key_modified` calls [`Blocking::signal`]);
 //! a signal is kept only for keys someone waits on. After each top-level
-//! command (a whole EXEC or script included) [`serve_ready`] walks the
+//! command (a whole EXEC or script included) `dispatch::serve_ready` walks the
 //! signalled keys and, for each, the clients waiting on it in FIFO order
 //! (only those queued before the pass began, so a client that blocks again
 //! cannot loop): if the request's `ready` test accepts the
@@ -39,7 +44,7 @@
 //!
 //! Deadlines (Unix ms) live in a `(deadline, client id)` ordered set, so the
 //! event loop finds what is due, and how long it may sleep, in O(log n) with
-//! any number of blocked clients ([`expire`] runs every loop turn, so a
+//! any number of blocked clients (`dispatch::expire_blocked` runs every loop turn, so a
 //! timeout is answered to the millisecond, not at the next cron tick). A due
 //! client gets its request's timeout reply.
 //!
@@ -59,15 +64,11 @@
 //! for socketless internal clients, and while `Blocking::deny` is raised
 //! (script runners raise it around the commands a script calls).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::time::Instant;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use storage::ValueRef;
 
 use crate::client::{Client, ClientId};
-use crate::commands::{Ctx, CmdError, CmdResult};
-use crate::exec::{self, Lookup};
-use crate::server::Server;
 
 /// Decides whether the current value of a waited key is worth re-running
 /// the blocked command for (None: the key does not exist).
@@ -114,13 +115,15 @@ impl BlockRequest {
 }
 
 /// One parked client.
-struct Parked {
+pub struct Parked {
     db: usize,
     seq: u64,
-    req: BlockRequest,
-    argv: Vec<Vec<u8>>,
+    /// What it waits for.
+    pub req: BlockRequest,
+    /// The command to re-run (or to account, when released).
+    pub argv: Vec<Vec<u8>>,
     /// Execution time of the runs so far, in microseconds.
-    spent_us: u64,
+    pub spent_us: u64,
 }
 
 /// Deadline-ordered set of blocked clients: cheap earliest-deadline lookup
@@ -170,7 +173,7 @@ pub struct Blocking {
     parked: HashMap<ClientId, Parked>,
     deadlines: Deadlines,
     /// Signalled keys, in signal order, not yet served.
-    ready: Vec<(usize, Vec<u8>)>,
+    ready: VecDeque<(usize, Vec<u8>)>,
     ready_set: HashSet<(usize, Vec<u8>)>,
     /// Clients that got their final reply and must be flushed, then resume
     /// reading requests (drained by the event loop).
@@ -222,7 +225,7 @@ impl Blocking {
         }
         let k = (db, key.to_vec());
         if self.waiters.contains_key(&k) && self.ready_set.insert(k.clone()) {
-            self.ready.push(k);
+            self.ready.push_back(k);
         }
     }
 
@@ -255,8 +258,70 @@ impl Blocking {
         self.resumed.is_some()
     }
 
+    /// The next signalled key to serve, in signal order; keys signalled
+    /// while serving queue up behind it.
+    pub fn pop_ready(&mut self) -> Option<(usize, Vec<u8>)> {
+        let k = self.ready.pop_front()?;
+        self.ready_set.remove(&k);
+        Some(k)
+    }
+
+    /// The sequence number the next parked client gets: a pass over a
+    /// key's waiters stops there, so a client that blocks again is tried
+    /// once per pass.
+    pub fn seq_limit(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The first waiter on `k` with a sequence number in `from..limit`.
+    pub fn next_waiter(&self, k: &(usize, Vec<u8>), from: u64, limit: u64) -> Option<(u64, ClientId)> {
+        self.waiters.get(k).and_then(|q| q.range(from..limit).next().map(|(&s, &id)| (s, id)))
+    }
+
+    /// The readiness test of parked client `id`.
+    pub fn ready_fn(&self, id: ClientId) -> Option<ReadyFn> {
+        self.parked.get(&id).map(|p| p.req.ready)
+    }
+
+    /// True if some parked client wakes on deletion too.
+    pub fn any_on_nokey(&self) -> bool {
+        self.nokey != 0
+    }
+
+    /// Clients whose deadline is at or before `now`.
+    pub fn due(&self, now: i64) -> Vec<ClientId> {
+        if self.deadlines.next().is_none_or(|at| at > now) {
+            return Vec::new();
+        }
+        self.deadlines.due(now)
+    }
+
+    /// Marks the start of a re-run of a client unparked with `p`: a block
+    /// during it keeps the first deadline, and the command's accounting
+    /// carries the time of the earlier runs.
+    pub fn begin_rerun(&mut self, p: &Parked) {
+        self.resumed = Some((p.req.deadline, p.spent_us));
+        self.carried_us = p.spent_us;
+    }
+
+    /// Marks the end of a re-run.
+    pub fn end_rerun(&mut self) {
+        self.resumed = None;
+        self.carried_us = 0;
+    }
+
+    /// Queues `id` for the event loop to flush and resume.
+    pub fn wake(&mut self, id: ClientId) {
+        self.woken.push(id);
+    }
+
+    /// A handler's request to block the running client (see `Ctx::block`).
+    pub fn request(&mut self, req: BlockRequest) {
+        self.request = Some(req);
+    }
+
     /// Unregisters `id`: from its keys' queues and the deadline set.
-    fn unpark(&mut self, id: ClientId) -> Option<Parked> {
+    pub fn unpark(&mut self, id: ClientId) -> Option<Parked> {
         let p = self.parked.remove(&id)?;
         if p.req.on_nokey {
             self.nokey -= 1;
@@ -282,247 +347,39 @@ impl Blocking {
     }
 }
 
-impl Ctx<'_> {
-    /// True if the running client may block: not inside MULTI/EXEC, not a
-    /// socketless internal client, not while a script runs.
-    pub fn may_block(&self) -> bool {
-        !self.client.in_exec && self.client.sock.is_some() && self.srv.blocking.deny == 0
-    }
-
-    /// Blocks the running client: the handler must then write no reply and
-    /// return `Ok(())`. Check `may_block` first.
-    pub fn block(&mut self, req: BlockRequest) {
-        self.srv.blocking.request = Some(req);
-    }
-}
-
-/// The null reply a handler gives instead of blocking when it may not block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NullKind {
-    /// `*-1` (BLPOP, BZPOPMIN, BLMPOP ...).
-    Array,
-    /// `$-1` (BLMOVE, BRPOPLPUSH).
-    Bulk,
-}
-
-/// Blocks on `keys` until `deadline`, or, where blocking is not allowed,
-/// replies the null of `kind` at once (Redis treats it as an immediate
-/// timeout). The timeout reply is the null array.
-pub fn block_or_null(ctx: &mut Ctx, keys: &[Vec<u8>], deadline: Option<i64>, ready: ReadyFn, kind: NullKind) -> CmdResult {
-    if !ctx.may_block() {
-        match kind {
-            NullKind::Array => ctx.out().null_array(),
-            NullKind::Bulk => ctx.out().null(),
+impl Blocking {
+    /// Called by dispatch right after a handler ran: if it asked to block,
+    /// parks `c` (keeping `argv` and the `usec` this run took) and returns
+    /// true; the command is then not accounted yet. A request from a handler
+    /// that failed (`ok` false) is dropped.
+    pub fn park_if_requested(&mut self, c: &mut Client, argv: &[Vec<u8>], usec: u64, ok: bool) -> bool {
+        let Some(mut req) = self.request.take() else { return false };
+        if !ok {
+            return false;
         }
-        return Ok(());
-    }
-    ctx.block(BlockRequest::on_keys(keys.to_vec(), deadline, ready));
-    Ok(())
-}
-
-/// Parses a blocking timeout in seconds (fractions allowed) into a Unix ms
-/// deadline; 0 means none. Redis's errors and rounding (up to the next ms);
-/// like Redis's long double parser it also takes hexadecimal integers.
-pub fn parse_timeout_secs(a: &[u8], now: i64) -> Result<Option<i64>, CmdError> {
-    let v = resp::num::parse_f64(a).or_else(|| parse_hex(a)).ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
-    let ms = v * 1000.0;
-    if ms > i64::MAX as f64 {
-        return Err(CmdError::err("timeout is out of range"));
-    }
-    deadline_from_ms(ms.ceil() as i64, now)
-}
-
-/// `[+-]0x<hex digits>` as a float.
-fn parse_hex(a: &[u8]) -> Option<f64> {
-    let (neg, rest) = match a.first()? {
-        b'-' => (true, &a[1..]),
-        b'+' => (false, &a[1..]),
-        _ => (false, a),
-    };
-    let digits = rest.strip_prefix(b"0x").or_else(|| rest.strip_prefix(b"0X"))?;
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for &d in digits {
-        v = v * 16.0 + f64::from(char::from(d).to_digit(16)?);
-    }
-    Some(if neg { -v } else { v })
-}
-
-/// Parses a timeout in milliseconds (WAIT, WAITAOF) into a deadline.
-pub fn parse_timeout_ms(a: &[u8], now: i64) -> Result<Option<i64>, CmdError> {
-    let ms = resp::num::parse_i64(a).ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
-    deadline_from_ms(ms, now)
-}
-
-fn deadline_from_ms(ms: i64, now: i64) -> Result<Option<i64>, CmdError> {
-    if ms < 0 {
-        return Err(CmdError::err("timeout is negative"));
-    }
-    if ms == 0 {
-        return Ok(None);
-    }
-    now.checked_add(ms).map(Some).ok_or_else(|| CmdError::err("timeout is out of range"))
-}
-
-/// Called by dispatch right after a handler ran: if it asked to block,
-/// parks `c` (keeping `argv` and the `usec` this run took) and returns
-/// true; the command is then not accounted yet. A request from a handler
-/// that failed (`ok` false) is dropped.
-pub fn park_if_requested(srv: &mut Server, c: &mut Client, argv: &[Vec<u8>], usec: u64, ok: bool) -> bool {
-    let Some(mut req) = srv.blocking.request.take() else { return false };
-    if !ok {
-        return false;
-    }
-    let b = &mut srv.blocking;
-    let mut spent_us = usec;
-    if let Some((deadline, spent)) = b.resumed.take() {
-        // A re-run that blocks again keeps its first deadline.
-        req.deadline = deadline;
-        spent_us += spent;
-    }
-    let mut seen = HashSet::new();
-    req.keys.retain(|k| seen.insert(k.clone()));
-    let seq = b.next_seq;
-    b.next_seq += 1;
-    for key in &req.keys {
-        b.waiters.entry((c.db, key.clone())).or_default().insert(seq, c.id);
-    }
-    if let Some(at) = req.deadline {
-        b.deadlines.insert(at, c.id);
-    }
-    if req.on_nokey {
-        b.nokey += 1;
-    }
-    let argv = req.rerun_argv.take().unwrap_or_else(|| argv.to_vec());
-    b.parked.insert(c.id, Parked { db: c.db, seq, req, argv, spent_us });
-    c.blocked = true;
-    true
-}
-
-/// Serves the clients waiting on signalled keys (see the module header).
-/// Called after each top-level command; the running client is not in
-/// `srv.clients` and is never one of the waiters served.
-pub fn serve_ready(srv: &mut Server) {
-    while !srv.blocking.ready.is_empty() {
-        let batch = std::mem::take(&mut srv.blocking.ready);
-        for k in batch {
-            srv.blocking.ready_set.remove(&k);
-            serve_key(srv, &k);
+        let mut spent_us = usec;
+        if let Some((deadline, spent)) = self.resumed.take() {
+            // A re-run that blocks again keeps its first deadline.
+            req.deadline = deadline;
+            spent_us += spent;
         }
-    }
-}
-
-/// Re-runs, in FIFO order, the clients waiting on `k` whose `ready` test
-/// accepts its value. Clients that block again get a new sequence number
-/// past `limit`, so each waiter is tried at most once; the walk stops early
-/// once the key is gone and nobody waits for deletions, so a push to a key
-/// with thousands of waiters costs O(served · log n).
-fn serve_key(srv: &mut Server, k: &(usize, Vec<u8>)) {
-    let limit = srv.blocking.next_seq;
-    let mut from = 0;
-    loop {
-        let next = srv.blocking.waiters.get(k).and_then(|q| q.range(from..limit).next().map(|(&s, &id)| (s, id)));
-        let Some((seq, id)) = next else { return };
-        from = seq + 1;
-        let Some(ready) = srv.blocking.parked.get(&id).map(|p| p.req.ready) else { continue };
-        let now = srv.unix_ms_at(Instant::now());
-        let value = srv.dbs[k.0].get(&k.1, now);
-        let gone = value.is_none();
-        if !ready(value) {
-            if gone && srv.blocking.nokey == 0 {
-                return;
-            }
-            continue;
+        let mut seen = HashSet::new();
+        req.keys.retain(|k| seen.insert(k.clone()));
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        for key in &req.keys {
+            self.waiters.entry((c.db, key.clone())).or_default().insert(seq, c.id);
         }
-        rerun(srv, id);
-    }
-}
-
-/// Unparks `id` and runs its command again.
-fn rerun(srv: &mut Server, id: ClientId) {
-    let Some(mut c) = srv.clients.remove(&id) else { return };
-    if c.close_asap {
-        // Killed by the command that made the key ready: leave the data.
-        srv.clients.insert(id, c);
-        return;
-    }
-    let Some(p) = srv.blocking.unpark(id) else {
-        srv.clients.insert(id, c);
-        return;
-    };
-    c.blocked = false;
-    let table = srv.commands.clone();
-    if let Lookup::Found(spec) = exec::lookup(&table, &p.argv) {
-        srv.blocking.resumed = Some((p.req.deadline, p.spent_us));
-        srv.blocking.carried_us = p.spent_us;
-        let start = Instant::now();
-        let now = srv.unix_ms_at(start);
-        exec::run(srv, &mut c, spec, &p.argv, now, start);
-        srv.blocking.resumed = None;
-        srv.blocking.carried_us = 0;
-    }
-    if !c.blocked {
-        srv.blocking.woken.push(id);
-    }
-    srv.sweep_clients = true;
-    srv.clients.insert(id, c);
-}
-
-/// How a blocked client is released without being served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Release {
-    /// Its timeout reply.
-    Timeout,
-    /// `-UNBLOCKED client unblocked via CLIENT UNBLOCK`.
-    Error,
-}
-
-/// Releases blocked client `id` (which must not be the running client);
-/// false if it is not blocked. The reply is counted as the command's.
-pub fn release(srv: &mut Server, id: ClientId, how: Release) -> bool {
-    if !srv.blocking.is_blocked(id) {
-        return false;
-    }
-    let Some(mut c) = srv.clients.remove(&id) else { return false };
-    let p = srv.blocking.unpark(id).expect("checked above");
-    c.blocked = false;
-    let failed = match how {
-        Release::Timeout => {
-            match p.req.on_timeout {
-                TimeoutReply::NullArray => c.reply.null_array(),
-                TimeoutReply::Int(n) => c.reply.int(n),
-                TimeoutReply::Pair(a, b) => {
-                    c.reply.array(2);
-                    c.reply.int(a);
-                    c.reply.int(b);
-                }
-            }
-            false
+        if let Some(at) = req.deadline {
+            self.deadlines.insert(at, c.id);
         }
-        Release::Error => {
-            exec::reply_error(srv, &mut c, &CmdError::Custom("UNBLOCKED client unblocked via CLIENT UNBLOCK".into()));
-            true
+        if req.on_nokey {
+            self.nokey += 1;
         }
-    };
-    let table = srv.commands.clone();
-    if let Lookup::Found(spec) = exec::lookup(&table, &p.argv) {
-        exec::account(srv, &mut c, spec, &p.argv, p.spent_us, failed);
-    }
-    srv.blocking.woken.push(id);
-    srv.sweep_clients = true;
-    srv.clients.insert(id, c);
-    true
-}
-
-/// Answers every client whose deadline is at or before `now` (Unix ms).
-pub fn expire(srv: &mut Server, now: i64) {
-    if srv.blocking.deadlines.next().is_none_or(|at| at > now) {
-        return;
-    }
-    for id in srv.blocking.deadlines.due(now) {
-        release(srv, id, Release::Timeout);
+        let argv = req.rerun_argv.take().unwrap_or_else(|| argv.to_vec());
+        self.parked.insert(c.id, Parked { db: c.db, seq, req, argv, spent_us });
+        c.blocked = true;
+        true
     }
 }
 
@@ -562,22 +419,6 @@ mod tests {
             assert!(d.remove(at, id));
         }
         assert_eq!(d.next(), Some(5_000));
-    }
-
-    #[test]
-    fn timeouts() {
-        assert_eq!(parse_timeout_secs(b"0", 1000), Ok(None));
-        assert_eq!(parse_timeout_secs(b"0.0001", 1000), Ok(Some(1001)));
-        assert_eq!(parse_timeout_secs(b"1.5", 1000), Ok(Some(2500)));
-        assert_eq!(parse_timeout_secs(b"-1", 0), Err(CmdError::err("timeout is negative")));
-        assert_eq!(parse_timeout_secs(b"abc", 0), Err(CmdError::err("timeout is not a float or out of range")));
-        assert_eq!(parse_timeout_secs(b"inf", 0), Err(CmdError::err("timeout is out of range")));
-        assert_eq!(parse_timeout_secs(b"0x7FFFFFFFFFFFFF", 0), Err(CmdError::err("timeout is out of range")));
-        assert_eq!(parse_timeout_secs(b"0x10", 0), Ok(Some(16_000)));
-        assert_eq!(parse_timeout_secs(b"0x", 0), Err(CmdError::err("timeout is not a float or out of range")));
-        assert_eq!(parse_timeout_secs(b"9223372036854775", 1000), Err(CmdError::err("timeout is out of range")));
-        assert_eq!(parse_timeout_ms(b"1.5", 0), Err(CmdError::err("timeout is not an integer or out of range")));
-        assert_eq!(parse_timeout_ms(b"100", 5), Ok(Some(105)));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! A `Client` does not know about the event loop; `net.rs` feeds its query
 //! buffer and drains its reply buffer, `exec.rs` runs what it parsed.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use mio::net::TcpStream;
@@ -23,6 +24,72 @@ pub enum ReplyMode {
     SkipNext,
     /// The current command's reply is dropped (SkipNext moves here).
     Skip,
+}
+
+/// Which of the three namespaces a subscription lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// SUBSCRIBE channels.
+    Channel,
+    /// PSUBSCRIBE glob patterns.
+    Pattern,
+    /// SSUBSCRIBE shard channels.
+    Shard,
+}
+
+impl Kind {
+    /// The reply word confirming a subscription of this kind.
+    pub fn subscribe_word(self) -> &'static [u8] {
+        match self {
+            Kind::Channel => b"subscribe",
+            Kind::Pattern => b"psubscribe",
+            Kind::Shard => b"ssubscribe",
+        }
+    }
+
+    /// The reply word confirming an unsubscription of this kind.
+    pub fn unsubscribe_word(self) -> &'static [u8] {
+        match self {
+            Kind::Channel => b"unsubscribe",
+            Kind::Pattern => b"punsubscribe",
+            Kind::Shard => b"sunsubscribe",
+        }
+    }
+}
+
+/// The names one client is subscribed to. Sorted sets, so that an
+/// argument-less UNSUBSCRIBE confirms in a stable order.
+#[derive(Debug, Default)]
+pub struct Subscriptions {
+    /// SUBSCRIBE channels.
+    pub channels: BTreeSet<Vec<u8>>,
+    /// PSUBSCRIBE patterns.
+    pub patterns: BTreeSet<Vec<u8>>,
+    /// SSUBSCRIBE shard channels.
+    pub shard: BTreeSet<Vec<u8>>,
+}
+
+impl Subscriptions {
+    pub(crate) fn set(&mut self, kind: Kind) -> &mut BTreeSet<Vec<u8>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard,
+        }
+    }
+
+    /// The count a (un)subscribe confirmation carries: channels plus
+    /// patterns for those two kinds, shard channels alone for shard ones.
+    pub fn count(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Channel | Kind::Pattern => self.channels.len() + self.patterns.len(),
+            Kind::Shard => self.shard.len(),
+        }
+    }
+
+    pub(crate) fn total(&self) -> usize {
+        self.channels.len() + self.patterns.len() + self.shard.len()
+    }
 }
 
 /// One connection.
@@ -98,7 +165,7 @@ pub struct Client {
     /// (CLIENT LIST counts them in `qbuf=`, as Redis does).
     pub cur_cmd_len: usize,
     /// Pub/Sub subscriptions; Some while in Pub/Sub mode.
-    pub pubsub: Option<Box<crate::pubsub::Subscriptions>>,
+    pub pubsub: Option<Box<Subscriptions>>,
 }
 
 impl Client {

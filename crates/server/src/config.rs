@@ -9,6 +9,13 @@
 
 use std::collections::BTreeMap;
 
+use storage::rdb::Shapes;
+use storage::types::hash::HashConfig;
+use storage::types::list::ListConfig;
+use storage::types::set::SetConfig;
+use storage::types::stream::StreamConfig;
+use storage::types::zset::ZsetConfig;
+
 /// How a parameter's value is checked and printed.
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
@@ -316,10 +323,16 @@ pub struct Config {
     pub latency_threshold: u64,
     /// maxmemory in bytes (0: unlimited).
     pub maxmemory: u64,
-    /// hash-max-listpack-entries.
-    pub hash_max_listpack_entries: usize,
-    /// hash-max-listpack-value.
-    pub hash_max_listpack_value: usize,
+    /// Hash encoding thresholds (hash-max-listpack-entries/-value).
+    pub hash: HashConfig,
+    /// List node fill (list-max-listpack-size).
+    pub list: ListConfig,
+    /// Set encoding thresholds (set-max-intset-entries, set-max-listpack-*).
+    pub set: SetConfig,
+    /// Sorted-set encoding thresholds (zset-max-listpack-*).
+    pub zset: ZsetConfig,
+    /// Stream node limits (stream-node-max-bytes/-entries).
+    pub stream: StreamConfig,
     /// notify-keyspace-events as `notify::*` flag bits.
     pub notify_flags: u32,
 }
@@ -341,8 +354,11 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_threshold: 0,
             maxmemory: 0,
-            hash_max_listpack_entries: 512,
-            hash_max_listpack_value: 64,
+            hash: HashConfig::default(),
+            list: ListConfig::default(),
+            set: SetConfig::default(),
+            zset: ZsetConfig::default(),
+            stream: StreamConfig::default(),
             notify_flags: 0,
         };
         c.refresh();
@@ -417,9 +433,32 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len") as usize;
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
         self.maxmemory = self.num("maxmemory") as u64;
-        self.hash_max_listpack_entries = self.num("hash-max-listpack-entries").max(0) as usize;
-        self.hash_max_listpack_value = self.num("hash-max-listpack-value").max(0) as usize;
+        let size = |name: &str| self.num(name).max(0) as usize;
+        let hash = HashConfig {
+            max_listpack_entries: size("hash-max-listpack-entries"),
+            max_listpack_value: size("hash-max-listpack-value"),
+            ..HashConfig::default()
+        };
+        let set = SetConfig {
+            max_intset_entries: size("set-max-intset-entries"),
+            max_listpack_entries: size("set-max-listpack-entries"),
+            max_listpack_value: size("set-max-listpack-value"),
+            ..SetConfig::default()
+        };
+        let zset = ZsetConfig {
+            max_listpack_entries: size("zset-max-listpack-entries"),
+            max_listpack_value: size("zset-max-listpack-value"),
+            ..ZsetConfig::default()
+        };
+        let stream = StreamConfig { node_max_bytes: size("stream-node-max-bytes"), node_max_entries: size("stream-node-max-entries") };
+        let list = ListConfig { fill: self.num("list-max-listpack-size") };
+        (self.hash, self.set, self.zset, self.stream, self.list) = (hash, set, zset, stream, list);
         self.notify_flags = self.get("notify-keyspace-events").and_then(crate::notify::parse).unwrap_or(0);
+    }
+
+    /// The encoding thresholds loaded values (RESTORE, RDB) are shaped by.
+    pub fn shapes(&self) -> Shapes {
+        Shapes { hash: self.hash, list: self.list, set: self.set, zset: self.zset }
     }
 
     /// Applies a redis.conf-style text: one `name value...` per line, `#` comments.

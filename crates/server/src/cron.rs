@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::notify;
+use crate::{notify, publish};
 use crate::server::{unix_ms, Server};
 
 /// Share of one tick the active expiry cycle may use, in percent, at effort 1
@@ -108,9 +108,9 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
             for key in hit.drain(..) {
                 // One `hexpired` per hash per batch, then `del` if the
                 // hash went (a lookup that neither touches nor expires).
-                notify::emit(srv, None, i, notify::HASH, "hexpired", &key);
+                publish::emit(srv, None, i, notify::HASH, "hexpired", &key);
                 if srv.dbs[i].idle_secs(&key, now).is_none() {
-                    notify::emit(srv, None, i, notify::GENERIC, "del", &key);
+                    publish::emit(srv, None, i, notify::GENERIC, "del", &key);
                 }
             }
             if fields < FIELD_BATCH {
@@ -131,7 +131,7 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
             });
             srv.expired_keys += expired as u64;
             for key in hit.drain(..) {
-                notify::emit(srv, None, i, notify::EXPIRED, "expired", &key);
+                publish::emit(srv, None, i, notify::EXPIRED, "expired", &key);
             }
             examined_here += examined;
             let good = (expired as f64) >= 0.1 * examined as f64 * volatile_share;

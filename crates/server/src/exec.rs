@@ -1,13 +1,15 @@
-//! Dispatch: look the command up, check arity once, queue it inside MULTI,
-//! run it, then do the bookkeeping every command shares (stats, slow log,
-//! MONITOR feed, reply suppression). Handlers never count arguments.
+//! Running one looked-up command: the handler call and the bookkeeping
+//! every command shares (stats, slow log, latency, MONITOR feed, reply
+//! suppression, parking a client that asked to block), and the propagation
+//! point where every write's effects leave as commands. Lookup lives here
+//! too: scripts and EXEC look commands up the same way a client's request
+//! is. The checks before a request runs are `dispatch.rs`, above this.
 
 use std::time::Instant;
 
 use crate::client::{Client, ReplyMode};
-use crate::commands::{flags, CmdError, CommandMap, Ctx, Spec};
-use crate::server::{unix_ms, unix_us, SlowEntry};
-use crate::server::Server;
+use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
+use crate::server::{unix_ms, unix_us, Server, SlowEntry};
 
 /// How a lookup went.
 pub enum Lookup<'a> {
@@ -74,136 +76,13 @@ fn trunc(a: &[u8]) -> String {
     s.replace(['\r', '\n'], " ")
 }
 
-/// Commands that run immediately even inside MULTI.
-fn runs_in_multi(name: &str) -> bool {
-    matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
-}
-
-/// True if `argv` (looked up as `spec`) must wait because of CLIENT PAUSE.
-pub fn is_paused(srv: &Server, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
-    let Some(p) = srv.pause else { return false };
-    if now >= p.until {
-        return false;
-    }
-    if !p.write_only {
-        return true;
-    }
-    // WRITE mode holds writes and commands that may write; EXEC of a
-    // transaction is judged by what it queued (done by the caller); a
-    // script by the flags its shebang declares; PUBLISH and PFCOUNT may
-    // replicate, so they wait too.
-    let f = crate::script::command_flags(srv, spec, argv);
-    f & flags::WRITE != 0 || f & flags::MAY_REPLICATE != 0
-}
-
-/// Runs one request from `c`. Returns false if the client must wait (paused).
-pub fn call(srv: &mut Server, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
-    let start = Instant::now();
-    let now = srv.unix_ms_at(start);
-    let table = srv.commands.clone();
-    let spec = match lookup(&table, &argv) {
-        Lookup::Found(s) => s,
-        Lookup::Unknown(e) | Lookup::BadArity(e) => {
-            if c.multi.is_some() {
-                c.multi_error = true;
-            }
-            if let Some(n) = argv.first() {
-                let full = String::from_utf8_lossy(n).to_ascii_lowercase();
-                if let Some(s) = table.get(&full) {
-                    srv.cmdstats.entry(s.full_name).or_default().rejected += 1;
-                }
-            }
-            reply_error(srv, c, &e);
-            return true;
-        }
-    };
-    let name = spec.full_name;
-    if srv.scripting.running.is_some_and(|r| r.timed_out) && !spec.has(flags::ALLOW_BUSY) {
-        reject(srv, c, spec, &CmdError::Custom(srv.scripting.busy_error().into()));
-        return true;
-    }
-    if c.multi.is_some() && !runs_in_multi(name) && spec.has(flags::NO_MULTI) {
-        reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
-        return true;
-    }
-    if srv.config.maxmemory != 0 && oom_sensitive(srv, &table, c, spec, &argv) && crate::memory::allocated() > srv.config.maxmemory {
-        reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
-        return true;
-    }
-    if c.pubsub.is_some() && !c.reply.resp3 && !allowed_in_pubsub(name) {
-        let msg = format!("Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
-        reject(srv, c, spec, &CmdError::err(msg));
-        return true;
-    }
-    if c.multi.is_some() && !runs_in_multi(name) {
-        c.multi.as_mut().expect("in multi").push(argv);
-        c.reply.simple("QUEUED");
-        return true;
-    }
-    let paused = if name == "exec" {
-        srv.pause.is_some_and(|p| now < p.until)
-            && c.multi.as_ref().is_some_and(|q| {
-                q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if is_paused(srv, s, a, now)))
-            })
-    } else {
-        is_paused(srv, spec, &argv, now)
-    };
-    if paused {
-        return false;
-    }
-    run(srv, c, spec, &argv, now, start);
-    // Clients blocked on keys this command (or EXEC) made ready; not in the
-    // middle of a timed-out script, whose writes must stay atomic.
-    if srv.scripting.running.is_none() {
-        crate::blocking::serve_ready(srv);
-    }
-    true
-}
-
-/// Commands a RESP2 client in Pub/Sub mode may run.
-fn allowed_in_pubsub(name: &str) -> bool {
-    matches!(name, "subscribe" | "ssubscribe" | "psubscribe" | "unsubscribe" | "sunsubscribe" | "punsubscribe" | "ping" | "quit" | "reset")
-}
-
 /// The reply to a command refused because memory is over `maxmemory`.
 pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-
-/// True if `spec` must be refused while memory is over `maxmemory`: commands
-/// that may grow memory, EXEC of a transaction that queued one, and anything
-/// that would be queued (a queue grows without bound), but never EXEC,
-/// DISCARD, QUIT or RESET themselves.
-fn oom_sensitive(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> bool {
-    match spec.full_name {
-        "exec" => c.multi.as_ref().is_some_and(|q| {
-            q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::DENYOOM)))
-        }),
-        "discard" | "quit" | "reset" => false,
-        _ => crate::script::command_flags(srv, spec, argv) & flags::DENYOOM != 0 || c.multi.is_some(),
-    }
-}
-
-/// Refuses a command before it runs: counts it as rejected, flags an open
-/// transaction, and for EXEC discards the transaction with EXECABORT.
-fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
-    srv.cmdstats.entry(spec.full_name).or_default().rejected += 1;
-    if spec.full_name == "exec" && c.multi.is_some() {
-        c.multi = None;
-        c.multi_error = false;
-        srv.unwatch_all(c);
-        let msg = format!("EXECABORT Transaction discarded because of: {}", e.message());
-        reply_error(srv, c, &CmdError::Custom(msg));
-        return;
-    }
-    if c.multi.is_some() {
-        c.multi_error = true;
-    }
-    reply_error(srv, c, e);
-}
 
 /// Runs a looked-up command and does the shared bookkeeping.
 /// `start` is when the command began (for its duration); `now` the Unix ms
 /// time it sees.
-pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now: i64, start: Instant) {
+pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now: i64, start: Instant) {
     let name = spec.full_name;
     if c.reply_mode == ReplyMode::SkipNext {
         c.reply_mode = ReplyMode::Skip;
@@ -212,10 +91,16 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
     c.last_cmd = name;
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
+    let dirty_before = srv.dirty;
+    srv.feed.enter();
     let result = {
-        let mut ctx = Ctx { srv, client: c, now };
+        let mut ctx = Ctx { srv, host, client: c, now };
         (spec.handler)(&mut ctx, argv)
     };
+    if srv.dirty != dirty_before && spec.has(flags::WRITE) {
+        propagate(srv, db, argv);
+    }
+    srv.feed.leave();
     let end = Instant::now();
     let usec = end.duration_since(start).as_micros() as u64;
     // Keys the command found expired and deleted count as expired (INFO expired_keys).
@@ -226,7 +111,7 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
     // Lazy expiry and key creation recorded after the command's last event.
     for d in [db, c.db] {
         if srv.dbs[d].has_events() {
-            crate::notify::flush_db_log(srv, Some(&mut *c), d);
+            crate::publish::flush_db_log(srv, Some(&mut *c), d);
         }
     }
     c.last_interaction = end;
@@ -236,7 +121,7 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
         feed_monitors(srv, c, argv);
     }
     // A blocked command is accounted once, when it finally replies.
-    if crate::blocking::park_if_requested(srv, c, argv, usec, result.is_ok()) {
+    if srv.blocking.park_if_requested(c, argv, usec, result.is_ok()) {
         return;
     }
     let usec = usec + srv.blocking.take_carried_us();
@@ -257,6 +142,20 @@ pub fn run(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], now:
         c.reply.raw(&srv.pending_push);
         srv.pending_push.clear();
     }
+}
+
+/// The propagation point: a write command that changed data leaves here,
+/// as the command to replay, for the AOF writer and replicas (`feed.rs`).
+/// EXEC, scripts and functions are not write commands themselves: the
+/// writes they run come through here one by one and the feed wraps them in
+/// MULTI/EXEC. Not yet rewritten for replay as Redis does (relative TTLs to
+/// absolute, SPOP to SREM, INCRBYFLOAT to SET) nor fed by expiry: those come
+/// with the AOF that first consumes the stream.
+pub fn propagate(srv: &mut Server, db: usize, argv: &[Vec<u8>]) {
+    if srv.feed.is_empty() {
+        return;
+    }
+    srv.feed.push(db, argv.to_vec());
 }
 
 /// Counts a command that replied: commandstats, the slow log, the latency

@@ -1,23 +1,47 @@
-//! The densekv server: networking, dispatch, commands, configuration.
+//! The densekv server: configuration, server state, dispatch, commands,
+//! scripting and the event loop.
 //!
 //! Arrows go one way: this crate uses `resp` (wire format) and `storage`
-//! (values and keyspace); neither knows about it.
+//! (values and keyspace); neither knows about it. Inside the crate the
+//! modules form a stack, each using only those below it (drawn in
+//! docs/design/server.md and checked by `tests/layers.rs`), bottom up:
+//!
+//! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
+//!    (command errors, argument parsers), `keyspec`
+//! 2. `config`, `client`
+//! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
+//!    what), `feed` (the write stream and its consumers)
+//! 4. `server`: the state every command reads
+//! 5. `publish` (message and keyspace-event delivery), `cron`
+//! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
+//!    (typed key access and the write guard), `exec`, `dispatch`
+//! 7. `commands/`: the command families
+//! 8. `script/`: Lua scripting and functions
+//! 9. `registry`: the whole table
+//! 10. `net`: the event loop, which owns the listener and the sockets
 
+pub mod access;
+pub mod args;
 pub mod blocking;
 pub mod client;
+pub mod command;
 pub mod commands;
 pub mod config;
 pub mod cron;
+pub mod dispatch;
 pub mod exec;
+pub mod feed;
 pub mod glob;
+pub mod keyspec;
 pub mod lazyfree;
 pub mod memory;
 pub mod net;
 pub mod notify;
+pub mod publish;
 pub mod pubsub;
+pub mod registry;
 pub mod script;
 pub mod server;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).
 pub const REDIS_VERSION: &str = "7.4.0";
-

@@ -21,8 +21,11 @@ use mio::{Events, Interest, Poll, Token};
 use resp::{Limits, Parsed};
 
 use crate::client::{Client, ClientId};
-use crate::server::{unix_ms, Server};
-use crate::{cron, exec};
+use crate::command::{CmdError, CommandMap, Host, Scripts};
+use crate::registry::registry;
+use crate::script::engine::Engine;
+use crate::server::Server;
+use crate::{cron, dispatch, exec};
 
 const LISTENER: Token = Token(usize::MAX);
 /// Read chunk size.
@@ -32,18 +35,45 @@ const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
 
-/// The listening socket with a handle on the poller's registry: it lives in
-/// the `Server` so that a timed-out script can accept connections too.
+/// The listening socket with a handle on the poller's registry, so that
+/// clients can be accepted while a timed-out script runs too.
 pub struct Acceptor {
     listener: TcpListener,
     registry: mio::Registry,
 }
 
+/// What the event loop lends to dispatch for every call (`command::Host`):
+/// the command table, the scripting engine, and serving the other clients
+/// while a script is busy, for which it holds the listener.
+pub struct Shell {
+    table: CommandMap,
+    engine: Engine,
+    acceptor: Acceptor,
+}
+
+impl Host for Shell {
+    fn table(&self) -> &CommandMap {
+        &self.table
+    }
+
+    fn scripts(&mut self) -> &mut dyn Scripts {
+        &mut self.engine
+    }
+
+    fn scripts_ref(&self) -> &dyn Scripts {
+        &self.engine
+    }
+
+    fn serve_others(&mut self, srv: &mut Server) {
+        serve_while_busy(srv, self);
+    }
+}
+
 /// The poller and the event loop's own state.
 pub struct EventLoop {
     poll: Poll,
-    /// Moved into `Server::acceptor` when `run` starts.
-    acceptor: Option<Acceptor>,
+    /// The table, the scripting engine and the listener, lent to dispatch.
+    shell: Shell,
     /// Clients with work left that no readiness event will announce.
     pending: HashSet<ClientId>,
     /// Query buffer lent to a client with none of its own for one read and
@@ -56,7 +86,7 @@ pub struct EventLoop {
 }
 
 impl EventLoop {
-    /// Binds `addr`.
+    /// Binds `addr`, and builds the command table and the scripting engine.
     ///
     /// Errors: the bind error (port busy, bad address).
     pub fn bind(addr: SocketAddr) -> io::Result<EventLoop> {
@@ -64,14 +94,13 @@ impl EventLoop {
         let mut listener = TcpListener::bind(addr)?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let acceptor = Acceptor { listener, registry: poll.registry().try_clone()? };
-        Ok(EventLoop { poll, acceptor: Some(acceptor), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        let table = registry();
+        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor };
+        Ok(EventLoop { poll, shell, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Runs until SHUTDOWN.
     pub fn run(&mut self, srv: &mut Server) -> io::Result<()> {
-        if let Some(a) = self.acceptor.take() {
-            srv.acceptor = Some(a);
-        }
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
         loop {
@@ -87,7 +116,7 @@ impl EventLoop {
             }
             // Blocked clients: answer those past their deadline, wake those served.
             let now_ms = srv.unix_ms_at(Instant::now());
-            crate::blocking::expire(srv, now_ms);
+            dispatch::expire_blocked(srv, &self.shell.table, now_ms);
             self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
             let mut timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
@@ -101,7 +130,7 @@ impl EventLoop {
             }
             for ev in events.iter() {
                 if ev.token() == LISTENER {
-                    accept(srv);
+                    accept(srv, &self.shell.acceptor);
                 } else {
                     self.pending.insert(ev.token().0 as ClientId);
                 }
@@ -208,7 +237,7 @@ impl EventLoop {
                 }
             }
         }
-        let ran_all = process_input(srv, c);
+        let ran_all = process_input(srv, &mut self.shell, c);
         flush(srv, c);
         if eof && c.pending_out() == 0 {
             c.close_asap = true;
@@ -272,7 +301,7 @@ impl EventLoop {
 
 /// Parses and runs every complete request in the client's buffer.
 /// Returns false if it stopped early (paused, or output backed up).
-pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
+pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> bool {
     let limits = Limits { max_bulk_len: srv.config.proto_max_bulk_len };
     let mut all = true;
     c.paused = false;
@@ -293,7 +322,7 @@ pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
                     continue;
                 }
                 c.cur_cmd_len = c.qpos - start;
-                let ran = exec::call(srv, c, argv);
+                let ran = dispatch::call(srv, host, c, argv);
                 c.cur_cmd_len = 0;
                 if !ran {
                     // Paused: rewind so the request runs again later.
@@ -312,7 +341,7 @@ pub fn process_input(srv: &mut Server, c: &mut Client) -> bool {
             }
             Err(e) => {
                 let msg = format!("ERR {e}");
-                exec::reply_error(srv, c, &crate::commands::CmdError::Custom(msg));
+                exec::reply_error(srv, c, &CmdError::Custom(msg));
                 c.close_after_reply = true;
                 break;
             }
@@ -355,7 +384,6 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
         c.reply.buf.drain(..c.sent);
         c.sent = 0;
     }
-    let _ = unix_ms;
 }
 
 fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
@@ -363,8 +391,7 @@ fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// Accepts every pending connection.
-pub fn accept(srv: &mut Server) {
-    let Some(a) = srv.acceptor.take() else { return };
+pub fn accept(srv: &mut Server, a: &Acceptor) {
     loop {
         match a.listener.accept() {
             Ok((mut sock, peer)) => {
@@ -387,7 +414,6 @@ pub fn accept(srv: &mut Server) {
             Err(_) => break,
         }
     }
-    srv.acceptor = Some(a);
 }
 
 /// Serves every other client once while a script is timed out: reads what
@@ -395,8 +421,8 @@ pub fn accept(srv: &mut Server) {
 /// allow-busy commands) and writes the replies. New connections are
 /// accepted first, so a user can still connect to send SCRIPT KILL. The
 /// client running the script is not in `srv.clients` at this point.
-pub fn serve_while_busy(srv: &mut Server) {
-    accept(srv);
+pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
+    accept(srv, &shell.acceptor);
     let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
     let mut buf = [0u8; 16 * 1024];
     for id in ids {
@@ -422,7 +448,7 @@ pub fn serve_while_busy(srv: &mut Server) {
                 }
             }
             if !c.close_asap {
-                process_input(srv, &mut c);
+                process_input(srv, shell, &mut c);
                 flush(srv, &mut c);
             }
         }

@@ -1,27 +1,20 @@
-//! Keyspace notifications (`notify-keyspace-events`).
+//! Keyspace notification classes (`notify-keyspace-events`): the flag bits
+//! as Redis numbers them, their letters, parsing and printing. A leaf: the
+//! config parses the flag word with it, commands name their event's class
+//! with it, and `publish.rs` (which delivers events) reads the word.
 //!
 //! Every write calls `Ctx::notify(class, event, key)` once per event at the
 //! point of change, with Redis's event names (`sadd`, `del`, `rename_from`,
 //! ...). The call is one branch on the cached flag word when the class is
-//! off, so a server with notifications off pays nothing more; when the class
-//! is on but nobody is subscribed to anything, nothing is formatted either.
-//! Otherwise the event goes out through the ordinary `pubsub::publish` path
-//! as `__keyspace@<db>__:<key>` (message: the event) when `K` is set, then
-//! `__keyevent@<db>__:<event>` (message: the key) when `E` is set.
+//! off, so a server with notifications off pays nothing more.
 //!
 //! Two kinds of event happen inside storage, where no server code runs:
 //! lazy expiry (a key found due on access) and key creation (class `n`).
-//! The database records them (`Db::log_events`, set here from the flags)
-//! and they are published before the next event of the same command, or
-//! after the command, so `expired` and `new` precede the command's own event
-//! as in Redis. Active expiry (cron) publishes from its callbacks.
+//! The database records them when [`db_log_bits`] asks it to.
 //!
 //! Not produced: `keymiss` (class `m` is accepted and printed, but reads do
 //! not go through one lookup helper to raise it) and `evicted` (no eviction
 //! yet).
-
-use crate::client::{Client, ClientId};
-use crate::server::Server;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -114,59 +107,6 @@ pub fn db_log_bits(flags: u32) -> u8 {
         bits |= storage::keyspace::LOG_NEW;
     }
     bits
-}
-
-/// The client a message is published from: the one running the command, if
-/// any (cron has none).
-pub type From<'a> = Option<&'a mut Client>;
-
-/// Publishes one event of `class` on key `key` of database `db`, after the
-/// events storage recorded in that database. The caller has checked
-/// `wanted`.
-pub fn emit(srv: &mut Server, mut cur: From<'_>, db: usize, class: u32, event: &str, key: &[u8]) {
-    flush_db_log(srv, cur.as_deref_mut(), db);
-    publish_event(srv, cur, db, class, event, key);
-}
-
-/// Publishes (or, with no subscriber anywhere, drops) the events storage
-/// recorded in database `db`.
-pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
-    if !srv.dbs[db].has_events() {
-        return;
-    }
-    for (ev, key) in srv.dbs[db].take_events() {
-        let (class, name) = match ev {
-            storage::KeyEvent::Expired => (EXPIRED, "expired"),
-            storage::KeyEvent::New => (NEW, "new"),
-        };
-        publish_event(srv, cur.as_deref_mut(), db, class, name, &key);
-    }
-}
-
-fn publish_event(srv: &mut Server, cur: From<'_>, db: usize, class: u32, event: &str, key: &[u8]) {
-    let flags = srv.config.notify_flags;
-    if !wanted(flags, class) || srv.pubsub.is_empty() {
-        return;
-    }
-    let from: Option<(ClientId, bool)> = cur.map(|c| (c.id, c.reply.resp3));
-    if flags & KEYSPACE != 0 {
-        let mut chan = format!("__keyspace@{db}__:").into_bytes();
-        chan.extend_from_slice(key);
-        crate::pubsub::publish_from(srv, from, &chan, event.as_bytes(), false);
-    }
-    if flags & KEYEVENT != 0 {
-        let chan = format!("__keyevent@{db}__:{event}");
-        crate::pubsub::publish_from(srv, from, chan.as_bytes(), key, false);
-    }
-}
-
-/// Points every database's event log at what the flags ask for (at start
-/// and after CONFIG SET). Events already recorded are kept.
-pub fn apply(srv: &mut Server) {
-    let bits = db_log_bits(srv.config.notify_flags);
-    for db in &mut srv.dbs {
-        db.log_events = bits;
-    }
 }
 
 #[cfg(test)]

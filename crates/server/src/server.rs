@@ -1,15 +1,21 @@
 //! Server state owned by the executor: databases, configuration, clients,
-//! statistics, slow log, WATCH registrations. One value, no globals, so a
-//! process could later run several executors side by side (DESIGN §2).
+//! statistics, slow log, WATCH registrations, the Pub/Sub and blocking
+//! registries. No sockets, no command table, no scripting engine: those
+//! belong to the layers above, which lend them to dispatch
+//! (`command::Host`). One value, no globals, so a process could later run
+//! several executors side by side (DESIGN §2).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use storage::Db;
 
+use crate::blocking::Blocking;
 use crate::client::{Client, ClientId};
-use crate::commands::{registry, CommandMap};
 use crate::config::Config;
+use crate::feed::Feed;
+use crate::lazyfree::LazyFree;
+use crate::pubsub::PubSub;
 
 /// Per-command counters for INFO commandstats.
 #[derive(Debug, Default, Clone)]
@@ -61,14 +67,26 @@ pub struct Pause {
     pub write_only: bool,
 }
 
+/// The running script's state that other clients' commands can see
+/// (SCRIPT KILL, FUNCTION KILL, -BUSY while it is timed out).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScriptRun {
+    /// Past busy-reply-threshold: other clients get -BUSY.
+    pub timed_out: bool,
+    /// The script already wrote: SCRIPT KILL refuses (UNKILLABLE).
+    pub write_dirty: bool,
+    /// SCRIPT KILL asked it to stop.
+    pub killed: bool,
+    /// It is an FCALL function (FUNCTION KILL ends it, not SCRIPT KILL).
+    pub function: bool,
+}
+
 /// Everything the executor owns.
 pub struct Server {
     /// Databases, indexed by SELECT number.
     pub dbs: Vec<Db>,
     /// Configuration.
     pub config: Config,
-    /// The command table.
-    pub commands: CommandMap,
     /// Connected clients, except the one currently executing.
     pub clients: HashMap<ClientId, Client>,
     /// Next client id.
@@ -152,7 +170,7 @@ pub struct Server {
     /// 40 hex digits identifying this run (INFO run_id, master_replid).
     pub run_id: String,
     /// The background freeing thread (UNLINK, FLUSH* ASYNC).
-    pub lazyfree: crate::lazyfree::LazyFree,
+    pub lazyfree: LazyFree,
     /// Commands per second over the last cron interval.
     pub ops_per_sec: u64,
     /// (time, total_commands) at the last ops/sec sample.
@@ -164,19 +182,21 @@ pub struct Server {
     /// Event loop iterations.
     pub eventloop_cycles: u64,
     /// Pub/Sub subscriptions.
-    pub pubsub: crate::pubsub::PubSub,
+    pub pubsub: PubSub,
     /// Clients given output by another client's command (a published
     /// message): the event loop flushes them. See `wake`.
     pub woken: Vec<ClientId>,
     /// Push messages for the running client, appended after its reply
     /// (after the whole EXEC inside a transaction).
     pub pending_push: Vec<u8>,
-    /// The listening socket (set by the event loop when it starts).
-    pub acceptor: Option<crate::net::Acceptor>,
-    /// Lua interpreter and script cache (EVAL, SCRIPT).
-    pub scripting: crate::script::Engine,
+    /// The script running now, if any, as other clients' commands see it.
+    pub script: Option<ScriptRun>,
+    /// The FCALL running now: function name, the caller's argv, start.
+    pub running_function: Option<(String, Vec<Vec<u8>>, Instant)>,
     /// Clients blocked in BLPOP and friends.
-    pub blocking: crate::blocking::Blocking,
+    pub blocking: Blocking,
+    /// The write stream AOF and replicas consume (`exec::propagate`).
+    pub feed: Feed,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -194,13 +214,11 @@ impl Server {
     pub fn new(config: Config) -> Server {
         let dbs = (0..config.databases).map(|_| Db::new()).collect();
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
-        let commands = registry();
         let mut srv = Server {
             dbs,
             config,
-            scripting: crate::script::Engine::new(commands.clone()),
-            acceptor: None,
-            commands,
+            script: None,
+            running_function: None,
             clients: HashMap::new(),
             next_client_id: 1,
             dirty: 0,
@@ -239,19 +257,30 @@ impl Server {
             client_kills: 0,
             stat_reset: unix_ms() / 1000,
             run_id: (0..5).map(|i| format!("{:08x}", (seed.rotate_left(i * 13) ^ (seed >> i)) as u32)).collect(),
-            lazyfree: crate::lazyfree::LazyFree::new(),
+            lazyfree: LazyFree::new(),
             ops_per_sec: 0,
             ops_sample: (Instant::now(), 0),
             net_reads: 0,
             net_writes: 0,
             eventloop_cycles: 0,
-            pubsub: crate::pubsub::PubSub::default(),
+            pubsub: PubSub::default(),
             woken: Vec::new(),
             pending_push: Vec::new(),
             blocking: Default::default(),
+            feed: Feed::default(),
         };
-        crate::notify::apply(&mut srv);
+        srv.apply_notify_flags();
         srv
+    }
+
+    /// Points every database's event log at what `notify-keyspace-events`
+    /// asks for (at start and after CONFIG SET). Events already recorded
+    /// are kept.
+    pub fn apply_notify_flags(&mut self) {
+        let bits = crate::notify::db_log_bits(self.config.notify_flags);
+        for db in &mut self.dbs {
+            db.log_events = bits;
+        }
     }
 
     /// Unix milliseconds at monotonic instant `t`.
@@ -384,6 +413,16 @@ impl Server {
 }
 
 impl Server {
+    /// The -BUSY reply other clients get while the running script is timed
+    /// out: it names the command that can kill it.
+    pub fn busy_error(&self) -> &'static str {
+        if self.script.is_some_and(|r| r.function) {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        }
+    }
+
     /// Starts, extends or (None) ends CLIENT PAUSE. While a pause holds,
     /// expiry is held too: due keys read as absent but stay stored, so the
     /// data set does not change until the pause ends.

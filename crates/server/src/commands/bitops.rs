@@ -12,9 +12,9 @@
 use crate::notify;
 use storage::{Ttl, Value};
 
-use super::flags::*;
-use super::string::{db_and_out, lookup_str, with_bytes};
-use super::{is, keys, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::flags::*;
+use crate::commands::string::{db_and_out, lookup_str, with_bytes};
+use crate::command::{is, keys, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -156,8 +156,8 @@ pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let range = match args.len() {
         2 => None,
         4 | 5 => {
-            let start = super::arg_i64(&args[2])?;
-            let end = super::arg_i64(&args[3])?;
+            let start = crate::command::arg_i64(&args[2])?;
+            let end = crate::command::arg_i64(&args[3])?;
             let isbit = if args.len() == 5 { parse_unit(&args[4])? } else { false };
             Some((start, end, isbit))
         }
@@ -203,7 +203,7 @@ fn find_bit(b: &[u8], s: u64, e: u64, bit: bool) -> Option<u64> {
 
 /// BITPOS key bit [start [end [BYTE | BIT]]]
 pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let bit = super::arg_i64(&args[2])?;
+    let bit = crate::command::arg_i64(&args[2])?;
     if bit != 0 && bit != 1 {
         return Err(CmdError::err("The bit argument must be 1 or 0."));
     }
@@ -211,7 +211,7 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let start = match args.get(3) {
-        Some(a) => super::arg_i64(a)?,
+        Some(a) => crate::command::arg_i64(a)?,
         None => 0,
     };
     let isbit = match args.get(5) {
@@ -219,7 +219,7 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         None => false,
     };
     let end = match args.get(4) {
-        Some(a) => Some(super::arg_i64(a)?),
+        Some(a) => Some(crate::command::arg_i64(a)?),
         None => None,
     };
     let now = ctx.now;
@@ -493,7 +493,7 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Vec<u8>], ro: bool) -> CmdResult {
             _ => {
                 let top = offset + bits as u64 - 1;
                 highest = Some(highest.map_or(top, |h| h.max(top)));
-                let v = super::arg_i64(&args[j + 3])?;
+                let v = crate::command::arg_i64(&args[j + 3])?;
                 if kind == 1 {
                     FieldOp::Set(v)
                 } else {

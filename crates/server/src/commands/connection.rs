@@ -1,7 +1,7 @@
 //! Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH.
 
-use super::flags::*;
-use super::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::flags::*;
+use crate::command::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::client::ReplyMode;
 
 /// The rows of this family.

@@ -11,11 +11,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use storage::rdb::{self, Shapes};
+use storage::rdb;
 use storage::Ttl;
 
-use super::flags::*;
-use super::{arg_i64, is, keys, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
+use crate::command::flags::*;
+use crate::command::{arg_i64, is, keys, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
 
 /// Streams have no RDB serialization yet.
 
@@ -50,16 +50,6 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         None => ctx.out().null(),
     }
     Ok(())
-}
-
-/// The encoding limits loaded values are shaped by, from the live config.
-fn shapes(ctx: &Ctx) -> Shapes {
-    Shapes {
-        hash: super::hash::cfg(ctx),
-        list: super::list::config(ctx),
-        set: super::set::config(ctx),
-        zset: super::zset::zcfg(ctx),
-    }
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
@@ -105,7 +95,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::err("Invalid TTL value, must be >= 0"));
     }
     let body = rdb::verify_payload(&args[3], true).map_err(|_| CmdError::err("DUMP payload version or checksum are wrong"))?;
-    let value = rdb::restore_value(body, &shapes(ctx), now).map_err(|_| CmdError::err("Bad data format"))?;
+    let value = rdb::restore_value(body, &ctx.srv.config.shapes(), now).map_err(|_| CmdError::err("Bad data format"))?;
     let deadline = match ttl {
         0 => None,
         t if absttl => Some(t),

@@ -16,9 +16,9 @@
 use resp::Reply;
 use storage::types::zset::ZSet;
 
-use super::flags::*;
-use super::zset::{get, parts, store_result};
-use super::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec};
+use crate::command::flags::*;
+use crate::commands::zset::{get, parts, store_result};
+use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -445,7 +445,7 @@ pub fn geoadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         zargs.push(score_of(x, y).to_string().into_bytes());
         zargs.push(t[2].clone());
     }
-    super::zset::zadd(ctx, &zargs)
+    crate::commands::zset::zadd(ctx, &zargs)
 }
 
 /// GEODIST key member1 member2 [M|KM|FT|MI]

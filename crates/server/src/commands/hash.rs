@@ -17,12 +17,12 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::hash::{ExpireCond, Hash, HashConfig};
+use storage::types::hash::{ExpireCond, Hash};
 use storage::{Db, StrRef, Value, ValueMut, ValueRef};
 
-use super::flags::*;
-use super::string::db_and_out;
-use super::{arg_f64, arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::flags::*;
+use crate::commands::string::db_and_out;
+use crate::command::{arg_f64, arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// Largest field deadline Redis accepts from a command: 2^46 - 1 ms.
 const MAX_FIELD_MS: i64 = (1 << 46) - 1;
@@ -67,15 +67,6 @@ pub fn table() -> Vec<Spec> {
         s("hgetex", -5, WRITE | FAST, hgetex, WF, "Get the value of one or more fields of a given hash key, and optionally set their expiration.", "8.0.0"),
         s("hsetex", -6, WRITE | DENYOOM | FAST, hsetex, WF, "Set the value of one or more fields of a given hash key, and optionally set their expiration.", "8.0.0"),
     ]
-}
-
-/// Thresholds from the config (what OBJECT ENCODING reports follows them).
-pub(crate) fn cfg(ctx: &Ctx) -> HashConfig {
-    HashConfig {
-        max_listpack_entries: ctx.srv.config.hash_max_listpack_entries,
-        max_listpack_value: ctx.srv.config.hash_max_listpack_value,
-        ..HashConfig::default()
-    }
 }
 
 /// The hash at `key`: None if absent, WrongType if the key holds another type.
@@ -213,7 +204,7 @@ pub fn hset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let key = &args[1];
     check(ctx, key)?;
-    let cfg = cfg(ctx);
+    let cfg = ctx.srv.config.hash;
     let h = hash_mut(ctx, key);
     let created = args[2..].chunks(2).filter(|p| h.insert(&p[0], &p[1], &cfg)).count();
     written(ctx, key, Some("hset"));
@@ -236,7 +227,7 @@ pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         }
     }
-    let cfg = cfg(ctx);
+    let cfg = ctx.srv.config.hash;
     hash_mut(ctx, key).insert(field, &args[3], &cfg);
     written(ctx, key, Some("hset"));
     ctx.out().int(1);
@@ -380,7 +371,7 @@ fn counter_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(Option<Vec<
 /// Writes `value` into `field`, keeping the field's TTL `deadline`;
 /// `event` is the command's keyspace event.
 fn set_keep_ttl(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8], deadline: Option<i64>, event: &str) {
-    let (cfg, now) = (cfg(ctx), ctx.now);
+    let (cfg, now) = (ctx.srv.config.hash, ctx.now);
     let h = hash_mut(ctx, key);
     h.insert(field, value, &cfg);
     if let Some(d) = deadline {
@@ -535,7 +526,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]
 pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    let cursor = super::keys::parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let cursor = crate::commands::keys::parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
     let (db, out) = db_and_out(ctx);
     let Some(h) = lookup(db, &args[1], now)? else {
         out.array(2);
@@ -543,7 +534,7 @@ pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.array(0);
         return Ok(());
     };
-    let super::keys::ScanOpts { count, pattern, novalues, .. } = super::keys::parse_scan_opts(args, 3, super::keys::ScanExtra::NoValues)?;
+    let crate::commands::keys::ScanOpts { count, pattern, novalues, .. } = crate::commands::keys::parse_scan_opts(args, 3, crate::commands::keys::ScanExtra::NoValues)?;
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let next = h.scan(cursor, count, now, |f, v| {
         if pattern.is_none_or(|p| crate::glob::matches(p, f, false)) {
@@ -836,7 +827,7 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         }
     }
-    let cfg = cfg(ctx);
+    let cfg = ctx.srv.config.hash;
     let h = hash_mut(ctx, key);
     for p in pairs.chunks(2) {
         let old = if keepttl { h.expire_of(&p[0], now).flatten() } else { None };

@@ -10,8 +10,8 @@ use crate::notify;
 use storage::types::hll::{self, Corrupt, REGISTERS};
 use storage::{Ttl, Value};
 
-use super::flags::*;
-use super::{keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::flags::*;
+use crate::command::{keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {

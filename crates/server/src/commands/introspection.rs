@@ -8,9 +8,9 @@
 
 use std::time::Instant;
 
-use super::flags::*;
-use super::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
-use crate::blocking::Release;
+use crate::command::flags::*;
+use crate::command::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::dispatch::{self, Release};
 use crate::client::{Client, ReplyMode};
 use crate::server::{unix_us, Pause};
 
@@ -372,7 +372,7 @@ fn client_unblock(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     };
     let id = arg_i64(&args[2])?;
     // The running client is never blocked, and is not in `srv.clients`.
-    let done = u64::try_from(id).is_ok_and(|id| crate::blocking::release(ctx.srv, id, how));
+    let done = u64::try_from(id).is_ok_and(|id| dispatch::release(ctx.srv, ctx.host.table(), id, how));
     ctx.out().int(i64::from(done));
     Ok(())
 }
@@ -559,7 +559,7 @@ fn write_key_spec(out: &mut resp::Reply, ks: &KeySpec) {
 }
 
 fn sorted_commands(ctx: &Ctx) -> Vec<(String, Spec)> {
-    let mut v: Vec<(String, Spec)> = ctx.srv.commands.iter().map(|(n, s)| (n.clone(), s.clone())).collect();
+    let mut v: Vec<(String, Spec)> = ctx.host.table().iter().map(|(n, s)| (n.clone(), s.clone())).collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
 }
@@ -568,9 +568,9 @@ fn sorted_commands(ctx: &Ctx) -> Vec<(String, Spec)> {
 fn find_spec(ctx: &Ctx, name: &[u8]) -> Option<(String, Spec)> {
     let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
     match lower.split_once('|') {
-        None => ctx.srv.commands.get(&lower).map(|s| (lower.clone(), s.clone())),
+        None => ctx.host.table().get(&lower).map(|s| (lower.clone(), s.clone())),
         Some((c, sub)) => {
-            let parent = ctx.srv.commands.get(c)?;
+            let parent = ctx.host.table().get(c)?;
             parent.subcommand(sub.as_bytes()).map(|s| (lower.clone(), s.clone()))
         }
     }
@@ -592,7 +592,7 @@ fn command_all(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn command_count(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    let n = ctx.srv.commands.len() as i64;
+    let n = ctx.host.table().len() as i64;
     ctx.out().int(n);
     Ok(())
 }
@@ -645,7 +645,7 @@ fn command_docs(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     ctx.out().map(found.len());
     for (n, s) in &found {
         ctx.out().bulk(n.as_bytes());
-        let group = if n.contains('|') { ctx.srv.commands.get(n.split('|').next().unwrap_or("")).map(|p| p.group) } else { None };
+        let group = if n.contains('|') { ctx.host.table().get(n.split('|').next().unwrap_or("")).map(|p| p.group) } else { None };
         let mut s = s.clone();
         if let Some(g) = group {
             s.group = g;
@@ -705,7 +705,7 @@ fn command_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// Redis gives, checked in Redis's order.
 fn getkeys(ctx: &Ctx, argv: &[Vec<u8>]) -> Result<Vec<(usize, KeyFlags)>, CmdError> {
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-    let Some(top) = ctx.srv.commands.get(&name) else {
+    let Some(top) = ctx.host.table().get(&name) else {
         return Err(CmdError::err("Invalid command specified"));
     };
     let s = if top.subcommands.is_empty() || argv.len() == 1 {
@@ -1142,7 +1142,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
         ("sleep", 3) => {
-            let secs = super::arg_f64(&args[2])?;
+            let secs = crate::command::arg_f64(&args[2])?;
             if secs > 0.0 {
                 std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
             }

@@ -14,8 +14,8 @@
 use crate::notify;
 use storage::{Db, StrRef, Ttl, ValueRef};
 
-use super::flags::*;
-use super::{arg_i64, container, is, keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::flags::*;
+use crate::command::{arg_i64, container, is, keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::glob;
 use crate::memory;
 

@@ -15,9 +15,10 @@ use resp::Reply;
 use storage::types::list::{End, List, ListConfig};
 use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
 
-use super::flags::*;
-use crate::blocking::{block_or_null, parse_timeout_secs, NullKind};
-use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+use crate::command::flags::*;
+use crate::args::parse_timeout_secs;
+use crate::command::{block_or_null, NullKind};
+use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -75,17 +76,6 @@ fn numkeys_spec(at: i32) -> KeySpec {
 /// What wakes a client blocked on a list key: a list under it.
 fn is_list(v: Option<ValueRef<'_>>) -> bool {
     matches!(v, Some(ValueRef::List(_)))
-}
-
-/// `list-max-listpack-size` as the storage layer takes it.
-pub(crate) fn config(ctx: &Ctx) -> ListConfig {
-    let fill = ctx
-        .srv
-        .config
-        .get("list-max-listpack-size")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-2);
-    ListConfig { fill }
 }
 
 /// The selected database, the reply buffer and the command time, borrowed
@@ -182,7 +172,7 @@ fn push_to(
 }
 
 fn push_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End, existing_only: bool) -> CmdResult {
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let (db, out, now) = parts(ctx);
     let n = push_to(db, &args[1], end, &args[2..], existing_only, &cfg, now)?;
     out.int(n as i64);
@@ -222,7 +212,7 @@ fn pop_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
         Some(a) => Some(arg_range(a, 0, Some("value is out of range, must be positive"))? as usize),
         None => None,
     };
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let key = &args[1];
     let (db, out, now) = parts(ctx);
     let Some(l) = write(db, key, now)? else {
@@ -344,7 +334,7 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// LSET key index element
 pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let index = arg_i64(&args[2])?;
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let (db, out, now) = parts(ctx);
     let l = write(db, &args[1], now)?.ok_or(CmdError::NoSuchKey)?;
     let i = l
@@ -359,7 +349,7 @@ pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// LREM key count element
 pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let count = arg_range(&args[2], -i64::MAX, None)?;
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let key = &args[1];
     let (db, out, now) = parts(ctx);
     let Some(l) = write(db, key, now)? else {
@@ -382,7 +372,7 @@ pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// LTRIM key start stop
 pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let key = &args[1];
     let (db, out, now) = parts(ctx);
     let Some(l) = write(db, key, now)? else {
@@ -409,7 +399,7 @@ pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     } else {
         return Err(CmdError::Syntax);
     };
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let (db, out, now) = parts(ctx);
     let Some(l) = write(db, &args[1], now)? else {
         out.int(0);
@@ -499,7 +489,7 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// Pops from `src` and pushes onto `dst`; replies the element or null.
 fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let (db, out, now) = parts(ctx);
     if read(db, src, now)?.is_none() {
         out.null();
@@ -577,7 +567,7 @@ fn parse_mpop(args: &[Vec<u8>], at: usize) -> Result<(&[Vec<u8>], End, usize), C
 /// Pops up to `count` elements from the first non-empty list of `keys` and
 /// replies `[key, [elements]]`; false (nothing written) if all are empty.
 fn mpop(ctx: &mut Ctx, keys: &[Vec<u8>], end: End, count: usize) -> Result<bool, CmdError> {
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let (db, out, now) = parts(ctx);
     for key in keys {
         let Some(l) = write(db, key, now)? else {
@@ -601,7 +591,7 @@ fn mpop(ctx: &mut Ctx, keys: &[Vec<u8>], end: End, count: usize) -> Result<bool,
 fn bpop(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
     let deadline = parse_timeout_secs(&args[args.len() - 1], ctx.now)?;
     let keys = &args[1..args.len() - 1];
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.list;
     let (db, out, now) = parts(ctx);
     for key in keys {
         let Some(l) = write(db, key, now)? else {

@@ -6,10 +6,11 @@
 //! channels behave as plain channels of their own namespace: there is a
 //! single shard (no cluster), so SPUBLISH reaches every SSUBSCRIBEr.
 
-use super::flags::*;
-use super::introspection::help_reply;
-use super::{container, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec, NO_KEYS};
-use crate::pubsub::{self, Kind, PubSub};
+use crate::command::flags::*;
+use crate::commands::introspection::help_reply;
+use crate::command::{container, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec, NO_KEYS};
+use crate::publish;
+use crate::pubsub::{Kind, PubSub};
 
 /// Shard channels are key-like (they hash to slots) but not keys.
 const NOT_KEY: KeyFlags = &["not_key"];
@@ -64,7 +65,7 @@ fn subscribe_all(ctx: &mut Ctx, kind: Kind, names: &[Vec<u8>]) -> CmdResult {
     for name in names {
         ctx.srv.pubsub.subscribe(ctx.client, kind, name);
         let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count(kind));
-        pubsub::confirm(ctx.srv, ctx.client, kind.subscribe_word(), Some(name), count);
+        publish::confirm(ctx.srv, ctx.client, kind.subscribe_word(), Some(name), count);
     }
     Ok(())
 }
@@ -78,7 +79,7 @@ fn unsubscribe_all(ctx: &mut Ctx, kind: Kind, names: &[Vec<u8>]) -> CmdResult {
         all = PubSub::names_of(ctx.client, kind);
         if all.is_empty() {
             let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count(kind));
-            pubsub::confirm(ctx.srv, ctx.client, kind.unsubscribe_word(), None, count);
+            publish::confirm(ctx.srv, ctx.client, kind.unsubscribe_word(), None, count);
         }
         &all[..]
     } else {
@@ -87,7 +88,7 @@ fn unsubscribe_all(ctx: &mut Ctx, kind: Kind, names: &[Vec<u8>]) -> CmdResult {
     for name in names {
         ctx.srv.pubsub.unsubscribe(ctx.client, kind, name);
         let count = ctx.client.pubsub.as_ref().map_or(0, |s| s.count(kind));
-        pubsub::confirm(ctx.srv, ctx.client, kind.unsubscribe_word(), Some(name), count);
+        publish::confirm(ctx.srv, ctx.client, kind.unsubscribe_word(), Some(name), count);
     }
     ctx.srv.pubsub.unmark_if_idle(ctx.client);
     Ok(())
@@ -125,14 +126,14 @@ pub fn sunsubscribe(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// PUBLISH channel message: the number of clients that received it.
 pub fn publish(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let n = pubsub::publish(ctx.srv, ctx.client, &args[1], &args[2], false);
+    let n = publish::publish(ctx.srv, ctx.client, &args[1], &args[2], false);
     ctx.out().int(n as i64);
     Ok(())
 }
 
 /// SPUBLISH shardchannel message
 pub fn spublish(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let n = pubsub::publish(ctx.srv, ctx.client, &args[1], &args[2], true);
+    let n = publish::publish(ctx.srv, ctx.client, &args[1], &args[2], true);
     ctx.out().int(n as i64);
     Ok(())
 }

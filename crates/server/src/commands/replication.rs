@@ -6,9 +6,10 @@
 //! the generic blocked-client machinery (`crate::blocking`). Inside MULTI or
 //! a script they never block and answer with the current counts.
 
-use super::flags::*;
-use super::{arg_i64, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
-use crate::blocking::{parse_timeout_ms, BlockRequest, TimeoutReply};
+use crate::command::flags::*;
+use crate::command::{arg_i64, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::args::parse_timeout_ms;
+use crate::blocking::{BlockRequest, TimeoutReply};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {

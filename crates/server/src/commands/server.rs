@@ -4,8 +4,8 @@
 //! monitoring tools parse them; fields for machinery densekv does not have
 //! (forks, replication links) keep Redis's idle values.
 
-use super::flags::*;
-use super::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::flags::*;
+use crate::command::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::memory;
 use crate::server::{unix_ms, unix_us};
 
@@ -161,7 +161,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         })?;
     }
     ctx.srv.config = next;
-    crate::notify::apply(ctx.srv);
+    ctx.srv.apply_notify_flags();
     ctx.out().ok();
     Ok(())
 }
@@ -196,7 +196,7 @@ pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// CONFIG HELP
 pub fn config_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    super::introspection::help_reply(
+    crate::commands::introspection::help_reply(
         ctx,
         "config",
         &[
@@ -292,6 +292,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     use std::fmt::Write;
     let srv = &*ctx.srv;
     let c = &*ctx.client;
+    let si = ctx.host.scripts_ref().info();
     let mut s = String::new();
     let mut first = true;
     let mut section = |s: &mut String, title: &str| {
@@ -394,16 +395,15 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "allocator_muzzy", &0);
         line(&mut s, "total_system_memory", &total_sys);
         line(&mut s, "total_system_memory_human", &human(total_sys));
-        let (lua_mem, scripts_mem) = (srv.scripting.vm_memory(), srv.scripting.cache_memory());
+        let (lua_mem, scripts_mem) = (si.eval_vm, si.eval_cache);
         line(&mut s, "used_memory_lua", &lua_mem);
         line(&mut s, "used_memory_vm_eval", &lua_mem);
         line(&mut s, "used_memory_lua_human", &human(lua_mem as u64));
         line(&mut s, "used_memory_scripts_eval", &scripts_mem);
-        line(&mut s, "number_of_cached_scripts", &srv.scripting.len());
-        let fns = &srv.scripting.functions;
-        let (fn_vm, fn_mem) = (fns.vm_memory(), fns.overhead());
-        line(&mut s, "number_of_functions", &fns.functions());
-        line(&mut s, "number_of_libraries", &fns.libraries());
+        line(&mut s, "number_of_cached_scripts", &si.cached_scripts);
+        let (fn_vm, fn_mem) = (si.functions_vm, si.functions_overhead);
+        line(&mut s, "number_of_functions", &si.functions);
+        line(&mut s, "number_of_libraries", &si.libraries);
         line(&mut s, "used_memory_vm_functions", &fn_vm);
         line(&mut s, "used_memory_vm_total", &(lua_mem + fn_vm));
         line(&mut s, "used_memory_vm_total_human", &human((lua_mem + fn_vm) as u64));
@@ -500,10 +500,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "expired_stale_perc", &"0.00");
         line(&mut s, "expired_time_cap_reached_count", &srv.expire_cap_reached);
         line(&mut s, "expire_cycle_cpu_milliseconds", &(srv.expire_cycle_us / 1000));
+        line(&mut s, "evicted_keys", &0);
+        line(&mut s, "evicted_clients", &0);
+        line(&mut s, "evicted_scripts", &si.evicted_scripts);
         for k in [
-            "evicted_keys",
-            "evicted_clients",
-            "evicted_scripts",
             "total_eviction_exceeded_time",
             "current_eviction_exceeded_time",
         ] {

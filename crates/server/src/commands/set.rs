@@ -16,11 +16,11 @@ use std::collections::HashSet;
 
 use resp::Reply;
 use storage::types::set::{Set, SetConfig};
-use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
+use storage::{StrRef, Ttl, Value};
 
-use super::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
-use super::flags::*;
-use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
+use crate::command::flags::*;
+use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -58,40 +58,6 @@ pub fn table() -> Vec<Spec> {
     ]
 }
 
-/// Encoding thresholds from the live configuration.
-pub(crate) fn config(ctx: &Ctx) -> SetConfig {
-    let num = |name: &str, dflt: usize| ctx.srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(dflt);
-    let d = SetConfig::default();
-    SetConfig {
-        max_intset_entries: num("set-max-intset-entries", d.max_intset_entries),
-        max_listpack_entries: num("set-max-listpack-entries", d.max_listpack_entries),
-        max_listpack_value: num("set-max-listpack-value", d.max_listpack_value),
-        ..d
-    }
-}
-
-/// The set at `key` for reading: None if absent, WrongType if not a set.
-fn read<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a Set>, CmdError> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(ValueRef::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// The set at `key` for writing: None if absent, WrongType if not a set.
-fn write<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut Set>, CmdError> {
-    match db.get_mut(key, now) {
-        None => Ok(None),
-        Some(ValueMut::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-fn db_out<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply) {
-    (&mut ctx.srv.dbs[ctx.client.db], &mut ctx.client.reply)
-}
-
 fn member(out: &mut Reply, m: StrRef) {
     match m {
         StrRef::Int(v) => out.bulk_i64(v),
@@ -109,103 +75,82 @@ fn next_random(state: &mut u64) -> u64 {
 
 /// SADD key member [member ...]
 pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (key, now, cfg) = (&args[1], ctx.now, config(ctx));
+    let (key, cfg) = (&args[1], ctx.srv.config.set);
     let hint = args.len() - 2;
-    let db = ctx.db();
-    let existed = read(db, key, now)?.is_some();
-    let ValueMut::Set(s) = db.get_or_insert_with(key, now, || Value::Set(Box::new(Set::with_hint(&args[2], hint, &cfg)))) else {
-        return Err(CmdError::WrongType);
-    };
-    if existed {
+    let mut w = ctx.write_or_create(key, notify::SET, || Set::with_hint(&args[2], hint, &cfg))?;
+    let created = w.created();
+    let (s, out) = w.parts();
+    if !created {
         s.reserve_hint(hint, &cfg);
     }
     let added = args[2..].iter().filter(|m| s.insert(m, &cfg)).count();
-    db.sync_object(key);
+    out.int(added as i64);
     if added > 0 {
-        ctx.modified(key, notify::SET, "sadd");
+        w.changed("sadd");
     }
-    ctx.out().int(added as i64);
     Ok(())
 }
 
 /// SREM key member [member ...]
 pub fn srem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (key, now) = (&args[1], ctx.now);
-    let db = ctx.db();
+    let Some(mut w) = ctx.write::<Set>(&args[1], notify::SET)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let (s, out) = w.parts();
     let mut removed = 0;
-    let mut gone = false;
-    if let Some(s) = write(db, key, now)? {
-        for m in &args[2..] {
-            if s.remove(m) {
-                removed += 1;
-                if s.is_empty() {
-                    break;
-                }
+    for m in &args[2..] {
+        if s.remove(m) {
+            removed += 1;
+            if s.is_empty() {
+                break;
             }
         }
-        gone = db.sync_object(key);
     }
+    out.int(removed);
     if removed > 0 {
-        ctx.modified(key, notify::SET, "srem");
-        if gone {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
+        w.changed("srem");
     }
-    ctx.out().int(removed);
     Ok(())
 }
 
 /// SMOVE source destination member
 pub fn smove(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (src, dst, m, now, cfg) = (&args[1], &args[2], &args[3], ctx.now, config(ctx));
-    let db = ctx.db();
-    let Some(s) = read(db, src, now)? else {
+    let (src, dst, m, cfg) = (&args[1], &args[2], &args[3], ctx.srv.config.set);
+    let Some(s) = ctx.read::<Set>(src)? else {
         ctx.out().int(0);
         return Ok(());
     };
     let in_src = s.contains(m);
-    read(db, dst, now)?;
-    if src == dst {
+    ctx.holds::<Set>(dst)?;
+    if src == dst || !in_src {
         ctx.out().int(in_src as i64);
         return Ok(());
     }
-    if !in_src {
-        ctx.out().int(0);
-        return Ok(());
+    if let Some(mut w) = ctx.write::<Set>(src, notify::SET)? {
+        w.get().remove(m);
+        w.changed("srem");
     }
-    if let Some(s) = write(db, src, now)? {
-        s.remove(m);
-    }
-    let gone = db.sync_object(src);
-    let ValueMut::Set(d) = db.get_or_insert_with(dst, now, || Value::Set(Box::new(Set::with_hint(m, 1, &cfg)))) else {
-        return Err(CmdError::WrongType);
-    };
+    let mut w = ctx.write_or_create(dst, notify::SET, || Set::with_hint(m, 1, &cfg))?;
+    let (d, out) = w.parts();
     let added = d.insert(m, &cfg);
-    db.sync_object(dst);
-    ctx.modified(src, notify::SET, "srem");
-    if gone {
-        ctx.notify(notify::GENERIC, "del", src);
-    }
+    out.int(1);
     if added {
-        ctx.modified(dst, notify::SET, "sadd");
+        w.changed("sadd");
     }
-    ctx.out().int(1);
     Ok(())
 }
 
 /// SISMEMBER key member
 pub fn sismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let hit = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.contains(&args[2]));
+    let hit = ctx.read::<Set>(&args[1])?.is_some_and(|s| s.contains(&args[2]));
     ctx.out().int(hit as i64);
     Ok(())
 }
 
 /// SMISMEMBER key member [member ...]
 pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let (db, out) = db_out(ctx);
-    let s = read(db, &args[1], now)?;
+    let (s, out) = ctx.read_out::<Set>(&args[1])?;
     out.array(args.len() - 2);
     for m in &args[2..] {
         out.int(s.is_some_and(|s| s.contains(m)) as i64);
@@ -215,32 +160,23 @@ pub fn smismember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// SCARD key
 pub fn scard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let n = read(ctx.db(), &args[1], now)?.map_or(0, |s| s.len());
+    let n = ctx.read::<Set>(&args[1])?.map_or(0, |s| s.len());
     ctx.out().int(n as i64);
     Ok(())
 }
 
 /// SMEMBERS key
 pub fn smembers(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let (db, out) = db_out(ctx);
-    match read(db, &args[1], now)? {
-        None => out.set(0),
-        Some(s) => {
-            out.set(s.len());
-            s.iter().for_each(|m| member(out, m));
-        }
-    }
+    let (s, out) = ctx.read_out::<Set>(&args[1])?;
+    reply_set(out, s);
     Ok(())
 }
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn sscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let now = ctx.now;
-    let (db, out) = db_out(ctx);
-    let Some(s) = read(db, &args[1], now)? else {
+    let (s, out) = ctx.read_out::<Set>(&args[1])?;
+    let Some(s) = s else {
         out.array(2);
         out.bulk(b"0");
         out.array(0);
@@ -280,11 +216,17 @@ pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             Some(l)
         }
     };
-    let now = ctx.now;
-    let srv = &mut *ctx.srv;
-    let (db, out, state) = (&mut srv.dbs[ctx.client.db], &mut ctx.client.reply, &mut srv.rng);
-    let mut rng = || next_random(state);
-    let Some(s) = read(db, &args[1], now)? else {
+    let mut state = ctx.srv.rng;
+    let (s, out) = ctx.read_out::<Set>(&args[1])?;
+    let r = random_members(s, out, count, &mut || next_random(&mut state));
+    ctx.srv.rng = state;
+    r
+}
+
+/// SRANDMEMBER's reply: `count` (None: one member, not an array) random
+/// members of `s`, distinct when `count` is positive.
+fn random_members(s: Option<&Set>, out: &mut Reply, count: Option<i64>, mut rng: &mut dyn FnMut() -> u64) -> CmdResult {
+    let Some(s) = s else {
         match count {
             None => out.null(),
             Some(_) => out.array(0),
@@ -355,18 +297,27 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             _ => return Err(CmdError::err("value is out of range, must be positive")),
         },
     };
-    let (key, now, cfg) = (&args[1], ctx.now, config(ctx));
-    let srv = &mut *ctx.srv;
-    let (db, out, state) = (&mut srv.dbs[ctx.client.db], &mut ctx.client.reply, &mut srv.rng);
-    let mut rng = || next_random(state);
-    let mut emptied = false;
-    let Some(s) = write(db, key, now)? else {
+    let (key, cfg) = (&args[1], ctx.srv.config.set);
+    let mut state = ctx.srv.rng;
+    let Some(mut w) = ctx.write::<Set>(key, notify::SET)? else {
         match count {
-            None => out.null(),
-            Some(_) => out.set(0),
+            None => ctx.out().null(),
+            Some(_) => ctx.out().set(0),
         }
         return Ok(());
     };
+    let (s, out) = w.parts();
+    if pop_members(s, out, count, &cfg, &mut || next_random(&mut state)) {
+        w.changed("spop");
+    }
+    drop(w);
+    ctx.srv.rng = state;
+    Ok(())
+}
+
+/// SPOP's work on `s`: pops `count` (None: one, replied as a bulk) random
+/// members into the reply. Returns true if any was popped.
+fn pop_members(s: &mut Set, out: &mut Reply, count: Option<u64>, cfg: &SetConfig, mut rng: &mut dyn FnMut() -> u64) -> bool {
     match count {
         None => {
             let m = s.pop_random(&mut rng).expect("stored sets are not empty");
@@ -374,13 +325,12 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         Some(0) => {
             out.set(0);
-            return Ok(());
+            return false;
         }
         Some(n) if n as usize >= s.len() => {
             out.set(s.len());
             s.iter().for_each(|m| member(out, m));
-            db.remove(key, now);
-            emptied = true;
+            *s = s.empty_like();
         }
         Some(n) => {
             let n = n as usize;
@@ -397,27 +347,20 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 let mut keep = s.empty_like();
                 for _ in 0..remaining {
                     let m = s.pop_random(&mut rng).expect("remaining below size");
-                    keep.insert(&m, &cfg);
+                    keep.insert(&m, cfg);
                 }
                 s.iter().for_each(|m| member(out, m));
                 *s = keep;
             }
         }
     }
-    let gone = db.sync_object(key) || emptied;
-    ctx.modified(key, notify::SET, "spop");
-    if gone {
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-    Ok(())
+    true
 }
 
 /// Copies of the sets at `keys` (None: absent); WrongType if any key holds
 /// another type.
 fn load(ctx: &mut Ctx, keys: &[Vec<u8>]) -> Result<Vec<Option<Set>>, CmdError> {
-    let now = ctx.now;
-    let db = ctx.db();
-    keys.iter().map(|k| Ok(read(db, k, now)?.cloned())).collect()
+    keys.iter().map(|k| Ok(ctx.read::<Set>(k)?.cloned())).collect()
 }
 
 /// The intersection of `sets` (None if one is absent), built as Redis
@@ -427,7 +370,7 @@ fn intersect(sets: &[Option<Set>], limit: usize, cfg: &SetConfig) -> Option<Set>
     let mut sets: Vec<&Set> = sets.iter().map(|s| s.as_ref()).collect::<Option<_>>()?;
     sets.sort_by_key(|s| s.len());
     let (first, rest) = sets.split_first()?;
-    let mut out = if first.encoding_name() == "intset" { Set::new() } else { Set::new_listpack() };
+    let mut out = first.empty_like();
     for m in first.iter() {
         if rest.iter().all(|s| s.contains_ref(m)) {
             out.insert(&m.to_vec(), cfg);
@@ -444,11 +387,10 @@ fn intersect(sets: &[Option<Set>], limit: usize, cfg: &SetConfig) -> Option<Set>
 fn store(ctx: &mut Ctx, dst: &[u8], s: Set, event: &str) {
     let now = ctx.now;
     let n = s.len();
-    let db = ctx.db();
     if n > 0 {
-        db.insert(dst, Value::Set(Box::new(s)), Ttl::Clear, now);
-        ctx.modified(dst, notify::SET, event);
-    } else if db.remove(dst, now).is_some() {
+        ctx.set_value(dst, Value::Set(Box::new(s)), Ttl::Clear);
+        ctx.notify(notify::SET, event, dst);
+    } else if ctx.db().remove(dst, now).is_some() {
         ctx.modified(dst, notify::GENERIC, "del");
     }
     ctx.out().int(n as i64);
@@ -466,14 +408,14 @@ fn reply_set(out: &mut Reply, s: Option<&Set>) {
 
 /// SINTER key [key ...]
 pub fn sinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (sets, cfg) = (load(ctx, &args[1..])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[1..])?, ctx.srv.config.set);
     reply_set(ctx.out(), intersect(&sets, 0, &cfg).as_ref());
     Ok(())
 }
 
 /// SINTERSTORE destination key [key ...]
 pub fn sinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[2..])?, ctx.srv.config.set);
     let mut s = intersect(&sets, 0, &cfg).unwrap_or_default();
     s.maybe_to_intset(&cfg);
     store(ctx, &args[1], s, "sinterstore");
@@ -499,7 +441,7 @@ pub fn sintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let (sets, cfg) = (load(ctx, &args[2..end])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[2..end])?, ctx.srv.config.set);
     let n = intersect(&sets, limit, &cfg).map_or(0, |s| s.len());
     ctx.out().int(n as i64);
     Ok(())
@@ -557,28 +499,28 @@ fn same_as_first(keys: &[Vec<u8>]) -> bool {
 
 /// SUNION key [key ...]
 pub fn sunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (sets, cfg) = (load(ctx, &args[1..])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[1..])?, ctx.srv.config.set);
     reply_set(ctx.out(), Some(&union(&sets, &cfg)));
     Ok(())
 }
 
 /// SUNIONSTORE destination key [key ...]
 pub fn sunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[2..])?, ctx.srv.config.set);
     store(ctx, &args[1], union(&sets, &cfg), "sunionstore");
     Ok(())
 }
 
 /// SDIFF key [key ...]
 pub fn sdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (sets, cfg) = (load(ctx, &args[1..])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[1..])?, ctx.srv.config.set);
     reply_set(ctx.out(), Some(&difference(&sets, same_as_first(&args[1..]), &cfg)));
     Ok(())
 }
 
 /// SDIFFSTORE destination key [key ...]
 pub fn sdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (sets, cfg) = (load(ctx, &args[2..])?, config(ctx));
+    let (sets, cfg) = (load(ctx, &args[2..])?, ctx.srv.config.set);
     let s = difference(&sets, same_as_first(&args[2..]), &cfg);
     store(ctx, &args[1], s, "sdiffstore");
     Ok(())

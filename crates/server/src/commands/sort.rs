@@ -17,8 +17,8 @@ use std::cmp::Ordering;
 use storage::types::list::{End, List};
 use storage::{Db, StrRef, Ttl, Value, ValueRef};
 
-use super::flags::*;
-use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
+use crate::command::flags::*;
+use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -221,7 +221,7 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
                     ctx.modified(dst, notify::GENERIC, "del");
                 }
             } else {
-                let cfg = super::list::config(ctx);
+                let cfg = ctx.srv.config.list;
                 let mut l = List::new();
                 let vals: Vec<Vec<u8>> = results.into_iter().map(Option::unwrap_or_default).collect();
                 l.push(End::Tail, &vals, &cfg);

@@ -16,13 +16,14 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::stream::{AddError, AddId, Entry, Retry, Stream, StreamConfig, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
+use storage::types::stream::{AddError, AddId, Entry, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
 use storage::{Db, Ttl, Value, ValueMut, ValueRef};
 
-use super::flags::*;
-use super::introspection::help_reply;
-use super::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, container};
-use crate::blocking::{parse_timeout_ms, BlockRequest, ReadyFn};
+use crate::command::flags::*;
+use crate::commands::introspection::help_reply;
+use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, container};
+use crate::args::parse_timeout_ms;
+use crate::blocking::{BlockRequest, ReadyFn};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -34,12 +35,12 @@ pub fn table() -> Vec<Spec> {
     let k1 = keys(1, 1, 1);
     let k2 = keys(2, 2, 1);
     let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("stream").doc(summary, since);
-    let one = |f: super::KeyFlags, at: i32| vec![range_spec(f, at, 0, 1)];
+    let one = |f: crate::command::KeyFlags, at: i32| vec![range_spec(f, at, 0, 1)];
     let after_streams = |from: i32| {
         vec![KeySpec { flags: kf::RO_ACCESS, begin: Begin::Keyword("STREAMS", from), find: Find::Range { lastkey: -1, keystep: 1, limit: 2 } }]
     };
-    const RW_INSERT: super::KeyFlags = &["RW", "insert"];
-    const RW_DELETE: super::KeyFlags = &["RW", "delete"];
+    const RW_INSERT: crate::command::KeyFlags = &["RW", "insert"];
+    const RW_DELETE: crate::command::KeyFlags = &["RW", "delete"];
     vec![
         s("xadd", -5, WRITE | DENYOOM | FAST, k1, xadd, WF, "Appends a new message to a stream. Creates the key if it doesn't exist.", "5.0.0"),
         s("xlen", 2, READONLY | FAST, k1, xlen, RF, "Return the number of messages in a stream.", "5.0.0").key_specs(one(&["RO"], 1)),
@@ -47,9 +48,9 @@ pub fn table() -> Vec<Spec> {
         s("xrevrange", -4, READONLY, k1, xrevrange, RS, "Returns the messages from a stream within a range of IDs in reverse order.", "5.0.0"),
         s("xdel", -3, WRITE | FAST, k1, xdel, WF, "Returns the number of messages after removing them from a stream.", "5.0.0").key_specs(one(RW_DELETE, 1)),
         s("xtrim", -4, WRITE, k1, xtrim, WS, "Deletes messages from the beginning of a stream.", "5.0.0").key_specs(one(RW_DELETE, 1)),
-        s("xread", -4, READONLY | BLOCKING, super::NO_KEYS, xread, &["read", "stream", "slow", "blocking"], "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", "5.0.0")
+        s("xread", -4, READONLY | BLOCKING, crate::command::NO_KEYS, xread, &["read", "stream", "slow", "blocking"], "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", "5.0.0")
             .key_specs(after_streams(1)),
-        s("xreadgroup", -7, WRITE | BLOCKING, super::NO_KEYS, xreadgroup, &["write", "stream", "slow", "blocking"], "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", "5.0.0")
+        s("xreadgroup", -7, WRITE | BLOCKING, crate::command::NO_KEYS, xreadgroup, &["write", "stream", "slow", "blocking"], "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", "5.0.0")
             .key_specs(after_streams(4)),
         s("xack", -4, WRITE | FAST, k1, xack, WF, "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", "5.0.0"),
         s("xpending", -3, READONLY, k1, xpending, RS, "Returns the information and entries from a stream consumer group's pending entries list.", "5.0.0"),
@@ -64,7 +65,7 @@ pub fn table() -> Vec<Spec> {
                 s("delconsumer", 5, WRITE, k2, xgroup_delconsumer, WS, "Deletes a consumer from a consumer group.", "5.0.0").key_specs(one(RW_DELETE, 2)),
                 s("destroy", 4, WRITE, k2, xgroup_destroy, WS, "Destroys a consumer group.", "5.0.0").key_specs(one(RW_DELETE, 2)),
                 s("setid", -5, WRITE, k2, xgroup_setid, WS, "Sets the last-delivered ID of a consumer group.", "5.0.0"),
-                s("help", 2, LOADING | STALE, super::NO_KEYS, xgroup_help, HS, "Returns helpful text about the different subcommands.", "5.0.0"),
+                s("help", 2, LOADING | STALE, crate::command::NO_KEYS, xgroup_help, HS, "Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         )
         .group("stream")
@@ -75,7 +76,7 @@ pub fn table() -> Vec<Spec> {
                 s("consumers", 4, READONLY, k2, xinfo_consumers, RS, "Returns a list of the consumers in a consumer group.", "5.0.0"),
                 s("groups", 3, READONLY, k2, xinfo_groups, RS, "Returns a list of the consumer groups of a stream.", "5.0.0"),
                 s("stream", -3, READONLY, k2, xinfo_stream, RS, "Returns information about a stream.", "5.0.0"),
-                s("help", 2, LOADING | STALE, super::NO_KEYS, xinfo_help, HS, "Returns helpful text about the different subcommands.", "5.0.0"),
+                s("help", 2, LOADING | STALE, crate::command::NO_KEYS, xinfo_help, HS, "Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         )
         .group("stream")
@@ -171,11 +172,6 @@ fn subcommand_syntax(args: &[Vec<u8>]) -> CmdError {
         lossy(&args[1][..args[1].len().min(128)]),
         lossy(&args[0]).to_ascii_uppercase()
     ))
-}
-
-fn config(ctx: &Ctx) -> StreamConfig {
-    let get = |name: &str, dflt: usize| ctx.srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(dflt);
-    StreamConfig { node_max_bytes: get("stream-node-max-bytes", 4096), node_max_entries: get("stream-node-max-entries", 100) }
 }
 
 /// The selected database and the reply buffer, borrowed apart so a
@@ -321,7 +317,7 @@ fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Resu
 
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
 pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.stream;
     let o = parse_add_trim(args, true, cfg.node_max_entries)?;
     let pairs = args.get(o.fields_at..).unwrap_or(&[]);
     if pairs.len() < 2 || pairs.len() % 2 == 1 {
@@ -365,7 +361,7 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let cfg = config(ctx);
+    let cfg = ctx.srv.config.stream;
     let o = parse_add_trim(args, false, cfg.node_max_entries)?;
     let now = ctx.now;
     let Some(s) = write(ctx.db(), &args[1], now)? else {

@@ -14,9 +14,9 @@
 use resp::Reply;
 use storage::{Db, IncrError, StrRef, Ttl, Value, ValueRef};
 
-use super::flags::*;
+use crate::command::flags::*;
 use crate::notify;
-use super::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
+use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
 
 /// SET's key flags: it reads the old value only with GET.
 fn set_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {

@@ -4,8 +4,8 @@
 //! threaded, so nothing interleaves. WATCH registers (db, key) in the server
 //! and every write marks the watchers dirty (`Ctx::key_modified`).
 
-use super::flags::*;
-use super::{keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::flags::*;
+use crate::command::{keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::exec::{self, Lookup};
 
 /// The rows of this family.
@@ -82,12 +82,12 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     }
     ctx.srv.unwatch_all(ctx.client);
     ctx.out().array(queue.len());
-    let table = ctx.srv.commands.clone();
+    let table = ctx.host.table().clone();
     ctx.client.in_exec = true;
     for argv in queue {
         match exec::lookup(&table, &argv) {
             Lookup::Found(spec) => {
-                exec::run(ctx.srv, ctx.client, spec, &argv, ctx.now, std::time::Instant::now());
+                exec::run(ctx.srv, &mut *ctx.host, ctx.client, spec, &argv, ctx.now, std::time::Instant::now());
             }
             Lookup::Unknown(e) | Lookup::BadArity(e) => exec::reply_error(ctx.srv, ctx.client, &e),
         }

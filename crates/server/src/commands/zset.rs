@@ -21,13 +21,14 @@ use crate::notify;
 use std::collections::HashMap;
 
 use resp::Reply;
-use storage::types::zset::{cmp_entry, ZSet, ZsetConfig};
+use storage::types::zset::{cmp_entry, ZSet};
 use storage::{Db, Ttl, Value, ValueMut, ValueRef};
 
-use super::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
-use super::flags::*;
-use super::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
-use crate::blocking::{block_or_null, parse_timeout_secs, NullKind};
+use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
+use crate::command::flags::*;
+use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::args::parse_timeout_secs;
+use crate::command::{block_or_null, NullKind};
 use crate::glob;
 
 /// The rows of this family.
@@ -92,16 +93,6 @@ fn store_specs() -> Vec<KeySpec> {
 
 // ---- shared plumbing ------------------------------------------------------
 
-/// Redis's thresholds, read from the live config.
-pub(crate) fn zcfg(ctx: &Ctx) -> ZsetConfig {
-    let n = |k: &str, d: usize| ctx.srv.config.get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
-    ZsetConfig {
-        max_listpack_entries: n("zset-max-listpack-entries", 128),
-        max_listpack_value: n("zset-max-listpack-value", 64),
-        ..ZsetConfig::default()
-    }
-}
-
 /// The selected database and the reply buffer, borrowed apart so a handler
 /// can write the reply while it holds a sorted set.
 pub(crate) fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
@@ -163,7 +154,7 @@ pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)], 
         ctx.out().int(0);
         return;
     }
-    let cfg = zcfg(ctx);
+    let cfg = ctx.srv.config.zset;
     let mut z = ZSet::new();
     for (m, s) in items {
         z.insert(m, *s, &cfg);
@@ -447,7 +438,7 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
         return Err(CmdError::err("INCR option supports a single increment-element pair"));
     }
     let scores = rest.chunks(2).map(|p| score_arg(&p[0])).collect::<Result<Vec<f64>, _>>()?;
-    let cfg = zcfg(ctx);
+    let cfg = ctx.srv.config.zset;
     let (db, out, now) = parts(ctx);
     let exists = get(db, key, now)?.is_some();
     if !exists && xx {
@@ -1156,7 +1147,7 @@ mod tests {
 
     #[test]
     fn ranges_select() {
-        let cfg = ZsetConfig::default();
+        let cfg = storage::types::zset::ZsetConfig::default();
         let mut z = ZSet::new();
         for (i, m) in ["a", "b", "c", "d", "e"].iter().enumerate() {
             z.insert(m.as_bytes(), i as f64, &cfg);

@@ -1,0 +1,229 @@
+//! One typed way for a handler to reach a key.
+//!
+//! Reads: `ctx.read::<Set>(key)?` is the set at `key`, `None` when absent,
+//! `WRONGTYPE` when the key holds another type; `ctx.read_out::<Set>(key)?`
+//! also lends the reply buffer, so a reply can be written straight from the
+//! stored value; `ctx.read_str(key)?` is the same for strings.
+//!
+//! Writes go through a guard, so that the epilogue every write shares
+//! cannot be forgotten or copied per family:
+//!
+//! ```ignore
+//! let mut w = ctx.write_or_create::<Set>(key, notify::SET, Set::default)?;
+//! let (set, out) = w.parts();
+//! let added = members.iter().filter(|m| set.insert(m, &cfg)).count();
+//! out.int(added as i64);
+//! if added > 0 {
+//!     w.changed("sadd");
+//! }
+//! // dropped: object synced; WATCH, blocked clients, dirty, "sadd", and
+//! // "del" if the write emptied the key
+//! ```
+//!
+//! When the guard drops it syncs the stored object (its memory accounting,
+//! field-expiry index, and its removal once empty: Redis never keeps an
+//! empty collection) and, if `changed` was called, signals the modification
+//! (`Ctx::key_modified`) and raises each event given, in order, then `del`
+//! when the write emptied the key, as Redis does. A guard whose write
+//! changed nothing signals nothing.
+
+use std::marker::PhantomData;
+
+use resp::Reply;
+use storage::types::hash::Hash;
+use storage::types::list::List;
+use storage::types::set::Set;
+use storage::types::stream::Stream;
+use storage::types::zset::ZSet;
+use storage::{StrRef, Value, ValueMut, ValueRef};
+
+use crate::command::{CmdError, Ctx};
+use crate::notify;
+
+/// A collection type a key can hold (hash, list, set, sorted set, stream).
+pub trait Collection: Sized {
+    /// The value as this type, if it is one.
+    fn of(v: ValueRef<'_>) -> Option<&Self>;
+    /// The value as this type, to edit in place, if it is one.
+    fn of_mut(v: ValueMut<'_>) -> Option<&mut Self>;
+    /// A value to store.
+    fn into_value(self) -> Value;
+}
+
+macro_rules! collection {
+    ($t:ty, $variant:ident) => {
+        impl Collection for $t {
+            fn of(v: ValueRef<'_>) -> Option<&Self> {
+                match v {
+                    ValueRef::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+
+            fn of_mut(v: ValueMut<'_>) -> Option<&mut Self> {
+                match v {
+                    ValueMut::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+
+            fn into_value(self) -> Value {
+                Value::$variant(Box::new(self))
+            }
+        }
+    };
+}
+
+collection!(Hash, Hash);
+collection!(List, List);
+collection!(Set, Set);
+collection!(ZSet, ZSet);
+collection!(Stream, Stream);
+
+impl<'a> Ctx<'a> {
+    /// The `T` at `key` of the selected database: None if absent,
+    /// WRONGTYPE if the key holds another type.
+    pub fn read<T: Collection>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
+        Ok(self.read_out::<T>(key)?.0)
+    }
+
+    /// `read` plus the reply buffer, borrowed together so that a reply can
+    /// be written from the stored value.
+    pub fn read_out<T: Collection>(&mut self, key: &[u8]) -> Result<(Option<&T>, &mut Reply), CmdError> {
+        let now = self.now;
+        let db = &mut self.srv.dbs[self.client.db];
+        let v = match db.get(key, now) {
+            None => None,
+            Some(v) => Some(T::of(v).ok_or(CmdError::WrongType)?),
+        };
+        Ok((v, &mut self.client.reply))
+    }
+
+    /// The string at `key` with the reply buffer: None if absent, WRONGTYPE
+    /// if the key holds another type.
+    pub fn read_str(&mut self, key: &[u8]) -> Result<(Option<StrRef<'_>>, &mut Reply), CmdError> {
+        let now = self.now;
+        let db = &mut self.srv.dbs[self.client.db];
+        let v = match db.get(key, now) {
+            None => None,
+            Some(ValueRef::Str(s)) => Some(s),
+            Some(_) => return Err(CmdError::WrongType),
+        };
+        Ok((v, &mut self.client.reply))
+    }
+
+    /// True if `key` exists and holds a `T`, false if absent; WRONGTYPE if
+    /// it holds another type.
+    pub fn holds<T: Collection>(&mut self, key: &[u8]) -> Result<bool, CmdError> {
+        Ok(self.read::<T>(key)?.is_some())
+    }
+
+    /// The `T` at `key` to write, None if absent; WRONGTYPE if the key holds
+    /// another type. Events raised through the guard are of `class`.
+    pub fn write<'c, T: Collection>(&'c mut self, key: &'c [u8], class: u32) -> Result<Option<Write<'c, 'a, T>>, CmdError> {
+        if !self.holds::<T>(key)? {
+            return Ok(None);
+        }
+        Ok(Some(Write::new(self, key, class, false)))
+    }
+
+    /// The `T` at `key` to write, created with `make` when absent;
+    /// WRONGTYPE if the key holds another type.
+    pub fn write_or_create<'c, T: Collection>(
+        &'c mut self,
+        key: &'c [u8],
+        class: u32,
+        make: impl FnOnce() -> T,
+    ) -> Result<Write<'c, 'a, T>, CmdError> {
+        let created = !self.holds::<T>(key)?;
+        if created {
+            let now = self.now;
+            self.db().get_or_insert_with(key, now, || make().into_value());
+        }
+        Ok(Write::new(self, key, class, created))
+    }
+}
+
+/// Events one write raises at most, beyond `del`.
+const MAX_EVENTS: usize = 3;
+
+/// A key being written (see the module header): reach the value with
+/// `get` or `parts`; dropping it runs the write epilogue.
+pub struct Write<'c, 'a, T: Collection> {
+    ctx: &'c mut Ctx<'a>,
+    key: &'c [u8],
+    class: u32,
+    created: bool,
+    modified: bool,
+    events: [&'static str; MAX_EVENTS],
+    n_events: usize,
+    _t: PhantomData<T>,
+}
+
+impl<'c, 'a, T: Collection> Write<'c, 'a, T> {
+    fn new(ctx: &'c mut Ctx<'a>, key: &'c [u8], class: u32, created: bool) -> Self {
+        Write { ctx, key, class, created, modified: false, events: [""; MAX_EVENTS], n_events: 0, _t: PhantomData }
+    }
+
+    /// The value, to edit in place.
+    pub fn get(&mut self) -> &mut T {
+        self.parts().0
+    }
+
+    /// The value and the reply buffer together.
+    pub fn parts(&mut self) -> (&mut T, &mut Reply) {
+        let now = self.ctx.now;
+        let db = &mut self.ctx.srv.dbs[self.ctx.client.db];
+        // The guard was made for a key holding a T, and nothing else runs
+        // while it lives: anything else is a broken invariant.
+        let v = db.get_mut(self.key, now).and_then(T::of_mut).expect("a write guard's key holds its type");
+        (v, &mut self.ctx.client.reply)
+    }
+
+    /// The reply buffer.
+    pub fn out(&mut self) -> &mut Reply {
+        &mut self.ctx.client.reply
+    }
+
+    /// The command's context (configuration, time, other keys).
+    pub fn ctx(&mut self) -> &mut Ctx<'a> {
+        self.ctx
+    }
+
+    /// True if the key was absent and this guard created it.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// Records that the write changed the value: on drop the change is
+    /// signalled and `event` raised (in the order of the calls).
+    pub fn changed(&mut self, event: &'static str) {
+        self.modified = true;
+        if self.n_events < MAX_EVENTS && !event.is_empty() {
+            self.events[self.n_events] = event;
+            self.n_events += 1;
+        }
+    }
+
+    /// Records a change that raises no event of its own.
+    pub fn touched(&mut self) {
+        self.modified = true;
+    }
+}
+
+impl<T: Collection> Drop for Write<'_, '_, T> {
+    fn drop(&mut self) {
+        let gone = self.ctx.db().sync_object(self.key);
+        if !self.modified {
+            return;
+        }
+        self.ctx.key_modified(self.key);
+        for i in 0..self.n_events {
+            let e = self.events[i];
+            self.ctx.notify(self.class, e, self.key);
+        }
+        if gone {
+            self.ctx.notify(notify::GENERIC, "del", self.key);
+        }
+    }
+}

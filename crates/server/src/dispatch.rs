@@ -1,0 +1,255 @@
+//! Dispatch of one request: the checks every command passes before it runs
+//! (unknown command, arity, MULTI queueing, -BUSY while a script is timed
+//! out, OOM, Pub/Sub context, CLIENT PAUSE), then `exec::run`; and, after
+//! each top-level command, the clients blocked on keys it made ready, which
+//! re-run their command here (see `blocking.rs` for the registry).
+//!
+//! Above `exec.rs` (which runs one looked-up command and does its
+//! bookkeeping) so that re-running a blocked command is a call down, never
+//! a call back up from the blocking registry.
+
+use std::time::Instant;
+
+use crate::blocking::TimeoutReply;
+use crate::client::{Client, ClientId};
+use crate::command::{flags, CmdError, CommandMap, Host, Spec};
+use crate::exec::{self, lookup, reply_error, run, Lookup, OOM_ERROR};
+use crate::server::Server;
+
+/// Commands that run immediately even inside MULTI.
+fn runs_in_multi(name: &str) -> bool {
+    matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
+}
+
+/// True if `argv` (looked up as `spec`) must wait because of CLIENT PAUSE.
+pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
+    let Some(p) = srv.pause else { return false };
+    if now >= p.until {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
+    // WRITE mode holds writes and commands that may write; EXEC of a
+    // transaction is judged by what it queued (done by the caller); a
+    // script by the flags its shebang declares; PUBLISH and PFCOUNT may
+    // replicate, so they wait too.
+    let f = host.scripts_ref().command_flags(spec, argv);
+    f & flags::WRITE != 0 || f & flags::MAY_REPLICATE != 0
+}
+
+/// Runs one request from `c`. Returns false if the client must wait (paused).
+pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    let start = Instant::now();
+    let now = srv.unix_ms_at(start);
+    let table = host.table().clone();
+    let spec = match lookup(&table, &argv) {
+        Lookup::Found(s) => s,
+        Lookup::Unknown(e) | Lookup::BadArity(e) => {
+            if c.multi.is_some() {
+                c.multi_error = true;
+            }
+            if let Some(n) = argv.first() {
+                let full = String::from_utf8_lossy(n).to_ascii_lowercase();
+                if let Some(s) = table.get(&full) {
+                    srv.cmdstats.entry(s.full_name).or_default().rejected += 1;
+                }
+            }
+            reply_error(srv, c, &e);
+            return true;
+        }
+    };
+    let name = spec.full_name;
+    if srv.script.is_some_and(|r| r.timed_out) && !spec.has(flags::ALLOW_BUSY) {
+        reject(srv, c, spec, &CmdError::Custom(srv.busy_error().into()));
+        return true;
+    }
+    if c.multi.is_some() && !runs_in_multi(name) && spec.has(flags::NO_MULTI) {
+        reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
+        return true;
+    }
+    if srv.config.maxmemory != 0 && oom_sensitive(&*host, &table, c, spec, &argv) && crate::memory::allocated() > srv.config.maxmemory {
+        reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
+        return true;
+    }
+    if c.pubsub.is_some() && !c.reply.resp3 && !allowed_in_pubsub(name) {
+        let msg = format!("Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
+        reject(srv, c, spec, &CmdError::err(msg));
+        return true;
+    }
+    if c.multi.is_some() && !runs_in_multi(name) {
+        c.multi.as_mut().expect("in multi").push(argv);
+        c.reply.simple("QUEUED");
+        return true;
+    }
+    let paused = if name == "exec" {
+        srv.pause.is_some_and(|p| now < p.until)
+            && c.multi.as_ref().is_some_and(|q| {
+                q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if is_paused(srv, &*host, s, a, now)))
+            })
+    } else {
+        is_paused(srv, &*host, spec, &argv, now)
+    };
+    if paused {
+        return false;
+    }
+    run(srv, host, c, spec, &argv, now, start);
+    // Clients blocked on keys this command (or EXEC) made ready; not in the
+    // middle of a timed-out script, whose writes must stay atomic.
+    if srv.script.is_none() {
+        serve_ready(srv, host);
+    }
+    true
+}
+
+/// Commands a RESP2 client in Pub/Sub mode may run.
+fn allowed_in_pubsub(name: &str) -> bool {
+    matches!(name, "subscribe" | "ssubscribe" | "psubscribe" | "unsubscribe" | "sunsubscribe" | "punsubscribe" | "ping" | "quit" | "reset")
+}
+
+/// True if `spec` must be refused while memory is over `maxmemory`: commands
+/// that may grow memory, EXEC of a transaction that queued one, and anything
+/// that would be queued (a queue grows without bound), but never EXEC,
+/// DISCARD, QUIT or RESET themselves.
+fn oom_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> bool {
+    match spec.full_name {
+        "exec" => c.multi.as_ref().is_some_and(|q| {
+            q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::DENYOOM)))
+        }),
+        "discard" | "quit" | "reset" => false,
+        _ => host.scripts_ref().command_flags(spec, argv) & flags::DENYOOM != 0 || c.multi.is_some(),
+    }
+}
+
+/// Refuses a command before it runs: counts it as rejected, flags an open
+/// transaction, and for EXEC discards the transaction with EXECABORT.
+fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
+    srv.cmdstats.entry(spec.full_name).or_default().rejected += 1;
+    if spec.full_name == "exec" && c.multi.is_some() {
+        c.multi = None;
+        c.multi_error = false;
+        srv.unwatch_all(c);
+        let msg = format!("EXECABORT Transaction discarded because of: {}", e.message());
+        reply_error(srv, c, &CmdError::Custom(msg));
+        return;
+    }
+    if c.multi.is_some() {
+        c.multi_error = true;
+    }
+    reply_error(srv, c, e);
+}
+
+/// Serves the clients waiting on signalled keys (see the module header).
+/// Called after each top-level command; the running client is not in
+/// `srv.clients` and is never one of the waiters served.
+pub fn serve_ready(srv: &mut Server, host: &mut dyn Host) {
+    while let Some(k) = srv.blocking.pop_ready() {
+        serve_key(srv, host, &k);
+    }
+}
+
+/// Re-runs, in FIFO order, the clients waiting on `k` whose `ready` test
+/// accepts its value. Clients that block again get a new sequence number
+/// past `limit`, so each waiter is tried at most once; the walk stops early
+/// once the key is gone and nobody waits for deletions, so a push to a key
+/// with thousands of waiters costs O(served · log n).
+fn serve_key(srv: &mut Server, host: &mut dyn Host, k: &(usize, Vec<u8>)) {
+    let limit = srv.blocking.seq_limit();
+    let mut from = 0;
+    loop {
+        let next = srv.blocking.next_waiter(k, from, limit);
+        let Some((seq, id)) = next else { return };
+        from = seq + 1;
+        let Some(ready) = srv.blocking.ready_fn(id) else { continue };
+        let now = srv.unix_ms_at(Instant::now());
+        let value = srv.dbs[k.0].get(&k.1, now);
+        let gone = value.is_none();
+        if !ready(value) {
+            if gone && !srv.blocking.any_on_nokey() {
+                return;
+            }
+            continue;
+        }
+        rerun(srv, host, id);
+    }
+}
+
+/// Unparks `id` and runs its command again.
+fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
+    let Some(mut c) = srv.clients.remove(&id) else { return };
+    if c.close_asap {
+        // Killed by the command that made the key ready: leave the data.
+        srv.clients.insert(id, c);
+        return;
+    }
+    let Some(p) = srv.blocking.unpark(id) else {
+        srv.clients.insert(id, c);
+        return;
+    };
+    c.blocked = false;
+    let table = host.table().clone();
+    if let Lookup::Found(spec) = exec::lookup(&table, &p.argv) {
+        srv.blocking.begin_rerun(&p);
+        let start = Instant::now();
+        let now = srv.unix_ms_at(start);
+        exec::run(srv, host, &mut c, spec, &p.argv, now, start);
+        srv.blocking.end_rerun();
+    }
+    if !c.blocked {
+        srv.blocking.wake(id);
+    }
+    srv.sweep_clients = true;
+    srv.clients.insert(id, c);
+}
+
+/// How a blocked client is released without being served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Its timeout reply.
+    Timeout,
+    /// `-UNBLOCKED client unblocked via CLIENT UNBLOCK`.
+    Error,
+}
+
+/// Releases blocked client `id` (which must not be the running client);
+/// false if it is not blocked. The reply is counted as the command's.
+pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release) -> bool {
+    if !srv.blocking.is_blocked(id) {
+        return false;
+    }
+    let Some(mut c) = srv.clients.remove(&id) else { return false };
+    let p = srv.blocking.unpark(id).expect("checked above");
+    c.blocked = false;
+    let failed = match how {
+        Release::Timeout => {
+            match p.req.on_timeout {
+                TimeoutReply::NullArray => c.reply.null_array(),
+                TimeoutReply::Int(n) => c.reply.int(n),
+                TimeoutReply::Pair(a, b) => {
+                    c.reply.array(2);
+                    c.reply.int(a);
+                    c.reply.int(b);
+                }
+            }
+            false
+        }
+        Release::Error => {
+            exec::reply_error(srv, &mut c, &CmdError::Custom("UNBLOCKED client unblocked via CLIENT UNBLOCK".into()));
+            true
+        }
+    };
+    if let Lookup::Found(spec) = exec::lookup(table, &p.argv) {
+        exec::account(srv, &mut c, spec, &p.argv, p.spent_us, failed);
+    }
+    srv.blocking.wake(id);
+    srv.sweep_clients = true;
+    srv.clients.insert(id, c);
+    true
+}
+
+/// Answers every blocked client whose deadline is at or before `now` (Unix ms).
+pub fn expire_blocked(srv: &mut Server, table: &CommandMap, now: i64) {
+    for id in srv.blocking.due(now) {
+        release(srv, table, id, Release::Timeout);
+    }
+}
