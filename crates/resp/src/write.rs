@@ -101,6 +101,40 @@ impl Reply {
         }
     }
 
+    /// Header of an array of `n` pairs (ZRANGE WITHSCORES, HRANDFIELD
+    /// WITHVALUES): in RESP3 an array of `n` elements, each pair then opened
+    /// with [`Reply::pair`]; in RESP2 one flat array of `2n` elements.
+    pub fn pairs(&mut self, n: usize) {
+        self.array(if self.resp3 { n } else { 2 * n });
+    }
+
+    /// Opens one pair of a [`Reply::pairs`] array: a two-element array in
+    /// RESP3, nothing in RESP2.
+    pub fn pair(&mut self) {
+        if self.resp3 {
+            self.array(2);
+        }
+    }
+
+    /// Header of `n` keyed entries (XREAD's streams): a map in RESP3; in
+    /// RESP2 an array of `n` two-element arrays, each opened with
+    /// [`Reply::keyed_entry`].
+    pub fn keyed(&mut self, n: usize) {
+        if self.resp3 {
+            self.map(n);
+        } else {
+            self.array(n);
+        }
+    }
+
+    /// Opens one entry of a [`Reply::keyed`] reply: nothing in RESP3 (a map
+    /// key follows), a two-element array in RESP2.
+    pub fn keyed_entry(&mut self) {
+        if !self.resp3 {
+            self.array(2);
+        }
+    }
+
     /// Set header of `n` elements (an array in RESP2).
     pub fn set(&mut self, n: usize) {
         self.header(if self.resp3 { b'~' } else { b'*' }, n as i64);
@@ -170,6 +204,26 @@ mod tests {
         r.null();
         r.boolean(true);
         assert_eq!(r.buf, b"%1\r\n$1\r\na\r\n,1.5\r\n_\r\n#t\r\n");
+    }
+
+    #[test]
+    fn pairs_nest_in_resp3_and_flatten_in_resp2() {
+        let write = |r: &mut Reply| {
+            r.pairs(1);
+            r.pair();
+            r.bulk(b"m");
+            r.int(1);
+            r.keyed(1);
+            r.keyed_entry();
+            r.bulk(b"k");
+            r.int(2);
+        };
+        let mut r = Reply::new();
+        write(&mut r);
+        assert_eq!(r.buf, b"*2\r\n$1\r\nm\r\n:1\r\n*1\r\n*2\r\n$1\r\nk\r\n:2\r\n");
+        let mut r = Reply { resp3: true, ..Reply::default() };
+        write(&mut r);
+        assert_eq!(r.buf, b"*1\r\n*2\r\n$1\r\nm\r\n:1\r\n%1\r\n$1\r\nk\r\n:2\r\n");
     }
 
     #[test]
