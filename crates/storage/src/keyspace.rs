@@ -38,12 +38,13 @@ use crate::blob::{self, Blob, Body};
 use crate::encoding::fieldpack;
 use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TAG_BITS, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
+use crate::strref::{parse_canonical_i64, StrRef};
 use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::set::Set;
 use crate::types::stream::Stream;
 use crate::types::zset::ZSet;
-use crate::value::{parse_canonical_i64, StrRef, Value, ValueMut, ValueRef};
+use crate::value::{Value, ValueMut, ValueRef};
 
 /// Why `Db::incr_by` refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1063,7 +1064,7 @@ mod tests {
         assert_eq!(db.incr_by(b"s", 1, 0), Err(IncrError::NotInt));
         assert_eq!(db.len(), 2);
     }
-    use crate::value::StrRef;
+    use crate::strref::StrRef;
     use proptest::prelude::*;
     use std::collections::{BTreeMap, HashMap};
 

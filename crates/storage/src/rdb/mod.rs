@@ -27,11 +27,12 @@ mod stream;
 pub use crc64::crc64;
 pub use functions::{function_codes, function_payload};
 
+use crate::strref::StrRef;
 use crate::types::hash::{ExpireCond, Hash, HashConfig};
 use crate::types::list::{End, List, ListConfig};
 use crate::types::set::{Set, SetConfig};
 use crate::types::zset::{ZSet, ZsetConfig};
-use crate::value::{StrRef, Value, ValueRef};
+use crate::value::{Value, ValueRef};
 use packed::Elem;
 
 /// A payload or file that is not valid RDB.

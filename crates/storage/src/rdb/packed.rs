@@ -11,7 +11,7 @@
 //! width that fits), so what it writes is byte for byte Redis's.
 
 use super::RdbError;
-use crate::value::parse_canonical_i64;
+use crate::strref::parse_canonical_i64;
 
 /// One element of a packed blob.
 #[derive(Debug, Clone, Copy, PartialEq)]
