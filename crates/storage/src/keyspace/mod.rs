@@ -5,46 +5,54 @@
 //! before `now` as absent, deleting it on the spot (lazy expiry).
 //! `active_expire` reclaims due keys that nobody touches.
 //!
-//! Layout (see docs/design/keyspace.md): an extendible hash table. A
-//! directory indexed by the top `depth` bits of the key hash points at
-//! segments (`segment.rs`); a full segment grows in small steps and, at its
-//! largest size, splits alone, so there is no whole-table rehash. Each key is
-//! one 8-byte slot plus one slab blob (`blob.rs`, `slab.rs`) holding key,
-//! value and the deadline only when there is one.
+//! Layout (see docs/design/keyspace.md): an extendible hash table of
+//! segments (`crate::segment`) that grows a segment at a time, never by a
+//! whole-table rehash. Each key is one 8-byte slot plus one slab blob
+//! (`crate::blob`, `crate::slab`) holding key, value and the deadline only
+//! when there is one. Collections live in an object table the blob points
+//! into (objects.rs); a small hash lives in its blob itself and is lent out
+//! decoded (`Pending`).
 //!
-//! SCAN's cursor is a position in hash space: all keys whose hash (truncated
-//! to the segment's prefix plus 14 tag bits) lies below it were returned.
-//! Splits and growth never move a key across that order, so a key present for
-//! the whole scan is returned at least once.
+//! This file declares `Db`, the types its fields are made of and the
+//! keyspace's public types, and holds the core: finding a live key, get,
+//! insert, remove, INCRBY, lending inline hashes and the object table's
+//! slots. The other files each add one concern's methods to `Db`:
 //!
-//! Collections (HASH, LIST, SET, ZSET, STREAM) live in an object table beside the slab: the key's
-//! blob holds the 4-byte index of the object's slot (`Vec<Option<Obj>>`,
-//! 24 bytes a slot, freed slots reused through a free list). Compared with a
-//! pointer to a `Box<Hash>` this is safe Rust and saves the box's 32-byte
-//! jemalloc block; it costs the table's growth slack (up to 2x of 24 bytes
-//! a slot right after it doubles) and a free-list entry per hole.
+//! - `table.rs`: the directory and segments: a key's slot, growth, splits
+//! - `expire.rs`: key deadlines and active expiry
+//! - `field_expiry.rs`: the index of hashes with field TTLs, active field expiry
+//! - `events.rs`: the log of lazy expiries and new keys
+//! - `scan.rs`: `for_each`, SCAN and RANDOMKEY
+//! - `objects.rs`: `Obj`, one collection in the object table
+//! - `tests.rs`: the unit and property tests of all of them
 //!
-//! Field expiry index (DESIGN §3): every hash with at least one field TTL is
-//! registered once in `fexp`, ordered by its earliest field deadline.
-//! `active_expire_fields` pops due hashes from the front, so it never scans
-//! hashes without due fields. Whoever edits a hash in place through
-//! `ValueMut` calls `sync_object` afterwards, which re-registers it (and
-//! deletes the key when the hash became empty); insert, remove and every
-//! deletion keep the index in step on their own.
+//! Imports go one way. `objects.rs` imports nothing from the keyspace; this
+//! file imports only `objects.rs`; the concern files import this file (for
+//! `Db` and its field types) and `objects.rs`, never each other. That is
+//! why `Hand` (active expiry's cursor) and `KeyEvent` are declared here and
+//! not beside the methods that use them: a file declaring one would be
+//! imported by this file while importing `Db` from it. The methods call
+//! each other across files (`insert` notes a deadline, `active_expire`
+//! deletes): one `impl Db` spread over files, which needs no import.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::blob::{self, Blob, Body};
-use crate::encoding::fieldpack;
-use crate::segment::{addr_of, clock_of, hash, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TAG_BITS, TTL_BIT};
+use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
 use crate::strref::{parse_canonical_i64, StrRef};
 use crate::types::hash::Hash;
-use crate::types::list::List;
-use crate::types::set::Set;
-use crate::types::stream::Stream;
-use crate::types::zset::ZSet;
 use crate::value::{Value, ValueMut, ValueRef};
+use objects::Obj;
+
+mod events;
+mod expire;
+mod field_expiry;
+mod objects;
+mod scan;
+mod table;
+#[cfg(test)]
+mod tests;
 
 /// Why `Db::incr_by` refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,96 +63,6 @@ pub enum IncrError {
     NotInt,
     /// The result does not fit an i64.
     Overflow,
-}
-
-/// A collection in the object table. Hashes sit in the slot itself; other
-/// types are boxed so that a slot stays 24 bytes (`Option<Obj>` uses the
-/// niche of the hash's buffer; a `Set` alone is 32 bytes); a boxed
-/// collection pays one more jemalloc block. A new type adds a variant
-/// here and an arm in each method below; only hashes have field TTLs.
-#[derive(Debug, Clone)]
-enum Obj {
-    Hash(Hash),
-    List(Box<List>),
-    Set(Box<Set>),
-    ZSet(Box<ZSet>),
-    Stream(Box<Stream>),
-}
-
-const _: () = assert!(size_of::<Option<Obj>>() == 24);
-
-impl Obj {
-    /// The collection an owned value carries; None for a string.
-    fn from_value(v: Value) -> Option<Obj> {
-        match v {
-            Value::Hash(h) => Some(Obj::Hash(*h)),
-            Value::List(l) => Some(Obj::List(l)),
-            Value::Set(s) => Some(Obj::Set(s)),
-            Value::ZSet(z) => Some(Obj::ZSet(z)),
-            Value::Stream(s) => Some(Obj::Stream(s)),
-            Value::Int(_) | Value::Bytes(_) => None,
-        }
-    }
-
-    fn into_value(self) -> Value {
-        match self {
-            Obj::Hash(h) => Value::Hash(Box::new(h)),
-            Obj::List(l) => Value::List(l),
-            Obj::Set(s) => Value::Set(s),
-            Obj::ZSet(z) => Value::ZSet(z),
-            Obj::Stream(s) => Value::Stream(s),
-        }
-    }
-
-    fn as_ref(&self) -> ValueRef<'_> {
-        match self {
-            Obj::Hash(h) => ValueRef::Hash(h),
-            Obj::List(l) => ValueRef::List(l),
-            Obj::Set(s) => ValueRef::Set(s),
-            Obj::ZSet(z) => ValueRef::ZSet(z),
-            Obj::Stream(s) => ValueRef::Stream(s),
-        }
-    }
-
-    fn as_mut(&mut self) -> ValueMut<'_> {
-        match self {
-            Obj::Hash(h) => ValueMut::Hash(h),
-            Obj::List(l) => ValueMut::List(l),
-            Obj::Set(s) => ValueMut::Set(s),
-            Obj::ZSet(z) => ValueMut::ZSet(z),
-            Obj::Stream(s) => ValueMut::Stream(s),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            Obj::Hash(h) => h.is_empty(),
-            Obj::List(l) => l.is_empty(),
-            Obj::Set(s) => s.is_empty(),
-            Obj::ZSet(z) => z.is_empty(),
-            // An empty stream is still a key (XADD MAXLEN 0, XDEL of all).
-            Obj::Stream(_) => false,
-        }
-    }
-
-    /// Heap bytes owned, the box of a boxed type included.
-    fn mem_usage(&self) -> usize {
-        match self {
-            Obj::Hash(h) => h.mem_usage(),
-            Obj::List(l) => jemalloc_size(size_of::<List>()) + l.mem_usage(),
-            Obj::Set(s) => jemalloc_size(size_of::<Set>()) + s.mem_usage(),
-            Obj::ZSet(z) => jemalloc_size(size_of::<ZSet>()) + z.mem_usage(),
-            Obj::Stream(s) => jemalloc_size(size_of::<Stream>()) + s.mem_usage(),
-        }
-    }
-
-    /// Earliest field deadline (only hashes have field TTLs).
-    fn min_deadline(&self) -> Option<i64> {
-        match self {
-            Obj::Hash(h) => h.min_deadline(),
-            Obj::List(_) | Obj::Set(_) | Obj::ZSet(_) | Obj::Stream(_) => None,
-        }
-    }
 }
 
 /// An inline hash decoded from its blob and lent out by `get`/`get_mut`
@@ -161,14 +79,6 @@ struct Pending {
     dirty: bool,
 }
 
-/// Earliest field deadline of an inline hash body.
-fn inline_min(body: Body<'_>) -> Option<i64> {
-    match body {
-        Body::Hash(e, _) => fieldpack::min_deadline(e, 0),
-        Body::Str(_) | Body::Obj(_) => None,
-    }
-}
-
 /// What an insert does to the key's deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ttl {
@@ -180,11 +90,8 @@ pub enum Ttl {
     At(i64),
 }
 
-/// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
-const MAX_DEPTH: u32 = 64 - TAG_BITS;
-
 /// Where active expiry stopped: a segment, a slot in it, the segment's shape
-/// then, and the earliest deadline seen so far in this pass.
+/// then, and the earliest deadline seen so far in this pass (expire.rs).
 #[derive(Debug, Clone, Copy)]
 struct Hand {
     seg: usize,
@@ -309,20 +216,8 @@ impl Db {
             + self.pending.as_ref().map_or(0, |p| p.hash.mem_usage())
     }
 
-    fn seg_of(&self, h: u64) -> usize {
-        if self.depth == 0 {
-            self.dir[0] as usize
-        } else {
-            self.dir[(h >> (64 - self.depth)) as usize] as usize
-        }
-    }
-
     fn blob(&self, s: u64) -> Blob<'_> {
         Blob::parse(self.slab.bytes(addr_of(s)))
-    }
-
-    fn obj(&self, i: u32) -> &Obj {
-        self.objs[i as usize].as_ref().expect("blob points at a live object")
     }
 
     /// The value the slot `s` holds (an inline hash only when lent out).
@@ -378,36 +273,6 @@ impl Db {
         false
     }
 
-    /// Writes a blob in segment `si`, registering an inline hash's field
-    /// TTLs in the field-expiry index.
-    fn store_blob(&mut self, si: usize, key: &[u8], body: Body<'_>, deadline: Option<i64>) -> u64 {
-        if let Some(t) = inline_min(body) {
-            self.inline_ttl += 1;
-            self.note_field_deadline(si, t);
-        }
-        blob::store(&mut self.slab, key, body, deadline)
-    }
-
-    /// Frees the blob of slot `s` (the object it points at is the caller's).
-    fn free_blob(&mut self, s: u64) {
-        if inline_min(self.blob(s).body()).is_some() {
-            self.inline_ttl -= 1;
-        }
-        self.slab.free(addr_of(s));
-    }
-
-    /// Lowers segment `si`'s field-deadline bound to `t` and re-registers it.
-    fn note_field_deadline(&mut self, si: usize, t: i64) {
-        let seg = &mut self.segs[si];
-        if t < seg.field_min {
-            if seg.field_min != i64::MAX {
-                self.fexp_segs.remove(&(seg.field_min, si as u32));
-            }
-            seg.field_min = t;
-            self.fexp_segs.insert((t, si as u32));
-        }
-    }
-
     /// Writes the blob for `key` in segment `si`: strings and small hashes
     /// inline, other collections into the object table.
     fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>) -> u64 {
@@ -420,19 +285,30 @@ impl Db {
         if let Some(body) = body {
             return self.store_blob(si, key, body, deadline);
         }
-        let h = Obj::from_value(value).expect("object body");
+        let i = self.put_obj(Obj::from_value(value).expect("object body"), key);
+        self.store_blob(si, key, Body::Obj(i), deadline)
+    }
+
+    fn obj(&self, i: u32) -> &Obj {
+        self.objs[i as usize].as_ref().expect("blob points at a live object")
+    }
+
+    /// Puts `obj`, the collection of `key`, in a free slot of the object
+    /// table (a new one if none is free) and registers it in the
+    /// field-expiry index; returns its index.
+    fn put_obj(&mut self, obj: Obj, key: &[u8]) -> u32 {
         let i = match self.free_objs.pop() {
             Some(i) => {
-                self.objs[i as usize] = Some(h);
+                self.objs[i as usize] = Some(obj);
                 i
             }
             None => {
-                self.objs.push(Some(h));
+                self.objs.push(Some(obj));
                 u32::try_from(self.objs.len() - 1).expect("fewer than 2^32 objects")
             }
         };
         self.reindex(i, key);
-        self.store_blob(si, key, Body::Obj(i), deadline)
+        i
     }
 
     /// Frees the object slot `i` (and its index entry); returns the object.
@@ -442,35 +318,6 @@ impl Db {
         }
         self.free_objs.push(i);
         self.objs[i as usize].take().expect("live object")
-    }
-
-    /// Brings object `i`'s entry in the field-expiry index in step with its
-    /// earliest field deadline.
-    fn reindex(&mut self, i: u32, key: &[u8]) {
-        let want = self.obj(i).min_deadline();
-        let have = self.fexp_at.get(&i).copied();
-        if want == have {
-            return;
-        }
-        let old_key = have.and_then(|t| self.fexp.remove(&(t, i)));
-        match want {
-            Some(t) => {
-                self.fexp.insert((t, i), old_key.unwrap_or_else(|| key.into()));
-                self.fexp_at.insert(i, t);
-            }
-            None => {
-                self.fexp_at.remove(&i);
-            }
-        }
-    }
-
-    /// Finds `key`: (hash, segment, slot index if stored).
-    fn find(&self, key: &[u8]) -> (u64, usize, Option<usize>) {
-        let h = hash(key);
-        let si = self.seg_of(h);
-        let seg = &self.segs[si];
-        let pos = seg.find(tag_at(h, seg.depth as u32), |s| Blob::key_of(self.slab.bytes(addr_of(s))) == key);
-        (h, si, pos)
     }
 
     /// Finds a live `key`, deleting it if due and touching it unless
@@ -509,14 +356,6 @@ impl Db {
         };
         self.free_blob(s);
         obj
-    }
-
-    fn note_deadline(&mut self, si: usize, t: i64) {
-        let seg = &mut self.segs[si];
-        seg.min_deadline = seg.min_deadline.min(t);
-        if self.hand.seg == si {
-            self.hand.min = self.hand.min.min(t);
-        }
     }
 
     /// The live value of `key`.
@@ -574,86 +413,9 @@ impl Db {
         false
     }
 
-    /// Number of hashes with at least one field TTL (INFO's subexpiry).
-    pub fn field_expiry_len(&self) -> usize {
-        self.fexp.len() + self.inline_ttl
-    }
-
-    /// Active field expiry: removes up to `max` due fields (deadline before
-    /// `now`) from the hashes at the front of the field-expiry index,
-    /// calling `on_field(key, field)` for each, deletes hashes left empty
-    /// and re-registers the others by their new earliest deadline.
-    /// Returns (fields removed, keys deleted).
-    pub fn active_expire_fields(&mut self, now: i64, max: usize, mut on_field: impl FnMut(&[u8], &[u8])) -> (usize, usize) {
-        self.flush();
-        let (mut fields, mut keys) = (0, 0);
-        while fields < max {
-            // The earlier of the two fronts: a segment of inline hashes or
-            // one hash in the object table.
-            let seg_front = self.fexp_segs.first().copied().filter(|&(t, _)| t < now);
-            let obj_front = self.fexp.first_key_value().filter(|(&(t, _), _)| t < now);
-            let (i, key) = match (seg_front, obj_front) {
-                (None, None) => break,
-                (Some((ts, si)), o) if o.is_none_or(|(&(to, _), _)| ts <= to) => {
-                    let (n, k) = self.expire_segment_fields(si as usize, now, max - fields, &mut on_field);
-                    fields += n;
-                    keys += k;
-                    continue;
-                }
-                (_, Some((&(_, i), key))) => (i, key.clone()),
-                (Some(_), None) => unreachable!("taken by the arm above"),
-            };
-            let Some(Obj::Hash(h)) = self.objs[i as usize].as_mut() else { unreachable!("only hashes have field deadlines") };
-            let n = h.expire_due_with(now, max - fields, |f| on_field(&key, f));
-            fields += n;
-            if self.sync_object(&key) {
-                keys += 1;
-            } else if n == 0 {
-                // Nothing was due after all (cannot happen while the index
-                // is in step); re-index and stop rather than spin.
-                break;
-            }
-        }
-        (fields, keys)
-    }
-
-    /// Active field expiry over the inline hashes of segment `si`: removes
-    /// up to `max` due fields, then re-registers the segment by the
-    /// earliest field deadline left in it. Returns (fields, keys deleted).
-    fn expire_segment_fields(&mut self, si: usize, now: i64, max: usize, on_field: &mut impl FnMut(&[u8], &[u8])) -> (usize, usize) {
-        let seg = &mut self.segs[si];
-        self.fexp_segs.remove(&(seg.field_min, si as u32));
-        seg.field_min = i64::MAX;
-        let (mut fields, mut keys) = (0, 0);
-        for pos in 0..self.segs[si].slots.len() {
-            let s = self.segs[si].slots[pos];
-            if s == 0 {
-                continue;
-            }
-            let Some(t) = inline_min(self.blob(s).body()) else { continue };
-            if t >= now || fields >= max {
-                self.note_field_deadline(si, t);
-                continue;
-            }
-            let b = self.blob(s);
-            let Body::Hash(e, ex) = b.body() else { unreachable!("inline_min is only Some for a hash") };
-            let (key, mut hash) = (b.key.to_vec(), Hash::from_inline(e, ex));
-            fields += hash.expire_due_with(now, max - fields, |f| on_field(&key, f));
-            self.pending = Some(Pending { si, pos, slot: s, hash, dirty: true });
-            keys += usize::from(self.flush());
-        }
-        (fields, keys)
-    }
-
     /// True if `key` is live.
     pub fn contains(&mut self, key: &[u8], now: i64) -> bool {
         self.live(key, now).is_some()
-    }
-
-    /// Deadline of a live key: None if absent, Some(None) if it has none.
-    pub fn expire_of(&mut self, key: &[u8], now: i64) -> Option<Option<i64>> {
-        let (si, pos) = self.live(key, now)?;
-        Some(self.blob(self.segs[si].slots[pos]).deadline)
     }
 
     /// Sets or replaces `key`. Returns true if a live key was replaced.
@@ -713,85 +475,6 @@ impl Db {
         old.is_some()
     }
 
-    /// Puts a new slot into segment `si`, growing or splitting it when full.
-    fn insert_slot(&mut self, si: usize, s: u64) {
-        if let Err(held) = self.segs[si].insert(s) {
-            let seg = &mut self.segs[si];
-            if !seg.at_max() || seg.depth as u32 >= MAX_DEPTH {
-                seg.grow(held);
-            } else {
-                self.split(si, held);
-            }
-        }
-    }
-
-    /// Splits segment `si` into two of one more bit of depth; `extra` is a
-    /// slot that did not fit. Keys are re-hashed here (and only here) to read
-    /// the next bit and their new tags.
-    fn split(&mut self, si: usize, extra: u64) {
-        let d = self.segs[si].depth as u32;
-        if d == self.depth {
-            self.dir = self.dir.iter().flat_map(|&x| [x, x]).collect();
-            self.depth += 1;
-        }
-        let old = std::mem::replace(&mut self.segs[si], Segment::with_room(0, 0));
-        let items: Vec<u64> = old.slots.iter().copied().filter(|&s| s != 0).chain([extra]).collect();
-        let mut kids = [Segment::with_room(d as u8 + 1, items.len() / 2), Segment::with_room(d as u8 + 1, items.len() / 2)];
-        for s in items {
-            let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
-            let kid = &mut kids[((h << d) >> 63) as usize];
-            let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, d + 1);
-            if let Err(held) = kid.insert(ns) {
-                kid.grow(held);
-            }
-        }
-        let [mut left, mut right] = kids;
-        left.min_deadline = old.min_deadline;
-        right.min_deadline = old.min_deadline;
-        left.field_min = old.field_min;
-        right.field_min = old.field_min;
-        left.shape = old.shape.wrapping_add(1);
-        self.segs[si] = left;
-        let ri = self.segs.len() as u32;
-        right.shape = 0;
-        self.segs.push(right);
-        if old.field_min != i64::MAX {
-            self.fexp_segs.insert((old.field_min, ri));
-        }
-        let start = self.dir.iter().position(|&x| x as usize == si).expect("segment in directory");
-        let span = 1usize << (self.depth - d);
-        for x in &mut self.dir[start + span / 2..start + span] {
-            *x = ri;
-        }
-    }
-
-    /// Rewrites the blob at (si, pos) with a new deadline.
-    fn rewrite_deadline(&mut self, si: usize, pos: usize, deadline: Option<i64>) {
-        let s = self.segs[si].slots[pos];
-        let copy = self.slab.bytes(addr_of(s)).to_vec();
-        let b = Blob::parse(&copy);
-        self.free_blob(s);
-        let addr = self.store_blob(si, b.key, b.body(), deadline);
-        let had = s & TTL_BIT != 0;
-        let ns = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
-        let seg = &mut self.segs[si];
-        seg.slots[pos] = ns;
-        match (had, deadline.is_some()) {
-            (false, true) => {
-                seg.volatile += 1;
-                self.volatile += 1;
-            }
-            (true, false) => {
-                seg.volatile -= 1;
-                self.volatile -= 1;
-            }
-            _ => {}
-        }
-        if let Some(t) = deadline {
-            self.note_deadline(si, t);
-        }
-    }
-
     /// INCRBY on the string at `key`: adds `by` to its integer value (an
     /// absent key counts as 0 and is created without a deadline; an existing
     /// deadline is kept). The integer is rewritten in place when it still
@@ -815,13 +498,6 @@ impl Db {
             self.insert(key, Value::Int(v), Ttl::Keep, now);
         }
         Ok(v)
-    }
-
-    /// Sets the deadline of a live key (None removes it). Returns false if absent.
-    pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>, now: i64) -> bool {
-        let Some((si, pos)) = self.live(key, now) else { return false };
-        self.rewrite_deadline(si, pos, expire);
-        true
     }
 
     /// Removes a live key, returning its value.
@@ -861,121 +537,6 @@ impl Db {
         true
     }
 
-    /// Number of keys lazy expiry deleted (on access) since the last call;
-    /// resets the count. Active expiry is counted by its own return value.
-    pub fn take_lazy_expired(&mut self) -> u64 {
-        std::mem::take(&mut self.lazy_expired)
-    }
-
-    /// Records `event` for `key` if `bit` of `log_events` asks for it.
-    #[inline]
-    fn log(&mut self, bit: u8, event: KeyEvent, key: &[u8]) {
-        if self.log_events & bit != 0 {
-            self.events.push((event, key.into()));
-        }
-    }
-
-    /// True if key events wait in the log.
-    pub fn has_events(&self) -> bool {
-        !self.events.is_empty()
-    }
-
-    /// The key events recorded since the last call, oldest first (see
-    /// `log_events`); empties the log.
-    pub fn take_events(&mut self) -> Vec<(KeyEvent, Box<[u8]>)> {
-        std::mem::take(&mut self.events)
-    }
-
-    /// Removes every key. Settings (`no_touch`, `keep_expired`,
-    /// `log_events`) stay; recorded events are dropped.
-    pub fn clear(&mut self) {
-        self.pending = None;
-        let (no_touch, keep_expired, log_events) = (self.no_touch, self.keep_expired, self.log_events);
-        *self = Db::default();
-        self.no_touch = no_touch;
-        self.keep_expired = keep_expired;
-        self.log_events = log_events;
-    }
-
-    /// Calls `f(key, value, deadline)` for every stored key, live or not yet reclaimed.
-    pub fn for_each(&self, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>)) {
-        for seg in &self.segs {
-            for &s in seg.slots.iter().filter(|&&s| s != 0) {
-                let b = self.blob(s);
-                self.with_value(s, |v| f(b.key, v, b.deadline));
-            }
-        }
-    }
-
-    /// One SCAN step from `cursor` (0 starts), visiting about `count` keys with
-    /// `f(key, value, deadline)` (more when several share a hash position).
-    /// Returns the next cursor, 0 when done.
-    /// Every key present for the whole scan is visited at least once.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>)) -> u64 {
-        let count = count.max(1);
-        let mut c = cursor;
-        let mut n = 0;
-        let mut items: Vec<u64> = Vec::new();
-        loop {
-            let seg = &self.segs[self.seg_of(c)];
-            let d = seg.depth as u32;
-            let prefix = if d == 0 { 0 } else { c >> (64 - d) };
-            let from = tag_at(c, d);
-            items.clear();
-            items.extend(seg.slots.iter().copied().filter(|&s| s != 0 && tag_of(s) >= from));
-            let mut emit = |s: u64| {
-                let b = self.blob(s);
-                self.with_value(s, |v| f(b.key, v, b.deadline));
-            };
-            let want = count - n;
-            if items.len() > want {
-                items.select_nth_unstable_by_key(want - 1, |&s| tag_of(s));
-                let last = tag_of(items[want - 1]);
-                for &s in items.iter().filter(|&&s| tag_of(s) <= last) {
-                    emit(s);
-                }
-                if last + 1 < 1 << TAG_BITS {
-                    let base = if d == 0 { 0 } else { prefix << (64 - d) };
-                    return base | ((last + 1) << (64 - TAG_BITS - d));
-                }
-                n = count;
-            } else {
-                items.iter().for_each(|&s| emit(s));
-                n += items.len();
-            }
-            // This segment is done: move to the next prefix.
-            if d == 0 || prefix + 1 == 1 << d {
-                return 0;
-            }
-            c = (prefix + 1) << (64 - d);
-            if n >= count {
-                return c;
-            }
-        }
-    }
-
-    /// A random stored key (possibly expired but not yet reclaimed), using `r` as randomness.
-    pub fn random_key(&self, r: u64) -> Option<&[u8]> {
-        if self.len == 0 {
-            return None;
-        }
-        let mut r = r;
-        for _ in 0..64 {
-            r = r.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(0x1405_7B7E_F767_814F);
-            let x = r ^ (r >> 29);
-            let seg = &self.segs[self.dir[(x % self.dir.len() as u64) as usize] as usize];
-            if seg.len == 0 {
-                continue;
-            }
-            let n = seg.slots.len();
-            let start = ((x >> 32) % n as u64) as usize;
-            let s = (0..n).map(|i| seg.slots[(start + i) % n]).find(|&s| s != 0)?;
-            return Some(self.blob(s).key);
-        }
-        let s = self.segs.iter().flat_map(|g| g.slots.iter()).copied().find(|&s| s != 0)?;
-        Some(self.blob(s).key)
-    }
-
     /// Bytes this key costs: its blob's slab class plus its share of the
     /// segment's slot array (the array's bytes divided by the keys in it,
     /// rounded up); for a collection also its object-table slot and the
@@ -991,56 +552,14 @@ impl Db {
         Some(self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj)
     }
 
-    /// Active expiry: examines at most `budget` keys that have a deadline,
-    /// from where the last call stopped, skipping segments with nothing due,
-    /// and deletes the due ones, calling `on_expired` for each.
-    /// Returns (examined, expired).
-    pub fn active_expire(&mut self, now: i64, budget: usize, mut on_expired: impl FnMut(&[u8])) -> (usize, usize) {
-        self.flush();
-        let (mut examined, mut expired) = (0, 0);
-        let mut skipped = 0;
-        while self.volatile > 0 && examined < budget && skipped <= self.segs.len() {
-            if self.hand.seg >= self.segs.len() {
-                self.hand = Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX };
-            }
-            let si = self.hand.seg;
-            if self.hand.pos == 0 || self.hand.shape != self.segs[si].shape {
-                self.hand = Hand { seg: si, pos: 0, shape: self.segs[si].shape, min: i64::MAX };
-            }
-            let seg = &self.segs[si];
-            if seg.volatile == 0 || seg.min_deadline > now {
-                self.hand = Hand { seg: si + 1, pos: 0, shape: 0, min: i64::MAX };
-                skipped += 1;
-                continue;
-            }
-            while self.hand.pos < self.segs[si].slots.len() && examined < budget {
-                let pos = self.hand.pos;
-                self.hand.pos += 1;
-                let s = self.segs[si].slots[pos];
-                if s & TTL_BIT == 0 {
-                    continue;
-                }
-                examined += 1;
-                let b = self.blob(s);
-                match b.deadline {
-                    Some(t) if t <= now => {
-                        on_expired(b.key);
-                        self.delete(si, pos);
-                        expired += 1;
-                    }
-                    Some(t) => self.hand.min = self.hand.min.min(t),
-                    None => {}
-                }
-            }
-            if self.hand.pos >= self.segs[si].slots.len() {
-                self.segs[si].min_deadline = self.hand.min;
-                self.hand = Hand { seg: si + 1, pos: 0, shape: 0, min: i64::MAX };
-                skipped += 1;
-            }
-        }
-        (examined, expired)
+    /// Removes every key. Settings (`no_touch`, `keep_expired`,
+    /// `log_events`) stay; recorded events are dropped.
+    pub fn clear(&mut self) {
+        self.pending = None;
+        let (no_touch, keep_expired, log_events) = (self.no_touch, self.keep_expired, self.log_events);
+        *self = Db::default();
+        self.no_touch = no_touch;
+        self.keep_expired = keep_expired;
+        self.log_events = log_events;
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
 
+use super::field_expiry::inline_min;
 use super::*;
+use crate::segment::hash;
 use crate::strref::StrRef;
 
 #[test]
