@@ -19,7 +19,7 @@
 //! hashes qualify): no object slot and no second allocation.
 
 use crate::slab::{class_size, Slab, MAX_SMALL};
-use crate::value::StrRef;
+use crate::strref::StrRef;
 
 /// What a blob stores after the key: a string or an object-table index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,12 +4,16 @@
 //! Strings are handed out as `StrRef`: either an integer (when the stored
 //! string is the canonical decimal form of an i64, which is how it is kept)
 //! or raw bytes. The keyspace is free to store either form however it likes.
+//! `StrRef` and the integer rules live in `strref`, below the collection
+//! types, because encodings and types use them and this module holds the
+//! types (`Value::Hash` etc.): it sits above them.
 //!
 //! Collections (HASH, LIST, SET, ZSET, STREAM) are owned objects: `Value::Hash`
 //! etc. carry a boxed collection into `Db::insert` and out of `Db::remove`;
 //! the keyspace keeps it in its object table and lends it as
 //! `ValueRef::Hash` / `ValueMut::Hash` etc.
 
+use crate::strref::{parse_canonical_i64, StrRef};
 use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::set::Set;
@@ -92,70 +96,6 @@ impl Value {
     }
 }
 
-/// Parses `s` only if it is exactly how Redis would print the integer.
-pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
-    if digits.is_empty() || (digits[0] == b'0' && (digits.len() > 1 || neg)) {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        let d = (c - b'0') as i64;
-        v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
-    }
-    Some(v)
-}
-
-/// A borrowed string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StrRef<'a> {
-    /// Stored as an integer.
-    Int(i64),
-    /// Stored as bytes.
-    Bytes(&'a [u8]),
-}
-
-impl StrRef<'_> {
-    /// The string's bytes (integers are formatted).
-    pub fn to_vec(&self) -> Vec<u8> {
-        match self {
-            StrRef::Int(v) => v.to_string().into_bytes(),
-            StrRef::Bytes(b) => b.to_vec(),
-        }
-    }
-
-    /// The string's length in bytes.
-    pub fn len(&self) -> usize {
-        match self {
-            StrRef::Int(v) => int_len(*v),
-            StrRef::Bytes(b) => b.len(),
-        }
-    }
-
-    /// True for the empty string.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Number of bytes in the decimal form of `v`.
-pub fn int_len(v: i64) -> usize {
-    let mut n = if v < 0 { 2 } else { 1 };
-    let mut u = v.unsigned_abs();
-    while u >= 10 {
-        u /= 10;
-        n += 1;
-    }
-    n
-}
-
 /// A borrowed view of a stored value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueRef<'a> {
@@ -222,6 +162,7 @@ pub enum ValueMut<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strref::int_len;
 
     #[test]
     fn canonical_ints() {

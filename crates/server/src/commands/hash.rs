@@ -385,7 +385,7 @@ pub fn hincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let incr = arg_i64(&args[3])?;
     let (old, deadline) = counter_field(ctx, &args[1], &args[2])?;
     let old = match old {
-        Some(v) => storage::value::parse_canonical_i64(&v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
+        Some(v) => storage::strref::parse_canonical_i64(&v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
         None => 0,
     };
     let new = old.checked_add(incr).ok_or(CmdError::Overflow)?;

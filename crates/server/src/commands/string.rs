@@ -396,7 +396,7 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     };
     let len = match &new {
-        Value::Int(i) => storage::value::int_len(*i),
+        Value::Int(i) => storage::strref::int_len(*i),
         Value::Bytes(b) => b.len(),
         Value::Hash(_) | Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => unreachable!("APPEND builds a string"),
     };

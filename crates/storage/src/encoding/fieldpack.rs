@@ -31,7 +31,7 @@
 //! size classes (`reserve_class`), never by doubling.
 
 use super::{reserve_class, shrink_class};
-use crate::value::{parse_canonical_i64, StrRef};
+use crate::strref::{parse_canonical_i64, StrRef};
 
 const TTL_BIT: u8 = 0x80;
 const LONG_FIELD: u8 = 0x7f;

@@ -54,7 +54,7 @@ use std::hash::{BuildHasher, RandomState};
 
 use super::fieldpack::{self, Entry};
 use super::{alloc_size, reserve_class};
-use crate::value::StrRef;
+use crate::strref::StrRef;
 
 /// A large hash: see the module header.
 #[derive(Debug, Clone)]

@@ -28,7 +28,7 @@
 //! and delete move the tail of the buffer once.
 
 use super::reserve_class;
-use crate::value::{parse_canonical_i64, StrRef};
+use crate::strref::{parse_canonical_i64, StrRef};
 
 /// How an element is stored: an integer or bytes, and the entry's size.
 #[derive(Debug, Clone, Copy)]

@@ -11,7 +11,8 @@
 //! Redis 7.0's release candidates wrote 0xF6 with a different body, which
 //! Redis refuses with its own message, as we do.
 
-use super::{crc64, put_str, Reader, RDB_VERSION};
+use super::crc64::crc64;
+use super::primitives::{put_str, Reader, RDB_VERSION};
 
 /// RDB_OPCODE_FUNCTION2: one library follows.
 const FUNCTION2: u8 = 245;

@@ -17,55 +17,33 @@
 //! allocated from a declared count, so a corrupt or hostile payload is an
 //! error (`RdbError`), never a panic or a huge allocation; duplicate
 //! members are errors too, as with Redis's sanitize-dump-payload.
+//!
+//! Files, bottom up: `crc64` and `lzf`; `primitives` (the error, type
+//! bytes, lengths, strings and `Reader`, which every part uses); `packed`
+//! (ziplist, listpack and intset blobs); `stream` and `functions`; then
+//! this file: plain values, DUMP payloads and the dispatch on type bytes.
+//! Each file imports only files before it.
 
 mod crc64;
 mod functions;
 mod lzf;
 mod packed;
+mod primitives;
 mod stream;
 
 pub use crc64::crc64;
 pub use functions::{function_codes, function_payload};
+pub use primitives::{RdbError, Reader, RDB_VERSION};
 
+use crate::strref::StrRef;
 use crate::types::hash::{ExpireCond, Hash, HashConfig};
 use crate::types::list::{End, List, ListConfig};
 use crate::types::set::{Set, SetConfig};
 use crate::types::zset::{ZSet, ZsetConfig};
-use crate::value::{StrRef, Value, ValueRef};
+use crate::value::{Value, ValueRef};
 use packed::Elem;
+use primitives::{parse_score, put_len, put_str, ty};
 
-/// A payload or file that is not valid RDB.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RdbError;
-
-/// RDB value type bytes.
-mod ty {
-    pub const STRING: u8 = 0;
-    pub const LIST: u8 = 1;
-    pub const SET: u8 = 2;
-    pub const ZSET: u8 = 3;
-    pub const HASH: u8 = 4;
-    pub const ZSET_2: u8 = 5;
-    pub const LIST_ZIPLIST: u8 = 10;
-    pub const SET_INTSET: u8 = 11;
-    pub const ZSET_ZIPLIST: u8 = 12;
-    pub const HASH_ZIPLIST: u8 = 13;
-    pub const LIST_QUICKLIST: u8 = 14;
-    pub const STREAM_LISTPACKS: u8 = 15;
-    pub const HASH_LISTPACK: u8 = 16;
-    pub const ZSET_LISTPACK: u8 = 17;
-    pub const LIST_QUICKLIST_2: u8 = 18;
-    pub const STREAM_LISTPACKS_2: u8 = 19;
-    pub const SET_LISTPACK: u8 = 20;
-    pub const STREAM_LISTPACKS_3: u8 = 21;
-    pub const HASH_METADATA_PRE_GA: u8 = 22;
-    pub const HASH_LISTPACK_EX_PRE_GA: u8 = 23;
-    pub const HASH_METADATA: u8 = 24;
-    pub const HASH_LISTPACK_EX: u8 = 25;
-}
-
-/// The newest RDB version this codec reads (Redis 7.4 and 8 write 12).
-pub const RDB_VERSION: u16 = 12;
 /// The version written for plain layouts: Redis 6.0 and later load it.
 const PLAIN_VERSION: u16 = 9;
 /// Largest field deadline Redis accepts (2^48 - 1 ms).
@@ -85,25 +63,6 @@ pub struct Shapes {
 }
 
 // ------------------------------------------------------------------ writing
-
-fn put_len(out: &mut Vec<u8>, n: u64) {
-    if n < 1 << 6 {
-        out.push(n as u8);
-    } else if n < 1 << 14 {
-        out.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
-    } else if n <= u32::MAX as u64 {
-        out.push(0x80);
-        out.extend_from_slice(&(n as u32).to_be_bytes());
-    } else {
-        out.push(0x81);
-        out.extend_from_slice(&n.to_be_bytes());
-    }
-}
-
-fn put_str(out: &mut Vec<u8>, s: &[u8]) {
-    put_len(out, s.len() as u64);
-    out.extend_from_slice(s);
-}
 
 /// A string as Redis writes it: integers that fit 32 bits in the integer
 /// encoding, everything else raw.
@@ -212,7 +171,7 @@ pub fn verify_payload(p: &[u8], check_crc: bool) -> Result<&[u8], RdbError> {
 /// value; hash fields already due at `now` are dropped. The whole body must
 /// be one value.
 pub fn restore_value(body: &[u8], shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
-    let mut r = Reader { b: body, pos: 0 };
+    let mut r = Reader::new(body);
     let t = r.u8()?;
     let v = r.value(t, shapes, now)?;
     if r.pos != body.len() {
@@ -223,108 +182,7 @@ pub fn restore_value(body: &[u8], shapes: &Shapes, now: i64) -> Result<Value, Rd
 
 // ------------------------------------------------------------------ reading
 
-/// A cursor over RDB bytes.
-pub struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-/// A length field: a count, or the marker of a specially encoded string.
-enum Len {
-    Count(u64),
-    Special(u8),
-}
-
-impl<'a> Reader<'a> {
-    /// A reader at the start of `b`.
-    pub fn new(b: &'a [u8]) -> Self {
-        Reader { b, pos: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RdbError> {
-        let end = self.pos.checked_add(n).ok_or(RdbError)?;
-        let s = self.b.get(self.pos..end).ok_or(RdbError)?;
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn u8(&mut self) -> Result<u8, RdbError> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn raw_len(&mut self) -> Result<Len, RdbError> {
-        let b = self.u8()?;
-        Ok(match b >> 6 {
-            0 => Len::Count((b & 0x3f) as u64),
-            1 => Len::Count((((b & 0x3f) as u64) << 8) | self.u8()? as u64),
-            2 if b == 0x80 => Len::Count(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")) as u64),
-            2 if b == 0x81 => Len::Count(u64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes"))),
-            3 => Len::Special(b & 0x3f),
-            _ => return Err(RdbError),
-        })
-    }
-
-    fn len(&mut self) -> Result<u64, RdbError> {
-        match self.raw_len()? {
-            Len::Count(n) => Ok(n),
-            Len::Special(_) => Err(RdbError),
-        }
-    }
-
-    /// A count of elements, each taking at least `min_bytes` bytes: larger
-    /// than the bytes left means corruption (and caps any reservation).
-    fn count(&mut self, min_bytes: usize) -> Result<usize, RdbError> {
-        let n = self.len()?;
-        let left = (self.b.len() - self.pos) as u64;
-        if n.saturating_mul(min_bytes as u64) > left {
-            return Err(RdbError);
-        }
-        Ok(n as usize)
-    }
-
-    /// A string in any of its encodings.
-    fn string(&mut self) -> Result<Vec<u8>, RdbError> {
-        match self.raw_len()? {
-            Len::Count(n) => Ok(self.take(usize::try_from(n).map_err(|_| RdbError)?)?.to_vec()),
-            Len::Special(0) => Ok((self.u8()? as i8).to_string().into_bytes()),
-            Len::Special(1) => Ok(i16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")).to_string().into_bytes()),
-            Len::Special(2) => Ok(i32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")).to_string().into_bytes()),
-            Len::Special(3) => {
-                let clen = usize::try_from(self.len()?).map_err(|_| RdbError)?;
-                let ulen = usize::try_from(self.len()?).map_err(|_| RdbError)?;
-                let data = self.take(clen)?;
-                // LZF expands at most about 256x, which bounds the allocation.
-                if ulen > clen.saturating_mul(256).saturating_add(64) {
-                    return Err(RdbError);
-                }
-                lzf::decompress(data, ulen).ok_or(RdbError)
-            }
-            Len::Special(_) => Err(RdbError),
-        }
-    }
-
-    fn millis(&mut self) -> Result<i64, RdbError> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-
-    fn binary_double(&mut self) -> Result<f64, RdbError> {
-        let v = f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes"));
-        if v.is_nan() {
-            return Err(RdbError);
-        }
-        Ok(v)
-    }
-
-    /// The old textual double: a length byte (253 NaN, 254 +inf, 255 -inf).
-    fn text_double(&mut self) -> Result<f64, RdbError> {
-        match self.u8()? {
-            254 => Ok(f64::INFINITY),
-            255 => Ok(f64::NEG_INFINITY),
-            253 => Err(RdbError),
-            n => parse_score(self.take(n as usize)?),
-        }
-    }
-
+impl Reader<'_> {
     /// One value of RDB type `t`.
     pub fn value(&mut self, t: u8, shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
         let v = match t {
@@ -456,20 +314,6 @@ impl<'a> Reader<'a> {
         };
         Ok(v)
     }
-}
-
-/// A score as Redis prints it ("inf", "-inf", decimal); NaN is an error.
-fn parse_score(s: &[u8]) -> Result<f64, RdbError> {
-    let s = std::str::from_utf8(s).map_err(|_| RdbError)?;
-    let v = match s {
-        "inf" | "+inf" => f64::INFINITY,
-        "-inf" => f64::NEG_INFINITY,
-        _ => s.parse::<f64>().map_err(|_| RdbError)?,
-    };
-    if v.is_nan() {
-        return Err(RdbError);
-    }
-    Ok(v)
 }
 
 fn list_of(items: Vec<Vec<u8>>, shapes: &Shapes) -> Value {

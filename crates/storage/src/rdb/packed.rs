@@ -10,8 +10,8 @@
 //! (strings in an integer's canonical form become integers, the smallest
 //! width that fits), so what it writes is byte for byte Redis's.
 
-use super::RdbError;
-use crate::value::parse_canonical_i64;
+use super::primitives::RdbError;
+use crate::strref::parse_canonical_i64;
 
 /// One element of a packed blob.
 #[derive(Debug, Clone, Copy, PartialEq)]

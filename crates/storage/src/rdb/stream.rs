@@ -24,7 +24,7 @@
 //! has exactly one owning consumer. Anything else is `RdbError`.
 
 use super::packed::{self, Elem, ListpackWriter};
-use super::{put_len, put_str, ty, RdbError, Reader};
+use super::primitives::{put_len, put_str, ty, RdbError, Reader};
 use crate::types::stream::{Entry, PackedNode, Stream, StreamId, INVALID_ENTRIES_READ};
 use crate::value::Value;
 

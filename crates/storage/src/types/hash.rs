@@ -37,7 +37,7 @@
 use crate::encoding::fieldpack::{self, Entry, MAX_DEADLINE};
 use crate::encoding::fieldtable::Table;
 use crate::encoding::{alloc_size, reserve_class};
-use crate::value::StrRef;
+use crate::strref::StrRef;
 
 /// Redis would report "hashtable" (a size threshold was crossed once).
 const F_HASHTABLE: u8 = 1;

@@ -34,7 +34,7 @@ use std::collections::VecDeque;
 
 use crate::encoding::listpack::{self, decode, prev};
 use crate::encoding::{alloc_size, reserve_class, shrink_class};
-use crate::value::StrRef;
+use crate::strref::StrRef;
 
 /// Node header: the element count, u32 LE.
 const HDR: usize = 4;

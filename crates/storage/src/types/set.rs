@@ -40,7 +40,7 @@ use crate::encoding::alloc_size;
 use crate::encoding::fieldpack;
 use crate::encoding::fieldtable::Table;
 use crate::encoding::intset::IntSet;
-use crate::value::{parse_canonical_i64, StrRef};
+use crate::strref::{parse_canonical_i64, StrRef};
 
 /// Redis would report "hashtable" rather than "listpack".
 const F_HASHTABLE: u8 = 1;
@@ -212,7 +212,7 @@ impl Set {
             }
             // A string joins: listpack if the intset is small and short
             // enough to become one, as Redis decides, else hashtable.
-            let widest = s.bounds().map_or(0, |(lo, hi)| crate::value::int_len(lo).max(crate::value::int_len(hi)));
+            let widest = s.bounds().map_or(0, |(lo, hi)| crate::strref::int_len(lo).max(crate::strref::int_len(hi)));
             let fits = s.len() < cfg.max_listpack_entries
                 && member.len() <= cfg.max_listpack_value
                 && widest <= cfg.max_listpack_value;

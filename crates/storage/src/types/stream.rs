@@ -45,7 +45,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use crate::encoding::{alloc_size, reserve_class, shrink_class};
-use crate::value::parse_canonical_i64;
+use crate::strref::parse_canonical_i64;
 
 /// The largest total of field and value bytes one entry may hold (Redis's
 /// listpack limit).

@@ -55,7 +55,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn member(k: u16) -> Vec<u8> {
     // Varying lengths, a few long enough to trip the small-bytes limit.
     let mut m = format!("m{k}").into_bytes();
-    if k % 37 == 0 {
+    if k.is_multiple_of(37) {
         m.extend(std::iter::repeat_n(b'x', 40));
     }
     m
@@ -136,7 +136,7 @@ fn large_random_ops_and_scan() {
         s ^= s >> 7;
         s ^= s << 17;
         let k = format!("member:{}", s % 3000).into_bytes();
-        if s % 5 == 0 {
+        if s.is_multiple_of(5) {
             assert_eq!(z.remove(&k), m.remove(&k));
         } else {
             let score = ((s >> 20) % 1000) as f64;

@@ -1,0 +1,38 @@
+//! The event log: keys deleted by lazy expiry and keys created, which the
+//! server turns into keyspace notifications, and the count of lazy
+//! expiries (INFO's expired_keys counts them with active expiry's).
+//!
+//! Nothing is recorded unless `Db::log_events` asks for it, so an event
+//! site costs one branch when no one listens. The core (mod.rs) records at
+//! the two places these events happen, `Db::live` and `Db::insert`.
+//! `KeyEvent` and the `LOG_*` bits are declared in mod.rs, with the other
+//! types of `Db`'s fields.
+
+use super::{Db, KeyEvent};
+
+impl Db {
+    /// Number of keys lazy expiry deleted (on access) since the last call;
+    /// resets the count. Active expiry is counted by its own return value.
+    pub fn take_lazy_expired(&mut self) -> u64 {
+        std::mem::take(&mut self.lazy_expired)
+    }
+
+    /// Records `event` for `key` if `bit` of `log_events` asks for it.
+    #[inline]
+    pub(super) fn log(&mut self, bit: u8, event: KeyEvent, key: &[u8]) {
+        if self.log_events & bit != 0 {
+            self.events.push((event, key.into()));
+        }
+    }
+
+    /// True if key events wait in the log.
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// The key events recorded since the last call, oldest first (see
+    /// `log_events`); empties the log.
+    pub fn take_events(&mut self) -> Vec<(KeyEvent, Box<[u8]>)> {
+        std::mem::take(&mut self.events)
+    }
+}

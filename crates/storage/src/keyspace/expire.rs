@@ -1,0 +1,119 @@
+//! Key deadlines and active expiry.
+//!
+//! A key's deadline lives in its blob (only when it has one) and the TTL bit
+//! of its slot. Each segment keeps a lower bound of its keys' deadlines
+//! (`Segment::min_deadline`), lowered by `note_deadline` on every store, so
+//! `active_expire` skips segments with nothing due. It resumes where the
+//! last call stopped (`Db::hand`) and examines at most `budget` keys a call;
+//! a segment that grew or split since (its `shape` changed) is restarted
+//! from its first slot, and a segment walked to the end gets an exact
+//! bound again.
+//!
+//! Lazy expiry, a due key found on access, is in the core (`Db::live`).
+//! `Hand` is declared in mod.rs with the other field types of `Db`.
+
+use super::{Db, Hand};
+use crate::blob::Blob;
+use crate::segment::{addr_of, clock_of, make_slot, tag_of, TTL_BIT};
+
+impl Db {
+    /// Lowers segment `si`'s deadline bound to `t` (and that of the pass
+    /// active expiry has under way, if it is in that segment).
+    pub(super) fn note_deadline(&mut self, si: usize, t: i64) {
+        let seg = &mut self.segs[si];
+        seg.min_deadline = seg.min_deadline.min(t);
+        if self.hand.seg == si {
+            self.hand.min = self.hand.min.min(t);
+        }
+    }
+
+    /// Deadline of a live key: None if absent, Some(None) if it has none.
+    pub fn expire_of(&mut self, key: &[u8], now: i64) -> Option<Option<i64>> {
+        let (si, pos) = self.live(key, now)?;
+        Some(self.blob(self.segs[si].slots[pos]).deadline)
+    }
+
+    /// Sets the deadline of a live key (None removes it). Returns false if absent.
+    pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>, now: i64) -> bool {
+        let Some((si, pos)) = self.live(key, now) else { return false };
+        self.rewrite_deadline(si, pos, expire);
+        true
+    }
+
+    /// Rewrites the blob at (si, pos) with a new deadline.
+    fn rewrite_deadline(&mut self, si: usize, pos: usize, deadline: Option<i64>) {
+        let s = self.segs[si].slots[pos];
+        let copy = self.slab.bytes(addr_of(s)).to_vec();
+        let b = Blob::parse(&copy);
+        self.free_blob(s);
+        let addr = self.store_blob(si, b.key, b.body(), deadline);
+        let had = s & TTL_BIT != 0;
+        let ns = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
+        let seg = &mut self.segs[si];
+        seg.slots[pos] = ns;
+        match (had, deadline.is_some()) {
+            (false, true) => {
+                seg.volatile += 1;
+                self.volatile += 1;
+            }
+            (true, false) => {
+                seg.volatile -= 1;
+                self.volatile -= 1;
+            }
+            _ => {}
+        }
+        if let Some(t) = deadline {
+            self.note_deadline(si, t);
+        }
+    }
+
+    /// Active expiry: examines at most `budget` keys that have a deadline,
+    /// from where the last call stopped, skipping segments with nothing due,
+    /// and deletes the due ones, calling `on_expired` for each.
+    /// Returns (examined, expired).
+    pub fn active_expire(&mut self, now: i64, budget: usize, mut on_expired: impl FnMut(&[u8])) -> (usize, usize) {
+        self.flush();
+        let (mut examined, mut expired) = (0, 0);
+        let mut skipped = 0;
+        while self.volatile > 0 && examined < budget && skipped <= self.segs.len() {
+            if self.hand.seg >= self.segs.len() {
+                self.hand = Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX };
+            }
+            let si = self.hand.seg;
+            if self.hand.pos == 0 || self.hand.shape != self.segs[si].shape {
+                self.hand = Hand { seg: si, pos: 0, shape: self.segs[si].shape, min: i64::MAX };
+            }
+            let seg = &self.segs[si];
+            if seg.volatile == 0 || seg.min_deadline > now {
+                self.hand = Hand { seg: si + 1, pos: 0, shape: 0, min: i64::MAX };
+                skipped += 1;
+                continue;
+            }
+            while self.hand.pos < self.segs[si].slots.len() && examined < budget {
+                let pos = self.hand.pos;
+                self.hand.pos += 1;
+                let s = self.segs[si].slots[pos];
+                if s & TTL_BIT == 0 {
+                    continue;
+                }
+                examined += 1;
+                let b = self.blob(s);
+                match b.deadline {
+                    Some(t) if t <= now => {
+                        on_expired(b.key);
+                        self.delete(si, pos);
+                        expired += 1;
+                    }
+                    Some(t) => self.hand.min = self.hand.min.min(t),
+                    None => {}
+                }
+            }
+            if self.hand.pos >= self.segs[si].slots.len() {
+                self.segs[si].min_deadline = self.hand.min;
+                self.hand = Hand { seg: si + 1, pos: 0, shape: 0, min: i64::MAX };
+                skipped += 1;
+            }
+        }
+        (examined, expired)
+    }
+}

@@ -1,0 +1,156 @@
+//! The field-expiry index: which hashes have fields with a TTL, in order of
+//! their earliest one, so active field expiry never looks at a hash with
+//! nothing due (docs/design/keyspace.md, "Field-expiry index").
+//!
+//! Two halves, by where the hash is stored:
+//! - a hash in the object table is registered once in `Db::fexp`, under
+//!   (earliest field deadline, object index), with `Db::fexp_at` to find its
+//!   entry again; `reindex` brings one entry in step, and `take_obj`
+//!   (mod.rs) drops it with the object;
+//! - inline hashes (small ones, kept in their key's blob) are covered per
+//!   segment in `Db::fexp_segs`, under a lower bound of their deadlines
+//!   (`Segment::field_min`), so a field TTL on a small hash costs no index
+//!   entry of its own.
+//!
+//! Every blob is written and freed through `store_blob` and `free_blob`,
+//! here because they keep the inline half in step. An in-place edit of a
+//! hash ends with `Db::sync_object` (mod.rs), which re-registers it.
+//! `active_expire_fields` pops due hashes from the front of either half.
+
+use super::objects::Obj;
+use super::{Db, Pending};
+use crate::blob::{self, Body};
+use crate::encoding::fieldpack;
+use crate::segment::addr_of;
+use crate::types::hash::Hash;
+
+/// Earliest field deadline of an inline hash body.
+pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
+    match body {
+        Body::Hash(e, _) => fieldpack::min_deadline(e, 0),
+        Body::Str(_) | Body::Obj(_) => None,
+    }
+}
+
+impl Db {
+    /// Writes a blob in segment `si`, registering an inline hash's field
+    /// TTLs in the field-expiry index.
+    pub(super) fn store_blob(&mut self, si: usize, key: &[u8], body: Body<'_>, deadline: Option<i64>) -> u64 {
+        if let Some(t) = inline_min(body) {
+            self.inline_ttl += 1;
+            self.note_field_deadline(si, t);
+        }
+        blob::store(&mut self.slab, key, body, deadline)
+    }
+
+    /// Frees the blob of slot `s` (the object it points at is the caller's).
+    pub(super) fn free_blob(&mut self, s: u64) {
+        if inline_min(self.blob(s).body()).is_some() {
+            self.inline_ttl -= 1;
+        }
+        self.slab.free(addr_of(s));
+    }
+
+    /// Lowers segment `si`'s field-deadline bound to `t` and re-registers it.
+    pub(super) fn note_field_deadline(&mut self, si: usize, t: i64) {
+        let seg = &mut self.segs[si];
+        if t < seg.field_min {
+            if seg.field_min != i64::MAX {
+                self.fexp_segs.remove(&(seg.field_min, si as u32));
+            }
+            seg.field_min = t;
+            self.fexp_segs.insert((t, si as u32));
+        }
+    }
+
+    /// Brings object `i`'s entry in the field-expiry index in step with its
+    /// earliest field deadline.
+    pub(super) fn reindex(&mut self, i: u32, key: &[u8]) {
+        let want = self.obj(i).min_deadline();
+        let have = self.fexp_at.get(&i).copied();
+        if want == have {
+            return;
+        }
+        let old_key = have.and_then(|t| self.fexp.remove(&(t, i)));
+        match want {
+            Some(t) => {
+                self.fexp.insert((t, i), old_key.unwrap_or_else(|| key.into()));
+                self.fexp_at.insert(i, t);
+            }
+            None => {
+                self.fexp_at.remove(&i);
+            }
+        }
+    }
+
+    /// Number of hashes with at least one field TTL (INFO's subexpiry).
+    pub fn field_expiry_len(&self) -> usize {
+        self.fexp.len() + self.inline_ttl
+    }
+
+    /// Active field expiry: removes up to `max` due fields (deadline before
+    /// `now`) from the hashes at the front of the field-expiry index,
+    /// calling `on_field(key, field)` for each, deletes hashes left empty
+    /// and re-registers the others by their new earliest deadline.
+    /// Returns (fields removed, keys deleted).
+    pub fn active_expire_fields(&mut self, now: i64, max: usize, mut on_field: impl FnMut(&[u8], &[u8])) -> (usize, usize) {
+        self.flush();
+        let (mut fields, mut keys) = (0, 0);
+        while fields < max {
+            // The earlier of the two fronts: a segment of inline hashes or
+            // one hash in the object table.
+            let seg_front = self.fexp_segs.first().copied().filter(|&(t, _)| t < now);
+            let obj_front = self.fexp.first_key_value().filter(|(&(t, _), _)| t < now);
+            let (i, key) = match (seg_front, obj_front) {
+                (None, None) => break,
+                (Some((ts, si)), o) if o.is_none_or(|(&(to, _), _)| ts <= to) => {
+                    let (n, k) = self.expire_segment_fields(si as usize, now, max - fields, &mut on_field);
+                    fields += n;
+                    keys += k;
+                    continue;
+                }
+                (_, Some((&(_, i), key))) => (i, key.clone()),
+                (Some(_), None) => unreachable!("taken by the arm above"),
+            };
+            let Some(Obj::Hash(h)) = self.objs[i as usize].as_mut() else { unreachable!("only hashes have field deadlines") };
+            let n = h.expire_due_with(now, max - fields, |f| on_field(&key, f));
+            fields += n;
+            if self.sync_object(&key) {
+                keys += 1;
+            } else if n == 0 {
+                // Nothing was due after all (cannot happen while the index
+                // is in step); re-index and stop rather than spin.
+                break;
+            }
+        }
+        (fields, keys)
+    }
+
+    /// Active field expiry over the inline hashes of segment `si`: removes
+    /// up to `max` due fields, then re-registers the segment by the
+    /// earliest field deadline left in it. Returns (fields, keys deleted).
+    fn expire_segment_fields(&mut self, si: usize, now: i64, max: usize, on_field: &mut impl FnMut(&[u8], &[u8])) -> (usize, usize) {
+        let seg = &mut self.segs[si];
+        self.fexp_segs.remove(&(seg.field_min, si as u32));
+        seg.field_min = i64::MAX;
+        let (mut fields, mut keys) = (0, 0);
+        for pos in 0..self.segs[si].slots.len() {
+            let s = self.segs[si].slots[pos];
+            if s == 0 {
+                continue;
+            }
+            let Some(t) = inline_min(self.blob(s).body()) else { continue };
+            if t >= now || fields >= max {
+                self.note_field_deadline(si, t);
+                continue;
+            }
+            let b = self.blob(s);
+            let Body::Hash(e, ex) = b.body() else { unreachable!("inline_min is only Some for a hash") };
+            let (key, mut hash) = (b.key.to_vec(), Hash::from_inline(e, ex));
+            fields += hash.expire_due_with(now, max - fields, |f| on_field(&key, f));
+            self.pending = Some(Pending { si, pos, slot: s, hash, dirty: true });
+            keys += usize::from(self.flush());
+        }
+        (fields, keys)
+    }
+}

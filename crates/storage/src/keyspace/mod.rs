@@ -1,0 +1,565 @@
+//! `Db`: one logical database, mapping keys to values with optional deadlines.
+//!
+//! Every read takes `now` (milliseconds since the Unix epoch, fixed for the
+//! whole command by the caller) and treats a key whose deadline is at or
+//! before `now` as absent, deleting it on the spot (lazy expiry).
+//! `active_expire` reclaims due keys that nobody touches.
+//!
+//! Layout (see docs/design/keyspace.md): an extendible hash table of
+//! segments (`crate::segment`) that grows a segment at a time, never by a
+//! whole-table rehash. Each key is one 8-byte slot plus one slab blob
+//! (`crate::blob`, `crate::slab`) holding key, value and the deadline only
+//! when there is one. Collections live in an object table the blob points
+//! into (objects.rs); a small hash lives in its blob itself and is lent out
+//! decoded (`Pending`).
+//!
+//! This file declares `Db`, the types its fields are made of and the
+//! keyspace's public types, and holds the core: finding a live key, get,
+//! insert, remove, INCRBY, lending inline hashes and the object table's
+//! slots. The other files each add one concern's methods to `Db`:
+//!
+//! - `table.rs`: the directory and segments: a key's slot, growth, splits
+//! - `expire.rs`: key deadlines and active expiry
+//! - `field_expiry.rs`: the index of hashes with field TTLs, active field expiry
+//! - `events.rs`: the log of lazy expiries and new keys
+//! - `scan.rs`: `for_each`, SCAN and RANDOMKEY
+//! - `objects.rs`: `Obj`, one collection in the object table
+//! - `tests.rs`: the unit and property tests of all of them
+//!
+//! Imports go one way. `objects.rs` imports nothing from the keyspace; this
+//! file imports only `objects.rs`; the concern files import this file (for
+//! `Db` and its field types) and `objects.rs`, never each other. That is
+//! why `Hand` (active expiry's cursor) and `KeyEvent` are declared here and
+//! not beside the methods that use them: a file declaring one would be
+//! imported by this file while importing `Db` from it. The methods call
+//! each other across files (`insert` notes a deadline, `active_expire`
+//! deletes): one `impl Db` spread over files, which needs no import.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::blob::{self, Blob, Body};
+use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
+use crate::slab::{jemalloc_size, Slab};
+use crate::strref::{parse_canonical_i64, StrRef};
+use crate::types::hash::Hash;
+use crate::value::{Value, ValueMut, ValueRef};
+use objects::Obj;
+
+mod events;
+mod expire;
+mod field_expiry;
+mod objects;
+mod scan;
+mod table;
+#[cfg(test)]
+mod tests;
+
+/// Why `Db::incr_by` refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrError {
+    /// The key holds a collection.
+    WrongType,
+    /// The string is not an integer.
+    NotInt,
+    /// The result does not fit an i64.
+    Overflow,
+}
+
+/// An inline hash decoded from its blob and lent out by `get`/`get_mut`
+/// (the blob's bytes cannot be borrowed as a `Hash`). It is written back,
+/// if lent for writing, by the next call that changes the Db (`flush`);
+/// until then readers that take `&self` see it in place of the blob.
+#[derive(Debug)]
+struct Pending {
+    si: usize,
+    pos: usize,
+    /// The key's slot when lent: identifies the key without a lookup.
+    slot: u64,
+    hash: Hash,
+    dirty: bool,
+}
+
+/// What an insert does to the key's deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    /// Keep the existing deadline, if the key existed.
+    Keep,
+    /// No deadline.
+    Clear,
+    /// Expire at this Unix time in milliseconds.
+    At(i64),
+}
+
+/// Where active expiry stopped: a segment, a slot in it, the segment's shape
+/// then, and the earliest deadline seen so far in this pass (expire.rs).
+#[derive(Debug, Clone, Copy)]
+struct Hand {
+    seg: usize,
+    pos: usize,
+    shape: u32,
+    min: i64,
+}
+
+/// `Db::log_events` bit: record keys deleted by lazy expiry.
+pub const LOG_EXPIRED: u8 = 1;
+/// `Db::log_events` bit: record keys created.
+pub const LOG_NEW: u8 = 2;
+
+/// A key event the server may turn into a keyspace notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// Found due on access and deleted (lazy expiry).
+    Expired,
+    /// Created: stored where no live key was.
+    New,
+}
+
+/// One database.
+#[derive(Debug)]
+pub struct Db {
+    segs: Vec<Segment>,
+    /// Segment index per top-`depth`-bit hash prefix.
+    dir: Vec<u32>,
+    depth: u32,
+    slab: Slab,
+    len: usize,
+    volatile: usize,
+    hand: Hand,
+    /// When true, reads do not update a key's last-access time (CLIENT NO-TOUCH).
+    pub no_touch: bool,
+    /// When true, due keys read as absent but are not deleted (expiry is
+    /// held while CLIENT PAUSE holds writes: a pause must not change data).
+    pub keep_expired: bool,
+    /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
+    lazy_expired: u64,
+    /// Which key events to record for `take_events` (`LOG_EXPIRED`,
+    /// `LOG_NEW`); zero, the default, records nothing and costs one branch.
+    pub log_events: u8,
+    /// Recorded key events, oldest first.
+    events: Vec<(KeyEvent, Box<[u8]>)>,
+    /// Collections, by the index their key's blob holds; None: a free slot.
+    objs: Vec<Option<Obj>>,
+    /// Free slots of `objs`, reused first.
+    free_objs: Vec<u32>,
+    /// Field-expiry index: (earliest field deadline, object index) -> key.
+    fexp: BTreeMap<(i64, u32), Box<[u8]>>,
+    /// Object index -> the deadline it is registered under in `fexp`.
+    fexp_at: HashMap<u32, i64>,
+    /// Field-expiry index of inline hashes, by segment: (the segment's
+    /// `field_min`, segment index). Per segment rather than per hash so a
+    /// field TTL on a small hash costs no index entry of its own.
+    fexp_segs: BTreeSet<(i64, u32)>,
+    /// Inline hashes with at least one field TTL.
+    inline_ttl: usize,
+    /// The inline hash lent out by the last `get`/`get_mut`, if any.
+    pending: Option<Pending>,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db {
+            segs: vec![Segment::with_room(0, 0)],
+            dir: vec![0],
+            depth: 0,
+            slab: Slab::default(),
+            len: 0,
+            volatile: 0,
+            hand: Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX },
+            no_touch: false,
+            keep_expired: false,
+            lazy_expired: 0,
+            log_events: 0,
+            events: Vec::new(),
+            objs: Vec::new(),
+            free_objs: Vec::new(),
+            fexp: BTreeMap::new(),
+            fexp_at: HashMap::new(),
+            fexp_segs: BTreeSet::new(),
+            inline_ttl: 0,
+            pending: None,
+        }
+    }
+}
+
+impl Db {
+    /// An empty database.
+    pub fn new() -> Self {
+        Db::default()
+    }
+
+    /// Number of keys, including expired ones not yet reclaimed (as Redis's DBSIZE).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the database holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of keys with a deadline.
+    pub fn volatile_len(&self) -> usize {
+        self.volatile
+    }
+
+    /// Bytes this database holds from the allocator: slab pages, large blobs,
+    /// segment slot arrays, the directory, the object table and every
+    /// object's heap bytes, with jemalloc's rounding. O(objects).
+    pub fn allocated_bytes(&self) -> usize {
+        self.slab.allocated_bytes()
+            + jemalloc_size(self.objs.capacity() * size_of::<Option<Obj>>())
+            + jemalloc_size(self.free_objs.capacity() * 4)
+            + self.objs.iter().flatten().map(Obj::mem_usage).sum::<usize>()
+            + self.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
+            + jemalloc_size(self.segs.capacity() * size_of::<Segment>())
+            + jemalloc_size(self.dir.capacity() * 4)
+            + self.pending.as_ref().map_or(0, |p| p.hash.mem_usage())
+    }
+
+    fn blob(&self, s: u64) -> Blob<'_> {
+        Blob::parse(self.slab.bytes(addr_of(s)))
+    }
+
+    /// The value the slot `s` holds (an inline hash only when lent out).
+    fn value_of(&self, s: u64) -> ValueRef<'_> {
+        match self.blob(s).body() {
+            Body::Str(v) => ValueRef::Str(v),
+            Body::Obj(i) => self.obj(i).as_ref(),
+            Body::Hash(..) => match &self.pending {
+                Some(p) if p.slot == s => ValueRef::Hash(&p.hash),
+                _ => unreachable!("an inline hash is read through `pending` or `with_value`"),
+            },
+        }
+    }
+
+    /// Calls `f` with the value the slot `s` holds, decoding an inline
+    /// hash that is not lent out into a temporary.
+    fn with_value<R>(&self, s: u64, f: impl FnOnce(ValueRef<'_>) -> R) -> R {
+        match self.blob(s).body() {
+            Body::Hash(e, ex) if self.pending.as_ref().is_none_or(|p| p.slot != s) => {
+                f(ValueRef::Hash(&Hash::from_inline(e, ex)))
+            }
+            _ => f(self.value_of(s)),
+        }
+    }
+
+    /// Lends the inline hash at (si, pos), if it holds one, as `pending`.
+    fn lend_inline(&mut self, si: usize, pos: usize, dirty: bool) {
+        let s = self.segs[si].slots[pos];
+        if let Body::Hash(e, ex) = self.blob(s).body() {
+            let hash = Hash::from_inline(e, ex);
+            self.pending = Some(Pending { si, pos, slot: s, hash, dirty });
+        }
+    }
+
+    /// Writes back the inline hash lent for writing: deletes its key if
+    /// it became empty (returns true then), else stores it again, inline
+    /// or, grown past the inline bound, in the object table.
+    fn flush(&mut self) -> bool {
+        let Some(p) = self.pending.take() else { return false };
+        if !p.dirty {
+            return false;
+        }
+        if p.hash.is_empty() {
+            self.delete(p.si, p.pos);
+            return true;
+        }
+        let s = p.slot;
+        let b = self.blob(s);
+        let (key, deadline) = (b.key.to_vec(), b.deadline);
+        self.free_blob(s);
+        let addr = self.store(p.si, &key, Value::Hash(Box::new(p.hash)), deadline);
+        self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
+        false
+    }
+
+    /// Writes the blob for `key` in segment `si`: strings and small hashes
+    /// inline, other collections into the object table.
+    fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>) -> u64 {
+        let body = match &value {
+            Value::Int(v) => Some(Body::Str(StrRef::Int(*v))),
+            Value::Bytes(b) => Some(Body::Str(StrRef::Bytes(b))),
+            Value::Hash(h) => h.inline_parts().map(|(e, ex)| Body::Hash(e, ex)),
+            Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => None,
+        };
+        if let Some(body) = body {
+            return self.store_blob(si, key, body, deadline);
+        }
+        let i = self.put_obj(Obj::from_value(value).expect("object body"), key);
+        self.store_blob(si, key, Body::Obj(i), deadline)
+    }
+
+    fn obj(&self, i: u32) -> &Obj {
+        self.objs[i as usize].as_ref().expect("blob points at a live object")
+    }
+
+    /// Puts `obj`, the collection of `key`, in a free slot of the object
+    /// table (a new one if none is free) and registers it in the
+    /// field-expiry index; returns its index.
+    fn put_obj(&mut self, obj: Obj, key: &[u8]) -> u32 {
+        let i = match self.free_objs.pop() {
+            Some(i) => {
+                self.objs[i as usize] = Some(obj);
+                i
+            }
+            None => {
+                self.objs.push(Some(obj));
+                u32::try_from(self.objs.len() - 1).expect("fewer than 2^32 objects")
+            }
+        };
+        self.reindex(i, key);
+        i
+    }
+
+    /// Frees the object slot `i` (and its index entry); returns the object.
+    fn take_obj(&mut self, i: u32) -> Obj {
+        if let Some(t) = self.fexp_at.remove(&i) {
+            self.fexp.remove(&(t, i));
+        }
+        self.free_objs.push(i);
+        self.objs[i as usize].take().expect("live object")
+    }
+
+    /// Finds a live `key`, deleting it if due and touching it unless
+    /// `no_touch`. Writes back a lent inline hash first.
+    fn live(&mut self, key: &[u8], now: i64) -> Option<(usize, usize)> {
+        self.flush();
+        let (_, si, pos) = self.find(key);
+        let pos = pos?;
+        let s = self.segs[si].slots[pos];
+        if s & TTL_BIT != 0 && matches!(self.blob(s).deadline, Some(t) if t <= now) {
+            if self.keep_expired {
+                return None;
+            }
+            self.delete(si, pos);
+            self.lazy_expired += 1;
+            self.log(LOG_EXPIRED, KeyEvent::Expired, key);
+            return None;
+        }
+        if !self.no_touch {
+            self.segs[si].slots[pos] = with_clock(s, now / 1000);
+        }
+        Some((si, pos))
+    }
+
+    /// Removes the slot at (si, pos) and frees its blob; returns the
+    /// collection it held, if any.
+    fn delete(&mut self, si: usize, pos: usize) -> Option<Obj> {
+        let s = self.segs[si].take(pos);
+        self.len -= 1;
+        if s & TTL_BIT != 0 {
+            self.volatile -= 1;
+        }
+        let obj = match self.blob(s).body() {
+            Body::Obj(i) => Some(self.take_obj(i)),
+            Body::Str(_) | Body::Hash(..) => None,
+        };
+        self.free_blob(s);
+        obj
+    }
+
+    /// The live value of `key`.
+    pub fn get(&mut self, key: &[u8], now: i64) -> Option<ValueRef<'_>> {
+        let (si, pos) = self.live(key, now)?;
+        self.lend_inline(si, pos, false);
+        Some(self.value_of(self.segs[si].slots[pos]))
+    }
+
+    /// A mutable view of the live value of `key`.
+    /// After editing a collection, call `sync_object`.
+    pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {
+        let (si, pos) = self.live(key, now)?;
+        self.lend_inline(si, pos, true);
+        let s = self.segs[si].slots[pos];
+        Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
+            Body::Str(v) => ValueMut::Str(v),
+            Body::Obj(i) => self.objs[i as usize].as_mut().expect("live object").as_mut(),
+            Body::Hash(..) => ValueMut::Hash(&mut self.pending.as_mut().expect("just lent").hash),
+        })
+    }
+
+    /// The live value of `key` for writing, first inserting `make()` (with
+    /// no deadline) when the key is absent. After editing a collection,
+    /// call `sync_object`.
+    pub fn get_or_insert_with(&mut self, key: &[u8], now: i64, make: impl FnOnce() -> Value) -> ValueMut<'_> {
+        if self.live(key, now).is_none() {
+            self.insert(key, make(), Ttl::Clear, now);
+        }
+        self.get_mut(key, now).expect("just inserted")
+    }
+
+    /// Epilogue of an in-place edit of `key`'s collection: deletes the key
+    /// if the collection is now empty (returns true then), else updates
+    /// its entry in the field-expiry index. Does nothing for a string.
+    pub fn sync_object(&mut self, key: &[u8]) -> bool {
+        let mine = self.pending.as_ref().is_some_and(|p| self.blob(p.slot).key == key);
+        if self.flush() && mine {
+            return true;
+        }
+        let (_, si, Some(pos)) = self.find(key) else { return false };
+        let i = match self.blob(self.segs[si].slots[pos]).body() {
+            Body::Obj(i) => i,
+            Body::Hash([], _) => {
+                self.delete(si, pos);
+                return true;
+            }
+            Body::Str(_) | Body::Hash(..) => return false,
+        };
+        if self.obj(i).is_empty() {
+            self.delete(si, pos);
+            return true;
+        }
+        self.reindex(i, key);
+        false
+    }
+
+    /// True if `key` is live.
+    pub fn contains(&mut self, key: &[u8], now: i64) -> bool {
+        self.live(key, now).is_some()
+    }
+
+    /// Sets or replaces `key`. Returns true if a live key was replaced.
+    pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64) -> bool {
+        self.flush();
+        let (h, si, pos) = self.find(key);
+        let mut old = None;
+        if let Some(pos) = pos {
+            let s = self.segs[si].slots[pos];
+            let d = self.blob(s).deadline;
+            if matches!(d, Some(t) if t <= now) {
+                self.delete(si, pos);
+                self.lazy_expired += 1;
+                self.log(LOG_EXPIRED, KeyEvent::Expired, key);
+            } else {
+                old = Some((pos, d));
+            }
+        }
+        let deadline = match ttl {
+            Ttl::Keep => old.and_then(|(_, d)| d),
+            Ttl::Clear => None,
+            Ttl::At(t) => Some(t),
+        };
+        if let Some((pos, _)) = old {
+            // Free first so that a same-class blob reuses the same bytes.
+            let s = self.segs[si].take(pos);
+            if let Body::Obj(i) = self.blob(s).body() {
+                self.take_obj(i);
+            }
+            self.free_blob(s);
+            let addr = self.store(si, key, value, deadline);
+            self.len -= 1;
+            self.volatile -= usize::from(s & TTL_BIT != 0);
+            // Re-insert into the same slot: its bucket has room now.
+            let ns = make_slot(tag_of(s), deadline.is_some(), now / 1000, addr);
+            self.segs[si].slots[pos] = ns;
+            self.segs[si].len += 1;
+            self.segs[si].volatile += u32::from(deadline.is_some());
+        } else {
+            let addr = self.store(si, key, value, deadline);
+            let tag = tag_at(h, self.segs[si].depth as u32);
+            if let Some(t) = deadline {
+                self.note_deadline(si, t);
+            }
+            self.insert_slot(si, make_slot(tag, deadline.is_some(), now / 1000, addr));
+        }
+        if let Some(t) = deadline {
+            if old.is_some() {
+                self.note_deadline(si, t);
+            }
+        }
+        self.len += 1;
+        self.volatile += usize::from(deadline.is_some());
+        if old.is_none() {
+            self.log(LOG_NEW, KeyEvent::New, key);
+        }
+        old.is_some()
+    }
+
+    /// INCRBY on the string at `key`: adds `by` to its integer value (an
+    /// absent key counts as 0 and is created without a deadline; an existing
+    /// deadline is kept). The integer is rewritten in place when it still
+    /// fits its blob, so a counter update costs one lookup.
+    ///
+    /// Errors: `IncrError::WrongType` for a collection, `NotInt` for a
+    /// string that is not an integer, `Overflow` when the sum overflows.
+    pub fn incr_by(&mut self, key: &[u8], by: i64, now: i64) -> Result<i64, IncrError> {
+        let Some((si, pos)) = self.live(key, now) else {
+            self.insert(key, Value::Int(by), Ttl::Clear, now);
+            return Ok(by);
+        };
+        let s = self.segs[si].slots[pos];
+        let cur = match self.blob(s).body() {
+            Body::Obj(_) | Body::Hash(..) => return Err(IncrError::WrongType),
+            Body::Str(StrRef::Int(v)) => v,
+            Body::Str(StrRef::Bytes(b)) => parse_canonical_i64(b).ok_or(IncrError::NotInt)?,
+        };
+        let v = cur.checked_add(by).ok_or(IncrError::Overflow)?;
+        if !blob::rewrite_int(self.slab.bytes_mut(addr_of(s)), v) {
+            self.insert(key, Value::Int(v), Ttl::Keep, now);
+        }
+        Ok(v)
+    }
+
+    /// Removes a live key, returning its value.
+    pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Value> {
+        let (si, pos) = self.live(key, now)?;
+        let s = self.segs[si].slots[pos];
+        let v = match self.blob(s).body() {
+            Body::Str(v) => ValueRef::Str(v).to_owned(),
+            Body::Hash(e, ex) => Value::Hash(Box::new(Hash::from_inline(e, ex))),
+            Body::Obj(_) => Value::Int(0),
+        };
+        Some(match self.delete(si, pos) {
+            Some(o) => o.into_value(),
+            None => v,
+        })
+    }
+
+    /// Seconds since the key was last read or written, without touching it.
+    /// The clock has 15 bits, so idle times wrap after about 9 hours.
+    pub fn idle_secs(&mut self, key: &[u8], now: i64) -> Option<i64> {
+        let saved = std::mem::replace(&mut self.no_touch, true);
+        let found = self.live(key, now);
+        self.no_touch = saved;
+        let (si, pos) = found?;
+        Some((now / 1000 - clock_of(self.segs[si].slots[pos])).rem_euclid(CLOCK_MOD))
+    }
+
+    /// Makes a live key look idle for `secs` seconds (RESTORE IDLETIME);
+    /// the 15-bit clock keeps the value modulo about 9 hours.
+    pub fn set_idle_secs(&mut self, key: &[u8], secs: i64, now: i64) -> bool {
+        let saved = std::mem::replace(&mut self.no_touch, true);
+        let found = self.live(key, now);
+        self.no_touch = saved;
+        let Some((si, pos)) = found else { return false };
+        let s = self.segs[si].slots[pos];
+        self.segs[si].slots[pos] = with_clock(s, (now / 1000).saturating_sub(secs).rem_euclid(CLOCK_MOD));
+        true
+    }
+
+    /// Bytes this key costs: its blob's slab class plus its share of the
+    /// segment's slot array (the array's bytes divided by the keys in it,
+    /// rounded up); for a collection also its object-table slot and the
+    /// collection's own heap bytes.
+    pub fn mem_usage(&mut self, key: &[u8], now: i64) -> Option<usize> {
+        let (si, pos) = self.live(key, now)?;
+        let seg = &self.segs[si];
+        let s = seg.slots[pos];
+        let obj = match self.blob(s).body() {
+            Body::Obj(i) => size_of::<Option<Obj>>() + self.obj(i).mem_usage(),
+            Body::Str(_) | Body::Hash(..) => 0,
+        };
+        Some(self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj)
+    }
+
+    /// Removes every key. Settings (`no_touch`, `keep_expired`,
+    /// `log_events`) stay; recorded events are dropped.
+    pub fn clear(&mut self) {
+        self.pending = None;
+        let (no_touch, keep_expired, log_events) = (self.no_touch, self.keep_expired, self.log_events);
+        *self = Db::default();
+        self.no_touch = no_touch;
+        self.keep_expired = keep_expired;
+        self.log_events = log_events;
+    }
+}

@@ -1,0 +1,90 @@
+//! The key table: an extendible hash of segments, and where a key's slot is.
+//!
+//! A directory indexed by the top `depth` bits of the key hash points at
+//! segments (`crate::segment`); a full segment grows in small steps and, at
+//! its largest size, splits alone, so there is no whole-table rehash. A
+//! slot holds the key's hash tag and its blob's address; what the blob
+//! holds is the core's business (mod.rs).
+//!
+//! Kept apart because growth is the one place keys are re-hashed, and the
+//! SCAN cursor (scan.rs) relies on it: a split sends each key to the half
+//! its next hash bit names, so no key moves across hash order.
+
+use super::Db;
+use crate::blob::Blob;
+use crate::segment::{addr_of, hash, tag_at, Segment, TAG_BITS};
+
+/// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
+const MAX_DEPTH: u32 = 64 - TAG_BITS;
+
+impl Db {
+    /// The segment that holds the keys of hash `h`.
+    pub(super) fn seg_of(&self, h: u64) -> usize {
+        if self.depth == 0 {
+            self.dir[0] as usize
+        } else {
+            self.dir[(h >> (64 - self.depth)) as usize] as usize
+        }
+    }
+
+    /// Finds `key`: (hash, segment, slot index if stored).
+    pub(super) fn find(&self, key: &[u8]) -> (u64, usize, Option<usize>) {
+        let h = hash(key);
+        let si = self.seg_of(h);
+        let seg = &self.segs[si];
+        let pos = seg.find(tag_at(h, seg.depth as u32), |s| Blob::key_of(self.slab.bytes(addr_of(s))) == key);
+        (h, si, pos)
+    }
+
+    /// Puts a new slot into segment `si`, growing or splitting it when full.
+    pub(super) fn insert_slot(&mut self, si: usize, s: u64) {
+        if let Err(held) = self.segs[si].insert(s) {
+            let seg = &mut self.segs[si];
+            if !seg.at_max() || seg.depth as u32 >= MAX_DEPTH {
+                seg.grow(held);
+            } else {
+                self.split(si, held);
+            }
+        }
+    }
+
+    /// Splits segment `si` into two of one more bit of depth; `extra` is a
+    /// slot that did not fit. Keys are re-hashed here (and only here) to read
+    /// the next bit and their new tags.
+    fn split(&mut self, si: usize, extra: u64) {
+        let d = self.segs[si].depth as u32;
+        if d == self.depth {
+            self.dir = self.dir.iter().flat_map(|&x| [x, x]).collect();
+            self.depth += 1;
+        }
+        let old = std::mem::replace(&mut self.segs[si], Segment::with_room(0, 0));
+        let items: Vec<u64> = old.slots.iter().copied().filter(|&s| s != 0).chain([extra]).collect();
+        let mut kids = [Segment::with_room(d as u8 + 1, items.len() / 2), Segment::with_room(d as u8 + 1, items.len() / 2)];
+        for s in items {
+            let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let kid = &mut kids[((h << d) >> 63) as usize];
+            let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, d + 1);
+            if let Err(held) = kid.insert(ns) {
+                kid.grow(held);
+            }
+        }
+        let [mut left, mut right] = kids;
+        left.min_deadline = old.min_deadline;
+        right.min_deadline = old.min_deadline;
+        left.field_min = old.field_min;
+        right.field_min = old.field_min;
+        left.shape = old.shape.wrapping_add(1);
+        self.segs[si] = left;
+        let ri = self.segs.len() as u32;
+        right.shape = 0;
+        self.segs.push(right);
+        if old.field_min != i64::MAX {
+            self.fexp_segs.insert((old.field_min, ri));
+        }
+        let start = self.dir.iter().position(|&x| x as usize == si).expect("segment in directory");
+        let span = 1usize << (self.depth - d);
+        for x in &mut self.dir[start + span / 2..start + span] {
+            *x = ri;
+        }
+    }
+}

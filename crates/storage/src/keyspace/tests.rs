@@ -1,0 +1,881 @@
+//! Unit and property tests of `Db`, kept beside the keyspace's files
+//! rather than in each: the property tests (`matches_model`,
+//! `field_index_stays_in_step`, `inline_hashes_match_model`) cross every
+//! concern at once, and proptest keeps their regression seeds per source
+//! file (proptest-regressions/keyspace/tests.txt).
+
+use std::collections::{BTreeMap, HashMap};
+
+use proptest::prelude::*;
+
+use super::field_expiry::inline_min;
+use super::*;
+use crate::segment::hash;
+use crate::strref::StrRef;
+
+#[test]
+fn incr_by_in_place_and_across_classes() {
+    let mut db = Db::new();
+    assert_eq!(db.incr_by(b"c", 5, 0), Ok(5));
+    db.set_expire(b"c", Some(1_000), 0);
+    for _ in 0..300 {
+        db.incr_by(b"c", 1, 0).unwrap();
+    }
+    assert_eq!(db.get(b"c", 0), Some(ValueRef::Str(StrRef::Int(305))));
+    // Growing past the blob's class falls back to a new blob, deadline kept.
+    assert_eq!(db.incr_by(b"c", i64::MAX - 305, 0), Ok(i64::MAX));
+    assert_eq!(db.expire_of(b"c", 0), Some(Some(1_000)));
+    assert_eq!(db.incr_by(b"c", 1, 0), Err(IncrError::Overflow));
+    assert_eq!(db.incr_by(b"c", i64::MIN, 0), Ok(-1));
+    db.insert(b"s", Value::string(b"abc"), Ttl::Clear, 0);
+    assert_eq!(db.incr_by(b"s", 1, 0), Err(IncrError::NotInt));
+    assert_eq!(db.len(), 2);
+}
+
+#[test]
+fn key_events_are_logged_only_when_asked() {
+    let mut db = Db::new();
+    db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
+    assert!(!db.has_events());
+    db.log_events = LOG_EXPIRED | LOG_NEW;
+    db.insert(b"b", Value::Int(1), Ttl::At(100), 0);
+    db.insert(b"b", Value::Int(2), Ttl::Keep, 0); // replaced: not new
+    assert!(db.get(b"a", 100).is_none());
+    db.insert(b"b", Value::Int(3), Ttl::Clear, 200); // expired, then new
+    let names: Vec<(KeyEvent, &[u8])> = vec![(KeyEvent::New, b"b"), (KeyEvent::Expired, b"a"), (KeyEvent::Expired, b"b"), (KeyEvent::New, b"b")];
+    let got = db.take_events();
+    assert_eq!(got.iter().map(|(e, k)| (*e, &k[..])).collect::<Vec<_>>(), names);
+    assert_eq!(db.take_lazy_expired(), 2);
+    db.clear();
+    assert_eq!(db.log_events, LOG_EXPIRED | LOG_NEW);
+    assert!(!db.has_events());
+}
+
+#[test]
+fn lazy_expiry_and_ttl_modes() {
+    let mut db = Db::new();
+    db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
+    assert_eq!(db.volatile_len(), 1);
+    db.insert(b"a", Value::Int(2), Ttl::Keep, 0);
+    assert_eq!(db.expire_of(b"a", 0), Some(Some(100)));
+    assert!(db.get(b"a", 100).is_none());
+    assert_eq!(db.len(), 0);
+    assert_eq!(db.take_lazy_expired(), 1);
+    assert_eq!(db.take_lazy_expired(), 0);
+    assert_eq!(db.volatile_len(), 0);
+}
+
+#[test]
+fn scan_survives_deletes() {
+    let mut db = Db::new();
+    for i in 0..100 {
+        db.insert(format!("k{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = 0;
+    let mut round = 0;
+    loop {
+        cursor = db.scan(cursor, 7, |k, _, _| {
+            seen.insert(k.to_vec());
+        });
+        round += 1;
+        if round == 3 {
+            for i in 0..10 {
+                db.remove(format!("k{i}").as_bytes(), 0);
+            }
+        }
+        if cursor == 0 {
+            break;
+        }
+    }
+    for i in 10..100 {
+        assert!(seen.contains(format!("k{i}").as_bytes()));
+    }
+}
+
+#[test]
+fn active_expire_reclaims() {
+    let mut db = Db::new();
+    for i in 0..1000 {
+        db.insert(format!("k{i}").as_bytes(), Value::Int(i), if i % 2 == 0 { Ttl::At(10) } else { Ttl::Clear }, 0);
+    }
+    let mut n = 0;
+    while db.volatile_len() > 0 {
+        n += db.active_expire(20, 100, |_| {}).1;
+    }
+    assert_eq!(n, 500);
+    assert_eq!(db.len(), 500);
+}
+
+#[test]
+fn mass_delete_and_expiry_give_slab_pages_back() {
+    use crate::slab::PAGE;
+    // The table's slot arrays do not shrink; everything else must.
+    let table = |db: &Db| {
+        db.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
+            + jemalloc_size(db.segs.capacity() * size_of::<Segment>())
+            + jemalloc_size(db.dir.capacity() * 4)
+    };
+    let mut db = Db::new();
+    let empty = db.allocated_bytes() - table(&db);
+    let n = 200_000u64;
+    let key = |i: u64| format!("key:{i}").into_bytes();
+    for i in 0..n {
+        // Values of 20..60 bytes spread the blobs over six slab classes;
+        // one key in four expires instead of being deleted.
+        let ttl = if i.is_multiple_of(4) { Ttl::At(100) } else { Ttl::Clear };
+        db.insert(&key(i), Value::Bytes(vec![b'v'; 20 + (i % 40) as usize]), ttl, 0);
+    }
+    let loaded = db.allocated_bytes() - table(&db);
+    assert!(loaded > empty + 100 * PAGE, "loaded {loaded}");
+    // Delete in an order unrelated to insertion (7919 is prime to n).
+    for j in 0..n {
+        let i = j * 7919 % n;
+        if !i.is_multiple_of(4) {
+            assert!(db.remove(&key(i), 0).is_some());
+        }
+    }
+    while db.volatile_len() > 0 {
+        db.active_expire(200, 1000, |_| {});
+    }
+    assert!(db.is_empty());
+    let after = db.allocated_bytes() - table(&db);
+    eprintln!("slab and objects: empty {empty}, loaded {loaded}, after deleting all {after}");
+    assert!(after <= empty + 3 * PAGE, "after {after}, empty {empty}");
+    assert!(db.slab.allocated_bytes() <= 2 * PAGE + 16 * 1024);
+}
+
+fn session_key(i: u64) -> Vec<u8> {
+    let h = hash(&i.to_le_bytes()) as u128 * 0x1_0000_0001 + i as u128;
+    format!("session:{:040x}", h).into_bytes()
+}
+
+#[test]
+fn splits_keep_every_key() {
+    let mut db = Db::new();
+    for i in 0..50_000i64 {
+        db.insert(format!("k{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+    }
+    assert!(db.segs.len() > 16, "table split");
+    assert_eq!(db.len(), 50_000);
+    for i in 0..50_000i64 {
+        assert_eq!(db.get(format!("k{i}").as_bytes(), 0), Some(ValueRef::Str(StrRef::Int(i))));
+    }
+    // The directory is consistent: each segment owns a contiguous,
+    // aligned span matching its depth.
+    let mut i = 0;
+    while i < db.dir.len() {
+        let seg = &db.segs[db.dir[i] as usize];
+        let span = 1usize << (db.depth - seg.depth as u32);
+        assert_eq!(i % span, 0);
+        assert!(db.dir[i..i + span].iter().all(|&x| x == db.dir[i]));
+        i += span;
+    }
+    let total: u32 = db.segs.iter().map(|s| s.len).sum();
+    assert_eq!(total as usize, db.len());
+}
+
+#[test]
+fn scan_sees_stable_keys_while_table_changes() {
+    let mut db = Db::new();
+    for i in 0..5_000i64 {
+        db.insert(format!("stable{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+    }
+    for i in 0..5_000i64 {
+        db.insert(format!("churn{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let (mut cursor, mut round, mut next) = (0, 0i64, 5_000i64);
+    loop {
+        let mut got = 0;
+        cursor = db.scan(cursor, 10, |k, _, _| {
+            seen.insert(k.to_vec());
+            got += 1;
+        });
+        assert!(got <= 40, "count honoured roughly: {got}");
+        round += 1;
+        // Insert many new keys (forcing growth and splits) and delete some.
+        for _ in 0..30 {
+            db.insert(format!("churn{next}").as_bytes(), Value::Int(next), Ttl::Clear, 0);
+            next += 1;
+        }
+        db.remove(format!("churn{}", round * 3).as_bytes(), 0);
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert!(db.segs.len() > 8);
+    for i in 0..5_000i64 {
+        assert!(seen.contains(format!("stable{i}").as_bytes()), "stable{i} missed");
+    }
+}
+
+#[test]
+fn full_scan_returns_each_key_once_when_quiet() {
+    let mut db = Db::new();
+    for i in 0..20_000i64 {
+        db.insert(format!("k{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+    }
+    let mut seen = Vec::new();
+    let mut cursor = 0;
+    loop {
+        cursor = db.scan(cursor, 100, |k, _, _| seen.push(k.to_vec()));
+        if cursor == 0 {
+            break;
+        }
+    }
+    seen.sort();
+    let n = seen.len();
+    seen.dedup();
+    assert_eq!(n, 20_000);
+    assert_eq!(seen.len(), 20_000);
+}
+
+#[test]
+fn mass_expiry_is_incremental() {
+    let mut db = Db::new();
+    for i in 0..300_000u64 {
+        let ttl = if i % 3 == 0 { Ttl::At(1_000) } else { Ttl::Clear };
+        db.insert(format!("key:{i}").as_bytes(), Value::Int(i as i64), ttl, 0);
+    }
+    let (mut calls, mut walked) = (0, 0);
+    while db.volatile_len() > 0 {
+        let (examined, _) = db.active_expire(2_000, 256, |_| {});
+        assert!(examined <= 256);
+        calls += 1;
+        walked += examined;
+    }
+    assert_eq!(db.len(), 200_000);
+    assert!(calls < 2_000, "{calls} calls");
+    // The work is about one look at each volatile key, not a rescan per
+    // batch (a bound on work rather than on time, which a loaded machine
+    // skews).
+    assert!(walked <= 2 * 100_000, "{walked} keys examined");
+    // Nothing due: returns at once.
+    assert_eq!(db.active_expire(3_000, 256, |_| {}), (0, 0));
+}
+
+#[test]
+fn idle_mem_usage_random() {
+    let mut db = Db::new();
+    db.insert(b"a", Value::Bytes(vec![1; 46]), Ttl::Clear, 10_000);
+    db.no_touch = true;
+    db.get(b"a", 15_000);
+    assert_eq!(db.idle_secs(b"a", 17_000), Some(7));
+    db.no_touch = false;
+    db.get(b"a", 15_000);
+    assert_eq!(db.idle_secs(b"a", 17_000), Some(2));
+    let m = db.mem_usage(b"a", 17_000).unwrap();
+    assert_eq!(m, 56 + 64); // blob class 56, one key alone in a 1-bucket segment
+    assert_eq!(db.random_key(12345), Some(&b"a"[..]));
+    db.set_expire(b"a", Some(20_000), 17_000);
+    assert_eq!(db.expire_of(b"a", 17_000), Some(Some(20_000)));
+    assert_eq!(db.mem_usage(b"a", 17_000), Some(64 + 64));
+    for i in 0..1000 {
+        db.insert(format!("r{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
+    }
+    let keys: std::collections::HashSet<Vec<u8>> = (0..200u64).map(|r| db.random_key(r).unwrap().to_vec()).collect();
+    assert!(keys.len() > 100);
+}
+
+fn per_key(n: u64, mut f: impl FnMut(&mut Db, u64)) -> f64 {
+    let mut db = Db::new();
+    let base = db.allocated_bytes();
+    for i in 0..n {
+        f(&mut db, i);
+    }
+    (db.allocated_bytes() - base) as f64 / n as f64
+}
+
+#[test]
+fn bytes_per_key_budget() {
+    let a = per_key(200_000, |db, i| {
+        db.insert(&session_key(i), Value::Bytes(vec![b'v'; 46]), Ttl::At(1 << 42), 0);
+    });
+    let b = per_key(200_000, |db, i| {
+        db.insert(format!("key:{i}").as_bytes(), Value::Int(i as i64), Ttl::Clear, 0);
+    });
+    eprintln!("bytes per key: sessions {a:.2}, small ints {b:.2}");
+    assert!(a < 115.0, "sessions: {a}");
+    assert!(b < 34.0, "small ints: {b}");
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(u8, Option<i64>, bool, i64),
+    Remove(u8),
+    Get(u8),
+    SetExpire(u8, Option<i64>),
+    Expire(usize),
+    Tick(i64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (any::<u8>(), proptest::option::of(0i64..200), any::<bool>(), -1000i64..1000).prop_map(|(k, t, keep, v)| Op::Insert(k, t, keep, v)),
+        2 => any::<u8>().prop_map(Op::Remove),
+        2 => any::<u8>().prop_map(Op::Get),
+        1 => (any::<u8>(), proptest::option::of(0i64..200)).prop_map(|(k, t)| Op::SetExpire(k, t)),
+        1 => (1usize..50).prop_map(Op::Expire),
+        1 => (0i64..20).prop_map(Op::Tick),
+    ]
+}
+
+fn pkey(k: u8) -> Vec<u8> {
+    // Some long keys to exercise large blobs and varint lengths.
+    if k.is_multiple_of(17) { vec![k; 300] } else { format!("key{k}").into_bytes() }
+}
+
+proptest! {
+    #[test]
+    fn matches_model(ops in proptest::collection::vec(op(), 1..600)) {
+        let mut db = Db::new();
+        let mut model: HashMap<Vec<u8>, (Value, Option<i64>)> = HashMap::new();
+        let mut now = 0i64;
+        for op in ops {
+            model.retain(|_, (_, d)| !matches!(d, Some(t) if *t <= now));
+            match op {
+                Op::Insert(k, t, keep, v) => {
+                    let key = pkey(k);
+                    let value = if v % 3 == 0 { Value::Bytes(vec![v as u8; (v.unsigned_abs() % 300) as usize]) } else { Value::Int(v * 1_000_003) };
+                    let ttl = match (t, keep) { (Some(t), _) => Ttl::At(now + t), (None, true) => Ttl::Keep, (None, false) => Ttl::Clear };
+                    let old = model.get(&key).map(|e| e.1);
+                    let d = match ttl { Ttl::At(t) => Some(t), Ttl::Keep => old.flatten(), Ttl::Clear => None };
+                    prop_assert_eq!(db.insert(&key, value.clone(), ttl, now), old.is_some());
+                    model.insert(key, (value, d));
+                }
+                Op::Remove(k) => {
+                    let key = pkey(k);
+                    prop_assert_eq!(db.remove(&key, now), model.remove(&key).map(|e| e.0));
+                }
+                Op::Get(k) => {
+                    let key = pkey(k);
+                    let want = model.get(&key).map(|e| e.0.as_ref());
+                    prop_assert_eq!(db.get(&key, now), want);
+                    prop_assert_eq!(db.expire_of(&key, now), model.get(&key).map(|e| e.1));
+                }
+                Op::SetExpire(k, t) => {
+                    let key = pkey(k);
+                    let d = t.map(|t| now + t);
+                    prop_assert_eq!(db.set_expire(&key, d, now), model.contains_key(&key));
+                    if let Some(e) = model.get_mut(&key) { e.1 = d; }
+                }
+                Op::Expire(n) => {
+                    let mut gone = Vec::new();
+                    db.active_expire(now, n, |k| gone.push(k.to_vec()));
+                    for k in gone {
+                        prop_assert!(!model.contains_key(&k), "expired a live key");
+                    }
+                }
+                Op::Tick(dt) => now += dt,
+            }
+            prop_assert_eq!(db.volatile_len(), {
+                let mut n = 0; db.for_each(|_, _, d| n += usize::from(d.is_some())); n
+            });
+        }
+        let mut stored = HashMap::new();
+        db.for_each(|k, v, d| { stored.insert(k.to_vec(), (v.to_owned(), d)); });
+        prop_assert_eq!(stored.len(), db.len());
+        for (k, e) in &model {
+            prop_assert_eq!(stored.get(k), Some(e));
+        }
+        for (k, (_, d)) in &stored {
+            prop_assert!(model.contains_key(k) || matches!(d, Some(t) if *t <= now));
+        }
+    }
+}
+
+fn hash_of(fields: &[(&str, Option<i64>)]) -> Hash {
+    hash_with(fields, b"v")
+}
+
+/// A hash with a value longer than hash-max-listpack-value, which
+/// Redis calls hashtable: kept in the object table, never inline.
+fn big_hash_of(fields: &[(&str, Option<i64>)]) -> Hash {
+    hash_with(fields, &[b'v'; 70])
+}
+
+fn hash_with(fields: &[(&str, Option<i64>)], value: &[u8]) -> Hash {
+    let mut h = Hash::new();
+    let cfg = crate::types::hash::HashConfig::default();
+    for (f, d) in fields {
+        h.insert(f.as_bytes(), value, &cfg);
+        if let Some(d) = d {
+            h.set_expire(f.as_bytes(), *d, crate::types::hash::ExpireCond::Always, 0);
+        }
+    }
+    h
+}
+
+fn hash_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> &'a mut Hash {
+    match db.get_or_insert_with(key, now, || Value::Hash(Box::default())) {
+        ValueMut::Hash(h) => h,
+        _ => panic!("not a hash"),
+    }
+}
+
+#[test]
+fn zsets_live_in_the_object_table() {
+    use crate::types::zset::{ZSet, ZsetConfig};
+    let cfg = ZsetConfig::default();
+    let mut db = Db::default();
+    let mut z = ZSet::new();
+    z.insert(b"a", 1.0, &cfg);
+    db.insert(b"z", Value::ZSet(Box::new(z.clone())), Ttl::Clear, 0);
+    assert_eq!(db.get(b"z", 0), Some(ValueRef::ZSet(&z)));
+    assert!(db.mem_usage(b"z", 0).unwrap() > z.mem_usage());
+    let Some(ValueMut::ZSet(zm)) = db.get_mut(b"z", 0) else { panic!("not a zset") };
+    zm.remove(b"a");
+    assert!(db.sync_object(b"z"));
+    assert!(!db.contains(b"z", 0));
+    assert_eq!(db.objs.iter().flatten().count(), 0);
+}
+
+#[test]
+fn lists_and_sets_live_in_the_object_table() {
+    use crate::types::list::{End, List, ListConfig};
+    use crate::types::set::{Set, SetConfig};
+    let mut db = Db::default();
+    let mut l = List::new();
+    l.push(End::Tail, &[b"a", b"b"], &ListConfig::default());
+    let mut s = Set::new();
+    s.insert(b"7", &SetConfig::default());
+    db.insert(b"l", Value::List(Box::new(l.clone())), Ttl::Clear, 0);
+    db.insert(b"s", Value::Set(Box::new(s.clone())), Ttl::At(1_000), 0);
+    db.insert(b"h", Value::Hash(Box::new(big_hash_of(&[("f", Some(500))]))), Ttl::Clear, 0);
+    assert_eq!(db.get(b"l", 0), Some(ValueRef::List(&l)));
+    assert_eq!(db.get(b"s", 0).map(|v| v.kind().name()), Some("set"));
+    // Only the hash is in the field-expiry index; a boxed type's box is counted.
+    assert_eq!(db.field_expiry_len(), 1);
+    assert!(db.mem_usage(b"s", 0).unwrap() >= 24 + 32 + s.mem_usage());
+    // A list emptied in place is deleted by sync_object; its slot is reused.
+    let Some(ValueMut::List(lm)) = db.get_mut(b"l", 0) else { panic!("not a list") };
+    lm.pop(End::Head, &ListConfig::default());
+    lm.pop(End::Head, &ListConfig::default());
+    assert!(db.sync_object(b"l"));
+    assert!(!db.contains(b"l", 0));
+    assert_eq!(db.objs.iter().flatten().count(), 2);
+    let v = db.remove(b"s", 0).unwrap();
+    assert_eq!(v, Value::Set(Box::new(s)));
+    db.insert(b"s2", v, Ttl::Clear, 0);
+    assert_eq!(db.objs.len(), 3);
+    assert_eq!(db.active_expire_fields(1_000, 100, |_, _| {}), (1, 1));
+    assert!(!db.contains(b"h", 1_000));
+    assert_eq!(db.objs.iter().flatten().count(), 1);
+}
+
+#[test]
+fn hash_values_round_trip() {
+    for big in [false, true] {
+        hash_round_trip(if big { big_hash_of } else { hash_of }, big);
+    }
+}
+
+type MakeHash = fn(&[(&str, Option<i64>)]) -> Hash;
+
+fn hash_round_trip(make: MakeHash, big: bool) {
+    let mut db = Db::new();
+    let h = make(&[("a", None), ("b", Some(500))]);
+    db.insert(b"h", Value::Hash(Box::new(h.clone())), Ttl::Clear, 0);
+    db.insert(b"s", Value::Int(1), Ttl::Clear, 0);
+    assert_eq!(db.get(b"h", 0).map(|v| v.kind().name()), Some("hash"));
+    assert_eq!(db.get(b"h", 0), Some(ValueRef::Hash(&h)));
+    assert_eq!(db.field_expiry_len(), 1);
+    let cost = db.mem_usage(b"h", 0).unwrap();
+    if big {
+        assert_eq!(cost, 16 + 64 / 2 + 24 + h.mem_usage());
+    } else {
+        // Inline: "h" and two entries (4 and 10 bytes) in one 24-byte blob.
+        assert_eq!(cost, 24 + 64 / 2);
+    }
+    let objs = usize::from(big);
+    // Renaming is remove + insert: the object moves, the index follows.
+    let v = db.remove(b"h", 0).unwrap();
+    assert_eq!(v, Value::Hash(Box::new(h.clone())));
+    assert_eq!(db.field_expiry_len(), 0);
+    db.insert(b"h2", v, Ttl::At(1_000), 0);
+    assert_eq!(db.field_expiry_len(), 1);
+    // Overwriting with a string frees the object slot and its index entry.
+    db.insert(b"h2", Value::Int(5), Ttl::Keep, 0);
+    assert_eq!(db.field_expiry_len(), 0);
+    assert_eq!(db.objs.iter().flatten().count(), 0);
+    // The freed slot is reused.
+    db.insert(b"h3", Value::Hash(Box::new(h)), Ttl::At(1_000), 0);
+    assert_eq!(db.objs.len(), objs);
+    db.set_expire(b"h3", None, 0);
+    assert!(matches!(db.get(b"h3", 0), Some(ValueRef::Hash(_))));
+    // Key expiry drops the hash and its index entry.
+    db.set_expire(b"h3", Some(10), 0);
+    assert!(db.get(b"h3", 10).is_none());
+    assert_eq!(db.field_expiry_len(), 0);
+    let mut seen = Vec::new();
+    db.for_each(|k, v, _| seen.push((k.to_vec(), v.kind())));
+    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(seen, vec![(b"h2".to_vec(), crate::value::Kind::Str), (b"s".to_vec(), crate::value::Kind::Str)]);
+}
+
+#[test]
+fn in_place_edits_and_sync() {
+    for value in [&b"1"[..], &[b'x'; 70]] {
+        let inline = value.len() == 1;
+        let mut db = Db::new();
+        let cfg = crate::types::hash::HashConfig::default();
+        hash_mut(&mut db, b"h", 0).insert(b"f", value, &cfg);
+        assert!(!db.sync_object(b"h"));
+        assert_eq!(db.field_expiry_len(), 0);
+        assert_eq!(db.objs.len(), usize::from(!inline));
+        let index = |db: &Db| -> Vec<i64> {
+            if inline { db.fexp_segs.iter().map(|e| e.0).collect() } else { db.fexp.keys().map(|e| e.0).collect() }
+        };
+        hash_mut(&mut db, b"h", 0).set_expire(b"f", 100, crate::types::hash::ExpireCond::Always, 0);
+        db.sync_object(b"h");
+        assert_eq!(index(&db), vec![100]);
+        hash_mut(&mut db, b"h", 0).set_expire(b"f", 50, crate::types::hash::ExpireCond::Lt, 0);
+        db.sync_object(b"h");
+        assert_eq!(index(&db), vec![50]);
+        assert_eq!(db.field_expiry_len(), 1);
+        hash_mut(&mut db, b"h", 0).remove(b"f");
+        assert!(db.sync_object(b"h"), "empty hash is deleted");
+        assert_eq!((db.len(), db.field_expiry_len()), (0, 0));
+        assert!(!db.sync_object(b"missing"));
+    }
+}
+
+#[test]
+fn inline_hash_grows_into_the_object_table() {
+    let mut db = Db::new();
+    let cfg = crate::types::hash::HashConfig::default();
+    // An edit left lent out is written back by the next call.
+    hash_mut(&mut db, b"h", 0).insert(b"f0", b"v", &cfg);
+    assert_eq!(db.len(), 1);
+    let mut i = 0;
+    while db.objs.is_empty() {
+        i += 1;
+        hash_mut(&mut db, b"h", 0).insert(format!("f{i}").as_bytes(), b"v", &cfg);
+        db.sync_object(b"h");
+    }
+    // f0..f9 are 5-byte entries, f10.. 6: 50 + 13 * 6 = 128 bytes is the
+    // largest inline hash (INLINE_MAX_BYTES), one more field moves it out.
+    assert_eq!((i, crate::types::hash::INLINE_MAX_BYTES), (23, 128));
+    let Some(ValueRef::Hash(h)) = db.get(b"h", 0) else { panic!("not a hash") };
+    assert_eq!((h.len(), h.encoding_name()), (i + 1, "listpack"));
+    // TYPE-level checks and a string overwrite free everything.
+    assert_eq!(db.incr_by(b"h", 1, 0), Err(IncrError::WrongType));
+    db.insert(b"h", Value::Int(1), Ttl::Clear, 0);
+    assert_eq!(db.objs.iter().flatten().count(), 0);
+    // OBJECT ENCODING's listpackex survives in the blob.
+    hash_mut(&mut db, b"e", 0).insert(b"f", b"v", &cfg);
+    hash_mut(&mut db, b"e", 0).set_expire(b"g", 5, crate::types::hash::ExpireCond::Always, 0);
+    db.sync_object(b"e");
+    let Some(ValueRef::Hash(h)) = db.get(b"e", 0) else { panic!("not a hash") };
+    assert_eq!(h.encoding_name(), "listpackex");
+    assert!(db.objs.iter().flatten().count() == 0);
+}
+
+#[test]
+fn active_field_expiry_is_bounded_and_deletes_empty_hashes() {
+    let mut db = Db::new();
+    let cfg = crate::types::hash::HashConfig::default();
+    let h = hash_mut(&mut db, b"big", 0);
+    for i in 0..100_000 {
+        let f = format!("f{i}");
+        h.insert(f.as_bytes(), b"1", &cfg);
+        h.set_expire(f.as_bytes(), 1_000 + (i % 3), crate::types::hash::ExpireCond::Always, 0);
+    }
+    db.sync_object(b"big");
+    db.insert(b"small", Value::Hash(Box::new(hash_of(&[("x", Some(5_000)), ("y", None)]))), Ttl::Clear, 0);
+    assert_eq!(db.field_expiry_len(), 2);
+    // Nothing is due at the deadline itself (fields expire after it).
+    assert_eq!(db.active_expire_fields(1_000, 10, |_, _| {}), (0, 0));
+    let mut got = 0;
+    let mut calls = 0;
+    loop {
+        let (n, k) = db.active_expire_fields(2_000, 1_000, |key, _| assert_eq!(key, b"big"));
+        assert!(n <= 1_000);
+        got += n;
+        calls += 1;
+        if k == 1 {
+            break;
+        }
+    }
+    assert_eq!((got, calls), (100_000, 100));
+    assert!(db.get(b"big", 2_000).is_none());
+    assert_eq!(db.len(), 1);
+    // The small hash loses only its TTL field and stays.
+    assert_eq!(db.active_expire_fields(6_000, 1_000, |_, _| {}), (1, 0));
+    assert_eq!(db.field_expiry_len(), 0);
+    let Some(ValueRef::Hash(h)) = db.get(b"small", 6_000) else { panic!() };
+    assert_eq!(h.len(), 1);
+}
+
+/// The field-expiry index holds exactly the live hashes with a field
+/// TTL, each under its earliest deadline and its own key.
+/// Inline hashes are covered by their segment's entry, at a bound no
+/// later than any of their field deadlines.
+fn check_index(db: &Db) {
+    let mut want = std::collections::BTreeMap::new();
+    db.for_each(|k, v, _| {
+        if let ValueRef::Hash(h) = v {
+            if let Some(t) = h.min_deadline() {
+                want.insert(k.to_vec(), t);
+            }
+        }
+    });
+    let mut got: std::collections::BTreeMap<Vec<u8>, i64> = db.fexp.iter().map(|(&(t, _), k)| (k.to_vec(), t)).collect();
+    let mut inline = 0;
+    for (si, seg) in db.segs.iter().enumerate() {
+        assert_eq!(db.fexp_segs.contains(&(seg.field_min, si as u32)), seg.field_min != i64::MAX);
+        for &s in seg.slots.iter().filter(|&&s| s != 0) {
+            if let Some(t) = inline_min(db.blob(s).body()) {
+                assert!(seg.field_min <= t, "segment {si} registered after a field deadline");
+                got.insert(db.blob(s).key.to_vec(), t);
+                inline += 1;
+            }
+        }
+    }
+    assert_eq!(got, want);
+    assert_eq!(db.fexp_segs.len(), db.segs.iter().filter(|g| g.field_min != i64::MAX).count());
+    assert_eq!(db.field_expiry_len(), want.len());
+    assert_eq!(db.inline_ttl, inline);
+    assert_eq!(db.fexp.len(), db.fexp_at.len());
+    assert_eq!(db.objs.iter().flatten().count() + db.free_objs.len(), db.objs.len());
+}
+
+proptest! {
+    #[test]
+    fn field_index_stays_in_step(ops in proptest::collection::vec((0u8..6, 0u8..4, 0u8..8, 0i64..50), 1..300)) {
+        let mut db = Db::new();
+        let cfg = crate::types::hash::HashConfig { small_max_entries: 4, ..Default::default() };
+        let mut now = 0;
+        for (op, k, f, t) in ops {
+            let key = [b'h', b'0' + k];
+            let field = [b'f', b'0' + f];
+            match op {
+                0 => {
+                    if !matches!(db.get(&key, now), Some(ValueRef::Str(_))) {
+                        let ValueMut::Hash(h) = db.get_or_insert_with(&key, now, || Value::Hash(Box::default())) else { unreachable!() };
+                        // Field 7 gets a long value: such a hash lives in the object table.
+                        h.insert(&field, if f == 7 { &[b'v'; 70] } else { b"v" }, &cfg);
+                        h.set_expire(&field, now + t, crate::types::hash::ExpireCond::Always, now);
+                        db.sync_object(&key);
+                    }
+                }
+                1 => {
+                    if let Some(ValueMut::Hash(h)) = db.get_mut(&key, now) {
+                        h.remove(&field);
+                        db.sync_object(&key);
+                    }
+                }
+                2 => {
+                    if let Some(v) = db.remove(&key, now) {
+                        db.insert(&[b'h', b'0' + (k + 1) % 4], v, Ttl::Keep, now);
+                    }
+                }
+                3 => { db.insert(&key, Value::Int(t), Ttl::Clear, now); }
+                4 => { db.active_expire_fields(now, 1 + t as usize % 5, |_, _| {}); }
+                _ => {
+                    now += t;
+                    if t % 7 == 0 {
+                        db.set_expire(&key, Some(now + 3), now);
+                    }
+                }
+            }
+            check_index(&db);
+        }
+        while db.active_expire_fields(now + 100, 3, |_, _| {}).0 > 0 {}
+        db.for_each(|_, v, _| {
+            if let ValueRef::Hash(h) = v {
+                assert!(h.min_deadline().is_none_or(|d| d >= now + 100));
+            }
+        });
+        check_index(&db);
+    }
+}
+
+/// 1M one-field hashes (seed 004, 200,000 here): the inline form costs
+/// one blob and a slot share; a field TTL adds 6 bytes to the blob and
+/// no index entry of its own (one per segment).
+#[test]
+fn one_field_hash_budget() {
+    use crate::types::hash::{ExpireCond, HashConfig};
+    let cfg = HashConfig::default();
+    let mut one = Hash::new();
+    one.insert(b"name", b"1", &cfg);
+    let plain = per_key(200_000, |db, i| {
+        db.insert(format!("h{i:010}").as_bytes(), Value::Hash(Box::new(one.clone())), Ttl::Clear, 0);
+    });
+    let mut segs = (0, 0);
+    let ttl = per_key(200_000, |db, i| {
+        let key = format!("h{i:010}");
+        hash_mut(db, key.as_bytes(), 0).insert(b"name", b"1", &cfg);
+        hash_mut(db, key.as_bytes(), 0).set_expire(b"name", 3_600_000 + i as i64, ExpireCond::Always, 0);
+        db.sync_object(key.as_bytes());
+        segs = (db.fexp_segs.len(), db.segs.len());
+    });
+    eprintln!("one-field hashes: {plain:.2} B/key, {ttl:.2} with a field TTL");
+    assert!(plain <= 48.0, "{plain}");
+    assert!(ttl <= 64.0, "{ttl}");
+    assert!(segs.0 <= segs.1, "{segs:?}");
+}
+
+#[derive(Debug, Clone)]
+enum HOp {
+    Set(u8, u8, bool),
+    Del(u8, u8),
+    Expire(u8, u8, i64),
+    Persist(u8, u8),
+    Read(u8, u8),
+    Rename(u8),
+    KeyTtl(u8, i64),
+    Active(usize),
+    Tick(i64),
+}
+
+fn hop() -> impl Strategy<Value = HOp> {
+    let (k, f) = (0u8..4, 0u8..8);
+    prop_oneof![
+        5 => (k.clone(), f.clone(), any::<bool>()).prop_map(|(k, f, long)| HOp::Set(k, f, long)),
+        2 => (k.clone(), f.clone()).prop_map(|(k, f)| HOp::Del(k, f)),
+        4 => (k.clone(), f.clone(), 0i64..40).prop_map(|(k, f, t)| HOp::Expire(k, f, t)),
+        1 => (k.clone(), f.clone()).prop_map(|(k, f)| HOp::Persist(k, f)),
+        3 => (k.clone(), f).prop_map(|(k, f)| HOp::Read(k, f)),
+        1 => k.clone().prop_map(HOp::Rename),
+        1 => (k, 1i64..60).prop_map(|(k, t)| HOp::KeyTtl(k, t)),
+        2 => (1usize..6).prop_map(HOp::Active),
+        3 => (0i64..15).prop_map(HOp::Tick),
+    ]
+}
+
+/// Model: key -> (field -> (value, field deadline), key deadline).
+type HModel = BTreeMap<Vec<u8>, (BTreeMap<Vec<u8>, (Vec<u8>, Option<i64>)>, Option<i64>)>;
+
+proptest! {
+    /// Small hashes (inline, and promoted when a long value pushes
+    /// them past the inline bound) against a map model with field and
+    /// key TTLs, lazy and active field expiry, renames.
+    #[test]
+    fn inline_hashes_match_model(ops in proptest::collection::vec(hop(), 1..250)) {
+        use crate::types::hash::{ExpireCond, HashConfig};
+        let cfg = HashConfig::default();
+        let mut db = Db::new();
+        let mut model = HModel::new();
+        let mut now = 1_000i64;
+        let key = |k: u8| format!("hash:{k}").into_bytes();
+        let field = |f: u8| format!("field{f}").into_bytes();
+        for op in ops {
+            model.retain(|_, (_, d)| !matches!(d, Some(t) if *t <= now));
+            match op {
+                HOp::Set(k, f, long) => {
+                    let v = if long { vec![b'x'; 30] } else { vec![b'0' + f] };
+                    hash_mut(&mut db, &key(k), now).insert(&field(f), &v, &cfg);
+                    db.sync_object(&key(k));
+                    model.entry(key(k)).or_default().0.insert(field(f), (v, None));
+                }
+                HOp::Del(k, f) => {
+                    let want = model.get_mut(&key(k)).is_some_and(|e| e.0.remove(&field(f)).is_some());
+                    let got = match db.get_mut(&key(k), now) {
+                        Some(ValueMut::Hash(h)) => h.remove(&field(f)),
+                        _ => false,
+                    };
+                    prop_assert_eq!(got, want);
+                    db.sync_object(&key(k));
+                }
+                HOp::Expire(k, f, t) => {
+                    let e = model.get_mut(&key(k)).and_then(|e| e.0.get_mut(&field(f)));
+                    let live = e.as_ref().is_some_and(|x| x.1.is_none_or(|d| d >= now));
+                    let want = if !live { -2 } else if t == 0 { 2 } else { 1 };
+                    let got = match db.get_mut(&key(k), now) {
+                        Some(ValueMut::Hash(h)) => h.set_expire(&field(f), now + t, ExpireCond::Always, now),
+                        _ => -2,
+                    };
+                    prop_assert_eq!(got, want);
+                    match want {
+                        1 => e.expect("live").1 = Some(now + t),
+                        2 => { model.get_mut(&key(k)).expect("live").0.remove(&field(f)); }
+                        _ => {}
+                    }
+                    db.sync_object(&key(k));
+                }
+                HOp::Persist(k, f) => {
+                    let e = model.get_mut(&key(k)).and_then(|e| e.0.get_mut(&field(f))).filter(|x| x.1.is_none_or(|d| d >= now));
+                    let want = match &e { None => -2, Some(x) if x.1.is_none() => -1, Some(_) => 1 };
+                    if let Some(x) = e { x.1 = None; }
+                    let got = match db.get_mut(&key(k), now) {
+                        Some(ValueMut::Hash(h)) => h.persist(&field(f), now),
+                        _ => -2,
+                    };
+                    prop_assert_eq!(got, want);
+                    db.sync_object(&key(k));
+                }
+                HOp::Read(k, f) => {
+                    let want: Option<Vec<(Vec<u8>, Vec<u8>)>> = model.get(&key(k)).map(|e| {
+                        e.0.iter().filter(|(_, x)| x.1.is_none_or(|d| d >= now)).map(|(f, x)| (f.clone(), x.0.clone())).collect()
+                    });
+                    let want_ttl = model.get(&key(k)).and_then(|e| e.0.get(&field(f))).filter(|x| x.1.is_none_or(|d| d >= now)).map(|x| x.1);
+                    let stored = model.get(&key(k)).map(|e| e.0.len());
+                    match db.get(&key(k), now) {
+                        Some(ValueRef::Hash(h)) => {
+                            let mut got: Vec<(Vec<u8>, Vec<u8>)> = h.iter(now).map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+                            got.sort();
+                            prop_assert_eq!(Some(got), want);
+                            prop_assert_eq!(h.expire_of(&field(f), now), want_ttl);
+                            prop_assert_eq!(Some(h.len()), stored);
+                        }
+                        other => prop_assert!(other.is_none() && want.is_none(), "{:?}", other),
+                    }
+                }
+                HOp::Rename(k) => {
+                    let (from, to) = (key(k), key((k + 1) % 4));
+                    let d = db.expire_of(&from, now).flatten();
+                    if let Some(v) = db.remove(&from, now) {
+                        db.insert(&to, v, d.map_or(Ttl::Clear, Ttl::At), now);
+                        let e = model.remove(&from).expect("model has it");
+                        prop_assert_eq!(e.1, d);
+                        model.insert(to, e);
+                    }
+                }
+                HOp::KeyTtl(k, t) => {
+                    let got = db.set_expire(&key(k), Some(now + t), now);
+                    prop_assert_eq!(got, model.contains_key(&key(k)));
+                    if let Some(e) = model.get_mut(&key(k)) { e.1 = Some(now + t); }
+                }
+                HOp::Active(max) => {
+                    let mut gone = Vec::new();
+                    let (n, _) = db.active_expire_fields(now, max, |k, f| gone.push((k.to_vec(), f.to_vec())));
+                    prop_assert!(n <= max);
+                    prop_assert_eq!(n, gone.len());
+                    for (k, f) in gone {
+                        // A key past its own deadline, not yet reclaimed, may lose fields too.
+                        let Some(e) = model.get_mut(&k) else { continue };
+                        let x = e.0.remove(&f).expect("expired a missing field");
+                        prop_assert!(matches!(x.1, Some(d) if d < now), "expired a live field");
+                    }
+                }
+                HOp::Tick(dt) => now += dt,
+            }
+            model.retain(|_, e| !e.0.is_empty() && !matches!(e.1, Some(t) if t <= now));
+            check_index(&db);
+            // Expired keys stay counted until reclaimed, so compare
+            // presence (which reclaims) only some of the time.
+            if now & 1 == 0 {
+                for k in 0..4 {
+                    prop_assert_eq!(db.contains(&key(k), now), model.contains_key(&key(k)));
+                }
+            }
+        }
+        // Active expiry alone reclaims every due field.
+        now += 100;
+        model.retain(|_, (_, d)| !matches!(d, Some(t) if *t <= now));
+        while db.active_expire_fields(now, 3, |_, _| {}).0 > 0 {}
+        for (k, (fields, _)) in &model {
+            let live = fields.values().filter(|x| x.1.is_none_or(|d| d >= now)).count();
+            match db.get(k, now) {
+                Some(ValueRef::Hash(h)) => prop_assert_eq!(h.len(), live),
+                other => prop_assert!(other.is_none() && live == 0, "{:?}", other),
+            }
+        }
+        check_index(&db);
+    }
+}
+
+const _: () = assert!(size_of::<Hand>() == 32);
