@@ -1,5 +1,6 @@
 //! Introspection and administration: CLIENT, COMMAND, SLOWLOG, LATENCY,
-//! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, FUNCTION.
+//! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, MODULE. (FUNCTION is in
+//! `crate::script::function`.)
 //!
 //! COMMAND's replies are derived from the one command table (`Spec`), never
 //! from a second list. The running client is not in `srv.clients` while its
