@@ -2,13 +2,12 @@
 connection closes; huge or unterminated requests and clients that never read their
 replies hurt nobody else; big pipelines and multibulks work."""
 
+import errno
 import os
 import random
 import socket
 import threading
 import time
-
-import pytest
 
 
 def test_protocol_errors_close_connection(raw):
@@ -46,16 +45,28 @@ def test_random_garbage_never_hurts_server(raw, r):
             blob = b"*" + blob
         elif i % 3 == 1:
             blob = b"*2\r\n$" + blob
-        try:
-            c.send(blob)
-            c.sock.shutdown(socket.SHUT_WR)
-            c.expect_closed(timeout=2)
-        except OSError:
-            pass
+        send_then_eof(c, blob)
+        # The server must close: EOF or a reset within 2 s. A timeout raises
+        # TimeoutError out of expect_closed and fails the test.
+        c.expect_closed(timeout=2)
         c.close()
     assert r.ping() is True
     r.set(b"k", b"v")
     assert r.get(b"k") == b"v"
+
+
+def send_then_eof(c, data: bytes) -> None:
+    """Send data, then our FIN. The server may have closed already (a protocol
+    error in an earlier chunk), which shows up here as a broken pipe, a reset,
+    or ENOTCONN from shutdown; anything else, a timeout included, is raised."""
+    try:
+        c.send(data)
+        c.sock.shutdown(socket.SHUT_WR)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    except OSError as e:
+        if e.errno != errno.ENOTCONN:
+            raise
 
 
 def test_inline_commands_with_quotes(raw):
@@ -201,11 +212,11 @@ def test_query_buffer_limit_closes_client(new_client, raw):
         try:
             for _ in range(40):
                 c.send(b"x" * 100_000)
-        except OSError:
-            pass
-        with pytest.raises((ConnectionError, OSError)):
-            c.expect_closed(timeout=5)
-            c.call("PING")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while we were still sending; a send timeout fails the test
+        # Redis closes such a client without a reply. EOF or a reset must come
+        # within 5 s: expect_closed raises TimeoutError (a failure) otherwise.
+        assert c.expect_closed(timeout=5) == b""
     finally:
         admin.config_set("client-query-buffer-limit", "1073741824")
     assert admin.ping() is True

@@ -399,11 +399,8 @@ mod tests {
             let mut got = Vec::new();
             let mut pos = 0;
             for end in cuts {
-                loop {
-                    match p.parse(&bytes[..end], &mut pos, &Limits::default()).unwrap() {
-                        Parsed::Command(a) => got.push(a),
-                        Parsed::Incomplete { .. } => break,
-                    }
+                while let Parsed::Command(a) = p.parse(&bytes[..end], &mut pos, &Limits::default()).unwrap() {
+                    got.push(a);
                 }
             }
             prop_assert_eq!(got, cmds);
@@ -471,11 +468,8 @@ mod drain_tests {
             let mut got = None;
             for piece in bytes.chunks(chunk) {
                 buf.extend_from_slice(piece);
-                loop {
-                    match p.parse(&buf, &mut pos, &Limits::default()).unwrap() {
-                        Parsed::Command(a) => got = Some(a),
-                        Parsed::Incomplete { .. } => break,
-                    }
+                while let Parsed::Command(a) = p.parse(&buf, &mut pos, &Limits::default()).unwrap() {
+                    got = Some(a);
                 }
                 buf.drain(..pos);
                 pos = 0;

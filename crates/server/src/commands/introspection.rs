@@ -1,5 +1,6 @@
 //! Introspection and administration: CLIENT, COMMAND, SLOWLOG, LATENCY,
-//! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, FUNCTION.
+//! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, MODULE. (FUNCTION is in
+//! `crate::script::function`.)
 //!
 //! COMMAND's replies are derived from the one command table (`Spec`), never
 //! from a second list. The running client is not in `srv.clients` while its
@@ -1137,6 +1138,108 @@ fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) -> CmdResult {
     Ok(())
 }
 
+/// DEBUG LISTPACK <key> and DEBUG QUICKLIST <key> [<level>]: as Redis, print
+/// the value's packed structure on stdout (the server log) and reply a status
+/// saying so; a value in another encoding gets Redis's error. densekv prints
+/// the entries in stored order, each with the bytes Redis's listpack entry for
+/// it takes; for a quicklist only the element count unless <level> is not 0.
+fn debug_packed(ctx: &mut Ctx, sub: &str, args: &[Vec<u8>]) -> CmdResult {
+    use storage::encoding::listpack::entry_len;
+    use storage::ValueRef;
+    let quicklist = sub == "quicklist";
+    // Redis reads <level> with atoi: anything that is not a number is 0.
+    let full = quicklist
+        && args.get(3).is_some_and(|a| std::str::from_utf8(a).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(0) != 0);
+    let now = ctx.now;
+    let Some(v) = ctx.db().get(&args[2], now) else { return Err(CmdError::NoSuchKey) };
+    let enc = match &v {
+        ValueRef::List(l) => l.encoding_name(),
+        ValueRef::Hash(h) => h.encoding_name(),
+        ValueRef::ZSet(z) => z.encoding_name(),
+        ValueRef::Set(s) => s.encoding_name(),
+        _ => "",
+    };
+    if quicklist && enc != "quicklist" {
+        return Err(CmdError::err("Not a quicklist encoded object."));
+    }
+    if !quicklist && enc != "listpack" && enc != "listpackex" {
+        return Err(CmdError::err("Not a listpack encoded object."));
+    }
+    // The entries as Redis's listpack holds them: list elements, set members,
+    // hash field-value pairs (plus the TTL in ms, 0 for none, in listpackex),
+    // sorted-set member-score pairs (an integral score as an integer).
+    let mut entries: Vec<Vec<u8>> = Vec::new();
+    match &v {
+        ValueRef::List(l) if !quicklist || full => entries.extend(l.iter().map(|e| e.to_vec())),
+        ValueRef::Set(s) => entries.extend(s.iter().map(|m| m.to_vec())),
+        ValueRef::Hash(h) => {
+            for (f, val) in h.iter(now) {
+                entries.push(f.to_vec());
+                entries.push(val.to_vec());
+                if enc == "listpackex" {
+                    entries.push(h.expire_of(f, now).flatten().unwrap_or(0).to_string().into_bytes());
+                }
+            }
+        }
+        ValueRef::ZSet(z) => {
+            for (m, score) in z.iter() {
+                entries.push(m.to_vec());
+                let s = if score.fract() == 0.0 && score.abs() < 9.2e18 {
+                    (score as i64).to_string()
+                } else {
+                    resp::num::format_f64_g17(score)
+                };
+                entries.push(s.into_bytes());
+            }
+        }
+        _ => {}
+    }
+    let mut text = if quicklist {
+        let count = if let ValueRef::List(l) = &v { l.len() } else { 0 };
+        format!("{{count : {count}}}\n")
+    } else {
+        let bytes = 7 + entries.iter().map(|e| entry_len(e)).sum::<usize>();
+        format!("{{total bytes {bytes}}} {{num entries {}}}\n", entries.len())
+    };
+    // lpRepr's fields but the address and raw bytes: the entry's header
+    // (tag) bytes, back-length bytes and payload bytes, as Redis encodes it.
+    let mut offset = 6;
+    for (i, e) in entries.iter().enumerate() {
+        let (hdr, payload) = match storage::value::parse_canonical_i64(e) {
+            Some(0..=127) => (1, 0),
+            Some(-4096..=4095) => (1, 1),
+            Some(-32_768..=32_767) => (1, 2),
+            Some(-8_388_608..=8_388_607) => (1, 3),
+            Some(n) if i32::try_from(n).is_ok() => (1, 4),
+            Some(_) => (1, 8),
+            None if e.len() < 64 => (1, e.len()),
+            None if e.len() < 4096 => (2, e.len()),
+            None => (5, e.len()),
+        };
+        let total = entry_len(e);
+        let shown = &e[..e.len().min(40)];
+        text.push_str(&format!(
+            "{{\n\tindex: {i:2},\n\toffset: {offset},\n\thdr+entrylen+backlen: {total:2},\n\thdrlen: {hdr:3},\n\tbacklen: {:2},\n\tpayload: {payload}\n\t[str]{}{}\n}}\n",
+            total - hdr - payload,
+            shown.escape_ascii(),
+            if e.len() > 40 { "..." } else { "" }
+        ));
+        offset += total;
+    }
+    text.push_str("{end}\n\n");
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    }
+    ctx.out().simple(if quicklist {
+        "Quicklist structure printed on stdout"
+    } else {
+        "Listpack structure printed on stdout"
+    });
+    Ok(())
+}
+
 /// DEBUG <subcommand>: the subset Redis's tests and tools use.
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
@@ -1171,14 +1274,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         }
         ("change-repl-id", 2) | ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
-        ("listpack", 3) | ("quicklist", _) => {
-            let now = ctx.now;
-            if !ctx.db().contains(&args[2], now) {
-                return Err(CmdError::NoSuchKey);
-            }
-            ctx.out().simple("Listpack structure printed on stdout");
-            return Ok(());
-        }
+        ("listpack", 3) | ("quicklist", 3 | 4) => return debug_packed(ctx, &sub, args),
         ("protocol", 3) => return debug_protocol(ctx, &args[2]),
         ("reload", _) | ("loadaof", _) => return Err(CmdError::err("DEBUG RELOAD is not supported")),
         ("replybuffer", 4) => {}
@@ -1187,24 +1283,18 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 ctx,
                 "debug",
                 &[
-                    "CHANGE-REPL-ID",
-                    "    Change the replication IDs of the instance.",
                     "LISTPACK <key>",
-                    "    Show low level info about the ziplist encoding of <key>.",
+                    "    Show low level info about the listpack encoding of <key>.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
                     "PROTOCOL <type>",
                     "    Reply with a test value of the specified type. <type> can be: string,",
                     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
                     "    true, false.",
-                    "QUICKLIST-PACKED-THRESHOLD <size>",
-                    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
                     "SET-ACTIVE-EXPIRE <0|1>",
                     "    Setting it to 0 disables expiring keys in background when they are not accessed.",
                     "SLEEP <seconds>",
                     "    Stop the server for <seconds>. Decimals allowed.",
-                    "STRINGMATCH-LEN",
-                    "    Run a fuzz tester against the stringmatchlen() function.",
                 ],
             );
             return Ok(());

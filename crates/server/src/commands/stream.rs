@@ -12,7 +12,8 @@
 //! at block time (the re-run argv), else a re-run would never see data.
 //! XREADGROUP also wakes when its key is deleted, changes type or loses
 //! its group, and the re-run then answers NOGROUP or WRONGTYPE. Keyspace
-//! notifications and command propagation do not exist yet.
+//! notifications (class `notify::STREAM`) go out through `ctx.modified` and
+//! `ctx.notify`; command propagation (AOF, replicas) does not exist yet.
 
 use crate::notify;
 use resp::Reply;
