@@ -46,7 +46,7 @@ pub fn tick(srv: &mut Server) {
     }
     for c in srv.clients.values_mut() {
         // Give back a query buffer that grew for one big request.
-        if c.qbuf.len() == 0 && c.qbuf.capacity() > 32 * 1024 && c.qbuf_peak < c.qbuf.capacity() / 2 {
+        if c.qbuf.is_empty() && c.qbuf.capacity() > 32 * 1024 && c.qbuf_peak < c.qbuf.capacity() / 2 {
             c.qbuf = Vec::new();
         }
         c.qbuf_peak = 0;

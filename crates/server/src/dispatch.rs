@@ -77,8 +77,8 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         reject(srv, c, spec, &CmdError::err(msg));
         return true;
     }
-    if c.multi.is_some() && !runs_in_multi(name) {
-        c.multi.as_mut().expect("in multi").push(argv);
+    if let Some(queue) = c.multi.as_mut().filter(|_| !runs_in_multi(name)) {
+        queue.push(argv);
         c.reply.simple("QUEUED");
         return true;
     }

@@ -17,8 +17,6 @@ use storage::Ttl;
 use crate::command::flags::*;
 use crate::command::{arg_i64, is, keys, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
 
-/// Streams have no RDB serialization yet.
-
 /// MIGRATE's key flags (Redis: RW ACCESS DELETE).
 const MIGRATE_KEY: KeyFlags = &["RW", "access", "delete"];
 /// The same for the KEYS form, which key specs cannot pin down.

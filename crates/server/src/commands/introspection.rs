@@ -1083,6 +1083,8 @@ fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) -> CmdResult {
     match kind.as_str() {
         "string" => out.bulk(b"Hello World"),
         "integer" => out.int(12345),
+        // Redis's own sample value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
         "double" => out.double(3.141),
         "bignum" => {
             let n = b"1234567999999999999999999999999999999";
@@ -1205,7 +1207,7 @@ fn debug_packed(ctx: &mut Ctx, sub: &str, args: &[Vec<u8>]) -> CmdResult {
     // (tag) bytes, back-length bytes and payload bytes, as Redis encodes it.
     let mut offset = 6;
     for (i, e) in entries.iter().enumerate() {
-        let (hdr, payload) = match storage::value::parse_canonical_i64(e) {
+        let (hdr, payload) = match storage::strref::parse_canonical_i64(e) {
             Some(0..=127) => (1, 0),
             Some(-4096..=4095) => (1, 1),
             Some(-32_768..=32_767) => (1, 2),

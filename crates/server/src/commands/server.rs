@@ -137,7 +137,7 @@ pub fn config_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// CONFIG SET parameter value [parameter value ...]; all or nothing.
 pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut next = ctx.srv.config.clone();
