@@ -21,6 +21,8 @@
 mod crc64;
 mod functions;
 mod lzf;
+#[allow(dead_code)] // used by the RDB file writer, next
+mod lzf_compress;
 mod packed;
 mod stream;
 
