@@ -17,16 +17,23 @@
 //! allocated from a declared count, so a corrupt or hostile payload is an
 //! error (`RdbError`), never a panic or a huge allocation; duplicate
 //! members are errors too, as with Redis's sanitize-dump-payload.
+//!
+//! Whole RDB files (header, opcodes, databases, checksum) are in `file`,
+//! built on this layer; `lzf_compress` serves its `rdbcompression`.
 
 mod crc64;
+mod file;
 mod functions;
 mod lzf;
-#[allow(dead_code)] // used by the RDB file writer, next
 mod lzf_compress;
 mod packed;
 mod stream;
 
 pub use crc64::crc64;
+pub use file::{
+    load, load_into, load_reader, min_file_version, value_version, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbFileError, RdbVisitor,
+    RdbWriteError, RdbWriter, WriteOptions,
+};
 pub use functions::{function_codes, function_payload};
 
 use crate::types::hash::{ExpireCond, Hash, HashConfig};
