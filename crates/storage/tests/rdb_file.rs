@@ -60,6 +60,10 @@ fn unescape(s: &str) -> Vec<u8> {
     out
 }
 
+/// A consumer group as described: name, last delivered ID, pending count,
+/// and each consumer's name and pending count.
+type Group = (Vec<u8>, String, usize, Vec<(Vec<u8>, usize)>);
+
 /// One key as Redis described it (or as we describe a value the same way).
 #[derive(Debug, Clone, PartialEq)]
 struct Described {
@@ -67,8 +71,7 @@ struct Described {
     deadline: Option<i64>,
     items: Vec<Vec<u8>>,
     entries: Vec<Vec<Vec<u8>>>,
-    /// (name, last delivered id, pending count, [(consumer, pending count)])
-    groups: Vec<(Vec<u8>, String, usize, Vec<(Vec<u8>, usize)>)>,
+    groups: Vec<Group>,
 }
 
 #[derive(Default)]
