@@ -150,7 +150,15 @@ fn paths(f: &File, modules: &BTreeSet<String>) -> Vec<Vec<String>> {
             i = j;
             continue;
         };
-        let start = if matches!(head, "crate" | "super" | "self") { j } else { i };
+        let mut start = if matches!(head, "crate" | "super" | "self") { j } else { i };
+        let mut base = base;
+        if head == "super" {
+            // `super::super::x`: one level up per `super`.
+            while text[start..].starts_with("::super") && !text[start + 7..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                base.pop();
+                start += 7;
+            }
+        }
         for tail in expand(&text[start..]) {
             let mut p = base.clone();
             p.extend(tail);
@@ -168,16 +176,6 @@ fn expand(s: &str) -> Vec<Vec<String>> {
     let mut segs = Vec::new();
     let mut rest = s;
     loop {
-        let n = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
-        if n == 0 {
-            break;
-        }
-        segs.push(rest[..n].to_string());
-        rest = &rest[n..];
-        match rest.strip_prefix("::") {
-            Some(r) => rest = r,
-            None => return vec![segs],
-        }
         if let Some(group) = rest.strip_prefix('{') {
             let mut depth = 1;
             let mut end = 0;
@@ -201,6 +199,16 @@ fn expand(s: &str) -> Vec<Vec<String>> {
                 }
             }
             return out;
+        }
+        let n = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        if n == 0 {
+            break;
+        }
+        segs.push(rest[..n].to_string());
+        rest = &rest[n..];
+        match rest.strip_prefix("::") {
+            Some(r) => rest = r,
+            None => return vec![segs],
         }
     }
     vec![segs]
@@ -328,15 +336,17 @@ fn the_check_sees_arrows_up_and_cycles() {
     std::fs::create_dir_all(dir.join("d")).expect("mkdir");
     let write = |p: &str, s: &str| std::fs::write(dir.join(p), s).expect("write");
     write("lib.rs", "pub mod a;\npub mod b;\npub mod d;\n");
-    write("a.rs", "use crate::b::X;\n");
+    write("a.rs", "use crate::b::X;\nuse super::{d::g};\n");
     write("b.rs", "pub struct X;\nfn f() { crate::d::g(); }\n");
     write("d/mod.rs", "pub mod e;\nmod f;\nuse e::Y;\npub fn g() {}\n");
     write("d/f.rs", "use super::g;\npub(super) fn h() {}\n");
+    write("d/e2.rs", "use super::super::{d::e::Y};\n");
     write("d/e.rs", "use super::g;\npub struct Y;\n#[cfg(test)]\nmod tests { use crate::a; }\n");
     let stack: &[&[&str]] = &[&["a"], &["b"], &["d"], &["crate"]];
     let problems = check(&dir, stack);
     assert!(problems.iter().any(|p| p.starts_with("a (layer 1) uses b (layer 2)")), "{problems:?}");
     assert!(problems.iter().any(|p| p.starts_with("b (layer 2) uses d (layer 3)")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.starts_with("a (layer 1) uses d (layer 3)")), "a group after super:: resolves: {problems:?}");
     assert!(problems.iter().any(|p| p.starts_with("cycle: d -> d::e -> d") || p.starts_with("cycle: d::e -> d -> d::e")), "{problems:?}");
     assert!(!problems.iter().any(|p| p.contains("d::e (layer 3) uses a")), "test modules are left out: {problems:?}");
     assert!(problems.iter().filter(|p| p.contains("d::f")).count() == 0, "declaring a module or a visibility is not a use: {problems:?}");

@@ -69,7 +69,7 @@ pub(super) fn put_str(out: &mut Vec<u8>, s: &[u8]) {
 
 /// A cursor over RDB bytes.
 pub struct Reader<'a> {
-    b: &'a [u8],
+    pub(super) b: &'a [u8],
     /// Offset of the next byte to read.
     pub(super) pos: usize,
 }

@@ -1,0 +1,375 @@
+//! Loading RDB files: every opcode Redis 7.0 to 8 writes, versions 1 to
+//! 12, from a byte slice, into callbacks (`load`) or databases
+//! (`load_into`).
+//!
+//! The whole file is in memory: values are decoded by the value layer's
+//! `Reader`, which works on slices. Nothing is allocated from a count the
+//! file states (the value layer checks counts against the bytes left;
+//! RESIZEDB is only passed on), so a corrupt or hostile file is an
+//! `RdbFileError` naming the offset of the item that failed, never a panic
+//! or a huge allocation.
+//!
+//! What is refused, with a message saying so: module data (MODULE_AUX,
+//! module value types; densekv loads no modules), the function layout of
+//! Redis 7.0's release candidates, zipmap hashes (Redis 2.4 and older), and
+//! versions newer than 12. SLOT_INFO (cluster slot sizes) is skipped; the
+//! "lua" aux field (scripts saved by Redis before 7.0) is not passed on.
+//! Empty keys, and hashes whose every field is due at `now`, are skipped
+//! as Redis skips them.
+
+use std::io::Read;
+
+use super::super::crc64::crc64;
+use super::super::primitives::{ty, RdbError, Reader, RDB_VERSION};
+use super::super::value::Shapes;
+use super::format::{module_name, module_ty, op, show, RdbFileError, CHECKSUM_SINCE, MAGIC};
+use crate::{Db, Ttl, Value};
+
+/// How to load.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Encoding limits for the collections built.
+    pub shapes: Shapes,
+    /// The current Unix time in ms: hash fields due then are dropped, and
+    /// `load_into` skips keys whose deadline has passed.
+    pub now: i64,
+    /// Verify the checksum (a stored checksum of 0 is never verified).
+    /// Off is Redis's `rdbchecksum no`.
+    pub verify_checksum: bool,
+}
+
+impl LoadOptions {
+    /// Default shapes, checksum verified, time `now`.
+    pub fn new(now: i64) -> Self {
+        LoadOptions { shapes: Shapes::default(), now, verify_checksum: true }
+    }
+}
+
+/// One key as the file holds it.
+#[derive(Debug)]
+pub struct LoadedEntry {
+    /// The database (the last SELECTDB; 0 before any).
+    pub db: u64,
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value.
+    pub value: Value,
+    /// Deadline in Unix ms (EXPIRETIME_MS, or EXPIRETIME times 1000).
+    pub expire_ms: Option<i64>,
+    /// LRU idle seconds, when the file has them (IDLE).
+    pub idle_secs: Option<u64>,
+    /// LFU counter, when the file has it (FREQ).
+    pub freq: Option<u8>,
+}
+
+/// What `load` calls for each item, in file order. An `Err` stops the
+/// load with that message at the item's offset.
+pub trait RdbVisitor {
+    /// An AUX field (except "lua").
+    fn aux(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let _ = (key, value);
+        Ok(())
+    }
+
+    /// SELECTDB: the following keys belong to database `index`.
+    fn select_db(&mut self, index: u64) -> Result<(), String> {
+        let _ = index;
+        Ok(())
+    }
+
+    /// RESIZEDB: the current database's key and expire counts, a hint
+    /// that the file may state wrongly.
+    fn resize_db(&mut self, keys: u64, expires: u64) -> Result<(), String> {
+        let _ = (keys, expires);
+        Ok(())
+    }
+
+    /// A function library's code (FUNCTION2).
+    fn function(&mut self, code: Vec<u8>) -> Result<(), String> {
+        let _ = code;
+        Ok(())
+    }
+
+    /// A key.
+    fn entry(&mut self, entry: LoadedEntry) -> Result<(), String>;
+}
+
+/// What `load` found besides what it passed to the visitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSummary {
+    /// The file's RDB version.
+    pub version: u16,
+    /// Offset just past the checksum (past EOF before version 5): where
+    /// the RDB ends. Bytes after it are not read (an AOF with an RDB
+    /// preamble goes on there).
+    pub end: usize,
+    /// Keys passed to the visitor.
+    pub keys: u64,
+    /// Keys skipped because they were empty, or all their hash fields were
+    /// due at `now`.
+    pub empty_skipped: u64,
+    /// The stored checksum (0: none).
+    pub checksum: u64,
+}
+
+/// Parses the RDB file in `bytes`, calling `visitor` for each item.
+pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> Result<LoadSummary, RdbFileError> {
+    let version = header(bytes)?;
+    let mut f = FileReader { r: Reader::new(bytes) };
+    f.r.pos = 9;
+    let mut sum = LoadSummary { version, end: 0, keys: 0, empty_skipped: 0, checksum: 0 };
+    let mut db = 0;
+    // Set by opcodes before a key, for that key only.
+    let (mut expire_ms, mut idle_secs, mut freq) = (None, None, None);
+    loop {
+        let at = f.r.pos;
+        let t = f.field("opcode or value type", Reader::u8)?;
+        let said = |m: String| RdbFileError::new(at, m);
+        match t {
+            op::EOF => break,
+            op::SELECTDB => {
+                db = f.field("database index", Reader::len)?;
+                visitor.select_db(db).map_err(said)?;
+            }
+            op::RESIZEDB => {
+                let keys = f.field("RESIZEDB key count", Reader::len)?;
+                let expires = f.field("RESIZEDB expire count", Reader::len)?;
+                visitor.resize_db(keys, expires).map_err(said)?;
+            }
+            op::AUX => {
+                let key = f.field("AUX field name", Reader::string)?;
+                let value = f.field("AUX field value", Reader::string)?;
+                if key != b"lua" {
+                    visitor.aux(&key, &value).map_err(said)?;
+                }
+            }
+            op::EXPIRETIME_MS => expire_ms = Some(f.field("EXPIRETIME_MS deadline", Reader::millis)?),
+            op::EXPIRETIME => {
+                let b = f.field("EXPIRETIME deadline", |r| r.take(4))?;
+                expire_ms = Some(i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64 * 1000);
+            }
+            op::IDLE => idle_secs = Some(f.field("IDLE time", Reader::len)?),
+            op::FREQ => freq = Some(f.field("FREQ counter", Reader::u8)?),
+            op::SLOT_INFO => {
+                for what in ["SLOT_INFO slot", "SLOT_INFO size", "SLOT_INFO expire count"] {
+                    f.field(what, Reader::len)?;
+                }
+            }
+            op::FUNCTION2 => {
+                let code = f.field("function library", Reader::string)?;
+                visitor.function(code).map_err(said)?;
+            }
+            op::FUNCTION_PRE_GA => {
+                return Err(said("function libraries in the format of Redis 7.0's release candidates are not supported".into()));
+            }
+            op::MODULE_AUX => {
+                let id = f.field("module id", Reader::len)?;
+                return Err(said(format!("auxiliary data of module '{}' is not supported: densekv loads no modules", module_name(id))));
+            }
+            _ => {
+                let key = f.field("key", Reader::string)?;
+                let value = f.value(t, &key, at, opts)?;
+                let taken = (expire_ms.take(), idle_secs.take(), freq.take());
+                let Some(value) = value else {
+                    sum.empty_skipped += 1;
+                    continue;
+                };
+                let (expire_ms, idle_secs, freq) = taken;
+                visitor.entry(LoadedEntry { db, key, value, expire_ms, idle_secs, freq }).map_err(said)?;
+                sum.keys += 1;
+            }
+        }
+    }
+    let eof = f.r.pos;
+    if version >= CHECKSUM_SINCE {
+        let stored = f.field("checksum after EOF", Reader::millis)? as u64;
+        if opts.verify_checksum && stored != 0 {
+            let computed = crc64(0, &bytes[..eof]);
+            if computed != stored {
+                return Err(RdbFileError::new(eof, format!("wrong checksum: the file says {stored:016x}, its bytes give {computed:016x}")));
+            }
+        }
+        sum.checksum = stored;
+    }
+    sum.end = f.r.pos;
+    Ok(sum)
+}
+
+/// `load` of everything `r` yields.
+pub fn load_reader(mut r: impl Read, opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> Result<LoadSummary, RdbFileError> {
+    let mut bytes = Vec::new();
+    r.read_to_end(&mut bytes).map_err(|e| RdbFileError::new(bytes.len(), format!("read error: {e}")))?;
+    load(&bytes, opts, visitor)
+}
+
+/// The magic and version; the version.
+fn header(bytes: &[u8]) -> Result<u16, RdbFileError> {
+    let magic_len = bytes.len().min(MAGIC.len());
+    if bytes[..magic_len] != MAGIC[..magic_len] {
+        return Err(RdbFileError::new(0, "not an RDB file: it does not start with \"REDIS\""));
+    }
+    let Some(digits) = bytes.get(5..9) else {
+        return Err(RdbFileError::new(bytes.len(), "unexpected end of file in the header"));
+    };
+    let version = std::str::from_utf8(digits).ok().filter(|s| s.bytes().all(|c| c.is_ascii_digit())).and_then(|s| s.parse::<u16>().ok());
+    match version {
+        Some(v) if (1..=RDB_VERSION).contains(&v) => Ok(v),
+        Some(v) => Err(RdbFileError::new(5, format!("can't handle RDB format version {v}: densekv loads versions 1 to {RDB_VERSION} (Redis up to 8)"))),
+        None => Err(RdbFileError::new(5, format!("bad version field \"{}\"", show(digits)))),
+    }
+}
+
+/// A reader that names what it was reading when it fails.
+struct FileReader<'a> {
+    r: Reader<'a>,
+}
+
+impl<'a> FileReader<'a> {
+    /// Reads `what` with `read`; an error names the offset where it began.
+    fn field<T>(&mut self, what: &str, read: impl FnOnce(&mut Reader<'a>) -> Result<T, RdbError>) -> Result<T, RdbFileError> {
+        let start = self.r.pos;
+        read(&mut self.r).map_err(|_| {
+            let message = if start >= self.r.b.len() { format!("unexpected end of file: expected {what}") } else { format!("truncated or invalid {what}") };
+            RdbFileError::new(start, message)
+        })
+    }
+
+    /// The value of type `t` of `key`, whose entry starts at `at`; None
+    /// for an empty key (Redis writes none, but loads them by skipping).
+    fn value(&mut self, t: u8, key: &[u8], at: usize, opts: &LoadOptions) -> Result<Option<Value>, RdbFileError> {
+        let fail = |m: String| RdbFileError::new(at, format!("{m} (key '{}')", show(key)));
+        match t {
+            module_ty::PRE_GA | module_ty::V2 => {
+                let id = self.field("module id", Reader::len)?;
+                return Err(fail(format!("values of module type '{}' are not supported: densekv loads no modules", module_name(id))));
+            }
+            9 => return Err(fail("zipmap-encoded hashes (Redis 2.4 and older) are not supported".into())),
+            t if type_name(t).is_none() => return Err(fail(format!("unknown value type {t}"))),
+            _ => {}
+        }
+        let start = self.r.pos;
+        if matches!(t, ty::LIST | ty::SET | ty::ZSET | ty::ZSET_2 | ty::HASH | ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2) && self.r.len() == Ok(0) {
+            return Ok(None);
+        }
+        self.r.pos = start;
+        match self.r.value(t, &opts.shapes, opts.now) {
+            Ok(v) => Ok(Some(v)),
+            Err(RdbError) => {
+                // A hash is refused when no field is left; loaded as of
+                // before any deadline, it tells a hash whose every field is
+                // due (skipped, as Redis does) from a corrupt one.
+                let is_hash = matches!(t, ty::HASH_METADATA | ty::HASH_METADATA_PRE_GA | ty::HASH_LISTPACK_EX | ty::HASH_LISTPACK_EX_PRE_GA);
+                if is_hash {
+                    self.r.pos = start;
+                    if self.r.value(t, &opts.shapes, i64::MIN).is_ok() {
+                        return Ok(None);
+                    }
+                }
+                Err(fail(format!("truncated or corrupt {} value", type_name(t).unwrap_or("?"))))
+            }
+        }
+    }
+}
+
+/// What a value type is, for messages; None for types the value layer
+/// does not read.
+fn type_name(t: u8) -> Option<&'static str> {
+    Some(match t {
+        ty::STRING => "string",
+        ty::LIST => "list",
+        ty::SET => "set",
+        ty::ZSET | ty::ZSET_2 => "sorted set",
+        ty::HASH => "hash",
+        ty::LIST_ZIPLIST => "ziplist list",
+        ty::SET_INTSET => "intset set",
+        ty::ZSET_ZIPLIST => "ziplist sorted set",
+        ty::HASH_ZIPLIST => "ziplist hash",
+        ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => "quicklist list",
+        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => "stream",
+        ty::HASH_LISTPACK => "listpack hash",
+        ty::ZSET_LISTPACK => "listpack sorted set",
+        ty::SET_LISTPACK => "listpack set",
+        ty::HASH_METADATA | ty::HASH_METADATA_PRE_GA => "hash with field TTLs",
+        ty::HASH_LISTPACK_EX | ty::HASH_LISTPACK_EX_PRE_GA => "listpack hash with field TTLs",
+        _ => return None,
+    })
+}
+
+/// What `load_into` loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded {
+    /// The file's version, end and checksum; `keys` counts keys read,
+    /// including those skipped as expired.
+    pub summary: LoadSummary,
+    /// The AUX fields, in file order.
+    pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The function libraries' code, in file order.
+    pub functions: Vec<Vec<u8>>,
+    /// Keys inserted.
+    pub inserted: u64,
+    /// Keys skipped because their deadline had passed at `now`.
+    pub expired_skipped: u64,
+}
+
+/// Loads the RDB file in `bytes` into `dbs` (database i into `dbs[i]`),
+/// as a starting master does: keys whose deadline is at or before
+/// `opts.now` are left out. The databases should be empty: a key already
+/// present, like a key twice in the file, is an error. A database index
+/// past `dbs.len()` is an error. On error, what was inserted stays.
+pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loaded, RdbFileError> {
+    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0 };
+    let summary = load(bytes, opts, &mut into)?;
+    Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired })
+}
+
+struct IntoDbs<'a> {
+    dbs: &'a mut [Db],
+    now: i64,
+    aux: Vec<(Vec<u8>, Vec<u8>)>,
+    functions: Vec<Vec<u8>>,
+    inserted: u64,
+    expired: u64,
+}
+
+impl IntoDbs<'_> {
+    fn check_db(&self, index: u64) -> Result<usize, String> {
+        usize::try_from(index)
+            .ok()
+            .filter(|&i| i < self.dbs.len())
+            .ok_or_else(|| format!("database {index} is out of range: the server has {} (see the databases setting)", self.dbs.len()))
+    }
+}
+
+impl RdbVisitor for IntoDbs<'_> {
+    fn aux(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        self.aux.push((key.to_vec(), value.to_vec()));
+        Ok(())
+    }
+
+    fn select_db(&mut self, index: u64) -> Result<(), String> {
+        self.check_db(index).map(drop)
+    }
+
+    fn function(&mut self, code: Vec<u8>) -> Result<(), String> {
+        self.functions.push(code);
+        Ok(())
+    }
+
+    fn entry(&mut self, e: LoadedEntry) -> Result<(), String> {
+        let i = self.check_db(e.db)?;
+        if e.expire_ms.is_some_and(|t| t <= self.now) {
+            self.expired += 1;
+            return Ok(());
+        }
+        let db = &mut self.dbs[i];
+        let ttl = e.expire_ms.map_or(Ttl::Clear, Ttl::At);
+        if db.insert(&e.key, e.value, ttl, self.now) {
+            return Err(format!("duplicate key '{}' in database {i}", show(&e.key)));
+        }
+        if let Some(secs) = e.idle_secs {
+            db.set_idle_secs(&e.key, i64::try_from(secs).unwrap_or(i64::MAX), self.now);
+        }
+        self.inserted += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,346 @@
+//! The value layer: one value in Redis's RDB encoding, written (DUMP, and
+//! each entry of an RDB file) and read back (RESTORE, and each entry of a
+//! loaded file), with the DUMP payload's footer. See the `rdb` module
+//! header for the layouts written and read.
+
+use crate::strref::StrRef;
+use crate::types::hash::{ExpireCond, Hash, HashConfig};
+use crate::types::list::{End, List, ListConfig};
+use crate::types::set::{Set, SetConfig};
+use crate::types::zset::{ZSet, ZsetConfig};
+use crate::value::{Value, ValueRef};
+use super::packed::Elem;
+use super::crc64::crc64;
+use super::primitives::{parse_score, put_len, put_str, ty, RdbError, Reader, RDB_VERSION};
+use super::{packed, stream};
+
+/// The version written for plain layouts: Redis 6.0 and later load it.
+const PLAIN_VERSION: u16 = 9;
+/// Largest field deadline Redis accepts (2^48 - 1 ms).
+const MAX_FIELD_DEADLINE: i64 = (1 << 48) - 1;
+
+/// The configuration that shapes loaded collections.
+#[derive(Debug, Clone, Default)]
+pub struct Shapes {
+    /// Hash encoding limits.
+    pub hash: HashConfig,
+    /// List node fill.
+    pub list: ListConfig,
+    /// Set encoding limits.
+    pub set: SetConfig,
+    /// Sorted-set encoding limits.
+    pub zset: ZsetConfig,
+}
+
+// ------------------------------------------------------------------ writing
+
+/// A string as Redis writes it: integers that fit 32 bits in the integer
+/// encoding, everything else raw.
+pub(crate) fn put_strref(out: &mut Vec<u8>, s: StrRef) {
+    match s {
+        StrRef::Int(v) if i8::try_from(v).is_ok() => out.extend_from_slice(&[0xc0, v as i8 as u8]),
+        StrRef::Int(v) if i16::try_from(v).is_ok() => {
+            out.push(0xc1);
+            out.extend_from_slice(&(v as i16).to_le_bytes());
+        }
+        StrRef::Int(v) if i32::try_from(v).is_ok() => {
+            out.push(0xc2);
+            out.extend_from_slice(&(v as i32).to_le_bytes());
+        }
+        StrRef::Int(v) => put_str(out, v.to_string().as_bytes()),
+        StrRef::Bytes(b) => put_str(out, b),
+    }
+}
+
+/// Appends `v`'s type byte and body to `out`; returns the RDB version the
+/// layout needs.
+pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
+    match v {
+        ValueRef::Stream(s) => return stream::write(out, s),
+        ValueRef::Str(s) => {
+            out.push(ty::STRING);
+            put_strref(out, s);
+        }
+        ValueRef::List(l) => {
+            out.push(ty::LIST);
+            put_len(out, l.len() as u64);
+            for e in l.iter() {
+                put_strref(out, e);
+            }
+        }
+        ValueRef::Set(s) => {
+            out.push(ty::SET);
+            put_len(out, s.len() as u64);
+            for m in s.iter() {
+                put_strref(out, m);
+            }
+        }
+        ValueRef::ZSet(z) => {
+            out.push(ty::ZSET_2);
+            put_len(out, z.len() as u64);
+            for (m, score) in z.iter() {
+                put_str(out, m);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+        ValueRef::Hash(h) => {
+            let fields: Vec<_> = h.iter(now).collect();
+            // The hash's own earliest deadline (it may belong to a field due
+            // but not yet reclaimed: still a valid base for the offsets).
+            let Some(min) = h.min_deadline() else {
+                out.push(ty::HASH);
+                put_len(out, fields.len() as u64);
+                for (f, v) in fields {
+                    put_str(out, f);
+                    put_strref(out, v);
+                }
+                return PLAIN_VERSION;
+            };
+            // Each TTL is written relative to the earliest, plus one (0: none).
+            out.push(ty::HASH_METADATA);
+            out.extend_from_slice(&min.to_le_bytes());
+            put_len(out, fields.len() as u64);
+            for (f, v) in fields {
+                put_len(out, h.expire_of(f, now).flatten().map_or(0, |t| (t - min) as u64 + 1));
+                put_str(out, f);
+                put_strref(out, v);
+            }
+            return RDB_VERSION;
+        }
+    }
+    PLAIN_VERSION
+}
+
+/// DUMP's payload for `v`: the value, the RDB version (2 bytes, little
+/// endian) and a CRC-64 of everything before it (8 bytes, little endian).
+pub fn dump_payload(v: ValueRef, now: i64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let version = write_value(&mut out, v, now);
+    out.extend_from_slice(&version.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks a DUMP payload's version and checksum; returns the value part.
+/// `check_crc` false skips the checksum (Redis's skip-checksum-validation).
+pub fn verify_payload(p: &[u8], check_crc: bool) -> Result<&[u8], RdbError> {
+    let body_len = p.len().checked_sub(10).ok_or(RdbError)?;
+    let version = u16::from_le_bytes([p[body_len], p[body_len + 1]]);
+    if version > RDB_VERSION {
+        return Err(RdbError);
+    }
+    let crc = u64::from_le_bytes(p[body_len + 2..].try_into().map_err(|_| RdbError)?);
+    if check_crc && crc64(0, &p[..body_len + 2]) != crc {
+        return Err(RdbError);
+    }
+    Ok(&p[..body_len])
+}
+
+/// Decodes a verified payload body (as `verify_payload` returns it) into a
+/// value; hash fields already due at `now` are dropped. The whole body must
+/// be one value.
+pub fn restore_value(body: &[u8], shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
+    let mut r = Reader::new(body);
+    let t = r.u8()?;
+    let v = r.value(t, shapes, now)?;
+    if r.pos != body.len() {
+        return Err(RdbError);
+    }
+    Ok(v)
+}
+
+// ------------------------------------------------------------------ reading
+
+impl Reader<'_> {
+    /// One value of RDB type `t`.
+    pub fn value(&mut self, t: u8, shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
+        let v = match t {
+            ty::STRING => Value::string(&self.string()?),
+            ty::LIST => {
+                let n = self.count(1)?;
+                let mut items = Vec::with_capacity(n);
+                for _ in 0..n {
+                    items.push(self.string()?);
+                }
+                list_of(items, shapes)
+            }
+            ty::LIST_ZIPLIST => list_of(packed::ziplist(&self.string()?)?.into_iter().map(Elem::to_vec).collect(), shapes),
+            ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
+                let nodes = self.count(1)?;
+                let mut items = Vec::new();
+                for _ in 0..nodes {
+                    let container = if t == ty::LIST_QUICKLIST_2 { self.len()? } else { 2 };
+                    let blob = self.string()?;
+                    match container {
+                        1 => items.push(blob), // a plain node: one big element
+                        2 => {
+                            let elems = if t == ty::LIST_QUICKLIST { packed::ziplist(&blob)? } else { packed::listpack(&blob)? };
+                            if elems.is_empty() {
+                                return Err(RdbError);
+                            }
+                            items.extend(elems.into_iter().map(Elem::to_vec));
+                        }
+                        _ => return Err(RdbError),
+                    }
+                }
+                list_of(items, shapes)
+            }
+            ty::SET => {
+                let n = self.count(1)?;
+                let mut members = Vec::with_capacity(n);
+                for _ in 0..n {
+                    members.push(self.string()?);
+                }
+                set_of(members, shapes)?
+            }
+            ty::SET_INTSET => set_of(packed::intset(&self.string()?)?.into_iter().map(|v| v.to_string().into_bytes()).collect(), shapes)?,
+            ty::SET_LISTPACK => set_of(packed::listpack(&self.string()?)?.into_iter().map(Elem::to_vec).collect(), shapes)?,
+            ty::ZSET | ty::ZSET_2 => {
+                let n = self.count(2)?;
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let m = self.string()?;
+                    let s = if t == ty::ZSET_2 { self.binary_double()? } else { self.text_double()? };
+                    pairs.push((m, s));
+                }
+                zset_of(pairs, shapes)?
+            }
+            ty::ZSET_ZIPLIST | ty::ZSET_LISTPACK => {
+                let blob = self.string()?;
+                let elems = if t == ty::ZSET_ZIPLIST { packed::ziplist(&blob)? } else { packed::listpack(&blob)? };
+                if elems.len() % 2 != 0 {
+                    return Err(RdbError);
+                }
+                let mut pairs = Vec::with_capacity(elems.len() / 2);
+                for p in elems.chunks_exact(2) {
+                    let score = match p[1] {
+                        Elem::Int(v) => v as f64,
+                        Elem::Str(s) => parse_score(s)?,
+                    };
+                    pairs.push((p[0].to_vec(), score));
+                }
+                zset_of(pairs, shapes)?
+            }
+            ty::HASH => {
+                let n = self.count(2)?;
+                let mut fields = Vec::with_capacity(n);
+                for _ in 0..n {
+                    fields.push((self.string()?, self.string()?, None));
+                }
+                hash_of(fields, shapes, now)?
+            }
+            ty::HASH_METADATA | ty::HASH_METADATA_PRE_GA => {
+                let min = if t == ty::HASH_METADATA { self.millis()? } else { 0 };
+                if !(0..=MAX_FIELD_DEADLINE).contains(&min) {
+                    return Err(RdbError);
+                }
+                let n = self.count(3)?;
+                let mut fields = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let ttl = self.len()?;
+                    let at = match (ttl, t) {
+                        (0, _) => None,
+                        (x, ty::HASH_METADATA) => Some(i64::try_from(x - 1).map_err(|_| RdbError)?.checked_add(min).ok_or(RdbError)?),
+                        (x, _) => Some(i64::try_from(x).map_err(|_| RdbError)?),
+                    };
+                    if at.is_some_and(|a| a > MAX_FIELD_DEADLINE) {
+                        return Err(RdbError);
+                    }
+                    fields.push((self.string()?, self.string()?, at));
+                }
+                hash_of(fields, shapes, now)?
+            }
+            ty::HASH_ZIPLIST | ty::HASH_LISTPACK => {
+                let blob = self.string()?;
+                let elems = if t == ty::HASH_ZIPLIST { packed::ziplist(&blob)? } else { packed::listpack(&blob)? };
+                if elems.len() % 2 != 0 {
+                    return Err(RdbError);
+                }
+                hash_of(elems.chunks_exact(2).map(|p| (p[0].to_vec(), p[1].to_vec(), None)).collect(), shapes, now)?
+            }
+            ty::HASH_LISTPACK_EX | ty::HASH_LISTPACK_EX_PRE_GA => {
+                if t == ty::HASH_LISTPACK_EX {
+                    self.millis()?; // the earliest deadline; recomputed below
+                }
+                let blob = self.string()?;
+                let elems = packed::listpack(&blob)?;
+                if elems.len() % 3 != 0 {
+                    return Err(RdbError);
+                }
+                let mut fields = Vec::with_capacity(elems.len() / 3);
+                for p in elems.chunks_exact(3) {
+                    let at = match p[2].as_i64().ok_or(RdbError)? {
+                        0 => None,
+                        t if (1..=MAX_FIELD_DEADLINE).contains(&t) => Some(t),
+                        _ => return Err(RdbError),
+                    };
+                    fields.push((p[0].to_vec(), p[1].to_vec(), at));
+                }
+                hash_of(fields, shapes, now)?
+            }
+            ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => self.stream(t)?,
+            _ => return Err(RdbError),
+        };
+        Ok(v)
+    }
+}
+
+fn list_of(items: Vec<Vec<u8>>, shapes: &Shapes) -> Value {
+    let mut l = List::new();
+    l.push(End::Tail, &items, &shapes.list);
+    Value::List(Box::new(l))
+}
+
+fn set_of(members: Vec<Vec<u8>>, shapes: &Shapes) -> Result<Value, RdbError> {
+    let Some(first) = members.first() else { return Err(RdbError) };
+    let mut s = Set::with_hint(first, members.len(), &shapes.set);
+    for m in &members {
+        if !s.insert(m, &shapes.set) {
+            return Err(RdbError); // duplicate member
+        }
+    }
+    Ok(Value::Set(Box::new(s)))
+}
+
+fn zset_of(pairs: Vec<(Vec<u8>, f64)>, shapes: &Shapes) -> Result<Value, RdbError> {
+    if pairs.is_empty() {
+        return Err(RdbError);
+    }
+    let max_len = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+    let mut z = ZSet::with_hint(pairs.len(), max_len, &shapes.zset);
+    for (m, s) in &pairs {
+        if z.insert(m, *s, &shapes.zset).is_some() {
+            return Err(RdbError); // duplicate member
+        }
+    }
+    z.maybe_convert(&shapes.zset);
+    Ok(Value::ZSet(Box::new(z)))
+}
+
+/// A hash from (field, value, deadline) triples; fields due at `now` are
+/// left out, and a hash left with no field is an error (an empty key).
+fn hash_of(fields: Vec<(Vec<u8>, Vec<u8>, Option<i64>)>, shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
+    let mut h = Hash::new();
+    let mut seen = 0;
+    for (f, v, at) in &fields {
+        if !h.insert(f, v, &shapes.hash) {
+            return Err(RdbError); // duplicate field
+        }
+        seen += 1;
+        if let Some(t) = *at {
+            if h.set_expire(f, t, ExpireCond::Always, now) == 2 {
+                continue; // already due: set_expire removed it
+            }
+        }
+    }
+    if seen == 0 || h.is_empty() {
+        return Err(RdbError);
+    }
+    h.maybe_convert(&shapes.hash);
+    Ok(Value::Hash(Box::new(h)))
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
