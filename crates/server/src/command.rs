@@ -445,6 +445,13 @@ pub trait Scripts: Any {
     fn command_flags(&self, spec: &Spec, argv: &[Vec<u8>]) -> u32;
     /// Counts and memory for INFO.
     fn info(&self) -> ScriptInfo;
+    /// The function libraries' code, for an RDB file.
+    fn function_codes(&self) -> Vec<Vec<u8>>;
+    /// Replaces the loaded libraries with those read from an RDB file.
+    ///
+    /// Errors: the first library that does not load (bad code, a function
+    /// name used twice); the libraries are then those loaded before it.
+    fn load_functions(&mut self, codes: Vec<Vec<u8>>) -> Result<(), String>;
     /// The engine as its concrete type.
     fn as_any(&mut self) -> &mut dyn Any;
 }

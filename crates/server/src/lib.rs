@@ -14,7 +14,8 @@
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message and keyspace-event delivery), `cron`
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
-//!    (typed key access and the write guard), `exec`, `dispatch`
+//!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
+//!    (RDB files on disk)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
 //! 9. `registry`: the whole table
@@ -36,6 +37,7 @@ pub mod keyspec;
 pub mod lazyfree;
 pub mod memory;
 pub mod net;
+pub mod persist;
 pub mod notify;
 pub mod publish;
 pub mod pubsub;

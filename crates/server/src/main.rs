@@ -51,6 +51,19 @@ fn main() -> ExitCode {
         let _ = tikv_jemalloc_ctl::background_thread::write(true);
     }
     let mut srv = Server::new(config);
+    let started = std::time::Instant::now();
+    match ev.load(&mut srv) {
+        Ok(Some((keys, expired))) => {
+            println!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}.");
+            println!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("Fatal error loading the DB, check server logs. Exiting.");
+            return ExitCode::from(1);
+        }
+    }
     println!("densekv {} (Redis {} compatible) pid {} listening on {addr}", env!("CARGO_PKG_VERSION"), server::REDIS_VERSION, std::process::id());
     println!("Ready to accept connections tcp");
     match ev.run(&mut srv) {

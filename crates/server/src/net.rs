@@ -99,6 +99,13 @@ impl EventLoop {
         Ok(EventLoop { poll, shell, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
+    /// Loads the RDB file, if there is one, before serving (`persist::load`).
+    ///
+    /// Errors: why the file was refused.
+    pub fn load(&mut self, srv: &mut Server) -> Result<Option<(u64, u64)>, String> {
+        crate::persist::load(srv, &mut self.shell)
+    }
+
     /// Runs until SHUTDOWN.
     pub fn run(&mut self, srv: &mut Server) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);

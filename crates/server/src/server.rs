@@ -81,6 +81,28 @@ pub struct ScriptRun {
     pub function: bool,
 }
 
+/// RDB bookkeeping INFO persistence shows.
+#[derive(Debug, Clone, Copy)]
+pub struct PersistStats {
+    /// Successful saves (INFO rdb_saves).
+    pub saves: u64,
+    /// The last save succeeded (INFO rdb_last_bgsave_status).
+    pub last_save_ok: bool,
+    /// `Server::dirty` at the last save or load (INFO
+    /// rdb_changes_since_last_save is the difference).
+    pub dirty_at_save: u64,
+    /// Keys the last load inserted.
+    pub last_load_keys: u64,
+    /// Keys the last load skipped as expired.
+    pub last_load_expired: u64,
+}
+
+impl Default for PersistStats {
+    fn default() -> Self {
+        PersistStats { saves: 0, last_save_ok: true, dirty_at_save: 0, last_load_keys: 0, last_load_expired: 0 }
+    }
+}
+
 /// Everything the executor owns.
 pub struct Server {
     /// Databases, indexed by SELECT number.
@@ -197,6 +219,8 @@ pub struct Server {
     pub blocking: Blocking,
     /// The write stream AOF and replicas consume (`exec::propagate`).
     pub feed: Feed,
+    /// RDB save and load counters.
+    pub persist: PersistStats,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -268,6 +292,7 @@ impl Server {
             pending_push: Vec::new(),
             blocking: Default::default(),
             feed: Feed::default(),
+            persist: PersistStats::default(),
         };
         srv.apply_notify_flags();
         srv

@@ -23,7 +23,7 @@ const SERVER: &[&[&str]] = &[
     &["pubsub", "blocking", "feed"],
     &["server"],
     &["publish", "cron"],
-    &["command", "access", "exec", "dispatch"],
+    &["command", "access", "exec", "dispatch", "persist"],
     &["commands"],
     &["script"],
     &["registry"],

@@ -1243,6 +1243,41 @@ fn debug_packed(ctx: &mut Ctx, sub: &str, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// DEBUG <subcommand>: the subset Redis's tests and tools use.
+/// DEBUG RELOAD [NOSAVE] [NOFLUSH]: saves the RDB file (unless NOSAVE),
+/// empties the databases (unless NOFLUSH) and loads the file back, as
+/// Redis does to check that a dataset survives the round trip.
+fn debug_reload(ctx: &mut Ctx, opts: &[Vec<u8>]) -> CmdResult {
+    let (mut save, mut flush) = (true, true);
+    for o in opts {
+        if is(o, "nosave") {
+            save = false;
+        } else if is(o, "noflush") {
+            flush = false;
+        } else if is(o, "merge") {
+            return Err(CmdError::err("DEBUG RELOAD MERGE is not supported"));
+        } else {
+            return Err(CmdError::err("DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."));
+        }
+    }
+    if save {
+        crate::persist::save(ctx.srv, ctx.host).map_err(|e| {
+            eprintln!("Error saving DB on disk: {e}");
+            CmdError::Custom("ERR".into())
+        })?;
+    }
+    if flush {
+        for db in &mut ctx.srv.dbs {
+            db.clear();
+        }
+    }
+    if let Err(e) = crate::persist::load(ctx.srv, ctx.host) {
+        eprintln!("{e}");
+        return Err(CmdError::err("Error trying to load the RDB dump, check server logs."));
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
@@ -1278,7 +1313,8 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ("change-repl-id", 2) | ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
         ("listpack", 3) | ("quicklist", 3 | 4) => return debug_packed(ctx, &sub, args),
         ("protocol", 3) => return debug_protocol(ctx, &args[2]),
-        ("reload", _) | ("loadaof", _) => return Err(CmdError::err("DEBUG RELOAD is not supported")),
+        ("reload", _) => return debug_reload(ctx, &args[2..]),
+        ("loadaof", _) => return Err(CmdError::err("DEBUG LOADAOF is not supported: there is no AOF yet")),
         ("replybuffer", 4) => {}
         ("help", 2) => {
             help_reply(

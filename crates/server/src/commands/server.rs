@@ -110,10 +110,18 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// SAVE: refused until the RDB writer exists; the row is here so that its
-/// flags (no MULTI, no scripts) already hold.
-pub fn save(_ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    Err(CmdError::err("SAVE is not supported yet: this server cannot write RDB files"))
+/// SAVE: writes the RDB file on this thread, as Redis does.
+pub fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    match crate::persist::save(ctx.srv, ctx.host) {
+        Ok(()) => {
+            ctx.out().ok();
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("Error saving DB on disk: {e}");
+            Err(CmdError::Custom("ERR".into()))
+        }
+    }
 }
 
 /// CONFIG GET parameter [parameter ...]
@@ -448,20 +456,17 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         ] {
             line(&mut s, k, &v);
         }
-        line(&mut s, "rdb_changes_since_last_save", &srv.dirty);
+        line(&mut s, "rdb_changes_since_last_save", &(srv.dirty - srv.persist.dirty_at_save));
         line(&mut s, "rdb_bgsave_in_progress", &0);
         line(&mut s, "rdb_last_save_time", &srv.last_save);
-        for (k, v) in [
-            ("rdb_last_bgsave_status", "ok"),
-            ("rdb_last_bgsave_time_sec", "-1"),
-            ("rdb_current_bgsave_time_sec", "-1"),
-            ("rdb_saves", "0"),
-            ("rdb_last_cow_size", "0"),
-            ("rdb_last_load_keys_expired", "0"),
-            ("rdb_last_load_keys_loaded", "0"),
-        ] {
-            line(&mut s, k, &v);
-        }
+        let p = srv.persist;
+        line(&mut s, "rdb_last_bgsave_status", &if p.last_save_ok { "ok" } else { "err" });
+        line(&mut s, "rdb_last_bgsave_time_sec", &-1);
+        line(&mut s, "rdb_current_bgsave_time_sec", &-1);
+        line(&mut s, "rdb_saves", &p.saves);
+        line(&mut s, "rdb_last_cow_size", &0);
+        line(&mut s, "rdb_last_load_keys_expired", &p.last_load_expired);
+        line(&mut s, "rdb_last_load_keys_loaded", &p.last_load_keys);
         line(&mut s, "aof_enabled", &u8::from(srv.config.flag("appendonly")));
         for (k, v) in [
             ("aof_rewrite_in_progress", "0"),

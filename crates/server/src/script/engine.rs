@@ -164,6 +164,18 @@ impl Scripts for Engine {
         }
     }
 
+    fn function_codes(&self) -> Vec<Vec<u8>> {
+        self.functions.libraries.values().map(|l| l.code.clone()).collect()
+    }
+
+    fn load_functions(&mut self, codes: Vec<Vec<u8>>) -> Result<(), String> {
+        self.functions = Functions::new(self.function_vm());
+        for code in codes {
+            self.functions.load(&code, false)?;
+        }
+        Ok(())
+    }
+
     fn as_any(&mut self) -> &mut dyn std::any::Any {
         self
     }
