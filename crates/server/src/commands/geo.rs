@@ -17,7 +17,7 @@ use resp::Reply;
 use storage::types::zset::ZSet;
 
 use crate::command::flags::*;
-use crate::commands::zset::{get, parts, store_result};
+use crate::commands::zset::store_result;
 use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec};
 
 /// The rows of this family.
@@ -455,8 +455,8 @@ pub fn geodist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         5 => unit(&args[4])?,
         _ => return Err(CmdError::Syntax),
     };
-    let (db, out, now) = parts(ctx);
-    let pair = get(db, &args[1], now)?.and_then(|z| Some((z.score(&args[2])?, z.score(&args[3])?)));
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+    let pair = z.and_then(|z| Some((z.score(&args[2])?, z.score(&args[3])?)));
     match pair {
         Some((a, b)) => {
             let ([x1, y1], [x2, y2]) = (decode_score(a), decode_score(b));
@@ -469,8 +469,7 @@ pub fn geodist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// GEOHASH key [member ...]
 pub fn geohash(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    let z = get(db, &args[1], now)?;
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
     out.array(args.len() - 2);
     for m in &args[2..] {
         match z.and_then(|z| z.score(m)) {
@@ -483,8 +482,7 @@ pub fn geohash(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// GEOPOS key [member ...]
 pub fn geopos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    let z = get(db, &args[1], now)?;
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
     out.array(args.len() - 2);
     for m in &args[2..] {
         match z.and_then(|z| z.score(m)) {
@@ -553,8 +551,7 @@ pub fn geosearchstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn radius_generic(ctx: &mut Ctx, args: &[Vec<u8>], form: Form, store_ok: bool) -> CmdResult {
     let search_store = form == Form::Search && store_ok;
     let src = if search_store { &args[2] } else { &args[1] };
-    let (db, _, now) = parts(ctx);
-    let z = get(db, src, now)?;
+    let z = ctx.read::<ZSet>(src)?;
     let mut center = None;
     let mut area = None;
     let mut unit_m = 1.0;

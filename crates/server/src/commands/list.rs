@@ -4,7 +4,8 @@
 //! order: numbers and keywords first, then the key's type), so an error is
 //! always the only reply. Storage (`storage::types::list::List`) picks the
 //! encoding; the handlers pass it `list-max-listpack-size` and never look at
-//! the shape. A list that becomes empty is deleted (`Db::sync_object`).
+//! the shape. Keys are reached through `crate::access`: a write guard deletes
+//! a list that became empty and raises the write's events.
 //!
 //! The blocking variants (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) serve at
 //! once when a list has data, else block through `crate::blocking`, which
@@ -12,8 +13,8 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::list::{End, List, ListConfig};
-use storage::{Db, StrRef, Ttl, Value, ValueMut, ValueRef};
+use storage::types::list::{End, List};
+use storage::{StrRef, ValueRef};
 
 use crate::command::flags::*;
 use crate::args::parse_timeout_secs;
@@ -78,34 +79,6 @@ fn is_list(v: Option<ValueRef<'_>>) -> bool {
     matches!(v, Some(ValueRef::List(_)))
 }
 
-/// The selected database, the reply buffer and the command time, borrowed
-/// apart so a handler can stream a list into the reply.
-fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
-    (
-        &mut ctx.srv.dbs[ctx.client.db],
-        &mut ctx.client.reply,
-        ctx.now,
-    )
-}
-
-/// The list at `key`: None if absent, WrongType if another type.
-fn read<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a List>, CmdError> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(ValueRef::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// The list at `key` for writing: None if absent, WrongType if another type.
-fn write<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut List>, CmdError> {
-    match db.get_mut(key, now) {
-        None => Ok(None),
-        Some(ValueMut::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 /// Writes an element as a bulk string.
 fn bulk(out: &mut Reply, v: StrRef<'_>) {
     match v {
@@ -146,39 +119,22 @@ fn arg_range(a: &[u8], min: i64, msg: Option<&str>) -> Result<i64, CmdError> {
     Ok(v)
 }
 
-/// Pushes `elems` at `end` of the list at `key`, creating it unless
-/// `existing_only`; returns the new length (0: no such key, nothing done).
-fn push_to(
-    db: &mut Db,
-    key: &[u8],
-    end: End,
-    elems: &[impl AsRef<[u8]>],
-    existing_only: bool,
-    cfg: &ListConfig,
-    now: i64,
-) -> Result<usize, CmdError> {
-    if let Some(l) = write(db, key, now)? {
-        l.push(end, elems, cfg);
-        return Ok(l.len());
-    }
-    if existing_only {
-        return Ok(0);
-    }
-    let mut l = List::new();
-    l.push(end, elems, cfg);
-    let n = l.len();
-    db.insert(key, Value::List(Box::new(l)), Ttl::Clear, now);
-    Ok(n)
-}
-
+/// Pushes the elements at `end` of the list at `args[1]`, creating it
+/// unless `existing_only`; replies the new length (0: no such key).
 fn push_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End, existing_only: bool) -> CmdResult {
-    let cfg = ctx.srv.config.list;
-    let (db, out, now) = parts(ctx);
-    let n = push_to(db, &args[1], end, &args[2..], existing_only, &cfg, now)?;
-    out.int(n as i64);
-    if n > 0 {
-        ctx.modified(&args[1], notify::LIST, push_event(end));
-    }
+    let (key, cfg) = (&args[1], ctx.srv.config.list);
+    let Some(mut w) = (if existing_only {
+        ctx.write::<List>(key, notify::LIST)?
+    } else {
+        Some(ctx.write_or_create(key, notify::LIST, List::new)?)
+    }) else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let (l, out) = w.parts();
+    l.push(end, &args[2..], &cfg);
+    out.int(l.len() as i64);
+    w.changed(push_event(end));
     Ok(())
 }
 
@@ -213,15 +169,14 @@ fn pop_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
         None => None,
     };
     let cfg = ctx.srv.config.list;
-    let key = &args[1];
-    let (db, out, now) = parts(ctx);
-    let Some(l) = write(db, key, now)? else {
+    let Some(mut w) = ctx.write::<List>(&args[1], notify::LIST)? else {
         match count {
-            Some(_) => out.null_array(),
-            None => out.null(),
+            Some(_) => ctx.out().null_array(),
+            None => ctx.out().null(),
         }
         return Ok(());
     };
+    let (l, out) = w.parts();
     match count {
         None => {
             let v = l.pop(end, &cfg).expect("stored lists are never empty");
@@ -239,9 +194,7 @@ fn pop_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
             }
         }
     }
-    let gone = db.sync_object(key);
-    ctx.key_modified(key);
-    popped(ctx, key, end, gone);
+    w.changed(pop_event(end));
     Ok(())
 }
 
@@ -253,15 +206,11 @@ fn push_event(end: End) -> &'static str {
     }
 }
 
-/// Events of a pop at `end` from `key`, which the pop deleted if `gone`.
-fn popped(ctx: &mut Ctx, key: &[u8], end: End, gone: bool) {
-    let event = match end {
+/// The event of a pop at `end`.
+fn pop_event(end: End) -> &'static str {
+    match end {
         End::Head => "lpop",
         End::Tail => "rpop",
-    };
-    ctx.notify(notify::LIST, event, key);
-    if gone {
-        ctx.notify(notify::GENERIC, "del", key);
     }
 }
 
@@ -277,9 +226,8 @@ pub fn rpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// LLEN key
 pub fn llen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    let n = read(db, &args[1], now)?.map_or(0, List::len);
-    out.int(n as i64);
+    let n = ctx.read::<List>(&args[1])?.map_or(0, List::len);
+    ctx.out().int(n as i64);
     Ok(())
 }
 
@@ -307,8 +255,8 @@ fn clamp_range(start: i64, stop: i64, len: usize) -> (usize, usize) {
 /// LRANGE key start stop
 pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
-    let (db, out, now) = parts(ctx);
-    let Some(l) = read(db, &args[1], now)? else {
+    let (l, out) = ctx.read_out::<List>(&args[1])?;
+    let Some(l) = l else {
         out.array(0);
         return Ok(());
     };
@@ -323,8 +271,8 @@ pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// LINDEX key index
 pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let index = arg_i64(&args[2])?;
-    let (db, out, now) = parts(ctx);
-    match read(db, &args[1], now)?.and_then(|l| l.get(index)) {
+    let (l, out) = ctx.read_out::<List>(&args[1])?;
+    match l.and_then(|l| l.get(index)) {
         Some(v) => bulk(out, v),
         None => out.null(),
     }
@@ -335,14 +283,14 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let index = arg_i64(&args[2])?;
     let cfg = ctx.srv.config.list;
-    let (db, out, now) = parts(ctx);
-    let l = write(db, &args[1], now)?.ok_or(CmdError::NoSuchKey)?;
+    let mut w = ctx.write::<List>(&args[1], notify::LIST)?.ok_or(CmdError::NoSuchKey)?;
+    let (l, out) = w.parts();
     let i = l
         .resolve(index)
         .ok_or_else(|| CmdError::err("index out of range"))?;
     l.set(i, &args[3], &cfg);
     out.ok();
-    ctx.modified(&args[1], notify::LIST, "lset");
+    w.changed("lset");
     Ok(())
 }
 
@@ -350,21 +298,16 @@ pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let count = arg_range(&args[2], -i64::MAX, None)?;
     let cfg = ctx.srv.config.list;
-    let key = &args[1];
-    let (db, out, now) = parts(ctx);
-    let Some(l) = write(db, key, now)? else {
-        out.int(0);
+    let Some(mut w) = ctx.write::<List>(&args[1], notify::LIST)? else {
+        ctx.out().int(0);
         return Ok(());
     };
+    let (l, out) = w.parts();
     let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     let removed = l.remove(&args[3], limit, count < 0, &cfg);
     out.int(removed as i64);
     if removed > 0 {
-        let gone = db.sync_object(key);
-        ctx.modified(key, notify::LIST, "lrem");
-        if gone {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
+        w.changed("lrem");
     }
     Ok(())
 }
@@ -373,20 +316,16 @@ pub fn lrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn ltrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
     let cfg = ctx.srv.config.list;
-    let key = &args[1];
-    let (db, out, now) = parts(ctx);
-    let Some(l) = write(db, key, now)? else {
-        out.ok();
+    let Some(mut w) = ctx.write::<List>(&args[1], notify::LIST)? else {
+        ctx.out().ok();
         return Ok(());
     };
+    let (l, out) = w.parts();
     let (first, n) = clamp_range(start, stop, l.len());
     l.keep_range(first, n, &cfg);
-    let gone = db.sync_object(key);
     out.ok();
-    ctx.modified(key, notify::LIST, "ltrim");
-    if gone {
-        ctx.notify(notify::GENERIC, "del", key);
-    }
+    // Signalled even when nothing was trimmed, as Redis does.
+    w.changed("ltrim");
     Ok(())
 }
 
@@ -400,17 +339,17 @@ pub fn linsert(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     let cfg = ctx.srv.config.list;
-    let (db, out, now) = parts(ctx);
-    let Some(l) = write(db, &args[1], now)? else {
-        out.int(0);
+    let Some(mut w) = ctx.write::<List>(&args[1], notify::LIST)? else {
+        ctx.out().int(0);
         return Ok(());
     };
+    let (l, out) = w.parts();
     if !l.insert_by_pivot(&args[3], after, &args[4], &cfg) {
         out.int(-1);
         return Ok(());
     }
     out.int(l.len() as i64);
-    ctx.modified(&args[1], notify::LIST, "linsert");
+    w.changed("linsert");
     Ok(())
 }
 
@@ -437,8 +376,8 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         j += 2;
     }
     let elem = &args[2];
-    let (db, out, now) = parts(ctx);
-    let Some(l) = read(db, &args[1], now)? else {
+    let (l, out) = ctx.read_out::<List>(&args[1])?;
+    let Some(l) = l else {
         match count {
             Some(_) => out.array(0),
             None => out.null(),
@@ -488,25 +427,43 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// Pops from `src` and pushes onto `dst`; replies the element or null.
+///
+/// Redis counts an LMOVE as one change and raises the push on the
+/// destination before the pop on the source, so the source's guard records
+/// nothing: its signal and events are raised here after the push, and the
+/// destination's guard counts the change.
 fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
     let cfg = ctx.srv.config.list;
-    let (db, out, now) = parts(ctx);
-    if read(db, src, now)?.is_none() {
-        out.null();
+    let Some(mut s) = ctx.write::<List>(src, notify::LIST)? else {
+        ctx.out().null();
+        return Ok(());
+    };
+    s.ctx().holds::<List>(dst)?;
+    if src == dst {
+        // A rotation: the list is never empty in between.
+        let (l, out) = s.parts();
+        let v = l.pop(from, &cfg).expect("stored lists are never empty");
+        l.push(to, &[&v], &cfg);
+        out.bulk(&v);
+        s.changed(push_event(to));
+        s.changed(pop_event(from));
         return Ok(());
     }
-    read(db, dst, now)?;
-    let l = write(db, src, now)?.expect("checked above");
+    let (l, out) = s.parts();
     let v = l.pop(from, &cfg).expect("stored lists are never empty");
-    push_to(db, dst, to, &[&v], false, &cfg, now)?;
-    let gone = db.sync_object(src);
     out.bulk(&v);
-    // One change, as Redis counts an LMOVE.
-    ctx.key_modified(src);
-    ctx.key_touched(dst);
-    // Redis raises the push on the destination before the pop.
-    ctx.notify(notify::LIST, push_event(to), dst);
-    popped(ctx, src, from, gone);
+    // Stored lists are never empty: the drop below deletes an emptied one.
+    let gone = l.is_empty();
+    drop(s);
+    ctx.key_touched(src);
+    let mut d = ctx.write_or_create(dst, notify::LIST, List::new)?;
+    d.get().push(to, &[&v], &cfg);
+    d.changed(push_event(to));
+    drop(d);
+    ctx.notify(notify::LIST, pop_event(from), src);
+    if gone {
+        ctx.notify(notify::GENERIC, "del", src);
+    }
     Ok(())
 }
 
@@ -568,11 +525,11 @@ fn parse_mpop(args: &[Vec<u8>], at: usize) -> Result<(&[Vec<u8>], End, usize), C
 /// replies `[key, [elements]]`; false (nothing written) if all are empty.
 fn mpop(ctx: &mut Ctx, keys: &[Vec<u8>], end: End, count: usize) -> Result<bool, CmdError> {
     let cfg = ctx.srv.config.list;
-    let (db, out, now) = parts(ctx);
     for key in keys {
-        let Some(l) = write(db, key, now)? else {
+        let Some(mut w) = ctx.write::<List>(key, notify::LIST)? else {
             continue;
         };
+        let (l, out) = w.parts();
         let n = count.min(l.len());
         out.array(2);
         out.bulk(key);
@@ -580,9 +537,7 @@ fn mpop(ctx: &mut Ctx, keys: &[Vec<u8>], end: End, count: usize) -> Result<bool,
         for _ in 0..n {
             out.bulk(&l.pop(end, &cfg).expect("counted"));
         }
-        let gone = db.sync_object(key);
-        ctx.key_modified(key);
-        popped(ctx, key, end, gone);
+        w.changed(pop_event(end));
         return Ok(true);
     }
     Ok(false)
@@ -592,18 +547,16 @@ fn bpop(ctx: &mut Ctx, args: &[Vec<u8>], end: End) -> CmdResult {
     let deadline = parse_timeout_secs(&args[args.len() - 1], ctx.now)?;
     let keys = &args[1..args.len() - 1];
     let cfg = ctx.srv.config.list;
-    let (db, out, now) = parts(ctx);
     for key in keys {
-        let Some(l) = write(db, key, now)? else {
+        let Some(mut w) = ctx.write::<List>(key, notify::LIST)? else {
             continue;
         };
+        let (l, out) = w.parts();
         let v = l.pop(end, &cfg).expect("stored lists are never empty");
         out.array(2);
         out.bulk(key);
         out.bulk(&v);
-        let gone = db.sync_object(key);
-        ctx.key_modified(key);
-        popped(ctx, key, end, gone);
+        w.changed(pop_event(end));
         return Ok(());
     }
     block_or_null(ctx, keys, deadline, is_list, NullKind::Array)
@@ -622,8 +575,7 @@ pub fn brpop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// LMOVE from `src` to `dst` if `src` holds a list, else blocks on `src`.
 fn bmove(ctx: &mut Ctx, args: &[Vec<u8>], from: End, to: End, timeout: &[u8]) -> CmdResult {
     let deadline = parse_timeout_secs(timeout, ctx.now)?;
-    let now = ctx.now;
-    if read(ctx.db(), &args[1], now)?.is_none() {
+    if !ctx.holds::<List>(&args[1])? {
         return block_or_null(ctx, &args[1..2], deadline, is_list, NullKind::Bulk);
     }
     move_generic(ctx, &args[1], &args[2], from, to)

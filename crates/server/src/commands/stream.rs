@@ -17,9 +17,10 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::stream::{AddError, AddId, Entry, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
-use storage::{Db, Ttl, Value, ValueMut, ValueRef};
+use storage::types::stream::{AddError, AddId, Entry, Group, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
+use storage::ValueRef;
 
+use crate::access::Write;
 use crate::command::flags::*;
 use crate::commands::introspection::help_reply;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, container};
@@ -175,30 +176,6 @@ fn subcommand_syntax(args: &[Vec<u8>]) -> CmdError {
     ))
 }
 
-/// The selected database and the reply buffer, borrowed apart so a
-/// handler can write a stream's parts straight into the reply.
-fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply) {
-    (&mut ctx.srv.dbs[ctx.client.db], &mut ctx.client.reply)
-}
-
-/// The stream at `key`: None if absent, WrongType if another type.
-fn read<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a Stream>, CmdError> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(ValueRef::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// The stream at `key` for writing: None if absent, WrongType if another type.
-fn write<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut Stream>, CmdError> {
-    match db.get_mut(key, now) {
-        None => Ok(None),
-        Some(ValueMut::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 fn reply_id(out: &mut Reply, id: StreamId) {
     out.bulk(id.to_string().as_bytes());
 }
@@ -327,35 +304,44 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if o.id == Some(AddId::Exact(StreamId::MIN)) {
         return Err(CmdError::err("The ID specified in XADD must be greater than 0-0"));
     }
-    let (key, now) = (&args[1], ctx.now);
-    let how = o.id.unwrap_or(AddId::Auto);
-    let bytes: usize = pairs.iter().map(Vec::len).sum();
-    let db = ctx.db();
-    let mut fresh = None;
-    let s = match write(db, key, now)? {
-        Some(s) => s,
-        None if o.nomkstream => {
+    let key = &args[1];
+    let Some(w) = ctx.write::<Stream>(key, notify::STREAM)? else {
+        if o.nomkstream {
             ctx.out().null();
             return Ok(());
         }
-        None => fresh.insert(Stream::new()),
+        // An empty stream is a key: check what can fail before creating
+        // one (a new stream takes any ID but 0-0, refused above).
+        check_entry_size(pairs)?;
+        return append(ctx.write_or_create(key, notify::STREAM, Stream::new)?, &o, pairs);
     };
-    let id = s.next_id(how, now.max(0) as u64).map_err(|e| match e {
+    append(w, &o, pairs)
+}
+
+/// Refuses an entry whose fields and values are too large to store.
+fn check_entry_size(pairs: &[Vec<u8>]) -> CmdResult {
+    if pairs.iter().map(Vec::len).sum::<usize>() > MAX_ENTRY_BYTES {
+        return Err(CmdError::err("Elements are too large to be stored"));
+    }
+    Ok(())
+}
+
+/// XADD's write: appends `pairs` to the stream under `w` with the ID and
+/// trimming `o` asks for, and replies the new entry's ID.
+fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>]) -> CmdResult {
+    let (cfg, now) = (w.ctx().srv.config.stream, w.ctx().now);
+    let (s, out) = w.parts();
+    let id = s.next_id(o.id.unwrap_or(AddId::Auto), now.max(0) as u64).map_err(|e| match e {
         AddError::Exhausted => CmdError::err("The stream has exhausted the last possible ID, unable to add more items"),
         AddError::NotGreater => CmdError::err("The ID specified in XADD is equal or smaller than the target stream top item"),
     })?;
-    if bytes > MAX_ENTRY_BYTES {
-        return Err(CmdError::err("Elements are too large to be stored"));
-    }
+    check_entry_size(pairs)?;
     s.append(id, pairs, &cfg);
     let trimmed = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
-    if let Some(s) = fresh {
-        ctx.db().insert(key, Value::Stream(Box::new(s)), Ttl::Clear, now);
-    }
-    reply_id(ctx.out(), id);
-    ctx.modified(key, notify::STREAM, "xadd");
+    reply_id(out, id);
+    w.changed("xadd");
     if trimmed > 0 {
-        ctx.notify(notify::STREAM, "xtrim", key);
+        w.changed("xtrim");
     }
     Ok(())
 }
@@ -364,40 +350,39 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cfg = ctx.srv.config.stream;
     let o = parse_add_trim(args, false, cfg.node_max_entries)?;
-    let now = ctx.now;
-    let Some(s) = write(ctx.db(), &args[1], now)? else {
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else {
         ctx.out().int(0);
         return Ok(());
     };
+    let (s, out) = w.parts();
     let n = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
-    ctx.out().int(n as i64);
+    out.int(n as i64);
     if n > 0 {
-        ctx.modified(&args[1], notify::STREAM, "xtrim");
+        w.changed("xtrim");
     }
     Ok(())
 }
 
 /// XDEL key id [id ...]
 pub fn xdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    if write(ctx.db(), &args[1], now)?.is_none() {
+    // The key's type before the IDs, as Redis checks them.
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else {
         ctx.out().int(0);
         return Ok(());
-    }
+    };
     let ids = args[2..].iter().map(|a| arg_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
+    let (s, out) = w.parts();
     let n = ids.into_iter().filter(|id| s.remove(*id)).count();
-    ctx.out().int(n as i64);
+    out.int(n as i64);
     if n > 0 {
-        ctx.modified(&args[1], notify::STREAM, "xdel");
+        w.changed("xdel");
     }
     Ok(())
 }
 
 /// XLEN key
 pub fn xlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let n = read(ctx.db(), &args[1], now)?.map_or(0, |s| s.len());
+    let n = ctx.read::<Stream>(&args[1])?.map_or(0, |s| s.len());
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -418,17 +403,17 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], rev: bool) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let now = ctx.now;
-    let Some(s) = read(ctx.db(), &args[1], now)? else {
-        ctx.out().array(0);
+    let (s, out) = ctx.read_out::<Stream>(&args[1])?;
+    let Some(s) = s else {
+        out.array(0);
         return Ok(());
     };
     if count == Some(0) {
-        ctx.out().null_array();
+        out.null_array();
         return Ok(());
     }
     let es = s.range(start, end, rev, count.unwrap_or(0));
-    reply_entries(ctx.out(), &es);
+    reply_entries(out, &es);
     Ok(())
 }
 
@@ -513,7 +498,7 @@ fn parse_read(args: &[Vec<u8>], xreadgroup: bool, now: i64) -> Result<ReadReq<'_
 
 /// Resolves each stream's ID argument ("greater than this"; MAX stands for
 /// `>`), checking types and groups first, as Redis does.
-fn resolve_ids(db: &mut Db, r: &ReadReq, now: i64) -> Result<Vec<StreamId>, CmdError> {
+fn resolve_ids(ctx: &mut Ctx, r: &ReadReq) -> Result<Vec<StreamId>, CmdError> {
     let history_only = |sym: &str| {
         CmdError::err(format!(
             "The {sym} ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The {sym} ID would just return an empty result set."
@@ -521,7 +506,7 @@ fn resolve_ids(db: &mut Db, r: &ReadReq, now: i64) -> Result<Vec<StreamId>, CmdE
     };
     let mut out = Vec::with_capacity(r.keys.len());
     for (key, a) in r.keys.iter().zip(r.ids) {
-        let s = read(db, key, now)?;
+        let s = ctx.read::<Stream>(key)?;
         if let Some((g, _)) = r.group {
             if s.and_then(|s| s.group(g)).is_none() {
                 return Err(CmdError::Custom(format!(
@@ -556,47 +541,54 @@ fn resolve_ids(db: &mut Db, r: &ReadReq, now: i64) -> Result<Vec<StreamId>, CmdE
 /// consumer created and per stream whose group advanced (a history
 /// re-read only touches delivery metadata and counts nothing), and the
 /// indexes of the keys where a consumer was created.
-fn read_streams(db: &mut Db, r: &ReadReq, ids: &[StreamId], now: i64) -> (Vec<(usize, Served)>, u64, Vec<usize>) {
+///
+/// A group read changes only the group's bookkeeping (consumers, pending
+/// entries, last ID), which Redis signals to no WATCH and no blocked
+/// client: its guard records no change, and the caller counts and raises
+/// what the read did.
+type ReadResult = (Vec<(usize, Served)>, u64, Vec<usize>);
+fn read_streams(ctx: &mut Ctx, r: &ReadReq, ids: &[StreamId]) -> Result<ReadResult, CmdError> {
+    let now = ctx.now;
     let mut out = Vec::new();
     let mut changed = 0;
     let mut created = Vec::new();
     for (i, (key, gt)) in r.keys.iter().zip(ids).enumerate() {
-        let Some(ValueMut::Stream(s)) = db.get_mut(key, now) else { continue };
         let start = gt.incr().unwrap_or(StreamId::MIN);
-        match r.group {
-            None => {
+        let Some((g, c)) = r.group else {
+            if let Some(s) = ctx.read::<Stream>(key)? {
                 if !s.is_empty() && s.last_entry_id() > *gt {
                     out.push((i, Served::Entries(s.range(start, StreamId::MAX, false, r.count))));
                 }
             }
-            Some((g, c)) => {
-                let (last_entry, len) = (s.last_entry_id(), s.len());
-                let Some(group) = s.group_mut(g) else { continue };
-                if group.create_consumer(c, now) {
-                    changed += 1;
-                    created.push(i);
-                }
-                if let Some(cons) = group.consumer_mut(c) {
-                    cons.seen_time = now;
-                }
-                if *gt != StreamId::MAX {
-                    out.push((i, Served::History(s.read_history(g, c, start, r.count, now))));
-                } else if len > 0 && last_entry > group.last_id {
-                    let es = s.read_group(g, c, r.count, r.noack, now);
-                    changed += u64::from(!es.is_empty());
-                    out.push((i, Served::Entries(es)));
-                }
-            }
+            continue;
+        };
+        let Some(mut w) = ctx.write::<Stream>(key, notify::STREAM)? else { continue };
+        let s = w.get();
+        let (last_entry, len) = (s.last_entry_id(), s.len());
+        let Some(group) = s.group_mut(g) else { continue };
+        if group.create_consumer(c, now) {
+            changed += 1;
+            created.push(i);
+        }
+        if let Some(cons) = group.consumer_mut(c) {
+            cons.seen_time = now;
+        }
+        if *gt != StreamId::MAX {
+            out.push((i, Served::History(s.read_history(g, c, start, r.count, now))));
+        } else if len > 0 && last_entry > group.last_id {
+            let es = s.read_group(g, c, r.count, r.noack, now);
+            changed += u64::from(!es.is_empty());
+            out.push((i, Served::Entries(es)));
         }
     }
-    (out, changed, created)
+    Ok((out, changed, created))
 }
 
 fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult {
     let now = ctx.now;
     let r = parse_read(args, xreadgroup, now)?;
-    let ids = resolve_ids(ctx.db(), &r, now)?;
-    let (served, changed, created) = read_streams(ctx.db(), &r, &ids, now);
+    let ids = resolve_ids(ctx, &r)?;
+    let (served, changed, created) = read_streams(ctx, &r, &ids)?;
     ctx.srv.dirty += changed;
     for i in created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", &r.keys[i]);
@@ -610,16 +602,12 @@ fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult 
         }
         return Ok(());
     }
+    // Per stream, its key and what it gives: a map in RESP3, an array of
+    // two-element arrays in RESP2.
     let out = ctx.out();
-    if out.resp3 {
-        out.map(served.len());
-    } else {
-        out.array(served.len());
-    }
+    out.keyed(served.len());
     for (i, what) in &served {
-        if !out.resp3 {
-            out.array(2);
-        }
+        out.keyed_entry();
         out.bulk(&r.keys[*i]);
         match what {
             Served::Entries(es) => reply_entries(out, es),
@@ -683,13 +671,12 @@ pub fn xreadgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 struct GroupArgs {
     mkstream: bool,
     entries_read: i64,
-    exists: bool,
 }
 
 fn xgroup_common(ctx: &mut Ctx, args: &[Vec<u8>], need_group: bool) -> Result<GroupArgs, CmdError> {
     let create = is(&args[1], "create");
     let setid = is(&args[1], "setid");
-    let mut g = GroupArgs { mkstream: false, entries_read: INVALID_ENTRIES_READ, exists: false };
+    let mut g = GroupArgs { mkstream: false, entries_read: INVALID_ENTRIES_READ };
     let mut i = 5;
     while i < args.len() {
         if create && is(&args[i], "mkstream") {
@@ -706,9 +693,7 @@ fn xgroup_common(ctx: &mut Ctx, args: &[Vec<u8>], need_group: bool) -> Result<Gr
             return Err(subcommand_syntax(args));
         }
     }
-    let now = ctx.now;
-    let s = read(ctx.db(), &args[2], now)?;
-    g.exists = s.is_some();
+    let s = ctx.read::<Stream>(&args[2])?;
     if !g.mkstream {
         let Some(s) = s else {
             return Err(CmdError::err(
@@ -722,9 +707,17 @@ fn xgroup_common(ctx: &mut Ctx, args: &[Vec<u8>], need_group: bool) -> Result<Gr
     Ok(g)
 }
 
-fn group_mut<'a>(db: &'a mut Db, args: &[Vec<u8>], now: i64) -> &'a mut storage::types::stream::Group {
-    let Some(ValueMut::Stream(s)) = db.get_mut(&args[2], now) else { unreachable!("checked by xgroup_common") };
-    s.group_mut(&args[3]).expect("checked by xgroup_common")
+/// The stream of an XGROUP subcommand, to edit its groups: it exists
+/// (xgroup_common checked). Group bookkeeping is signalled to no WATCH and
+/// no blocked client, as in Redis: the guard records no change, and the
+/// handlers count the change and raise their event themselves.
+fn group_stream<'c, 'a>(ctx: &'c mut Ctx<'a>, args: &'c [Vec<u8>]) -> Result<Write<'c, 'a, Stream>, CmdError> {
+    Ok(ctx.write::<Stream>(&args[2], notify::STREAM)?.expect("checked by xgroup_common"))
+}
+
+/// The group `args[3]` of the stream under `w` (xgroup_common checked it).
+fn group_mut<'w>(w: &'w mut Write<Stream>, args: &[Vec<u8>]) -> &'w mut Group {
+    w.get().group_mut(&args[3]).expect("checked by xgroup_common")
 }
 
 /// XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]
@@ -733,20 +726,19 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 8 {
         return Err(subcommand_syntax(args));
     }
-    let now = ctx.now;
-    let id = if args[4].as_slice() == b"$" {
-        read(ctx.db(), &args[2], now)?.map_or(StreamId::MIN, |s| s.last_id())
-    } else {
-        arg_strict_id(&args[4])?
-    };
-    if !g.exists {
-        ctx.db().insert(&args[2], Value::Stream(Box::default()), Ttl::Clear, now);
-        ctx.key_modified(&args[2]);
+    // None: `$`, the stream's last ID.
+    let id = if args[4].as_slice() == b"$" { None } else { Some(arg_strict_id(&args[4])?) };
+    let mut w = ctx.write_or_create(&args[2], notify::STREAM, Stream::new)?;
+    if w.created() {
+        // MKSTREAM: a new key is a change to signal and count.
+        w.touched();
     }
-    let s = write(ctx.db(), &args[2], now)?.expect("exists or just created");
+    let s = w.get();
+    let id = id.unwrap_or_else(|| s.last_id());
     if !s.create_group(&args[3], id, g.entries_read) {
         return Err(CmdError::Custom("BUSYGROUP Consumer Group name already exists".into()));
     }
+    drop(w);
     ctx.srv.dirty += 1;
     ctx.notify(notify::STREAM, "xgroup-create", &args[2]);
     ctx.out().ok();
@@ -759,15 +751,14 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() != 5 && args.len() != 7 {
         return Err(subcommand_syntax(args));
     }
-    let now = ctx.now;
-    let id = if args[4].as_slice() == b"$" {
-        read(ctx.db(), &args[2], now)?.map_or(StreamId::MIN, |s| s.last_id())
-    } else {
-        arg_id(&args[4], 0)?
-    };
-    let grp = group_mut(ctx.db(), args, now);
+    // None: `$`, the stream's last ID.
+    let id = if args[4].as_slice() == b"$" { None } else { Some(arg_id(&args[4], 0)?) };
+    let mut w = group_stream(ctx, args)?;
+    let id = id.unwrap_or_else(|| w.get().last_id());
+    let grp = group_mut(&mut w, args);
     grp.last_id = id;
     grp.entries_read = g.entries_read;
+    drop(w);
     ctx.srv.dirty += 1;
     ctx.notify(notify::STREAM, "xgroup-setid", &args[2]);
     ctx.out().ok();
@@ -777,9 +768,7 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// XGROUP DESTROY key group
 pub fn xgroup_destroy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     xgroup_common(ctx, args, false)?;
-    let now = ctx.now;
-    let s = write(ctx.db(), &args[2], now)?.expect("checked by xgroup_common");
-    let gone = s.destroy_group(&args[3]);
+    let gone = group_stream(ctx, args)?.get().destroy_group(&args[3]);
     if gone {
         ctx.srv.dirty += 1;
         // Wakes its blocked readers, whose re-run answers NOGROUP (Redis
@@ -796,7 +785,7 @@ pub fn xgroup_destroy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     xgroup_common(ctx, args, true)?;
     let now = ctx.now;
-    let created = group_mut(ctx.db(), args, now).create_consumer(&args[4], now);
+    let created = group_mut(&mut group_stream(ctx, args)?, args).create_consumer(&args[4], now);
     if created {
         ctx.srv.dirty += 1;
         ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[2]);
@@ -808,8 +797,7 @@ pub fn xgroup_createconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// XGROUP DELCONSUMER key group consumer
 pub fn xgroup_delconsumer(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     xgroup_common(ctx, args, true)?;
-    let now = ctx.now;
-    let pending = group_mut(ctx.db(), args, now).delete_consumer(&args[4]);
+    let pending = group_mut(&mut group_stream(ctx, args)?, args).delete_consumer(&args[4]);
     if pending.is_some() {
         ctx.srv.dirty += 1;
         ctx.notify(notify::STREAM, "xgroup-delconsumer", &args[2]);
@@ -869,8 +857,10 @@ pub fn xsetid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         i += 2;
     }
-    let now = ctx.now;
-    let Some(s) = write(ctx.db(), &args[1], now)? else { return Err(CmdError::NoSuchKey) };
+    // Only the stream's IDs change: counted and raised, signalled to no
+    // WATCH and no blocked client, as in Redis.
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else { return Err(CmdError::NoSuchKey) };
+    let s = w.get();
     if id < s.max_deleted_id() {
         return Err(CmdError::err("The ID specified in XSETID is smaller than current max_deleted_entry_id"));
     }
@@ -883,6 +873,7 @@ pub fn xsetid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     }
     s.set_ids(id, added, max_del.filter(|m| !m.is_zero()));
+    drop(w);
     ctx.srv.dirty += 1;
     ctx.notify(notify::STREAM, "xsetid", &args[1]);
     ctx.out().ok();
@@ -893,18 +884,21 @@ pub fn xsetid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// XACK key group id [id ...]
 pub fn xack(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let has_group = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.group(&args[2]).is_some());
-    if !has_group {
+    // Acks change only the group's pending entries: counted, signalled to
+    // no WATCH and no blocked client, no event, as in Redis.
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else {
         ctx.out().int(0);
         return Ok(());
-    }
+    };
+    let (s, out) = w.parts();
+    let Some(g) = s.group_mut(&args[2]) else {
+        out.int(0);
+        return Ok(());
+    };
     let ids = args[3..].iter().map(|a| arg_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
-    let g = s.group_mut(&args[2]).expect("checked above");
     let n = ids.into_iter().filter(|id| g.ack(*id)).count();
-    ctx.srv.dirty += n as u64;
-    ctx.out().int(n as i64);
+    out.int(n as i64);
+    w.ctx().srv.dirty += n as u64;
     Ok(())
 }
 
@@ -931,8 +925,7 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ext = Some((min_idle, start, end, count, args.get(at + 3)));
     }
     let now = ctx.now;
-    let (db, out) = parts(ctx);
-    let s = read(db, &args[1], now)?;
+    let (s, out) = ctx.read_out::<Stream>(&args[1])?;
     let Some(g) = s.and_then(|s| s.group(&args[2])) else { return Err(no_group(&args[1], &args[2])) };
     let pel = g.pending();
     match ext {
@@ -1000,8 +993,12 @@ fn arg_i64_msg(a: &[u8], msg: &str) -> Result<i64, CmdError> {
 /// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
 pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    let has_group = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.group(&args[2]).is_some());
-    if !has_group {
+    // The key and group before the options, as Redis checks them. A claim
+    // changes only group bookkeeping: counted and raised below, signalled
+    // to no WATCH and no blocked client, as in Redis.
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else { return Err(no_group(&args[1], &args[2])) };
+    let (s, out) = w.parts();
+    if s.group(&args[2]).is_none() {
         return Err(no_group(&args[1], &args[2]));
     }
     let min_idle = arg_i64_msg(&args[4], "Invalid min-idle-time argument for XCLAIM")?.max(0);
@@ -1049,7 +1046,6 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         _ => Retry::Incr,
     };
     let consumer = args[3].as_slice();
-    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
     let mut claimed: Vec<Result<Entry, StreamId>> = Vec::new();
     let mut dirty = 0;
     let created;
@@ -1095,17 +1091,17 @@ pub fn xclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
     }
-    ctx.srv.dirty += dirty;
-    if created {
-        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
-    }
-    let out = ctx.out();
     out.array(claimed.len());
     for c in &claimed {
         match c {
             Ok(e) => reply_entry(out, e),
             Err(id) => reply_id(out, *id),
         }
+    }
+    drop(w);
+    ctx.srv.dirty += dirty;
+    if created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
     }
     Ok(())
 }
@@ -1130,12 +1126,13 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         j += 1;
     }
     let now = ctx.now;
-    let has_group = read(ctx.db(), &args[1], now)?.is_some_and(|s| s.group(&args[2]).is_some());
-    if !has_group {
+    // As XCLAIM: group bookkeeping, counted and raised below.
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else { return Err(no_group(&args[1], &args[2])) };
+    let (s, out) = w.parts();
+    if s.group(&args[2]).is_none() {
         return Err(no_group(&args[1], &args[2]));
     }
     let consumer = args[3].as_slice();
-    let s = write(ctx.db(), &args[1], now)?.expect("checked above");
     let mut attempts = count.saturating_mul(10);
     let g = s.group(&args[2]).expect("checked above");
     let from = g.pending_from(start);
@@ -1171,11 +1168,6 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let next = cand.get(i).copied().unwrap_or(StreamId::MIN);
     let entries: Vec<Entry> = if justid { Vec::new() } else { claimed.iter().filter_map(|id| s.get(*id)).collect() };
-    ctx.srv.dirty += u64::from(created) + (claimed.len() + deleted.len()) as u64;
-    if created {
-        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
-    }
-    let out = ctx.out();
     out.array(3);
     reply_id(out, next);
     if justid {
@@ -1190,20 +1182,25 @@ pub fn xautoclaim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     for id in &deleted {
         reply_id(out, *id);
     }
+    drop(w);
+    ctx.srv.dirty += u64::from(created) + (claimed.len() + deleted.len()) as u64;
+    if created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", &args[1]);
+    }
     Ok(())
 }
 
 // ---- XINFO ------------------------------------------------------------------
 
-/// The stream for XINFO: "no such key" when absent.
-fn info_target<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<&'a Stream, CmdError> {
-    read(db, key, now)?.ok_or(CmdError::NoSuchKey)
+/// The stream for XINFO and the reply buffer: "no such key" when absent.
+fn info_target<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<(&'c Stream, &'c mut Reply), CmdError> {
+    let (s, out) = ctx.read_out::<Stream>(key)?;
+    Ok((s.ok_or(CmdError::NoSuchKey)?, out))
 }
 
 /// XINFO STREAM key [FULL [COUNT count]]
 pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    info_target(ctx.db(), &args[2], now)?;
+    info_target(ctx, &args[2])?;
     let opts = &args[3..];
     let mut full = None;
     if !opts.is_empty() {
@@ -1213,8 +1210,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         let n = if opts.len() == 3 { arg_i64(&opts[2])? } else { 10 };
         full = Some(if n < 0 { 10 } else { n as usize });
     }
-    let (db, out) = parts(ctx);
-    let s = info_target(db, &args[2], now)?;
+    let (s, out) = info_target(ctx, &args[2])?;
     out.map(if full.is_some() { 9 } else { 10 });
     out.bulk(b"length");
     out.int(s.len() as i64);
@@ -1301,9 +1297,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// XINFO GROUPS key
 pub fn xinfo_groups(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let (db, out) = parts(ctx);
-    let s = info_target(db, &args[2], now)?;
+    let (s, out) = info_target(ctx, &args[2])?;
     out.array(s.groups().len());
     for g in s.groups() {
         out.map(6);
@@ -1326,8 +1320,7 @@ pub fn xinfo_groups(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// XINFO CONSUMERS key group
 pub fn xinfo_consumers(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    let (db, out) = parts(ctx);
-    let s = info_target(db, &args[2], now)?;
+    let (s, out) = info_target(ctx, &args[2])?;
     let Some(g) = s.group(&args[3]) else { return Err(no_group_for_key(&args[2], &args[3])) };
     out.array(g.consumers().len());
     for c in g.consumers() {

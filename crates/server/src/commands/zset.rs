@@ -14,20 +14,22 @@
 //! members, else block through `crate::blocking`, which re-runs the same
 //! handler when a waited key gets a sorted set.
 //!
-//! The set operations read sources that are sorted sets; plain SETs as
-//! sources (which Redis accepts with score 1) are not supported yet.
+//! The set operations read sorted sets and, as Redis does, plain SETs
+//! (every member scoring 1).
 
 use crate::notify;
 use std::collections::HashMap;
 
 use resp::Reply;
+use storage::types::set::Set;
 use storage::types::zset::{cmp_entry, ZSet};
-use storage::{Db, Ttl, Value, ValueMut, ValueRef};
+use storage::{Ttl, Value, ValueRef};
 
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::command::flags::*;
 use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::args::parse_timeout_secs;
+use crate::access::Write;
 use crate::command::{block_or_null, NullKind};
 use crate::glob;
 
@@ -93,52 +95,35 @@ fn store_specs() -> Vec<KeySpec> {
 
 // ---- shared plumbing ------------------------------------------------------
 
-/// The selected database and the reply buffer, borrowed apart so a handler
-/// can write the reply while it holds a sorted set.
-pub(crate) fn parts<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply, i64) {
-    let db = ctx.client.db;
-    (&mut ctx.srv.dbs[db], &mut ctx.client.reply, ctx.now)
-}
-
-/// `key`'s sorted set, None if absent, WrongType for another type.
-pub(crate) fn get<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a ZSet>, CmdError> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(ValueRef::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
-/// `key`'s sorted set for writing, None if absent.
-fn get_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a mut ZSet>, CmdError> {
-    match db.get_mut(key, now) {
-        None => Ok(None),
-        Some(ValueMut::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 /// A copy of `key`'s members and scores (for commands that read several keys).
 /// A plain SET counts as a sorted set whose members all score 1, as in
-/// Redis's set operations.
-fn snapshot(db: &mut Db, key: &[u8], now: i64) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    match db.get(key, now) {
-        Some(storage::ValueRef::Set(s)) => Ok(s.iter().map(|m| (m.to_vec(), 1.0)).collect()),
-        _ => Ok(get(db, key, now)?.map(|z| z.iter().map(|(m, s)| (m.to_vec(), s)).collect()).unwrap_or_default()),
+/// Redis's set operations: the one place a key of another type than ZSET
+/// is not WRONGTYPE here.
+fn snapshot(ctx: &mut Ctx, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    match ctx.read::<ZSet>(key) {
+        Ok(z) => Ok(z.map(|z| z.iter().map(|(m, s)| (m.to_vec(), s)).collect()).unwrap_or_default()),
+        Err(CmdError::WrongType) => {
+            let s = ctx.read::<Set>(key)?.expect("the key held a value a moment ago");
+            Ok(s.iter().map(|m| (m.to_vec(), 1.0)).collect())
+        }
+        Err(e) => Err(e),
     }
 }
 
-/// Writes members (and scores) as ZRANGE does: flat in RESP2, pairs in RESP3.
+/// Writes members (and scores) as ZRANGE does: with scores, an array of
+/// member/score pairs (the reply writer picks RESP2's flat or RESP3's
+/// nested shape).
 fn reply_items<M: AsRef<[u8]>>(out: &mut Reply, items: &[(M, f64)], withscores: bool) {
-    out.array(if withscores && !out.resp3 { items.len() * 2 } else { items.len() });
+    if !withscores {
+        out.array(items.len());
+        items.iter().for_each(|(m, _)| out.bulk(m.as_ref()));
+        return;
+    }
+    out.pairs(items.len());
     for (m, s) in items {
-        if withscores && out.resp3 {
-            out.array(2);
-        }
+        out.pair();
         out.bulk(m.as_ref());
-        if withscores {
-            out.double(*s);
-        }
+        out.double(*s);
     }
 }
 
@@ -362,8 +347,8 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
         Kind::Lex => Range::Lex(LexRange::parse(min, max)?),
         _ => Range::Rank(arg_i64(min)?, arg_i64(max)?),
     };
-    let (db, out, now) = parts(ctx);
-    let Some(z) = get(db, key, now)? else {
+    let (z, out) = ctx.read_out::<ZSet>(key)?;
+    let Some(z) = z else {
         match dst {
             Some(d) => store_result(ctx, d, &[], "zrangestore"),
             None => out.array(0),
@@ -439,17 +424,15 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
     }
     let scores = rest.chunks(2).map(|p| score_arg(&p[0])).collect::<Result<Vec<f64>, _>>()?;
     let cfg = ctx.srv.config.zset;
-    let (db, out, now) = parts(ctx);
-    let exists = get(db, key, now)?.is_some();
-    if !exists && xx {
-        if incr { out.null() } else { out.int(0) }
+    let Some(mut w) = (if xx {
+        ctx.write::<ZSet>(key, notify::ZSET)?
+    } else {
+        Some(ctx.write_or_create(key, notify::ZSET, || ZSet::with_hint(n, rest[1].len(), &cfg))?)
+    }) else {
+        if incr { ctx.out().null() } else { ctx.out().int(0) }
         return Ok(());
-    }
-    if !exists {
-        let hint = ZSet::with_hint(n, rest[1].len(), &cfg);
-        db.insert(key, Value::ZSet(Box::new(hint)), Ttl::Clear, now);
-    }
-    let Some(z) = get_mut(db, key, now)? else { unreachable!("just created") };
+    };
+    let (z, out) = w.parts();
     z.size_hint(n, &cfg);
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
     let mut last = 0.0;
@@ -487,28 +470,25 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
             }
         }
     }
-    let emptied = db.sync_object(key);
-    debug_assert!(!(emptied && (added + updated) > 0));
     if nan {
         // Only INCR can produce NaN, and it has one pair: nothing changed.
         return Err(CmdError::err("resulting score is not a number (NaN)"));
     }
-    if added + updated > 0 {
-        ctx.modified(key, notify::ZSET, if incr { "zincr" } else { "zadd" });
-    }
-    let out = ctx.out();
     if incr {
         if processed > 0 { out.double(last) } else { out.null() }
     } else {
         out.int(if ch { added + updated } else { added });
+    }
+    if added + updated > 0 {
+        w.changed(if incr { "zincr" } else { "zadd" });
     }
     Ok(())
 }
 
 /// ZSCORE key member
 pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    match get(db, &args[1], now)?.and_then(|z| z.score(&args[2])) {
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+    match z.and_then(|z| z.score(&args[2])) {
         Some(s) => out.double(s),
         None => out.null(),
     }
@@ -517,8 +497,7 @@ pub fn zscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// ZMSCORE key member [member ...]
 pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    let z = get(db, &args[1], now)?;
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
     out.array(args.len() - 2);
     for m in &args[2..] {
         match z.and_then(|z| z.score(m)) {
@@ -531,29 +510,23 @@ pub fn zmscore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// ZCARD key
 pub fn zcard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    let n = get(db, &args[1], now)?.map_or(0, ZSet::len);
-    out.int(n as i64);
+    let n = ctx.read::<ZSet>(&args[1])?.map_or(0, ZSet::len);
+    ctx.out().int(n as i64);
     Ok(())
 }
 
 /// ZREM key member [member ...]
 pub fn zrem(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let key = &args[1];
-    let (db, _, now) = parts(ctx);
-    let Some(z) = get_mut(db, key, now)? else {
+    let Some(mut w) = ctx.write::<ZSet>(&args[1], notify::ZSET)? else {
         ctx.out().int(0);
         return Ok(());
     };
+    let (z, out) = w.parts();
     let removed = args[2..].iter().filter(|m| z.remove(m).is_some()).count();
-    let gone = db.sync_object(key);
+    out.int(removed as i64);
     if removed > 0 {
-        ctx.modified(key, notify::ZSET, "zrem");
-        if gone {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
+        w.changed("zrem");
     }
-    ctx.out().int(removed as i64);
     Ok(())
 }
 
@@ -611,8 +584,7 @@ fn rank_generic(ctx: &mut Ctx, args: &[Vec<u8>], rev: bool) -> CmdResult {
         Some(_) => return Err(CmdError::Syntax),
         None => false,
     };
-    let (db, out, now) = parts(ctx);
-    let z = get(db, &args[1], now)?;
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
     match z.and_then(|z| z.rank(&args[2]).map(|(r, s)| (if rev { z.len() - 1 - r } else { r }, s))) {
         Some((r, s)) => {
             if withscore {
@@ -642,12 +614,11 @@ pub fn zlexcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn count_generic(ctx: &mut Ctx, key: &[u8], r: &Range) -> CmdResult {
-    let (db, out, now) = parts(ctx);
-    let n = get(db, key, now)?.map_or(0, |z| {
+    let n = ctx.read::<ZSet>(key)?.map_or(0, |z| {
         let (lo, hi) = bounds(z, r);
         hi - lo
     });
-    out.int(n as i64);
+    ctx.out().int(n as i64);
     Ok(())
 }
 
@@ -670,30 +641,24 @@ pub fn zremrangebylex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn remrange_generic(ctx: &mut Ctx, key: &[u8], r: &Range) -> CmdResult {
-    let (db, _, now) = parts(ctx);
-    let Some(z) = get_mut(db, key, now)? else {
+    let Some(mut w) = ctx.write::<ZSet>(key, notify::ZSET)? else {
         ctx.out().int(0);
         return Ok(());
     };
+    let (z, out) = w.parts();
     let sel = select(z, r, false, 0, -1);
     let doomed: Vec<Vec<u8>> = z.iter_from(sel.0).take(sel.1 - sel.0).map(|(m, _)| m.to_vec()).collect();
     for m in &doomed {
         z.remove(m);
     }
-    let gone = db.sync_object(key);
+    out.int(doomed.len() as i64);
     if !doomed.is_empty() {
-        ctx.key_modified(key);
-        let event = match r {
+        w.changed(match r {
             Range::Rank(..) => "zremrangebyrank",
             Range::Score(_) => "zremrangebyscore",
             Range::Lex(_) => "zremrangebylex",
-        };
-        ctx.notify(notify::ZSET, event, key);
-        if gone {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
+        });
     }
-    ctx.out().int(doomed.len() as i64);
     Ok(())
 }
 
@@ -721,13 +686,22 @@ fn zpop_cmd(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
         }
         None => None,
     };
-    let popped = pop(ctx, &args[1], max, count.unwrap_or(1))?;
-    let out = ctx.out();
-    let nested = out.resp3 && count.is_some();
-    out.array(if nested { popped.len() } else { popped.len() * 2 });
+    let Some(mut w) = ctx.write::<ZSet>(&args[1], notify::ZSET)? else {
+        ctx.out().array(0);
+        return Ok(());
+    };
+    let popped = pop(&mut w, max, count.unwrap_or(1));
+    let out = w.out();
+    // With a count, member/score pairs (nested in RESP3); without, one
+    // flat member and score in both protocols, as Redis replies.
+    if count.is_some() {
+        out.pairs(popped.len());
+    } else {
+        out.array(popped.len() * 2);
+    }
     for (m, s) in &popped {
-        if nested {
-            out.array(2);
+        if count.is_some() {
+            out.pair();
         }
         out.bulk(m);
         out.double(*s);
@@ -735,11 +709,10 @@ fn zpop_cmd(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
     Ok(())
 }
 
-/// Removes up to `count` members from the low (or high, `max`) end of
-/// `key` and returns them in pop order; signals the change.
-fn pop(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let (db, _, now) = parts(ctx);
-    let Some(z) = get_mut(db, key, now)? else { return Ok(Vec::new()) };
+/// Removes up to `count` members from the low (or high, `max`) end of the
+/// sorted set under `w` and returns them in pop order; records the change.
+fn pop(w: &mut Write<ZSet>, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
+    let z = w.get();
     let n = count.min(z.len());
     let start = if max { z.len() - n } else { 0 };
     let mut items: Vec<(Vec<u8>, f64)> = z.iter_from(start).take(n).map(|(m, s)| (m.to_vec(), s)).collect();
@@ -749,14 +722,10 @@ fn pop(ctx: &mut Ctx, key: &[u8], max: bool, count: usize) -> Result<Vec<(Vec<u8
     for (m, _) in &items {
         z.remove(m);
     }
-    let gone = db.sync_object(key);
     if !items.is_empty() {
-        ctx.modified(key, notify::ZSET, if max { "zpopmax" } else { "zpopmin" });
-        if gone {
-            ctx.notify(notify::GENERIC, "del", key);
-        }
+        w.changed(if max { "zpopmax" } else { "zpopmin" });
     }
-    Ok(items)
+    items
 }
 
 /// What wakes a client blocked on a sorted-set key: a sorted set under it.
@@ -777,13 +746,12 @@ pub fn bzpopmax(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn bzpop(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
     let deadline = parse_timeout_secs(&args[args.len() - 1], ctx.now)?;
     let keys = &args[1..args.len() - 1];
-    let now = ctx.now;
     for key in keys {
-        if get(ctx.db(), key, now)?.is_none() {
+        let Some(mut w) = ctx.write::<ZSet>(key, notify::ZSET)? else {
             continue;
-        }
-        let popped = pop(ctx, key, max, 1)?;
-        let out = ctx.out();
+        };
+        let popped = pop(&mut w, max, 1);
+        let out = w.out();
         out.array(3);
         out.bulk(key);
         for (m, s) in &popped {
@@ -826,48 +794,42 @@ fn mpop_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, block: bool) -> CmdR
         }
     }
     let deadline = if block { parse_timeout_secs(&args[1], ctx.now)? } else { None };
-    let now = ctx.now;
     let keys = &args[at + 1..where_at];
-    let mut found = None;
     for key in keys {
-        if get(ctx.db(), key, now)?.is_some() {
-            found = Some(key);
-            break;
-        }
-    }
-    let Some(key) = found else {
-        if block {
-            return block_or_null(ctx, keys, deadline, is_zset, NullKind::Array);
-        }
-        ctx.out().null_array();
-        return Ok(());
-    };
-    let popped = pop(ctx, key, max, count.unwrap_or(1))?;
-    let out = ctx.out();
-    // Member/score pairs are nested in both protocols here.
-    out.array(2);
-    out.bulk(key);
-    out.array(popped.len());
-    for (m, s) in &popped {
+        let Some(mut w) = ctx.write::<ZSet>(key, notify::ZSET)? else {
+            continue;
+        };
+        let popped = pop(&mut w, max, count.unwrap_or(1));
+        let out = w.out();
+        // Member/score pairs are nested in both protocols here.
         out.array(2);
-        out.bulk(m);
-        out.double(*s);
+        out.bulk(key);
+        out.array(popped.len());
+        for (m, s) in &popped {
+            out.array(2);
+            out.bulk(m);
+            out.double(*s);
+        }
+        return Ok(());
     }
+    if block {
+        return block_or_null(ctx, keys, deadline, is_zset, NullKind::Array);
+    }
+    ctx.out().null_array();
     Ok(())
 }
 
 /// ZRANDMEMBER key [count [WITHSCORES]]
 pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let Some(c) = args.get(2) else {
-        let now = ctx.now;
-        let n = get(ctx.db(), &args[1], now)?.map_or(0, ZSet::len);
+        let n = ctx.read::<ZSet>(&args[1])?.map_or(0, ZSet::len);
         if n == 0 {
             ctx.out().null();
             return Ok(());
         }
         let r = (ctx.srv.random() % n as u64) as usize;
-        let (db, out, now) = parts(ctx);
-        let z = get(db, &args[1], now)?.expect("checked above");
+        let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+        let z = z.expect("checked above");
         let (m, _) = z.get_by_rank(r).expect("rank < len");
         out.bulk(m);
         return Ok(());
@@ -887,8 +849,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Some(_) => return Err(CmdError::Syntax),
         None => false,
     };
-    let now = ctx.now;
-    let n = get(ctx.db(), &args[1], now)?.map_or(0, ZSet::len);
+    let n = ctx.read::<ZSet>(&args[1])?.map_or(0, ZSet::len);
     if n == 0 || l == 0 {
         ctx.out().array(0);
         return Ok(());
@@ -908,8 +869,8 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         all.truncate(count);
         all
     };
-    let (db, out, now) = parts(ctx);
-    let z = get(db, &args[1], now)?.expect("checked above");
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+    let z = z.expect("checked above");
     let items: Vec<(&[u8], f64)> = ranks.iter().map(|&r| z.get_by_rank(r).expect("rank < len")).collect();
     reply_items(out, &items, withscores);
     Ok(())
@@ -919,9 +880,9 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
     let ScanOpts { count, pattern, .. } = parse_scan_opts(args, 3, ScanExtra::Nothing)?;
-    let (db, out, now) = parts(ctx);
+    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
     let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
-    let next = match get(db, &args[1], now)? {
+    let next = match z {
         Some(z) => z.scan(cursor, count, |m, s| {
             if pattern.is_none_or(|p| glob::matches(p, m, false)) {
                 found.push((m.to_vec(), s));
@@ -1029,10 +990,9 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
 /// Computes a set operation; the result is sorted by (score, member).
 /// With `card`, stops after `limit` members (0: no limit) of an intersection.
 fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let (db, _, now) = parts(ctx);
     let mut srcs = Vec::with_capacity(p.keys.len());
     for k in p.keys {
-        srcs.push(snapshot(db, k, now)?);
+        srcs.push(snapshot(ctx, k)?);
     }
     let weighted = |s: f64, w: f64| {
         let v = s * w;
