@@ -137,8 +137,11 @@ impl<'a> Ctx<'a> {
     ) -> Result<Write<'c, 'a, T>, CmdError> {
         let created = !self.holds::<T>(key)?;
         if created {
+            // A plain insert: `holds` found the key absent, and lending the
+            // new value (as get_or_insert_with does) would have the next
+            // lookup write back an empty inline hash, which deletes it.
             let now = self.now;
-            self.db().get_or_insert_with(key, now, || make().into_value());
+            self.db().insert(key, make().into_value(), storage::Ttl::Clear, now);
         }
         Ok(Write::new(self, key, class, created))
     }
