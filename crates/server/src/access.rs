@@ -112,6 +112,17 @@ impl<'a> Ctx<'a> {
         Ok((v, &mut self.client.reply))
     }
 
+    /// The value at `key` seen through `view`, for a command that accepts
+    /// more than one type (SORT reads a list, set or sorted set): None if
+    /// absent, WRONGTYPE if `view` refuses the value (returns None).
+    pub fn read_with<R>(&mut self, key: &[u8], view: impl FnOnce(ValueRef<'_>) -> Option<R>) -> Result<Option<R>, CmdError> {
+        let now = self.now;
+        match self.srv.dbs[self.client.db].get(key, now) {
+            None => Ok(None),
+            Some(v) => view(v).map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
     /// True if `key` exists and holds a `T`, false if absent; WRONGTYPE if
     /// it holds another type.
     pub fn holds<T: Collection>(&mut self, key: &[u8]) -> Result<bool, CmdError> {
