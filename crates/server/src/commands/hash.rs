@@ -72,7 +72,6 @@ pub fn table() -> Vec<Spec> {
     ]
 }
 
-
 /// True if `field` is stored in `h` but its deadline has passed: the
 /// structure hides it, and a command that names it deletes it first.
 fn stale(h: &Hash, field: &[u8], now: i64) -> bool {
@@ -204,7 +203,6 @@ fn parse_deadline(name: &str, arg: &[u8], secs: bool, base: i64) -> Result<i64, 
 fn name_of(args: &[Vec<u8>]) -> String {
     String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
 }
-
 
 /// HSET key field value [field value ...] / HMSET (replies OK).
 pub fn hset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
