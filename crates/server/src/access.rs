@@ -112,6 +112,17 @@ impl<'a> Ctx<'a> {
         Ok((v, &mut self.client.reply))
     }
 
+    /// The value at `key` seen through `view`, for a command that accepts
+    /// more than one type (SORT reads a list, set or sorted set): None if
+    /// absent, WRONGTYPE if `view` refuses the value (returns None).
+    pub fn read_with<R>(&mut self, key: &[u8], view: impl FnOnce(ValueRef<'_>) -> Option<R>) -> Result<Option<R>, CmdError> {
+        let now = self.now;
+        match self.srv.dbs[self.client.db].get(key, now) {
+            None => Ok(None),
+            Some(v) => view(v).map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
     /// True if `key` exists and holds a `T`, false if absent; WRONGTYPE if
     /// it holds another type.
     pub fn holds<T: Collection>(&mut self, key: &[u8]) -> Result<bool, CmdError> {
@@ -137,8 +148,11 @@ impl<'a> Ctx<'a> {
     ) -> Result<Write<'c, 'a, T>, CmdError> {
         let created = !self.holds::<T>(key)?;
         if created {
+            // A plain insert: `holds` found the key absent, and lending the
+            // new value (as get_or_insert_with does) would have the next
+            // lookup write back an empty inline hash, which deletes it.
             let now = self.now;
-            self.db().get_or_insert_with(key, now, || make().into_value());
+            self.db().insert(key, make().into_value(), storage::Ttl::Clear, now);
         }
         Ok(Write::new(self, key, class, created))
     }

@@ -333,6 +333,10 @@ pub struct Config {
     pub zset: ZsetConfig,
     /// Stream node limits (stream-node-max-bytes/-entries).
     pub stream: StreamConfig,
+    /// Largest sparse HyperLogLog before it turns dense (hll-sparse-max-bytes).
+    pub hll_sparse_max_bytes: usize,
+    /// Minutes of idleness per step of LFU counter decay (lfu-decay-time).
+    pub lfu_decay_time: i64,
     /// notify-keyspace-events as `notify::*` flag bits.
     pub notify_flags: u32,
 }
@@ -359,6 +363,8 @@ impl Default for Config {
             set: SetConfig::default(),
             zset: ZsetConfig::default(),
             stream: StreamConfig::default(),
+            hll_sparse_max_bytes: 0,
+            lfu_decay_time: 0,
             notify_flags: 0,
         };
         c.refresh();
@@ -452,7 +458,10 @@ impl Config {
         };
         let stream = StreamConfig { node_max_bytes: size("stream-node-max-bytes"), node_max_entries: size("stream-node-max-entries") };
         let list = ListConfig { fill: self.num("list-max-listpack-size") };
+        let hll_sparse_max_bytes = size("hll-sparse-max-bytes");
         (self.hash, self.set, self.zset, self.stream, self.list) = (hash, set, zset, stream, list);
+        self.hll_sparse_max_bytes = hll_sparse_max_bytes;
+        self.lfu_decay_time = self.num("lfu-decay-time");
         self.notify_flags = self.get("notify-keyspace-events").and_then(crate::notify::parse).unwrap_or(0);
     }
 
@@ -544,6 +553,8 @@ mod tests {
         assert_eq!(c.port, 7000);
         assert_eq!(c.get("hash-max-listpack-entries"), Some("64"));
         assert_eq!(c.get("save"), Some(""));
+        assert_eq!(c.hll_sparse_max_bytes, 3000);
+        assert_eq!(c.lfu_decay_time, 1);
         assert!(Config::from_args(&["--nosuch".into(), "1".into()]).is_err());
         assert!(Config::from_args(&["--port".into(), "x".into()]).is_err());
     }

@@ -13,7 +13,7 @@ use crate::notify;
 use storage::{Ttl, Value};
 
 use crate::command::flags::*;
-use crate::commands::string::{db_and_out, lookup_str, with_bytes};
+use crate::commands::string::with_bytes;
 use crate::command::{is, keys, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// The rows of this family.
@@ -58,10 +58,9 @@ fn parse_bit_offset(ctx: &Ctx, arg: &[u8], bits: u32) -> Result<u64, CmdError> {
 /// The string at `key` grown (zero-padded) to hold bit `maxbit`, for writing.
 /// Returns the bytes and whether growing (or creating) changed anything.
 fn string_for_write(ctx: &mut Ctx, key: &[u8], maxbit: u64) -> Result<(Vec<u8>, bool), CmdError> {
-    let now = ctx.now;
     // The offset was checked against proto-max-bulk-len, so this fits.
     let need = (maxbit >> 3) as usize + 1;
-    match lookup_str(ctx.db(), key, now)? {
+    match ctx.read_str(key)?.0 {
         None => Ok((vec![0; need], true)),
         Some(s) => {
             let mut v = Vec::with_capacity(need.max(s.len()));
@@ -103,9 +102,8 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// GETBIT key offset
 pub fn getbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let offset = parse_bit_offset(ctx, &args[2], 0)?;
-    let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    let bit = match lookup_str(db, &args[1], now)? {
+    let (s, out) = ctx.read_str(&args[1])?;
+    let bit = match s {
         None => 0,
         Some(s) => with_bytes(s, |b| b.get((offset >> 3) as usize).map_or(0, |&c| (c >> (7 - (offset & 7))) & 1)),
     };
@@ -163,9 +161,8 @@ pub fn bitcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         _ => return Err(CmdError::Syntax),
     };
-    let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    let Some(s) = lookup_str(db, &args[1], now)? else {
+    let (s, out) = ctx.read_str(&args[1])?;
+    let Some(s) = s else {
         out.int(0);
         return Ok(());
     };
@@ -222,9 +219,8 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Some(a) => Some(crate::command::arg_i64(a)?),
         None => None,
     };
-    let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    let Some(s) = lookup_str(db, &args[1], now)? else {
+    let (s, out) = ctx.read_str(&args[1])?;
+    let Some(s) = s else {
         out.int(if bit == 1 { -1 } else { 0 });
         return Ok(());
     };
@@ -268,7 +264,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let mut srcs: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
     for k in &args[3..] {
-        srcs.push(lookup_str(ctx.db(), k, now)?.map(|s| s.to_vec()).unwrap_or_default());
+        srcs.push(ctx.read_str(k)?.0.map(|s| s.to_vec()).unwrap_or_default());
     }
     let maxlen = srcs.iter().map(Vec::len).max().unwrap_or(0);
     let dest = &args[2];
@@ -505,11 +501,9 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Vec<u8>], ro: bool) -> CmdResult {
         j += if kind == 0 { 3 } else { 4 };
     }
     let key = &args[1];
-    let now = ctx.now;
     let Some(top) = highest else {
         // Only GETs: read without creating or growing the key.
-        let (db, out) = db_and_out(ctx);
-        let s = lookup_str(db, key, now)?;
+        let (s, out) = ctx.read_str(key)?;
         out.array(ops.len());
         let read = |b: &[u8], f: &Field| if f.signed { get_signed(b, f.offset, f.bits) } else { get_unsigned(b, f.offset, f.bits) as i64 };
         for f in &ops {

@@ -3,25 +3,28 @@
 //!
 //! The structure (`storage::types::hash::Hash`) hides fields whose deadline
 //! has passed; this file adds what Redis's commands do on top of that:
-//! a command that names an expired field deletes it first (`expire_field`,
-//! counted in INFO expired_subkeys), HLEN still counts expired fields not yet
-//! reclaimed, and HRANDFIELD reclaims all of them before sampling. Active
-//! reclaiming is the keyspace's field-expiry index, run from `cron.rs`.
+//! a command that names an expired field deletes it first (`with_fields`,
+//! `reclaim`: counted in INFO expired_subkeys, `hexpired`), HLEN still counts
+//! expired fields not yet reclaimed, and HRANDFIELD reclaims all of them
+//! before sampling. Active reclaiming is the keyspace's field-expiry index,
+//! run from `cron.rs`.
 //!
-//! Every write ends in `written`: `Db::sync_object` re-registers the hash in
-//! the field-expiry index or deletes the key when the hash is empty, then
-//! `ctx.key_modified`. Writes compute their result before creating a key, so
-//! an error never leaves an empty hash behind. Argument checks follow
-//! Redis's order (key type, then time, then FIELDS/numfields), because
-//! clients and the test suite see which error wins.
+//! Keys are reached through `ctx.read`/`ctx.write` (access.rs): a write edits
+//! the hash in place through a guard, whose drop re-registers the hash in
+//! the field-expiry index or deletes the key when the hash is empty, and
+//! raises the events recorded with `changed` (then `del` if the hash went).
+//! Writes compute their result before creating a key, so an error never
+//! leaves an empty hash behind. Argument checks follow Redis's order (key
+//! type, then time, then FIELDS/numfields), because clients and the test
+//! suite see which error wins.
 
 use crate::notify;
 use resp::Reply;
-use storage::types::hash::{ExpireCond, Hash};
-use storage::{Db, StrRef, Value, ValueMut, ValueRef};
+use storage::types::hash::{ExpireCond, Hash, HashConfig};
+use storage::StrRef;
 
 use crate::command::flags::*;
-use crate::commands::string::db_and_out;
+use crate::commands::string::with_bytes;
 use crate::command::{arg_f64, arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// Largest field deadline Redis accepts from a command: 2^46 - 1 ms.
@@ -69,81 +72,85 @@ pub fn table() -> Vec<Spec> {
     ]
 }
 
-/// The hash at `key`: None if absent, WrongType if the key holds another type.
-fn lookup<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<&'a Hash>, CmdError> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(ValueRef::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+/// True if `field` is stored in `h` but its deadline has passed: the
+/// structure hides it, and a command that names it deletes it first.
+fn stale(h: &Hash, field: &[u8], now: i64) -> bool {
+    matches!(h.expire_of(field, i64::MIN), Some(Some(d)) if d < now)
 }
 
-/// Type check only: Ok(true) if `key` holds a hash, Ok(false) if absent.
-fn check(ctx: &mut Ctx, key: &[u8]) -> Result<bool, CmdError> {
-    let now = ctx.now;
-    Ok(lookup(ctx.db(), key, now)?.is_some())
-}
-
-/// The hash at `key` for writing, created empty when absent. Callers have
-/// checked the type first.
-fn hash_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Hash {
-    let now = ctx.now;
-    match ctx.db().get_or_insert_with(key, now, || Value::Hash(Box::default())) {
-        ValueMut::Hash(h) => h,
-        _ => unreachable!("type checked by the caller"),
-    }
-}
-
-/// Epilogue of every write to the hash at `key`: raises `event` (if any)
-/// and `del` when the write emptied the hash. Returns true then.
-fn written(ctx: &mut Ctx, key: &[u8], event: Option<&str>) -> bool {
-    let gone = ctx.db().sync_object(key);
-    ctx.key_modified(key);
-    if let Some(e) = event {
-        ctx.notify(notify::HASH, e, key);
+/// `hexpired` (`times` over) after lazy field expiry, then `del` if the
+/// hash went.
+fn fields_expired(ctx: &mut Ctx, key: &[u8], times: usize, gone: bool) {
+    for _ in 0..times {
+        ctx.notify(notify::HASH, "hexpired", key);
     }
     if gone {
         ctx.notify(notify::GENERIC, "del", key);
     }
-    gone
 }
 
-/// `hexpired` after lazy field expiry, then `del` if the hash went.
-fn fields_expired(ctx: &mut Ctx, key: &[u8], gone: bool) {
-    ctx.notify(notify::HASH, "hexpired", key);
-    if gone {
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-}
-
-/// Deletes `field` if it is stored but expired, as Redis does when a command
-/// names it (and the key, if that empties the hash), raising `hexpired`;
-/// checks the key's type on the way (one lookup for both).
-fn expire_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(), CmdError> {
-    if let Some(gone) = expire_field_quiet(ctx, key, field)? {
-        fields_expired(ctx, key, gone);
+/// Deletes those of `fields` that are stored in the hash at `key` but
+/// expired, as Redis does when a command names them: counted in
+/// expired_subkeys, `hexpired` once for the command (or, with `per_field`,
+/// once per field, as HGETDEL, HGETEX and HSETEX raise it), then `del` if
+/// the hash went. Lazy expiry is not the command's own write: WATCH sees
+/// it, the dirty counter does not.
+fn reclaim<'f>(ctx: &mut Ctx, key: &[u8], fields: impl Iterator<Item = &'f [u8]>, per_field: bool) -> CmdResult {
+    let now = ctx.now;
+    let Some(mut w) = ctx.write::<Hash>(key, notify::HASH)? else { return Ok(()) };
+    let h = w.get();
+    let n = fields.filter(|f| stale(h, f, now) && h.remove(f)).count();
+    let gone = h.is_empty();
+    // Dropped unchanged: the hash is synced (deleted if empty), nothing raised.
+    drop(w);
+    if n > 0 {
+        ctx.srv.expired_subkeys += n as u64;
+        ctx.key_touched(key);
+        fields_expired(ctx, key, if per_field { n } else { 1 }, gone);
     }
     Ok(())
 }
 
-/// `expire_field` without the events: Some(key deleted) if the field was
-/// expired.
-fn expire_field_quiet(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<Option<bool>, CmdError> {
+/// Calls `f` with the hash at `key` (None: absent) and the reply buffer,
+/// once expired fields among `fields` are deleted (`reclaim`). One lookup
+/// when none is, the usual case.
+fn with_fields<'f, R>(
+    ctx: &mut Ctx,
+    key: &[u8],
+    fields: impl Iterator<Item = &'f [u8]> + Clone,
+    per_field: bool,
+    f: impl FnOnce(Option<&Hash>, &mut Reply) -> R,
+) -> Result<R, CmdError> {
     let now = ctx.now;
-    let db = ctx.db();
-    let h = match db.get_mut(key, now) {
-        None => return Ok(None),
-        Some(ValueMut::Hash(h)) => h,
-        Some(_) => return Err(CmdError::WrongType),
-    };
-    if matches!(h.expire_of(field, i64::MIN), Some(Some(d)) if d < now) {
-        h.remove(field);
-        let gone = db.sync_object(key);
-        ctx.srv.expired_subkeys += 1;
-        ctx.key_touched(key);
-        return Ok(Some(gone));
+    let (h, out) = ctx.read_out::<Hash>(key)?;
+    if !h.is_some_and(|h| fields.clone().any(|x| stale(h, x, now))) {
+        return Ok(f(h, out));
     }
-    Ok(None)
+    reclaim(ctx, key, fields, per_field)?;
+    let (h, out) = ctx.read_out::<Hash>(key)?;
+    Ok(f(h, out))
+}
+
+/// Checks the type of `key` and deletes the expired ones among `fields`
+/// (`with_fields` with nothing to read).
+fn expire_named<'f>(ctx: &mut Ctx, key: &[u8], fields: impl Iterator<Item = &'f [u8]> + Clone, per_field: bool) -> CmdResult {
+    with_fields(ctx, key, fields, per_field, |_, _| ())
+}
+
+/// The fields of a list of field arguments.
+fn names(fields: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> + Clone {
+    fields.iter().map(Vec::as_slice)
+}
+
+/// Replies with the live values of `fields` in `h` (nulls if absent).
+fn reply_fields(out: &mut Reply, h: Option<&Hash>, fields: &[Vec<u8>], now: i64) {
+    out.array(fields.len());
+    for f in fields {
+        match h.and_then(|h| h.get(f, now)) {
+            Some(v) => bulk_str(out, v),
+            None => out.null(),
+        }
+    }
 }
 
 fn bulk_str(out: &mut Reply, v: StrRef) {
@@ -202,98 +209,72 @@ pub fn hset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() % 2 == 1 {
         return Err(CmdError::Arity(name_of(args)));
     }
-    let key = &args[1];
-    check(ctx, key)?;
     let cfg = ctx.srv.config.hash;
-    let h = hash_mut(ctx, key);
+    let mut w = ctx.write_or_create(&args[1], notify::HASH, Hash::default)?;
+    let (h, out) = w.parts();
     let created = args[2..].chunks(2).filter(|p| h.insert(&p[0], &p[1], &cfg)).count();
-    written(ctx, key, Some("hset"));
     if args[0][1].eq_ignore_ascii_case(&b's') {
-        ctx.out().int(created as i64);
+        out.int(created as i64);
     } else {
-        ctx.out().ok();
+        out.ok();
     }
+    w.changed("hset");
     Ok(())
 }
 
 /// HSETNX key field value
 pub fn hsetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, field) = (&args[1], &args[2]);
-    let now = ctx.now;
-    if check(ctx, key)? {
-        expire_field(ctx, key, field)?;
-        if lookup(ctx.db(), key, now)?.is_some_and(|h| h.contains(field, now)) {
-            ctx.out().int(0);
-            return Ok(());
-        }
+    let (cfg, now) = (ctx.srv.config.hash, ctx.now);
+    expire_named(ctx, key, names(&args[2..3]), false)?;
+    let mut w = ctx.write_or_create(key, notify::HASH, Hash::default)?;
+    let (h, out) = w.parts();
+    if h.contains(field, now) {
+        out.int(0);
+        return Ok(());
     }
-    let cfg = ctx.srv.config.hash;
-    hash_mut(ctx, key).insert(field, &args[3], &cfg);
-    written(ctx, key, Some("hset"));
-    ctx.out().int(1);
+    h.insert(field, &args[3], &cfg);
+    out.int(1);
+    w.changed("hset");
     Ok(())
 }
 
 /// HGET key field
 pub fn hget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    expire_field(ctx, &args[1], &args[2])?;
-    let (db, out) = db_and_out(ctx);
-    match lookup(db, &args[1], now)?.and_then(|h| h.get(&args[2], now)) {
+    with_fields(ctx, &args[1], names(&args[2..3]), false, |h, out| match h.and_then(|h| h.get(&args[2], now)) {
         Some(v) => bulk_str(out, v),
         None => out.null(),
-    }
-    Ok(())
+    })
 }
 
-/// HMGET key field [field ...]
+/// HMGET key field [field ...]: one `hexpired` for the command, as Redis
+/// raises it.
 pub fn hmget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    if check(ctx, &args[1])? {
-        // One `hexpired` for the command, as Redis raises it.
-        let (mut expired, mut gone) = (false, false);
-        for f in &args[2..] {
-            if let Some(g) = expire_field_quiet(ctx, &args[1], f)? {
-                expired = true;
-                gone |= g;
-            }
-        }
-        if expired {
-            fields_expired(ctx, &args[1], gone);
-        }
-    }
-    let (db, out) = db_and_out(ctx);
-    let h = lookup(db, &args[1], now)?;
-    out.array(args.len() - 2);
-    for f in &args[2..] {
-        match h.and_then(|h| h.get(f, now)) {
-            Some(v) => bulk_str(out, v),
-            None => out.null(),
-        }
-    }
-    Ok(())
+    let fields = &args[2..];
+    with_fields(ctx, &args[1], names(fields), false, |h, out| reply_fields(out, h, fields, now))
 }
 
 /// HDEL key field [field ...]: expired fields not yet reclaimed count as
 /// deleted, as in Redis.
 pub fn hdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let key = &args[1];
-    let mut n = 0;
-    if check(ctx, key)? {
-        let h = hash_mut(ctx, key);
-        n = args[2..].iter().filter(|f| h.remove(f)).count();
-        if n > 0 {
-            written(ctx, key, Some("hdel"));
-        }
+    let Some(mut w) = ctx.write::<Hash>(&args[1], notify::HASH)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let (h, out) = w.parts();
+    let n = args[2..].iter().filter(|f| h.remove(f)).count();
+    out.int(n as i64);
+    if n > 0 {
+        w.changed("hdel");
     }
-    ctx.out().int(n as i64);
     Ok(())
 }
 
 /// HLEN key: counts expired fields not yet reclaimed, as Redis does.
 pub fn hlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let n = lookup(ctx.db(), &args[1], now)?.map_or(0, Hash::len);
+    let n = ctx.read::<Hash>(&args[1])?.map_or(0, Hash::len);
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -301,26 +282,23 @@ pub fn hlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// HSTRLEN key field
 pub fn hstrlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    expire_field(ctx, &args[1], &args[2])?;
-    let n = lookup(ctx.db(), &args[1], now)?.and_then(|h| h.get(&args[2], now)).map_or(0, |v| v.len());
-    ctx.out().int(n as i64);
-    Ok(())
+    with_fields(ctx, &args[1], names(&args[2..3]), false, |h, out| {
+        out.int(h.and_then(|h| h.get(&args[2], now)).map_or(0, |v| v.len()) as i64);
+    })
 }
 
 /// HEXISTS key field
 pub fn hexists(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    expire_field(ctx, &args[1], &args[2])?;
-    let found = lookup(ctx.db(), &args[1], now)?.is_some_and(|h| h.contains(&args[2], now));
-    ctx.out().int(i64::from(found));
-    Ok(())
+    with_fields(ctx, &args[1], names(&args[2..3]), false, |h, out| {
+        out.int(i64::from(h.is_some_and(|h| h.contains(&args[2], now))));
+    })
 }
 
 /// HKEYS / HVALS / HGETALL: live fields, values or both (a map).
 fn getall(ctx: &mut Ctx, key: &[u8], fields: bool, values: bool) -> CmdResult {
     let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    let h = lookup(db, key, now)?;
+    let (h, out) = ctx.read_out::<Hash>(key)?;
     let n = h.map_or(0, |h| h.iter(now).count());
     if fields && values {
         out.map(n);
@@ -353,82 +331,76 @@ pub fn hgetall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     getall(ctx, &args[1], true, true)
 }
 
-/// Current value of a field for HINCRBY*: the key's type checked, an
-/// expired field deleted first. Returns (value bytes, field deadline).
-fn counter_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<(Option<Vec<u8>>, Option<i64>), CmdError> {
-    let now = ctx.now;
-    if !check(ctx, key)? {
-        return Ok((None, None));
-    }
-    expire_field(ctx, key, field)?;
-    let h = lookup(ctx.db(), key, now)?;
-    Ok(match h.and_then(|h| Some((h.get(field, now)?.to_vec(), h.expire_of(field, now)?))) {
-        Some((v, d)) => (Some(v), d),
-        None => (None, None),
-    })
-}
-
-/// Writes `value` into `field`, keeping the field's TTL `deadline`;
-/// `event` is the command's keyspace event.
-fn set_keep_ttl(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8], deadline: Option<i64>, event: &str) {
-    let (cfg, now) = (ctx.srv.config.hash, ctx.now);
-    let h = hash_mut(ctx, key);
-    h.insert(field, value, &cfg);
+/// Stores `value` in `field` keeping the field's TTL, as HINCRBY* do.
+fn set_keep_ttl(h: &mut Hash, field: &[u8], value: &[u8], now: i64, cfg: &HashConfig) {
+    let deadline = h.expire_of(field, now).flatten();
+    h.insert(field, value, cfg);
     if let Some(d) = deadline {
         h.set_expire(field, d, ExpireCond::Always, now);
     }
-    written(ctx, key, Some(event));
 }
 
 /// HINCRBY key field increment
 pub fn hincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, field) = (&args[1], &args[2]);
     let incr = arg_i64(&args[3])?;
-    let (old, deadline) = counter_field(ctx, &args[1], &args[2])?;
-    let old = match old {
-        Some(v) => storage::strref::parse_canonical_i64(&v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
+    let (cfg, now) = (ctx.srv.config.hash, ctx.now);
+    expire_named(ctx, key, names(&args[2..3]), false)?;
+    let mut w = ctx.write_or_create(key, notify::HASH, Hash::default)?;
+    let (h, out) = w.parts();
+    let old = match h.get(field, now) {
         None => 0,
+        Some(StrRef::Int(v)) => v,
+        Some(StrRef::Bytes(b)) => storage::strref::parse_canonical_i64(b).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
     };
     let new = old.checked_add(incr).ok_or(CmdError::Overflow)?;
-    set_keep_ttl(ctx, &args[1], &args[2], new.to_string().as_bytes(), deadline, "hincrby");
-    ctx.out().int(new);
+    set_keep_ttl(h, field, new.to_string().as_bytes(), now, &cfg);
+    out.int(new);
+    w.changed("hincrby");
     Ok(())
 }
 
 /// HINCRBYFLOAT key field increment
 pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, field) = (&args[1], &args[2]);
     let incr = arg_f64(&args[3])?;
     if !incr.is_finite() {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
-    let (old, deadline) = counter_field(ctx, &args[1], &args[2])?;
-    let old = match old {
-        Some(v) => resp::num::parse_f64(&v).ok_or_else(|| CmdError::err("hash value is not a float"))?,
+    let (cfg, now) = (ctx.srv.config.hash, ctx.now);
+    expire_named(ctx, key, names(&args[2..3]), false)?;
+    let mut w = ctx.write_or_create(key, notify::HASH, Hash::default)?;
+    let (h, out) = w.parts();
+    let old = match h.get(field, now) {
         None => 0.0,
+        Some(v) => with_bytes(v, resp::num::parse_f64).ok_or_else(|| CmdError::err("hash value is not a float"))?,
     };
     let new = old + incr;
     if !new.is_finite() {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
     let text = resp::num::format_f64_human(new);
-    set_keep_ttl(ctx, &args[1], &args[2], text.as_bytes(), deadline, "hincrbyfloat");
-    ctx.out().bulk(text.as_bytes());
+    set_keep_ttl(h, field, text.as_bytes(), now, &cfg);
+    out.bulk(text.as_bytes());
+    w.changed("hincrbyfloat");
     Ok(())
 }
 
 /// Reclaims every expired field of the hash at `key` (HRANDFIELD does so
-/// before sampling). Returns false if the key is gone (or never was).
-fn expire_all(ctx: &mut Ctx, key: &[u8]) -> bool {
+/// before sampling), with one `hexpired`.
+fn expire_all(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now;
-    let db = ctx.db();
-    let Some(ValueMut::Hash(h)) = db.get_mut(key, now) else { return false };
+    let Some(mut w) = ctx.write::<Hash>(key, notify::HASH)? else { return Ok(()) };
+    let h = w.get();
     let n = h.expire_due(now, usize::MAX);
-    let gone = n > 0 && db.sync_object(key);
-    ctx.srv.expired_subkeys += n as u64;
+    let gone = h.is_empty();
+    drop(w);
     if n > 0 {
+        ctx.srv.expired_subkeys += n as u64;
         ctx.key_touched(key);
-        fields_expired(ctx, key, gone);
+        fields_expired(ctx, key, 1, gone);
     }
-    !gone
+    Ok(())
 }
 
 /// HRANDFIELD key [count [WITHVALUES]]
@@ -453,7 +425,9 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         count = Some(l);
     }
-    let exists = check(ctx, key)? && expire_all(ctx, key);
+    if ctx.read::<Hash>(key)?.and_then(Hash::min_deadline).is_some_and(|d| d < now) {
+        expire_all(ctx, key)?;
+    }
     let mut seed = ctx.srv.random();
     let mut rng = move || {
         seed ^= seed << 13;
@@ -461,8 +435,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         seed ^= seed << 17;
         seed
     };
-    let (db, out) = db_and_out(ctx);
-    let h = if exists { lookup(db, key, now)? } else { None };
+    let (h, out) = ctx.read_out::<Hash>(key)?;
     let Some(l) = count else {
         match h.and_then(|h| h.random_field(now, &mut rng)) {
             Some((f, _)) => out.bulk(f),
@@ -474,10 +447,10 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.array(0);
         return Ok(());
     };
-    let pairs_flat = withvalues && !out.resp3;
+    let header = |out: &mut Reply, n: usize| if withvalues { out.pairs(n) } else { out.array(n) };
     let emit = |out: &mut Reply, f: &[u8], v: StrRef| {
-        if withvalues && out.resp3 {
-            out.array(2);
+        if withvalues {
+            out.pair();
         }
         out.bulk(f);
         if withvalues {
@@ -487,7 +460,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let size = h.len();
     if l < 0 || l == 1 {
         let n = l.unsigned_abs() as usize;
-        out.array(if pairs_flat { n * 2 } else { n });
+        header(out, n);
         for _ in 0..n {
             let (f, v) = h.random_field(now, &mut rng).expect("hash has live fields");
             emit(out, f, v);
@@ -501,7 +474,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     }
     let n = (l as usize).min(size);
-    out.array(if pairs_flat { n * 2 } else { n });
+    header(out, n);
     if n == size {
         h.iter(now).for_each(|(f, v)| emit(out, f, v));
     } else if n * 3 > size {
@@ -525,16 +498,17 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]
 pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
     let now = ctx.now;
-    let cursor = crate::commands::keys::parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
-    let (db, out) = db_and_out(ctx);
-    let Some(h) = lookup(db, &args[1], now)? else {
+    let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let (h, out) = ctx.read_out::<Hash>(&args[1])?;
+    let Some(h) = h else {
         out.array(2);
         out.bulk(b"0");
         out.array(0);
         return Ok(());
     };
-    let crate::commands::keys::ScanOpts { count, pattern, novalues, .. } = crate::commands::keys::parse_scan_opts(args, 3, crate::commands::keys::ScanExtra::NoValues)?;
+    let ScanOpts { count, pattern, novalues, .. } = parse_scan_opts(args, 3, ScanExtra::NoValues)?;
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let next = h.scan(cursor, count, now, |f, v| {
         if pattern.is_none_or(|p| crate::glob::matches(p, f, false)) {
@@ -553,37 +527,41 @@ pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// Replies with one integer code per field.
+fn reply_codes(out: &mut Reply, codes: &[i64]) {
+    out.array(codes.len());
+    codes.iter().for_each(|&c| out.int(c));
+}
+
 /// HEXPIRE family: `secs` scales the time, `relative` adds now.
 fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -> CmdResult {
     let now = ctx.now;
-    let key = &args[1];
-    let exists = check(ctx, key)?;
-    let deadline = parse_deadline(&name_of(args), &args[2], secs, if relative { now } else { 0 })?;
-    let cond = [("nx", ExpireCond::Nx), ("xx", ExpireCond::Xx), ("gt", ExpireCond::Gt), ("lt", ExpireCond::Lt)]
-        .into_iter()
-        .find(|(w, _)| is(&args[3], w))
-        .map(|(_, c)| c);
-    let at = if cond.is_some() { 4 } else { 3 };
-    let fields = fields_arg(args, at, "Parameter `numFields` should be greater than 0")?;
-    let mut codes = Vec::with_capacity(fields.len());
-    if exists {
-        let h = hash_mut(ctx, key);
-        codes.extend(fields.iter().map(|f| h.set_expire(f, deadline, cond.unwrap_or(ExpireCond::Always), now)));
-        // A deadline in the past deletes the fields (code 2): `hdel` then.
-        let event = if codes.contains(&2) {
-            Some("hdel")
-        } else if codes.contains(&1) {
-            Some("hexpire")
-        } else {
-            None
-        };
-        written(ctx, key, event);
-    } else {
-        codes.resize(fields.len(), -2);
-    }
-    let out = ctx.out();
-    out.array(codes.len());
-    codes.into_iter().for_each(|c| out.int(c));
+    let codes = {
+        // The key's type is checked before the arguments, as in Redis.
+        let w = ctx.write::<Hash>(&args[1], notify::HASH)?;
+        let deadline = parse_deadline(&name_of(args), &args[2], secs, if relative { now } else { 0 })?;
+        let cond = [("nx", ExpireCond::Nx), ("xx", ExpireCond::Xx), ("gt", ExpireCond::Gt), ("lt", ExpireCond::Lt)]
+            .into_iter()
+            .find(|(w, _)| is(&args[3], w))
+            .map(|(_, c)| c);
+        let at = if cond.is_some() { 4 } else { 3 };
+        let fields = fields_arg(args, at, "Parameter `numFields` should be greater than 0")?;
+        match w {
+            None => vec![-2; fields.len()],
+            Some(mut w) => {
+                let h = w.get();
+                let codes: Vec<i64> = fields.iter().map(|f| h.set_expire(f, deadline, cond.unwrap_or(ExpireCond::Always), now)).collect();
+                // A deadline in the past deletes the fields (code 2): `hdel` then.
+                if codes.contains(&2) {
+                    w.changed("hdel");
+                } else if codes.contains(&1) {
+                    w.changed("hexpire");
+                }
+                codes
+            }
+        }
+    };
+    reply_codes(ctx.out(), &codes);
     Ok(())
 }
 
@@ -611,8 +589,7 @@ pub fn hpexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// (rounded up, as Redis) or ms; -2 no such field, -1 no TTL.
 fn ttl_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -> CmdResult {
     let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    let h = lookup(db, &args[1], now)?;
+    let (h, out) = ctx.read_out::<Hash>(&args[1])?;
     let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
     let base = if relative { now } else { 0 };
     out.array(fields.len());
@@ -651,68 +628,63 @@ pub fn hpexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// HPERSIST key FIELDS numfields field...
 pub fn hpersist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    let key = &args[1];
-    let exists = check(ctx, key)?;
-    let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
-    let mut codes = vec![-2; fields.len()];
-    if exists {
-        let h = hash_mut(ctx, key);
-        for (c, f) in codes.iter_mut().zip(fields) {
-            *c = h.persist(f, now);
+    let codes = {
+        let w = ctx.write::<Hash>(&args[1], notify::HASH)?;
+        let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
+        match w {
+            None => vec![-2; fields.len()],
+            Some(mut w) => {
+                let h = w.get();
+                let codes: Vec<i64> = fields.iter().map(|f| h.persist(f, now)).collect();
+                if codes.contains(&1) {
+                    w.changed("hpersist");
+                }
+                codes
+            }
         }
-        if codes.contains(&1) {
-            written(ctx, key, Some("hpersist"));
-        }
-    }
-    let out = ctx.out();
-    out.array(codes.len());
-    codes.into_iter().for_each(|c| out.int(c));
+    };
+    reply_codes(ctx.out(), &codes);
     Ok(())
 }
 
-/// Live values of `fields` (expired ones deleted first), for HGETDEL/HGETEX.
-fn values_of(ctx: &mut Ctx, key: &[u8], fields: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
-    let now = ctx.now;
-    let mut vals = Vec::with_capacity(fields.len());
-    for f in fields {
-        expire_field(ctx, key, f)?;
-        vals.push(lookup(ctx.db(), key, now)?.and_then(|h| h.get(f, now)).map(|v| v.to_vec()));
-    }
-    Ok(vals)
-}
-
-fn reply_values(ctx: &mut Ctx, vals: Vec<Option<Vec<u8>>>) {
+/// Replies with one null per field (HGETDEL/HGETEX on a missing key).
+fn reply_nulls(ctx: &mut Ctx, n: usize) {
     let out = ctx.out();
-    out.array(vals.len());
-    for v in vals {
-        match v {
-            Some(v) => out.bulk(&v),
-            None => out.null(),
-        }
-    }
+    out.array(n);
+    (0..n).for_each(|_| out.null());
 }
 
 /// HGETDEL key FIELDS numfields field...
 pub fn hgetdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
-    let exists = check(ctx, key)?;
+    let exists = ctx.holds::<Hash>(key)?;
     let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
+    if !exists {
+        reply_nulls(ctx, fields.len());
+        return Ok(());
+    }
     let now = ctx.now;
-    let mut vals = vec![None; fields.len()];
-    if exists {
-        for (f, v) in fields.iter().zip(&mut vals) {
-            expire_field(ctx, key, f)?;
-            let Some(ValueMut::Hash(h)) = ctx.db().get_mut(key, now) else { break };
-            *v = h.get(f, now).map(|s| s.to_vec());
-            if v.is_some() {
+    expire_named(ctx, key, names(fields), true)?;
+    let Some(mut w) = ctx.write::<Hash>(key, notify::HASH)? else {
+        reply_nulls(ctx, fields.len());
+        return Ok(());
+    };
+    let (h, out) = w.parts();
+    out.array(fields.len());
+    let mut deleted = false;
+    for f in fields {
+        match h.get(f, now) {
+            Some(v) => {
+                bulk_str(out, v);
                 h.remove(f);
+                deleted = true;
             }
-        }
-        if vals.iter().any(Option::is_some) {
-            written(ctx, key, Some("hdel"));
+            None => out.null(),
         }
     }
-    reply_values(ctx, vals);
+    if deleted {
+        w.changed("hdel");
+    }
     Ok(())
 }
 
@@ -720,7 +692,7 @@ pub fn hgetdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn hgetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let key = &args[1];
-    let exists = check(ctx, key)?;
+    let exists = ctx.holds::<Hash>(key)?;
     let opt = &args[2];
     let timed = [("ex", true, true), ("px", false, true), ("exat", true, false), ("pxat", false, false)]
         .into_iter()
@@ -733,31 +705,40 @@ pub fn hgetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     };
     let fields = fields_arg(args, at, NUMFIELDS_POSITIVE)?;
     if !exists {
-        reply_values(ctx, vec![None; fields.len()]);
+        reply_nulls(ctx, fields.len());
         return Ok(());
     }
-    let vals = values_of(ctx, key, fields)?;
-    if (deadline.is_some() || persist) && vals.iter().any(Option::is_some) {
-        let h = hash_mut(ctx, key);
-        let (mut changed, mut deleted) = (false, false);
-        for (f, _) in fields.iter().zip(&vals).filter(|(_, v)| v.is_some()) {
-            let code = match deadline {
-                Some(d) => h.set_expire(f, d, ExpireCond::Always, now),
-                None => h.persist(f, now),
-            };
-            changed |= code > 0;
-            deleted |= deadline.is_some() && code == 2;
-        }
-        if changed {
-            let event = match (deleted, deadline) {
-                (true, _) => "hdel",
-                (false, Some(_)) => "hexpire",
-                (false, None) => "hpersist",
-            };
-            written(ctx, key, Some(event));
-        }
+    if deadline.is_none() && !persist {
+        return with_fields(ctx, key, names(fields), true, |h, out| reply_fields(out, h, fields, now));
     }
-    reply_values(ctx, vals);
+    expire_named(ctx, key, names(fields), true)?;
+    let Some(mut w) = ctx.write::<Hash>(key, notify::HASH)? else {
+        reply_nulls(ctx, fields.len());
+        return Ok(());
+    };
+    let (h, out) = w.parts();
+    // The values as they were before their TTLs change.
+    reply_fields(out, Some(h), fields, now);
+    let (mut changed, mut deleted) = (false, false);
+    for f in fields {
+        // A field named twice and deleted by its first TTL is left alone.
+        if !h.contains(f, now) {
+            continue;
+        }
+        let code = match deadline {
+            Some(d) => h.set_expire(f, d, ExpireCond::Always, now),
+            None => h.persist(f, now),
+        };
+        changed |= code > 0;
+        deleted |= deadline.is_some() && code == 2;
+    }
+    if changed {
+        w.changed(match (deleted, deadline) {
+            (true, _) => "hdel",
+            (false, Some(_)) => "hexpire",
+            (false, None) => "hpersist",
+        });
+    }
     Ok(())
 }
 
@@ -811,24 +792,23 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         i += 1;
     }
     let pairs = pairs.ok_or_else(|| CmdError::Arity("hsetex".into()))?;
-    let exists = check(ctx, key)?;
+    let exists = ctx.holds::<Hash>(key)?;
     if !exists && fxx {
         ctx.out().int(0);
         return Ok(());
     }
     if exists && (fnx || fxx) {
-        let mut found = 0;
-        for p in pairs.chunks(2) {
-            expire_field(ctx, key, &p[0])?;
-            found += usize::from(lookup(ctx.db(), key, now)?.is_some_and(|h| h.contains(&p[0], now)));
-        }
+        let named = pairs.chunks(2).map(|p| p[0].as_slice());
+        expire_named(ctx, key, named, true)?;
+        let found = ctx.read::<Hash>(key)?.map_or(0, |h| pairs.chunks(2).filter(|p| h.contains(&p[0], now)).count());
         if (fnx && found > 0) || (fxx && found < pairs.len() / 2) {
             ctx.out().int(0);
             return Ok(());
         }
     }
     let cfg = ctx.srv.config.hash;
-    let h = hash_mut(ctx, key);
+    let mut w = ctx.write_or_create(key, notify::HASH, Hash::default)?;
+    let (h, out) = w.parts();
     for p in pairs.chunks(2) {
         let old = if keepttl { h.expire_of(&p[0], now).flatten() } else { None };
         h.insert(&p[0], &p[1], &cfg);
@@ -836,17 +816,13 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             h.set_expire(&p[0], d, ExpireCond::Always, now);
         }
     }
+    out.int(1);
     // `hset`, then what the TTL did: set (`hexpire`) or, in the past,
-    // deleted the fields (`hdel`), then `del` if the hash went.
-    let gone = ctx.db().sync_object(key);
-    ctx.modified(key, notify::HASH, "hset");
+    // deleted the fields (`hdel`); the guard adds `del` if the hash went.
+    w.changed("hset");
     if let Some(d) = deadline {
-        ctx.notify(notify::HASH, if d <= now { "hdel" } else { "hexpire" }, key);
+        w.changed(if d <= now { "hdel" } else { "hexpire" });
     }
-    if gone {
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-    ctx.out().int(1);
     Ok(())
 }
 

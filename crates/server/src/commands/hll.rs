@@ -1,14 +1,15 @@
 //! HyperLogLog commands: PFADD PFCOUNT PFMERGE.
 //!
 //! An HLL is a plain string in Redis's layout (`storage::types::hll`); these
-//! handlers read it, let the type layer update a copy, and store it back
+//! handlers read it (`ctx.read_str`, checked to be an HLL), let the type
+//! layer update a copy (merges included: `hll::Union`), and store it back
 //! keeping the TTL. PFCOUNT on one key refreshes the cached cardinality in
 //! the header, which is why Redis flags it may-replicate (and CLIENT PAUSE
 //! WRITE holds it).
 
 use crate::notify;
-use storage::types::hll::{self, Corrupt, REGISTERS};
-use storage::{Ttl, Value};
+use storage::types::hll::{self, Corrupt, Union};
+use storage::{StrRef, Ttl, Value};
 
 use crate::command::flags::*;
 use crate::command::{keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
@@ -40,24 +41,20 @@ fn corrupt(_: Corrupt) -> CmdError {
     CmdError::Custom("INVALIDOBJ Corrupted HLL object detected".into())
 }
 
-/// Reads `key` as an HLL: None when missing; errors for another type or a
-/// string that is not an HLL.
+/// Reads `key` as an HLL: None when missing; WRONGTYPE for another type
+/// and, in Redis's own words, for a string that is not an HLL.
 fn read_hll(ctx: &mut Ctx, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-    match ctx.get_str(key)? {
+    match ctx.read_str(key)?.0 {
         None => Ok(None),
-        Some(b) if hll::is_hll(&b) => Ok(Some(b)),
+        Some(StrRef::Bytes(b)) if hll::is_hll(b) => Ok(Some(b.to_vec())),
         Some(_) => Err(CmdError::Custom("WRONGTYPE Key is not a valid HyperLogLog string value.".into())),
     }
-}
-
-fn sparse_max(ctx: &Ctx) -> usize {
-    ctx.srv.config.get("hll-sparse-max-bytes").and_then(|v| v.parse().ok()).unwrap_or(3000)
 }
 
 /// PFADD key [element ...]: 1 if the key was created or a register changed.
 pub fn pfadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
-    let max = sparse_max(ctx);
+    let max = ctx.srv.config.hll_sparse_max_bytes;
     let (mut h, mut updated) = match read_hll(ctx, key)? {
         Some(h) => (h, false),
         None => (hll::new_sparse(), true),
@@ -78,13 +75,13 @@ pub fn pfadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// cardinality; several are merged on the fly and nothing is written.
 pub fn pfcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 2 {
-        let mut max = vec![0u8; REGISTERS];
+        let mut union = Union::default();
         for key in &args[1..] {
             if let Some(h) = read_hll(ctx, key)? {
-                hll::merge_into(&mut max, &h).map_err(corrupt)?;
+                union.add(&h).map_err(corrupt)?;
             }
         }
-        ctx.out().int(hll::estimate(&max) as i64);
+        ctx.out().int(union.estimate() as i64);
         return Ok(());
     }
     let key = &args[1];
@@ -108,31 +105,19 @@ pub fn pfcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// PFMERGE destkey [sourcekey ...]: the destination takes the register-wise
 /// maximum of itself and the sources; dense if any input is dense.
 pub fn pfmerge(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let mut max = vec![0u8; REGISTERS];
-    let mut dense = false;
+    let mut union = Union::default();
     let mut dest = None;
     for (i, key) in args[1..].iter().enumerate() {
         if let Some(h) = read_hll(ctx, key)? {
-            dense |= h[4] == 0;
-            hll::merge_into(&mut max, &h).map_err(corrupt)?;
+            union.add(&h).map_err(corrupt)?;
             if i == 0 {
                 dest = Some(h);
             }
         }
     }
-    let sparse_max = sparse_max(ctx);
-    let mut h = dest.unwrap_or_else(hll::new_sparse);
-    if dense {
-        hll::to_dense(&mut h).map_err(corrupt)?;
-    }
-    for (i, &v) in max.iter().enumerate() {
-        if v != 0 {
-            // Registers were validated by merge_into; a failure here would
-            // be a broken invariant of the type layer.
-            hll::set_register(&mut h, i, v, sparse_max).map_err(corrupt)?;
-        }
-    }
-    hll::invalidate(&mut h);
+    // Registers were validated by `add`; a failure here would be a broken
+    // invariant of the type layer.
+    let h = union.store_into(dest, ctx.srv.config.hll_sparse_max_bytes).map_err(corrupt)?;
     ctx.set_value(&args[1], Value::string(&h), Ttl::Keep);
     // Redis names PFMERGE's event after PFADD.
     ctx.notify(notify::STRING, "pfadd", &args[1]);

@@ -471,7 +471,7 @@ const LFU_INIT: i64 = 5;
 pub fn object_freq(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let lfu = policy_is(ctx, "lfu");
-    let decay: i64 = ctx.srv.config.get("lfu-decay-time").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let decay = ctx.srv.config.lfu_decay_time;
     let Some(db) = object_lookup(ctx, &args[2]) else { return Ok(()) };
     if !lfu {
         return Err(CmdError::err(

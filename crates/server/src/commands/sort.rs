@@ -15,7 +15,8 @@ use crate::notify;
 use std::cmp::Ordering;
 
 use storage::types::list::{End, List};
-use storage::{Db, StrRef, Ttl, Value, ValueRef};
+use storage::types::hash::Hash;
+use storage::{Ttl, Value, ValueRef};
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
@@ -129,13 +130,13 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
     }
 
     let now = ctx.now;
-    let (elems, source) = match ctx.db().get(&args[1], now) {
-        None => (Vec::new(), Source::Ordered),
-        Some(ValueRef::List(l)) => (l.iter().map(|e| e.to_vec()).collect(), Source::Ordered),
-        Some(ValueRef::ZSet(z)) => (z.iter().map(|(m, _)| m.to_vec()).collect(), Source::Ordered),
-        Some(ValueRef::Set(s)) => (s.iter().map(|e| e.to_vec()).collect::<Vec<_>>(), Source::Set),
-        Some(_) => return Err(CmdError::WrongType),
-    };
+    let elems = ctx.read_with(&args[1], |v| match v {
+        ValueRef::List(l) => Some((l.iter().map(|e| e.to_vec()).collect(), Source::Ordered)),
+        ValueRef::ZSet(z) => Some((z.iter().map(|(m, _)| m.to_vec()).collect(), Source::Ordered)),
+        ValueRef::Set(s) => Some((s.iter().map(|e| e.to_vec()).collect(), Source::Set)),
+        _ => None,
+    })?;
+    let (elems, source): (Vec<Vec<u8>>, _) = elems.unwrap_or((Vec::new(), Source::Ordered));
     if dontsort && source == Source::Set && store.is_some() {
         dontsort = false;
         alpha = true;
@@ -159,11 +160,10 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
             elems.reverse();
         }
     } else {
-        let db = ctx.db();
         let mut keyed = Vec::with_capacity(elems.len());
         let mut bad = false;
         for e in elems {
-            let looked = by.map(|p| lookup(db, p, &e, now));
+            let looked = by.map(|p| lookup(ctx, p, &e));
             let w = if alpha {
                 match looked {
                     Some(v) => Weight::By(v),
@@ -194,14 +194,13 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
 
     let picked: &[Vec<u8>] = if end >= start { &elems[start as usize..=end as usize] } else { &[] };
     let outputlen = picked.len() * gets.len().max(1);
-    let db = ctx.db();
     let mut results: Vec<Option<Vec<u8>>> = Vec::with_capacity(outputlen);
     for e in picked {
         if gets.is_empty() {
             results.push(Some(e.clone()));
         }
         for g in &gets {
-            results.push(lookup(db, g, e, now));
+            results.push(lookup(ctx, g, e));
         }
     }
     match store {
@@ -251,8 +250,8 @@ fn sort_score(b: &[u8]) -> Option<Weight> {
 /// The value a GET/BY pattern names for element `subst`: `#` is the element
 /// itself; the first `*` is replaced by it; `key->field` reads a hash field.
 /// None when the pattern has no `*`, or the key is missing or of the wrong
-/// type.
-fn lookup(db: &mut Db, pattern: &[u8], subst: &[u8], now: i64) -> Option<Vec<u8>> {
+/// type (not an error here, as in Redis).
+fn lookup(ctx: &mut Ctx, pattern: &[u8], subst: &[u8]) -> Option<Vec<u8>> {
     if pattern == b"#" {
         return Some(subst.to_vec());
     }
@@ -266,10 +265,10 @@ fn lookup(db: &mut Db, pattern: &[u8], subst: &[u8], now: i64) -> Option<Vec<u8>
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(subst);
     key.extend_from_slice(tail);
-    match (db.get(&key, now)?, field) {
-        (ValueRef::Str(s), None) => Some(s.to_vec()),
-        (ValueRef::Hash(h), Some(f)) => h.get(f, now).map(|v: StrRef| v.to_vec()),
-        _ => None,
+    let now = ctx.now;
+    match field {
+        None => ctx.read_str(&key).ok()?.0.map(|s| s.to_vec()),
+        Some(f) => ctx.read::<Hash>(&key).ok()??.get(f, now).map(|v| v.to_vec()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! String commands: GET/SET and their variants, counters, ranges and LCS.
 //!
 //! Strings are read through `StrRef` without copying where the reply can be
-//! written straight from the stored bytes (`db_and_out`). A string that is the
+//! written straight from the stored bytes (`ctx.read_str`). A string that is the
 //! canonical decimal form of an i64 is stored as an integer (`Value::string`),
 //! so counters never parse text. Strings are replaced whole (`ctx.set_value`
 //! with `Ttl::Keep`) because the keyspace hands out read-only string views;
@@ -12,7 +12,7 @@
 //! and Redis's test suite see which error wins.
 
 use resp::Reply;
-use storage::{Db, IncrError, StrRef, Ttl, Value, ValueRef};
+use storage::{IncrError, StrRef, Ttl, Value};
 
 use crate::command::flags::*;
 use crate::notify;
@@ -61,22 +61,6 @@ pub fn table() -> Vec<Spec> {
     ]
 }
 
-/// The selected database and the reply buffer, borrowed together so that a
-/// reply can be written from a borrowed stored value.
-pub(crate) fn db_and_out<'a>(ctx: &'a mut Ctx) -> (&'a mut Db, &'a mut Reply) {
-    (&mut ctx.srv.dbs[ctx.client.db], &mut ctx.client.reply)
-}
-
-/// The string at `key`: None if absent, WrongType if it holds another type.
-pub(crate) fn lookup_str<'a>(db: &'a mut Db, key: &[u8], now: i64) -> Result<Option<StrRef<'a>>, CmdError> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(ValueRef::Str(s)) => Ok(Some(s)),
-        #[allow(unreachable_patterns)]
-        Some(_) => Err(CmdError::WrongType),
-    }
-}
-
 /// Runs `f` on the bytes of `s` (an integer is formatted into a small buffer).
 pub(crate) fn with_bytes<R>(s: StrRef<'_>, f: impl FnOnce(&[u8]) -> R) -> R {
     match s {
@@ -97,9 +81,9 @@ fn reply_str(out: &mut Reply, s: StrRef<'_>) {
     }
 }
 
-/// Errs unless a string of `size + append` bytes fits in proto-max-bulk-len.
-pub(crate) fn check_string_len(ctx: &Ctx, size: u64, append: u64) -> CmdResult {
-    let max = ctx.srv.config.proto_max_bulk_len;
+/// Errs unless a string of `size + append` bytes fits in `max`
+/// (proto-max-bulk-len).
+fn check_string_len(max: i64, size: u64, append: u64) -> CmdResult {
     match size.checked_add(append) {
         Some(total) if total <= max as u64 => Ok(()),
         _ => Err(CmdError::err("string exceeds maximum allowed size (proto-max-bulk-len)")),
@@ -108,9 +92,8 @@ pub(crate) fn check_string_len(ctx: &Ctx, size: u64, append: u64) -> CmdResult {
 
 /// Replies with the value of `key` (null if absent), as GET does.
 fn reply_get(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
-    let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    match lookup_str(db, key, now)? {
+    let (s, out) = ctx.read_str(key)?;
+    match s {
         Some(s) => reply_str(out, s),
         None => out.null(),
     }
@@ -283,16 +266,17 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let o = parse_str_opts(args, false)?;
     let key = &args[1];
     let now = ctx.now;
-    if lookup_str(ctx.db(), key, now)?.is_none() {
-        ctx.out().null();
+    let (s, out) = ctx.read_str(key)?;
+    let Some(s) = s else {
+        out.null();
         return Ok(());
-    }
+    };
     // Redis checks the expire value only once the key is known to exist.
     let deadline = match o.expire {
         Some((kind, arg)) => Some((kind, expire_deadline("getex", kind, arg, now)?)),
         None => None,
     };
-    reply_get(ctx, key)?;
+    reply_str(out, s);
     match deadline {
         Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if t <= now => {
             ctx.db().remove(key, now);
@@ -334,13 +318,12 @@ pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// MGET key [key ...]: keys of other types read as null.
 pub fn mget(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    out.array(args.len() - 1);
+    ctx.out().array(args.len() - 1);
     for k in &args[1..] {
-        match lookup_str(db, k, now) {
-            Ok(Some(s)) => reply_str(out, s),
-            _ => out.null(),
+        match ctx.read_str(k) {
+            Ok((Some(s), out)) => reply_str(out, s),
+            Ok((None, out)) => out.null(),
+            Err(_) => ctx.out().null(),
         }
     }
     Ok(())
@@ -380,17 +363,14 @@ pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// APPEND key value
 pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, tail) = (&args[1], &args[2]);
-    let now = ctx.now;
-    let old_len = lookup_str(ctx.db(), key, now)?.map(|s| s.len());
-    let new = match old_len {
+    let max = ctx.srv.config.proto_max_bulk_len;
+    let new = match ctx.read_str(key)?.0 {
         None => Value::string(tail),
-        Some(n) => {
+        Some(s) => {
             // Checked before copying, so an oversize append allocates nothing.
-            check_string_len(ctx, n as u64, tail.len() as u64)?;
-            let mut v = Vec::with_capacity(n + tail.len());
-            if let Some(s) = lookup_str(ctx.db(), key, now)? {
-                with_bytes(s, |b| v.extend_from_slice(b));
-            }
+            check_string_len(max, s.len() as u64, tail.len() as u64)?;
+            let mut v = Vec::with_capacity(s.len() + tail.len());
+            with_bytes(s, |b| v.extend_from_slice(b));
             v.extend_from_slice(tail);
             Value::string(&v)
         }
@@ -408,8 +388,7 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// STRLEN key
 pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let n = lookup_str(ctx.db(), &args[1], now)?.map_or(0, |s| s.len());
+    let n = ctx.read_str(&args[1])?.0.map_or(0, |s| s.len());
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -463,8 +442,7 @@ fn parse_float(b: &[u8]) -> Result<f64, CmdError> {
 /// INCRBYFLOAT key increment
 pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
-    let now = ctx.now;
-    let cur = match lookup_str(ctx.db(), key, now)? {
+    let cur = match ctx.read_str(key)?.0 {
         None => 0.0,
         Some(StrRef::Int(v)) => v as f64,
         Some(StrRef::Bytes(b)) => parse_float(b)?,
@@ -503,9 +481,8 @@ fn clip_range(mut start: i64, mut end: i64, len: usize) -> Option<(usize, usize)
 pub fn getrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let start = arg_i64(&args[2])?;
     let end = arg_i64(&args[3])?;
-    let now = ctx.now;
-    let (db, out) = db_and_out(ctx);
-    match lookup_str(db, &args[1], now)? {
+    let (s, out) = ctx.read_str(&args[1])?;
+    match s {
         None => out.bulk(b""),
         Some(s) => with_bytes(s, |b| match clip_range(start, end, b.len()) {
             Some((s, e)) => out.bulk(&b[s..=e]),
@@ -523,28 +500,18 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::err("offset is out of range"));
     }
     let offset = offset as u64;
-    let now = ctx.now;
-    let old_len = match lookup_str(ctx.db(), key, now)? {
-        None if val.is_empty() => {
-            ctx.out().int(0);
-            return Ok(());
-        }
-        None => None,
-        Some(s) if val.is_empty() => {
-            let n = s.len();
-            ctx.out().int(n as i64);
-            return Ok(());
-        }
-        Some(s) => Some(s.len()),
-    };
-    check_string_len(ctx, offset, val.len() as u64)?;
+    let max = ctx.srv.config.proto_max_bulk_len;
+    let (s, out) = ctx.read_str(key)?;
+    if val.is_empty() {
+        out.int(s.map_or(0, |s| s.len()) as i64);
+        return Ok(());
+    }
+    check_string_len(max, offset, val.len() as u64)?;
     // Within proto-max-bulk-len, so these fit in usize.
     let (offset, end) = (offset as usize, offset as usize + val.len());
-    let mut v = Vec::with_capacity(end.max(old_len.unwrap_or(0)));
-    if old_len.is_some() {
-        if let Some(s) = lookup_str(ctx.db(), key, now)? {
-            with_bytes(s, |b| v.extend_from_slice(b));
-        }
+    let mut v = Vec::with_capacity(end.max(s.map_or(0, |s| s.len())));
+    if let Some(s) = s {
+        with_bytes(s, |b| v.extend_from_slice(b));
     }
     if v.len() < end {
         v.resize(end, 0);
@@ -621,10 +588,10 @@ fn lcs_compute(a: &[u8], b: &[u8]) -> (Vec<u8>, u32, Vec<LcsMatch>) {
 
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
 pub fn lcs(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
+    // LCS words its type error its own way.
     let read = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, CmdError> {
-        match lookup_str(ctx.db(), k, now) {
-            Ok(s) => Ok(s.map(|s| s.to_vec()).unwrap_or_default()),
+        match ctx.read_str(k) {
+            Ok((s, _)) => Ok(s.map(|s| s.to_vec()).unwrap_or_default()),
             Err(_) => Err(CmdError::err("The specified keys must contain string values")),
         }
     };

@@ -183,6 +183,50 @@ pub fn merge_into(max: &mut [u8], b: &[u8]) -> Result<(), Corrupt> {
     Ok(())
 }
 
+/// The union of several HLLs (multi-key PFCOUNT, PFMERGE): the
+/// register-wise maximum, and whether any input was dense (Redis stores a
+/// merge dense then).
+#[derive(Debug, Clone)]
+pub struct Union {
+    max: Vec<u8>,
+    dense: bool,
+}
+
+impl Default for Union {
+    fn default() -> Self {
+        Union { max: vec![0; REGISTERS], dense: false }
+    }
+}
+
+impl Union {
+    /// Adds the HLL `b` (checked with `is_hll`) to the union.
+    pub fn add(&mut self, b: &[u8]) -> Result<(), Corrupt> {
+        self.dense |= b[4] == DENSE;
+        merge_into(&mut self.max, b)
+    }
+
+    /// The union's cardinality estimate.
+    pub fn estimate(&self) -> u64 {
+        estimate(&self.max)
+    }
+
+    /// PFMERGE's result: `dest` (a new sparse HLL when None) raised to the
+    /// union's registers, dense if any input was, cached cardinality stale.
+    pub fn store_into(&self, dest: Option<Vec<u8>>, sparse_max: usize) -> Result<Vec<u8>, Corrupt> {
+        let mut h = dest.unwrap_or_else(new_sparse);
+        if self.dense {
+            to_dense(&mut h)?;
+        }
+        for (i, &v) in self.max.iter().enumerate() {
+            if v != 0 {
+                set_register(&mut h, i, v, sparse_max)?;
+            }
+        }
+        invalidate(&mut h);
+        Ok(h)
+    }
+}
+
 /// Turns a sparse HLL dense (no-op when dense already); the header,
 /// cached cardinality included, is kept.
 pub fn to_dense(b: &mut Vec<u8>) -> Result<(), Corrupt> {
