@@ -20,12 +20,15 @@
 //! // "del" if the write emptied the key
 //! ```
 //!
-//! When the guard drops it syncs the stored object (its memory accounting,
-//! field-expiry index, and its removal once empty: Redis never keeps an
-//! empty collection) and, if `changed` was called, signals the modification
-//! (`Ctx::key_modified`) and raises each event given, in order, then `del`
-//! when the write emptied the key, as Redis does. A guard whose write
-//! changed nothing signals nothing.
+//! When the guard drops it syncs the stored object with the keyspace (its
+//! field-expiry index, a small hash lent out of its slot, and its removal
+//! once empty: Redis never keeps an empty collection) and, if `changed` or
+//! `added` was called, signals the modification (`Ctx::key_modified`) and
+//! raises each event given, in order, then `del` when the write emptied the
+//! key, as Redis does. A guard whose write changed nothing signals nothing.
+//! The sync costs a key lookup, so it is skipped where it cannot matter: a
+//! list, set, sorted set or stream that was not created and was only added
+//! to (`added`, the push and insert paths).
 
 use std::marker::PhantomData;
 
@@ -48,11 +51,20 @@ pub trait Collection: Sized {
     fn of_mut(v: ValueMut<'_>) -> Option<&mut Self>;
     /// A value to store.
     fn into_value(self) -> Value;
+    /// True if every write must be synced with the keyspace, even one that
+    /// only added (a hash: small ones are lent out of their slot and
+    /// written back, and field TTLs are indexed by the keyspace).
+    const ALWAYS_SYNC: bool = false;
 }
 
 macro_rules! collection {
     ($t:ty, $variant:ident) => {
+        collection!($t, $variant, false);
+    };
+    ($t:ty, $variant:ident, $always_sync:expr) => {
         impl Collection for $t {
+            const ALWAYS_SYNC: bool = $always_sync;
+
             fn of(v: ValueRef<'_>) -> Option<&Self> {
                 match v {
                     ValueRef::$variant(x) => Some(x),
@@ -74,7 +86,7 @@ macro_rules! collection {
     };
 }
 
-collection!(Hash, Hash);
+collection!(Hash, Hash, true);
 collection!(List, List);
 collection!(Set, Set);
 collection!(ZSet, ZSet);
@@ -169,6 +181,9 @@ pub struct Write<'c, 'a, T: Collection> {
     class: u32,
     created: bool,
     modified: bool,
+    /// Every change so far only added to the value (`added`), so it
+    /// cannot have emptied it.
+    only_added: bool,
     events: [&'static str; MAX_EVENTS],
     n_events: usize,
     _t: PhantomData<T>,
@@ -176,7 +191,7 @@ pub struct Write<'c, 'a, T: Collection> {
 
 impl<'c, 'a, T: Collection> Write<'c, 'a, T> {
     fn new(ctx: &'c mut Ctx<'a>, key: &'c [u8], class: u32, created: bool) -> Self {
-        Write { ctx, key, class, created, modified: false, events: [""; MAX_EVENTS], n_events: 0, _t: PhantomData }
+        Write { ctx, key, class, created, modified: false, only_added: true, events: [""; MAX_EVENTS], n_events: 0, _t: PhantomData }
     }
 
     /// The value, to edit in place.
@@ -212,6 +227,15 @@ impl<'c, 'a, T: Collection> Write<'c, 'a, T> {
     /// Records that the write changed the value: on drop the change is
     /// signalled and `event` raised (in the order of the calls).
     pub fn changed(&mut self, event: &'static str) {
+        self.only_added = false;
+        self.added(event);
+    }
+
+    /// `changed` for a write that only added to the value (a push, an
+    /// insert): it cannot have emptied the key, so a list, set, sorted set
+    /// or stream is not synced with the keyspace afterwards (a hash still
+    /// is). Use `changed` when anything may have been removed.
+    pub fn added(&mut self, event: &'static str) {
         self.modified = true;
         if self.n_events < MAX_EVENTS && !event.is_empty() {
             self.events[self.n_events] = event;
@@ -222,12 +246,17 @@ impl<'c, 'a, T: Collection> Write<'c, 'a, T> {
     /// Records a change that raises no event of its own.
     pub fn touched(&mut self) {
         self.modified = true;
+        self.only_added = false;
     }
 }
 
 impl<T: Collection> Drop for Write<'_, '_, T> {
     fn drop(&mut self) {
-        let gone = self.ctx.db().sync_object(self.key);
+        // A value only added to is bigger than it was: unless it was just
+        // created (and may still be empty) or is a hash, the keyspace's
+        // sync (which removes an emptied key) has nothing to do.
+        let sync = T::ALWAYS_SYNC || self.created || !(self.modified && self.only_added);
+        let gone = sync && self.ctx.db().sync_object(self.key);
         if !self.modified {
             return;
         }

@@ -360,17 +360,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// Reads a key expected to hold a string; WrongType otherwise.
-    pub fn get_str(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        let now = self.now;
-        match self.db().get(key, now) {
-            None => Ok(None),
-            Some(ValueRef::Str(s)) => Ok(Some(s.to_vec())),
-            #[allow(unreachable_patterns)]
-            Some(_) => Err(CmdError::WrongType),
-        }
-    }
-
     /// Stores `value` under `key` with `ttl` and signals the change.
     pub fn set_value(&mut self, key: &[u8], value: Value, ttl: storage::Ttl) {
         let now = self.now;

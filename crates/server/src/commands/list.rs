@@ -134,7 +134,7 @@ fn push_generic(ctx: &mut Ctx, args: &[Vec<u8>], end: End, existing_only: bool) 
     let (l, out) = w.parts();
     l.push(end, &args[2..], &cfg);
     out.int(l.len() as i64);
-    w.changed(push_event(end));
+    w.added(push_event(end));
     Ok(())
 }
 

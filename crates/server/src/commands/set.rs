@@ -86,7 +86,7 @@ pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let added = args[2..].iter().filter(|m| s.insert(m, &cfg)).count();
     out.int(added as i64);
     if added > 0 {
-        w.changed("sadd");
+        w.added("sadd");
     }
     Ok(())
 }

@@ -480,7 +480,7 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
         out.int(if ch { added + updated } else { added });
     }
     if added + updated > 0 {
-        w.changed(if incr { "zincr" } else { "zadd" });
+        w.added(if incr { "zincr" } else { "zadd" });
     }
     Ok(())
 }
