@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use resp::Reply;
-use storage::{Db, Value, ValueRef};
+use storage::{Db, Value};
 
 pub use crate::args::{arg_f64, arg_i64, is, CmdError, CmdResult};
 use crate::blocking::{BlockRequest, ReadyFn};
