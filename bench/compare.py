@@ -4,6 +4,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
 
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
+  bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py latency    [-n N] [--probe get|ping]
   bench/compare.py hash       [--sizes 100,511,...] [--no-ttl]
   bench/compare.py hash-expiry [-n N] [--ttl-ms 3000] [--rounds 3]
@@ -14,6 +15,9 @@ memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
               intkeys   SET key:<n> <n>                                  (N=1,000,000)
 throughput  redis-benchmark -t set,get,incr,mset -c 50 -n 2000000 -r 1000000 -P {1,16},
             alternating between the servers; requests/s and the ratio densekv/redis
+cpu         the server's main-thread CPU per request (/proc) under redis-benchmark -P 16,
+            alternating servers: an A/B of two builds (old binary as --redis-bin) that
+            a shared machine's noise does not swamp, as it does requests/s
 latency     a separate process loads N=10,000,000 `SET key:<n> <n>` pipelined while this
             process sends one GET (or PING) at a time and records each round trip;
             reports p50/p99/p99.9/max for each server
@@ -667,6 +671,43 @@ def cmd_throughput(args) -> None:
         print(f"(median of {args.rounds} rounds)\n")
 
 
+# ---------------------------------------------------------------- cpu per request
+
+
+def cmd_cpu(args) -> None:
+    """Server main-thread CPU per request under redis-benchmark, alternating servers.
+
+    Throughput on a shared 2-core machine mostly measures who got the cores;
+    the server's own CPU time per request does not depend on the client's
+    share, so an A/B of two builds (old binary as --redis-bin) resolves a few
+    percent where requests/s cannot."""
+    header("densekv vs redis: main-thread CPU per request (redis-benchmark)", args)
+    servers = start_servers(args)
+    n = args.n or 300_000
+    samples: dict[tuple[str, str], list[float]] = {}
+    try:
+        for rnd in range(args.rounds):
+            for test in args.tests.split(","):
+                order = servers if rnd % 2 == 0 else servers[::-1]
+                for s in order:
+                    before = s.main_thread_cpu()
+                    argv = ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", test, "-c", str(args.clients),
+                            "-n", str(n), "-r", "100000", "-P", str(args.pipeline), "-q"]
+                    subprocess.run(argv, capture_output=True, timeout=args.timeout, check=True)
+                    s.check_alive()
+                    samples.setdefault((s.name, test), []).append((s.main_thread_cpu() - before) / n * 1e9)
+    finally:
+        stop_servers(servers)
+    rows = []
+    for test in args.tests.split(","):
+        a = statistics.median(samples[("densekv", test)])
+        b = statistics.median(samples[("redis", test)])
+        rows.append([test, args.pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b)])
+    table(["test", "-P", "densekv ns/req", "redis ns/req", "densekv/redis"], rows)
+    tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
+    print(f"(median of {args.rounds} rounds; CPU is read in clock ticks: resolution {tick:.0f} ns/req)\n")
+
+
 # ---------------------------------------------------------------- latency
 
 
@@ -769,6 +810,13 @@ def main() -> None:
     p.add_argument("--tests", default="set,get,incr,mset")
     p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
     p.set_defaults(func=cmd_throughput)
+
+    p = sub.add_parser("cpu", parents=[common], help="server CPU per request (A/B of builds)")
+    p.add_argument("--pipeline", type=int, default=16)
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--tests", default="set,get,incr,mset,lpush,lpop,sadd,hset")
+    p.add_argument("--rounds", type=int, default=5, help="runs per server and test (median)")
+    p.set_defaults(func=cmd_cpu)
 
     p = sub.add_parser("latency", parents=[common], help="latency during a bulk load")
     p.add_argument("--probe", choices=["get", "ping"], default="get")
