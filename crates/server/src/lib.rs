@@ -7,7 +7,8 @@
 //! docs/design/server.md and checked by `tests/layers.rs`), bottom up:
 //!
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
-//!    (command errors, argument parsers), `keyspec`
+//!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
+//!    lines)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
@@ -34,6 +35,7 @@ pub mod feed;
 pub mod glob;
 pub mod keyspec;
 pub mod lazyfree;
+pub mod log;
 pub mod memory;
 pub mod net;
 pub mod notify;
