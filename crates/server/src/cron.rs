@@ -1,5 +1,6 @@
 //! Periodic work run by the event loop `hz` times a second: active expiry,
-//! idle-client timeouts, the end of CLIENT PAUSE, memory peak tracking.
+//! idle-client timeouts, the end of CLIENT PAUSE, memory peak tracking,
+//! and a shutdown a signal scheduled (as Redis's serverCron runs it).
 //! Active expiry publishes `expired` / `hexpired` keyspace events.
 
 use std::time::{Duration, Instant};
@@ -59,6 +60,7 @@ pub fn tick(srv: &mut Server) {
     }
     let used = crate::memory::allocated();
     srv.peak_memory = srv.peak_memory.max(used);
+    crate::shutdown::on_cron(srv);
 }
 
 /// Reclaims due keys across databases within a CPU budget per tick.

@@ -8,12 +8,14 @@
 //!
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
-//!    lines)
+//!    lines), `process` (pid file, signals, systemd, daemonizing)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
 //! 4. `server`: the state every command reads
-//! 5. `publish` (message and keyspace-event delivery), `cron`
+//! 5. `publish` (message and keyspace-event delivery), `cron`, `persist`
+//!    (the seam where the dataset is saved), `shutdown` (SHUTDOWN and
+//!    signals, as Redis shuts down)
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`
 //! 7. `commands/`: the command families
@@ -39,11 +41,14 @@ pub mod log;
 pub mod memory;
 pub mod net;
 pub mod notify;
+pub mod persist;
+pub mod process;
 pub mod publish;
 pub mod pubsub;
 pub mod registry;
 pub mod script;
 pub mod server;
+pub mod shutdown;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).
 pub const REDIS_VERSION: &str = "7.4.0";

@@ -106,6 +106,16 @@ impl Log {
         self.log(Level::Warning, msg);
     }
 
+    /// A warning in the form Redis uses for what its signal handler logs:
+    /// `<pid>:signal-handler (<unix seconds>) <message>`.
+    pub fn signal_line(&self, msg: &str) {
+        if !self.enabled(Level::Warning) {
+            return;
+        }
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.raw(&format!("{}:signal-handler ({secs}) {msg}\n", std::process::id()));
+    }
+
     /// Writes `text` as it is (it carries its own newlines).
     pub fn raw(&self, text: &str) {
         match &self.file {

@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 /// The server crate, bottom up. A module path names that module and,
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
-    &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log"],
+    &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process"],
     &["config", "client"],
     &["pubsub", "blocking", "feed"],
     &["server"],
-    &["publish", "cron"],
+    &["publish", "cron", "persist", "shutdown"],
     &["command", "access", "exec", "dispatch"],
     &["commands"],
     &["script"],

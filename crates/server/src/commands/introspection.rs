@@ -1038,24 +1038,35 @@ fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: runs the shutdown
+/// sequence (`crate::shutdown`); on success the client sees its connection
+/// close, as with Redis, and the event loop stops after this command.
 fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut abort = false;
+    let mut words = Vec::new();
     for a in &args[1..] {
         if is(a, "abort") {
             abort = true;
-        } else if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
+        } else if is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force") {
+            words.push(String::from_utf8_lossy(a).into_owned());
+        } else {
             return Err(CmdError::Syntax);
         }
+    }
+    let flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
+    if (abort && flags.any()) || (flags.save && flags.nosave) {
+        return Err(CmdError::Syntax);
     }
     if abort {
-        if args.len() != 2 {
-            return Err(CmdError::Syntax);
-        }
-        return Err(CmdError::err("No shutdown in progress."));
+        crate::shutdown::abort(ctx.srv).map_err(|()| CmdError::err("No shutdown in progress."))?;
+        ctx.out().ok();
+        return Ok(());
     }
-    // Nothing to save yet; the event loop stops after this command and
-    // clients see the connection close, as with Redis.
-    ctx.srv.shutdown = true;
+    if !flags.nosave && ctx.srv.script.is_some_and(|s| s.timed_out) {
+        // Only SHUTDOWN NOSAVE may end a busy script.
+        return Err(CmdError::Custom(ctx.srv.busy_error().into()));
+    }
+    crate::shutdown::prepare(ctx.srv, flags).map_err(|()| CmdError::err("Errors trying to SHUTDOWN. Check logs."))?;
     ctx.client.close_asap = true;
     Ok(())
 }
@@ -1253,6 +1264,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
         ("set-active-expire", 3) => ctx.srv.active_expire_enabled = args[2] != b"0",
+        ("pause-cron", 3) => ctx.srv.cron_paused = args[2] != b"0",
         ("object", 3) => {
             let now = ctx.now;
             let idle = ctx.db().idle_secs(&args[2], now);
@@ -1289,6 +1301,8 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Show low level info about the listpack encoding of <key>.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "PAUSE-CRON <0|1>",
+                    "    Stop periodic cron job processing.",
                     "PROTOCOL <type>",
                     "    Reply with a test value of the specified type. <type> can be: string,",
                     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",

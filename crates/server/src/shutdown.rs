@@ -1,0 +1,173 @@
+//! Shutting down the way redis-server does, for SHUTDOWN and for SIGTERM /
+//! SIGINT, with Redis's log lines (service managers and Redis's test suite
+//! wait for them).
+//!
+//! A signal only schedules the shutdown (`signal_received`); the next cron
+//! tick carries it out with the flags of shutdown-on-sigterm /
+//! shutdown-on-sigint (`on_cron`), so SHUTDOWN ABORT can still cancel it
+//! and DEBUG PAUSE-CRON holds it, as in Redis. A second SIGINT while one is
+//! pending exits at once with status 1.
+//!
+//! `prepare` runs the sequence: save through the persistence seam when
+//! Redis would (save points and no NOSAVE, or SAVE), remove the pid file,
+//! log the bye-bye line and mark the server done; the event loop then
+//! returns and the process exits 0. A failed save refuses to exit unless
+//! FORCE is given. densekv has no replicas, so there is never a wait for
+//! replicas to catch up: `shutdown-timeout` and NOW change nothing.
+
+use crate::persist;
+use crate::process::{self, Signal};
+use crate::server::Server;
+
+/// SHUTDOWN's modifiers, also the words of shutdown-on-sigterm/-sigint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// Save even without save points.
+    pub save: bool,
+    /// Do not save even with save points.
+    pub nosave: bool,
+    /// Do not wait for lagging replicas.
+    pub now: bool,
+    /// Exit even if saving failed.
+    pub force: bool,
+}
+
+impl Flags {
+    /// Flags from words (`save`, `nosave`, `now`, `force`; others ignored).
+    pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Flags {
+        let mut f = Flags::default();
+        for w in words {
+            match w.to_ascii_lowercase().as_str() {
+                "save" => f.save = true,
+                "nosave" => f.nosave = true,
+                "now" => f.now = true,
+                "force" => f.force = true,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    /// True if any flag is set.
+    pub fn any(self) -> bool {
+        self.save || self.nosave || self.now || self.force
+    }
+}
+
+/// The event loop saw `sig`: log it as Redis's handler does and schedule
+/// the shutdown; a second SIGINT while one is pending exits at once.
+pub fn signal_received(srv: &mut Server, sig: Signal) {
+    if sig == Signal::Int && srv.shutdown_signal.is_some() {
+        srv.config.log.signal_line("You insist... exiting now.");
+        std::process::exit(1);
+    }
+    srv.config.log.signal_line(&format!("Received {} scheduling shutdown...", sig.name()));
+    srv.shutdown_signal = Some(sig);
+}
+
+/// Carries out a shutdown a signal scheduled (called by cron).
+pub fn on_cron(srv: &mut Server) {
+    let Some(sig) = srv.shutdown_signal.take() else { return };
+    let key = match sig {
+        Signal::Int => "shutdown-on-sigint",
+        Signal::Term => "shutdown-on-sigterm",
+    };
+    let flags = Flags::from_words(srv.config.flags(key));
+    // A failure is logged and the server goes on, as in Redis.
+    let _ = prepare(srv, flags);
+}
+
+/// SHUTDOWN ABORT: cancels a shutdown a signal scheduled.
+///
+/// Errors: none was pending.
+pub fn abort(srv: &mut Server) -> Result<(), ()> {
+    if srv.shutdown_signal.take().is_none() {
+        return Err(());
+    }
+    srv.config.log.notice("Shutdown manually aborted.");
+    Ok(())
+}
+
+/// Runs the shutdown sequence. On success the server is marked done
+/// (`srv.shutdown`) and the caller must not serve anything more.
+///
+/// Errors: saving failed without FORCE; the failure is logged and the
+/// server goes on.
+pub fn prepare(srv: &mut Server, flags: Flags) -> Result<(), ()> {
+    srv.config.log.notice("User requested shutdown...");
+    if srv.supervised_systemd {
+        process::notify_systemd("STOPPING=1\n");
+    }
+    finish(srv, flags)
+}
+
+fn finish(srv: &mut Server, flags: Flags) -> Result<(), ()> {
+    if (!srv.config.save_points().is_empty() && !flags.nosave) || flags.save {
+        srv.config.log.notice("Saving the final RDB snapshot before exiting.");
+        if srv.supervised_systemd {
+            process::notify_systemd("STATUS=Saving the final RDB snapshot\n");
+        }
+        if let Err(e) = persist::save(srv) {
+            srv.config.log.warning(&e);
+            if flags.force {
+                srv.config.log.warning("Error trying to save the DB. Exit anyway.");
+            } else {
+                srv.config.log.warning("Error trying to save the DB, can't exit.");
+                if srv.supervised_systemd {
+                    process::notify_systemd("STATUS=Error trying to save the DB, can't exit.\n");
+                }
+                srv.config.log.warning("Errors trying to shut down the server. Check the logs for more information.");
+                return Err(());
+            }
+        }
+    }
+    let pidfile = srv.config.get("pidfile").unwrap_or("").to_string();
+    if !pidfile.is_empty() {
+        srv.config.log.notice("Removing the pid file.");
+        process::remove_pidfile(&pidfile);
+    }
+    srv.config.log.warning("Redis is now ready to exit, bye bye...");
+    srv.shutdown = true;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn quiet() -> Server {
+        let mut c = Config::default();
+        c.set("loglevel", "nothing", true).unwrap();
+        Server::new(c)
+    }
+
+    #[test]
+    fn abort_needs_a_pending_signal() {
+        let mut srv = quiet();
+        assert_eq!(abort(&mut srv), Err(()));
+        signal_received(&mut srv, Signal::Term);
+        assert_eq!(srv.shutdown_signal, Some(Signal::Term));
+        assert_eq!(abort(&mut srv), Ok(()));
+        assert!(!srv.shutdown);
+        on_cron(&mut srv);
+        assert!(!srv.shutdown, "an aborted shutdown does not happen");
+    }
+
+    #[test]
+    fn signal_shuts_down_at_the_next_tick() {
+        let mut srv = quiet();
+        srv.config.set("save", "900 1", true).unwrap();
+        signal_received(&mut srv, Signal::Int);
+        assert!(!srv.shutdown);
+        on_cron(&mut srv);
+        assert!(srv.shutdown);
+        assert_eq!(srv.shutdown_signal, None);
+    }
+
+    #[test]
+    fn flag_words() {
+        assert_eq!(Flags::from_words(["nosave", "NOW"]), Flags { nosave: true, now: true, ..Flags::default() });
+        assert!(!Flags::from_words([]).any());
+    }
+}
