@@ -439,7 +439,7 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             Ok(if on.is_empty() { "default".into() } else { on.join(" ") })
         }
         Kind::Save => {
-            let ok = words.len() % 2 == 0
+            let ok = words.len().is_multiple_of(2)
                 && words.iter().enumerate().all(|(i, w)| w.parse::<i64>().is_ok_and(|v| if i % 2 == 0 { v >= 1 } else { v >= 0 }));
             if !ok {
                 return Err("Invalid save parameters".into());
@@ -482,13 +482,16 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             }
         }
         Kind::Percentiles => {
+            let mut out = Vec::new();
             for w in &words {
                 let v: f64 = w.parse().map_err(|_| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
                 if !(0.0..=100.0).contains(&v) {
                     return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
                 }
+                // Printed as Redis prints them: no trailing zeros ("50.0" -> "50").
+                out.push(format!("{v}"));
             }
-            Ok(words.join(" "))
+            Ok(out.join(" "))
         }
         Kind::Dir => {
             if words.len() != 1 {
@@ -508,7 +511,7 @@ fn current_dir() -> String {
 /// client-output-buffer-limit: merges `words` (class hard soft seconds,
 /// repeated) into `current` and prints all three classes.
 fn obuf_limits(current: &str, words: &[&str]) -> Result<String, String> {
-    if words.is_empty() || words.len() % 4 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     let mut classes: Vec<(String, [i64; 3])> = Vec::new();
@@ -1132,6 +1135,8 @@ mod tests {
         assert_eq!(c.get("shutdown-on-sigterm"), Some("nosave now"));
         assert_eq!(c.flags("shutdown-on-sigint"), Vec::<&str>::new());
         assert_eq!(c.get("oom-score-adj-values"), Some("0 100 900"));
+        c.set("latency-tracking-info-percentiles", "0.0 50.0 99.90 100", false).unwrap();
+        assert_eq!(c.get("latency-tracking-info-percentiles"), Some("0 50 99.9 100"));
         // A new load (CONFIG SET) replaces the save points.
         c.set("save", "60 5", false).unwrap();
         assert_eq!(c.get("save"), Some("60 5"));

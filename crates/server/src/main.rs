@@ -190,7 +190,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         }
         1
     };
-    let listeners = net::listen(&bind, port, backlog, &log).map_err(|()| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
+    let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
     if listeners.is_empty() {
         return Err(fail("Configured to not listen anywhere, exiting."));
     }

@@ -435,6 +435,10 @@ fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
     sock.write(buf)
 }
 
+/// A `bind` address could not be listened on (the reason is logged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenFailed;
+
 /// Opens a listening socket on `port` for every address of `bind` (a
 /// `bind` value: `*` is every IPv4 address, `::*` every IPv6 one, a leading
 /// `-` marks an address that may be unavailable), as Redis does: IPv6
@@ -443,7 +447,7 @@ fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
 ///
 /// Errors: an address could not be bound (already logged); the caller
 /// logs Redis's "Failed listening" line and exits.
-pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std::net::TcpListener>, ()> {
+pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std::net::TcpListener>, ListenFailed> {
     use socket2::{Domain, Socket, Type};
     // Linux errno values that make Redis skip an address instead of failing.
     const ENOPROTOOPT: i32 = 92;
@@ -487,7 +491,7 @@ pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std:
                 match e.raw_os_error() {
                     Some(EADDRNOTAVAIL) if optional => continue,
                     Some(ENOPROTOOPT | EPROTONOSUPPORT | ESOCKTNOSUPPORT | EPFNOSUPPORT | EAFNOSUPPORT) => continue,
-                    _ => return Err(()),
+                    _ => return Err(ListenFailed),
                 }
             }
         }

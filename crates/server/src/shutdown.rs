@@ -54,6 +54,14 @@ impl Flags {
     }
 }
 
+/// SHUTDOWN ABORT found no shutdown to cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotPending;
+
+/// The shutdown sequence stopped (saving failed without FORCE); logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failed;
+
 /// The event loop saw `sig`: log it as Redis's handler does and schedule
 /// the shutdown; a second SIGINT while one is pending exits at once.
 pub fn signal_received(srv: &mut Server, sig: Signal) {
@@ -80,9 +88,9 @@ pub fn on_cron(srv: &mut Server) {
 /// SHUTDOWN ABORT: cancels a shutdown a signal scheduled.
 ///
 /// Errors: none was pending.
-pub fn abort(srv: &mut Server) -> Result<(), ()> {
+pub fn abort(srv: &mut Server) -> Result<(), NotPending> {
     if srv.shutdown_signal.take().is_none() {
-        return Err(());
+        return Err(NotPending);
     }
     srv.config.log.notice("Shutdown manually aborted.");
     Ok(())
@@ -93,7 +101,7 @@ pub fn abort(srv: &mut Server) -> Result<(), ()> {
 ///
 /// Errors: saving failed without FORCE; the failure is logged and the
 /// server goes on.
-pub fn prepare(srv: &mut Server, flags: Flags) -> Result<(), ()> {
+pub fn prepare(srv: &mut Server, flags: Flags) -> Result<(), Failed> {
     srv.config.log.notice("User requested shutdown...");
     if srv.supervised_systemd {
         process::notify_systemd("STOPPING=1\n");
@@ -101,7 +109,7 @@ pub fn prepare(srv: &mut Server, flags: Flags) -> Result<(), ()> {
     finish(srv, flags)
 }
 
-fn finish(srv: &mut Server, flags: Flags) -> Result<(), ()> {
+fn finish(srv: &mut Server, flags: Flags) -> Result<(), Failed> {
     if (!srv.config.save_points().is_empty() && !flags.nosave) || flags.save {
         srv.config.log.notice("Saving the final RDB snapshot before exiting.");
         if srv.supervised_systemd {
@@ -117,7 +125,7 @@ fn finish(srv: &mut Server, flags: Flags) -> Result<(), ()> {
                     process::notify_systemd("STATUS=Error trying to save the DB, can't exit.\n");
                 }
                 srv.config.log.warning("Errors trying to shut down the server. Check the logs for more information.");
-                return Err(());
+                return Err(Failed);
             }
         }
     }
@@ -145,7 +153,7 @@ mod tests {
     #[test]
     fn abort_needs_a_pending_signal() {
         let mut srv = quiet();
-        assert_eq!(abort(&mut srv), Err(()));
+        assert_eq!(abort(&mut srv), Err(NotPending));
         signal_received(&mut srv, Signal::Term);
         assert_eq!(srv.shutdown_signal, Some(Signal::Term));
         assert_eq!(abort(&mut srv), Ok(()));

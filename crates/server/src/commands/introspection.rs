@@ -1058,7 +1058,7 @@ fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if abort {
-        crate::shutdown::abort(ctx.srv).map_err(|()| CmdError::err("No shutdown in progress."))?;
+        crate::shutdown::abort(ctx.srv).map_err(|_| CmdError::err("No shutdown in progress."))?;
         ctx.out().ok();
         return Ok(());
     }
@@ -1066,7 +1066,7 @@ fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         // Only SHUTDOWN NOSAVE may end a busy script.
         return Err(CmdError::Custom(ctx.srv.busy_error().into()));
     }
-    crate::shutdown::prepare(ctx.srv, flags).map_err(|()| CmdError::err("Errors trying to SHUTDOWN. Check logs."))?;
+    crate::shutdown::prepare(ctx.srv, flags).map_err(|_| CmdError::err("Errors trying to SHUTDOWN. Check logs."))?;
     ctx.client.close_asap = true;
     Ok(())
 }
