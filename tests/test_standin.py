@@ -282,7 +282,7 @@ def test_logfile_and_loglevel(start, workdir):
 def test_pidfile_and_sigterm(start, workdir):
     port = free_port()
     pidfile = workdir / "densekv.pid"
-    p = start("--port", str(port), "--bind", HOST, "--pidfile", str(pidfile))
+    p = start("--port", str(port), "--bind", HOST, "--pidfile", str(pidfile), "--save", "")
     p.wait_ready(port)
     assert pidfile.read_text() == f"{p.pid}\n"
     os.kill(p.pid, signal.SIGTERM)
@@ -294,6 +294,21 @@ def test_pidfile_and_sigterm(start, workdir):
     tail = ["User requested shutdown...", "Removing the pid file.", "Redis is now ready to exit, bye bye..."]
     assert [m for m in msgs if m in tail] == tail
     assert "Saving the final RDB snapshot before exiting." not in msgs, "no save points, no save"
+
+
+def test_default_save_points_and_protected_settings(start):
+    port = free_port()
+    p = start("--port", str(port), "--bind", HOST, "--enable-debug-command", "no")
+    p.wait_ready(port)
+    c = client(port)
+    assert config_get(port, "save") == "3600 1 300 100 60 10000", "Redis's default"
+    assert err(c.config_set, "dir", "/") == (
+        "CONFIG SET failed (possibly related to argument 'dir') - can't set protected config")
+    assert err(c.execute_command, "DEBUG", "HELP").startswith(
+        "DEBUG command not allowed. If the enable-debug-command option is set to \"local\"")
+    os.kill(p.pid, signal.SIGTERM)
+    assert p.wait() == 0
+    assert "Saving the final RDB snapshot before exiting." in p.messages()
 
 
 def test_sigint(start):
@@ -409,6 +424,9 @@ def test_version_and_help(start):
     p = start("--help")
     assert p.wait() == 1
     assert p.err().startswith("Usage: ./redis-server [/path/to/redis.conf] [options] [-]\n")
+    p = start("--port", "0", "--sentinel")
+    assert p.wait() == 1
+    assert "Sentinel mode is not supported" in p.err()
 
 
 def test_daemonize(start, workdir):

@@ -92,6 +92,8 @@ pub struct Param {
     /// Steers a Redis mechanism densekv does not have: accepted, stored,
     /// and named in the start-up warning when set away from its default.
     pub ignored: bool,
+    /// CONFIG SET needs enable-protected-configs (Redis's PROTECTED_CONFIG).
+    pub protected: bool,
 }
 
 impl Param {
@@ -104,13 +106,16 @@ impl Param {
     const fn ignored(self) -> Param {
         Param { ignored: true, ..self }
     }
+    const fn protected(self) -> Param {
+        Param { protected: true, ..self }
+    }
     const fn alias(self, aliases: &'static [&'static str]) -> Param {
         Param { aliases, ..self }
     }
 }
 
 const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: true, hidden: false, ignored: false }
+    Param { name, aliases: &[], kind, default, mutable: true, hidden: false, ignored: false, protected: false }
 }
 
 const U: Kind = Kind::Int(0, i64::MAX);
@@ -237,9 +242,9 @@ pub static PARAMS: &[Param] = &[
     p("hll-sparse-max-bytes", M, "3000"),
     p("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no"),
     // Snapshots.
-    p("save", Kind::Save, ""),
-    p("dbfilename", S, "dump.rdb"),
-    p("dir", Kind::Dir, ""),
+    p("save", Kind::Save, "3600 1 300 100 60 10000"),
+    p("dbfilename", S, "dump.rdb").protected(),
+    p("dir", Kind::Dir, "").protected(),
     p("rdbcompression", B, "yes"),
     p("rdbchecksum", B, "yes").fixed(),
     p("rdb-del-sync-files", B, "no"),
@@ -423,6 +428,9 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             }
         }
         Kind::Flags(names) => {
+            if words.is_empty() {
+                return Err("argument(s) must be one of the following: default, ".to_string() + &names.join(", "));
+            }
             let mut set = vec![false; names.len()];
             for w in &words {
                 let lower = w.to_ascii_lowercase();
@@ -777,6 +785,20 @@ impl Config {
         self.get(name) == Some("yes")
     }
 
+    /// Whether an action guarded by `setting` (enable-protected-configs,
+    /// enable-debug-command, enable-module-command) is allowed for a client
+    /// connected from `addr`: `yes`, or `local` and a loopback peer.
+    pub fn allows(&self, setting: &str, addr: &str) -> bool {
+        match self.get(setting) {
+            Some("yes") => true,
+            Some("local") => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
+                host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || host.is_empty()
+            }
+            _ => false,
+        }
+    }
+
     /// The save points: (seconds, changes) pairs; empty when snapshots are off.
     pub fn save_points(&self) -> Vec<(i64, i64)> {
         let w: Vec<i64> = self.get("save").unwrap_or("").split_whitespace().filter_map(|w| w.parse().ok()).collect();
@@ -1127,6 +1149,7 @@ mod tests {
     #[test]
     fn list_parameters() {
         let mut c = Config::default();
+        assert_eq!(c.get("save"), Some("3600 1 300 100 60 10000"), "Redis's default save points");
         c.load("save 900 1\nsave 300 10\nclient-output-buffer-limit replica 1mb 2mb 3\nbind 127.0.0.1 -::1\nshutdown-on-sigterm now nosave\noom-score-adj-values 0 100 900\n", &|_| true).unwrap();
         assert_eq!(c.get("save"), Some("900 1 300 10"));
         assert_eq!(c.save_points(), vec![(900, 1), (300, 10)]);
@@ -1142,6 +1165,9 @@ mod tests {
         assert_eq!(c.get("save"), Some("60 5"));
         assert_eq!(c.set("save", "60", false), Err("Invalid save parameters".into()));
         assert!(c.set("shutdown-on-sigint", "save nosave", false).unwrap_err().contains("SAVE and NOSAVE"));
+        assert!(c.set("shutdown-on-sigint", "", false).unwrap_err().starts_with("argument(s) must be one of the following"));
+        assert!(c.allows("enable-debug-command", "127.0.0.1:5000") && c.allows("enable-debug-command", "[::1]:5000"));
+        assert!(!c.allows("enable-debug-command", "10.0.0.1:5000") && !c.allows("enable-protected-configs", "127.0.0.1:1"));
         c.load("save 1 1\nsave \"\"\n", &|_| true).unwrap();
         assert_eq!(c.get("save"), Some(""));
         c.load("save 3600 1 300 100\n", &|_| true).unwrap();

@@ -27,6 +27,18 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let prog = argv.first().cloned().unwrap_or_else(|| "densekv-server".into());
     let args = &argv[1.min(argv.len())..];
+    // One binary, several tools, chosen by the name it runs under (as Redis's).
+    let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
+    for tool in ["redis-check-rdb", "redis-check-aof"] {
+        if exec_name.contains(tool) {
+            eprintln!("{tool} is not available in densekv yet.");
+            return ExitCode::from(1);
+        }
+    }
+    if exec_name.contains("redis-sentinel") || args.iter().any(|a| a == "--sentinel") {
+        eprintln!("Sentinel mode is not supported by densekv.");
+        return ExitCode::from(1);
+    }
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
             println!("{}", version_line());

@@ -1253,8 +1253,20 @@ fn debug_packed(ctx: &mut Ctx, sub: &str, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// Redis's refusal of DEBUG when enable-debug-command does not allow this
+/// client. (MODULE is left open: densekv loads no modules, so MODULE LIST
+/// and HELP reveal nothing and load nothing.)
+fn not_allowed(cmd: &str, setting: &str) -> String {
+    format!(
+        "{cmd} command not allowed. If the {setting} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    )
+}
+
 /// DEBUG <subcommand>: the subset Redis's tests and tools use.
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if !ctx.srv.config.allows("enable-debug-command", &ctx.client.addr) {
+        return Err(CmdError::err(not_allowed("DEBUG", "enable-debug-command")));
+    }
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
         ("sleep", 3) => {
