@@ -475,3 +475,55 @@ def test_debian_redis_conf(start, workdir):
     assert pidfile.read_text() == f"{p.pid}\n"
     os.kill(p.pid, signal.SIGTERM)
     assert p.wait() == 0
+
+
+DENIED = (
+    "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set "
+    "for the default user. In this mode connections are only accepted from the loopback interface. If you "
+    "want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just "
+    "disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by "
+    "connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly "
+    "accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively "
+    "you can just disable the protected mode by editing the Redis configuration file, and setting the protected "
+    "mode option to 'no', and then restarting the server. 3) If you started the server manually just for "
+    "testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the "
+    "default user. NOTE: You only need to do one of the above things in order for the server to start "
+    "accepting connections from the outside.\r\n"
+).encode()
+
+
+def non_loopback_ipv4() -> str | None:
+    """An address of this host that is not loopback, if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a route
+            ip = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if ip.startswith("127.") else ip
+
+
+def test_default_bind_with_protected_mode(start):
+    """Redis's defaults: every interface (`bind * -::*`), but with no password only loopback
+    clients are served; the others get Redis's DENIED explanation."""
+    port = free_port()
+    p = start("--port", str(port))
+    p.wait_ready(port)
+    assert config_get(port, "bind") == "* -::*"
+    ip = non_loopback_ipv4()
+    if ip is None:
+        pytest.skip("this host has no non-loopback IPv4 address")
+    with socket.create_connection((ip, port), timeout=5) as s:
+        s.sendall(b"PING\r\n")
+        got = b""
+        while not got.endswith(b"\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    assert got == DENIED
+    client(port).config_set("protected-mode", "no")
+    assert ping(port) is not None
+    with socket.create_connection((ip, port), timeout=5) as s:
+        s.sendall(b"PING\r\n")
+        assert s.recv(100) == b"+PONG\r\n"

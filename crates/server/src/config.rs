@@ -136,7 +136,7 @@ pub const SHUTDOWN_FLAGS: &[&str] = &["save", "nosave", "now", "force"];
 pub static PARAMS: &[Param] = &[
     // Network.
     p("port", PORT, "6379"),
-    p("bind", Kind::Bind, "127.0.0.1"),
+    p("bind", Kind::Bind, "* -::*"),
     p("bind-source-addr", S, "").ignored(),
     p("protected-mode", B, "yes"),
     p("tcp-backlog", UI, "511").fixed(),

@@ -184,6 +184,9 @@ impl EventLoop {
             srv.eventloop_cycles += 1;
             let ids: Vec<ClientId> = self.pending.drain().collect();
             for &id in &ids {
+                if srv.shutdown {
+                    break;
+                }
                 self.serve(srv, id);
             }
             self.pending.extend(srv.blocking.take_woken());
@@ -351,8 +354,9 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     let mut all = true;
     c.paused = false;
     loop {
-        // A blocked client's later requests wait until it is answered.
-        if c.close_after_reply || c.close_asap || c.blocked {
+        // A blocked client's later requests wait until it is answered;
+        // after a shutdown nothing more runs (Redis has exited by then).
+        if c.close_after_reply || c.close_asap || c.blocked || srv.shutdown {
             break;
         }
         if c.pending_out() > OUTPUT_SOFT_LIMIT {
@@ -499,7 +503,18 @@ pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std:
     Ok(out)
 }
 
-/// Accepts every pending connection.
+/// What a non-loopback client gets in protected mode (Redis's text).
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. \
+In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: \
+1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, \
+however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. \
+2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. \
+3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. \
+4) Set up an authentication password for the default user. \
+NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Accepts every pending connection (turning away non-loopback clients in
+/// protected mode, as Redis does).
 pub fn accept(srv: &mut Server, a: &Acceptor) {
     for listener in &a.listeners {
         accept_from(srv, listener, &a.registry);
@@ -512,6 +527,12 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
             Ok((mut sock, peer)) => {
                 if srv.clients.len() >= srv.config.maxclients {
                     let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
+                    srv.rejected_connections += 1;
+                    continue;
+                }
+                if srv.config.flag("protected-mode") && srv.config.get("requirepass").unwrap_or("").is_empty() && !peer.ip().is_loopback() {
+                    // Protected mode: with no password, only loopback clients.
+                    let _ = sock.write_all(PROTECTED_MODE_DENIED);
                     srv.rejected_connections += 1;
                     continue;
                 }
@@ -541,6 +562,9 @@ pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
     let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
     let mut buf = [0u8; 16 * 1024];
     for id in ids {
+        if srv.shutdown {
+            break;
+        }
         let Some(mut c) = srv.clients.remove(&id) else { continue };
         if !c.close_asap && !c.close_after_reply {
             if let Some(sock) = c.sock.as_mut() {
