@@ -108,6 +108,26 @@ def test_save_and_restart_keep_every_type(workdir):
         s.stop()
 
 
+def test_sigterm_with_save_points_saves_and_restart_restores(workdir):
+    s = start(server_binary(), workdir, "--save", "3600 1")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        fill(r, streams=False)
+        before = snapshot(r)
+    finally:
+        s.stop()  # SIGTERM, as a service manager stops it
+    with open(s.log_path, "rb") as f:
+        log = f.read()
+    assert b"Saving the final RDB snapshot before exiting." in log
+    assert b"ready to exit, bye bye" in log
+    assert os.path.exists(os.path.join(workdir, "dump.rdb"))
+    s = start(server_binary(), workdir, "--save", "")
+    try:
+        assert snapshot(redis.Redis(host=HOST, port=s.port)) == before
+    finally:
+        s.stop()
+
+
 def test_debug_reload_round_trips(r):
     fill(r)
     before = snapshot(r)

@@ -1,11 +1,25 @@
 //! Configuration: one table of parameters (name, aliases, kind, default,
-//! mutability), read from a redis.conf-style file and `--name value` flags,
-//! and served by CONFIG GET/SET/REWRITE.
+//! mutability), read from a redis.conf-style text and served by CONFIG
+//! GET/SET/REWRITE.
+//!
+//! The table holds every parameter Redis 7.4 knows, so that any redis.conf
+//! (and the test suite's) loads unchanged. Parameters that only steer a
+//! Redis mechanism densekv does not have (I/O threads, defragmentation,
+//! TLS, cluster, replication ...) are marked `ignored`: accepted and
+//! remembered, and named in one warning at start-up when set away from
+//! their default. A directive Redis does not know is refused with Redis's
+//! own text, line number and exit status (`LoadError`).
+//!
+//! A config text is read as Redis reads it: one directive per line, `#`
+//! comments, quoted arguments; a parameter takes exactly one argument
+//! unless it is a list (`save`, `bind`, `client-output-buffer-limit` ...);
+//! `include`, `rename-command`, `user`, `loadmodule` and module settings
+//! (`name.with.dot`) are directives of their own. Command-line options are
+//! turned into lines appended after the file (`options_text`), so they are
+//! checked, and reported, the same way.
 //!
 //! Values are kept as canonical strings (what CONFIG GET prints); the few
 //! that the hot path reads are mirrored into typed fields by `refresh`.
-//! Parameters that only steer a Redis heuristic we do not have are still
-//! accepted and remembered, because clients and Redis's test suite set them.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +29,8 @@ use storage::types::list::ListConfig;
 use storage::types::set::SetConfig;
 use storage::types::stream::StreamConfig;
 use storage::types::zset::ZsetConfig;
+
+use crate::log::{Level, Log};
 
 /// How a parameter's value is checked and printed.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +47,32 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// A byte count, or a percentage of maxmemory written `N%`.
     MemOrPercent,
+    /// An octal number up to the bound (unixsocketperm).
+    Octal(i64),
+    /// A list of the listed words, `default` for none (shutdown-on-sigterm).
+    Flags(&'static [&'static str]),
+    /// `save`: pairs of seconds and changes.
+    Save,
+    /// `bind`: up to 16 addresses.
+    Bind,
+    /// `client-output-buffer-limit`: class hard soft seconds, repeated.
+    ObufLimits,
+    /// `oom-score-adj-values`: three integers.
+    OomValues,
+    /// `replicaof`: host port, or `no one`.
+    ReplicaOf,
+    /// `latency-tracking-info-percentiles`: numbers in [0, 100].
+    Percentiles,
+    /// `dir`: the working directory; setting it changes directory.
+    Dir,
+}
+
+impl Kind {
+    /// True for parameters that take a list of arguments (Redis's
+    /// MULTI_ARG configs); the others take exactly one.
+    pub fn is_list(self) -> bool {
+        matches!(self, Kind::Flags(_) | Kind::Save | Kind::Bind | Kind::ObufLimits | Kind::OomValues | Kind::ReplicaOf | Kind::Percentiles)
+    }
 }
 
 /// One row of the parameter table.
@@ -47,173 +89,255 @@ pub struct Param {
     pub mutable: bool,
     /// Left out of CONFIG GET patterns; only named explicitly (Redis's hidden configs).
     pub hidden: bool,
+    /// Steers a Redis mechanism densekv does not have: accepted, stored,
+    /// and named in the start-up warning when set away from its default.
+    pub ignored: bool,
+    /// CONFIG SET needs enable-protected-configs (Redis's PROTECTED_CONFIG).
+    pub protected: bool,
+}
+
+impl Param {
+    const fn fixed(self) -> Param {
+        Param { mutable: false, ..self }
+    }
+    const fn hidden(self) -> Param {
+        Param { hidden: true, ..self }
+    }
+    const fn ignored(self) -> Param {
+        Param { ignored: true, ..self }
+    }
+    const fn protected(self) -> Param {
+        Param { protected: true, ..self }
+    }
+    const fn alias(self, aliases: &'static [&'static str]) -> Param {
+        Param { aliases, ..self }
+    }
 }
 
 const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: true, hidden: false }
-}
-const fn hidden(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: true, hidden: true }
-}
-const fn fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: false, hidden: false }
-}
-const fn alias(name: &'static str, aliases: &'static [&'static str], kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases, kind, default, mutable: true, hidden: false }
+    Param { name, aliases: &[], kind, default, mutable: true, hidden: false, ignored: false, protected: false }
 }
 
-const I: Kind = Kind::Int(i64::MIN, i64::MAX);
 const U: Kind = Kind::Int(0, i64::MAX);
+const INT_MAX: i64 = i32::MAX as i64;
+const UI: Kind = Kind::Int(0, INT_MAX);
 const B: Kind = Kind::Bool;
 const S: Kind = Kind::Str;
 const M: Kind = Kind::Mem;
+const PORT: Kind = Kind::Int(0, 65535);
 
 const POLICIES: &[&str] =
     &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"];
+const PROTECTED: &[&str] = &["no", "yes", "local"];
+/// shutdown-on-sigint / shutdown-on-sigterm words, in the order CONFIG GET prints them.
+pub const SHUTDOWN_FLAGS: &[&str] = &["save", "nosave", "now", "force"];
 
-/// Every parameter densekv knows.
+/// Every parameter Redis 7.4 knows, with densekv's defaults.
 pub static PARAMS: &[Param] = &[
-    p("port", Kind::Int(0, 65535), "6379"),
-    p("bind", S, "127.0.0.1"),
-    alias("replicaof", &["slaveof"], S, ""),
-    hidden("key-load-delay", I, "0"),
-    hidden("rdb-key-save-delay", I, "0"),
-    hidden("loading-process-events-interval-bytes", I, "2097152"),
-    hidden("active-defrag-max-scan-fields", U, "1000"),
-    fixed("databases", Kind::Int(1, i32::MAX as i64), "16"),
-    fixed("daemonize", B, "no"),
-    fixed("supervised", S, "no"),
-    fixed("unixsocket", S, ""),
-    fixed("unixsocketperm", U, "0"),
+    // Network.
+    p("port", PORT, "6379"),
+    p("bind", Kind::Bind, "* -::*"),
+    p("bind-source-addr", S, "").ignored(),
     p("protected-mode", B, "yes"),
-    p("timeout", U, "0"),
-    p("tcp-keepalive", U, "300"),
-    fixed("tcp-backlog", U, "511"),
-    p("maxclients", Kind::Int(1, i64::MAX), "10000"),
+    p("tcp-backlog", UI, "511").fixed(),
+    p("tcp-keepalive", UI, "300").ignored(),
+    p("socket-mark-id", Kind::Int(0, u32::MAX as i64), "0").fixed().ignored(),
+    p("unixsocket", S, "").fixed().ignored(),
+    p("unixsocketperm", Kind::Octal(0o777), "0").fixed().ignored(),
+    p("timeout", UI, "0"),
+    p("maxclients", Kind::Int(1, u32::MAX as i64), "10000"),
+    p("max-new-connections-per-cycle", Kind::Int(1, 1000), "10"),
+    p("max-new-tls-connections-per-cycle", Kind::Int(1, 1000), "1").ignored(),
+    // Process.
+    p("daemonize", B, "no").fixed(),
+    p("supervised", Kind::Enum(&["upstart", "systemd", "auto", "no"]), "no").fixed(),
+    p("pidfile", S, "").fixed(),
+    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice"),
+    p("logfile", S, "").fixed(),
+    p("syslog-enabled", B, "no").fixed().ignored(),
+    p("syslog-ident", S, "redis").fixed().ignored(),
+    p("syslog-facility", Kind::Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), "local0")
+        .fixed()
+        .ignored(),
+    p("crash-log-enabled", B, "yes").ignored(),
+    p("crash-memcheck-enabled", B, "yes").ignored(),
+    p("use-exit-on-panic", B, "no").hidden().ignored(),
+    p("watchdog-period", UI, "0").hidden().ignored(),
+    p("databases", Kind::Int(1, INT_MAX), "16").fixed(),
+    p("always-show-logo", B, "no").fixed(),
+    p("set-proc-title", B, "yes").fixed().ignored(),
+    p("proc-title-template", S, "{title} {listen-addr} {server-mode}").ignored(),
+    p("locale-collate", S, "").ignored(),
+    p("ignore-warnings", S, ""),
+    p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no").ignored(),
+    p("oom-score-adj-values", Kind::OomValues, "0 200 800").ignored(),
+    p("disable-thp", B, "yes").fixed().ignored(),
+    p("server-cpulist", S, "").alias(&["server_cpulist"]).fixed().ignored(),
+    p("bio-cpulist", S, "").alias(&["bio_cpulist"]).fixed().ignored(),
+    p("aof-rewrite-cpulist", S, "").alias(&["aof_rewrite_cpulist"]).fixed().ignored(),
+    p("bgsave-cpulist", S, "").alias(&["bgsave_cpulist"]).fixed().ignored(),
+    p("io-threads", Kind::Int(1, 128), "1").fixed().ignored(),
+    p("io-threads-do-reads", B, "no").fixed().ignored(),
+    p("jemalloc-bg-thread", B, "yes"),
+    p("shutdown-timeout", UI, "10"),
+    p("shutdown-on-sigint", Kind::Flags(SHUTDOWN_FLAGS), "default"),
+    p("shutdown-on-sigterm", Kind::Flags(SHUTDOWN_FLAGS), "default"),
+    p("enable-protected-configs", Kind::Enum(PROTECTED), "no").fixed(),
+    p("enable-debug-command", Kind::Enum(PROTECTED), "local").fixed(),
+    p("enable-module-command", Kind::Enum(PROTECTED), "no").fixed(),
+    p("hide-user-data-from-log", B, "no"),
+    // Security.
+    p("requirepass", S, ""),
+    p("aclfile", S, "").fixed().ignored(),
+    p("acllog-max-len", U, "128"),
+    p("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels").ignored(),
+    // Memory and eviction.
     p("maxmemory", M, "0"),
     p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
     p("maxmemory-samples", Kind::Int(1, 64), "5"),
     p("maxmemory-eviction-tenacity", Kind::Int(0, 100), "10"),
     p("maxmemory-clients", Kind::MemOrPercent, "0"),
-    p("lfu-log-factor", U, "10"),
-    p("lfu-decay-time", U, "1"),
-    p("hz", Kind::Int(1, 500), "10"),
-    p("dynamic-hz", B, "yes"),
-    p("active-expire-effort", Kind::Int(1, 10), "1"),
-    p("lazyfree-lazy-eviction", B, "no"),
-    p("lazyfree-lazy-expire", B, "no"),
-    p("lazyfree-lazy-server-del", B, "no"),
-    p("lazyfree-lazy-user-del", B, "no"),
+    p("lfu-log-factor", UI, "10"),
+    p("lfu-decay-time", UI, "1"),
+    p("lazyfree-lazy-eviction", B, "no").ignored(),
+    p("lazyfree-lazy-expire", B, "no").ignored(),
+    p("lazyfree-lazy-server-del", B, "no").ignored(),
+    p("lazyfree-lazy-user-del", B, "no").ignored(),
     p("lazyfree-lazy-user-flush", B, "no"),
-    p("replica-lazy-flush", B, "no"),
+    p("activerehashing", B, "yes").ignored(),
+    p("activedefrag", B, "no").ignored(),
+    p("active-defrag-ignore-bytes", M, "104857600").ignored(),
+    p("active-defrag-threshold-lower", Kind::Int(0, 1000), "10").ignored(),
+    p("active-defrag-threshold-upper", Kind::Int(0, 1000), "100").ignored(),
+    p("active-defrag-cycle-min", Kind::Int(1, 99), "1").ignored(),
+    p("active-defrag-cycle-max", Kind::Int(1, 99), "25").ignored(),
+    p("active-defrag-max-scan-fields", Kind::Int(1, i64::MAX), "1000").ignored(),
+    // Clients and limits.
     p("proto-max-bulk-len", Kind::Int(1024 * 1024, i64::MAX), "536870912"),
     p("client-query-buffer-limit", Kind::Int(1024 * 1024, i64::MAX), "1073741824"),
-    p("client-output-buffer-limit", S, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
-    p("slowlog-log-slower-than", I, "10000"),
+    p("client-output-buffer-limit", Kind::ObufLimits, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
+    p("tracking-table-max-keys", U, "1000000"),
+    p("hz", Kind::Int(1, 500), "10"),
+    p("dynamic-hz", B, "yes").ignored(),
+    p("active-expire-effort", Kind::Int(1, 10), "1"),
+    p("busy-reply-threshold", U, "5000").alias(&["lua-time-limit"]),
+    p("slowlog-log-slower-than", Kind::Int(-1, i64::MAX), "10000"),
     p("slowlog-max-len", U, "128"),
     p("latency-monitor-threshold", U, "0"),
     p("latency-tracking", B, "yes"),
-    p("latency-tracking-info-percentiles", S, "50 99 99.9"),
+    p("latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9"),
     p("notify-keyspace-events", S, ""),
-    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice"),
-    p("logfile", S, ""),
-    p("syslog-enabled", B, "no"),
-    p("save", S, ""),
-    p("dbfilename", S, "dump.rdb"),
-    p("dir", S, ""),
-    p("appendonly", B, "no"),
-    p("appendfilename", S, "appendonly.aof"),
-    p("appenddirname", S, "appendonlydir"),
-    p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec"),
-    p("no-appendfsync-on-rewrite", B, "no"),
-    p("auto-aof-rewrite-percentage", U, "100"),
-    p("auto-aof-rewrite-min-size", M, "67108864"),
-    p("aof-load-truncated", B, "yes"),
-    p("aof-use-rdb-preamble", B, "yes"),
-    p("aof-timestamp-enabled", B, "no"),
-    p("aof-rewrite-incremental-fsync", B, "yes"),
-    p("rdb-save-incremental-fsync", B, "yes"),
-    p("rdbcompression", B, "yes"),
-    p("rdbchecksum", B, "yes"),
-    p("rdb-del-sync-files", B, "no"),
-    p("stop-writes-on-bgsave-error", B, "yes"),
-    p("requirepass", S, ""),
-    p("masterauth", S, ""),
-    p("masteruser", S, ""),
-    p("replica-read-only", B, "yes"),
-    p("replica-serve-stale-data", B, "yes"),
-    p("replica-priority", U, "100"),
-    p("repl-backlog-size", M, "1048576"),
-    p("repl-backlog-ttl", U, "3600"),
-    p("repl-timeout", U, "60"),
-    p("repl-ping-replica-period", U, "10"),
-    p("repl-diskless-sync", B, "yes"),
-    p("repl-diskless-sync-delay", U, "5"),
-    p("repl-diskless-sync-max-replicas", U, "0"),
-    p("repl-diskless-load", S, "disabled"),
-    p("repl-disable-tcp-nodelay", B, "no"),
-    p("min-replicas-to-write", U, "0"),
-    p("min-replicas-max-lag", U, "10"),
-    p("cluster-enabled", B, "no"),
-    p("cluster-node-timeout", U, "15000"),
-    alias("busy-reply-threshold", &["lua-time-limit"], U, "5000"),
-    p("enable-debug-command", S, "local"),
-    p("enable-protected-configs", S, "no"),
-    p("enable-module-command", S, "no"),
-    alias("hash-max-listpack-entries", &["hash-max-ziplist-entries"], U, "512"),
-    alias("hash-max-listpack-value", &["hash-max-ziplist-value"], U, "64"),
-    alias("zset-max-listpack-entries", &["zset-max-ziplist-entries"], U, "128"),
-    alias("zset-max-listpack-value", &["zset-max-ziplist-value"], U, "64"),
+    // Encodings.
+    p("hash-max-listpack-entries", U, "512").alias(&["hash-max-ziplist-entries"]),
+    p("hash-max-listpack-value", U, "64").alias(&["hash-max-ziplist-value"]),
+    p("zset-max-listpack-entries", U, "128").alias(&["zset-max-ziplist-entries"]),
+    p("zset-max-listpack-value", U, "64").alias(&["zset-max-ziplist-value"]),
     p("set-max-intset-entries", U, "512"),
     p("set-max-listpack-entries", U, "128"),
     p("set-max-listpack-value", U, "64"),
-    alias("list-max-listpack-size", &["list-max-ziplist-size"], I, "-2"),
-    p("list-compress-depth", U, "0"),
+    p("list-max-listpack-size", Kind::Int(i32::MIN as i64, INT_MAX), "-2").alias(&["list-max-ziplist-size"]),
+    p("list-compress-depth", UI, "0"),
     p("stream-node-max-bytes", M, "4096"),
     p("stream-node-max-entries", U, "100"),
     p("hll-sparse-max-bytes", M, "3000"),
-    p("activerehashing", B, "yes"),
-    p("activedefrag", B, "no"),
-    p("active-defrag-cycle-min", U, "1"),
-    p("active-defrag-cycle-max", U, "25"),
-    p("active-defrag-ignore-bytes", M, "104857600"),
-    p("active-defrag-threshold-lower", U, "10"),
-    p("active-defrag-threshold-upper", U, "100"),
-    p("jemalloc-bg-thread", B, "yes"),
-    p("io-threads", Kind::Int(1, 128), "1"),
-    p("io-threads-do-reads", B, "no"),
-    p("close-on-replica-write", B, "yes"),
-    p("crash-log-enabled", B, "yes"),
-    p("crash-memcheck-enabled", B, "yes"),
-    p("set-proc-title", B, "yes"),
-    p("proc-title-template", S, "{title} {listen-addr} {server-mode}"),
-    p("oom-score-adj", S, "no"),
-    p("oom-score-adj-values", S, "0 200 800"),
-    p("disable-thp", B, "yes"),
-    p("shutdown-timeout", U, "10"),
-    p("shutdown-on-sigint", S, "default"),
-    p("shutdown-on-sigterm", S, "default"),
-    p("tracking-table-max-keys", U, "1000000"),
-    p("acllog-max-len", U, "128"),
-    p("aclfile", S, ""),
-    p("lua-replicate-commands", B, "yes"),
-    p("propagation-error-behavior", S, "ignore"),
-    p("replica-ignore-disk-write-errors", B, "no"),
-    p("replica-announced", B, "yes"),
-    p("cluster-allow-reads-when-down", B, "no"),
-    p("cluster-allow-pubsubshard-when-down", B, "yes"),
-    p("always-show-logo", B, "no"),
-    p("save-on-shutdown", B, "no"),
-    p("max-new-connections-per-cycle", U, "10"),
-    p("max-new-tls-connections-per-cycle", U, "1"),
-    p("hide-user-data-from-log", B, "no"),
-    p("locale-collate", S, ""),
-    p("tls-port", U, "0"),
-    p("pidfile", S, ""),
-    p("rename-command", S, ""),
-    p("ignore-warnings", S, ""),
-    p("sanitize-dump-payload", S, "no"),
+    p("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no"),
+    // Snapshots.
+    p("save", Kind::Save, "3600 1 300 100 60 10000"),
+    p("dbfilename", S, "dump.rdb").protected(),
+    p("dir", Kind::Dir, "").protected(),
+    p("rdbcompression", B, "yes"),
+    p("rdbchecksum", B, "yes").fixed(),
+    p("rdb-del-sync-files", B, "no"),
+    p("rdb-save-incremental-fsync", B, "yes"),
+    p("stop-writes-on-bgsave-error", B, "yes"),
+    p("rdb-key-save-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0").hidden(),
+    p("key-load-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0").hidden(),
+    p("loading-process-events-interval-bytes", Kind::Int(1024, INT_MAX), "2097152").hidden(),
+    // Append-only file: not written yet.
+    p("appendonly", B, "no").ignored(),
+    p("appendfilename", S, "appendonly.aof").fixed().ignored(),
+    p("appenddirname", S, "appendonlydir").fixed().ignored(),
+    p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec").ignored(),
+    p("no-appendfsync-on-rewrite", B, "no").ignored(),
+    p("auto-aof-rewrite-percentage", UI, "100").ignored(),
+    p("auto-aof-rewrite-min-size", M, "67108864").ignored(),
+    p("aof-load-truncated", B, "yes").ignored(),
+    p("aof-use-rdb-preamble", B, "yes").ignored(),
+    p("aof-timestamp-enabled", B, "no").ignored(),
+    p("aof-rewrite-incremental-fsync", B, "yes").ignored(),
+    p("aof-disable-auto-gc", B, "no").hidden().ignored(),
+    // Replication: densekv has none yet.
+    p("replicaof", Kind::ReplicaOf, "").alias(&["slaveof"]).ignored(),
+    p("masterauth", S, "").ignored(),
+    p("masteruser", S, "").ignored(),
+    p("replica-serve-stale-data", B, "yes").alias(&["slave-serve-stale-data"]).ignored(),
+    p("replica-read-only", B, "yes").alias(&["slave-read-only"]).ignored(),
+    p("replica-lazy-flush", B, "no").alias(&["slave-lazy-flush"]).ignored(),
+    p("replica-ignore-maxmemory", B, "yes").alias(&["slave-ignore-maxmemory"]).ignored(),
+    p("replica-priority", UI, "100").alias(&["slave-priority"]).ignored(),
+    p("replica-announce-ip", S, "").alias(&["slave-announce-ip"]).ignored(),
+    p("replica-announce-port", PORT, "0").alias(&["slave-announce-port"]).ignored(),
+    p("replica-announced", B, "yes").ignored(),
+    p("replica-ignore-disk-write-errors", B, "no").ignored(),
+    p("repl-diskless-sync", B, "yes").ignored(),
+    p("repl-diskless-sync-delay", UI, "5").ignored(),
+    p("repl-diskless-sync-max-replicas", UI, "0").ignored(),
+    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled").ignored(),
+    p("repl-ping-replica-period", Kind::Int(1, INT_MAX), "10").alias(&["repl-ping-slave-period"]).ignored(),
+    p("repl-timeout", Kind::Int(1, INT_MAX), "60").ignored(),
+    p("repl-disable-tcp-nodelay", B, "no").ignored(),
+    p("repl-backlog-size", M, "1048576"),
+    p("repl-backlog-ttl", U, "3600").ignored(),
+    p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]).ignored(),
+    p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]).ignored(),
+    p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
+    // Cluster: not implemented.
+    p("cluster-enabled", B, "no").fixed().ignored(),
+    p("cluster-config-file", S, "nodes.conf").fixed().ignored(),
+    p("cluster-node-timeout", U, "15000").ignored(),
+    p("cluster-port", PORT, "0").fixed().ignored(),
+    p("cluster-replica-validity-factor", UI, "10").alias(&["cluster-slave-validity-factor"]).ignored(),
+    p("cluster-migration-barrier", UI, "1").ignored(),
+    p("cluster-allow-replica-migration", B, "yes").ignored(),
+    p("cluster-require-full-coverage", B, "yes").ignored(),
+    p("cluster-replica-no-failover", B, "no").alias(&["cluster-slave-no-failover"]).ignored(),
+    p("cluster-allow-reads-when-down", B, "no").ignored(),
+    p("cluster-allow-pubsubshard-when-down", B, "yes").ignored(),
+    p("cluster-link-sendbuf-limit", M, "0").ignored(),
+    p("cluster-announce-ip", S, "").ignored(),
+    p("cluster-announce-hostname", S, "").ignored(),
+    p("cluster-announce-human-nodename", S, "").ignored(),
+    p("cluster-announce-port", PORT, "0").ignored(),
+    p("cluster-announce-bus-port", PORT, "0").ignored(),
+    p("cluster-announce-tls-port", PORT, "0").ignored(),
+    p("cluster-preferred-endpoint-type", Kind::Enum(&["ip", "hostname", "unknown-endpoint"]), "ip").ignored(),
+    p("cluster-ping-interval", U, "0").hidden().ignored(),
+    // TLS: not implemented.
+    p("tls-port", PORT, "0").ignored(),
+    p("tls-cert-file", S, "").ignored(),
+    p("tls-key-file", S, "").ignored(),
+    p("tls-key-file-pass", S, "").ignored(),
+    p("tls-client-cert-file", S, "").ignored(),
+    p("tls-client-key-file", S, "").ignored(),
+    p("tls-client-key-file-pass", S, "").ignored(),
+    p("tls-dh-params-file", S, "").ignored(),
+    p("tls-ca-cert-file", S, "").ignored(),
+    p("tls-ca-cert-dir", S, "").ignored(),
+    p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes").ignored(),
+    p("tls-replication", B, "no").ignored(),
+    p("tls-cluster", B, "no").ignored(),
+    p("tls-protocols", S, "").ignored(),
+    p("tls-ciphers", S, "").ignored(),
+    p("tls-ciphersuites", S, "").ignored(),
+    p("tls-prefer-server-ciphers", B, "no").ignored(),
+    p("tls-session-caching", B, "yes").ignored(),
+    p("tls-session-cache-size", UI, "20480").ignored(),
+    p("tls-session-cache-timeout", UI, "300").ignored(),
 ];
+
+/// Directives Redis still accepts in a config file, with exactly one
+/// argument, and otherwise forgets (not CONFIG GET parameters any more).
+const DEPRECATED: &[&str] = &["list-max-ziplist-entries", "list-max-ziplist-value", "lua-replicate-commands"];
 
 /// Finds a parameter by name or alias (case-insensitive).
 pub fn lookup(name: &str) -> Option<&'static Param> {
@@ -238,13 +362,25 @@ pub fn parse_memory(s: &str) -> Option<i64> {
     None
 }
 
-/// Checks `value` for `param` and returns its canonical form.
+/// An I/O error's text without Rust's ` (os error N)` suffix, as C's
+/// strerror prints it (Redis shows that text in its errors and logs).
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(at) => s[..at].to_string(),
+        None => s,
+    }
+}
+
+/// Checks `value` for `param` and returns its canonical form. List
+/// parameters take their arguments separated by spaces.
 ///
-/// Errors: a description of why the value is invalid.
+/// Errors: a description of why the value is invalid (Redis's text).
 pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
     if param.name == "notify-keyspace-events" {
         return keyspace_events(value);
     }
+    let words: Vec<&str> = value.split_whitespace().collect();
     match param.kind {
         Kind::Bool => match value.to_ascii_lowercase().as_str() {
             "yes" => Ok("yes".into()),
@@ -257,6 +393,13 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
                 return Err(format!("argument must be between {lo} and {hi} inclusive"));
             }
             Ok(v.to_string())
+        }
+        Kind::Octal(hi) => {
+            let v = i64::from_str_radix(value, 8).map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if !(0..=hi).contains(&v) {
+                return Err(format!("argument must be between 0 and {hi:o} inclusive"));
+            }
+            Ok(format!("{v:o}"))
         }
         Kind::Mem => {
             let v = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
@@ -276,15 +419,135 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             }
             None => canonical(&Param { kind: Kind::Mem, ..*param }, value),
         },
-        Kind::Enum(words) => {
+        Kind::Enum(names) => {
             let lower = value.to_ascii_lowercase();
-            if words.contains(&lower.as_str()) {
+            if names.contains(&lower.as_str()) {
                 Ok(lower)
             } else {
-                Err("argument(s) must be one of the following: ".to_string() + &words.join(", "))
+                Err("argument(s) must be one of the following: ".to_string() + &names.join(", "))
             }
         }
+        Kind::Flags(names) => {
+            if words.is_empty() {
+                return Err("argument(s) must be one of the following: default, ".to_string() + &names.join(", "));
+            }
+            let mut set = vec![false; names.len()];
+            for w in &words {
+                let lower = w.to_ascii_lowercase();
+                match names.iter().position(|n| *n == lower) {
+                    Some(i) => set[i] = true,
+                    None if lower == "default" => {}
+                    None => return Err("argument(s) must be one of the following: default, ".to_string() + &names.join(", ")),
+                }
+            }
+            let on: Vec<&str> = names.iter().zip(&set).filter(|(_, s)| **s).map(|(n, _)| *n).collect();
+            if on.contains(&"save") && on.contains(&"nosave") {
+                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+            }
+            Ok(if on.is_empty() { "default".into() } else { on.join(" ") })
+        }
+        Kind::Save => {
+            let ok = words.len().is_multiple_of(2)
+                && words.iter().enumerate().all(|(i, w)| w.parse::<i64>().is_ok_and(|v| if i % 2 == 0 { v >= 1 } else { v >= 0 }));
+            if !ok {
+                return Err("Invalid save parameters".into());
+            }
+            Ok(words.iter().map(|w| w.parse::<i64>().unwrap_or(0).to_string()).collect::<Vec<_>>().join(" "))
+        }
+        Kind::Bind => {
+            if words.len() > 16 {
+                return Err("Too many bind addresses specified.".into());
+            }
+            Ok(words.join(" "))
+        }
+        Kind::ObufLimits => obuf_limits(param.default, &words),
+        Kind::OomValues => {
+            if words.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            let mut out = Vec::new();
+            for w in &words {
+                match w.parse::<i64>() {
+                    Ok(v) if (-2000..=2000).contains(&v) => out.push(v.to_string()),
+                    _ => return Err("Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into()),
+                }
+            }
+            Ok(out.join(" "))
+        }
+        Kind::ReplicaOf => {
+            if words.is_empty() {
+                return Ok(String::new());
+            }
+            if words.len() != 2 {
+                return Err("wrong number of arguments".into());
+            }
+            if words[0].eq_ignore_ascii_case("no") && words[1].eq_ignore_ascii_case("one") {
+                return Ok(String::new());
+            }
+            match words[1].parse::<i64>() {
+                Ok(port) if (0..=65535).contains(&port) => Ok(format!("{} {port}", words[0])),
+                _ => Err("Invalid master port".into()),
+            }
+        }
+        Kind::Percentiles => {
+            let mut out = Vec::new();
+            for w in &words {
+                let v: f64 = w.parse().map_err(|_| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
+                if !(0.0..=100.0).contains(&v) {
+                    return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                }
+                // Printed as Redis prints them: no trailing zeros ("50.0" -> "50").
+                out.push(format!("{v}"));
+            }
+            Ok(out.join(" "))
+        }
+        Kind::Dir => {
+            if words.len() != 1 {
+                return Err("wrong number of arguments".into());
+            }
+            std::env::set_current_dir(value).map_err(|e| strerror(&e))?;
+            Ok(current_dir())
+        }
     }
+}
+
+/// The working directory, as CONFIG GET dir prints it.
+fn current_dir() -> String {
+    std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// client-output-buffer-limit: merges `words` (class hard soft seconds,
+/// repeated) into `current` and prints all three classes.
+fn obuf_limits(current: &str, words: &[&str]) -> Result<String, String> {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut classes: Vec<(String, [i64; 3])> = Vec::new();
+    let cur: Vec<&str> = current.split_whitespace().collect();
+    for c in cur.chunks(4) {
+        if let [name, h, s, t] = c {
+            classes.push((name.to_string(), [h.parse().unwrap_or(0), s.parse().unwrap_or(0), t.parse().unwrap_or(0)]));
+        }
+    }
+    for c in words.chunks(4) {
+        let class = match c[0].to_ascii_lowercase().as_str() {
+            "normal" => "normal",
+            "slave" | "replica" => "slave",
+            "pubsub" => "pubsub",
+            _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+        };
+        let hard = parse_memory(c[1]).filter(|v| *v >= 0);
+        let soft = parse_memory(c[2]).filter(|v| *v >= 0);
+        let secs = c[3].parse::<i64>().ok().filter(|v| *v >= 0);
+        let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+            return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+        };
+        match classes.iter_mut().find(|(n, _)| n == class) {
+            Some((_, v)) => *v = [hard, soft, secs],
+            None => classes.push((class.to_string(), [hard, soft, secs])),
+        }
+    }
+    Ok(classes.iter().map(|(n, [h, s, t])| format!("{n} {h} {s} {t}")).collect::<Vec<_>>().join(" "))
 }
 
 /// notify-keyspace-events: checks the class letters and prints them the
@@ -293,11 +556,129 @@ fn keyspace_events(value: &str) -> Result<String, String> {
     crate::notify::parse(value).map(crate::notify::format).ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
 }
 
+/// Why a configuration could not be loaded; `report` prints it the way
+/// Redis does before exiting with status 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// A bad line: (line number, the line) when known, and the reason.
+    Directive { at: Option<(usize, String)>, reason: String },
+    /// A config file (or an included one) could not be read; Redis logs
+    /// this as a warning rather than printing the error block.
+    Open(String),
+}
+
+impl LoadError {
+    /// The text for standard error (`Directive`) or for the log (`Open`).
+    pub fn report(&self) -> String {
+        match self {
+            LoadError::Directive { at, reason } => {
+                let mut s = format!("\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\n", crate::REDIS_VERSION);
+                if let Some((n, line)) = at {
+                    s.push_str(&format!("Reading the configuration file, at line {n}\n>>> '{line}'\n"));
+                }
+                s.push_str(reason);
+                s.push('\n');
+                s
+            }
+            LoadError::Open(msg) => msg.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.report().trim())
+    }
+}
+
+/// Quotes an argument the way Redis's `sdscatrepr` does, so the loader's
+/// argument splitter reads it back unchanged.
+fn repr(arg: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in arg {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            7 => s.push_str("\\a"),
+            8 => s.push_str("\\b"),
+            b if b.is_ascii_graphic() || b == b' ' => s.push(b as char),
+            b => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// What the command line asks to load, in Redis's order: a config file,
+/// then standard input (`-`), then the options as config lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// The config file named first, as given.
+    pub file: Option<String>,
+    /// `-` was given: append standard input to the file's text.
+    pub stdin: bool,
+    /// `--name value ...` options, one config line each.
+    pub options: String,
+}
+
+/// Splits the arguments after the program name the way redis-server does:
+/// a first argument not starting with `-` names the config file, `-`
+/// first or last reads standard input, and `--name v1 v2` becomes the line
+/// `name "v1" "v2"` (an option name with no value before the next option
+/// is allowed only for `--save`, meaning `save ""`).
+pub fn options_text(args: &[String]) -> Sources {
+    let mut src = Sources::default();
+    let mut j = 0;
+    if let Some(first) = args.first() {
+        if !first.starts_with('-') {
+            src.file = Some(first.clone());
+            j = 1;
+        }
+    }
+    let n = args.len();
+    let mut last_has_value = true;
+    while j < n {
+        let a = &args[j];
+        if a == "-" && (j == 0 || j == n - 1) {
+            src.stdin = true;
+        } else if last_has_value && a.starts_with("--") {
+            if !src.options.is_empty() {
+                src.options.push('\n');
+            }
+            src.options.push_str(&a[2..]);
+            src.options.push(' ');
+            let words = resp::parse::split_args(a.as_bytes()).map_or(0, |w| w.len());
+            if words == 1 {
+                last_has_value = false;
+                let next_is_option = j + 1 < n && args[j + 1].starts_with("--");
+                if a.eq_ignore_ascii_case("--save") && (next_is_option || j == n - 1) {
+                    src.options.push_str("\"\"");
+                    last_has_value = next_is_option;
+                } else if a.eq_ignore_ascii_case("--sentinel") && next_is_option {
+                    last_has_value = true;
+                }
+            } else {
+                last_has_value = true;
+            }
+        } else {
+            src.options.push_str(&repr(a.as_bytes()));
+            src.options.push(' ');
+            last_has_value = true;
+        }
+        j += 1;
+    }
+    src
+}
+
 /// The running configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
     values: BTreeMap<&'static str, String>,
-    /// Path of the config file given at start-up, for CONFIG REWRITE.
+    /// Path of the config file given at start-up (absolute), for CONFIG
+    /// REWRITE and INFO.
     pub file: Option<String>,
     /// Listening port.
     pub port: u16,
@@ -339,6 +720,17 @@ pub struct Config {
     pub lfu_decay_time: i64,
     /// notify-keyspace-events as `notify::*` flag bits.
     pub notify_flags: u32,
+    /// Where and how much to log (loglevel, logfile, replicaof).
+    pub log: Log,
+    /// `rename-command from to` directives in order (`to` empty: removed),
+    /// for whoever builds the command table.
+    pub renames: Vec<(String, String)>,
+    /// Directives accepted at start-up whose effect densekv does not have
+    /// (`user`, `loadmodule`, module settings): their names, for the
+    /// start-up warning.
+    pub ignored_directives: Vec<String>,
+    /// Parameters named at start-up (file, stdin or options).
+    given: Vec<&'static str>,
 }
 
 impl Default for Config {
@@ -366,10 +758,21 @@ impl Default for Config {
             hll_sparse_max_bytes: 0,
             lfu_decay_time: 0,
             notify_flags: 0,
+            log: Log::default(),
+            renames: Vec::new(),
+            ignored_directives: Vec::new(),
+            given: Vec::new(),
         };
+        c.values.insert("dir", current_dir());
         c.refresh();
         c
     }
+}
+
+/// State of one load: `save` lines accumulate within it.
+#[derive(Default)]
+struct LoadState {
+    save_seen: bool,
 }
 
 impl Config {
@@ -388,6 +791,31 @@ impl Config {
         self.get(name) == Some("yes")
     }
 
+    /// Whether an action guarded by `setting` (enable-protected-configs,
+    /// enable-debug-command, enable-module-command) is allowed for a client
+    /// connected from `addr`: `yes`, or `local` and a loopback peer.
+    pub fn allows(&self, setting: &str, addr: &str) -> bool {
+        match self.get(setting) {
+            Some("yes") => true,
+            Some("local") => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
+                host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || host.is_empty()
+            }
+            _ => false,
+        }
+    }
+
+    /// The save points: (seconds, changes) pairs; empty when snapshots are off.
+    pub fn save_points(&self) -> Vec<(i64, i64)> {
+        let w: Vec<i64> = self.get("save").unwrap_or("").split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        w.chunks(2).filter(|c| c.len() == 2).map(|c| (c[0], c[1])).collect()
+    }
+
+    /// The words of a flags parameter (shutdown-on-sigterm ...); empty for `default`.
+    pub fn flags(&self, name: &str) -> Vec<&str> {
+        self.get(name).unwrap_or("").split_whitespace().filter(|w| *w != "default").collect()
+    }
+
     /// Sets a parameter, checking its value. `startup` allows immutable ones.
     ///
     /// Errors: Redis's CONFIG SET reason text.
@@ -396,7 +824,14 @@ impl Config {
         if !p.mutable && !startup {
             return Err("can't set immutable config".into());
         }
-        let v = canonical(p, value)?;
+        let mut v = match p.kind {
+            Kind::ObufLimits => obuf_limits(&self.values[p.name], &value.split_whitespace().collect::<Vec<_>>())?,
+            _ => canonical(p, value)?,
+        };
+        if p.name == "hz" {
+            // Redis clamps an out-of-range hz rather than refusing it.
+            v = v.parse::<i64>().map_or(v, |hz| hz.clamp(1, 500).to_string());
+        }
         if !startup && (p.name == "port" || p.name == "bind") && self.values[p.name] != v {
             // The listener is bound once; a different address is refused the
             // way Redis refuses one it cannot bind.
@@ -463,6 +898,12 @@ impl Config {
         self.hll_sparse_max_bytes = hll_sparse_max_bytes;
         self.lfu_decay_time = self.num("lfu-decay-time");
         self.notify_flags = self.get("notify-keyspace-events").and_then(crate::notify::parse).unwrap_or(0);
+        let file = self.get("logfile").unwrap_or("");
+        self.log = Log {
+            level: Level::parse(self.get("loglevel").unwrap_or("notice")).unwrap_or(Level::Notice),
+            file: (!file.is_empty()).then(|| file.to_string()),
+            role: if self.get("replicaof").unwrap_or("").is_empty() { 'M' } else { 'S' },
+        };
     }
 
     /// The encoding thresholds loaded values (RESTORE, RDB) are shaped by.
@@ -470,24 +911,136 @@ impl Config {
         Shapes { hash: self.hash, list: self.list, set: self.set, zset: self.zset }
     }
 
-    /// Applies a redis.conf-style text: one `name value...` per line, `#` comments.
+    /// Applies a redis.conf-style text, then checks the whole (the log file
+    /// can be opened, no replicaof in cluster mode). `is_command` tells
+    /// whether a command exists, for `rename-command`.
     ///
-    /// Errors: the line number and reason for the first bad line.
+    /// Errors: the first bad line, as Redis reports it.
+    pub fn load(&mut self, text: &str, is_command: &dyn Fn(&str) -> bool) -> Result<(), LoadError> {
+        let mut state = LoadState::default();
+        self.load_lines(text, is_command, &mut state, 0)?;
+        let bad = |reason: String| LoadError::Directive { at: None, reason };
+        if let Some(path) = self.log.file.clone() {
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| bad(format!("Can't open the log file: {}", strerror(&e))))?;
+        }
+        if self.flag("cluster-enabled") && !self.get("replicaof").unwrap_or("").is_empty() {
+            return Err(bad("replicaof directive not allowed in cluster mode".into()));
+        }
+        Ok(())
+    }
+
+    /// Applies a config text with the commands densekv has, for tests and
+    /// callers without a command table: every `rename-command` source is
+    /// taken to exist.
+    ///
+    /// Errors: the first bad line, as text.
     pub fn load_text(&mut self, text: &str) -> Result<(), String> {
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
+        self.load(text, &|_| true).map_err(|e| e.to_string())
+    }
+
+    fn load_lines(&mut self, text: &str, is_command: &dyn Fn(&str) -> bool, state: &mut LoadState, depth: usize) -> Result<(), LoadError> {
+        for (i, raw) in text.split('\n').enumerate() {
+            let line = raw.trim_matches([' ', '\t', '\r', '\n']);
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let args = resp::parse::split_args(line.as_bytes()).ok_or_else(|| format!("line {}: unbalanced quotes", i + 1))?;
+            let fail = |reason: &str| LoadError::Directive { at: Some((i + 1, line.to_string())), reason: reason.to_string() };
+            let Some(args) = resp::parse::split_args(line.as_bytes()) else {
+                return Err(fail("Unbalanced quotes in configuration line"));
+            };
             let args: Vec<String> = args.into_iter().map(|a| String::from_utf8_lossy(&a).into_owned()).collect();
             if args.is_empty() {
                 continue;
             }
-            let value = args[1..].join(" ");
-            self.set(&args[0], &value, true).map_err(|e| format!("line {}: '{}': {e}", i + 1, line))?;
+            let name = args[0].to_ascii_lowercase();
+            if let Some(p) = lookup(&name) {
+                if !p.kind.is_list() && args.len() != 2 {
+                    return Err(fail("wrong number of arguments"));
+                }
+                let mut value = if p.kind.is_list() { args[1..].join(" ") } else { args[1].clone() };
+                if matches!(p.kind, Kind::Save) {
+                    // Within one load, save lines add up; `save ""` clears.
+                    let cur = self.values[p.name].clone();
+                    if state.save_seen && !value.trim().is_empty() && !cur.is_empty() {
+                        value = format!("{cur} {value}");
+                    }
+                    state.save_seen = true;
+                }
+                self.set(p.name, &value, true).map_err(|e| fail(&e))?;
+                if !self.given.contains(&p.name) {
+                    self.given.push(p.name);
+                }
+                continue;
+            }
+            if DEPRECATED.contains(&name.as_str()) && args.len() == 2 {
+                continue;
+            }
+            match name.as_str() {
+                "include" if args.len() == 2 => self.include(&args[1], is_command, state, depth)?,
+                "rename-command" if args.len() == 3 => {
+                    let exists = |n: &str| {
+                        let n = n.to_ascii_lowercase();
+                        let renamed_away = self.renames.iter().any(|(f, _)| *f == n);
+                        let renamed_to = self.renames.iter().any(|(_, t)| *t == n);
+                        renamed_to || (is_command(&n) && !renamed_away)
+                    };
+                    if !exists(&args[1]) {
+                        return Err(fail("No such command in rename-command"));
+                    }
+                    if !args[2].is_empty() && exists(&args[2]) {
+                        return Err(fail("Target command name already exists"));
+                    }
+                    self.renames.push((args[1].to_ascii_lowercase(), args[2].to_ascii_lowercase()));
+                }
+                "user" if args.len() >= 2 => self.ignored_directives.push("user".into()),
+                "loadmodule" if args.len() >= 2 => self.ignored_directives.push("loadmodule".into()),
+                "sentinel" => {
+                    if args.len() != 1 {
+                        return Err(fail("sentinel directive while not in sentinel mode"));
+                    }
+                }
+                _ if name.contains('.') => {
+                    if args.len() < 2 {
+                        return Err(fail("Module config specified without value"));
+                    }
+                    self.ignored_directives.push(name.clone());
+                }
+                _ => return Err(fail("Bad directive or wrong number of arguments")),
+            }
         }
         Ok(())
+    }
+
+    /// `include path`: loads another file in place (a glob pattern may
+    /// match no file at all).
+    fn include(&mut self, pattern: &str, is_command: &dyn Fn(&str) -> bool, state: &mut LoadState, depth: usize) -> Result<(), LoadError> {
+        if depth > 32 {
+            return Err(LoadError::Open(format!("Fatal error, can't open config file '{pattern}': Too many levels of include")));
+        }
+        let files = if pattern.contains(['*', '?', '[']) { glob_files(pattern) } else { vec![pattern.to_string()] };
+        for f in files {
+            let text = read_config_file(&f)?;
+            self.load_lines(&text, is_command, state, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Names set at start-up to a non-default value whose effect densekv
+    /// does not have, and the ignored directives (`user`, `loadmodule`,
+    /// module settings): what the start-up warning names.
+    pub fn ignored_in_use(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in PARAMS {
+            if p.ignored && self.given.contains(&p.name) && self.values[p.name] != p.default {
+                out.push(p.name.to_string());
+            }
+        }
+        for d in &self.ignored_directives {
+            if !out.contains(d) {
+                out.push(d.clone());
+            }
+        }
+        out
     }
 
     /// The non-default parameters, as config-file lines (CONFIG REWRITE).
@@ -498,7 +1051,7 @@ impl Config {
             if v != p.default {
                 out.push_str(p.name);
                 out.push(' ');
-                if v.is_empty() || v.contains(' ') {
+                if v.is_empty() || (v.contains(' ') && !p.kind.is_list()) {
                     out.push('"');
                     out.push_str(v);
                     out.push('"');
@@ -511,52 +1064,170 @@ impl Config {
         out
     }
 
-    /// Parses the command line: `[config-file] [--name value ...]`.
+    /// Parses the command line after the program name: `[config-file]
+    /// [--name value ...]`, reading the file (standard input is not read:
+    /// see `Sources` for callers that support `-`).
     ///
-    /// Errors: a message naming the bad argument.
+    /// Errors: Redis's error text for the first bad line or unreadable file.
     pub fn from_args(args: &[String]) -> Result<Config, String> {
+        let src = options_text(args);
+        let mut text = String::new();
         let mut c = Config::default();
-        let mut i = 0;
-        if let Some(first) = args.first() {
-            if !first.starts_with("--") {
-                let text = std::fs::read_to_string(first).map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
-                c.load_text(&text)?;
-                c.file = Some(first.clone());
-                i = 1;
-            }
+        if let Some(f) = &src.file {
+            text = read_config_file(f).map_err(|e| e.to_string())?;
+            c.file = Some(f.clone());
         }
-        while i < args.len() {
-            let Some(name) = args[i].strip_prefix("--") else {
-                return Err(format!("Invalid argument '{}': options start with --", args[i]));
-            };
-            let mut vals = Vec::new();
-            i += 1;
-            while i < args.len() && !args[i].starts_with("--") {
-                vals.push(args[i].clone());
-                i += 1;
-            }
-            let value = vals.join(" ");
-            c.set(name, &value, true).map_err(|e| format!("Bad directive or wrong number of arguments: '--{name}': {e}"))?;
-        }
+        text.push('\n');
+        text.push_str(&src.options);
+        c.load_text(&text)?;
         Ok(c)
     }
+}
+
+/// Reads a config file.
+///
+/// Errors: Redis's "Fatal error, can't open config file" text.
+pub fn read_config_file(path: &str) -> Result<String, LoadError> {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| LoadError::Open(format!("Fatal error, can't open config file '{path}': {}", strerror(&e))))
+}
+
+/// The files a glob pattern names, sorted; only the last path component
+/// may hold wildcards (as in `include /etc/redis/conf.d/*.conf`).
+fn glob_files(pattern: &str) -> Vec<String> {
+    let path = std::path::Path::new(pattern);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let Some(name) = path.file_name() else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| crate::glob::matches(name.as_encoded_bytes(), e.file_name().as_encoded_bytes(), false))
+        .map(|e| dir.join(e.file_name()).to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn args_and_aliases() {
-        let args: Vec<String> = ["--port", "7000", "--save", "", "--hash-max-ziplist-entries", "64"].iter().map(|s| s.to_string()).collect();
-        let c = Config::from_args(&args).unwrap();
+        let c = Config::from_args(&args(&["--port", "7000", "--save", "", "--hash-max-ziplist-entries", "64"])).unwrap();
         assert_eq!(c.port, 7000);
         assert_eq!(c.get("hash-max-listpack-entries"), Some("64"));
         assert_eq!(c.get("save"), Some(""));
         assert_eq!(c.hll_sparse_max_bytes, 3000);
         assert_eq!(c.lfu_decay_time, 1);
-        assert!(Config::from_args(&["--nosuch".into(), "1".into()]).is_err());
-        assert!(Config::from_args(&["--port".into(), "x".into()]).is_err());
+        assert!(Config::from_args(&args(&["--nosuch", "1"])).is_err());
+        assert!(Config::from_args(&args(&["--port", "x"])).is_err());
+    }
+
+    #[test]
+    fn command_line_becomes_config_lines() {
+        let s = options_text(&args(&["/etc/r.conf", "--port", "7000", "--save", "--loglevel", "verbose", "-"]));
+        assert_eq!(s.file.as_deref(), Some("/etc/r.conf"));
+        assert!(s.stdin);
+        assert_eq!(s.options, "port \"7000\" \nsave \"\"\nloglevel \"verbose\" ");
+        let s = options_text(&args(&["--save", "900", "1", "--bind", "a b"]));
+        assert_eq!(s.options, "save \"900\" \"1\" \nbind \"a b\" ");
+        assert_eq!(options_text(&args(&["--save"])).options, "save \"\"");
+        assert_eq!(repr(b"a\"b\\\n\x01"), "\"a\\\"b\\\\\\n\\x01\"");
+    }
+
+    #[test]
+    fn errors_read_as_redis_prints_them() {
+        let mut c = Config::default();
+        let e = c.load("port 7000\n\n  foo bar  \n", &|_| true).unwrap_err();
+        assert_eq!(
+            e.report(),
+            format!("\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nReading the configuration file, at line 3\n>>> 'foo bar'\nBad directive or wrong number of arguments\n", crate::REDIS_VERSION)
+        );
+        let e = Config::default().load("port", &|_| true).unwrap_err();
+        assert!(e.report().ends_with(">>> 'port'\nwrong number of arguments\n"), "{}", e.report());
+        let e = Config::default().load("\nport \"abc\" ", &|_| true).unwrap_err();
+        assert!(e.report().contains("at line 2\n>>> 'port \"abc\"'\nargument couldn't be parsed into an integer\n"), "{}", e.report());
+        let e = Config::default().load("bind \"127.0.0.1", &|_| true).unwrap_err();
+        assert!(e.report().ends_with("Unbalanced quotes in configuration line\n"));
+    }
+
+    #[test]
+    fn list_parameters() {
+        let mut c = Config::default();
+        assert_eq!(c.get("save"), Some("3600 1 300 100 60 10000"), "Redis's default save points");
+        c.load("save 900 1\nsave 300 10\nclient-output-buffer-limit replica 1mb 2mb 3\nbind 127.0.0.1 -::1\nshutdown-on-sigterm now nosave\noom-score-adj-values 0 100 900\n", &|_| true).unwrap();
+        assert_eq!(c.get("save"), Some("900 1 300 10"));
+        assert_eq!(c.save_points(), vec![(900, 1), (300, 10)]);
+        assert_eq!(c.get("client-output-buffer-limit"), Some("normal 0 0 0 slave 1048576 2097152 3 pubsub 33554432 8388608 60"));
+        assert_eq!(c.get("bind"), Some("127.0.0.1 -::1"));
+        assert_eq!(c.get("shutdown-on-sigterm"), Some("nosave now"));
+        assert_eq!(c.flags("shutdown-on-sigint"), Vec::<&str>::new());
+        assert_eq!(c.get("oom-score-adj-values"), Some("0 100 900"));
+        c.set("latency-tracking-info-percentiles", "0.0 50.0 99.90 100", false).unwrap();
+        assert_eq!(c.get("latency-tracking-info-percentiles"), Some("0 50 99.9 100"));
+        // A new load (CONFIG SET) replaces the save points.
+        c.set("save", "60 5", false).unwrap();
+        assert_eq!(c.get("save"), Some("60 5"));
+        assert_eq!(c.set("save", "60", false), Err("Invalid save parameters".into()));
+        assert!(c.set("shutdown-on-sigint", "save nosave", false).unwrap_err().contains("SAVE and NOSAVE"));
+        assert!(c.set("shutdown-on-sigint", "", false).unwrap_err().starts_with("argument(s) must be one of the following"));
+        assert!(c.allows("enable-debug-command", "127.0.0.1:5000") && c.allows("enable-debug-command", "[::1]:5000"));
+        assert!(!c.allows("enable-debug-command", "10.0.0.1:5000") && !c.allows("enable-protected-configs", "127.0.0.1:1"));
+        c.load("save 1 1\nsave \"\"\n", &|_| true).unwrap();
+        assert_eq!(c.get("save"), Some(""));
+        c.load("save 3600 1 300 100\n", &|_| true).unwrap();
+        assert_eq!(c.get("save"), Some("3600 1 300 100"));
+    }
+
+    #[test]
+    fn special_directives() {
+        let mut c = Config::default();
+        let known = |n: &str| ["flushall", "config", "get"].contains(&n);
+        c.load("rename-command FLUSHALL \"\"\nrename-command config cfg\nuser default on nopass ~* +@all\nloadmodule /x.so\nsearch.timeout 5\nlua-replicate-commands yes\nsentinel\n", &known).unwrap();
+        assert_eq!(c.renames, vec![("flushall".into(), "".into()), ("config".into(), "cfg".into())]);
+        assert_eq!(c.ignored_in_use(), vec!["user".to_string(), "loadmodule".into(), "search.timeout".into()]);
+        assert!(c.load("rename-command nosuch x", &known).unwrap_err().report().contains("No such command in rename-command"));
+        assert!(c.load("rename-command get cfg", &known).unwrap_err().report().contains("Target command name already exists"));
+        assert!(c.load("search.timeout", &known).unwrap_err().report().contains("Module config specified without value"));
+        assert!(c.load("include", &known).unwrap_err().report().contains("Bad directive"));
+    }
+
+    #[test]
+    fn ignored_parameters_are_named() {
+        let mut c = Config::default();
+        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-eviction yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
+        assert_eq!(c.ignored_in_use(), vec!["io-threads".to_string(), "lazyfree-lazy-eviction".into()]);
+        assert_eq!(c.get("io-threads"), Some("4"));
+    }
+
+    #[test]
+    fn include_loads_in_place() {
+        let dir = std::env::temp_dir().join(format!("densekv-conf-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("conf.d")).unwrap();
+        std::fs::write(dir.join("conf.d/a.conf"), "maxclients 77\n").unwrap();
+        std::fs::write(dir.join("conf.d/b.conf"), "maxclients 88\nsave 10 1\n").unwrap();
+        let mut c = Config::default();
+        c.load(&format!("save 20 2\ninclude {}/conf.d/*.conf\n", dir.display()), &|_| true).unwrap();
+        assert_eq!(c.maxclients, 88);
+        assert_eq!(c.get("save"), Some("20 2 10 1"));
+        let e = c.load(&format!("include {}/none.conf", dir.display()), &|_| true).unwrap_err();
+        assert!(matches!(e, LoadError::Open(ref m) if m.starts_with("Fatal error, can't open config file") && m.ends_with("No such file or directory")), "{e:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn logging_follows_config() {
+        let mut c = Config::default();
+        c.load("loglevel warning\nlogfile \"\"\n", &|_| true).unwrap();
+        assert_eq!(c.log, Log { level: Level::Warning, file: None, role: 'M' });
+        let e = c.load("logfile /nonexistent-dir/x.log", &|_| true).unwrap_err();
+        assert_eq!(e, LoadError::Directive { at: None, reason: "Can't open the log file: No such file or directory".into() });
     }
 
     #[test]
@@ -581,6 +1252,9 @@ mod tests {
         for p in PARAMS {
             for n in std::iter::once(&p.name).chain(p.aliases.iter()) {
                 assert!(seen.insert(*n), "duplicate {n}");
+            }
+            if !matches!(p.kind, Kind::Dir) {
+                assert_eq!(canonical(p, p.default).as_deref(), Ok(p.default), "{}: the default is not canonical", p.name);
             }
         }
     }

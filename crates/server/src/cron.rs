@@ -1,5 +1,7 @@
 //! Periodic work run by the event loop `hz` times a second: active expiry,
-//! idle-client timeouts, the end of CLIENT PAUSE, memory peak tracking.
+//! idle-client timeouts, the end of CLIENT PAUSE, memory peak tracking,
+//! (a shutdown a signal scheduled runs from the event loop right after the
+//! tick, as Redis's serverCron runs it: it needs the `Host` to save).
 //! Active expiry publishes `expired` / `hexpired` keyspace events.
 
 use std::time::{Duration, Instant};

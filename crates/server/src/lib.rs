@@ -7,7 +7,8 @@
 //! docs/design/server.md and checked by `tests/layers.rs`), bottom up:
 //!
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
-//!    (command errors, argument parsers), `keyspec`
+//!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
+//!    lines), `process` (pid file, signals, systemd, daemonizing)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
@@ -15,7 +16,8 @@
 //! 5. `publish` (message and keyspace-event delivery), `cron`
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
-//!    (RDB files on disk)
+//!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
+//!    down)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
 //! 9. `registry`: the whole table
@@ -35,15 +37,18 @@ pub mod feed;
 pub mod glob;
 pub mod keyspec;
 pub mod lazyfree;
+pub mod log;
 pub mod memory;
 pub mod net;
-pub mod persist;
 pub mod notify;
+pub mod persist;
+pub mod process;
 pub mod publish;
 pub mod pubsub;
 pub mod registry;
 pub mod script;
 pub mod server;
+pub mod shutdown;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).
 pub const REDIS_VERSION: &str = "7.4.0";

@@ -1,48 +1,179 @@
 //! densekv-server: a Redis-compatible in-memory data store.
 //!
-//! `densekv-server [config-file] [--name value ...]`, like redis-server.
+//! Started exactly like redis-server, so it can replace it in service
+//! units, containers and Redis's own test suite:
+//! `densekv-server [/path/to/redis.conf] [--name value ...] [-]`, plus
+//! `-v`/`--version` and `-h`/`--help`. Start-up follows Redis's order and
+//! log lines (`Configuration loaded` ... ` PID: ` ... `Server initialized`,
+//! `Ready to accept connections tcp`), which tools wait for; a bad config
+//! or a busy port exits with status 1 and Redis's messages.
 
-use std::net::{IpAddr, SocketAddr};
+use std::io::Read;
 use std::process::ExitCode;
 
-use server::config::Config;
-use server::net::EventLoop;
+use server::config::{self, Config, LoadError};
+use server::log::Log;
+use server::net::{self, EventLoop};
+use server::process;
 use server::server::Server;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// densekv's own version.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "-v" || a == "--version") {
-        println!("densekv-server v={} (Redis {} compatible)", env!("CARGO_PKG_VERSION"), server::REDIS_VERSION);
-        return ExitCode::SUCCESS;
+    let argv: Vec<String> = std::env::args().collect();
+    let prog = argv.first().cloned().unwrap_or_else(|| "densekv-server".into());
+    let args = &argv[1.min(argv.len())..];
+    // One binary, several tools, chosen by the name it runs under (as Redis's).
+    let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
+    for tool in ["redis-check-rdb", "redis-check-aof"] {
+        if exec_name.contains(tool) {
+            eprintln!("{tool} is not available in densekv yet.");
+            return ExitCode::from(1);
+        }
     }
-    let config = match Config::from_args(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("*** FATAL CONFIG ERROR *** {e}");
+    if exec_name.contains("redis-sentinel") || args.iter().any(|a| a == "--sentinel") {
+        eprintln!("Sentinel mode is not supported by densekv.");
+        return ExitCode::from(1);
+    }
+    match args.first().map(String::as_str) {
+        Some("-v" | "--version") => {
+            println!("{}", version_line());
+            return ExitCode::SUCCESS;
+        }
+        Some("-h" | "--help") => {
+            usage();
             return ExitCode::from(1);
         }
-    };
-    let bind = config.get("bind").unwrap_or("127.0.0.1").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
-    let bind = bind.trim_start_matches('-');
-    let ip: IpAddr = match bind.parse() {
-        Ok(ip) => ip,
-        Err(_) => {
-            eprintln!("*** FATAL CONFIG ERROR *** bad bind address '{bind}'");
+        Some("--test-memory") => {
+            eprintln!("--test-memory is not supported by densekv; use a dedicated memory tester (memtester).");
             return ExitCode::from(1);
         }
-    };
-    let addr = SocketAddr::new(ip, config.port);
-    let mut ev = match EventLoop::bind(addr) {
-        Ok(ev) => ev,
-        Err(e) => {
-            eprintln!("Warning: Could not create server TCP listening socket {addr}: {e}");
-            eprintln!("Failed listening on port {} (tcp), aborting.", config.port);
-            return ExitCode::from(1);
+        Some("--check-system") => {
+            println!("densekv runs no system checks.");
+            return ExitCode::SUCCESS;
         }
-    };
+        _ => {}
+    }
+    match run(&prog, args) {
+        Ok(()) => {
+            // As Redis's exit(0): the dataset is not freed piece by piece.
+            std::process::exit(0);
+        }
+        Err(code) => ExitCode::from(code),
+    }
+}
+
+/// `redis-server --version`'s line, with densekv's version after it.
+fn version_line() -> String {
+    let jemalloc = tikv_jemalloc_ctl::version::read().ok().and_then(|v| v.split('-').next().map(str::to_string)).unwrap_or_else(|| "5.3.0".into());
+    // A build id in Redis's form (hex), derived from what identifies this build.
+    let build = format!("{VERSION} {}", std::env::consts::ARCH).bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    format!("Redis server v={} sha=00000000:0 malloc=jemalloc-{jemalloc} bits=64 build={build:x} densekv={VERSION}", server::REDIS_VERSION)
+}
+
+/// Redis's usage text, on standard error.
+fn usage() {
+    eprint!(
+        "Usage: ./redis-server [/path/to/redis.conf] [options] [-]
+       ./redis-server - (read config from stdin)
+       ./redis-server -v or --version
+       ./redis-server -h or --help
+       ./redis-server --test-memory <megabytes>
+       ./redis-server --check-system
+
+Examples:
+       ./redis-server (run the server with default conf)
+       echo 'maxmemory 128mb' | ./redis-server -
+       ./redis-server /etc/redis/6379.conf
+       ./redis-server --port 7777
+       ./redis-server --port 7777 --replicaof 127.0.0.1 8888
+       ./redis-server /etc/myredis.conf --loglevel verbose -
+       ./redis-server /etc/myredis.conf --loglevel verbose
+
+Sentinel mode is not supported by densekv.
+"
+    );
+}
+
+/// Loads the configuration, starts listening and serves until shutdown.
+///
+/// Errors: the exit status (1) after the reason was printed or logged.
+fn run(prog: &str, args: &[String]) -> Result<(), u8> {
+    let start_dir = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let src = config::options_text(args);
+    let early = Log { role: 'C', ..Log::default() };
+    let mut config = Config::default();
+    let mut text = String::new();
+    if let Some(f) = &src.file {
+        text = config::read_config_file(f).map_err(|e| {
+            early.warning(&e.report());
+            1
+        })?;
+        config.file = Some(std::path::absolute(f).map_or_else(|_| f.clone(), |p| p.to_string_lossy().into_owned()));
+    }
+    let mut stdin_text = None;
+    if src.stdin {
+        early.notice("Reading config from stdin");
+        let mut input = String::new();
+        let _ = std::io::stdin().read_to_string(&mut input);
+        text.push_str(&input);
+        stdin_text = Some(input);
+    }
+    if !args.is_empty() {
+        text.push('\n');
+        text.push_str(&src.options);
+    }
+    let table = server::registry::registry();
+    if let Err(e) = config.load(&text, &|name| table.contains_key(name)) {
+        match e {
+            LoadError::Directive { .. } => eprint!("{}", e.report()),
+            LoadError::Open(msg) => early.warning(&msg),
+        }
+        return Err(1);
+    }
+    drop(table);
+
+    let (systemd, systemd_warning) = process::systemd_supervision(config.get("supervised").unwrap_or("no"));
+    let background = config.flag("daemonize") && !systemd;
+    if background && !process::is_daemon_copy() {
+        // The copy does everything below; this process only starts it.
+        return process::daemonize(&start_dir, stdin_text.as_deref()).map_err(|e| {
+            eprintln!("Can't daemonize: {}", config::strerror(&e));
+            1
+        });
+    }
+    if background && config.get("pidfile").unwrap_or("").is_empty() {
+        let _ = config.set("pidfile", process::DEFAULT_PIDFILE, true);
+    }
+
+    let pid = std::process::id();
+    let early = Log { role: 'C', ..config.log.clone() };
+    if let Some(w) = systemd_warning {
+        early.warning(w);
+    } else if systemd {
+        early.notice("supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
+    }
+    early.notice("oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo");
+    early.notice(&format!("Redis version={}, bits=64, commit=00000000, modified=0, pid={pid}, just started", server::REDIS_VERSION));
+    early.notice(&format!("densekv version={VERSION}: a Redis-compatible server; the Redis version above is the one it follows"));
+    if args.is_empty() {
+        early.warning(&format!(
+            "Warning: no config file specified, using the default config. In order to specify a config file use {prog} /path/to/redis.conf"
+        ));
+    } else {
+        early.notice("Configuration loaded");
+    }
+    let ignored = config.ignored_in_use();
+    if !ignored.is_empty() {
+        early.warning(&format!("Accepted but ignored, densekv has no such mechanism: {}", ignored.join(", ")));
+    }
+
+    let log = config.log.clone();
+    log.notice("monotonic clock: POSIX clock_gettime");
     if config.flag("jemalloc-bg-thread") {
         // As Redis does: a background thread returns freed pages to the OS on
         // jemalloc's decay schedule even while the server is idle, so RSS
@@ -50,30 +181,52 @@ fn main() -> ExitCode {
         let _ = tikv_jemalloc_ctl::max_background_threads::write(1);
         let _ = tikv_jemalloc_ctl::background_thread::write(true);
     }
+    let port = config.port;
+    let bind = config.get("bind").unwrap_or("").to_string();
+    let backlog = config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
+    let renames = config.renames.clone();
+    let pidfile = config.get("pidfile").unwrap_or("").to_string();
     let mut srv = Server::new(config);
+    srv.supervised_systemd = systemd;
+    if !pidfile.is_empty() {
+        if let Err(e) = process::write_pidfile(&pidfile) {
+            log.warning(&format!("Failed to write PID file: {}", config::strerror(&e)));
+        }
+    }
+    log.notice(&format!("Running mode=standalone, port={port}."));
+    log.notice(&format!("densekv {VERSION} standalone, port {port}, PID: {pid}"));
+    let fail = |msg: &str| {
+        log.warning(msg);
+        if !pidfile.is_empty() {
+            process::remove_pidfile(&pidfile);
+        }
+        1
+    };
+    let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
+    if listeners.is_empty() {
+        return Err(fail("Configured to not listen anywhere, exiting."));
+    }
+    let mut ev = EventLoop::new(listeners, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
+    log.notice("Server initialized");
     let started = std::time::Instant::now();
     match ev.load(&mut srv) {
         Ok(Some((keys, expired))) => {
-            println!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}.");
-            println!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
+            log.notice(&format!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}."));
+            log.notice(&format!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64()));
         }
         Ok(None) => {}
         Err(e) => {
-            eprintln!("{e}");
-            eprintln!("Fatal error loading the DB, check server logs. Exiting.");
-            return ExitCode::from(1);
+            log.warning(&e);
+            return Err(fail("Fatal error loading the DB, check server logs. Exiting."));
         }
     }
-    println!("densekv {} (Redis {} compatible) pid {} listening on {addr}", env!("CARGO_PKG_VERSION"), server::REDIS_VERSION, std::process::id());
-    println!("Ready to accept connections tcp");
-    match ev.run(&mut srv) {
-        Ok(()) => {
-            println!("densekv is now ready to exit, bye bye...");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("event loop failed: {e}");
-            ExitCode::from(1)
-        }
+    log.notice("Ready to accept connections tcp");
+    if systemd {
+        process::notify_systemd("STATUS=Ready to accept connections\n");
+        process::notify_systemd("READY=1\n");
     }
+    ev.run(&mut srv).map_err(|e| {
+        log.warning(&format!("Event loop failed: {}", config::strerror(&e)));
+        1
+    })
 }

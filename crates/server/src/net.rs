@@ -6,6 +6,11 @@
 //! WRITABLE event. The read/parse and write halves touch only the client,
 //! so they can later move to I/O threads without touching command code.
 //!
+//! The loop also owns the listening sockets (every `bind` address, opened
+//! the way Redis opens them: `listen`) and the shutdown signals, which
+//! arrive as readiness events (signal-hook-mio) and are handed to
+//! `shutdown::signal_received`.
+//!
 //! Limits: a query buffer over client-query-buffer-limit closes the client;
 //! a client whose unread replies exceed `OUTPUT_SOFT_LIMIT` is not read from
 //! until it drains them (back-pressure instead of unbounded memory), and no
@@ -19,15 +24,24 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use resp::{Limits, Parsed};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook_mio::v1_0::Signals;
 
 use crate::client::{Client, ClientId};
 use crate::command::{CmdError, CommandMap, Host, Scripts};
 use crate::registry::registry;
 use crate::script::engine::Engine;
+use crate::log::Log;
+use crate::process::Signal;
 use crate::server::Server;
-use crate::{cron, dispatch, exec};
+use crate::{cron, dispatch, exec, shutdown};
 
-const LISTENER: Token = Token(usize::MAX);
+/// Tokens from here up are the loop's own; client ids stay below.
+const SIGNALS: Token = Token(usize::MAX);
+/// The first listener's token; the others count down from it.
+const LISTENER0: usize = usize::MAX - 1;
+/// At most this many listeners (Redis's limit on bind addresses).
+const MAX_LISTENERS: usize = 16;
 /// Read chunk size.
 const READ_CHUNK: usize = 16 * 1024;
 /// Largest shared query buffer kept between turns.
@@ -35,10 +49,10 @@ const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
 
-/// The listening socket with a handle on the poller's registry, so that
+/// The listening sockets with a handle on the poller's registry, so that
 /// clients can be accepted while a timed-out script runs too.
 pub struct Acceptor {
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     registry: mio::Registry,
 }
 
@@ -83,6 +97,8 @@ pub struct EventLoop {
     shared_qbuf: Vec<u8>,
     /// Where reads land before being appended to a query buffer.
     scratch: Box<[u8]>,
+    /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS`.
+    signals: Signals,
 }
 
 impl EventLoop {
@@ -90,13 +106,39 @@ impl EventLoop {
     ///
     /// Errors: the bind error (port busy, bad address).
     pub fn bind(addr: SocketAddr) -> io::Result<EventLoop> {
+        EventLoop::new(vec![std::net::TcpListener::bind(addr)?], &[])
+    }
+
+    /// Serves `listeners`, builds the command table (with `renames` applied:
+    /// rename-command from to, `to` empty removing the command) and the
+    /// scripting engine, and takes over SIGTERM and SIGINT.
+    ///
+    /// Errors: registering a socket or the signal handlers failed.
+    pub fn new(listeners: Vec<std::net::TcpListener>, renames: &[(String, String)]) -> io::Result<EventLoop> {
         let poll = Poll::new()?;
-        let mut listener = TcpListener::bind(addr)?;
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        let acceptor = Acceptor { listener, registry: poll.registry().try_clone()? };
-        let table = registry();
+        let mut ours = Vec::new();
+        for (i, l) in listeners.into_iter().take(MAX_LISTENERS).enumerate() {
+            l.set_nonblocking(true)?;
+            let mut l = TcpListener::from_std(l);
+            poll.registry().register(&mut l, Token(LISTENER0 - i), Interest::READABLE)?;
+            ours.push(l);
+        }
+        let mut signals = Signals::new([SIGTERM, SIGINT])?;
+        poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
+        let acceptor = Acceptor { listeners: ours, registry: poll.registry().try_clone()? };
+        let mut table = registry();
+        if !renames.is_empty() {
+            let map = std::rc::Rc::make_mut(&mut table);
+            for (from, to) in renames {
+                if let Some(spec) = map.remove(from) {
+                    if !to.is_empty() {
+                        map.insert(to.clone(), spec);
+                    }
+                }
+            }
+        }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor };
-        Ok(EventLoop { poll, shell, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, signals, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Loads the RDB file, if there is one, before serving (`persist::load`).
@@ -112,8 +154,9 @@ impl EventLoop {
         let mut next_cron = Instant::now();
         loop {
             let now = Instant::now();
-            if now >= next_cron {
+            if now >= next_cron && !srv.cron_paused {
                 cron::tick(srv);
+                shutdown::on_cron(srv, &mut self.shell);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none()).map(|c| c.id));
@@ -136,7 +179,11 @@ impl EventLoop {
                 Err(e) => return Err(e),
             }
             for ev in events.iter() {
-                if ev.token() == LISTENER {
+                if ev.token() == SIGNALS {
+                    for sig in self.signals.pending() {
+                        shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
+                    }
+                } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
                     accept(srv, &self.shell.acceptor);
                 } else {
                     self.pending.insert(ev.token().0 as ClientId);
@@ -145,6 +192,9 @@ impl EventLoop {
             srv.eventloop_cycles += 1;
             let ids: Vec<ClientId> = self.pending.drain().collect();
             for &id in &ids {
+                if srv.shutdown {
+                    break;
+                }
                 self.serve(srv, id);
             }
             self.pending.extend(srv.blocking.take_woken());
@@ -312,8 +362,9 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     let mut all = true;
     c.paused = false;
     loop {
-        // A blocked client's later requests wait until it is answered.
-        if c.close_after_reply || c.close_asap || c.blocked {
+        // A blocked client's later requests wait until it is answered;
+        // after a shutdown nothing more runs (Redis has exited by then).
+        if c.close_after_reply || c.close_asap || c.blocked || srv.shutdown {
             break;
         }
         if c.pending_out() > OUTPUT_SOFT_LIMIT {
@@ -396,20 +447,107 @@ fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
     sock.write(buf)
 }
 
-/// Accepts every pending connection.
+/// A `bind` address could not be listened on (the reason is logged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenFailed;
+
+/// Opens a listening socket on `port` for every address of `bind` (a
+/// `bind` value: `*` is every IPv4 address, `::*` every IPv6 one, a leading
+/// `-` marks an address that may be unavailable), as Redis does: IPv6
+/// sockets are IPv6-only, `backlog` is tcp-backlog, and each failure is
+/// logged with Redis's warning. Port 0 opens none.
+///
+/// Errors: an address could not be bound (already logged); the caller
+/// logs Redis's "Failed listening" line and exits.
+pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std::net::TcpListener>, ListenFailed> {
+    use socket2::{Domain, Socket, Type};
+    // Linux errno values that make Redis skip an address instead of failing.
+    const ENOPROTOOPT: i32 = 92;
+    const EPROTONOSUPPORT: i32 = 93;
+    const ESOCKTNOSUPPORT: i32 = 94;
+    const EPFNOSUPPORT: i32 = 96;
+    const EAFNOSUPPORT: i32 = 97;
+    const EADDRNOTAVAIL: i32 = 99;
+    let mut out = Vec::new();
+    if port == 0 {
+        return Ok(out);
+    }
+    for item in bind.split_whitespace() {
+        let optional = item.starts_with('-');
+        let host = item.trim_start_matches('-');
+        let open = || -> Result<std::net::TcpListener, (&'static str, io::Error)> {
+            let addr = match host {
+                "*" => SocketAddr::from(([0, 0, 0, 0], port)),
+                "::*" => SocketAddr::from(([0u16; 8], port)),
+                h => match h.parse::<std::net::IpAddr>() {
+                    Ok(ip) => SocketAddr::new(ip, port),
+                    Err(_) => std::net::ToSocketAddrs::to_socket_addrs(&(h, port))
+                        .map_err(|e| ("getaddrinfo", e))?
+                        .next()
+                        .ok_or(("getaddrinfo", io::Error::from(ErrorKind::AddrNotAvailable)))?,
+                },
+            };
+            let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| ("socket", e))?;
+            let _ = sock.set_reuse_address(true);
+            if addr.is_ipv6() {
+                sock.set_only_v6(true).map_err(|e| ("setsockopt", e))?;
+            }
+            sock.bind(&addr.into()).map_err(|e| ("bind", e))?;
+            sock.listen(backlog).map_err(|e| ("listen", e))?;
+            Ok(sock.into())
+        };
+        match open() {
+            Ok(l) => out.push(l),
+            Err((call, e)) => {
+                log.warning(&format!("Warning: Could not create server TCP listening socket {host}:{port}: {call}: {}", crate::config::strerror(&e)));
+                match e.raw_os_error() {
+                    Some(EADDRNOTAVAIL) if optional => continue,
+                    Some(ENOPROTOOPT | EPROTONOSUPPORT | ESOCKTNOSUPPORT | EPFNOSUPPORT | EAFNOSUPPORT) => continue,
+                    _ => return Err(ListenFailed),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What a non-loopback client gets in protected mode (Redis's text).
+const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. \
+In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: \
+1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, \
+however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. \
+2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. \
+3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. \
+4) Set up an authentication password for the default user. \
+NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Accepts every pending connection (turning away non-loopback clients in
+/// protected mode, as Redis does).
 pub fn accept(srv: &mut Server, a: &Acceptor) {
+    for listener in &a.listeners {
+        accept_from(srv, listener, &a.registry);
+    }
+}
+
+fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registry) {
     loop {
-        match a.listener.accept() {
+        match listener.accept() {
             Ok((mut sock, peer)) => {
                 if srv.clients.len() >= srv.config.maxclients {
                     let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
                     srv.rejected_connections += 1;
                     continue;
                 }
+                if srv.config.flag("protected-mode") && srv.config.get("requirepass").unwrap_or("").is_empty() && !peer.ip().is_loopback() {
+                    // Protected mode: with no password, only loopback clients.
+                    let _ = sock.write_all(PROTECTED_MODE_DENIED);
+                    srv.rejected_connections += 1;
+                    continue;
+                }
                 let _ = sock.set_nodelay(true);
                 let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let id = srv.new_client_id();
-                if a.registry.register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                if registry.register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
                     continue;
                 }
                 srv.total_connections += 1;
@@ -432,6 +570,9 @@ pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
     let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
     let mut buf = [0u8; 16 * 1024];
     for id in ids {
+        if srv.shutdown {
+            break;
+        }
         let Some(mut c) = srv.clients.remove(&id) else { continue };
         if !c.close_asap && !c.close_after_reply {
             if let Some(sock) = c.sock.as_mut() {

@@ -167,8 +167,17 @@ pub struct Server {
     pub expire_db_cursor: usize,
     /// Random state (xorshift).
     pub rng: u64,
-    /// SHUTDOWN requested.
+    /// The shutdown sequence finished: the event loop returns and the
+    /// process exits with status 0 (`shutdown::finish`).
     pub shutdown: bool,
+    /// A SIGTERM or SIGINT scheduled a shutdown that the next cron tick
+    /// carries out (SHUTDOWN ABORT can still cancel it).
+    pub shutdown_signal: Option<crate::process::Signal>,
+    /// DEBUG PAUSE-CRON: periodic work, a signalled shutdown included, waits.
+    pub cron_paused: bool,
+    /// Started under systemd supervision (`supervised systemd`, or `auto`
+    /// with NOTIFY_SOCKET set): state changes are reported to it.
+    pub supervised_systemd: bool,
     /// Wall-clock reading paired with `clock_instant`, so a command's Unix
     /// time derives from the monotonic clock it reads anyway (one clock
     /// read per command instead of two). Rebased every cron tick.
@@ -272,6 +281,9 @@ impl Server {
             expire_db_cursor: 0,
             rng: seed | 1,
             shutdown: false,
+            shutdown_signal: None,
+            cron_paused: false,
+            supervised_systemd: false,
             peak_memory: 0,
             sweep_clients: false,
             clock_unix_ms: unix_ms(),

@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 /// The server crate, bottom up. A module path names that module and,
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
-    &["glob", "memory", "lazyfree", "notify", "args", "keyspec"],
+    &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process"],
     &["config", "client"],
     &["pubsub", "blocking", "feed"],
     &["server"],
     &["publish", "cron"],
-    &["command", "access", "exec", "dispatch", "persist"],
+    &["command", "access", "exec", "dispatch", "persist", "shutdown"],
     &["commands"],
     &["script"],
     &["registry"],

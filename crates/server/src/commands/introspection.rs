@@ -1038,24 +1038,35 @@ fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: runs the shutdown
+/// sequence (`crate::shutdown`); on success the client sees its connection
+/// close, as with Redis, and the event loop stops after this command.
 fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut abort = false;
+    let mut words = Vec::new();
     for a in &args[1..] {
         if is(a, "abort") {
             abort = true;
-        } else if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
+        } else if is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force") {
+            words.push(String::from_utf8_lossy(a).into_owned());
+        } else {
             return Err(CmdError::Syntax);
         }
+    }
+    let flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
+    if (abort && flags.any()) || (flags.save && flags.nosave) {
+        return Err(CmdError::Syntax);
     }
     if abort {
-        if args.len() != 2 {
-            return Err(CmdError::Syntax);
-        }
-        return Err(CmdError::err("No shutdown in progress."));
+        crate::shutdown::abort(ctx.srv).map_err(|_| CmdError::err("No shutdown in progress."))?;
+        ctx.out().ok();
+        return Ok(());
     }
-    // Nothing to save yet; the event loop stops after this command and
-    // clients see the connection close, as with Redis.
-    ctx.srv.shutdown = true;
+    if !flags.nosave && ctx.srv.script.is_some_and(|s| s.timed_out) {
+        // Only SHUTDOWN NOSAVE may end a busy script.
+        return Err(CmdError::Custom(ctx.srv.busy_error().into()));
+    }
+    crate::shutdown::prepare(ctx.srv, ctx.host, flags).map_err(|_| CmdError::err("Errors trying to SHUTDOWN. Check logs."))?;
     ctx.client.close_asap = true;
     Ok(())
 }
@@ -1242,6 +1253,15 @@ fn debug_packed(ctx: &mut Ctx, sub: &str, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// Redis's refusal of DEBUG when enable-debug-command does not allow this
+/// client. (MODULE is left open: densekv loads no modules, so MODULE LIST
+/// and HELP reveal nothing and load nothing.)
+fn not_allowed(cmd: &str, setting: &str) -> String {
+    format!(
+        "{cmd} command not allowed. If the {setting} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    )
+}
+
 /// DEBUG <subcommand>: the subset Redis's tests and tools use.
 /// DEBUG RELOAD [NOSAVE] [NOFLUSH]: saves the RDB file (unless NOSAVE),
 /// empties the databases (unless NOFLUSH) and loads the file back, as
@@ -1279,6 +1299,9 @@ fn debug_reload(ctx: &mut Ctx, opts: &[Vec<u8>]) -> CmdResult {
 }
 
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if !ctx.srv.config.allows("enable-debug-command", &ctx.client.addr) {
+        return Err(CmdError::err(not_allowed("DEBUG", "enable-debug-command")));
+    }
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
         ("sleep", 3) => {
@@ -1288,6 +1311,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
         ("set-active-expire", 3) => ctx.srv.active_expire_enabled = args[2] != b"0",
+        ("pause-cron", 3) => ctx.srv.cron_paused = args[2] != b"0",
         ("object", 3) => {
             let now = ctx.now;
             let idle = ctx.db().idle_secs(&args[2], now);
@@ -1325,6 +1349,8 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Show low level info about the listpack encoding of <key>.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "PAUSE-CRON <0|1>",
+                    "    Stop periodic cron job processing.",
                     "PROTOCOL <type>",
                     "    Reply with a test value of the specified type. <type> can be: string,",
                     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",

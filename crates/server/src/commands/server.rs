@@ -153,7 +153,11 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     for pair in args[2..].chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]).to_string();
         let value = String::from_utf8_lossy(&pair[1]).to_string();
-        let canon = crate::config::lookup(&name).map(|p| p.name);
+        let param = crate::config::lookup(&name);
+        let canon = param.map(|p| p.name);
+        if param.is_some_and(|p| p.protected) && !ctx.srv.config.allows("enable-protected-configs", &ctx.client.addr) {
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - can't set protected config")));
+        }
         if let Some(c) = canon {
             if seen.contains(&c) {
                 return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter")));

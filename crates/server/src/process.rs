@@ -1,0 +1,143 @@
+//! Process chores of a server that stands in for redis-server: the pid
+//! file, the shutdown signals, reporting readiness to systemd, and running
+//! in the background (`daemonize yes`).
+//!
+//! Everything here is safe std code. Daemonizing does not fork (forking a
+//! process that may already run threads needs `unsafe`): the server starts
+//! a copy of itself with the same arguments, detached (its own process
+//! group, standard streams on /dev/null), and the first process exits 0 as
+//! soon as the copy is started, which is what `daemonize yes` promises a
+//! caller. The copy knows it is the daemon by `DAEMON_ENV`.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// Set in the environment of the background copy started by `daemonize`.
+pub const DAEMON_ENV: &str = "DENSEKV_DAEMONIZED";
+
+/// Where Redis puts the pid file of a daemon that names none.
+pub const DEFAULT_PIDFILE: &str = "/var/run/redis.pid";
+
+/// A signal that asks the server to shut down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT (Ctrl-C); a second one while the first is pending exits at once.
+    Int,
+    /// SIGTERM (service managers, `kill`).
+    Term,
+}
+
+impl Signal {
+    /// The signal's name as Redis logs it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+        }
+    }
+}
+
+/// Writes our pid and a newline to `path`.
+///
+/// Errors: the file could not be written (Redis logs it and goes on).
+pub fn write_pidfile(path: &str) -> std::io::Result<()> {
+    std::fs::write(path, format!("{}\n", std::process::id()))
+}
+
+/// Removes the pid file; a missing file is not an error worth reporting.
+pub fn remove_pidfile(path: &str) {
+    let _ = std::fs::remove_file(path);
+}
+
+/// True if this process is the background copy `daemonize` started.
+pub fn is_daemon_copy() -> bool {
+    std::env::var_os(DAEMON_ENV).is_some()
+}
+
+/// Starts the background copy of this server (same program, arguments and
+/// starting directory; `stdin_text`, the config read from standard input,
+/// is handed to it on its standard input) and returns once it runs.
+///
+/// Errors: the copy could not be started.
+pub fn daemonize(start_dir: &std::path::Path, stdin_text: Option<&str>) -> std::io::Result<()> {
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .arg0(argv0)
+        .args(argv)
+        .env(DAEMON_ENV, "1")
+        .current_dir(start_dir)
+        .stdin(if stdin_text.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    if let (Some(text), Some(mut pipe)) = (stdin_text, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Decides whether systemd supervises us, as Redis does for `supervised`:
+/// `systemd` or `auto` with NOTIFY_SOCKET set. Returns (supervised, a
+/// warning to log when `systemd` was asked for without NOTIFY_SOCKET).
+pub fn systemd_supervision(mode: &str) -> (bool, Option<&'static str>) {
+    let socket = std::env::var_os("NOTIFY_SOCKET").is_some_and(|s| !s.is_empty());
+    match mode {
+        "systemd" if !socket => (false, Some("systemd supervision requested or auto-detected, but NOTIFY_SOCKET environment variable not found!")),
+        "systemd" => (true, None),
+        "auto" => (socket, None),
+        _ => (false, None),
+    }
+}
+
+/// Sends `state` (e.g. `READY=1\n`) to systemd's notification socket, as
+/// sd_notify does. Returns false if there is no socket or sending failed.
+pub fn notify_systemd(state: &str) -> bool {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return false };
+    let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() else { return false };
+    let bytes = path.as_encoded_bytes();
+    if let Some(name) = bytes.strip_prefix(b"@") {
+        // An abstract socket name.
+        use std::os::linux::net::SocketAddrExt;
+        let Ok(addr) = std::os::unix::net::SocketAddr::from_abstract_name(name) else { return false };
+        sock.send_to_addr(state.as_bytes(), &addr).is_ok()
+    } else {
+        sock.send_to(state.as_bytes(), path).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pidfile_round_trip() {
+        let path = std::env::temp_dir().join(format!("densekv-pid-{}", std::process::id()));
+        let p = path.to_string_lossy().into_owned();
+        write_pidfile(&p).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{}\n", std::process::id()));
+        remove_pidfile(&p);
+        assert!(!path.exists());
+        remove_pidfile(&p);
+    }
+
+    #[test]
+    fn notify_reaches_a_socket() {
+        let dir = std::env::temp_dir().join(format!("densekv-notify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("notify.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+        // No environment edits in tests (they run in parallel): send directly.
+        let sock = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        sock.send_to(b"READY=1\n", &path).unwrap();
+        let mut buf = [0u8; 32];
+        let n = listener.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"READY=1\n");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(systemd_supervision("no"), (false, None));
+    }
+}
