@@ -241,3 +241,14 @@ def test_expiry_is_held_during_client_pause(r):
     assert r.get("foo") is None and r.get("bar") is None
     assert r.info("stats")["expired_keys"] == before + 2
     assert r.dbsize() == 0
+
+
+def test_command_time_never_lags_the_wall_clock(r):
+    # A client that sets a deadline 10 s from its own clock must never read
+    # a TTL above 10 s back: the server's command time may not run behind
+    # the wall clock (it did by up to 2 ms when it was truncated twice).
+    r.set("k", "v")
+    for _ in range(300):
+        deadline = int(time.time() * 1000) + 10_000
+        r.pexpireat("k", deadline)
+        assert r.pttl("k") <= 10_000

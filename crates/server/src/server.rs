@@ -180,9 +180,12 @@ pub struct Server {
     pub supervised_systemd: bool,
     /// Wall-clock reading paired with `clock_instant`, so a command's Unix
     /// time derives from the monotonic clock it reads anyway (one clock
-    /// read per command instead of two). Rebased every cron tick.
-    pub clock_unix_ms: i64,
-    /// See `clock_unix_ms`.
+    /// read per command instead of two). Rebased every cron tick. Kept in
+    /// microseconds and truncated to milliseconds once, at the end: two
+    /// truncations put a command up to 2 ms behind a client's clock, and a
+    /// client that sets PXAT now+10000 then saw a PTTL of 10001.
+    pub clock_unix_us: i64,
+    /// See `clock_unix_us`.
     pub clock_instant: Instant,
     /// A command changed clients other than its own (CLIENT KILL, MONITOR
     /// feed): the event loop must look at every client, not just those it
@@ -286,7 +289,7 @@ impl Server {
             supervised_systemd: false,
             peak_memory: 0,
             sweep_clients: false,
-            clock_unix_ms: unix_ms(),
+            clock_unix_us: unix_us(),
             clock_instant: Instant::now(),
             last_save: unix_ms() / 1000,
             pid: std::process::id(),
@@ -322,14 +325,14 @@ impl Server {
 
     /// Unix milliseconds at monotonic instant `t`.
     pub fn unix_ms_at(&self, t: Instant) -> i64 {
-        self.clock_unix_ms + t.saturating_duration_since(self.clock_instant).as_millis() as i64
+        (self.clock_unix_us + t.saturating_duration_since(self.clock_instant).as_micros() as i64) / 1000
     }
 
     /// Re-reads the wall clock (called by cron), so clock adjustments show
     /// within one tick.
     pub fn rebase_clock(&mut self) {
         self.clock_instant = Instant::now();
-        self.clock_unix_ms = unix_ms();
+        self.clock_unix_us = unix_us();
     }
 
     /// Next pseudo-random number (xorshift64*).
