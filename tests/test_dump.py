@@ -336,3 +336,55 @@ def test_corrupt_stream_payloads_are_refused(r):
             r.restore("t", 0, _with_crc(body[:cut]))
     assert r.exists("t") == 0
     assert r.ping()
+
+
+def test_skip_checksum_validation(r):
+    """DEBUG SET-SKIP-CHECKSUM-VALIDATION 1 lets a payload with a wrong CRC through (Redis's
+    corrupt-dump tests use it); 0 checks again."""
+    r.set("k", "v")
+    p = r.dump("k")
+    wrong = p[:-8] + bytes(8)
+    with pytest.raises(redis.ResponseError, match="checksum are wrong"):
+        r.restore("k2", 0, wrong)
+    assert r.execute_command("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1") == b"OK"
+    try:
+        assert r.restore("k2", 0, wrong) == b"OK"
+        assert r.get("k2") == b"v"
+        # A bad body is still refused: only the checksum is skipped.
+        with pytest.raises(redis.ResponseError, match="^Bad data format$"):
+            r.restore("k3", 0, bytes([2, 2, 1, 97, 1, 97]) + b"\x0a\x00" + bytes(8))
+    finally:
+        r.execute_command("DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "0")
+    with pytest.raises(redis.ResponseError, match="checksum are wrong"):
+        r.restore("k4", 0, wrong)
+
+
+# A hash ziplist whose second entry's prevlen (0x04) is not the first entry's length (3): the
+# payload of Redis's "valid zipped hash header, invalid entry len" family, built here.
+def _ziplist(entries: list[bytes], tail_fix: int = 0) -> bytes:
+    body = b"".join(entries)
+    tail = 10 + len(body) - len(entries[-1]) + tail_fix
+    return (10 + len(body) + 1).to_bytes(4, "little") + tail.to_bytes(4, "little") + \
+        len(entries).to_bytes(2, "little") + body + b"\xff"
+
+
+def test_ziplist_and_zipmap_checks(r):
+    good = _ziplist([b"\x00\x01a", b"\x03\x01b"])
+    blob = lambda b: bytes([len(b)]) + b  # noqa: E731  (an RDB string under 64 bytes)
+    assert r.restore("h", 0, _with_crc(bytes([13]) + blob(good))) == b"OK"
+    assert r.hgetall("h") == {b"a": b"b"}
+    for bad in [
+        _ziplist([b"\x00\x01a", b"\x04\x01b"]),      # prevlen says 4, the entry before is 3
+        _ziplist([b"\x01\x01a", b"\x03\x01b"]),      # the first entry's prevlen is not 0
+        _ziplist([b"\x00\x01a", b"\x03\x01b"], 1),   # tail offset past the last entry
+    ]:
+        with pytest.raises(redis.ResponseError, match="^Bad data format$"):
+            r.restore("bad", 0, _with_crc(bytes([13]) + blob(bad)), replace=True)
+    # A zipmap (hashes of Redis 2.4): count, then <len>field<len><free>value..., 0xff.
+    zipmap = b"\x02\x01a\x01\x00x\x02bb\x02\x01yz\x00\xff"
+    assert r.restore("zm", 0, _with_crc(bytes([9]) + blob(zipmap))) == b"OK"
+    assert r.hgetall("zm") == {b"a": b"x", b"bb": b"yz"}
+    for bad in [b"\x03" + zipmap[1:], zipmap[:-1], b"\x02\x01a\x01\x00x\x01a\x01\x00y\xff"]:
+        with pytest.raises(redis.ResponseError, match="^Bad data format$"):
+            r.restore("bad", 0, _with_crc(bytes([9]) + blob(bad)), replace=True)
+    assert r.exists("bad") == 0

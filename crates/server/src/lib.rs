@@ -8,7 +8,8 @@
 //!
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
-//!    lines), `process` (pid file, signals, systemd, daemonizing)
+//!    lines), `process` (pid file, signals, systemd, daemonizing),
+//!    `check_rdb` (the redis-check-rdb tool)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
@@ -26,6 +27,7 @@
 pub mod access;
 pub mod args;
 pub mod blocking;
+pub mod check_rdb;
 pub mod client;
 pub mod command;
 pub mod commands;

@@ -29,11 +29,13 @@ fn main() -> ExitCode {
     let args = &argv[1.min(argv.len())..];
     // One binary, several tools, chosen by the name it runs under (as Redis's).
     let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
-    for tool in ["redis-check-rdb", "redis-check-aof"] {
-        if exec_name.contains(tool) {
-            eprintln!("{tool} is not available in densekv yet.");
+    match exec_name {
+        n if n.ends_with("redis-check-rdb") => return ExitCode::from(server::check_rdb::main(&prog, args)),
+        n if n.ends_with("redis-check-aof") => {
+            eprintln!("redis-check-aof is not available in densekv yet.");
             return ExitCode::from(1);
         }
+        _ => {}
     }
     if exec_name.contains("redis-sentinel") || args.iter().any(|a| a == "--sentinel") {
         eprintln!("Sentinel mode is not supported by densekv.");
@@ -210,13 +212,27 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     log.notice("Server initialized");
     let started = std::time::Instant::now();
     match ev.load(&mut srv) {
-        Ok(Some((keys, expired))) => {
-            log.notice(&format!("Done loading RDB, keys loaded: {keys}, keys expired: {expired}."));
+        Ok(Some(st)) => {
+            if st.empty > 0 {
+                log.notice(&format!("Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.", st.keys, st.expired, st.empty));
+            } else {
+                log.notice(&format!("Done loading RDB, keys loaded: {}, keys expired: {}.", st.keys, st.expired));
+            }
             log.notice(&format!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64()));
         }
         Ok(None) => {}
+        Err(e @ server::persist::LoadError::Corrupt(..)) => {
+            // As Redis: the reason, then what the RDB checker finds in the
+            // file, then exit.
+            log.warning(&e.to_string());
+            if let server::persist::LoadError::Corrupt(path, _) = &e {
+                let verify = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
+                server::check_rdb::print_lines(&server::check_rdb::check(&path.to_string_lossy(), verify).0);
+            }
+            return Err(fail("Terminating server after rdb file reading failure."));
+        }
         Err(e) => {
-            log.warning(&e);
+            log.warning(&e.to_string());
             return Err(fail("Fatal error loading the DB, check server logs. Exiting."));
         }
     }

@@ -144,7 +144,7 @@ impl EventLoop {
     /// Loads the RDB file, if there is one, before serving (`persist::load`).
     ///
     /// Errors: why the file was refused.
-    pub fn load(&mut self, srv: &mut Server) -> Result<Option<(u64, u64)>, String> {
+    pub fn load(&mut self, srv: &mut Server) -> Result<Option<crate::persist::LoadStats>, crate::persist::LoadError> {
         crate::persist::load(srv, &mut self.shell)
     }
 

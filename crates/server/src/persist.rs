@@ -90,32 +90,66 @@ fn cwd() -> String {
     std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()
 }
 
+/// What a load read: keys inserted, keys skipped as expired, keys skipped
+/// as empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Keys inserted.
+    pub keys: u64,
+    /// Keys left out because their deadline had passed.
+    pub expired: u64,
+    /// Keys left out because their value was empty (each is logged).
+    pub empty: u64,
+}
+
+/// Why a load failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The file could not be read, or its function libraries not loaded.
+    Failed(String),
+    /// The file is not valid RDB: its path, and what is wrong where.
+    Corrupt(PathBuf, String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Failed(m) => f.write_str(m),
+            LoadError::Corrupt(path, m) => write!(f, "{m} ({})", path.display()),
+        }
+    }
+}
+
 /// Loads the RDB file into the (empty) databases and the function
-/// libraries into the engine: Some((keys loaded, keys skipped as
-/// expired)), or None when there is no file.
+/// libraries into the engine: Some(what was read), or None when there is
+/// no file. Empty keys are skipped and logged, as Redis does.
 ///
 /// Errors: the file's name and the offset and reason it was refused at;
 /// nothing is kept of a file that fails (the databases are emptied).
-pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<(u64, u64)>, String> {
+pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, LoadError> {
     let path = rdb_path(srv);
     let bytes = match fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("Fatal error loading the DB, check server logs. {}: {e}", path.display())),
+        Err(e) => return Err(LoadError::Failed(format!("Fatal error loading the DB, check server logs. {}: {e}", path.display()))),
     };
-    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum: srv.config.flag("rdbchecksum") };
+    let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
+    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
     let loaded = match rdb::load_into(&bytes, &mut srv.dbs, &opts) {
         Ok(l) => l,
         Err(e) => {
             for db in &mut srv.dbs {
                 db.clear();
             }
-            return Err(format!("{} ({})", e, path.display()));
+            return Err(LoadError::Corrupt(path, e.to_string()));
         }
     };
-    host.scripts().load_functions(loaded.functions).map_err(|e| format!("{} ({}): {e}", "loading functions", path.display()))?;
-    let (keys, expired) = (loaded.inserted, loaded.expired_skipped);
-    (srv.persist.last_load_keys, srv.persist.last_load_expired) = (keys, expired);
+    for key in &loaded.empty_keys {
+        srv.config.log.notice(&format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key)));
+    }
+    host.scripts().load_functions(loaded.functions).map_err(|e| LoadError::Failed(format!("{} ({}): {e}", "loading functions", path.display())))?;
+    let stats = LoadStats { keys: loaded.inserted, expired: loaded.expired_skipped, empty: loaded.summary.empty_skipped };
+    (srv.persist.last_load_keys, srv.persist.last_load_expired) = (stats.keys, stats.expired);
     srv.persist.dirty_at_save = srv.dirty;
-    Ok(Some((keys, expired)))
+    Ok(Some(stats))
 }

@@ -163,6 +163,9 @@ pub struct Server {
     pub net_output_bytes: u64,
     /// Active expiry enabled (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE payloads and RDB files
+    /// are taken without checking their CRC-64.
+    pub skip_checksum_validation: bool,
     /// Where the active expiry cycle continues: database index.
     pub expire_db_cursor: usize,
     /// Random state (xorshift).
@@ -281,6 +284,7 @@ impl Server {
             net_input_bytes: 0,
             net_output_bytes: 0,
             active_expire_enabled: true,
+            skip_checksum_validation: false,
             expire_db_cursor: 0,
             rng: seed | 1,
             shutdown: false,

@@ -92,8 +92,14 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::err("Invalid TTL value, must be >= 0"));
     }
-    let body = rdb::verify_payload(&args[3], true).map_err(|_| CmdError::err("DUMP payload version or checksum are wrong"))?;
-    let value = rdb::restore_value(body, &ctx.srv.config.shapes(), now).map_err(|_| CmdError::err("Bad data format"))?;
+    let check_crc = !ctx.srv.skip_checksum_validation;
+    let body = rdb::verify_payload(&args[3], check_crc).map_err(|_| CmdError::err("DUMP payload version or checksum are wrong"))?;
+    let value = rdb::restore_value(body, &ctx.srv.config.shapes(), now).map_err(|e| {
+        // As Redis, the reason goes to the log at verbose level only: a
+        // client sending bad payloads cannot flood a production log.
+        ctx.srv.config.log.verbose(&format!("Bad data format in a RESTORE payload: {e}"));
+        CmdError::err("Bad data format")
+    })?;
     let deadline = match ttl {
         0 => None,
         t if absttl => Some(t),

@@ -1298,6 +1298,23 @@ fn debug_reload(ctx: &mut Ctx, opts: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// An argument as C's atoi reads it: leading digits (after an optional
+/// sign), 0 when there are none.
+fn atoi(a: &[u8]) -> i64 {
+    let s = std::str::from_utf8(a).unwrap_or("").trim_start();
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = digits.bytes().take_while(u8::is_ascii_digit).fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if !ctx.srv.config.allows("enable-debug-command", &ctx.client.addr) {
         return Err(CmdError::err(not_allowed("DEBUG", "enable-debug-command")));
@@ -1311,6 +1328,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         }
         ("set-active-expire", 3) => ctx.srv.active_expire_enabled = args[2] != b"0",
+        ("set-skip-checksum-validation", 3) => ctx.srv.skip_checksum_validation = atoi(&args[2]) != 0,
         ("pause-cron", 3) => ctx.srv.cron_paused = args[2] != b"0",
         ("object", 3) => {
             let now = ctx.now;
@@ -1357,6 +1375,8 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    true, false.",
                     "SET-ACTIVE-EXPIRE <0|1>",
                     "    Setting it to 0 disables expiring keys in background when they are not accessed.",
+                    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+                    "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
                     "SLEEP <seconds>",
                     "    Stop the server for <seconds>. Decimals allowed.",
                 ],

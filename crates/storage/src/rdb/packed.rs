@@ -41,7 +41,7 @@ impl Elem<'_> {
 }
 
 fn bytes(b: &[u8], at: usize, n: usize) -> Result<&[u8], RdbError> {
-    at.checked_add(n).and_then(|end| b.get(at..end)).ok_or(RdbError)
+    at.checked_add(n).and_then(|end| b.get(at..end)).ok_or(RdbError::BAD)
 }
 
 fn le(b: &[u8]) -> u64 {
@@ -147,12 +147,12 @@ impl ListpackWriter {
 pub fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
     let total = le(bytes(b, 0, 4)?) as usize;
     if total != b.len() || total < 7 {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     let mut out = Vec::new();
     let mut i = 6;
     loop {
-        let e = *b.get(i).ok_or(RdbError)?;
+        let e = *b.get(i).ok_or(RdbError::BAD)?;
         if e == 0xff {
             break;
         }
@@ -163,11 +163,11 @@ pub fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
                 (Elem::Str(bytes(b, i + 1, n)?), 1 + n)
             }
             0xc0..=0xdf => {
-                let v = ((e as u64 & 0x1f) << 8) | *b.get(i + 1).ok_or(RdbError)? as u64;
+                let v = ((e as u64 & 0x1f) << 8) | *b.get(i + 1).ok_or(RdbError::BAD)? as u64;
                 (Elem::Int(signed(v, 13)), 2)
             }
             0xe0..=0xef => {
-                let n = ((e as usize & 0x0f) << 8) | *b.get(i + 1).ok_or(RdbError)? as usize;
+                let n = ((e as usize & 0x0f) << 8) | *b.get(i + 1).ok_or(RdbError::BAD)? as usize;
                 (Elem::Str(bytes(b, i + 2, n)?), 2 + n)
             }
             0xf0 => {
@@ -178,21 +178,21 @@ pub fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
             0xf2 => (Elem::Int(signed(le(bytes(b, i + 1, 3)?), 24)), 4),
             0xf3 => (Elem::Int(signed(le(bytes(b, i + 1, 4)?), 32)), 5),
             0xf4 => (Elem::Int(le(bytes(b, i + 1, 8)?) as i64), 9),
-            _ => return Err(RdbError),
+            _ => return Err(RdbError::BAD),
         };
         // Each entry ends with its own length, 7 bits per byte.
-        let end = i.checked_add(len).ok_or(RdbError)?;
+        let end = i.checked_add(len).ok_or(RdbError::BAD)?;
         let mut want = Vec::with_capacity(5);
         put_backlen(&mut want, len);
         if bytes(b, end, want.len())? != want.as_slice() {
-            return Err(RdbError);
+            return Err(RdbError::BAD);
         }
         i = end + want.len();
         out.push(elem);
     }
     let declared = le(bytes(b, 4, 2)?) as usize;
     if i + 1 != b.len() || (declared != 0xffff && declared != out.len()) {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     Ok(out)
 }
@@ -201,24 +201,39 @@ pub fn listpack(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
 pub fn ziplist(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
     let total = le(bytes(b, 0, 4)?) as usize;
     if total != b.len() || total < 11 {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     let mut out = Vec::new();
     let mut i = 10;
+    // Where the last entry starts (the header's tail offset must say so)
+    // and how long it is (the next entry's prevlen must say so).
+    let (mut last, mut prev_len) = (10, 0);
     loop {
-        let first = *b.get(i).ok_or(RdbError)?;
+        let first = *b.get(i).ok_or(RdbError::BAD)?;
         if first == 0xff {
             break;
         }
-        i += if first < 254 { 1 } else { 5 }; // the previous entry's length
-        let e = *b.get(i).ok_or(RdbError)?;
+        let start = i;
+        let prevlen = if first < 254 {
+            i += 1;
+            first as usize
+        } else if first == 254 {
+            i += 5;
+            le(bytes(b, start + 1, 4)?) as usize
+        } else {
+            return Err(RdbError::BAD);
+        };
+        if prevlen != prev_len {
+            return Err(RdbError::BAD);
+        }
+        let e = *b.get(i).ok_or(RdbError::BAD)?;
         let (elem, len) = match e >> 6 {
             0 => {
                 let n = (e & 0x3f) as usize;
                 (Elem::Str(bytes(b, i + 1, n)?), 1 + n)
             }
             1 => {
-                let n = ((e as usize & 0x3f) << 8) | *b.get(i + 1).ok_or(RdbError)? as usize;
+                let n = ((e as usize & 0x3f) << 8) | *b.get(i + 1).ok_or(RdbError::BAD)? as usize;
                 (Elem::Str(bytes(b, i + 2, n)?), 2 + n)
             }
             2 => {
@@ -232,15 +247,55 @@ pub fn ziplist(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
                 0xf0 => (Elem::Int(signed(le(bytes(b, i + 1, 3)?), 24)), 4),
                 0xfe => (Elem::Int(signed(le(bytes(b, i + 1, 1)?), 8)), 2),
                 0xf1..=0xfd => (Elem::Int((e & 0x0f) as i64 - 1), 1),
-                _ => return Err(RdbError),
+                _ => return Err(RdbError::BAD),
             },
         };
-        i = i.checked_add(len).ok_or(RdbError)?;
+        i = i.checked_add(len).ok_or(RdbError::BAD)?;
+        (last, prev_len) = (start, i - start);
         out.push(elem);
     }
     let declared = le(bytes(b, 8, 2)?) as usize;
-    if i + 1 != b.len() || (declared != 0xffff && declared != out.len()) {
-        return Err(RdbError);
+    let tail = le(bytes(b, 4, 4)?) as usize;
+    if i + 1 != b.len() || tail != last || (declared != 0xffff && declared != out.len()) {
+        return Err(RdbError::BAD);
+    }
+    Ok(out)
+}
+
+/// The field-value pairs of a zipmap (hashes in Redis 2.4 and older):
+/// `<count: 1 byte, 254+ when unknown> (<len> field <len> <free: 1 byte>
+/// value <free bytes>)* 0xff`, where a length is one byte below 254, or
+/// 254 and a 4-byte little-endian length. The count, when below 254, must
+/// match; the blob must end at its terminator.
+pub fn zipmap(b: &[u8]) -> Result<Vec<(&[u8], &[u8])>, RdbError> {
+    fn len(b: &[u8], i: &mut usize) -> Result<Option<usize>, RdbError> {
+        match *b.get(*i).ok_or(RdbError::BAD)? {
+            255 => Ok(None),
+            254 => {
+                let n = le(bytes(b, *i + 1, 4)?) as usize;
+                *i += 5;
+                Ok(Some(n))
+            }
+            n => {
+                *i += 1;
+                Ok(Some(n as usize))
+            }
+        }
+    }
+    let declared = *b.first().ok_or(RdbError::BAD)? as usize;
+    let mut out = Vec::new();
+    let mut i = 1;
+    while let Some(flen) = len(b, &mut i)? {
+        let field = bytes(b, i, flen)?;
+        i += flen;
+        let vlen = len(b, &mut i)?.ok_or(RdbError::BAD)?;
+        let free = *b.get(i).ok_or(RdbError::BAD)? as usize;
+        let value = bytes(b, i + 1, vlen)?;
+        i = i + 1 + vlen + free;
+        out.push((field, value));
+    }
+    if i + 1 != b.len() || (declared < 254 && declared != out.len()) {
+        return Err(RdbError::BAD);
     }
     Ok(out)
 }
@@ -250,11 +305,11 @@ pub fn intset(b: &[u8]) -> Result<Vec<i64>, RdbError> {
     let width = le(bytes(b, 0, 4)?) as usize;
     let n = le(bytes(b, 4, 4)?) as usize;
     if !matches!(width, 2 | 4 | 8) || n.checked_mul(width).and_then(|x| x.checked_add(8)) != Some(b.len()) {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     let vals: Vec<i64> = b[8..].chunks_exact(width).map(|c| signed(le(c), 8 * width as u32)).collect();
     if vals.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(RdbError); // an intset is sorted and without duplicates
+        return Err(RdbError::BAD); // an intset is sorted and without duplicates
     }
     Ok(vals)
 }
@@ -375,8 +430,9 @@ mod tests {
         ];
         let body: Vec<u8> = entries.concat();
         let total = 10 + body.len() + 1;
+        let tail = 10 + body.len() - entries.last().map_or(0, Vec::len);
         let mut b = (total as u32).to_le_bytes().to_vec();
-        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(tail as u32).to_le_bytes());
         b.extend_from_slice(&(entries.len() as u16).to_le_bytes());
         b.extend_from_slice(&body);
         b.push(0xff);

@@ -9,9 +9,47 @@
 
 use super::lzf;
 
-/// A payload or file that is not valid RDB.
+/// A payload or file that is not valid RDB, with what was found wrong
+/// when a layer knows it (Redis's words where it logs the same problem,
+/// e.g. "Ziplist integrity check failed", which tools and tests grep for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RdbError;
+pub struct RdbError {
+    /// What is wrong; empty when nothing more than "invalid" is known.
+    pub reason: &'static str,
+}
+
+impl RdbError {
+    /// Invalid, no more said (a length past the end, a bad tag...).
+    pub const BAD: RdbError = RdbError { reason: "" };
+
+    /// A well-formed collection with no element: Redis never writes one,
+    /// RESTORE refuses it and a file load skips the key.
+    pub const EMPTY: RdbError = RdbError { reason: "empty key" };
+
+    /// A hash whose every field is due: a file load skips the key.
+    pub const ALL_EXPIRED: RdbError = RdbError { reason: "all hash fields expired" };
+
+    /// An error saying `reason`.
+    pub const fn because(reason: &'static str) -> RdbError {
+        RdbError { reason }
+    }
+
+    /// This error, or one saying `reason` if it says nothing yet: an outer
+    /// layer names the structure an inner layer's bare failure was in.
+    pub fn or(self, reason: &'static str) -> RdbError {
+        if self.reason.is_empty() {
+            RdbError { reason }
+        } else {
+            self
+        }
+    }
+}
+
+impl std::fmt::Display for RdbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.reason.is_empty() { "invalid RDB data" } else { self.reason })
+    }
+}
 
 /// RDB value type bytes.
 pub(super) mod ty {
@@ -21,6 +59,7 @@ pub(super) mod ty {
     pub const ZSET: u8 = 3;
     pub const HASH: u8 = 4;
     pub const ZSET_2: u8 = 5;
+    pub const HASH_ZIPMAP: u8 = 9;
     pub const LIST_ZIPLIST: u8 = 10;
     pub const SET_INTSET: u8 = 11;
     pub const ZSET_ZIPLIST: u8 = 12;
@@ -87,8 +126,8 @@ impl<'a> Reader<'a> {
     }
 
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], RdbError> {
-        let end = self.pos.checked_add(n).ok_or(RdbError)?;
-        let s = self.b.get(self.pos..end).ok_or(RdbError)?;
+        let end = self.pos.checked_add(n).ok_or(RdbError::BAD)?;
+        let s = self.b.get(self.pos..end).ok_or(RdbError::BAD)?;
         self.pos = end;
         Ok(s)
     }
@@ -105,14 +144,14 @@ impl<'a> Reader<'a> {
             2 if b == 0x80 => Len::Count(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")) as u64),
             2 if b == 0x81 => Len::Count(u64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes"))),
             3 => Len::Special(b & 0x3f),
-            _ => return Err(RdbError),
+            _ => return Err(RdbError::BAD),
         })
     }
 
     pub(super) fn len(&mut self) -> Result<u64, RdbError> {
         match self.raw_len()? {
             Len::Count(n) => Ok(n),
-            Len::Special(_) => Err(RdbError),
+            Len::Special(_) => Err(RdbError::BAD),
         }
     }
 
@@ -122,7 +161,7 @@ impl<'a> Reader<'a> {
         let n = self.len()?;
         let left = (self.b.len() - self.pos) as u64;
         if n.saturating_mul(min_bytes as u64) > left {
-            return Err(RdbError);
+            return Err(RdbError::BAD);
         }
         Ok(n as usize)
     }
@@ -130,21 +169,21 @@ impl<'a> Reader<'a> {
     /// A string in any of its encodings.
     pub(super) fn string(&mut self) -> Result<Vec<u8>, RdbError> {
         match self.raw_len()? {
-            Len::Count(n) => Ok(self.take(usize::try_from(n).map_err(|_| RdbError)?)?.to_vec()),
+            Len::Count(n) => Ok(self.take(usize::try_from(n).map_err(|_| RdbError::BAD)?)?.to_vec()),
             Len::Special(0) => Ok((self.u8()? as i8).to_string().into_bytes()),
             Len::Special(1) => Ok(i16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")).to_string().into_bytes()),
             Len::Special(2) => Ok(i32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")).to_string().into_bytes()),
             Len::Special(3) => {
-                let clen = usize::try_from(self.len()?).map_err(|_| RdbError)?;
-                let ulen = usize::try_from(self.len()?).map_err(|_| RdbError)?;
+                let clen = usize::try_from(self.len()?).map_err(|_| RdbError::BAD)?;
+                let ulen = usize::try_from(self.len()?).map_err(|_| RdbError::BAD)?;
                 let data = self.take(clen)?;
                 // LZF expands at most about 256x, which bounds the allocation.
                 if ulen > clen.saturating_mul(256).saturating_add(64) {
-                    return Err(RdbError);
+                    return Err(RdbError::BAD);
                 }
-                lzf::decompress(data, ulen).ok_or(RdbError)
+                lzf::decompress(data, ulen).ok_or(RdbError::BAD)
             }
-            Len::Special(_) => Err(RdbError),
+            Len::Special(_) => Err(RdbError::BAD),
         }
     }
 
@@ -155,7 +194,7 @@ impl<'a> Reader<'a> {
     pub(super) fn binary_double(&mut self) -> Result<f64, RdbError> {
         let v = f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes"));
         if v.is_nan() {
-            return Err(RdbError);
+            return Err(RdbError::BAD);
         }
         Ok(v)
     }
@@ -165,7 +204,7 @@ impl<'a> Reader<'a> {
         match self.u8()? {
             254 => Ok(f64::INFINITY),
             255 => Ok(f64::NEG_INFINITY),
-            253 => Err(RdbError),
+            253 => Err(RdbError::BAD),
             n => parse_score(self.take(n as usize)?),
         }
     }
@@ -173,14 +212,14 @@ impl<'a> Reader<'a> {
 
 /// A score as Redis prints it ("inf", "-inf", decimal); NaN is an error.
 pub(super) fn parse_score(s: &[u8]) -> Result<f64, RdbError> {
-    let s = std::str::from_utf8(s).map_err(|_| RdbError)?;
+    let s = std::str::from_utf8(s).map_err(|_| RdbError::BAD)?;
     let v = match s {
         "inf" | "+inf" => f64::INFINITY,
         "-inf" => f64::NEG_INFINITY,
-        _ => s.parse::<f64>().map_err(|_| RdbError)?,
+        _ => s.parse::<f64>().map_err(|_| RdbError::BAD)?,
     };
     if v.is_nan() {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     Ok(v)
 }

@@ -47,7 +47,7 @@ fn id_bytes(id: StreamId) -> [u8; 16] {
 
 fn id_from(b: &[u8]) -> Result<StreamId, RdbError> {
     if b.len() != 16 {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     Ok(StreamId::new(u64::from_be_bytes(b[..8].try_into().expect("8 bytes")), u64::from_be_bytes(b[8..].try_into().expect("8 bytes"))))
 }
@@ -133,12 +133,12 @@ pub(super) fn write(out: &mut Vec<u8>, s: &Stream) -> u16 {
 
 /// The next listpack element as an integer (a string that parses counts).
 fn int<'a>(it: &mut impl Iterator<Item = Elem<'a>>) -> Result<i64, RdbError> {
-    it.next().and_then(Elem::as_i64).ok_or(RdbError)
+    it.next().and_then(Elem::as_i64).ok_or(RdbError::BAD)
 }
 
 /// A count read from a listpack: non-negative and at most `left`.
 fn small<'a>(it: &mut impl Iterator<Item = Elem<'a>>, left: usize) -> Result<usize, RdbError> {
-    usize::try_from(int(it)?).ok().filter(|&n| n <= left).ok_or(RdbError)
+    usize::try_from(int(it)?).ok().filter(|&n| n <= left).ok_or(RdbError::BAD)
 }
 
 /// A node from its key and listpack, with how many entries it had taken
@@ -152,29 +152,29 @@ fn read_node(base: StreamId, blob: &[u8]) -> Result<(PackedNode, u64), RdbError>
     let nmaster = small(&mut it, total)?;
     let master: Vec<Vec<u8>> = it.by_ref().take(nmaster).map(Elem::to_vec).collect();
     if master.len() != nmaster || int(&mut it)? != 0 {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     let mut entries = Vec::with_capacity(live);
     let mut tombstones = 0;
-    for _ in 0..live.checked_add(deleted).ok_or(RdbError)? {
+    for _ in 0..live.checked_add(deleted).ok_or(RdbError::BAD)? {
         let flags = int(&mut it)?;
         let id = StreamId::new(base.ms.wrapping_add(int(&mut it)? as u64), base.seq.wrapping_add(int(&mut it)? as u64));
         let mut fields = Vec::new();
         let count = if flags & FLAG_SAMEFIELDS != 0 {
             for f in &master {
                 fields.push(f.clone());
-                fields.push(it.next().ok_or(RdbError)?.to_vec());
+                fields.push(it.next().ok_or(RdbError::BAD)?.to_vec());
             }
             nmaster + 3
         } else {
             let n = small(&mut it, total)?;
             for _ in 0..2 * n {
-                fields.push(it.next().ok_or(RdbError)?.to_vec());
+                fields.push(it.next().ok_or(RdbError::BAD)?.to_vec());
             }
             2 * n + 4
         };
         if int(&mut it)? != count as i64 {
-            return Err(RdbError);
+            return Err(RdbError::BAD);
         }
         if flags & FLAG_DELETED != 0 {
             tombstones += 1;
@@ -183,7 +183,7 @@ fn read_node(base: StreamId, blob: &[u8]) -> Result<(PackedNode, u64), RdbError>
         }
     }
     if it.next().is_some() || entries.len() != live || tombstones != deleted {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     Ok((PackedNode { base, master, entries }, (live + deleted) as u64))
 }
@@ -199,7 +199,7 @@ impl Reader<'_> {
 
     /// A counter that densekv's arithmetic keeps in an i64.
     fn counter(&mut self) -> Result<u64, RdbError> {
-        self.len().ok().filter(|&n| i64::try_from(n).is_ok()).ok_or(RdbError)
+        self.len().ok().filter(|&n| i64::try_from(n).is_ok()).ok_or(RdbError::BAD)
     }
 
     /// A stream of RDB type `t` (15, 19 or 21).
@@ -208,13 +208,14 @@ impl Reader<'_> {
         let nodes = self.count(2)?;
         for _ in 0..nodes {
             let base = id_from(&self.string()?)?;
-            let (node, taken) = read_node(base, &self.string()?)?;
+            let blob = self.string()?;
+            let (node, taken) = read_node(base, &blob).map_err(|_| RdbError::because("Stream listpack integrity check failed."))?;
             if !s.load_node(&node, taken) {
-                return Err(RdbError);
+                return Err(RdbError::BAD);
             }
         }
         if self.len()? != s.len() {
-            return Err(RdbError);
+            return Err(RdbError::BAD);
         }
         let last = self.stream_id()?;
         let loaded = if t == ty::STREAM_LISTPACKS {
@@ -226,7 +227,7 @@ impl Reader<'_> {
             s.load_meta(last, Some(first), max_deleted, added)
         };
         if !loaded {
-            return Err(RdbError);
+            return Err(RdbError::BAD);
         }
         let groups = self.count(3)?;
         for _ in 0..groups {
@@ -237,19 +238,19 @@ impl Reader<'_> {
             } else {
                 match self.len()? {
                     u64::MAX => INVALID_ENTRIES_READ,
-                    n => i64::try_from(n).map_err(|_| RdbError)?,
+                    n => i64::try_from(n).map_err(|_| RdbError::BAD)?,
                 }
             };
             if !s.create_group(&name, last_id, entries_read) {
-                return Err(RdbError); // duplicate group
+                return Err(RdbError::BAD); // duplicate group
             }
-            let g = s.group_mut(&name).ok_or(RdbError)?;
+            let g = s.group_mut(&name).ok_or(RdbError::BAD)?;
             for _ in 0..self.count(16 + 8 + 1)? {
                 let id = self.raw_id()?;
                 let time = self.millis()?;
                 let count = self.len()?;
                 if time < 0 || !g.load_pending(id, time, count) {
-                    return Err(RdbError);
+                    return Err(RdbError::BAD);
                 }
             }
             for _ in 0..self.count(1 + 8 + 1)? {
@@ -261,12 +262,18 @@ impl Reader<'_> {
                 for _ in 0..n {
                     ids.push(self.raw_id()?);
                 }
-                if seen < 0 || active < -1 || !g.load_consumer(&cname, seen, active, &ids) {
-                    return Err(RdbError);
+                if seen < 0 || active < -1 {
+                    return Err(RdbError::BAD);
+                }
+                if g.consumer(&cname).is_some() {
+                    return Err(RdbError::because("Duplicate stream consumer detected."));
+                }
+                if !g.load_consumer(&cname, seen, active, &ids) {
+                    return Err(RdbError::BAD);
                 }
             }
             if g.pending().iter().any(|(_, n)| n.consumer.is_none()) {
-                return Err(RdbError); // a pending entry no consumer owns
+                return Err(RdbError::because("Stream CG PEL entry without consumer"));
             }
         }
         Ok(Value::Stream(Box::new(s)))

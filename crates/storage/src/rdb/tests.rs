@@ -371,3 +371,26 @@ fn corrupt_streams_are_errors() {
     // The node key is not 16 bytes.
     fix("0110000000000000000100000000000000014049", "010f0000000000000001000000000000014049");
 }
+
+/// Payloads from Redis's corrupt-dump suite (bodies only, checksum left off):
+/// each is refused with the reason Redis logs for it, and an empty
+/// collection is `EMPTY`, not a corruption.
+#[test]
+fn refusals_say_why() {
+    let why = |hex: &str| restore_value(&unhex(hex), &Shapes::default(), 0).unwrap_err();
+    // Hash ziplist with a duplicate field ("a" twice).
+    assert_eq!(why("0d1b1b00000016000000040000026100040262000402610004026400ff").reason, "Hash ziplist integrity check failed.");
+    // Hash ziplist whose third entry's prevlen (0x14) is wrong.
+    assert_eq!(why("0d1b1b00000016000000040000026100040262000414630004026400ff").reason, "Hash ziplist integrity check failed.");
+    // A listpack-ex hash with a TTL-less field before one with a TTL.
+    assert_eq!(
+        why("172d2d0000000900826631038276310300018266320382763203f4e0597a96000000000982663303827633030001ff").reason,
+        "Hash listpack integrity check failed."
+    );
+    // An empty intset (well formed, no members).
+    assert_eq!(why("0b080200000000000000"), RdbError::EMPTY);
+    // An empty quicklist node, the list's only one.
+    assert_eq!(why("0e010b0b0000000a0000000000ff"), RdbError::EMPTY);
+    // A zipmap whose count (3) does not match its two pairs.
+    assert_eq!(why("090e03016101007802626202017a7a00ff").reason, "Zipmap integrity check failed.");
+}

@@ -125,14 +125,14 @@ pub fn dump_payload(v: ValueRef, now: i64) -> Vec<u8> {
 /// Checks a DUMP payload's version and checksum; returns the value part.
 /// `check_crc` false skips the checksum (Redis's skip-checksum-validation).
 pub fn verify_payload(p: &[u8], check_crc: bool) -> Result<&[u8], RdbError> {
-    let body_len = p.len().checked_sub(10).ok_or(RdbError)?;
+    let body_len = p.len().checked_sub(10).ok_or(RdbError::BAD)?;
     let version = u16::from_le_bytes([p[body_len], p[body_len + 1]]);
     if version > RDB_VERSION {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
-    let crc = u64::from_le_bytes(p[body_len + 2..].try_into().map_err(|_| RdbError)?);
+    let crc = u64::from_le_bytes(p[body_len + 2..].try_into().map_err(|_| RdbError::BAD)?);
     if check_crc && crc64(0, &p[..body_len + 2]) != crc {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     Ok(&p[..body_len])
 }
@@ -145,7 +145,7 @@ pub fn restore_value(body: &[u8], shapes: &Shapes, now: i64) -> Result<Value, Rd
     let t = r.u8()?;
     let v = r.value(t, shapes, now)?;
     if r.pos != body.len() {
-        return Err(RdbError);
+        return Err(RdbError::BAD);
     }
     Ok(v)
 }
@@ -163,9 +163,13 @@ impl Reader<'_> {
                 for _ in 0..n {
                     items.push(self.string()?);
                 }
-                list_of(items, shapes)
+                list_of(items, shapes)?
             }
-            ty::LIST_ZIPLIST => list_of(packed::ziplist(&self.string()?)?.into_iter().map(Elem::to_vec).collect(), shapes),
+            ty::LIST_ZIPLIST => {
+                let blob = self.string()?;
+                let elems = packed::ziplist(&blob).map_err(|_| RdbError::because("List ziplist integrity check failed."))?;
+                list_of(elems.into_iter().map(Elem::to_vec).collect(), shapes)?
+            }
             ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
                 let nodes = self.count(1)?;
                 let mut items = Vec::new();
@@ -173,18 +177,24 @@ impl Reader<'_> {
                     let container = if t == ty::LIST_QUICKLIST_2 { self.len()? } else { 2 };
                     let blob = self.string()?;
                     match container {
-                        1 => items.push(blob), // a plain node: one big element
+                        // A plain node: one big element, never empty.
+                        1 if blob.is_empty() => return Err(RdbError::because("Quicklist integrity check failed.")),
+                        1 => items.push(blob),
                         2 => {
-                            let elems = if t == ty::LIST_QUICKLIST { packed::ziplist(&blob)? } else { packed::listpack(&blob)? };
-                            if elems.is_empty() {
-                                return Err(RdbError);
-                            }
+                            let (elems, why) = if t == ty::LIST_QUICKLIST {
+                                (packed::ziplist(&blob), "Ziplist integrity check failed.")
+                            } else {
+                                (packed::listpack(&blob), "Listpack integrity check failed.")
+                            };
+                            // An empty node is skipped, as Redis does; a list
+                            // left empty is an empty key.
+                            let elems = elems.map_err(|_| RdbError::because(why))?;
                             items.extend(elems.into_iter().map(Elem::to_vec));
                         }
-                        _ => return Err(RdbError),
+                        _ => return Err(RdbError::because("Quicklist integrity check failed.")),
                     }
                 }
-                list_of(items, shapes)
+                list_of(items, shapes)?
             }
             ty::SET => {
                 let n = self.count(1)?;
@@ -194,8 +204,16 @@ impl Reader<'_> {
                 }
                 set_of(members, shapes)?
             }
-            ty::SET_INTSET => set_of(packed::intset(&self.string()?)?.into_iter().map(|v| v.to_string().into_bytes()).collect(), shapes)?,
-            ty::SET_LISTPACK => set_of(packed::listpack(&self.string()?)?.into_iter().map(Elem::to_vec).collect(), shapes)?,
+            ty::SET_INTSET => {
+                let blob = self.string()?;
+                let why = RdbError::because("Intset integrity check failed.");
+                set_of(packed::intset(&blob).map_err(blame(why))?.into_iter().map(|v| v.to_string().into_bytes()).collect(), shapes).map_err(blame(why))?
+            }
+            ty::SET_LISTPACK => {
+                let blob = self.string()?;
+                let why = RdbError::because("Set listpack integrity check failed.");
+                set_of(packed::listpack(&blob).map_err(blame(why))?.into_iter().map(Elem::to_vec).collect(), shapes).map_err(blame(why))?
+            }
             ty::ZSET | ty::ZSET_2 => {
                 let n = self.count(2)?;
                 let mut pairs = Vec::with_capacity(n);
@@ -208,19 +226,20 @@ impl Reader<'_> {
             }
             ty::ZSET_ZIPLIST | ty::ZSET_LISTPACK => {
                 let blob = self.string()?;
-                let elems = if t == ty::ZSET_ZIPLIST { packed::ziplist(&blob)? } else { packed::listpack(&blob)? };
+                let why = RdbError::because(if t == ty::ZSET_ZIPLIST { "Zset ziplist integrity check failed." } else { "Zset listpack integrity check failed." });
+                let elems = if t == ty::ZSET_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }.map_err(blame(why))?;
                 if elems.len() % 2 != 0 {
-                    return Err(RdbError);
+                    return Err(why);
                 }
                 let mut pairs = Vec::with_capacity(elems.len() / 2);
                 for p in elems.chunks_exact(2) {
                     let score = match p[1] {
                         Elem::Int(v) => v as f64,
-                        Elem::Str(s) => parse_score(s)?,
+                        Elem::Str(s) => parse_score(s).map_err(blame(why))?,
                     };
                     pairs.push((p[0].to_vec(), score));
                 }
-                zset_of(pairs, shapes)?
+                zset_of(pairs, shapes).map_err(blame(why))?
             }
             ty::HASH => {
                 let n = self.count(2)?;
@@ -233,7 +252,7 @@ impl Reader<'_> {
             ty::HASH_METADATA | ty::HASH_METADATA_PRE_GA => {
                 let min = if t == ty::HASH_METADATA { self.millis()? } else { 0 };
                 if !(0..=MAX_FIELD_DEADLINE).contains(&min) {
-                    return Err(RdbError);
+                    return Err(RdbError::BAD);
                 }
                 let n = self.count(3)?;
                 let mut fields = Vec::with_capacity(n);
@@ -241,11 +260,11 @@ impl Reader<'_> {
                     let ttl = self.len()?;
                     let at = match (ttl, t) {
                         (0, _) => None,
-                        (x, ty::HASH_METADATA) => Some(i64::try_from(x - 1).map_err(|_| RdbError)?.checked_add(min).ok_or(RdbError)?),
-                        (x, _) => Some(i64::try_from(x).map_err(|_| RdbError)?),
+                        (x, ty::HASH_METADATA) => Some(i64::try_from(x - 1).map_err(|_| RdbError::BAD)?.checked_add(min).ok_or(RdbError::BAD)?),
+                        (x, _) => Some(i64::try_from(x).map_err(|_| RdbError::BAD)?),
                     };
                     if at.is_some_and(|a| a > MAX_FIELD_DEADLINE) {
-                        return Err(RdbError);
+                        return Err(RdbError::BAD);
                     }
                     fields.push((self.string()?, self.string()?, at));
                 }
@@ -253,51 +272,78 @@ impl Reader<'_> {
             }
             ty::HASH_ZIPLIST | ty::HASH_LISTPACK => {
                 let blob = self.string()?;
-                let elems = if t == ty::HASH_ZIPLIST { packed::ziplist(&blob)? } else { packed::listpack(&blob)? };
+                let why = RdbError::because(if t == ty::HASH_ZIPLIST { "Hash ziplist integrity check failed." } else { "Hash listpack integrity check failed." });
+                let elems = if t == ty::HASH_ZIPLIST { packed::ziplist(&blob) } else { packed::listpack(&blob) }.map_err(blame(why))?;
                 if elems.len() % 2 != 0 {
-                    return Err(RdbError);
+                    return Err(why);
                 }
-                hash_of(elems.chunks_exact(2).map(|p| (p[0].to_vec(), p[1].to_vec(), None)).collect(), shapes, now)?
+                hash_of(elems.chunks_exact(2).map(|p| (p[0].to_vec(), p[1].to_vec(), None)).collect(), shapes, now).map_err(blame(why))?
+            }
+            ty::HASH_ZIPMAP => {
+                let blob = self.string()?;
+                let why = RdbError::because("Zipmap integrity check failed.");
+                let pairs = packed::zipmap(&blob).map_err(blame(why))?;
+                hash_of(pairs.into_iter().map(|(f, v)| (f.to_vec(), v.to_vec(), None)).collect(), shapes, now).map_err(blame(why))?
             }
             ty::HASH_LISTPACK_EX | ty::HASH_LISTPACK_EX_PRE_GA => {
                 if t == ty::HASH_LISTPACK_EX {
                     self.millis()?; // the earliest deadline; recomputed below
                 }
                 let blob = self.string()?;
-                let elems = packed::listpack(&blob)?;
+                let why = RdbError::because("Hash listpack integrity check failed.");
+                let elems = packed::listpack(&blob).map_err(blame(why))?;
                 if elems.len() % 3 != 0 {
-                    return Err(RdbError);
+                    return Err(why);
                 }
                 let mut fields = Vec::with_capacity(elems.len() / 3);
+                // Redis keeps fields with a TTL first, in deadline order, then
+                // those without: any other order is corrupt.
+                let mut last = Some(0);
                 for p in elems.chunks_exact(3) {
-                    let at = match p[2].as_i64().ok_or(RdbError)? {
-                        0 => None,
-                        t if (1..=MAX_FIELD_DEADLINE).contains(&t) => Some(t),
-                        _ => return Err(RdbError),
+                    let at = match p[2] {
+                        Elem::Int(0) => None,
+                        Elem::Int(t) if (1..=MAX_FIELD_DEADLINE).contains(&t) => Some(t),
+                        _ => return Err(why),
                     };
+                    match (last, at) {
+                        (None, Some(_)) => return Err(why),
+                        (Some(prev), Some(t)) if t < prev => return Err(why),
+                        _ => {}
+                    }
+                    last = at;
                     fields.push((p[0].to_vec(), p[1].to_vec(), at));
                 }
                 hash_of(fields, shapes, now)?
             }
             ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => self.stream(t)?,
-            _ => return Err(RdbError),
+            _ => return Err(RdbError::BAD),
         };
         Ok(v)
     }
 }
 
-fn list_of(items: Vec<Vec<u8>>, shapes: &Shapes) -> Value {
+/// `why` for any failure but an empty collection, which stays
+/// `RdbError::EMPTY`: what went wrong inside a packed blob is reported as
+/// that blob's integrity check failing, as Redis reports it.
+fn blame(why: RdbError) -> impl Fn(RdbError) -> RdbError {
+    move |e| if e == RdbError::EMPTY { e } else { why }
+}
+
+fn list_of(items: Vec<Vec<u8>>, shapes: &Shapes) -> Result<Value, RdbError> {
+    if items.is_empty() {
+        return Err(RdbError::EMPTY);
+    }
     let mut l = List::new();
     l.push(End::Tail, &items, &shapes.list);
-    Value::List(Box::new(l))
+    Ok(Value::List(Box::new(l)))
 }
 
 fn set_of(members: Vec<Vec<u8>>, shapes: &Shapes) -> Result<Value, RdbError> {
-    let Some(first) = members.first() else { return Err(RdbError) };
+    let Some(first) = members.first() else { return Err(RdbError::EMPTY) };
     let mut s = Set::with_hint(first, members.len(), &shapes.set);
     for m in &members {
         if !s.insert(m, &shapes.set) {
-            return Err(RdbError); // duplicate member
+            return Err(RdbError::because("Duplicate set members detected"));
         }
     }
     Ok(Value::Set(Box::new(s)))
@@ -305,13 +351,13 @@ fn set_of(members: Vec<Vec<u8>>, shapes: &Shapes) -> Result<Value, RdbError> {
 
 fn zset_of(pairs: Vec<(Vec<u8>, f64)>, shapes: &Shapes) -> Result<Value, RdbError> {
     if pairs.is_empty() {
-        return Err(RdbError);
+        return Err(RdbError::EMPTY);
     }
     let max_len = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
     let mut z = ZSet::with_hint(pairs.len(), max_len, &shapes.zset);
     for (m, s) in &pairs {
         if z.insert(m, *s, &shapes.zset).is_some() {
-            return Err(RdbError); // duplicate member
+            return Err(RdbError::because("Duplicate zset fields detected"));
         }
     }
     z.maybe_convert(&shapes.zset);
@@ -325,7 +371,7 @@ fn hash_of(fields: Vec<(Vec<u8>, Vec<u8>, Option<i64>)>, shapes: &Shapes, now: i
     let mut seen = 0;
     for (f, v, at) in &fields {
         if !h.insert(f, v, &shapes.hash) {
-            return Err(RdbError); // duplicate field
+            return Err(RdbError::because("Duplicate hash fields detected"));
         }
         seen += 1;
         if let Some(t) = *at {
@@ -334,8 +380,11 @@ fn hash_of(fields: Vec<(Vec<u8>, Vec<u8>, Option<i64>)>, shapes: &Shapes, now: i
             }
         }
     }
-    if seen == 0 || h.is_empty() {
-        return Err(RdbError);
+    if seen == 0 {
+        return Err(RdbError::EMPTY);
+    }
+    if h.is_empty() {
+        return Err(RdbError::ALL_EXPIRED);
     }
     h.maybe_convert(&shapes.hash);
     Ok(Value::Hash(Box::new(h)))

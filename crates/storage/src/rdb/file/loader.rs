@@ -11,7 +11,7 @@
 //!
 //! What is refused, with a message saying so: module data (MODULE_AUX,
 //! module value types; densekv loads no modules), the function layout of
-//! Redis 7.0's release candidates, zipmap hashes (Redis 2.4 and older), and
+//! Redis 7.0's release candidates, and
 //! versions newer than 12. SLOT_INFO (cluster slot sizes) is skipped; the
 //! "lua" aux field (scripts saved by Redis before 7.0) is not passed on.
 //! Empty keys, and hashes whose every field is due at `now`, are skipped
@@ -92,6 +92,12 @@ pub trait RdbVisitor {
 
     /// A key.
     fn entry(&mut self, entry: LoadedEntry) -> Result<(), String>;
+
+    /// A key skipped because its value is empty (or a hash whose every
+    /// field was due); counted in `LoadSummary::empty_skipped`.
+    fn empty_key(&mut self, key: &[u8]) {
+        let _ = key;
+    }
 }
 
 /// What `load` found besides what it passed to the visitor.
@@ -171,6 +177,7 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
                 let value = f.value(t, &key, at, opts)?;
                 let taken = (expire_ms.take(), idle_secs.take(), freq.take());
                 let Some(value) = value else {
+                    visitor.empty_key(&key);
                     sum.empty_skipped += 1;
                     continue;
                 };
@@ -243,7 +250,6 @@ impl<'a> FileReader<'a> {
                 let id = self.field("module id", Reader::len)?;
                 return Err(fail(format!("values of module type '{}' are not supported: densekv loads no modules", module_name(id))));
             }
-            9 => return Err(fail("zipmap-encoded hashes (Redis 2.4 and older) are not supported".into())),
             t if type_name(t).is_none() => return Err(fail(format!("unknown value type {t}"))),
             _ => {}
         }
@@ -254,19 +260,11 @@ impl<'a> FileReader<'a> {
         self.r.pos = start;
         match self.r.value(t, &opts.shapes, opts.now) {
             Ok(v) => Ok(Some(v)),
-            Err(RdbError) => {
-                // A hash is refused when no field is left; loaded as of
-                // before any deadline, it tells a hash whose every field is
-                // due (skipped, as Redis does) from a corrupt one.
-                let is_hash = matches!(t, ty::HASH_METADATA | ty::HASH_METADATA_PRE_GA | ty::HASH_LISTPACK_EX | ty::HASH_LISTPACK_EX_PRE_GA);
-                if is_hash {
-                    self.r.pos = start;
-                    if self.r.value(t, &opts.shapes, i64::MIN).is_ok() {
-                        return Ok(None);
-                    }
-                }
-                Err(fail(format!("truncated or corrupt {} value", type_name(t).unwrap_or("?"))))
-            }
+            // Skipped as Redis skips them: empty collections, and hashes
+            // whose every field is due.
+            Err(RdbError::EMPTY | RdbError::ALL_EXPIRED) => Ok(None),
+            Err(e) if !e.reason.is_empty() => Err(fail(format!("{} ({} value)", e.reason, type_name(t).unwrap_or("?")))),
+            Err(_) => Err(fail(format!("truncated or corrupt {} value", type_name(t).unwrap_or("?")))),
         }
     }
 }
@@ -280,6 +278,7 @@ fn type_name(t: u8) -> Option<&'static str> {
         ty::SET => "set",
         ty::ZSET | ty::ZSET_2 => "sorted set",
         ty::HASH => "hash",
+        ty::HASH_ZIPMAP => "zipmap hash",
         ty::LIST_ZIPLIST => "ziplist list",
         ty::SET_INTSET => "intset set",
         ty::ZSET_ZIPLIST => "ziplist sorted set",
@@ -309,6 +308,8 @@ pub struct Loaded {
     pub inserted: u64,
     /// Keys skipped because their deadline had passed at `now`.
     pub expired_skipped: u64,
+    /// Keys skipped because they were empty (`summary.empty_skipped` of them).
+    pub empty_keys: Vec<Vec<u8>>,
 }
 
 /// Loads the RDB file in `bytes` into `dbs` (database i into `dbs[i]`),
@@ -317,9 +318,9 @@ pub struct Loaded {
 /// present, like a key twice in the file, is an error. A database index
 /// past `dbs.len()` is an error. On error, what was inserted stays.
 pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loaded, RdbFileError> {
-    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0 };
+    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new() };
     let summary = load(bytes, opts, &mut into)?;
-    Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired })
+    Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired, empty_keys: into.empty })
 }
 
 struct IntoDbs<'a> {
@@ -329,6 +330,7 @@ struct IntoDbs<'a> {
     functions: Vec<Vec<u8>>,
     inserted: u64,
     expired: u64,
+    empty: Vec<Vec<u8>>,
 }
 
 impl IntoDbs<'_> {
@@ -353,6 +355,10 @@ impl RdbVisitor for IntoDbs<'_> {
     fn function(&mut self, code: Vec<u8>) -> Result<(), String> {
         self.functions.push(code);
         Ok(())
+    }
+
+    fn empty_key(&mut self, key: &[u8]) {
+        self.empty.push(key.to_vec());
     }
 
     fn entry(&mut self, e: LoadedEntry) -> Result<(), String> {
