@@ -527,3 +527,51 @@ def test_default_bind_with_protected_mode(start):
     with socket.create_connection((ip, port), timeout=5) as s:
         s.sendall(b"PING\r\n")
         assert s.recv(100) == b"+PONG\r\n"
+
+
+# ---- corrupt RDB files and redis-check-rdb ----------------------------------------------
+
+# An RDB file (version 11, no checksum) holding key "k" as a hash ziplist whose blob is junk.
+CORRUPT_RDB = b"REDIS0011\xfe\x00\x0d\x01k\x05abcde\xff" + bytes(8)
+# The same with a valid ziplist hash {"a": "b"}, and an empty set "e" that must be skipped.
+ZIPLIST = (17).to_bytes(4, "little") + (13).to_bytes(4, "little") + (2).to_bytes(2, "little") + \
+    b"\x00\x01a" + b"\x03\x01b" + b"\xff"
+GOOD_RDB = b"REDIS0011\xfe\x00\x0d\x01k" + bytes([len(ZIPLIST)]) + ZIPLIST + b"\x02\x01e\x00\xff" + bytes(8)
+
+
+def test_corrupt_rdb_stops_the_server_with_redis_lines(start, workdir):
+    (workdir / "dump.rdb").write_bytes(CORRUPT_RDB)
+    p = start("--port", str(free_port()))
+    assert p.wait() == 1
+    out = p.out()
+    assert "Hash ziplist integrity check failed" in out
+    assert "--- RDB ERROR DETECTED ---" in out
+    assert out.count("integrity check failed") >= 2, out
+    assert "Terminating server after rdb file reading failure." in p.messages()
+
+
+def test_empty_keys_are_skipped_and_logged(start, workdir):
+    (workdir / "dump.rdb").write_bytes(GOOD_RDB)
+    port = free_port()
+    p = start("--port", str(port))
+    p.wait_ready(port)
+    assert client(port).hgetall("k") == {"a": "b"}
+    assert client(port).exists("e") == 0
+    msgs = p.messages()
+    assert "rdbLoadObject skipping empty key: e" in msgs
+    assert "Done loading RDB, keys loaded: 1, keys expired: 0, empty keys skipped: 1." in msgs
+
+
+def test_redis_check_rdb_mode(workdir):
+    tool = workdir / "redis-check-rdb"
+    tool.symlink_to(os.path.abspath(server_binary()))
+    (workdir / "good.rdb").write_bytes(GOOD_RDB)
+    (workdir / "bad.rdb").write_bytes(CORRUPT_RDB)
+    ok = subprocess.run([str(tool), str(workdir / "good.rdb")], capture_output=True, text=True, timeout=10)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "\\o/ RDB looks OK! \\o/" in ok.stdout and "[info] 1 keys read" in ok.stdout
+    bad = subprocess.run([str(tool), str(workdir / "bad.rdb")], capture_output=True, text=True, timeout=10)
+    assert bad.returncode == 1
+    assert "--- RDB ERROR DETECTED ---" in bad.stdout and "integrity check failed" in bad.stdout
+    usage = subprocess.run([str(tool)], capture_output=True, text=True, timeout=10)
+    assert usage.returncode == 1 and "Usage:" in usage.stderr

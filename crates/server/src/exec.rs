@@ -166,8 +166,7 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
     let st = srv.cmdstats.entry(spec.full_name).or_default();
     st.calls += 1;
     st.usec += usec;
-    let bucket = (64 - usec.max(1).leading_zeros() as usize - 1).min(st.histogram.len() - 1);
-    st.histogram[bucket] += 1;
+    st.record(usec);
     if failed {
         st.failed += 1;
     }

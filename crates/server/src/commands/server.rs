@@ -274,22 +274,6 @@ fn human(n: u64) -> String {
     format!("{n}B")
 }
 
-/// Approximate percentile (in usec) from a power-of-two histogram.
-fn percentile(hist: &[u64], total: u64, p: f64) -> f64 {
-    if total == 0 {
-        return 0.0;
-    }
-    let target = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
-    let mut cum = 0;
-    for (i, &c) in hist.iter().enumerate() {
-        cum += c;
-        if cum >= target {
-            return (1u64 << i) as f64;
-        }
-    }
-    (1u64 << (hist.len() - 1)) as f64
-}
-
 fn cpu_times() -> (f64, f64) {
     // utime and stime (fields 14, 15) of /proc/self/stat, in clock ticks.
     let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
@@ -621,7 +605,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
                 .collect();
             for (n, st) in stats.iter().filter(|(_, st)| st.calls > 0) {
                 let parts: Vec<String> =
-                    pcts.iter().map(|p| format!("p{}={:.3}", fmt_pct(*p), percentile(&st.histogram, st.calls, *p))).collect();
+                    pcts.iter().map(|p| format!("p{}={:.3}", fmt_pct(*p), st.percentile(*p))).collect();
                 let _ = write!(s, "latency_percentiles_usec_{n}:{}\r\n", parts.join(","));
             }
         }

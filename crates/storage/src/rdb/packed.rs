@@ -262,12 +262,15 @@ pub fn ziplist(b: &[u8]) -> Result<Vec<Elem<'_>>, RdbError> {
     Ok(out)
 }
 
+/// A field and its value.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// The field-value pairs of a zipmap (hashes in Redis 2.4 and older):
 /// `<count: 1 byte, 254+ when unknown> (<len> field <len> <free: 1 byte>
 /// value <free bytes>)* 0xff`, where a length is one byte below 254, or
 /// 254 and a 4-byte little-endian length. The count, when below 254, must
-/// match; the blob must end at its terminator.
-pub fn zipmap(b: &[u8]) -> Result<Vec<(&[u8], &[u8])>, RdbError> {
+/// match; the blob must end at its terminator and hold at least one pair.
+pub fn zipmap(b: &[u8]) -> Result<Vec<Pair<'_>>, RdbError> {
     fn len(b: &[u8], i: &mut usize) -> Result<Option<usize>, RdbError> {
         match *b.get(*i).ok_or(RdbError::BAD)? {
             255 => Ok(None),
@@ -294,7 +297,8 @@ pub fn zipmap(b: &[u8]) -> Result<Vec<(&[u8], &[u8])>, RdbError> {
         i = i + 1 + vlen + free;
         out.push((field, value));
     }
-    if i + 1 != b.len() || (declared < 254 && declared != out.len()) {
+    // Redis never wrote an empty zipmap: one is corrupt, not an empty key.
+    if out.is_empty() || i + 1 != b.len() || (declared < 254 && declared != out.len()) {
         return Err(RdbError::BAD);
     }
     Ok(out)

@@ -393,4 +393,6 @@ fn refusals_say_why() {
     assert_eq!(why("0e010b0b0000000a0000000000ff"), RdbError::EMPTY);
     // A zipmap whose count (3) does not match its two pairs.
     assert_eq!(why("090e03016101007802626202017a7a00ff").reason, "Zipmap integrity check failed.");
+    // An empty zipmap is corrupt (Redis never wrote one), not an empty key.
+    assert_eq!(why("090200ff").reason, "Zipmap integrity check failed.");
 }
