@@ -52,6 +52,8 @@ mod objects;
 mod scan;
 mod table;
 #[cfg(test)]
+mod snapshot_tests;
+#[cfg(test)]
 mod tests;
 
 /// Why `Db::incr_by` refused.
