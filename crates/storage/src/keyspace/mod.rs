@@ -124,8 +124,10 @@ pub enum KeyEvent {
 /// calls `entry` once per key the Db held when the snapshot began, with
 /// the key's value and deadline as they were then, in no particular order.
 /// A sink that can fail (a file) keeps its first error and reports it when
-/// the caller takes it back with `Db::snapshot_end`.
-pub trait SnapshotSink {
+/// the caller takes it back with `Db::snapshot_end`. `Send`, because a
+/// `Db` is: the server frees a flushed one on another thread, and may
+/// move a sink to a writer thread.
+pub trait SnapshotSink: Send {
     /// One key of the image. Keys past their deadline but not yet
     /// reclaimed are given too (with that deadline), as are hash fields
     /// past theirs: the sink decides what to keep (an RDB writer keeps the

@@ -6,9 +6,9 @@
 //! --nocapture` in release) that times the write paths the snapshot hooks
 //! sit on, to compare builds with and without the hooks.
 
-use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use proptest::prelude::*;
@@ -32,11 +32,11 @@ fn content(db: &Db) -> Image {
 /// A sink that keeps a copy of everything it is given (for the model
 /// checks; `CountSink` for the memory ones).
 #[derive(Default, Clone)]
-struct CollectSink(Rc<RefCell<Vec<(Vec<u8>, Value, Option<i64>)>>>);
+struct CollectSink(Arc<Mutex<Vec<(Vec<u8>, Value, Option<i64>)>>>);
 
 impl SnapshotSink for CollectSink {
     fn entry(&mut self, key: &[u8], value: ValueRef<'_>, expire_at_ms: Option<i64>) {
-        self.0.borrow_mut().push((key.to_vec(), value.to_owned(), expire_at_ms));
+        self.0.lock().expect("not poisoned").push((key.to_vec(), value.to_owned(), expire_at_ms));
     }
 }
 
@@ -44,24 +44,24 @@ impl CollectSink {
     /// What was given, as an image; panics if a key came twice.
     fn image(&self) -> Image {
         let mut out = Image::new();
-        for (k, v, d) in self.0.borrow().iter() {
+        for (k, v, d) in self.0.lock().expect("not poisoned").iter() {
             assert!(out.insert(k.clone(), (v.clone(), *d)).is_none(), "key {:?} given twice", String::from_utf8_lossy(k));
         }
         out
     }
 
     fn len(&self) -> usize {
-        self.0.borrow().len()
+        self.0.lock().expect("not poisoned").len()
     }
 }
 
-/// A sink that only counts, and keeps the byte total of keys given.
+/// A sink that only counts.
 #[derive(Default, Clone)]
-struct CountSink(Rc<Cell<usize>>);
+struct CountSink(Arc<AtomicUsize>);
 
 impl SnapshotSink for CountSink {
     fn entry(&mut self, _key: &[u8], _value: ValueRef<'_>, _expire_at_ms: Option<i64>) {
-        self.0.set(self.0.get() + 1);
+        self.0.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -496,7 +496,7 @@ fn large_collection_edited_mid_snapshot() {
     let before = sink.len();
     edit(&mut db, 0, 50_000);
     assert!(sink.len() > before, "the edit serialized the set's segment");
-    assert!(sink.0.borrow().iter().any(|e| e.0 == b"big"));
+    assert!(sink.0.lock().expect("not poisoned").iter().any(|e| e.0 == b"big"));
     db.snapshot_step(1_000);
     // Later edits find it serialized: nothing more goes out for it.
     edit(&mut db, 50_000, 10_000);
@@ -635,7 +635,7 @@ fn memory_beyond_the_db_stays_bounded() {
         }
     }
     assert!(db.snapshot_end().is_some());
-    assert_eq!(count.0.get(), 200_000);
+    assert_eq!(count.0.load(Ordering::Relaxed), 200_000);
     eprintln!("snapshot over {round} rounds: at most {worst} bytes beyond a twin Db of {} bytes", twin.allocated_bytes());
     assert!(worst <= 512, "{worst}");
     assert_eq!(db.allocated_bytes(), twin.allocated_bytes());
