@@ -78,6 +78,9 @@ impl Db {
         let ri = self.segs.len() as u32;
         right.shape = 0;
         self.segs.push(right);
+        // Both halves keep the snapshot mark: pending stays pending,
+        // serialized stays serialized (snapshot.rs).
+        self.marks.push(self.marks[si]);
         if old.field_min != i64::MAX {
             self.fexp_segs.insert((old.field_min, ri));
         }
