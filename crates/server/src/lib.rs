@@ -8,7 +8,8 @@
 //!
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
-//!    lines), `process` (pid file, signals, systemd, daemonizing)
+//!    lines), `process` (pid file, signals, systemd, daemonizing), `bgsave`
+//!    (a background save's image and its writer thread)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
@@ -25,6 +26,7 @@
 
 pub mod access;
 pub mod args;
+pub mod bgsave;
 pub mod blocking;
 pub mod client;
 pub mod command;

@@ -129,12 +129,8 @@ impl Db {
     /// (`no_touch`, `keep_expired`, `log_events`) stay with the Db.
     pub fn detach(&mut self) -> Option<Db> {
         self.pending = None;
-        let mut fresh = Db::default();
-        fresh.no_touch = self.no_touch;
-        fresh.keep_expired = self.keep_expired;
-        fresh.log_events = self.log_events;
+        let mut fresh = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, epoch: self.epoch, ..Db::default() };
         // The fresh table holds nothing of the image: serialized already.
-        fresh.epoch = self.epoch;
         fresh.marks[0] = self.epoch;
         fresh.snap = self.snap.take();
         let old = std::mem::replace(self, fresh);

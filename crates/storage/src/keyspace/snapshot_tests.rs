@@ -31,8 +31,11 @@ fn content(db: &Db) -> Image {
 
 /// A sink that keeps a copy of everything it is given (for the model
 /// checks; `CountSink` for the memory ones).
+/// What a sink received: (key, value, deadline) in arrival order.
+type Received = Arc<Mutex<Vec<(Vec<u8>, Value, Option<i64>)>>>;
+
 #[derive(Default, Clone)]
-struct CollectSink(Arc<Mutex<Vec<(Vec<u8>, Value, Option<i64>)>>>);
+struct CollectSink(Received);
 
 impl SnapshotSink for CollectSink {
     fn entry(&mut self, key: &[u8], value: ValueRef<'_>, expire_at_ms: Option<i64>) {
@@ -162,7 +165,7 @@ const KEYS: u16 = 6_000;
 
 fn mkey(k: u16) -> Vec<u8> {
     // Some long keys, for large blobs.
-    if k % 97 == 0 { format!("{k:0>300}").into_bytes() } else { format!("k{k}").into_bytes() }
+    if k.is_multiple_of(97) { format!("{k:0>300}").into_bytes() } else { format!("k{k}").into_bytes() }
 }
 
 /// A value of each shape the keyspace stores differently: integer and

@@ -177,6 +177,12 @@ impl<W: Write> RdbWriter<W> {
         self.needed
     }
 
+    /// The output, for a caller that needs to act between items (hand
+    /// buffered bytes on after each key, say).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
+    }
+
     /// Bytes written so far.
     pub fn bytes_written(&self) -> u64 {
         self.written
