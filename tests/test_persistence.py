@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -240,5 +241,203 @@ def test_interop_with_redis_both_ways(workdir):
     try:
         r = redis.Redis(host=HOST, port=port)
         assert snapshot(r) == expected
+    finally:
+        stop_redis(proc)
+
+
+def wait_for(cond, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def bgsave_done(r: redis.Redis) -> bool:
+    return r.info("persistence")["rdb_bgsave_in_progress"] == 0
+
+
+def test_bgsave_is_the_image_at_its_start_while_writes_go_on(workdir):
+    """Writes that land while a background save runs (overwrites, deletes,
+    new keys, collection edits, FLUSHDB) are not in the file: it holds the
+    dataset as it was when BGSAVE ran, and the server holds the new one."""
+    s = start(server_binary(), workdir, "--save", "")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        p = r.pipeline(transaction=False)
+        for i in range(60_000):
+            p.set(f"k:{i}", f"old-{i}")
+        p.execute()
+        fill(r)
+        r.select(5)
+        r.mset({f"five:{i}": i for i in range(5000)})
+        r.select(0)
+        before = snapshot(r, dbs=(0, 3, 5))
+        assert r.bgsave() is True
+        assert r.info("persistence")["rdb_bgsave_in_progress"] == 1
+        # Straight after, while the save is still stepping: change a bit of
+        # everything, in the same pipeline so it interleaves with the steps.
+        p = r.pipeline(transaction=False)
+        for i in range(0, 60_000, 3):
+            p.set(f"k:{i}", "new")
+        for i in range(1, 60_000, 7):
+            p.delete(f"k:{i}")
+        for i in range(2000):
+            p.set(f"added:{i}", "x")
+        p.rpush("list:big", "pushed")
+        p.sadd("set:big", "new-member")
+        p.hset("hash:big", "field-0", "changed")
+        p.zadd("zset:big", {"m0": 1000})
+        p.execute()
+        r.select(5)
+        r.flushdb()
+        r.select(0)
+        wait_for(lambda: bgsave_done(r), what="BGSAVE")
+        info = r.info("persistence")
+        assert info["rdb_last_bgsave_status"] == "ok"
+        assert info["rdb_saves"] == 1
+        assert r.get("k:0") == b"new"
+    finally:
+        s.stop()
+    s = start(server_binary(), workdir, "--save", "")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert snapshot(r, dbs=(0, 3, 5)) == before
+        with open(s.log_path, "rb") as f:
+            log = f.read()
+    finally:
+        s.stop()
+    assert b"DB loaded from disk" in log
+
+
+def test_bgsave_info_errors_and_change_counter(workdir):
+    s = start(server_binary(), workdir, "--save", "", "--rdb-key-save-delay", "2000")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.mset({f"k{i}": i for i in range(1000)})
+        assert r.info("persistence")["rdb_changes_since_last_save"] >= 1
+        with socket.create_connection((HOST, s.port)) as sock:
+            sock.sendall(b"BGSAVE\r\n")
+            assert sock.recv(100) == b"+Background saving started\r\n"
+        info = r.info("persistence")
+        assert info["rdb_bgsave_in_progress"] == 1
+        assert info["current_save_keys_total"] == 1000
+        assert info["rdb_current_bgsave_time_sec"] >= 0
+        with pytest.raises(redis.ResponseError, match="^Background save already in progress$"):
+            r.execute_command("BGSAVE")
+        with pytest.raises(redis.ResponseError, match="^Background save already in progress$"):
+            r.save()
+        with pytest.raises(redis.ResponseError, match="syntax error"):
+            r.execute_command("BGSAVE", "NOW")
+        # Writes during the save count towards the next one.
+        r.set("during", "1")
+        r.config_set("rdb-key-save-delay", "0")
+        # The delay is read at the start: this save still takes ~2 s.
+        wait_for(lambda: bgsave_done(r), timeout=20, what="BGSAVE")
+        info = r.info("persistence")
+        assert info["rdb_changes_since_last_save"] == 1
+        assert info["rdb_last_bgsave_time_sec"] >= 1
+        assert info["rdb_last_bgsave_status"] == "ok"
+        assert r.lastsave().timestamp() > time.time() - 60
+        assert not [f for f in os.listdir(workdir) if f.startswith("temp-")]
+        with open(s.log_path, "rb") as f:
+            log = f.read()
+        assert b"Background saving started" in log
+        assert b"Background saving terminated with success" in log
+    finally:
+        s.stop()
+
+
+def test_flushall_aborts_bgsave(workdir):
+    s = start(server_binary(), workdir, "--save", "", "--rdb-key-save-delay", "1000")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.mset({f"k{i}": i for i in range(5000)})
+        changes = r.info("persistence")["rdb_changes_since_last_save"]
+        r.bgsave()
+        assert r.info("persistence")["rdb_bgsave_in_progress"] == 1
+        r.flushall()
+        info = r.info("persistence")
+        assert info["rdb_bgsave_in_progress"] == 0
+        assert info["rdb_changes_since_last_save"] >= changes
+        assert info["rdb_last_bgsave_status"] == "ok"
+        assert r.set("x", "y")
+        time.sleep(0.1)
+        assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
+        assert not [f for f in os.listdir(workdir) if f.startswith("temp-")]
+    finally:
+        s.stop()
+
+
+def test_save_points_start_background_saves(workdir):
+    s = start(server_binary(), workdir, "--save", "1 3")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("a", 1)
+        r.set("b", 2)
+        time.sleep(1.5)
+        assert r.info("persistence")["rdb_saves"] == 0, "2 changes are under the save point's 3"
+        r.set("c", 3)
+        wait_for(lambda: r.info("persistence")["rdb_saves"] == 1, timeout=5, what="a save point's BGSAVE")
+        assert r.info("persistence")["rdb_changes_since_last_save"] == 0
+        with open(s.log_path, "rb") as f:
+            assert b"3 changes in 1 seconds. Saving..." in f.read()
+    finally:
+        s.stop()
+    s = start(server_binary(), workdir, "--save", "")
+    try:
+        assert sorted(redis.Redis(host=HOST, port=s.port).keys()) == [b"a", b"b", b"c"]
+    finally:
+        s.stop()
+
+
+def test_failed_bgsave_stops_writes_with_misconf(workdir):
+    sub = os.path.join(workdir, "gone")
+    os.mkdir(sub)
+    s = start(server_binary(), workdir, "--save", "3600 1", "--dir", sub)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("x", "x")
+        os.rmdir(sub)  # the save cannot create its file
+        r.bgsave()
+        wait_for(lambda: bgsave_done(r), what="BGSAVE")
+        assert r.info("persistence")["rdb_last_bgsave_status"] == "err"
+        assert r.get("x") == b"x"
+        with pytest.raises(redis.ResponseError, match="^MISCONF Redis is configured to save RDB snapshots"):
+            r.set("x", "y")
+        with pytest.raises(redis.ResponseError, match="MISCONF"):
+            r.eval("return redis.call('set', 'x', 1)", 1, "x")
+        assert r.eval("return redis.call('get', 'x')", 1, "x") == b"x"
+        r.config_set("stop-writes-on-bgsave-error", "no")
+        assert r.set("x", "z")
+        r.config_set("stop-writes-on-bgsave-error", "yes")
+        os.mkdir(sub)
+        r.bgsave()
+        wait_for(lambda: bgsave_done(r), what="BGSAVE")
+        assert r.info("persistence")["rdb_last_bgsave_status"] == "ok"
+        assert r.set("x", "y")
+    finally:
+        s.stop()
+
+
+@pytest.mark.skipif(redis_server() is None, reason="redis-server not installed")
+def test_redis_loads_a_background_save(workdir):
+    s = start(server_binary(), workdir, "--save", "")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        fill(r)
+        r.function_load("#!lua name=lib\nredis.register_function('f', function() return 7 end)")
+        expected = snapshot(r)
+        r.bgsave()
+        wait_for(lambda: bgsave_done(r), what="BGSAVE")
+    finally:
+        s.stop()
+    with open(os.path.join(workdir, "dump.rdb"), "rb") as f:
+        assert f.read(9) == b"REDIS0010", "functions need 10; nothing here needs more"
+    proc, port = start_redis(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=port)
+        assert snapshot(r) == expected
+        assert r.fcall("f", 0) == 7
     finally:
         stop_redis(proc)

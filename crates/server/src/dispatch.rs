@@ -72,6 +72,10 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
         return true;
     }
+    if let Some(e) = srv.disk_error().filter(|_| disk_sensitive(&*host, &table, c, spec, &argv)) {
+        reject(srv, c, spec, &CmdError::Custom(e.into()));
+        return true;
+    }
     if c.pubsub.is_some() && !c.reply.resp3 && !allowed_in_pubsub(name) {
         let msg = format!("Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
         reject(srv, c, spec, &CmdError::err(msg));
@@ -118,6 +122,16 @@ fn oom_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, a
         }),
         "discard" | "quit" | "reset" => false,
         _ => host.scripts_ref().command_flags(spec, argv) & flags::DENYOOM != 0 || c.multi.is_some(),
+    }
+}
+
+/// True if `spec` must be refused while persisting fails (MISCONF): writes,
+/// EXEC of a transaction that queued one, and PING, as Redis does.
+fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> bool {
+    match spec.full_name {
+        "exec" => c.multi.as_ref().is_some_and(|q| q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::WRITE)))),
+        "ping" => true,
+        _ => host.scripts_ref().command_flags(spec, argv) & flags::WRITE != 0,
     }
 }
 

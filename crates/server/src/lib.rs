@@ -9,7 +9,8 @@
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
 //!    lines), `process` (pid file, signals, systemd, daemonizing),
-//!    `check_rdb` (the redis-check-rdb tool)
+//!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
+//!    save's image and its writer thread)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
@@ -26,6 +27,7 @@
 
 pub mod access;
 pub mod args;
+pub mod bgsave;
 pub mod blocking;
 pub mod check_rdb;
 pub mod client;

@@ -34,7 +34,7 @@ use crate::script::engine::Engine;
 use crate::log::Log;
 use crate::process::Signal;
 use crate::server::Server;
-use crate::{cron, dispatch, exec, shutdown};
+use crate::{cron, dispatch, exec, persist, shutdown};
 
 /// Tokens from here up are the loop's own; client ids stay below.
 const SIGNALS: Token = Token(usize::MAX);
@@ -152,10 +152,12 @@ impl EventLoop {
     pub fn run(&mut self, srv: &mut Server) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
+        let mut served = Duration::ZERO;
         loop {
             let now = Instant::now();
             if now >= next_cron && !srv.cron_paused {
                 cron::tick(srv);
+                persist::on_cron(srv, &mut self.shell);
                 shutdown::on_cron(srv, &mut self.shell);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
@@ -170,6 +172,11 @@ impl EventLoop {
             self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
             let mut timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            // A background save runs in slices between commands: a share
+            // of the time clients just took, all of it when they took none.
+            if let Some(wait) = persist::bgsave_step(srv, served) {
+                timeout = timeout.min(wait);
+            }
             if let Some(at) = srv.blocking.next_deadline() {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }
@@ -190,6 +197,7 @@ impl EventLoop {
                 }
             }
             srv.eventloop_cycles += 1;
+            let serve_start = Instant::now();
             let ids: Vec<ClientId> = self.pending.drain().collect();
             for &id in &ids {
                 if srv.shutdown {
@@ -199,6 +207,7 @@ impl EventLoop {
             }
             self.pending.extend(srv.blocking.take_woken());
             self.close_marked(srv, Some(&ids));
+            served = if ids.is_empty() { Duration::ZERO } else { serve_start.elapsed() };
         }
     }
 

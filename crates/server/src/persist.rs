@@ -6,12 +6,22 @@
 //! rename, as Redis does), and carries function libraries through the
 //! scripting engine that `Host` lends.
 //!
-//! Not here yet: BGSAVE (without fork, on the keyspace's incremental
-//! snapshots), save points, and the AOF.
+//! BGSAVE does not fork: every database's keyspace snapshot begins at
+//! once (O(1) each), the event loop calls `bgsave_step` between commands
+//! to serialize a slice at a time within a CPU budget, and `bgsave::Job`
+//! writes the bytes on a thread of its own. A write to a part of the
+//! keyspace not yet saved serializes that part first (storage's pre-write
+//! rule), so the file is the image at the moment BGSAVE ran.
+//! `on_cron` starts the saves the `save` points ask for and reports ends.
+//!
+//! Not here yet: the AOF.
 
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::bgsave::{Job, Plan};
 
 use storage::rdb::{self, LoadOptions, RdbWriter, WriteOptions};
 
@@ -25,11 +35,14 @@ pub fn rdb_path(srv: &Server) -> PathBuf {
 }
 
 /// Writes every database and the function libraries to the RDB file, on
-/// this thread (SAVE, SHUTDOWN's final save). The file is written under a
+/// this thread (SAVE, SHUTDOWN's final save, FLUSHALL with save points).
+/// A background save running is aborted first (`bgsave_abort`): callers
+/// that must refuse instead (SAVE) check `Server::bgsave`. The file is written under a
 /// temporary name, synced, then renamed over the old one.
 ///
 /// Errors: what failed, as the log and the error reply say it.
 pub fn save(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    bgsave_abort(srv);
     let path = rdb_path(srv);
     let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
     let result = write_file(srv, host, &tmp).and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}")));
@@ -127,6 +140,7 @@ impl std::fmt::Display for LoadError {
 /// Errors: the file's name and the offset and reason it was refused at;
 /// nothing is kept of a file that fails (the databases are emptied).
 pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, LoadError> {
+    bgsave_abort(srv);
     let path = rdb_path(srv);
     let bytes = match fs::read(&path) {
         Ok(b) => b,
@@ -152,4 +166,177 @@ pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, 
     (srv.persist.last_load_keys, srv.persist.last_load_expired) = (stats.keys, stats.expired);
     srv.persist.dirty_at_save = srv.dirty;
     Ok(Some(stats))
+}
+
+/// Share of the executor's time a background save may take while clients
+/// are being served, in percent: the rest is theirs (an idle server saves
+/// at full speed).
+const BUSY_SHARE_PERCENT: u32 = 10;
+/// Keys per snapshot step between clock reads (a step rounds up to whole
+/// segments, about 2,000 keys).
+const STEP_KEYS: usize = 512;
+/// Seconds before save points retry a failed background save (Redis's
+/// CONFIG_BGSAVE_RETRY_DELAY).
+const RETRY_DELAY_SECS: i64 = 5;
+
+/// BGSAVE: starts a background save of every database and the function
+/// libraries to the RDB file.
+///
+/// Errors: one is running already, or the writer thread could not start.
+pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    if srv.bgsave.is_some() {
+        return Err("Background save already in progress".into());
+    }
+    let path = rdb_path(srv);
+    let tmp = path.with_file_name(format!("temp-bg-{}.rdb", std::process::id()));
+    let now = unix_ms();
+    let codes = host.scripts_ref().function_codes();
+    let plan = Plan {
+        path,
+        tmp,
+        opts: WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") },
+        key_delay_us: srv.config.get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0),
+        now,
+        redis_ver: crate::REDIS_VERSION,
+        ctime_secs: now / 1000,
+        used_mem: crate::memory::allocated(),
+        functions: &codes,
+        sizes: srv.dbs.iter().map(|d| (d.len() as u64, d.volatile_len() as u64)).collect(),
+    };
+    srv.persist.last_bg_try = now / 1000;
+    let job = match Job::start(plan) {
+        Ok(j) => j,
+        Err(e) => {
+            srv.persist.last_save_ok = false;
+            return Err(e);
+        }
+    };
+    for (i, db) in srv.dbs.iter_mut().enumerate() {
+        db.snapshot_begin(job.sink(i));
+    }
+    let p = &mut srv.persist;
+    p.bg_started = Some(Instant::now());
+    p.bg_dirty_at_start = srv.dirty;
+    p.bg_keys_total = srv.dbs.iter().map(|d| d.len() as u64).sum();
+    p.bg_scheduled = false;
+    srv.bgsave = Some(job);
+    srv.config.log.notice(&format!("Background saving started by pid {}", std::process::id()));
+    Ok(())
+}
+
+/// Runs a slice of the background save, between commands: up to `budget`
+/// of serializing (less while the writer thread is behind). `served` is
+/// the time the executor just spent on clients; while it is busy the save
+/// takes at most `BUSY_SHARE_PERCENT` of its time. Returns how long the
+/// event loop may sleep before the next slice: None when no save needs
+/// stepping (none runs, or all its keys went out).
+pub fn bgsave_step(srv: &mut Server, served: Duration) -> Option<Duration> {
+    let job = srv.bgsave.as_mut()?;
+    if job.sealed {
+        return bgsave_poll(srv);
+    }
+    if job.backed_up() {
+        return Some(Duration::from_millis(1));
+    }
+    let budget = if served.is_zero() { Duration::from_millis(2) } else { (served * BUSY_SHARE_PERCENT / 100).clamp(Duration::from_micros(50), Duration::from_millis(2)) };
+    let start = Instant::now();
+    let mut complete = true;
+    for db in srv.dbs.iter_mut() {
+        while db.snapshot_running() {
+            if db.snapshot_step(STEP_KEYS) {
+                // Complete: the sink comes back and is dropped.
+                if db.snapshot_end().is_some() {
+                    break;
+                }
+            }
+            if start.elapsed() >= budget || srv.bgsave.as_ref().is_some_and(|j| j.backed_up()) {
+                complete = false;
+                break;
+            }
+        }
+        if !complete {
+            break;
+        }
+    }
+    if complete && srv.dbs.iter().all(|d| !d.snapshot_running()) {
+        if let Some(job) = srv.bgsave.as_mut() {
+            job.seal();
+        }
+        return bgsave_poll(srv);
+    }
+    Some(Duration::ZERO)
+}
+
+/// Reports a background save that ended: logs, counters, the status
+/// `stop-writes-on-bgsave-error` reads. Returns the event loop's sleep
+/// bound while the writer thread is still at work.
+fn bgsave_poll(srv: &mut Server) -> Option<Duration> {
+    let outcome = srv.bgsave.as_ref()?.poll();
+    let Some(outcome) = outcome else { return Some(Duration::from_millis(5)) };
+    srv.bgsave = None;
+    for db in srv.dbs.iter_mut() {
+        db.snapshot_abort();
+    }
+    let p = &mut srv.persist;
+    p.last_bg_secs = p.bg_started.take().map_or(-1, |t| t.elapsed().as_secs() as i64);
+    match outcome {
+        Ok(_) => {
+            p.last_save_ok = true;
+            p.saves += 1;
+            p.dirty_at_save = p.bg_dirty_at_start.max(p.dirty_at_save);
+            srv.last_save = unix_ms() / 1000;
+            srv.config.log.notice("DB saved on disk");
+            srv.config.log.notice("Background saving terminated with success");
+        }
+        Err(e) => {
+            p.last_save_ok = false;
+            srv.config.log.warning(&e);
+            srv.config.log.warning("Background saving error");
+        }
+    }
+    None
+}
+
+/// Stops a running background save, keeps nothing of it (the writer
+/// thread removes its temp file), and leaves the last save's status as
+/// it was: an abort is not a failure (FLUSHALL, SHUTDOWN, a load).
+pub fn bgsave_abort(srv: &mut Server) {
+    if srv.bgsave.take().is_none() {
+        return;
+    }
+    for db in srv.dbs.iter_mut() {
+        db.snapshot_abort();
+    }
+    srv.persist.bg_started = None;
+    srv.persist.last_bg_secs = -1;
+    srv.config.log.warning("Background saving terminated by signal 10");
+}
+
+/// Keys the running background save has serialized, and how many the
+/// databases held when it began (INFO current_save_keys_*).
+pub fn bgsave_progress(srv: &Server) -> Option<(u64, u64)> {
+    srv.bgsave.as_ref().map(|j| (j.keys_done(), srv.persist.bg_keys_total))
+}
+
+/// Cron's part: a save the `save` points ask for, as Redis's serverCron
+/// starts one (enough changes, enough seconds since the last save, and a
+/// failed attempt at least `RETRY_DELAY_SECS` ago), or one BGSAVE
+/// SCHEDULE left waiting.
+pub fn on_cron(srv: &mut Server, host: &mut dyn Host) {
+    if srv.bgsave.is_some() {
+        bgsave_poll(srv);
+        return;
+    }
+    let now = unix_ms() / 1000;
+    let changes = srv.dirty - srv.persist.dirty_at_save;
+    let may_retry = srv.persist.last_save_ok || now - srv.persist.last_bg_try > RETRY_DELAY_SECS;
+    let due = srv.config.save_points().into_iter().find(|&(secs, n)| changes as i64 >= n && now - srv.last_save > secs && may_retry);
+    if let Some((secs, _)) = due {
+        srv.config.log.notice(&format!("{changes} changes in {secs} seconds. Saving..."));
+    } else if !srv.persist.bg_scheduled {
+        return;
+    }
+    if let Err(e) = bgsave_start(srv, host) {
+        srv.config.log.warning(&e);
+    }
 }

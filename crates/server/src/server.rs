@@ -150,11 +150,35 @@ pub struct PersistStats {
     pub last_load_keys: u64,
     /// Keys the last load skipped as expired.
     pub last_load_expired: u64,
+    /// When the running background save started, and `Server::dirty` then.
+    pub bg_started: Option<Instant>,
+    pub bg_dirty_at_start: u64,
+    /// Keys in the databases when it started (INFO current_save_keys_total).
+    pub bg_keys_total: u64,
+    /// Seconds the last background save took (-1: none yet).
+    pub last_bg_secs: i64,
+    /// Unix seconds of the last background save's start (retries of a
+    /// failed one wait 5 s, as Redis's CONFIG_BGSAVE_RETRY_DELAY).
+    pub last_bg_try: i64,
+    /// BGSAVE SCHEDULE is waiting for the running rewrite to end.
+    pub bg_scheduled: bool,
 }
 
 impl Default for PersistStats {
     fn default() -> Self {
-        PersistStats { saves: 0, last_save_ok: true, dirty_at_save: 0, last_load_keys: 0, last_load_expired: 0 }
+        PersistStats {
+            saves: 0,
+            last_save_ok: true,
+            dirty_at_save: 0,
+            last_load_keys: 0,
+            last_load_expired: 0,
+            bg_started: None,
+            bg_dirty_at_start: 0,
+            bg_keys_total: 0,
+            last_bg_secs: -1,
+            last_bg_try: 0,
+            bg_scheduled: false,
+        }
     }
 }
 
@@ -291,6 +315,21 @@ pub struct Server {
     pub feed: Feed,
     /// RDB save and load counters.
     pub persist: PersistStats,
+    /// The background save running now (`persist::bgsave`).
+    pub bgsave: Option<crate::bgsave::Job>,
+}
+
+/// The error writes get while the last background save failed and
+/// `stop-writes-on-bgsave-error` is on with save points set (Redis's
+/// MISCONF), as Redis words it.
+pub const MISCONF_RDB: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+impl Server {
+    /// Why writes are refused for a disk error, if they are (MISCONF).
+    pub fn disk_error(&self) -> Option<&'static str> {
+        let rdb_failed = !self.persist.last_save_ok && self.config.flag("stop-writes-on-bgsave-error") && !self.config.save_points().is_empty();
+        rdb_failed.then_some(MISCONF_RDB)
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -367,6 +406,7 @@ impl Server {
             blocking: Default::default(),
             feed: Feed::default(),
             persist: PersistStats::default(),
+            bgsave: None,
         };
         srv.apply_notify_flags();
         srv

@@ -26,6 +26,6 @@ pub mod strref;
 pub mod types;
 pub mod value;
 
-pub use keyspace::{Db, IncrError, KeyEvent, Ttl};
+pub use keyspace::{Db, IncrError, KeyEvent, SnapshotSink, Ttl};
 pub use strref::StrRef;
 pub use value::{Value, ValueMut, ValueRef};

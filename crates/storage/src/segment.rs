@@ -209,6 +209,19 @@ impl Segment {
         s
     }
 
+    /// True when a bucket's worth of keys or more share `tag` in its two
+    /// buckets: growing cannot make room for one more (both buckets follow
+    /// from the tag alone).
+    pub fn crowded(&self, tag: u64) -> bool {
+        let [r1, r2] = self.candidates(tag);
+        let same = r1 == r2;
+        let mut n = self.slots[r1].iter().filter(|&&s| s != 0 && tag_of(s) == tag).count();
+        if !same {
+            n += self.slots[r2].iter().filter(|&&s| s != 0 && tag_of(s) == tag).count();
+        }
+        n >= BUCKET
+    }
+
     /// True when the segment is at its largest size and should split instead of growing.
     pub fn at_max(&self) -> bool {
         self.buckets() >= MAX_BUCKETS

@@ -26,6 +26,7 @@ pub fn table() -> Vec<Spec> {
             ],
         ),
         spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, save).acl(&["admin", "slow", "dangerous"]).group("server").doc("Synchronously saves the database(s) to disk.", "1.0.0"),
+        spec("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, bgsave).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously saves the database(s) to disk.", "1.0.0"),
         spec("info", -1, LOADING | STALE, NO_KEYS, info).acl(&["slow", "dangerous"]).group("server").doc("Returns information and statistics about the server.", "1.0.0"),
     ]
 }
@@ -70,12 +71,11 @@ fn flush_db(srv: &mut crate::server::Server, i: usize, mode: Flush) {
     let n = db.len() as u64;
     match mode {
         Flush::Async if n > 0 => {
-            let mut fresh = storage::Db::default();
-            fresh.no_touch = db.no_touch;
-            fresh.keep_expired = db.keep_expired;
-            fresh.log_events = db.log_events;
-            let old = std::mem::replace(db, fresh);
-            srv.lazyfree.free(Box::new(old), n);
+            // A running background save keeps the old table and frees it
+            // itself, a segment at a time, once it has what it needs.
+            if let Some(old) = db.detach() {
+                srv.lazyfree.free(Box::new(old), n);
+            }
         }
         Flush::Blocking => {
             db.clear();
@@ -98,12 +98,19 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// FLUSHALL [ASYNC | SYNC]
+/// FLUSHALL [ASYNC | SYNC]. As Redis does, it aborts a background save
+/// and, with save points set, saves the empty dataset at once.
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mode = flush_mode(ctx, args)?;
     ctx.srv.touch_all_watched(None, ctx.client);
+    crate::persist::bgsave_abort(ctx.srv);
     for db in 0..ctx.srv.dbs.len() {
         flush_db(ctx.srv, db, mode);
+    }
+    if !ctx.srv.config.save_points().is_empty() {
+        if let Err(e) = crate::persist::save(ctx.srv, ctx.host) {
+            ctx.srv.config.log.warning(&e);
+        }
     }
     ctx.srv.dirty += 1;
     ctx.out().ok();
@@ -112,6 +119,9 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// SAVE: writes the RDB file on this thread, as Redis does.
 pub fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.bgsave.is_some() {
+        return Err(CmdError::err("Background save already in progress"));
+    }
     match crate::persist::save(ctx.srv, ctx.host) {
         Ok(()) => {
             ctx.out().ok();
@@ -122,6 +132,29 @@ pub fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
             Err(CmdError::Custom("ERR".into()))
         }
     }
+}
+
+/// BGSAVE [SCHEDULE]: starts a background save (without fork: the
+/// executor serializes between commands, a thread writes the file).
+/// SCHEDULE matters only while an AOF rewrite runs, which does not
+/// happen yet; inside a transaction the save is scheduled, as Redis does.
+pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    match args.len() {
+        1 => {}
+        2 if is(&args[1], "schedule") => {}
+        _ => return Err(CmdError::Syntax),
+    }
+    if ctx.srv.bgsave.is_some() {
+        return Err(CmdError::err("Background save already in progress"));
+    }
+    if ctx.client.in_exec {
+        ctx.srv.persist.bg_scheduled = true;
+        ctx.out().simple("Background saving scheduled");
+        return Ok(());
+    }
+    crate::persist::bgsave_start(ctx.srv, ctx.host).map_err(CmdError::err)?;
+    ctx.out().simple("Background saving started");
+    Ok(())
 }
 
 /// CONFIG GET parameter [parameter ...]
@@ -432,25 +465,24 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("persistence") {
         section(&mut s, "Persistence");
-        for (k, v) in [
-            ("loading", "0"),
-            ("async_loading", "0"),
-            ("current_cow_peak", "0"),
-            ("current_cow_size", "0"),
-            ("current_cow_size_age", "0"),
-            ("current_fork_perc", "0.00"),
-            ("current_save_keys_processed", "0"),
-            ("current_save_keys_total", "0"),
-        ] {
-            line(&mut s, k, &v);
+        line(&mut s, "loading", &0);
+        line(&mut s, "async_loading", &0);
+        // No fork, so no copy-on-write to report.
+        for k in ["current_cow_peak", "current_cow_size", "current_cow_size_age"] {
+            line(&mut s, k, &0);
         }
-        line(&mut s, "rdb_changes_since_last_save", &(srv.dirty - srv.persist.dirty_at_save));
-        line(&mut s, "rdb_bgsave_in_progress", &0);
-        line(&mut s, "rdb_last_save_time", &srv.last_save);
         let p = srv.persist;
+        let (done, total) = crate::persist::bgsave_progress(srv).unwrap_or((0, 0));
+        let perc = if total == 0 { 0.0 } else { (done as f64 * 100.0 / total as f64).min(100.0) };
+        line(&mut s, "current_fork_perc", &format!("{perc:.2}"));
+        line(&mut s, "current_save_keys_processed", &done);
+        line(&mut s, "current_save_keys_total", &total);
+        line(&mut s, "rdb_changes_since_last_save", &(srv.dirty - p.dirty_at_save));
+        line(&mut s, "rdb_bgsave_in_progress", &u8::from(srv.bgsave.is_some()));
+        line(&mut s, "rdb_last_save_time", &srv.last_save);
         line(&mut s, "rdb_last_bgsave_status", &if p.last_save_ok { "ok" } else { "err" });
-        line(&mut s, "rdb_last_bgsave_time_sec", &-1);
-        line(&mut s, "rdb_current_bgsave_time_sec", &-1);
+        line(&mut s, "rdb_last_bgsave_time_sec", &p.last_bg_secs);
+        line(&mut s, "rdb_current_bgsave_time_sec", &p.bg_started.map_or(-1, |t| t.elapsed().as_secs() as i64));
         line(&mut s, "rdb_saves", &p.saves);
         line(&mut s, "rdb_last_cow_size", &0);
         line(&mut s, "rdb_last_load_keys_expired", &p.last_load_expired);

@@ -147,6 +147,9 @@ impl Run<'_> {
             return self.reject(Some(spec), exec::OOM_ERROR);
         }
         if spec.has(WRITE) {
+            if let Some(e) = self.srv.disk_error() {
+                return self.reject(Some(spec), e);
+            }
             self.write_dirty = true;
         }
         exec::run(self.srv, &mut *self.host, &mut self.sc, spec, &argv, self.now, Instant::now());

@@ -112,6 +112,7 @@ impl Db {
                 (_, Some((&(_, i), key))) => (i, key.clone()),
                 (Some(_), None) => unreachable!("taken by the arm above"),
             };
+            self.pre_write_key(&key);
             let Some(Obj::Hash(h)) = self.objs[i as usize].as_mut() else { unreachable!("only hashes have field deadlines") };
             let n = h.expire_due_with(now, max - fields, |f| on_field(&key, f));
             fields += n;
@@ -130,6 +131,7 @@ impl Db {
     /// up to `max` due fields, then re-registers the segment by the
     /// earliest field deadline left in it. Returns (fields, keys deleted).
     fn expire_segment_fields(&mut self, si: usize, now: i64, max: usize, on_field: &mut impl FnMut(&[u8], &[u8])) -> (usize, usize) {
+        self.pre_write(si);
         let seg = &mut self.segs[si];
         self.fexp_segs.remove(&(seg.field_min, si as u32));
         seg.field_min = i64::MAX;

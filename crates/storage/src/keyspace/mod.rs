@@ -23,14 +23,17 @@
 //! - `field_expiry.rs`: the index of hashes with field TTLs, active field expiry
 //! - `events.rs`: the log of lazy expiries and new keys
 //! - `scan.rs`: `for_each`, SCAN and RANDOMKEY
+//! - `snapshot.rs`: point-in-time snapshots without fork, and `detach`
 //! - `objects.rs`: `Obj`, one collection in the object table
-//! - `tests.rs`: the unit and property tests of all of them
+//! - `tests.rs`: the unit and property tests of all of them;
+//!   `snapshot_tests.rs`: those of snapshots
 //!
 //! Imports go one way. `objects.rs` imports nothing from the keyspace; this
 //! file imports only `objects.rs`; the concern files import this file (for
 //! `Db` and its field types) and `objects.rs`, never each other. That is
-//! why `Hand` (active expiry's cursor) and `KeyEvent` are declared here and
-//! not beside the methods that use them: a file declaring one would be
+//! why `Hand` (active expiry's cursor), `KeyEvent` and the snapshot types
+//! (`SnapshotSink`, `Snap`) are declared here and not beside the methods
+//! that use them: a file declaring one would be
 //! imported by this file while importing `Db` from it. The methods call
 //! each other across files (`insert` notes a deadline, `active_expire`
 //! deletes): one `impl Db` spread over files, which needs no import.
@@ -50,7 +53,10 @@ mod expire;
 mod field_expiry;
 mod objects;
 mod scan;
+mod snapshot;
 mod table;
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;
 
@@ -114,6 +120,48 @@ pub enum KeyEvent {
     New,
 }
 
+/// Where a snapshot's image goes (`Db::snapshot_begin`): the keyspace
+/// calls `entry` once per key the Db held when the snapshot began, with
+/// the key's value and deadline as they were then, in no particular order.
+/// A sink that can fail (a file) keeps its first error and reports it when
+/// the caller takes it back with `Db::snapshot_end`. `Send`, because a
+/// `Db` is: the server frees a flushed one on another thread, and may
+/// move a sink to a writer thread.
+pub trait SnapshotSink: Send {
+    /// One key of the image. Keys past their deadline but not yet
+    /// reclaimed are given too (with that deadline), as are hash fields
+    /// past theirs: the sink decides what to keep (an RDB writer keeps the
+    /// keys, which loaders drop, and leaves the fields out).
+    fn entry(&mut self, key: &[u8], value: ValueRef<'_>, expire_at_ms: Option<i64>);
+}
+
+/// A snapshot in progress (snapshot.rs). The segments it has yet to
+/// serialize are those of the live table whose mark is not the Db's epoch,
+/// and those of the tables `clear` detached while it ran.
+struct Snap {
+    sink: Box<dyn SnapshotSink>,
+    /// Every live-table segment below this index is serialized.
+    next: usize,
+    /// Tables taken from the Db by `clear` (or `detach`) during the
+    /// snapshot, oldest first. Their pending segments are still part of
+    /// the image; `snapshot_step` serializes and frees them a segment at a
+    /// time, so a FLUSHALL neither stalls nor loses the image.
+    detached: Vec<Detached>,
+}
+
+/// A table detached into a snapshot, and how far it has been drained.
+struct Detached {
+    db: Box<Db>,
+    /// Segments below this index are serialized (if they were pending) and freed.
+    next: usize,
+}
+
+impl std::fmt::Debug for Snap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snap").field("next", &self.next).field("detached", &self.detached.len()).finish_non_exhaustive()
+    }
+}
+
 /// One database.
 #[derive(Debug)]
 pub struct Db {
@@ -153,6 +201,14 @@ pub struct Db {
     inline_ttl: usize,
     /// The inline hash lent out by the last `get`/`get_mut`, if any.
     pending: Option<Pending>,
+    /// Snapshot epoch, bumped by each `snapshot_begin`.
+    epoch: u32,
+    /// Per segment (same index as `segs`): the epoch of the last snapshot
+    /// that serialized it. The running snapshot has yet to serialize the
+    /// segments whose mark is not `epoch`.
+    marks: Vec<u32>,
+    /// The snapshot in progress, if any (snapshot.rs).
+    snap: Option<Box<Snap>>,
 }
 
 impl Default for Db {
@@ -177,6 +233,9 @@ impl Default for Db {
             fexp_segs: BTreeSet::new(),
             inline_ttl: 0,
             pending: None,
+            epoch: 0,
+            marks: vec![0],
+            snap: None,
         }
     }
 }
@@ -204,7 +263,8 @@ impl Db {
 
     /// Bytes this database holds from the allocator: slab pages, large blobs,
     /// segment slot arrays, the directory, the object table and every
-    /// object's heap bytes, with jemalloc's rounding. O(objects).
+    /// object's heap bytes, with jemalloc's rounding, and what a running
+    /// snapshot holds (tables detached into it; not its sink). O(objects).
     pub fn allocated_bytes(&self) -> usize {
         self.slab.allocated_bytes()
             + jemalloc_size(self.objs.capacity() * size_of::<Option<Obj>>())
@@ -214,6 +274,8 @@ impl Db {
             + jemalloc_size(self.segs.capacity() * size_of::<Segment>())
             + jemalloc_size(self.dir.capacity() * 4)
             + self.pending.as_ref().map_or(0, |p| p.hash.mem_usage())
+            + jemalloc_size(self.marks.capacity() * 4)
+            + self.snapshot_bytes()
     }
 
     fn blob(&self, s: u64) -> Blob<'_> {
@@ -260,6 +322,9 @@ impl Db {
         if !p.dirty {
             return false;
         }
+        // `get_mut` serialized the segment before lending, and
+        // `snapshot_begin` flushes, so no edit reaches a pending segment.
+        debug_assert!(self.snap.is_none() || self.marks[p.si] == self.epoch, "a lent hash in a pending segment");
         if p.hash.is_empty() {
             self.delete(p.si, p.pos);
             return true;
@@ -331,6 +396,7 @@ impl Db {
             if self.keep_expired {
                 return None;
             }
+            self.pre_write(si);
             self.delete(si, pos);
             self.lazy_expired += 1;
             self.log(LOG_EXPIRED, KeyEvent::Expired, key);
@@ -369,6 +435,7 @@ impl Db {
     /// After editing a collection, call `sync_object`.
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {
         let (si, pos) = self.live(key, now)?;
+        self.pre_write(si);
         self.lend_inline(si, pos, true);
         let s = self.segs[si].slots[pos];
         Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
@@ -400,12 +467,14 @@ impl Db {
         let i = match self.blob(self.segs[si].slots[pos]).body() {
             Body::Obj(i) => i,
             Body::Hash([], _) => {
+                self.pre_write(si);
                 self.delete(si, pos);
                 return true;
             }
             Body::Str(_) | Body::Hash(..) => return false,
         };
         if self.obj(i).is_empty() {
+            self.pre_write(si);
             self.delete(si, pos);
             return true;
         }
@@ -422,6 +491,7 @@ impl Db {
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64) -> bool {
         self.flush();
         let (h, si, pos) = self.find(key);
+        self.pre_write(si);
         let mut old = None;
         if let Some(pos) = pos {
             let s = self.segs[si].slots[pos];
@@ -494,6 +564,7 @@ impl Db {
             Body::Str(StrRef::Bytes(b)) => parse_canonical_i64(b).ok_or(IncrError::NotInt)?,
         };
         let v = cur.checked_add(by).ok_or(IncrError::Overflow)?;
+        self.pre_write(si);
         if !blob::rewrite_int(self.slab.bytes_mut(addr_of(s)), v) {
             self.insert(key, Value::Int(v), Ttl::Keep, now);
         }
@@ -503,6 +574,7 @@ impl Db {
     /// Removes a live key, returning its value.
     pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Value> {
         let (si, pos) = self.live(key, now)?;
+        self.pre_write(si);
         let s = self.segs[si].slots[pos];
         let v = match self.blob(s).body() {
             Body::Str(v) => ValueRef::Str(v).to_owned(),
@@ -553,13 +625,11 @@ impl Db {
     }
 
     /// Removes every key. Settings (`no_touch`, `keep_expired`,
-    /// `log_events`) stay; recorded events are dropped.
+    /// `log_events`) stay; recorded events are dropped. During a snapshot
+    /// the old table goes to the snapshot, which serializes what it still
+    /// needs and frees it in later steps (`detach`); otherwise it is freed
+    /// here.
     pub fn clear(&mut self) {
-        self.pending = None;
-        let (no_touch, keep_expired, log_events) = (self.no_touch, self.keep_expired, self.log_events);
-        *self = Db::default();
-        self.no_touch = no_touch;
-        self.keep_expired = keep_expired;
-        self.log_events = log_events;
+        drop(self.detach());
     }
 }

@@ -12,7 +12,7 @@
 
 use super::Db;
 use crate::blob::Blob;
-use crate::segment::{addr_of, hash, tag_at, Segment, TAG_BITS};
+use crate::segment::{addr_of, hash, tag_at, tag_of, Segment, TAG_BITS};
 
 /// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
 const MAX_DEPTH: u32 = 64 - TAG_BITS;
@@ -37,10 +37,17 @@ impl Db {
     }
 
     /// Puts a new slot into segment `si`, growing or splitting it when full.
+    ///
+    /// A segment that is not at its largest size grows, unless the slot
+    /// that did not fit has a whole bucket's worth of keys sharing its tag:
+    /// a key's two buckets depend on its tag alone, so no size would make
+    /// room, and only a split (which moves the tag window one bit on) can.
+    /// That happens when keys arrive in hash order, as when loading a dump
+    /// this table wrote: a young segment then holds a narrow run of hashes.
     pub(super) fn insert_slot(&mut self, si: usize, s: u64) {
         if let Err(held) = self.segs[si].insert(s) {
             let seg = &mut self.segs[si];
-            if !seg.at_max() || seg.depth as u32 >= MAX_DEPTH {
+            if seg.depth as u32 >= MAX_DEPTH || (!seg.at_max() && !seg.crowded(tag_of(held))) {
                 seg.grow(held);
             } else {
                 self.split(si, held);
@@ -50,7 +57,9 @@ impl Db {
 
     /// Splits segment `si` into two of one more bit of depth; `extra` is a
     /// slot that did not fit. Keys are re-hashed here (and only here) to read
-    /// the next bit and their new tags.
+    /// the next bit and their new tags. A key that fits in neither half
+    /// (its tag still crowded) goes in afterwards through `insert_slot`,
+    /// which may split that half again.
     fn split(&mut self, si: usize, extra: u64) {
         let d = self.segs[si].depth as u32;
         if d == self.depth {
@@ -60,12 +69,17 @@ impl Db {
         let old = std::mem::replace(&mut self.segs[si], Segment::with_room(0, 0));
         let items: Vec<u64> = old.slots.iter().copied().filter(|&s| s != 0).chain([extra]).collect();
         let mut kids = [Segment::with_room(d as u8 + 1, items.len() / 2), Segment::with_room(d as u8 + 1, items.len() / 2)];
+        let mut left_out = Vec::new();
         for s in items {
             let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
             let kid = &mut kids[((h << d) >> 63) as usize];
             let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, d + 1);
             if let Err(held) = kid.insert(ns) {
-                kid.grow(held);
+                if kid.crowded(tag_of(held)) {
+                    left_out.push(held);
+                } else {
+                    kid.grow(held);
+                }
             }
         }
         let [mut left, mut right] = kids;
@@ -78,6 +92,9 @@ impl Db {
         let ri = self.segs.len() as u32;
         right.shape = 0;
         self.segs.push(right);
+        // Both halves keep the snapshot mark: pending stays pending,
+        // serialized stays serialized (snapshot.rs).
+        self.marks.push(self.marks[si]);
         if old.field_min != i64::MAX {
             self.fexp_segs.insert((old.field_min, ri));
         }
@@ -85,6 +102,12 @@ impl Db {
         let span = 1usize << (self.depth - d);
         for x in &mut self.dir[start + span / 2..start + span] {
             *x = ri;
+        }
+        for s in left_out {
+            let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let si = self.seg_of(h);
+            let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, self.segs[si].depth as u32);
+            self.insert_slot(si, ns);
         }
     }
 }

@@ -33,9 +33,71 @@ pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
     crc
 }
 
+/// The checksum of `a` followed by `b`, from `crc64(0, a)`, `crc64(0, b)`
+/// and `b`'s length: for a file whose first bytes are settled last (a
+/// background save writes the body, then learns the version its header
+/// declares). O(log len_b).
+pub fn crc64_combine(crc_a: u64, crc_b: u64, len_b: u64) -> u64 {
+    // With initial value 0 and no final xor the CRC is linear over GF(2):
+    // crc(a || b) = crc(a || zeros(len b)) ^ crc(b), and running the state
+    // over n zero bytes is a 64x64 bit matrix raised to the n-th power.
+    let mut state = crc_a;
+    let mut op = zero_byte_operator();
+    let mut n = len_b;
+    while n > 0 {
+        if n & 1 == 1 {
+            state = apply(&op, state);
+        }
+        n >>= 1;
+        if n > 0 {
+            op = square(&op);
+        }
+    }
+    state ^ crc_b
+}
+
+/// The matrix (column `i` is the image of bit `i`) of one zero byte's step.
+fn zero_byte_operator() -> [u64; 64] {
+    let mut m = [0u64; 64];
+    for (i, col) in m.iter_mut().enumerate() {
+        *col = crc64(1 << i, &[0]);
+    }
+    m
+}
+
+fn apply(m: &[u64; 64], mut v: u64) -> u64 {
+    let mut out = 0;
+    let mut i = 0;
+    while v != 0 {
+        if v & 1 == 1 {
+            out ^= m[i];
+        }
+        v >>= 1;
+        i += 1;
+    }
+    out
+}
+
+fn square(m: &[u64; 64]) -> [u64; 64] {
+    let mut out = [0u64; 64];
+    for (o, &col) in out.iter_mut().zip(m) {
+        *o = apply(m, col);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn combine_matches_one_pass() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        for cut in [0, 1, 9, 100, 4095, 5000] {
+            let (a, b) = data.split_at(cut);
+            assert_eq!(crc64_combine(crc64(0, a), crc64(0, b), b.len() as u64), crc64(0, &data), "cut {cut}");
+        }
+    }
 
     #[test]
     fn check_value() {

@@ -557,3 +557,57 @@ fn load_reader_reads_everything() {
     let sum = load_reader(&good[..], &LoadOptions::new(NOW), &mut c).unwrap();
     assert_eq!(sum.keys, dataset(false).len() as u64);
 }
+
+/// A background save writes at the newest version with no checksum, then
+/// settles header and checksum with `sealed`: the result is byte for byte
+/// the file written at the lowest version from the start.
+#[test]
+fn a_file_sealed_afterwards_equals_one_written_at_its_version() {
+    for (field_ttls, functions) in [(false, false), (false, true), (true, false), (true, true)] {
+        let data = dataset(field_ttls);
+        let codes: &[&[u8]] = if functions { &[b"#!lua name=lib\nredis.register_function('f', function() return 1 end)"] } else { &[] };
+        for compression in [false, true] {
+            let mut w = RdbWriter::new(Vec::new(), crate::rdb::RDB_VERSION, WriteOptions { compression, checksum: false }).unwrap();
+            w.standard_aux("7.0.15", NOW / 1000, 123_456, false).unwrap();
+            w.aux(b"repl-id", b"0123456789abcdef0123456789abcdef01234567").unwrap();
+            w.functions(codes.iter().copied()).unwrap();
+            let mut current = None;
+            for (db, k, v, t) in &data {
+                if current != Some(*db) {
+                    let n = data.iter().filter(|e| e.0 == *db).count() as u64;
+                    let e = data.iter().filter(|e| e.0 == *db && e.3.is_some()).count() as u64;
+                    w.select_db(*db, n, e).unwrap();
+                    current = Some(*db);
+                }
+                w.entry(k, v.as_ref(), *t, NOW).unwrap();
+            }
+            let version = w.needed_version();
+            let mut out = w.finish_unsealed().unwrap();
+            let rest = &out[HEADER_LEN..];
+            let (header, crc) = sealed(version, crate::rdb::crc64(0, rest), rest.len() as u64);
+            out[..HEADER_LEN].copy_from_slice(&header);
+            out.extend_from_slice(&crc.to_le_bytes());
+            let want = write_file(&data, min_file_version(version, false), WriteOptions { compression, checksum: true }, codes);
+            let values = data.iter().map(|e| value_version(e.2.as_ref())).max().unwrap();
+            assert_eq!(version, min_file_version(values, functions));
+            assert_eq!(version >= 12, field_ttls);
+            assert!(out == want, "ttls {field_ttls} functions {functions} compression {compression}");
+        }
+    }
+}
+
+#[test]
+fn reselecting_a_database_adds_no_resize_hint() {
+    let mut w = RdbWriter::new(Vec::new(), 10, WriteOptions::default()).unwrap();
+    w.select_db(0, 1, 0).unwrap();
+    w.entry(b"a", Value::string(b"1").as_ref(), None, NOW).unwrap();
+    w.select_db(1, 1, 0).unwrap();
+    w.entry(b"b", Value::string(b"2").as_ref(), None, NOW).unwrap();
+    w.reselect_db(0).unwrap();
+    w.entry(b"c", Value::string(b"3").as_ref(), None, NOW).unwrap();
+    let (out, _) = w.finish().unwrap();
+    let (c, _) = collect(&out).unwrap();
+    assert_eq!(c.dbs, [0, 1, 0]);
+    assert_eq!(c.sizes, [(1, 0), (1, 0)]);
+    assert_eq!(c.entries.iter().map(|e| e.db).collect::<Vec<_>>(), [0, 1, 0]);
+}

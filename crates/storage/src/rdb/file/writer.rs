@@ -16,7 +16,7 @@
 
 use std::io::{self, Write};
 
-use super::super::crc64::crc64;
+use super::super::crc64::{crc64, crc64_combine};
 use super::super::lzf_compress;
 use super::super::primitives::{put_len, put_str, ty, RDB_VERSION};
 use super::super::value::{put_strref, write_value};
@@ -116,6 +116,21 @@ pub fn min_file_version(values: u16, functions: bool) -> u16 {
     values.max(floor)
 }
 
+/// Bytes of the header (`REDIS` and four version digits).
+pub const HEADER_LEN: usize = MAGIC.len() + 4;
+
+/// The header declaring `version` and the file's checksum, for a file
+/// whose header is settled after its body was written: `rest_crc` is
+/// crc64 of every byte after the header up to and including EOF, and
+/// `rest_len` their count. The checksum goes after EOF; the header
+/// overwrites the first `HEADER_LEN` bytes.
+pub fn sealed(version: u16, rest_crc: u64, rest_len: u64) -> ([u8; HEADER_LEN], u64) {
+    let mut header = [0u8; HEADER_LEN];
+    header[..MAGIC.len()].copy_from_slice(MAGIC);
+    header[MAGIC.len()..].copy_from_slice(format!("{version:04}").as_bytes());
+    (header, crc64_combine(crc64(0, &header), rest_crc, rest_len))
+}
+
 /// Writes one RDB file to `W`, item by item. Wrap a file in a
 /// `BufWriter`: each item is one or two `write_all` calls.
 ///
@@ -128,6 +143,8 @@ pub struct RdbWriter<W: Write> {
     opts: WriteOptions,
     crc: u64,
     written: u64,
+    /// The lowest version what was written so far fits in.
+    needed: u16,
     /// The current item's opcodes, key and (for an entry) type byte.
     head: Vec<u8>,
     /// The current entry's value: type byte, then body.
@@ -141,7 +158,7 @@ impl<W: Write> RdbWriter<W> {
         if !(MIN_WRITE_VERSION..=RDB_VERSION).contains(&version) {
             return Err(RdbWriteError::UnsupportedVersion(version));
         }
-        let mut me = RdbWriter { w, version, opts, crc: 0, written: 0, head: Vec::new(), body: Vec::new() };
+        let mut me = RdbWriter { w, version, opts, crc: 0, written: 0, needed: MIN_WRITE_VERSION, head: Vec::new(), body: Vec::new() };
         me.head.extend_from_slice(MAGIC);
         me.head.extend_from_slice(format!("{version:04}").as_bytes());
         me.emit(false)?;
@@ -151,6 +168,19 @@ impl<W: Write> RdbWriter<W> {
     /// The version the header declared.
     pub fn version(&self) -> u16 {
         self.version
+    }
+
+    /// The lowest version whose header would declare everything written
+    /// so far (`min_file_version` of it): a writer started at the newest
+    /// version, for a file whose header is settled last.
+    pub fn needed_version(&self) -> u16 {
+        self.needed
+    }
+
+    /// The output, for a caller that needs to act between items (hand
+    /// buffered bytes on after each key, say).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
     }
 
     /// Bytes written so far.
@@ -190,6 +220,7 @@ impl<W: Write> RdbWriter<W> {
             if self.version < FUNCTIONS_SINCE {
                 return Err(RdbWriteError::Version { needed: FUNCTIONS_SINCE, declared: self.version });
             }
+            self.needed = self.needed.max(FUNCTIONS_SINCE);
             self.head.push(op::FUNCTION2);
             self.put_str(code);
             self.emit(false)?;
@@ -206,6 +237,15 @@ impl<W: Write> RdbWriter<W> {
         self.head.push(op::RESIZEDB);
         put_len(&mut self.head, keys);
         put_len(&mut self.head, expires);
+        self.emit(false)
+    }
+
+    /// Switches back to database `index` without a RESIZEDB hint: for a
+    /// file whose databases' keys come interleaved (a background save
+    /// takes keys from whichever database a write touched first).
+    pub fn reselect_db(&mut self, index: u64) -> Result<(), RdbWriteError> {
+        self.head.push(op::SELECTDB);
+        put_len(&mut self.head, index);
         self.emit(false)
     }
 
@@ -226,6 +266,7 @@ impl<W: Write> RdbWriter<W> {
             self.body.clear();
             return Err(RdbWriteError::Version { needed, declared: self.version });
         }
+        self.needed = self.needed.max(needed);
         if let Some(t) = expire_ms {
             self.head.push(op::EXPIRETIME_MS);
             self.head.extend_from_slice(&t.to_le_bytes());
@@ -245,6 +286,17 @@ impl<W: Write> RdbWriter<W> {
         self.w.write_all(&crc.to_le_bytes())?;
         self.w.flush()?;
         Ok((self.w, self.written + 8))
+    }
+
+    /// Writes EOF and flushes, leaving the checksum to the caller, and
+    /// returns the output with crc64 of what follows the header and its
+    /// length, for `sealed`. For a file written in pieces on another
+    /// thread: see `sealed`.
+    pub fn finish_unsealed(mut self) -> Result<W, RdbWriteError> {
+        self.head.push(op::EOF);
+        self.emit(false)?;
+        self.w.flush()?;
+        Ok(self.w)
     }
 
     /// Writes `head`, then (for an entry) `body` past its type byte, and

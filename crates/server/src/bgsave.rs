@@ -1,0 +1,374 @@
+//! The bytes of a background save: an RDB image fed by the keyspace's
+//! point-in-time snapshots (one per database, `Db::snapshot_begin`) and
+//! written to a file by a thread of its own, so the executor only
+//! serializes and never waits on the disk. `persist` decides when a save
+//! starts, steps the snapshots between commands and reports the end; this
+//! module knows nothing of the server's state.
+//!
+//! The executor serializes keys into 1 MiB chunks and hands them to the
+//! writer thread; `in_flight` counts the bytes handed over and not yet
+//! written, and the stepping stops while it is above `MAX_IN_FLIGHT`, so
+//! the extra memory a save costs is that buffer, not a copy of the data
+//! (writes to parts not yet saved add to it without waiting: they cannot).
+//!
+//! The header goes out first, at the newest version, and is settled last:
+//! the writer learns which version the data needs (hash field TTLs need 12,
+//! functions 10) only once every key went through it, so the thread
+//! checksums what follows the header and `rdb::sealed` gives the final
+//! header and checksum, which it writes before syncing and renaming the
+//! file into place.
+
+use std::fs::{self, File};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use storage::rdb::{self, RdbWriter, WriteOptions, HEADER_LEN, RDB_VERSION};
+use storage::{SnapshotSink, ValueRef};
+
+/// Bytes the executor gathers before handing them to the writer thread.
+const CHUNK: usize = 1 << 20;
+/// Bytes handed over and not yet written above which stepping waits.
+pub const MAX_IN_FLIGHT: usize = 16 << 20;
+
+/// What a save needs to know before its first key.
+pub struct Plan<'a> {
+    /// Where the file goes once complete.
+    pub path: PathBuf,
+    /// Where it is written meanwhile.
+    pub tmp: PathBuf,
+    /// `rdbcompression` and `rdbchecksum`.
+    pub opts: WriteOptions,
+    /// `rdb-key-save-delay`: microseconds the writer waits per key (a
+    /// negative -n waits 1 µs for about one key in n), to slow a save down.
+    pub key_delay_us: i64,
+    /// The image's moment, Unix ms (hash fields due by then are left out).
+    pub now: i64,
+    /// The standard AUX fields: the Redis version reported, the image's
+    /// Unix seconds, memory in use.
+    pub redis_ver: &'a str,
+    pub ctime_secs: i64,
+    pub used_mem: u64,
+    /// Function libraries' code.
+    pub functions: &'a [Vec<u8>],
+    /// Per database: keys and keys with a deadline, at the start (RESIZEDB).
+    pub sizes: Vec<(u64, u64)>,
+}
+
+/// A save that finished: the file's size.
+#[derive(Debug, Clone, Copy)]
+pub struct Saved {
+    pub bytes: u64,
+}
+
+/// A background save in progress: the image the snapshots feed, and the
+/// writer thread's ends.
+pub struct Job {
+    image: Arc<Mutex<Image>>,
+    in_flight: Arc<AtomicUsize>,
+    done: Receiver<Result<Saved, String>>,
+    /// Set when the job is dropped: the thread stops at the next key.
+    stop: Arc<AtomicBool>,
+    tmp: PathBuf,
+    /// True once every snapshot ended and the rest went to the writer.
+    pub sealed: bool,
+}
+
+/// The image being serialized: the RDB writer over the chunk channel, and
+/// which database its last key went to.
+struct Image {
+    w: Option<RdbWriter<Chunks>>,
+    db: Option<usize>,
+    /// Per database: (keys, with deadline) at the start, and whether its
+    /// SELECTDB with that hint went out already.
+    sizes: Vec<(u64, u64)>,
+    selected: Vec<bool>,
+    now: i64,
+    per_key_chunks: bool,
+    checksum: bool,
+    err: Option<String>,
+    keys: u64,
+}
+
+/// The writer's output: bytes gathered into chunks for the thread.
+struct Chunks {
+    buf: Vec<u8>,
+    keys: u64,
+    tx: Sender<Msg>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+enum Msg {
+    /// Bytes, and how many keys they end (for `rdb-key-save-delay`).
+    Bytes(Vec<u8>, u64),
+    /// Every byte was sent: settle the header for `version`, checksum if
+    /// asked, sync, rename.
+    Finish { version: u16, checksum: bool },
+}
+
+/// One database's snapshot sink: keys go into the shared image under
+/// their database's SELECTDB.
+struct DbSink {
+    db: usize,
+    image: Arc<Mutex<Image>>,
+}
+
+impl Job {
+    /// Starts the file: the header, AUX fields and functions go to the
+    /// writer thread; keys follow as the snapshots give them (`sink`).
+    ///
+    /// Errors: the writer thread could not be started.
+    pub fn start(plan: Plan) -> Result<Job, String> {
+        let (tx, rx) = mpsc::channel();
+        let (done_tx, done) = mpsc::channel();
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let chunks = Chunks { buf: Vec::with_capacity(CHUNK), keys: 0, tx, in_flight: in_flight.clone() };
+        // The header declares the newest version until the thread settles it.
+        let opts = WriteOptions { compression: plan.opts.compression, checksum: false };
+        let mut w = RdbWriter::new(chunks, RDB_VERSION, opts).map_err(|e| e.to_string())?;
+        let mut head = || -> Result<(), rdb::RdbWriteError> {
+            w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, false)?;
+            w.functions(plan.functions.iter().map(|c| c.as_slice()))
+        };
+        head().map_err(|e| e.to_string())?;
+        let (path, tmp, delay) = (plan.path, plan.tmp.clone(), plan.key_delay_us);
+        let flight = in_flight.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::Builder::new()
+            .name("bgsave".into())
+            .spawn(move || {
+                let r = write_file(rx, &tmp, &path, &flight, delay, &stopped);
+                if r.is_err() {
+                    let _ = fs::remove_file(&tmp);
+                }
+                let _ = done_tx.send(r);
+            })
+            .map_err(|e| format!("Can't save in background: {e}"))?;
+        let n = plan.sizes.len();
+        let image = Image {
+            w: Some(w),
+            db: None,
+            sizes: plan.sizes,
+            selected: vec![false; n],
+            now: plan.now,
+            per_key_chunks: delay != 0,
+            checksum: plan.opts.checksum,
+            err: None,
+            keys: 0,
+        };
+        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, tmp: plan.tmp, sealed: false })
+    }
+
+    /// The snapshot sink for database `db`.
+    pub fn sink(&self, db: usize) -> Box<dyn SnapshotSink> {
+        Box::new(DbSink { db, image: self.image.clone() })
+    }
+
+    /// True while the writer thread is far enough behind that stepping
+    /// should wait.
+    pub fn backed_up(&self) -> bool {
+        self.in_flight.load(Ordering::Relaxed) > MAX_IN_FLIGHT
+    }
+
+    /// Keys serialized so far.
+    pub fn keys_done(&self) -> u64 {
+        self.image().keys
+    }
+
+    /// Every snapshot ended: writes EOF and tells the thread to settle the
+    /// header, sync and rename. The sinks must be dropped (the snapshots
+    /// handed them back).
+    pub fn seal(&mut self) {
+        let mut im = self.image();
+        let Some(w) = im.w.take() else { return };
+        let version = rdb::min_file_version(w.needed_version(), false);
+        let checksum = im.checksum;
+        match w.finish_unsealed() {
+            Ok(mut chunks) => {
+                chunks.ship();
+                let _ = chunks.tx.send(Msg::Finish { version, checksum });
+            }
+            Err(e) => {
+                im.err.get_or_insert(e.to_string());
+            }
+        }
+        drop(im);
+        self.sealed = true;
+    }
+
+    /// The outcome, once the thread is done: Some(Ok) when the file is in
+    /// place, Some(Err) with what failed (serializing or writing).
+    pub fn poll(&self) -> Option<Result<Saved, String>> {
+        if let Some(e) = self.image().err.clone() {
+            // Serialization failed: the thread waits for bytes that will
+            // not come; dropping the job ends it and removes the file.
+            return Some(Err(e));
+        }
+        match self.done.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err("the background save thread stopped".into())),
+        }
+    }
+
+    fn image(&self) -> MutexGuard<'_, Image> {
+        // A panic while holding the lock cannot leave the image half
+        // updated in a way that matters: the save fails on its own.
+        self.image.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Job {
+    /// An abort (or the end): the thread stops at its next key, and the
+    /// temp file goes now, so a server exiting right after leaves none.
+    /// After a save that succeeded the file was renamed and this is a no-op.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = fs::remove_file(&self.tmp);
+    }
+}
+
+impl SnapshotSink for DbSink {
+    fn entry(&mut self, key: &[u8], value: ValueRef<'_>, expire_at_ms: Option<i64>) {
+        let mut im = self.image.lock().unwrap_or_else(|p| p.into_inner());
+        im.entry(self.db, key, value, expire_at_ms);
+    }
+}
+
+impl Image {
+    fn entry(&mut self, db: usize, key: &[u8], value: ValueRef<'_>, expire_at_ms: Option<i64>) {
+        if self.err.is_some() {
+            return;
+        }
+        let Some(w) = self.w.as_mut() else { return };
+        let r = (|| {
+            if self.db != Some(db) {
+                if self.selected[db] {
+                    w.reselect_db(db as u64)?;
+                } else {
+                    let (keys, expires) = self.sizes[db];
+                    w.select_db(db as u64, keys, expires)?;
+                    self.selected[db] = true;
+                }
+                self.db = Some(db);
+            }
+            w.entry(key, value, expire_at_ms, self.now)
+        })();
+        match r {
+            Ok(_) => {
+                self.keys += 1;
+                let out = w.get_mut();
+                out.keys += 1;
+                if self.per_key_chunks {
+                    out.ship();
+                }
+            }
+            Err(e) => self.err = Some(e.to_string()),
+        }
+    }
+}
+
+impl Chunks {
+    /// Hands what was gathered to the writer thread.
+    fn ship(&mut self) {
+        if self.buf.is_empty() && self.keys == 0 {
+            return;
+        }
+        let buf = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.in_flight.fetch_add(buf.len(), Ordering::Relaxed);
+        // A send fails only when the thread is gone; the job reports why.
+        let _ = self.tx.send(Msg::Bytes(buf, std::mem::take(&mut self.keys)));
+    }
+}
+
+impl Write for Chunks {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.ship();
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The writer thread: bytes to `tmp` as they come, checksumming all but
+/// the header; at `Finish`, the settled header and checksum, fsync, and
+/// the rename onto `path`. Returns when finished, or when the job was
+/// dropped (an abort: the caller removes `tmp`).
+fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: i64, stop: &AtomicBool) -> Result<Saved, String> {
+    let mut file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
+    let (mut crc, mut len) = (0u64, 0u64);
+    let mut delayed = 0u64;
+    loop {
+        let Ok(msg) = rx.recv() else { return Err("Background saving aborted".into()) };
+        match msg {
+            Msg::Bytes(buf, keys) => {
+                in_flight.fetch_sub(buf.len(), Ordering::Relaxed);
+                for _ in 0..keys {
+                    delayed += 1;
+                    key_delay(delay_us, delayed, stop);
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return Err("Background saving aborted".into());
+                }
+                if let Ok(f) = file.as_mut() {
+                    let skip = HEADER_LEN.saturating_sub(len as usize).min(buf.len());
+                    crc = rdb::crc64(crc, &buf[skip..]);
+                    len += buf.len() as u64;
+                    if let Err(e) = f.write_all(&buf) {
+                        file = Err(format!("Write error saving DB on disk: {e}"));
+                    }
+                }
+            }
+            Msg::Finish { version, checksum } => {
+                let mut f = file?;
+                if stop.load(Ordering::Relaxed) {
+                    return Err("Background saving aborted".into());
+                }
+                let rest = len.saturating_sub(HEADER_LEN as u64);
+                let (header, sum) = rdb::sealed(version, crc, rest);
+                let sum = if checksum { sum } else { 0 };
+                let io = |e: io::Error| format!("Write error saving DB on disk: {e}");
+                f.write_all(&sum.to_le_bytes()).map_err(io)?;
+                f.seek(SeekFrom::Start(0)).map_err(io)?;
+                f.write_all(&header).map_err(io)?;
+                f.sync_all().map_err(io)?;
+                drop(f);
+                fs::rename(tmp, path).map_err(|e| format!("Error moving temp DB file {} on the final destination {} (in server root dir {}): {e}", tmp.display(), path.display(), cwd()))?;
+                if let Some(dir) = path.parent().and_then(|d| File::open(if d.as_os_str().is_empty() { Path::new(".") } else { d }).ok()) {
+                    let _ = dir.sync_all();
+                }
+                return Ok(Saved { bytes: len + 8 });
+            }
+        }
+    }
+}
+
+/// `rdb-key-save-delay` for the `n`-th key: `us` microseconds, or for a
+/// negative -k, one microsecond about once in k keys. Long waits are cut
+/// into slices so that an abort (`stop`) ends them promptly.
+fn key_delay(us: i64, n: u64, stop: &AtomicBool) {
+    let mut wait = Duration::from_micros(match us {
+        0 => 0,
+        u if u > 0 => u as u64,
+        u => u64::from(n.is_multiple_of(u.unsigned_abs())),
+    });
+    let slice = Duration::from_millis(10);
+    while !wait.is_zero() && !stop.load(Ordering::Relaxed) {
+        let d = wait.min(slice);
+        std::thread::sleep(d);
+        wait -= d;
+    }
+}
+
+fn cwd() -> String {
+    std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()
+}
