@@ -29,11 +29,11 @@ fn content(db: &Db) -> Image {
     out
 }
 
-/// A sink that keeps a copy of everything it is given (for the model
-/// checks; `CountSink` for the memory ones).
 /// What a sink received: (key, value, deadline) in arrival order.
 type Received = Arc<Mutex<Vec<(Vec<u8>, Value, Option<i64>)>>>;
 
+/// A sink that keeps a copy of everything it is given (for the model
+/// checks; `CountSink` for the memory ones).
 #[derive(Default, Clone)]
 struct CollectSink(Received);
 
