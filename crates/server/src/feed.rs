@@ -16,6 +16,10 @@
 pub trait Sink {
     /// Receives one command to replay, in order.
     fn feed(&mut self, argv: &[Vec<u8>]);
+    /// What kind of consumer it is, so it can be detached by name.
+    fn name(&self) -> &'static str {
+        ""
+    }
 }
 
 /// The write stream and its consumers.
@@ -40,6 +44,18 @@ impl Feed {
     pub fn attach(&mut self, sink: Box<dyn Sink>) {
         self.sinks.push(sink);
         self.db = None;
+    }
+
+    /// Detaches the consumers called `name` (the AOF when turned off or
+    /// moved to a new file).
+    pub fn detach(&mut self, name: &str) {
+        self.sinks.retain(|s| s.name() != name);
+    }
+
+    /// How many commands are running one inside the other (0 between
+    /// commands, 1 in a plain command, more inside EXEC or a script).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
     /// A command starts running (top level or nested).

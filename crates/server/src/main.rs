@@ -29,7 +29,10 @@ fn main() -> ExitCode {
     let args = &argv[1.min(argv.len())..];
     // One binary, several tools, chosen by the name it runs under (as Redis's).
     let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
-    for tool in ["redis-check-rdb", "redis-check-aof"] {
+    if exec_name.ends_with("redis-check-aof") {
+        return ExitCode::from(server::aof::check::main(&prog, args));
+    }
+    for tool in ["redis-check-rdb"] {
         if exec_name.contains(tool) {
             eprintln!("{tool} is not available in densekv yet.");
             return ExitCode::from(1);
@@ -202,6 +205,13 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         }
         1
     };
+    // The AOF loader and opener log their own reasons, as Redis does.
+    let fail_quiet = || {
+        if !pidfile.is_empty() {
+            process::remove_pidfile(&pidfile);
+        }
+        1
+    };
     let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
     if listeners.is_empty() {
         return Err(fail("Configured to not listen anywhere, exiting."));
@@ -215,10 +225,14 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
             log.notice(&format!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64()));
         }
         Ok(None) => {}
+        Err(e) if e.is_empty() => return Err(fail_quiet()),
         Err(e) => {
             log.warning(&e);
             return Err(fail("Fatal error loading the DB, check server logs. Exiting."));
         }
+    }
+    if ev.open_aof(&mut srv).is_err() {
+        return Err(fail_quiet());
     }
     log.notice("Ready to accept connections tcp");
     if systemd {

@@ -233,6 +233,8 @@ pub struct Server {
     pub feed: Feed,
     /// RDB save and load counters.
     pub persist: PersistStats,
+    /// The append-only file's running state (`aof/`).
+    pub aof: crate::aof::state::AofState,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -308,6 +310,7 @@ impl Server {
             blocking: Default::default(),
             feed: Feed::default(),
             persist: PersistStats::default(),
+            aof: Default::default(),
         };
         srv.apply_notify_flags();
         srv

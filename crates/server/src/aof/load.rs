@@ -1,0 +1,231 @@
+//! Replaying the AOF files into the databases: an RDB base (or preamble)
+//! through the RDB loader, commands through the command table with a fake
+//! client, MULTI/EXEC honoured, as Redis's loader does.
+//!
+//! A file that ends in the middle of a command (or of a transaction) is
+//! truncated to its last complete command and loaded when
+//! aof-load-truncated is yes and it is the last file, refused otherwise;
+//! bytes that are not a command are refused. Refusals are logged with
+//! Redis's lines plus one naming the offset; the server then exits, so
+//! nothing is kept half-loaded.
+
+use std::fs;
+use std::time::Instant;
+
+use storage::rdb::{self, LoadOptions};
+
+use super::manifest::Manifest;
+use super::reader::{Item, ReadError, Reader};
+use super::{aof_dir, file_name, log};
+use crate::client::{Client, ClientId};
+use crate::command::Host;
+use crate::exec::{self, Lookup};
+use crate::server::{unix_ms, Server};
+
+/// The fake client's id (Redis's CLIENT_ID_AOF).
+const AOF_CLIENT: ClientId = ClientId::MAX;
+
+/// How one file went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Ok,
+    Empty,
+    Truncated,
+    Failed,
+}
+
+/// Loads the manifest's base and incremental files in order. Returns
+/// None when the manifest names no file, Some(total bytes) otherwise.
+/// While loading, the write stream is set aside so replayed commands are
+/// not logged again.
+///
+/// Errors: a file is missing, corrupt, or truncated where that is not
+/// allowed (logged).
+pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: bool) -> Result<Option<u64>, ()> {
+    let files: Vec<_> = m.load_order().cloned().collect();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let dir = aof_dir(srv);
+    let mut total = 0;
+    for f in &files {
+        match fs::metadata(dir.join(&f.name)) {
+            Ok(md) => total += md.len(),
+            Err(e) => {
+                log(srv).warning(&format!("Unable to obtain the AOF file {} length. stat: {}", f.name, crate::config::strerror(&e)));
+                return Err(());
+            }
+        }
+    }
+    if total == 0 {
+        return Ok(Some(0));
+    }
+    let feed = std::mem::take(&mut srv.feed);
+    let result = (|| {
+        let n = files.len();
+        for (i, f) in files.iter().enumerate() {
+            let last = i + 1 == n;
+            let started = Instant::now();
+            let st = load_file(srv, host, &f.name);
+            if st == Status::Ok || (st == Status::Truncated && last) {
+                let what = if f.kind == super::manifest::Kind::Base { "base" } else { "incr" };
+                log(srv).notice(&format!("DB loaded from {what} file {}: {:.3} seconds", f.name, started.elapsed().as_secs_f64()));
+            }
+            if st == Status::Truncated && !last {
+                log(srv).warning("Fatal error: the truncated file is not the last file");
+                return Err(());
+            }
+            if st == Status::Failed {
+                return Err(());
+            }
+        }
+        Ok(())
+    })();
+    srv.feed = feed;
+    if result.is_err() {
+        for db in &mut srv.dbs {
+            db.clear();
+        }
+        return Err(());
+    }
+    srv.aof.current_size = total;
+    srv.aof.base_size = m.base.as_ref().and_then(|b| fs::metadata(dir.join(&b.name)).ok()).map_or(0, |md| md.len());
+    srv.persist.dirty_at_save = srv.dirty;
+    Ok(Some(total))
+}
+
+fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str) -> Status {
+    let path = aof_dir(srv).join(name);
+    let l = log(srv);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            l.warning(&format!("The append log file {name} doesn't exist: {}", crate::config::strerror(&e)));
+            return Status::Failed;
+        }
+        Err(e) => {
+            l.warning(&format!("Fatal error: can't open the append log file {name} for reading: {}", crate::config::strerror(&e)));
+            return Status::Failed;
+        }
+    };
+    if bytes.is_empty() {
+        return Status::Empty;
+    }
+    let mut start = 0;
+    if bytes.starts_with(b"REDIS") {
+        let old_style = name == file_name(srv);
+        l.notice(if old_style { "Reading RDB preamble from AOF file..." } else { "Reading RDB base file on AOF loading..." });
+        // A preamble's keys are kept even if expired, as Redis does: the
+        // commands after it may touch them.
+        let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: srv.config.flag("rdbchecksum") };
+        match rdb::load_into(&bytes, &mut srv.dbs, &opts) {
+            Ok(loaded) => {
+                if let Err(e) = host.scripts().load_functions(loaded.functions) {
+                    l.warning(&format!("Failed loading the functions of {name}: {e}"));
+                    return Status::Failed;
+                }
+                start = loaded.summary.end;
+                if old_style {
+                    l.notice("Reading the remaining AOF tail...");
+                }
+            }
+            Err(e) => {
+                l.warning(&format!("{e} ({name})"));
+                l.warning(&if old_style {
+                    format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted")
+                } else {
+                    format!("Error reading the RDB base file {name}, AOF loading aborted")
+                });
+                return Status::Failed;
+            }
+        }
+    }
+    replay(srv, host, name, &path, &bytes, start)
+}
+
+/// Runs the command part of a file from `start`.
+fn replay(srv: &mut Server, host: &mut dyn Host, name: &str, path: &std::path::Path, bytes: &[u8], start: usize) -> Status {
+    let l = log(srv);
+    let table = host.table().clone();
+    let mut c = Client::new(AOF_CLIENT, None, String::new(), String::new());
+    let mut r = Reader::new(bytes, start);
+    let mut valid_up_to = start;
+    let mut valid_before_multi = start;
+    let truncated = loop {
+        let at = r.pos();
+        let argv = match r.next_item() {
+            Ok(None) => {
+                if c.multi.is_some() {
+                    l.warning(&format!("Revert incomplete MULTI/EXEC transaction in AOF file {name}"));
+                    valid_up_to = valid_before_multi;
+                    break true;
+                }
+                break false;
+            }
+            Ok(Some(Item::Annotation(_))) => continue,
+            Ok(Some(Item::Command(argv))) => argv,
+            Err(ReadError::Truncated) => break true,
+            Err(ReadError::Format) => {
+                l.warning(&format!("AOF {name}: not a command at offset {at}"));
+                l.warning(&format!(
+                    "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+                ));
+                return Status::Failed;
+            }
+        };
+        let spec = match exec::lookup(&table, &argv) {
+            Lookup::Found(s) => s,
+            Lookup::Unknown(_) => {
+                l.warning(&format!("Unknown command '{}' reading the append only file {name}", String::from_utf8_lossy(&argv[0])));
+                return Status::Failed;
+            }
+            Lookup::BadArity(_) => {
+                l.warning(&format!("Wrong number of arguments for '{}' at offset {at} of the append only file {name}", String::from_utf8_lossy(&argv[0])));
+                l.warning(&format!(
+                    "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+                ));
+                return Status::Failed;
+            }
+        };
+        if spec.full_name == "multi" {
+            valid_before_multi = valid_up_to;
+        }
+        if let Some(q) = c.multi.as_mut().filter(|_| spec.full_name != "exec") {
+            q.push(argv);
+        } else {
+            let t = Instant::now();
+            exec::run(srv, host, &mut c, spec, &argv, unix_ms(), t);
+            if c.blocked {
+                // A blocking command found nothing to serve: as it would
+                // have replied at once with a timeout, it did nothing.
+                srv.blocking.forget(c.id);
+                c.blocked = false;
+            }
+            srv.aof.loaded_commands += 1;
+        }
+        c.reply.buf.clear();
+        c.sent = 0;
+        valid_up_to = r.pos();
+    };
+    if !truncated {
+        return Status::Ok;
+    }
+    if srv.config.flag("aof-load-truncated") {
+        l.warning(&format!("!!! Warning: short read while loading the AOF file {name}!!!"));
+        l.warning(&format!("!!! Truncating the AOF {name} at offset {valid_up_to} !!!"));
+        let cut = fs::OpenOptions::new().write(true).open(path).and_then(|f| f.set_len(valid_up_to as u64));
+        match cut {
+            Ok(()) => {
+                // The incremental file being appended to (DEBUG LOADAOF)
+                // goes on at the new end: it is opened in append mode.
+                l.warning(&format!("AOF {name} loaded anyway because aof-load-truncated is enabled"));
+                return Status::Truncated;
+            }
+            Err(e) => l.warning(&format!("Error truncating the AOF file {name}: {}", crate::config::strerror(&e))),
+        }
+    }
+    l.warning(&format!(
+        "Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+    ));
+    Status::Failed
+}
