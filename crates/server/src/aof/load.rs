@@ -143,81 +143,50 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str) -> Status {
     replay(srv, host, name, &path, &bytes, start)
 }
 
-/// Runs the command part of a file from `start`.
+/// Replays an AOF image held in memory (an optional RDB preamble, then
+/// commands), running only the commands `allow` lets through: the AOF
+/// fuzz target's entry. Nothing is truncated or written.
+///
+/// Errors: why the image was refused.
+pub fn replay_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], allow: &dyn Fn(&[Vec<u8>]) -> bool) -> Result<(), String> {
+    let mut start = 0;
+    if bytes.starts_with(b"REDIS") {
+        let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: true };
+        let loaded = rdb::load_into(bytes, &mut srv.dbs, &opts).map_err(|e| e.to_string())?;
+        start = loaded.summary.end;
+    }
+    match run_commands(srv, host, "image", bytes, start, allow) {
+        Ran::Done => Ok(()),
+        Ran::Failed => Err("refused".into()),
+        Ran::Truncated(at) => Err(format!("truncated after offset {at}")),
+    }
+}
+
+/// How the command part went.
+enum Ran {
+    Done,
+    Failed,
+    /// Ended inside a command or transaction; the last good offset.
+    Truncated(usize),
+}
+
+/// Runs the command part of a file from `start`; a truncated tail is cut
+/// off the file when aof-load-truncated allows it.
 fn replay(srv: &mut Server, host: &mut dyn Host, name: &str, path: &std::path::Path, bytes: &[u8], start: usize) -> Status {
     let l = log(srv);
-    let table = host.table().clone();
-    let mut c = Client::new(AOF_CLIENT, None, String::new(), String::new());
-    let mut r = Reader::new(bytes, start);
-    let mut valid_up_to = start;
-    let mut valid_before_multi = start;
-    let truncated = loop {
-        let at = r.pos();
-        let argv = match r.next_item() {
-            Ok(None) => {
-                if c.multi.is_some() {
-                    l.warning(&format!("Revert incomplete MULTI/EXEC transaction in AOF file {name}"));
-                    valid_up_to = valid_before_multi;
-                    break true;
-                }
-                break false;
-            }
-            Ok(Some(Item::Annotation(_))) => continue,
-            Ok(Some(Item::Command(argv))) => argv,
-            Err(ReadError::Truncated) => break true,
-            Err(ReadError::Format) => {
-                l.warning(&format!("AOF {name}: not a command at offset {at}"));
-                l.warning(&format!(
-                    "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
-                ));
-                return Status::Failed;
-            }
-        };
-        let spec = match exec::lookup(&table, &argv) {
-            Lookup::Found(s) => s,
-            Lookup::Unknown(_) => {
-                l.warning(&format!("Unknown command '{}' reading the append only file {name}", String::from_utf8_lossy(&argv[0])));
-                return Status::Failed;
-            }
-            Lookup::BadArity(_) => {
-                l.warning(&format!("Wrong number of arguments for '{}' at offset {at} of the append only file {name}", String::from_utf8_lossy(&argv[0])));
-                l.warning(&format!(
-                    "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
-                ));
-                return Status::Failed;
-            }
-        };
-        if spec.full_name == "multi" {
-            valid_before_multi = valid_up_to;
-        }
-        if let Some(q) = c.multi.as_mut().filter(|_| spec.full_name != "exec") {
-            q.push(argv);
-        } else {
-            let t = Instant::now();
-            exec::run(srv, host, &mut c, spec, &argv, unix_ms(), t);
-            if c.blocked {
-                // A blocking command found nothing to serve: as it would
-                // have replied at once with a timeout, it did nothing.
-                srv.blocking.forget(c.id);
-                c.blocked = false;
-            }
-            srv.aof.loaded_commands += 1;
-        }
-        c.reply.buf.clear();
-        c.sent = 0;
-        valid_up_to = r.pos();
+    let valid_up_to = match run_commands(srv, host, name, bytes, start, &|_| true) {
+        Ran::Done => return Status::Ok,
+        Ran::Failed => return Status::Failed,
+        Ran::Truncated(at) => at,
     };
-    if !truncated {
-        return Status::Ok;
-    }
     if srv.config.flag("aof-load-truncated") {
         l.warning(&format!("!!! Warning: short read while loading the AOF file {name}!!!"));
         l.warning(&format!("!!! Truncating the AOF {name} at offset {valid_up_to} !!!"));
         let cut = fs::OpenOptions::new().write(true).open(path).and_then(|f| f.set_len(valid_up_to as u64));
         match cut {
             Ok(()) => {
-                // The incremental file being appended to (DEBUG LOADAOF)
-                // goes on at the new end: it is opened in append mode.
+                // The incremental file appended to afterwards is opened in
+                // append mode, so it goes on at the new end.
                 l.warning(&format!("AOF {name} loaded anyway because aof-load-truncated is enabled"));
                 return Status::Truncated;
             }
@@ -228,4 +197,72 @@ fn replay(srv: &mut Server, host: &mut dyn Host, name: &str, path: &std::path::P
         "Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
     ));
     Status::Failed
+}
+
+/// Runs commands from `start` with a fake client (those `allow` refuses
+/// are skipped), queueing inside MULTI as Redis's loader does.
+fn run_commands(srv: &mut Server, host: &mut dyn Host, name: &str, bytes: &[u8], start: usize, allow: &dyn Fn(&[Vec<u8>]) -> bool) -> Ran {
+    let l = log(srv);
+    let table = host.table().clone();
+    let mut c = Client::new(AOF_CLIENT, None, String::new(), String::new());
+    let mut r = Reader::new(bytes, start);
+    let mut valid_up_to = start;
+    let mut valid_before_multi = start;
+    let bad_format = |l: &crate::log::Log| {
+        l.warning(&format!(
+            "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>"
+        ));
+        Ran::Failed
+    };
+    loop {
+        let at = r.pos();
+        let argv = match r.next_item() {
+            Ok(None) => {
+                if c.multi.is_some() {
+                    l.warning(&format!("Revert incomplete MULTI/EXEC transaction in AOF file {name}"));
+                    return Ran::Truncated(valid_before_multi);
+                }
+                return Ran::Done;
+            }
+            Ok(Some(Item::Annotation(_))) => continue,
+            Ok(Some(Item::Command(argv))) => argv,
+            Err(ReadError::Truncated) => return Ran::Truncated(valid_up_to),
+            Err(ReadError::Format) => {
+                l.warning(&format!("AOF {name}: not a command at offset {at}"));
+                return bad_format(&l);
+            }
+        };
+        let spec = match exec::lookup(&table, &argv) {
+            Lookup::Found(s) => s,
+            Lookup::Unknown(_) => {
+                l.warning(&format!("Unknown command '{}' reading the append only file {name}", String::from_utf8_lossy(&argv[0])));
+                return Ran::Failed;
+            }
+            Lookup::BadArity(_) => {
+                l.warning(&format!("Wrong number of arguments for '{}' at offset {at} of the append only file {name}", String::from_utf8_lossy(&argv[0])));
+                return bad_format(&l);
+            }
+        };
+        if !allow(&argv) {
+            valid_up_to = r.pos();
+            continue;
+        }
+        if spec.full_name == "multi" {
+            valid_before_multi = valid_up_to;
+        }
+        if let Some(q) = c.multi.as_mut().filter(|_| spec.full_name != "exec") {
+            q.push(argv);
+        } else {
+            exec::run(srv, host, &mut c, spec, &argv, unix_ms(), Instant::now());
+            if c.blocked {
+                // A blocking command that found nothing: as if timed out.
+                srv.blocking.forget(c.id);
+                c.blocked = false;
+            }
+            srv.aof.loaded_commands += 1;
+        }
+        c.reply.buf.clear();
+        c.sent = 0;
+        valid_up_to = r.pos();
+    }
 }
