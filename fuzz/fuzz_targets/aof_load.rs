@@ -43,14 +43,22 @@ fn allow(argv: &[Vec<u8>]) -> bool {
     !SKIPPED.contains(&name.as_str())
 }
 
+thread_local! {
+    // Built once: the table's names live for the whole process.
+    static HOST: std::cell::RefCell<FuzzHost> = std::cell::RefCell::new({
+        let table = registry();
+        FuzzHost { engine: Engine::new(table.clone()), table }
+    });
+}
+
 fuzz_target!(|data: &[u8]| {
     let _ = Manifest::parse(data);
-    let table = registry();
-    let mut host = FuzzHost { engine: Engine::new(table.clone()), table };
     let mut config = Config::default();
     let _ = config.set("loglevel", "warning", true);
     let _ = config.set("logfile", "/dev/null", true);
     config.refresh();
     let mut srv = Server::new(config);
-    let _ = replay_image(&mut srv, &mut host, data, &allow);
+    HOST.with(|h| {
+        let _ = replay_image(&mut srv, &mut *h.borrow_mut(), data, &allow);
+    });
 });

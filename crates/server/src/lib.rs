@@ -9,9 +9,9 @@
 //! 1. leaves: `glob`, `memory`, `lazyfree`, `notify` (event classes), `args`
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
 //!    lines), `process` (pid file, signals, systemd, daemonizing),
-//!    `aof::manifest`, `aof::reader`, `aof::check` (the AOF's file formats
-//!    and redis-check-aof: bytes in, no server state)
-//! 2. `config`, `client`
+//!    `aof::manifest`, `aof::reader` (the AOF's file formats: bytes in, no
+//!    server state)
+//! 2. `config`, `client`, `aof::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers), `aof::state`
 //!    (the AOF's sink on the feed, its buffer and open file)

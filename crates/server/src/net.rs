@@ -155,7 +155,7 @@ impl EventLoop {
     /// Errors: why the file was refused (empty when already logged).
     pub fn load(&mut self, srv: &mut Server) -> Result<Option<(u64, u64)>, String> {
         if srv.config.flag("appendonly") {
-            return crate::aof::load_at_start(srv, &mut self.shell).map(|()| None).map_err(|()| String::new());
+            return crate::aof::load_at_start(srv, &mut self.shell).map(|()| None).map_err(|_| String::new());
         }
         crate::persist::load(srv, &mut self.shell)
     }
@@ -163,7 +163,7 @@ impl EventLoop {
     /// Opens the AOF for appending after loading (`aof::open_at_start`).
     ///
     /// Errors: it could not be opened (logged).
-    pub fn open_aof(&mut self, srv: &mut Server) -> Result<(), ()> {
+    pub fn open_aof(&mut self, srv: &mut Server) -> Result<(), crate::aof::files::Logged> {
         crate::aof::open_at_start(srv, &mut self.shell)
     }
 

