@@ -97,8 +97,11 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         let mut ctx = Ctx { srv, host, client: c, now };
         (spec.handler)(&mut ctx, argv)
     };
-    if srv.dirty != dirty_before && spec.has(flags::WRITE) {
-        propagate(srv, db, argv);
+    if srv.dirty != dirty_before && spec.has(flags::WRITE) && !srv.feed.is_empty() {
+        match crate::feed::replay_form(argv, now) {
+            Some(replay) => propagate(srv, db, &replay),
+            None => propagate(srv, db, argv),
+        }
     }
     srv.feed.leave();
     let end = Instant::now();
@@ -148,9 +151,9 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
 /// as the command to replay, for the AOF writer and replicas (`feed.rs`).
 /// EXEC, scripts and functions are not write commands themselves: the
 /// writes they run come through here one by one and the feed wraps them in
-/// MULTI/EXEC. Not yet rewritten for replay as Redis does (relative TTLs to
-/// absolute, SPOP to SREM, INCRBYFLOAT to SET) nor fed by expiry: those come
-/// with the AOF that first consumes the stream.
+/// MULTI/EXEC. Relative TTLs are made absolute first (`feed::replay_form`);
+/// not yet rewritten as Redis does: SPOP to SREM, INCRBYFLOAT to SET, nor
+/// fed by expiry (a replayed PXAT in the past expires the key anyway).
 pub fn propagate(srv: &mut Server, db: usize, argv: &[Vec<u8>]) {
     if srv.feed.is_empty() {
         return;

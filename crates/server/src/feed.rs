@@ -16,6 +16,10 @@
 pub trait Sink {
     /// Receives one command to replay, in order.
     fn feed(&mut self, argv: &[Vec<u8>]);
+    /// What kind of consumer it is, so it can be detached by name.
+    fn name(&self) -> &'static str {
+        ""
+    }
 }
 
 /// The write stream and its consumers.
@@ -40,6 +44,18 @@ impl Feed {
     pub fn attach(&mut self, sink: Box<dyn Sink>) {
         self.sinks.push(sink);
         self.db = None;
+    }
+
+    /// Detaches the consumers called `name` (the AOF when turned off or
+    /// moved to a new file).
+    pub fn detach(&mut self, name: &str) {
+        self.sinks.retain(|s| s.name() != name);
+    }
+
+    /// How many commands are running one inside the other (0 between
+    /// commands, 1 in a plain command, more inside EXEC or a script).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
     /// A command starts running (top level or nested).
@@ -93,6 +109,82 @@ impl Feed {
     }
 }
 
+/// The form a command is replayed in when it differs from what the client
+/// sent, as Redis rewrites it before propagating: relative and second
+/// TTLs become absolute milliseconds at `now` (EXPIRE, PEXPIRE, EXPIREAT
+/// -> PEXPIREAT; SETEX, PSETEX, SET EX/PX/EXAT -> SET PXAT; GETEX ->
+/// PEXPIREAT or PERSIST), so a replay later does not stretch them. None:
+/// replay `argv` as it is.
+pub fn replay_form(argv: &[Vec<u8>], now: i64) -> Option<Vec<Vec<u8>>> {
+    let name = argv.first()?;
+    if name.len() < 3 || !matches!(name[0] | 0x20, b'e' | b'p' | b's' | b'g') {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    let num = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<i64>().ok();
+    let at = |v: i64, unit: i64, relative: bool| -> Option<Vec<u8>> {
+        let ms = v.checked_mul(unit)?;
+        Some((if relative { ms.checked_add(now)? } else { ms }).to_string().into_bytes())
+    };
+    let pexpireat = |key: &[u8], when: Vec<u8>, rest: &[Vec<u8>]| {
+        let mut v = vec![b"PEXPIREAT".to_vec(), key.to_vec(), when];
+        v.extend_from_slice(rest);
+        v
+    };
+    match lower.as_slice() {
+        b"expire" | b"pexpire" | b"expireat" if argv.len() >= 3 => {
+            let (unit, rel) = match lower.as_slice() {
+                b"expire" => (1000, true),
+                b"pexpire" => (1, true),
+                _ => (1000, false),
+            };
+            Some(pexpireat(&argv[1], at(num(&argv[2])?, unit, rel)?, &argv[3..]))
+        }
+        b"setex" | b"psetex" if argv.len() == 4 => {
+            let unit = if lower == b"setex" { 1000 } else { 1 };
+            Some(vec![b"SET".to_vec(), argv[1].clone(), argv[3].clone(), b"PXAT".to_vec(), at(num(&argv[2])?, unit, true)?])
+        }
+        b"set" if argv.len() >= 5 => {
+            let mut out = argv.to_vec();
+            let mut i = 3;
+            while i < out.len() {
+                let opt = out[i].to_ascii_lowercase();
+                let conv = match opt.as_slice() {
+                    b"ex" => Some((1000, true)),
+                    b"px" => Some((1, true)),
+                    b"exat" => Some((1000, false)),
+                    _ => None,
+                };
+                if let (Some((unit, rel)), Some(v)) = (conv, out.get(i + 1)) {
+                    let when = at(num(v)?, unit, rel)?;
+                    out[i] = b"PXAT".to_vec();
+                    out[i + 1] = when;
+                    return Some(out);
+                }
+                i += 1;
+            }
+            None
+        }
+        b"getex" if argv.len() >= 3 => {
+            let opt = argv[2].to_ascii_lowercase();
+            match opt.as_slice() {
+                b"persist" => Some(vec![b"PERSIST".to_vec(), argv[1].clone()]),
+                b"ex" | b"px" | b"exat" | b"pxat" if argv.len() == 4 => {
+                    let (unit, rel) = match opt.as_slice() {
+                        b"ex" => (1000, true),
+                        b"px" => (1, true),
+                        b"exat" => (1000, false),
+                        _ => (1, false),
+                    };
+                    Some(pexpireat(&argv[1], at(num(&argv[3])?, unit, rel)?, &[]))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
@@ -111,6 +203,19 @@ mod tests {
 
     fn cmd(s: &str) -> Vec<Vec<u8>> {
         s.split(' ').map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn relative_ttls_replay_as_absolute() {
+        let f = |s: &str| replay_form(&cmd(s), 1_000).map(|v| v.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" "));
+        assert_eq!(f("EXPIRE k 10 NX").as_deref(), Some("PEXPIREAT k 11000 NX"));
+        assert_eq!(f("pexpire k 10").as_deref(), Some("PEXPIREAT k 1010"));
+        assert_eq!(f("EXPIREAT k 5").as_deref(), Some("PEXPIREAT k 5000"));
+        assert_eq!(f("SETEX k 2 v").as_deref(), Some("SET k v PXAT 3000"));
+        assert_eq!(f("SET k v NX EX 1").as_deref(), Some("SET k v NX PXAT 2000"));
+        assert_eq!(f("GETEX k PERSIST").as_deref(), Some("PERSIST k"));
+        assert_eq!(f("SET k v"), None);
+        assert_eq!(f("SADD k v"), None);
     }
 
     #[test]

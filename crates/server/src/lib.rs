@@ -10,22 +10,26 @@
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
 //!    lines), `process` (pid file, signals, systemd, daemonizing),
 //!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
-//!    save's image and its writer thread)
-//! 2. `config`, `client`
+//!    save's image and its writer thread), `aof::manifest`, `aof::reader`
+//!    (the AOF's file formats: bytes in, no server state)
+//! 2. `config`, `client`, `aof::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
-//!    what), `feed` (the write stream and its consumers)
+//!    what), `feed` (the write stream and its consumers), `aof::state`
+//!    (the AOF's sink on the feed, its buffer and open file)
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message and keyspace-event delivery), `cron`
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
-//!    down)
+//!    down), `aof` (loading, appending, rewriting the AOF; replay runs
+//!    through `exec`, the RDB base through `persist`)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
 //! 9. `registry`: the whole table
 //! 10. `net`: the event loop, which owns the listener and the sockets
 
 pub mod access;
+pub mod aof;
 pub mod args;
 pub mod bgsave;
 pub mod blocking;

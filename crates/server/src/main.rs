@@ -31,10 +31,7 @@ fn main() -> ExitCode {
     let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
     match exec_name {
         n if n.ends_with("redis-check-rdb") => return ExitCode::from(server::check_rdb::main(&prog, args)),
-        n if n.ends_with("redis-check-aof") => {
-            eprintln!("redis-check-aof is not available in densekv yet.");
-            return ExitCode::from(1);
-        }
+        n if n.ends_with("redis-check-aof") => return ExitCode::from(server::aof::check::main(&prog, args)),
         _ => {}
     }
     if exec_name.contains("redis-sentinel") || args.iter().any(|a| a == "--sentinel") {
@@ -204,6 +201,13 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         }
         1
     };
+    // The AOF loader and opener log their own reasons, as Redis does.
+    let fail_quiet = || {
+        if !pidfile.is_empty() {
+            process::remove_pidfile(&pidfile);
+        }
+        1
+    };
     let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
     if listeners.is_empty() {
         return Err(fail("Configured to not listen anywhere, exiting."));
@@ -231,10 +235,14 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
             }
             return Err(fail("Terminating server after rdb file reading failure."));
         }
+        Err(server::persist::LoadError::Logged) => return Err(fail_quiet()),
         Err(e) => {
             log.warning(&e.to_string());
             return Err(fail("Fatal error loading the DB, check server logs. Exiting."));
         }
+    }
+    if ev.open_aof(&mut srv).is_err() {
+        return Err(fail_quiet());
     }
     log.notice("Ready to accept connections tcp");
     if systemd {

@@ -11,6 +11,11 @@
 //! arrive as readiness events (signal-hook-mio) and are handed to
 //! `shutdown::signal_received`.
 //!
+//! Replies wait for the AOF (a group commit, as Redis's beforeSleep): when
+//! a turn ran writes the AOF logs, every reply of that turn is held until
+//! `aof::flush` has written (and with appendfsync always, fsynced) them,
+//! then sent; one fsync covers every client of the turn.
+//!
 //! Limits: a query buffer over client-query-buffer-limit closes the client;
 //! a client whose unread replies exceed `OUTPUT_SOFT_LIMIT` is not read from
 //! until it drains them (back-pressure instead of unbounded memory), and no
@@ -99,6 +104,8 @@ pub struct EventLoop {
     scratch: Box<[u8]>,
     /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS`.
     signals: Signals,
+    /// Clients whose replies wait for this turn's AOF write.
+    held: Vec<ClientId>,
 }
 
 impl EventLoop {
@@ -138,14 +145,27 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor };
-        Ok(EventLoop { poll, shell, signals, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, signals, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
-    /// Loads the RDB file, if there is one, before serving (`persist::load`).
+    /// Loads the data before serving: the AOF with appendonly yes (which
+    /// logs what it did itself: Ok(None)), else the RDB file, if there is
+    /// one (`persist::load`).
     ///
-    /// Errors: why the file was refused.
+    /// Errors: why the file was refused (`Logged` when the AOF loader
+    /// already logged it).
     pub fn load(&mut self, srv: &mut Server) -> Result<Option<crate::persist::LoadStats>, crate::persist::LoadError> {
+        if srv.config.flag("appendonly") {
+            return crate::aof::load_at_start(srv, &mut self.shell).map(|()| None).map_err(|_| crate::persist::LoadError::Logged);
+        }
         crate::persist::load(srv, &mut self.shell)
+    }
+
+    /// Opens the AOF for appending after loading (`aof::open_at_start`).
+    ///
+    /// Errors: it could not be opened (logged).
+    pub fn open_aof(&mut self, srv: &mut Server) -> Result<(), crate::aof::files::Logged> {
+        crate::aof::open_at_start(srv, &mut self.shell)
     }
 
     /// Runs until SHUTDOWN.
@@ -159,11 +179,13 @@ impl EventLoop {
                 cron::tick(srv);
                 persist::on_cron(srv, &mut self.shell);
                 shutdown::on_cron(srv, &mut self.shell);
+                crate::aof::cron(srv, &mut self.shell);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none()).map(|c| c.id));
             }
             if srv.shutdown {
+                crate::aof::shutdown(srv);
                 return Ok(());
             }
             // Blocked clients: answer those past their deadline, wake those served.
@@ -206,6 +228,15 @@ impl EventLoop {
                 self.serve(srv, id);
             }
             self.pending.extend(srv.blocking.take_woken());
+            // The group commit: this turn's AOF bytes reach the file (and
+            // the disk, with appendfsync always) before its replies leave.
+            crate::aof::flush(srv);
+            for id in std::mem::take(&mut self.held) {
+                if let Some(mut c) = srv.clients.remove(&id) {
+                    flush(srv, &mut c);
+                    srv.clients.insert(id, c);
+                }
+            }
             self.close_marked(srv, Some(&ids));
             served = if ids.is_empty() { Duration::ZERO } else { serve_start.elapsed() };
         }
@@ -303,7 +334,11 @@ impl EventLoop {
             }
         }
         let ran_all = process_input(srv, &mut self.shell, c);
-        flush(srv, c);
+        if srv.aof.has_pending() {
+            self.held.push(c.id);
+        } else {
+            flush(srv, c);
+        }
         if eof && c.pending_out() == 0 {
             c.close_asap = true;
             return false;
@@ -576,6 +611,7 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
 /// client running the script is not in `srv.clients` at this point.
 pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
     accept(srv, &shell.acceptor);
+    crate::aof::flush(srv);
     let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
     let mut buf = [0u8; 16 * 1024];
     for id in ids {

@@ -14,7 +14,7 @@
 //! rule), so the file is the image at the moment BGSAVE ran.
 //! `on_cron` starts the saves the `save` points ask for and reports ends.
 //!
-//! Not here yet: the AOF.
+//! The AOF (`aof/`) writes its RDB base through `write_image`.
 
 use std::fs::{self, File};
 use std::io::BufWriter;
@@ -45,7 +45,7 @@ pub fn save(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     bgsave_abort(srv);
     let path = rdb_path(srv);
     let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
-    let result = write_file(srv, host, &tmp).and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}")));
+    let result = write_file(srv, host, &tmp, false).and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}")));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -59,7 +59,17 @@ pub fn save(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     result
 }
 
-fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path) -> Result<(), String> {
+/// Writes an RDB image of every database and the function libraries to
+/// `path` and fsyncs it (no rename: the caller owns the name). With
+/// `aof_base` the image is marked as an AOF base (aux `aof-base`), as
+/// the AOF rewrite writes it.
+///
+/// Errors: what failed.
+pub fn write_image(srv: &Server, host: &mut dyn Host, path: &std::path::Path, aof_base: bool) -> Result<(), String> {
+    write_file(srv, host, path, aof_base)
+}
+
+fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base: bool) -> Result<(), String> {
     let now = unix_ms();
     let codes = host.scripts_ref().function_codes();
     // The lowest version every value fits in, so Redis 7.0 loads the file
@@ -72,7 +82,7 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path) -> Resul
     let opts = WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") };
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
     let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), version, opts).map_err(|e| e.to_string())?;
-    w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), false).map_err(|e| e.to_string())?;
+    w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), aof_base).map_err(|e| e.to_string())?;
     if !codes.is_empty() {
         w.functions(codes.iter().map(|c| c.as_slice())).map_err(|e| e.to_string())?;
     }
@@ -122,6 +132,8 @@ pub enum LoadError {
     Failed(String),
     /// The file is not valid RDB: its path, and what is wrong where.
     Corrupt(PathBuf, String),
+    /// The AOF loader refused its files and logged why already.
+    Logged,
 }
 
 impl std::fmt::Display for LoadError {
@@ -129,6 +141,7 @@ impl std::fmt::Display for LoadError {
         match self {
             LoadError::Failed(m) => f.write_str(m),
             LoadError::Corrupt(path, m) => write!(f, "{m} ({})", path.display()),
+            LoadError::Logged => f.write_str("Fatal error loading the AOF, check server logs."),
         }
     }
 }

@@ -317,6 +317,8 @@ pub struct Server {
     pub persist: PersistStats,
     /// The background save running now (`persist::bgsave`).
     pub bgsave: Option<crate::bgsave::Job>,
+    /// The append-only file's running state (`aof/`).
+    pub aof: crate::aof::state::AofState,
 }
 
 /// The error writes get while the last background save failed and
@@ -407,6 +409,7 @@ impl Server {
             feed: Feed::default(),
             persist: PersistStats::default(),
             bgsave: None,
+            aof: Default::default(),
         };
         srv.apply_notify_flags();
         srv

@@ -1356,7 +1356,11 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ("listpack", 3) | ("quicklist", 3 | 4) => return debug_packed(ctx, &sub, args),
         ("protocol", 3) => return debug_protocol(ctx, &args[2]),
         ("reload", _) => return debug_reload(ctx, &args[2..]),
-        ("loadaof", _) => return Err(CmdError::err("DEBUG LOADAOF is not supported: there is no AOF yet")),
+        ("loadaof", _) => {
+            crate::aof::debug_loadaof(ctx.srv, ctx.host).map_err(CmdError::err)?;
+            ctx.srv.dirty = 0;
+            ctx.srv.persist.dirty_at_save = 0;
+        }
         ("replybuffer", 4) => {}
         ("help", 2) => {
             help_reply(

@@ -1,4 +1,4 @@
-//! Server commands: DBSIZE FLUSHDB FLUSHALL SAVE CONFIG INFO.
+//! Server commands: DBSIZE FLUSHDB FLUSHALL SAVE BGREWRITEAOF CONFIG INFO.
 //!
 //! INFO prints Redis 7.4's sections and field names, because clients and
 //! monitoring tools parse them; fields for machinery densekv does not have
@@ -27,6 +27,7 @@ pub fn table() -> Vec<Spec> {
         ),
         spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, save).acl(&["admin", "slow", "dangerous"]).group("server").doc("Synchronously saves the database(s) to disk.", "1.0.0"),
         spec("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, bgsave).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously saves the database(s) to disk.", "1.0.0"),
+        spec("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, bgrewriteaof).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously rewrites the append-only file to disk.", "1.0.0"),
         spec("info", -1, LOADING | STALE, NO_KEYS, info).acl(&["slow", "dangerous"]).group("server").doc("Returns information and statistics about the server.", "1.0.0"),
     ]
 }
@@ -157,6 +158,27 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// BGREWRITEAOF: rewrites the AOF (on this thread for now; see `aof`).
+/// Inside a transaction or script it is scheduled for the next cron tick,
+/// so the new incremental file cannot receive writes the new base holds.
+pub fn bgrewriteaof(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.feed.depth() > 1 {
+        ctx.srv.aof.rewrite_scheduled = true;
+        ctx.out().simple("Background append only file rewriting scheduled");
+        return Ok(());
+    }
+    match crate::aof::rewrite(ctx.srv, ctx.host) {
+        Ok(()) => {
+            ctx.out().simple("Background append only file rewriting started");
+            Ok(())
+        }
+        Err(e) => {
+            ctx.srv.config.log.warning(&e);
+            Err(CmdError::err("Can't execute an AOF background rewriting. Please check the server logs for more information."))
+        }
+    }
+}
+
 /// CONFIG GET parameter [parameter ...]
 pub fn config_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut pairs: Vec<(&'static str, String)> = Vec::new();
@@ -207,6 +229,10 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     ctx.srv.config = next;
     ctx.srv.apply_notify_flags();
+    if let Err(e) = crate::aof::config_changed(ctx.srv, ctx.host) {
+        let _ = ctx.srv.config.set("appendonly", "no", false);
+        return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument 'appendonly') - {e}")));
+    }
     ctx.out().ok();
     Ok(())
 }
@@ -456,7 +482,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_clients_slaves", &0);
         line(&mut s, "mem_clients_normal", &clients_mem);
         line(&mut s, "mem_cluster_links", &0);
-        line(&mut s, "mem_aof_buffer", &0);
+        line(&mut s, "mem_aof_buffer", &srv.aof.buffered());
         line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
         line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);
         line(&mut s, "active_defrag_running", &0);
@@ -487,20 +513,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "rdb_last_cow_size", &0);
         line(&mut s, "rdb_last_load_keys_expired", &p.last_load_expired);
         line(&mut s, "rdb_last_load_keys_loaded", &p.last_load_keys);
-        line(&mut s, "aof_enabled", &u8::from(srv.config.flag("appendonly")));
-        for (k, v) in [
-            ("aof_rewrite_in_progress", "0"),
-            ("aof_rewrite_scheduled", "0"),
-            ("aof_last_rewrite_time_sec", "-1"),
-            ("aof_current_rewrite_time_sec", "-1"),
-            ("aof_last_bgrewrite_status", "ok"),
-            ("aof_rewrites", "0"),
-            ("aof_rewrites_consecutive_failures", "0"),
-            ("aof_last_write_status", "ok"),
-            ("aof_last_cow_size", "0"),
-            ("module_fork_in_progress", "0"),
-            ("module_fork_last_cow_size", "0"),
-        ] {
+        for (k, v) in crate::aof::info(srv) {
             line(&mut s, k, &v);
         }
     }

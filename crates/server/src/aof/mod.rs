@@ -1,0 +1,556 @@
+//! The append-only file, in Redis 7's multi-part layout (see `manifest`):
+//! start-up loading, appending, rewriting, and turning it on and off.
+//!
+//! The AOF hangs off the write stream (`feed.rs`): an `AofSink` turns each
+//! propagated command into RESP bytes in a buffer; no command writes to
+//! the AOF itself. The event loop calls [`flush`] once per iteration,
+//! after running every ready client and before any reply of that
+//! iteration leaves (Redis's beforeSleep order): the buffer is written,
+//! and with `appendfsync always` fsynced, so a reply never announces a
+//! write the disk does not hold (a group commit: one fsync per iteration,
+//! not per command). `everysec` asks a background thread for an fsync at
+//! most once a second; `no` leaves it to the OS.
+//!
+//! A rewrite writes a new base file (the RDB writer's image, or commands
+//! with aof-use-rdb-preamble no), opens a new incremental file, publishes
+//! both in the manifest (temp file, fsync, rename, fsync of the
+//! directory) and deletes what they replaced. It runs synchronously, on
+//! the executor; a fork-free background snapshot will take its place.
+//!
+//! Parts: `manifest` (the manifest's text), `reader` (the command part's
+//! bytes), `check` (redis-check-aof), `state` (what `Server` keeps),
+//! `load` (replay through the command table).
+
+pub mod check;
+pub mod files;
+pub mod load;
+pub mod manifest;
+pub mod reader;
+pub mod state;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::command::Host;
+use crate::server::{unix_ms, Server};
+use files::{aof_dir, base_dir, dir_name, errno_text, file_name, log, Logged};
+use manifest::Manifest;
+use state::{AofSink, Fsync, Syncer};
+
+/// Reads the manifest of the AOF directory, if there is one.
+///
+/// Errors: the manifest is unreadable or malformed; Redis's FATAL lines
+/// are logged.
+pub fn read_manifest(srv: &Server) -> Result<Manifest, Logged> {
+    let path = aof_dir(srv).join(manifest::manifest_name(&file_name(srv)));
+    let text = match fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
+        Err(e) => {
+            log(srv).warning(&format!("Fatal error: can't open the AOF manifest file {} for reading: {}", path.display(), errno_text(&e)));
+            return Err(Logged);
+        }
+    };
+    Manifest::parse(&text).map_err(|(err, at)| {
+        let l = log(srv);
+        l.warning("\n*** FATAL AOF MANIFEST FILE ERROR ***\n");
+        if let Some((n, line)) = at {
+            l.warning(&format!("Reading the manifest file, at line {n}\n"));
+            l.warning(&format!(">>> '{line}'\n"));
+        }
+        l.warning(&format!("{err}\n"));
+        Logged
+    })
+}
+
+/// Writes `m` as the manifest: a temp file, fsync, rename, fsync of the
+/// directory, as Redis does, so a crash leaves the old or the new one.
+///
+/// Errors: logged with Redis's lines.
+pub fn persist_manifest(srv: &Server, m: &Manifest) -> Result<(), Logged> {
+    let dir = aof_dir(srv);
+    let fname = file_name(srv);
+    let (name, tmp) = (manifest::manifest_name(&fname), manifest::temp_manifest_name(&fname));
+    let l = log(srv);
+    let mut f = File::create(dir.join(&tmp)).map_err(|e| l.warning(&format!("Can't open the AOF manifest file {tmp}: {}", errno_text(&e))))?;
+    f.write_all(m.format().as_bytes()).map_err(|e| l.warning(&format!("Error trying to write the temporary AOF manifest file {tmp}: {}", errno_text(&e))))?;
+    f.sync_all().map_err(|e| l.warning(&format!("Fail to fsync the temp AOF file {tmp}: {}.", errno_text(&e))))?;
+    fs::rename(dir.join(&tmp), dir.join(&name))
+        .map_err(|e| l.warning(&format!("Error trying to rename the temporary AOF manifest file {tmp} into {name}: {}", errno_text(&e))))?;
+    sync_dir(&dir).map_err(|e| l.warning(&format!("Fail to fsync AOF directory {}: {}.", dir.join(&name).display(), errno_text(&e))))?;
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn create_dir(srv: &Server) -> Result<(), Logged> {
+    let dir = aof_dir(srv);
+    fs::create_dir_all(&dir).map_err(|e| log(srv).warning(&format!("Can't open or create append-only dir {}: {}", dir_name(srv), errno_text(&e))))?;
+    Ok(())
+}
+
+
+fn file_size(path: &Path) -> u64 {
+    fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Loads the AOF at start-up (appendonly yes): an old single file in
+/// `dir` is first moved into the directory under a new manifest, as Redis
+/// 7 upgrades it; then the base and incremental files are replayed. No
+/// AOF at all loads nothing (and the RDB file is not read either, as in
+/// Redis).
+///
+/// Errors: why it was refused is logged; the caller exits with status 1.
+pub fn load_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Logged> {
+    let started = Instant::now();
+    let mut m = read_manifest(srv)?;
+    let fname = file_name(srv);
+    let old = base_dir(srv).join(&fname);
+    let dir = aof_dir(srv);
+    if old.is_file() {
+        let empty = m.base.is_none() && m.incr.is_empty();
+        let half_done = m.incr.is_empty() && m.base.as_ref().is_some_and(|b| b.name == fname) && !dir.join(&fname).exists();
+        if !dir.is_dir() || empty || half_done {
+            upgrade(srv, &mut m, &old)?;
+        }
+    }
+    let found = load::load_files(srv, host, &m, false);
+    srv.aof.manifest = m;
+    match found {
+        Err(Logged) => Err(Logged),
+        Ok(None) => Ok(()),
+        Ok(Some(_)) => {
+            log(srv).notice(&format!("DB loaded from append only file: {:.3} seconds", started.elapsed().as_secs_f64()));
+            Ok(())
+        }
+    }
+}
+
+/// Moves an old-style single AOF into the directory as its base.
+fn upgrade(srv: &mut Server, m: &mut Manifest, old: &Path) -> Result<(), Logged> {
+    create_dir(srv)?;
+    let fname = file_name(srv);
+    m.base = Some(manifest::Entry { name: fname.clone(), seq: 1, kind: manifest::Kind::Base });
+    m.base_seq = 1;
+    persist_manifest(srv, m)?;
+    fs::rename(old, aof_dir(srv).join(&fname)).map_err(|e| {
+        log(srv).warning(&format!("Error trying to move the old AOF file {fname} into dir {}: {}", dir_name(srv), errno_text(&e)));
+    })?;
+    log(srv).notice(&format!("Successfully migrated an old-style AOF file ({fname}) into the AOF directory ({}).", dir_name(srv)));
+    Ok(())
+}
+
+/// After loading, with appendonly yes: makes a base file if there is no
+/// AOF yet, opens the last incremental file (or a new one) for appending,
+/// writes the manifest, and attaches the AOF to the write stream. With
+/// appendonly no, only reads the manifest (a later CONFIG SET appendonly
+/// yes continues its numbering).
+///
+/// Errors: logged; the caller exits with status 1.
+pub fn open_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Logged> {
+    apply_settings(srv);
+    if !srv.config.flag("appendonly") {
+        srv.aof.manifest = read_manifest(srv).unwrap_or_default();
+        return Ok(());
+    }
+    create_dir(srv)?;
+    let fname = file_name(srv);
+    let dir = aof_dir(srv);
+    let mut m = srv.aof.manifest.clone();
+    let had_incr = !m.incr.is_empty();
+    if m.base.is_none() && !had_incr {
+        let name = m.new_base(&fname, srv.config.flag("aof-use-rdb-preamble"));
+        write_base(srv, host, &dir.join(&name)).map_err(|e| log(srv).warning(&e))?;
+        log(srv).notice(&format!("Creating AOF base file {name} on server start"));
+    }
+    let name = match m.incr.last() {
+        Some(e) => e.name.clone(),
+        None => m.new_incr(&fname),
+    };
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(dir.join(&name))
+        .map_err(|e| log(srv).warning(&format!("Can't open the append-only file {name}: {}", errno_text(&e))))?;
+    persist_manifest(srv, &m)?;
+    let base = m.base.as_ref().map_or(0, |b| file_size(&dir.join(&b.name)));
+    srv.aof.current_size = m.load_order().map(|e| file_size(&dir.join(&e.name))).sum();
+    srv.aof.base_size = base;
+    srv.aof.manifest = m;
+    srv.aof.file = Some(file);
+    start(srv);
+    log(srv).notice(&format!("{} AOF incr file {name} on server start", if had_incr { "Opening" } else { "Creating" }));
+    Ok(())
+}
+
+/// Marks the AOF on and attaches its sink (the next command it logs is
+/// preceded by SELECT).
+fn start(srv: &mut Server) {
+    srv.aof.on = true;
+    srv.feed.detach("aof");
+    srv.feed.attach(Box::new(AofSink(srv.aof.pending.clone())));
+}
+
+/// Mirrors appendfsync and aof-timestamp-enabled into the running state.
+pub fn apply_settings(srv: &mut Server) {
+    srv.aof.fsync = Fsync::parse(srv.config.get("appendfsync").unwrap_or("everysec"));
+    srv.aof.pending.borrow_mut().timestamps = srv.config.flag("aof-timestamp-enabled");
+}
+
+/// After CONFIG SET: follows appendfsync / aof-timestamp-enabled, and
+/// turns the AOF on (a rewrite, as Redis's startAppendOnly) or off.
+///
+/// Errors: the AOF could not be turned on (the reason is logged).
+pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    apply_settings(srv);
+    let want = srv.config.flag("appendonly");
+    if want && !srv.aof.on {
+        if srv.feed.depth() > 1 {
+            // Inside EXEC or a script: what the transaction propagated so
+            // far would reach the new file after the base that holds it.
+            srv.aof.on = true;
+            srv.aof.rewrite_scheduled = true;
+            log(srv).notice("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
+            return Ok(());
+        }
+        srv.aof.on = true;
+        if let Err(e) = rewrite(srv, host) {
+            srv.aof.on = false;
+            srv.feed.detach("aof");
+            log(srv).warning(&e);
+            log(srv).warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
+            return Err("Unable to turn on AOF. Check server logs.".into());
+        }
+    } else if !want && srv.aof.on {
+        stop(srv);
+    }
+    Ok(())
+}
+
+/// Turns the AOF off: what is buffered is written and synced, the file
+/// closed, the sink detached.
+pub fn stop(srv: &mut Server) {
+    flush(srv);
+    if let Some(f) = srv.aof.file.take() {
+        let _ = f.sync_data();
+    }
+    srv.aof.on = false;
+    srv.aof.rewrite_scheduled = false;
+    srv.aof.pending.borrow_mut().buf.clear();
+    srv.feed.detach("aof");
+}
+
+/// Writes what the sink buffered to the incremental file; with
+/// `appendfsync always` fsyncs it too, with `everysec` asks the fsync
+/// thread when a second has passed. Called once per event-loop iteration
+/// before replies are sent. A write error with `always` exits, as Redis
+/// does: acknowledging writes that are not on disk is not an option.
+pub fn flush(srv: &mut Server) {
+    if !srv.aof.on {
+        return;
+    }
+    let buf = std::mem::take(&mut srv.aof.pending.borrow_mut().buf);
+    if !buf.is_empty() {
+        let Some(file) = srv.aof.file.as_mut() else {
+            // Waiting for a scheduled rewrite to open the file: the base
+            // will hold these writes.
+            return;
+        };
+        match file.write_all(&buf) {
+            Ok(()) => {
+                srv.aof.current_size += buf.len() as u64;
+                srv.aof.unsynced = true;
+                if !srv.aof.last_write_ok {
+                    log(srv).warning("AOF write error looks solved, Redis can write again.");
+                }
+                srv.aof.last_write_ok = true;
+            }
+            Err(e) => {
+                let l = log(srv);
+                l.warning(&format!("Error writing to the AOF file: {}", errno_text(&e)));
+                if srv.aof.fsync == Fsync::Always {
+                    l.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
+                    std::process::exit(1);
+                }
+                srv.aof.last_write_ok = false;
+                // Keep the bytes for the next try, before anything newer.
+                let mut p = srv.aof.pending.borrow_mut();
+                let newer = std::mem::replace(&mut p.buf, buf);
+                p.buf.extend_from_slice(&newer);
+                return;
+            }
+        }
+    }
+    sync_if_due(srv, false);
+}
+
+/// The fsync part of `flush` (also run from cron, so a quiet everysec
+/// server syncs its last writes within a second or two).
+fn sync_if_due(srv: &mut Server, cron: bool) {
+    if !srv.aof.unsynced {
+        return;
+    }
+    let Some(file) = srv.aof.file.as_ref() else { return };
+    match srv.aof.fsync {
+        Fsync::Always if !cron => {
+            if let Err(e) = file.sync_data() {
+                log(srv).warning(&format!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...", errno_text(&e)));
+                std::process::exit(1);
+            }
+            srv.aof.unsynced = false;
+            srv.aof.last_fsync = Instant::now();
+        }
+        Fsync::EverySec if srv.aof.last_fsync.elapsed() >= Duration::from_secs(1) => {
+            let s = srv.aof.syncer.get_or_insert_with(Syncer::start);
+            if s.request(file) {
+                srv.aof.unsynced = false;
+                srv.aof.last_fsync = Instant::now();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Called at shutdown: writes and fsyncs what is left.
+pub fn shutdown(srv: &mut Server) {
+    if !srv.aof.on {
+        return;
+    }
+    flush(srv);
+    log(srv).notice("Calling fsync() on the AOF file.");
+    if let Some(f) = srv.aof.file.as_ref() {
+        let _ = f.sync_data();
+    }
+}
+
+/// Periodic AOF work: the everysec fsync, a scheduled rewrite, and the
+/// automatic rewrite when the AOF grew auto-aof-rewrite-percentage past
+/// its base and is at least auto-aof-rewrite-min-size.
+pub fn cron(srv: &mut Server, host: &mut dyn Host) {
+    flush(srv);
+    sync_if_due(srv, true);
+    if srv.aof.syncer.as_ref().is_some_and(Syncer::failed) {
+        srv.aof.last_write_ok = false;
+    }
+    if srv.aof.rewrite_scheduled && srv.feed.depth() == 0 {
+        srv.aof.rewrite_scheduled = false;
+        if let Err(e) = rewrite(srv, host) {
+            log(srv).warning(&e);
+        }
+        return;
+    }
+    if !srv.aof.on || srv.aof.file.is_none() {
+        return;
+    }
+    let pct: u64 = srv.config.get("auto-aof-rewrite-percentage").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let min: u64 = srv.config.get("auto-aof-rewrite-min-size").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let (cur, base) = (srv.aof.current_size, srv.aof.base_size.max(1));
+    if pct > 0 && cur > min && (cur - base.min(cur)) * 100 / base >= pct {
+        log(srv).notice(&format!("Starting automatic rewriting of AOF on {}% growth", (cur - base.min(cur)) * 100 / base));
+        if let Err(e) = rewrite(srv, host) {
+            log(srv).warning(&e);
+        }
+    }
+}
+
+/// BGREWRITEAOF: a new base from the dataset, a new incremental file when
+/// the AOF is on, the manifest switched to them, the files they replace
+/// deleted. Synchronous for now.
+///
+/// Errors: what failed; nothing of the manifest changed then.
+pub fn rewrite(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    let started = Instant::now();
+    let l = log(srv);
+    l.notice(&format!("Background append only file rewriting started by pid {}", std::process::id()));
+    flush(srv);
+    let result = rewrite_files(srv, host);
+    let secs = started.elapsed().as_secs() as i64;
+    srv.aof.last_rewrite_secs = secs;
+    match &result {
+        Ok(()) => {
+            srv.aof.rewrites += 1;
+            srv.aof.rewrite_failures = 0;
+            srv.aof.last_rewrite_ok = true;
+            l.notice("Background AOF rewrite terminated with success");
+            l.notice("Background AOF rewrite finished successfully");
+        }
+        Err(_) => {
+            srv.aof.rewrite_failures += 1;
+            srv.aof.last_rewrite_ok = false;
+            l.warning("Background AOF rewrite terminated with error");
+        }
+    }
+    result
+}
+
+fn rewrite_files(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    if create_dir(srv).is_err() {
+        return Err("Can't open or create append-only dir".into());
+    }
+    let dir = aof_dir(srv);
+    let fname = file_name(srv);
+    let mut m = srv.aof.manifest.clone();
+    let mut new_file = None;
+    if srv.aof.on {
+        let name = m.new_incr(&fname);
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.join(&name))
+            .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))?;
+        log(srv).notice(&format!("Creating AOF incr file {name} on background rewrite"));
+        new_file = Some((f, name));
+    }
+    let base = m.new_base(&fname, srv.config.flag("aof-use-rdb-preamble"));
+    let base_path = dir.join(&base);
+    let undo = |name: &Option<(File, String)>| {
+        if let Some((_, n)) = name {
+            let _ = fs::remove_file(dir.join(n));
+        }
+    };
+    if let Err(e) = write_base(srv, host, &base_path) {
+        undo(&new_file);
+        return Err(e);
+    }
+    m.retire_incr(usize::from(new_file.is_some()));
+    if persist_manifest(srv, &m).is_err() {
+        undo(&new_file);
+        let _ = fs::remove_file(&base_path);
+        return Err("Error persisting the AOF manifest".into());
+    }
+    // From here the new files are the AOF.
+    let base_size = file_size(&base_path);
+    srv.aof.base_size = base_size;
+    srv.aof.current_size = base_size;
+    if let Some((f, _)) = new_file {
+        srv.aof.file = Some(f);
+        srv.aof.unsynced = false;
+        start(srv);
+    }
+    for h in std::mem::take(&mut m.history) {
+        log(srv).notice(&format!("Removing the history file {} in the background", h.name));
+        let _ = fs::remove_file(dir.join(&h.name));
+    }
+    let _ = persist_manifest(srv, &m);
+    srv.aof.manifest = m;
+    Ok(())
+}
+
+/// Writes a base file at `path` (under a temporary name first): the RDB
+/// image with aof-use-rdb-preamble yes, else one command per key.
+///
+/// Errors: what failed, in Redis's words where it has them.
+pub fn write_base(srv: &mut Server, host: &mut dyn Host, path: &Path) -> Result<(), String> {
+    let tmp = path.with_file_name(format!("temp-rewriteaof-{}.aof", std::process::id()));
+    let result = if srv.config.flag("aof-use-rdb-preamble") {
+        crate::persist::write_image(srv, host, &tmp, true)
+    } else {
+        write_commands(srv, host, &tmp)
+    };
+    let result = result.and_then(|()| fs::rename(&tmp, path).map_err(|e| format!("Error moving temp append only file on the final destination: {}", errno_text(&e))));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A base of commands: function libraries (FUNCTION LOAD), then for each
+/// database a SELECT and one RESTORE per key carrying its absolute TTL.
+fn write_commands(srv: &Server, host: &mut dyn Host, tmp: &Path) -> Result<(), String> {
+    let now = unix_ms();
+    let mut out = Vec::new();
+    if srv.config.flag("aof-timestamp-enabled") {
+        out.extend_from_slice(format!("#TS:{}\r\n", now / 1000).as_bytes());
+    }
+    for code in host.scripts_ref().function_codes() {
+        reader::encode(&[b"FUNCTION".to_vec(), b"LOAD".to_vec(), code], &mut out);
+    }
+    for (i, db) in srv.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        reader::encode(&[b"SELECT".to_vec(), i.to_string().into_bytes()], &mut out);
+        db.for_each(|k, v, exp| {
+            if exp.is_some_and(|e| e <= now) {
+                return;
+            }
+            let payload = storage::rdb::dump_payload(v, now);
+            let ttl = exp.map_or(b"0".to_vec(), |e| e.to_string().into_bytes());
+            let mut argv = vec![b"RESTORE".to_vec(), k.to_vec(), ttl, payload, b"REPLACE".to_vec()];
+            if exp.is_some() {
+                argv.push(b"ABSTTL".to_vec());
+            }
+            reader::encode(&argv, &mut out);
+        });
+    }
+    let mut f = File::create(tmp).map_err(|e| format!("Opening the temp file for AOF rewrite in rewriteAppendOnlyFile(): {}", errno_text(&e)))?;
+    f.write_all(&out).and_then(|()| f.sync_all()).map_err(|e| format!("Write error writing append only file on disk: {}", errno_text(&e)))
+}
+
+/// DEBUG LOADAOF: writes what is buffered, empties the dataset and loads
+/// it back from the AOF files.
+///
+/// Errors: Redis's reply text; the reason is logged.
+pub fn debug_loadaof(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    if srv.aof.on {
+        flush(srv);
+        if let Some(f) = srv.aof.file.as_ref() {
+            let _ = f.sync_data();
+        }
+    }
+    for db in &mut srv.dbs {
+        db.clear();
+    }
+    let m = read_manifest(srv).map_err(|_| "Error trying to load the AOF files, check server logs.".to_string())?;
+    // Redis deletes leftover history files here.
+    let dir = aof_dir(srv);
+    let mut m2 = m.clone();
+    if !m2.history.is_empty() && !srv.config.flag("aof-disable-auto-gc") {
+        for h in std::mem::take(&mut m2.history) {
+            log(srv).notice(&format!("Removing the history file {} in the background", h.name));
+            let _ = fs::remove_file(dir.join(&h.name));
+        }
+        let _ = persist_manifest(srv, &m2);
+    }
+    match load::load_files(srv, host, &m2, true) {
+        Err(Logged) => Err("Error trying to load the AOF files, check server logs.".into()),
+        Ok(_) => {
+            srv.aof.manifest = m2;
+            log(srv).notice("Append Only File loaded by DEBUG LOADAOF");
+            Ok(())
+        }
+    }
+}
+
+/// INFO persistence's AOF lines, as Redis 7 prints them.
+pub fn info(srv: &Server) -> Vec<(&'static str, String)> {
+    let a = &srv.aof;
+    let mut v: Vec<(&'static str, String)> = vec![
+        ("aof_enabled", u8::from(a.on).to_string()),
+        ("aof_rewrite_in_progress", "0".into()),
+        ("aof_rewrite_scheduled", u8::from(a.rewrite_scheduled).to_string()),
+        ("aof_last_rewrite_time_sec", a.last_rewrite_secs.to_string()),
+        ("aof_current_rewrite_time_sec", "-1".into()),
+        ("aof_last_bgrewrite_status", if a.last_rewrite_ok { "ok" } else { "err" }.into()),
+        ("aof_rewrites", a.rewrites.to_string()),
+        ("aof_rewrites_consecutive_failures", a.rewrite_failures.to_string()),
+        ("aof_last_write_status", if a.last_write_ok && !a.syncer.as_ref().is_some_and(Syncer::failed) { "ok" } else { "err" }.into()),
+        ("aof_last_cow_size", "0".into()),
+        ("module_fork_in_progress", "0".into()),
+        ("module_fork_last_cow_size", "0".into()),
+    ];
+    if srv.config.flag("appendonly") {
+        v.push(("aof_current_size", a.current_size.to_string()));
+        v.push(("aof_base_size", a.base_size.to_string()));
+        v.push(("aof_pending_rewrite", u8::from(a.rewrite_scheduled).to_string()));
+        v.push(("aof_buffer_length", a.buffered().to_string()));
+        v.push(("aof_pending_bio_fsync", u8::from(a.syncer.as_ref().is_some_and(Syncer::busy)).to_string()));
+        v.push(("aof_delayed_fsync", "0".into()));
+    }
+    v
+}

@@ -1,0 +1,400 @@
+"""The append-only file: Redis 7's multi-part layout (manifest, base, incremental files),
+loading at start-up (truncated tails, corrupt files, an old single-file AOF), rewrites,
+CONFIG SET appendonly, redis-check-aof, a Redis 7.0 AOF directory loaded by densekv,
+and durability: with appendfsync always no acknowledged write is lost to SIGKILL, with
+everysec at most the last two seconds."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from conftest import HOST, Server, free_port, ping, server_binary
+from test_persistence import fill, snapshot
+
+AOF_DIR = "appendonlydir"
+MANIFEST = os.path.join(AOF_DIR, "appendonly.aof.manifest")
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="densekv-aof-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def start(workdir: str, *extra: str) -> Server:
+    return Server(server_binary(), ("--appendonly", "yes", *extra), workdir=workdir).start()
+
+
+def kill(s: Server) -> None:
+    """SIGKILL: no shutdown, no final save; only what the AOF holds survives."""
+    s.proc.send_signal(signal.SIGKILL)
+    s.proc.wait()
+
+
+def manifest(workdir: str) -> list[str]:
+    with open(os.path.join(workdir, MANIFEST)) as f:
+        return f.read().splitlines()
+
+
+def incr_path(workdir: str) -> str:
+    name = [l.split()[1] for l in manifest(workdir) if l.endswith("type i")][-1]
+    return os.path.join(workdir, AOF_DIR, name)
+
+
+def run_server(workdir: str, *extra: str) -> subprocess.CompletedProcess:
+    """Start a server that is expected to refuse to start; its exit and output."""
+    return subprocess.run([server_binary(), "--port", str(free_port()), "--bind", HOST, "--save", "",
+                           "--appendonly", "yes", *extra], cwd=workdir, capture_output=True, timeout=30)
+
+
+def test_every_type_survives_sigkill_and_restart(workdir):
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        fill(r)
+        r.incrbyfloat("float", 1.5)
+        with r.pipeline(transaction=True) as p:
+            p.incr("counter").incr("counter").lpush("list:small", "tx")
+            p.execute()
+        r.expire("str", 1000)
+        r.execute_command("SETEX", "setex", 1000, "v")
+        r.set("gone", "x", px=1)
+        time.sleep(0.01)
+        expected = snapshot(r)
+        ttl = r.pttl("str")
+    finally:
+        kill(s)
+    assert manifest(workdir) == ["file appendonly.aof.1.base.rdb seq 1 type b",
+                                 "file appendonly.aof.1.incr.aof seq 1 type i"]
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert snapshot(r) == expected
+        # TTLs were logged as absolute times: a restart does not stretch them.
+        assert 0 < r.pttl("str") <= ttl
+        assert r.exists("gone") == 0
+        assert "DB loaded from append only file" in open(s.log_path).read()
+    finally:
+        s.stop()
+
+
+def test_rewrite_switches_files_and_keeps_data(workdir):
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        fill(r)
+        assert r.bgrewriteaof() in (True, b"Background append only file rewriting started")
+        assert manifest(workdir) == ["file appendonly.aof.2.base.rdb seq 2 type b",
+                                     "file appendonly.aof.2.incr.aof seq 2 type i"]
+        assert sorted(os.listdir(os.path.join(workdir, AOF_DIR))) == [
+            "appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+        r.set("after", "rewrite")
+        info = r.info("persistence")
+        assert info["aof_enabled"] == 1 and info["aof_rewrites"] == 1
+        assert info["aof_last_bgrewrite_status"] == "ok" and info["aof_last_write_status"] == "ok"
+        assert info["aof_base_size"] > 0 and info["aof_current_size"] > info["aof_base_size"]
+        # A base of commands instead of an RDB image.
+        r.config_set("aof-use-rdb-preamble", "no")
+        r.bgrewriteaof()
+        assert manifest(workdir)[0] == "file appendonly.aof.3.base.aof seq 3 type b"
+        r.set("after2", "x")
+        expected = snapshot(r)
+    finally:
+        kill(s)
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert snapshot(r) == expected
+        r.set("more", "1")
+        assert r.execute_command("DEBUG", "LOADAOF") == b"OK"
+        expected["more"] = None
+        assert r.get("more") == b"1" and r.get("after2") == b"x"
+    finally:
+        s.stop()
+
+
+def test_config_set_appendonly_turns_it_on_and_off(workdir):
+    s = Server(server_binary(), (), workdir=workdir).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("before", "1")
+        assert r.info("persistence")["aof_enabled"] == 0
+        r.config_set("appendonly", "yes")
+        assert r.info("persistence")["aof_enabled"] == 1
+        assert os.path.exists(os.path.join(workdir, MANIFEST))
+        r.set("during", "2")
+        r.config_set("appendonly", "no")
+        r.set("after", "3")
+        assert r.info("persistence")["aof_enabled"] == 0
+    finally:
+        kill(s)
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.get("before") == b"1" and r.get("during") == b"2" and r.get("after") is None
+    finally:
+        s.stop()
+
+
+def write_some(workdir: str, *extra: str) -> dict:
+    s = start(workdir, *extra)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        for i in range(20):
+            r.set(f"k{i}", i)
+        return snapshot(r, dbs=(0,))
+    finally:
+        kill(s)
+
+
+def test_truncated_tail_loads_with_aof_load_truncated_yes_only(workdir):
+    expected = write_some(workdir)
+    path = incr_path(workdir)
+    good = os.path.getsize(path)
+    with open(path, "ab") as f:
+        f.write(b"*3\r\n$3\r\nSET\r\n$2\r\nzz\r\n$5\r\nhal")
+    proc = run_server(workdir, "--aof-load-truncated", "no")
+    assert proc.returncode == 1
+    assert b"Unexpected end of file reading the append only file appendonly.aof.1.incr.aof" in proc.stdout
+    s = start(workdir, "--aof-load-truncated", "yes")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert snapshot(r, dbs=(0,)) == expected
+        log = open(s.log_path).read()
+        assert "!!! Warning: short read while loading the AOF file appendonly.aof.1.incr.aof!!!" in log
+        assert f"!!! Truncating the AOF appendonly.aof.1.incr.aof at offset {good} !!!" in log
+        r.set("next", "1")
+    finally:
+        kill(s)
+    s = start(workdir)
+    try:
+        assert redis.Redis(host=HOST, port=s.port).get("next") == b"1"
+    finally:
+        s.stop()
+
+
+def test_incomplete_transaction_is_reverted(workdir):
+    expected = write_some(workdir)
+    with open(incr_path(workdir), "ab") as f:
+        f.write(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$2\r\nzz\r\n$1\r\n1\r\n")
+    s = start(workdir)
+    try:
+        assert snapshot(redis.Redis(host=HOST, port=s.port), dbs=(0,)) == expected
+        assert "Revert incomplete MULTI/EXEC transaction in AOF file" in open(s.log_path).read()
+    finally:
+        s.stop()
+
+
+def test_corrupt_files_are_refused(workdir):
+    write_some(workdir)
+    path = incr_path(workdir)
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[:40] + b"garbage\r\n" + data[40:])
+    proc = run_server(workdir)
+    assert proc.returncode == 1
+    assert b"Bad file format reading the append only file appendonly.aof.1.incr.aof" in proc.stdout
+    assert b"offset" in proc.stdout
+    with open(path, "wb") as f:
+        f.write(data + b"*2\r\n$3\r\nBLA\r\n$1\r\nx\r\n")
+    proc = run_server(workdir)
+    assert proc.returncode == 1
+    assert b"Unknown command 'BLA' reading the append only file appendonly.aof.1.incr.aof" in proc.stdout
+    # A broken RDB base and a bad manifest.
+    with open(path, "wb") as f:
+        f.write(data)
+    base = os.path.join(workdir, AOF_DIR, "appendonly.aof.1.base.rdb")
+    b = open(base, "rb").read()
+    with open(base, "wb") as f:
+        f.write(b[: len(b) // 2])
+    proc = run_server(workdir)
+    assert proc.returncode == 1
+    assert b"Error reading the RDB base file appendonly.aof.1.base.rdb, AOF loading aborted" in proc.stdout
+    with open(os.path.join(workdir, MANIFEST), "w") as f:
+        f.write("file x seq 1\n")
+    proc = run_server(workdir)
+    assert proc.returncode == 1
+    assert b"Invalid AOF manifest file format" in proc.stdout
+
+
+def test_old_single_file_aof_is_upgraded(workdir):
+    with open(os.path.join(workdir, "appendonly.aof"), "wb") as f:
+        f.write(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$3\r\nold\r\n$5\r\nstyle\r\n")
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.get("old") == b"style"
+        assert manifest(workdir) == ["file appendonly.aof seq 1 type b", "file appendonly.aof.1.incr.aof seq 1 type i"]
+        assert not os.path.exists(os.path.join(workdir, "appendonly.aof"))
+        assert "Successfully migrated an old-style AOF file (appendonly.aof) into the AOF directory (appendonlydir)." in open(s.log_path).read()
+    finally:
+        s.stop()
+
+
+def test_timestamps_and_redis_check_aof(workdir):
+    s = start(workdir, "--aof-timestamp-enabled", "yes")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("a", "1")
+    finally:
+        kill(s)
+    assert open(incr_path(workdir), "rb").read().startswith(b"#TS:")
+    tool = os.path.join(workdir, "redis-check-aof")
+    os.symlink(server_binary(), tool)
+    out = subprocess.run([tool, os.path.join(workdir, MANIFEST)], capture_output=True, text=True)
+    assert out.returncode == 0
+    assert "Start checking Multi Part AOF" in out.stdout and "All AOF files and manifest are valid" in out.stdout
+    with open(incr_path(workdir), "ab") as f:
+        f.write(b"*2\r\n$3\r\nGET")
+    out = subprocess.run([tool, os.path.join(workdir, MANIFEST)], capture_output=True, text=True)
+    assert out.returncode == 1 and "is not valid. Use the --fix option to try fixing it." in out.stdout
+    out = subprocess.run([tool, "--fix", os.path.join(workdir, MANIFEST)], input="y\n", capture_output=True, text=True)
+    assert out.returncode == 0 and "Successfully truncated AOF" in out.stdout
+
+
+# Interop: Redis 7.0 writes an AOF directory, densekv loads it.
+
+def redis_server() -> str | None:
+    return shutil.which("redis-server")
+
+
+def mixed_workload(r: redis.Redis) -> None:
+    fill(r)
+    r.incrbyfloat("float", 2.25)
+    r.spop("set:small")
+    r.expire("str", 5000)
+    r.set("ex", "v", ex=5000)
+    r.lmove("list:small", "list:moved", "LEFT", "RIGHT")
+    r.zincrby("zset:small", 3, "a")
+    r.hincrby("hash:small", "n", 5)
+    r.pfadd("hll", "a", "b", "c")
+    r.setbit("bits", 100, 1)
+    r.xadd("stream", {"c": 3}, id="3-1")
+    r.xack("stream", "g", "1-1")
+    r.xgroup_create("stream", "g2", id="$")
+    with r.pipeline(transaction=True) as p:
+        p.incr("tx").rpush("list:small", "t").sadd("set:int", 99)
+        p.execute()
+    r.eval("redis.call('set', KEYS[1], ARGV[1]); redis.call('incr', KEYS[2])", 2, "lua", "n", "v")
+    r.delete("long")
+    r.select(5)
+    r.set("db5", "five")
+    r.select(0)
+
+
+@pytest.mark.skipif(redis_server() is None, reason="redis-server not installed")
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_redis_70_aof_loads_in_densekv(workdir, preamble):
+    port = free_port()
+    proc = subprocess.Popen([redis_server(), "--port", str(port), "--bind", HOST, "--save", "", "--dir", workdir,
+                             "--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", preamble,
+                             "--daemonize", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while ping(port, timeout=0.5) is None:
+            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
+            time.sleep(0.05)
+        r = redis.Redis(host=HOST, port=port)
+        mixed_workload(r)
+        # Half before a rewrite (into the base), half after (the incr file).
+        r.bgrewriteaof()
+        deadline = time.monotonic() + 20
+        while r.info("persistence")["aof_rewrite_in_progress"] or r.info("persistence")["aof_rewrite_scheduled"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.2)
+        r.rpush("list:after", "x")
+        r.hset("hash:small", "after", "rewrite")
+        expected = snapshot(r, dbs=(0, 3, 5))
+        ttls = {k: r.pttl(k) for k in (b"str", b"ex", b"ttl")}
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert snapshot(r, dbs=(0, 3, 5)) == expected
+        for k, t in ttls.items():
+            assert 0 < r.pttl(k) <= t
+    finally:
+        s.stop()
+
+
+# Durability.
+
+def writer(port: int, acked: list, stop: threading.Event, prefix: str) -> None:
+    try:
+        # No retries: a retried SET after the kill would reconnect with backoff.
+        r = redis.Redis(host=HOST, port=port, socket_timeout=5, retry=Retry(NoBackoff(), 0))
+        i = 0
+        while not stop.is_set():
+            r.set(f"{prefix}:{i}", i)
+            acked.append((f"{prefix}:{i}", time.monotonic()))
+            i += 1
+    except (redis.ConnectionError, redis.TimeoutError, ConnectionResetError):
+        pass
+
+
+def kill_while_writing(workdir: str, seconds: float, *extra: str) -> tuple[list, float]:
+    s = start(workdir, *extra)
+    acked: list = []
+    stop = threading.Event()
+    threads = [threading.Thread(target=writer, args=(s.port, acked, stop, f"w{n}:{s.port}")) for n in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    killed_at = time.monotonic()
+    kill(s)
+    stop.set()
+    for t in threads:
+        t.join()
+    return acked, killed_at
+
+
+def absent(r: redis.Redis, keys: list) -> list:
+    """The keys of `keys` that do not exist, asked in batches."""
+    out = []
+    for i in range(0, len(keys), 1000):
+        batch = keys[i:i + 1000]
+        out.extend(k for k, v in zip(batch, r.mget(batch)) if v is None)
+    return out
+
+
+def test_appendfsync_always_loses_no_acknowledged_write(workdir):
+    rng = random.Random(7)
+    everything: list = []
+    for _ in range(20):
+        acked, _ = kill_while_writing(workdir, rng.uniform(0.02, 0.25), "--appendfsync", "always")
+        everything.extend(k for k, _ in acked)
+    assert len(everything) > 100
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert absent(r, everything) == []
+    finally:
+        s.stop()
+
+
+def test_appendfsync_everysec_loses_at_most_two_seconds(workdir):
+    acked, killed_at = kill_while_writing(workdir, 2.5, "--appendfsync", "everysec")
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        when = dict(acked)
+        lost = [(k, when[k]) for k in absent(r, [k for k, _ in acked])]
+        assert all(killed_at - t <= 2.0 for _, t in lost), lost[:3]
+    finally:
+        s.stop()
