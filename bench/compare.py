@@ -72,6 +72,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -589,7 +590,6 @@ def hash_writer(port: int, stop, log: list) -> None:
 
 
 def expiry_run(args, s: Server, expire: bool) -> dict:
-    import threading
     n = args.n or 1_000_000
     ttl = args.ttl_ms / 1000
     with Conn(s.port) as c:
@@ -873,13 +873,10 @@ def persistence(s: Server, field: str) -> str:
     return s.info("persistence")[field]
 
 
-def wait_job(s: Server, job: str, poll: float = 0.01, on_poll=None) -> float:
-    """Wait until the background `job` (bgsave, bgrewriteaof) is over; seconds waited.
-    `on_poll` runs at every poll (a sampler)."""
+def wait_job(s: Server, job: str, poll: float = 0.01) -> float:
+    """Wait until the background `job` (bgsave, bgrewriteaof) is over; seconds waited."""
     t0 = time.perf_counter()
     while True:
-        if on_poll:
-            on_poll()
         if persistence(s, BACKGROUND_JOBS[job]) == "0":
             return time.perf_counter() - t0
         time.sleep(poll)
@@ -916,6 +913,15 @@ def pss_samples(s: Server, count: int, gap: float = 0.05) -> list[int]:
     return out
 
 
+def pss_sampler(s: Server, stop, got: list, gap: float = 0.05) -> None:
+    """PSS every `gap` seconds until `stop` is set, and once more then; independent of
+    how fast the server answers."""
+    while not stop.is_set():
+        got.append(s.pss())
+        stop.wait(gap)
+    got.append(s.pss())
+
+
 def cmd_bgsave_memory(args) -> None:
     header("densekv vs redis: memory during BGSAVE under writes", args)
     n = args.keys
@@ -930,15 +936,15 @@ def cmd_bgsave_memory(args) -> None:
             try:
                 time.sleep(1.0)  # the writer is at full speed before the save starts
                 writing = max(pss_samples(s, 10))
-                peak, samples = 0, 0
-
-                def sample():
-                    nonlocal peak, samples
-                    peak, samples = max(peak, s.pss()), samples + 1
-
-                with Conn(s.port) as c:
-                    c.call("BGSAVE")
-                save_secs = wait_job(s, "bgsave", poll=0.05, on_poll=sample)
+                stop, got = threading.Event(), []
+                sampler = threading.Thread(target=pss_sampler, args=(s, stop, got))
+                sampler.start()
+                try:
+                    save_secs = run_job(s, "bgsave", poll=0.05)
+                finally:
+                    stop.set()
+                    sampler.join()
+                peak, samples = max(got), len(got)
             finally:
                 writer.terminate()
                 writer.wait()
@@ -1005,12 +1011,12 @@ def cmd_rdb(args) -> None:
     table(["", "densekv", "redis", "densekv/redis"], rows)
 
 
-def run_job(s: Server, job: str) -> float:
+def run_job(s: Server, job: str, poll: float = 0.01) -> float:
     """Start the background `job` and wait for its end; seconds from start to end."""
     t0 = time.perf_counter()
     with Conn(s.port) as c:
         c.call(job.upper())
-    wait_job(s, job)
+    wait_job(s, job, poll)
     return time.perf_counter() - t0
 
 
@@ -1048,7 +1054,6 @@ def latency_probe(port: int, stop, worst: list) -> None:
 
 
 def throughput_run(args, s: Server, pipeline: int, job: str | None) -> dict:
-    import threading
     stop, done, worst = threading.Event(), [], [0.0]
     threads = [threading.Thread(target=latency_probe, args=(s.port, stop, worst))]
     if job:
