@@ -8,6 +8,9 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py latency    [-n N] [--probe get|ping]
   bench/compare.py hash       [--sizes 100,511,...] [--no-ttl]
   bench/compare.py hash-expiry [-n N] [--ttl-ms 3000] [--rounds 3]
+  bench/compare.py bgsave-memory [--keys 4000000] [--rounds R]
+  bench/compare.py rdb        [-n N] [--rounds R]
+  bench/compare.py save-throughput [--during bgsave|bgrewriteaof] [--keys 2000000] [--pipeline 16,1] [--rounds R]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -32,7 +35,20 @@ hash-expiry N=1,000,000 fields get a 3 s TTL in one hash (each server with HPEXP
             how long after the last deadline it reaches 0, while a pipelined writer fills
             another hash; the writer's throughput around the deadline is compared with
             the same run without TTLs
-
+bgsave-memory  loads --keys `SET key:<12 digits> <100 bytes>`, then BGSAVE while
+            redis-benchmark -t set -d 100 -r <keys> overwrites random keys; PSS
+            (/proc/PID/smaps_rollup) of the server plus any child it forked, sampled every
+            50 ms until the save ends: steady, peak and peak/steady for each server
+            (a forking save's copy-on-write shows here)
+rdb         N=10,000,000 keys, half `SET k:<n> <20 bytes>`, half `HSET h:<n> f1 v1 f2 v2 f3 v3`:
+            SAVE time, file size, BGSAVE time (start to rdb_bgsave_in_progress:0), and the
+            load on a restart (spawn to the first PING answered; the log's
+            `DB loaded from disk` too); densekv, redis and the ratio
+save-throughput  redis-benchmark SET (-d 100, -c 50, -P 16 and 1, -r over --keys loaded
+            keys) without a save, then with --during bgsave (or bgrewriteaof) started again
+            as soon as the last ends; SET/s with/without, redis-benchmark's max latency and
+            a 1-per-ms SET probe's longest round trip. A server without the command
+            (unknown command) is reported and skipped
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
 redis-server checks the script itself. Standard library only; output is Markdown.
@@ -56,6 +72,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -84,27 +101,35 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
-    def start(self, attempts: int = 5) -> "Server":
+    def start(self, attempts: int = 5, ready_within: float = 15) -> "Server":
+        """Start on a free port in self.dir (an RDB file there is loaded) and wait for the
+        first PING answered (not -LOADING); self.ready_secs is the time from spawning."""
         for _ in range(attempts):
             self.port = free_port()
             argv = [*self.argv_prefix[:1], "--port", str(self.port), "--bind", HOST,
                     "--save", "", "--appendonly", "no", *self.argv_prefix[1:]]
+            t0 = time.perf_counter()
             with open(self.log, "ab") as log:
                 self.proc = subprocess.Popen(argv, cwd=self.dir, stdin=subprocess.DEVNULL,
                                              stdout=log, stderr=subprocess.STDOUT)
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + ready_within
             while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    with Conn(self.port, timeout=0.5) as c:
+                try:  # a server still loading may hold the PING until it is done
+                    with Conn(self.port, timeout=max(0.5, deadline - time.monotonic())) as c:
                         c.call("PING")
+                    self.ready_secs = time.perf_counter() - t0
                     return self
                 except OSError:
-                    time.sleep(0.05)
-            self.stop()
+                    time.sleep(0.01)
+                except RuntimeError as e:  # -LOADING: Redis answers while it loads
+                    if not str(e).startswith("LOADING"):
+                        raise
+                    time.sleep(0.01)
+            self.stop(keep_dir=True)
         raise SystemExit(f"{self.name}: could not start {argv[0]}; see {self.log}:\n"
                          + Path(self.log).read_text(errors="replace")[-2000:])
 
-    def stop(self) -> None:
+    def stop(self, keep_dir: bool = False) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -112,7 +137,22 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def pss(self) -> int:
+        """Proportional set size of the server and every process it forked, in bytes:
+        pages a forked child shares with its parent count once between them."""
+        total = 0
+        for pid in process_tree(self.proc.pid):
+            try:
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # a child that just exited
+        return total
 
     def check_alive(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -137,10 +177,29 @@ class Server:
                     and not line.startswith("#"))
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (from /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo += [int(c) for c in task.read_text().split()]
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return out
+
+
+def new_servers(args) -> list[Server]:
+    """densekv and redis, not started yet."""
+    return [Server("densekv", [args.densekv_bin]),
+            Server("redis", [args.redis_bin, "--daemonize", "no"])]
+
+
 def start_servers(args) -> list[Server]:
     """Start densekv and redis; both are stopped at exit (including SIGINT/SIGTERM)."""
-    servers = [Server("densekv", [args.densekv_bin]),
-               Server("redis", [args.redis_bin, "--daemonize", "no"])]
+    servers = new_servers(args)
     try:
         for s in servers:
             s.start()
@@ -250,35 +309,56 @@ def session_json(rng: random.Random) -> bytes:
     return v
 
 
+WORKLOADS = ["sessions", "intkeys", "values100", "mixed"]
+VALUE100 = b"v" * 100
+
+
 def batches(workload: str, n: int, batch: int = 10_000, seed: int = 1):
-    """Yield (resp_bytes, count) chunks of the workload's commands."""
+    """Yield (resp_bytes, count, reply) chunks of the workload's commands, each of whose
+    `count` commands answers `reply`.
+
+      sessions   SETEX session:<40 hex> 2592000 <46-byte JSON>
+      intkeys    SET key:<n> <n>
+      values100  SET key:<n, 12 digits> <100 bytes>: redis-benchmark's `-t set -r N` keys
+      mixed      SET k:<n> <20 bytes> for even n, HSET h:<n> f1 v1 f2 v2 f3 v3 for odd n
+    """
     rng = random.Random(seed)
-    if workload == "sessions":
-        head = b"*4\r\n$5\r\nSETEX\r\n$48\r\nsession:"
-        mid = b"\r\n$7\r\n%d\r\n$46\r\n" % SESSION_TTL
-        for start in range(0, n, batch):
-            count = min(batch, n - start)
+    for start in range(0, n, batch):
+        stop = min(start + batch, n)
+        if workload == "sessions":
+            head = b"*4\r\n$5\r\nSETEX\r\n$48\r\nsession:"
+            mid = b"\r\n$7\r\n%d\r\n$46\r\n" % SESSION_TTL
             yield b"".join(b"%s%040x%s%s\r\n" % (head, rng.getrandbits(160), mid, session_json(rng))
-                           for _ in range(count)), count
-    elif workload == "intkeys":
-        for start in range(0, n, batch):
-            stop = min(start + batch, n)
+                           for _ in range(start, stop)), stop - start, OK
+        elif workload == "intkeys":
             parts = []
             for i in range(start, stop):
                 s = b"%d" % i
                 parts.append(b"*3\r\n$3\r\nSET\r\n$%d\r\nkey:%s\r\n$%d\r\n%s\r\n"
                              % (len(s) + 4, s, len(s), s))
-            yield b"".join(parts), stop - start
-    else:
-        raise ValueError(workload)
+            yield b"".join(parts), stop - start, OK
+        elif workload == "values100":
+            tail = b"\r\n$100\r\n" + VALUE100 + b"\r\n"
+            yield b"".join(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d%s" % (i, tail)
+                           for i in range(start, stop)), stop - start, OK
+        elif workload == "mixed":  # one batch of each kind, so each batch has one reply
+            sets = range(start + start % 2, stop, 2)
+            yield b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk:%s\r\n$20\r\nval:%016d\r\n"
+                           % (len(k) + 2, k, i) for i in sets for k in (b"%d" % i,)), len(sets), OK
+            hsets = range(start + 1 - start % 2, stop, 2)
+            fields = b"$2\r\nf1\r\n$2\r\nv1\r\n$2\r\nf2\r\n$2\r\nv2\r\n$2\r\nf3\r\n$2\r\nv3\r\n"
+            yield (b"".join(b"*8\r\n$4\r\nHSET\r\n$%d\r\nh:%s\r\n%s" % (len(k) + 2, k, fields)
+                            for i in hsets for k in (b"%d" % i,)), len(hsets), b":3\r\n")
+        else:
+            raise ValueError(workload)
 
 
 def load(port: int, workload: str, n: int) -> float:
     """Load the workload over one pipelined connection; return seconds taken."""
     t0 = time.perf_counter()
     with Conn(port) as c:
-        for data, count in batches(workload, n):
-            c.send_batch(data, count)
+        for data, count, reply in batches(workload, n):
+            c.send_batch(data, count, reply)
     return time.perf_counter() - t0
 
 
@@ -345,10 +425,7 @@ def cmd_memory(args) -> None:
                 before = memory_sample(s)
                 secs = load(s.port, workload, n)
                 after = memory_sample(s, args.settle)
-                with Conn(s.port) as c:
-                    keys = int(c.call("DBSIZE"))
-                if keys != n:
-                    raise SystemExit(f"{s.name}: DBSIZE {keys}, expected {n}")
+                check_dbsize(s, n)
                 results[s.name] = (before, after, secs)
         finally:
             stop_servers(servers)
@@ -513,7 +590,6 @@ def hash_writer(port: int, stop, log: list) -> None:
 
 
 def expiry_run(args, s: Server, expire: bool) -> dict:
-    import threading
     n = args.n or 1_000_000
     ttl = args.ttl_ms / 1000
     with Conn(s.port) as c:
@@ -633,17 +709,26 @@ def cmd_hash_expiry(args) -> None:
 # ---------------------------------------------------------------- throughput
 
 
-def benchmark(args, s: Server, pipeline: int) -> dict[str, float]:
-    argv = ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", args.tests,
-            "-c", str(args.clients), "-n", str(args.n or 2_000_000), "-r", "1000000",
-            "-P", str(pipeline), "--csv", "-q"]
+def bench_argv(s: Server, tests: str, clients: int, n: int, keyspace: int, pipeline: int,
+               *extra: str) -> list[str]:
+    return ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", tests, "-c", str(clients),
+            "-n", str(n), "-r", str(keyspace), "-P", str(pipeline), *extra]
+
+
+def run_benchmark(argv: list[str], s: Server, timeout: float) -> dict[str, list[str]]:
+    """Run redis-benchmark with --csv; {test: [rps, avg, min, p50, p95, p99, max (ms)]}."""
     # redis-benchmark spins forever when the server is gone, hence the timeout.
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+    p = subprocess.run([*argv, "--csv", "-q"], capture_output=True, text=True, timeout=timeout)
     s.check_alive()
     if p.returncode != 0:
         raise SystemExit(f"redis-benchmark failed against {s.name}: {p.stderr}")
     rows = [r for r in csv.reader(io.StringIO(p.stdout)) if len(r) >= 2]
-    return {r[0]: float(r[1]) for r in rows if r[0] != "test"}
+    return {r[0]: r[1:] for r in rows if r[0] != "test"}
+
+
+def benchmark(args, s: Server, pipeline: int) -> dict[str, float]:
+    argv = bench_argv(s, args.tests, args.clients, args.n or 2_000_000, 1_000_000, pipeline)
+    return {test: float(r[0]) for test, r in run_benchmark(argv, s, args.timeout).items()}
 
 
 def cmd_throughput(args) -> None:
@@ -739,10 +824,7 @@ def probe_while_loading(args, s: Server, n: int):
         out, _ = loader.communicate(timeout=args.timeout)
     if loader.returncode != 0:
         raise SystemExit(f"loader failed against {s.name}")
-    with Conn(s.port) as c:
-        keys = int(c.call("DBSIZE"))
-    if keys != n:
-        raise SystemExit(f"{s.name}: DBSIZE {keys}, expected {n}")
+    check_dbsize(s, n)
     return float(out.split()[-1]), sorted(samples)
 
 
@@ -781,12 +863,269 @@ def cmd_load(args) -> None:
     print(f"{load(args.port, args.workload, args.n):.3f}", flush=True)
 
 
+# ---------------------------------------------------------------- persistence
+
+# The background job each --during names, and the INFO persistence field set while it runs.
+BACKGROUND_JOBS = {"bgsave": "rdb_bgsave_in_progress", "bgrewriteaof": "aof_rewrite_in_progress"}
+
+
+def persistence(s: Server, field: str) -> str:
+    return s.info("persistence")[field]
+
+
+def wait_job(s: Server, job: str, poll: float = 0.01) -> float:
+    """Wait until the background `job` (bgsave, bgrewriteaof) is over; seconds waited."""
+    t0 = time.perf_counter()
+    while True:
+        if persistence(s, BACKGROUND_JOBS[job]) == "0":
+            return time.perf_counter() - t0
+        time.sleep(poll)
+
+
+def check_dbsize(s: Server, n: int) -> None:
+    with Conn(s.port) as c:
+        keys = int(c.call("DBSIZE"))
+    if keys != n:
+        raise SystemExit(f"{s.name}: DBSIZE {keys}, expected {n}")
+
+
+def load_checked(s: Server, workload: str, n: int) -> float:
+    secs = load(s.port, workload, n)
+    check_dbsize(s, n)
+    return secs
+
+
+def one_at_a_time(args):
+    """Yield each server started, and stop it before the next starts, so that one's
+    dataset does not squeeze the other's memory."""
+    for s in new_servers(args):
+        try:
+            yield s.start()
+        finally:
+            s.stop()
+
+
+def pss_samples(s: Server, count: int, gap: float = 0.05) -> list[int]:
+    out = []
+    for _ in range(count):
+        out.append(s.pss())
+        time.sleep(gap)
+    return out
+
+
+def pss_sampler(s: Server, stop, got: list, gap: float = 0.05) -> None:
+    """PSS every `gap` seconds until `stop` is set, and once more then; independent of
+    how fast the server answers."""
+    while not stop.is_set():
+        got.append(s.pss())
+        stop.wait(gap)
+    got.append(s.pss())
+
+
+def cmd_bgsave_memory(args) -> None:
+    header("densekv vs redis: memory during BGSAVE under writes", args)
+    n = args.keys
+    rows, summary = [], {}
+    for s in one_at_a_time(args):
+        secs = load_checked(s, "values100", n)
+        for rnd in range(1, args.rounds + 1):
+            time.sleep(args.settle)
+            steady = int(statistics.median(pss_samples(s, 5)))
+            writer = subprocess.Popen(bench_argv(s, "set", args.clients, 2_000_000_000, n, args.pipeline, "-d", "100", "-q"),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(1.0)  # the writer is at full speed before the save starts
+                writing = max(pss_samples(s, 10))
+                stop, got = threading.Event(), []
+                sampler = threading.Thread(target=pss_sampler, args=(s, stop, got))
+                sampler.start()
+                try:
+                    save_secs = run_job(s, "bgsave", poll=0.05)
+                finally:
+                    stop.set()
+                    sampler.join()
+                peak, samples = max(got), len(got)
+            finally:
+                writer.terminate()
+                writer.wait()
+            s.check_alive()
+            if persistence(s, "rdb_last_bgsave_status") != "ok":
+                raise SystemExit(f"{s.name}: BGSAVE failed; see {s.log}")
+            summary.setdefault(s.name, []).append(peak / steady)
+            rows.append([s.name, rnd, f"{secs:.1f}", f"{steady / 2**20:,.0f}", f"{writing / 2**20:,.0f}",
+                         f"{peak / 2**20:,.0f}", f"{peak / steady:.2f}", f"{save_secs:.2f}", samples])
+    print(f"N={n:,} `SET key:<12 digits> <100 bytes>`; then redis-benchmark -t set -d 100 -r {n:,} "
+          f"-c {args.clients} -P {args.pipeline} overwrites random keys while BGSAVE runs. PSS from "
+          "/proc/PID/smaps_rollup, of the server plus any child it forked, sampled every 50 ms "
+          "until rdb_bgsave_in_progress is 0; steady: idle, before the writer starts. "
+          "One server at a time.\n")
+    table(["server", "round", "load s", "steady MiB", "writing MiB", "peak MiB", "peak/steady",
+           "BGSAVE s", "samples"], rows)
+    dk, rd = (statistics.median(summary[k]) for k in ("densekv", "redis"))
+    print(f"peak/steady (median of rounds): densekv {dk:.2f}, redis {rd:.2f}, "
+          f"densekv/redis {dk / rd:.2f}\n", flush=True)
+
+
+def logged_load_secs(s: Server) -> float | None:
+    """The last `DB loaded from disk: X seconds` in the server's log."""
+    found = None
+    for line in Path(s.log).read_text(errors="replace").splitlines():
+        if "DB loaded from disk:" in line:
+            found = float(line.split("DB loaded from disk:")[1].split()[0])
+    return found
+
+
+def cmd_rdb(args) -> None:
+    header("densekv vs redis: RDB save and load", args)
+    n = args.n or 10_000_000
+    got = {}
+    for s in one_at_a_time(args):
+        load_checked(s, "mixed", n)
+        r = got[s.name] = {"save": [], "bgsave": [], "ready": [], "logged": []}
+        for _ in range(args.rounds):
+            with Conn(s.port, timeout=args.timeout) as c:
+                t0 = time.perf_counter()
+                c.call("SAVE")
+                r["save"].append(time.perf_counter() - t0)
+        r["size"] = os.path.getsize(os.path.join(s.dir, "dump.rdb"))
+        r["bgsave"] = [run_job(s, "bgsave") for _ in range(args.rounds)]
+        for _ in range(args.rounds):
+            s.stop(keep_dir=True)
+            s.start(ready_within=args.timeout)
+            r["ready"].append(s.ready_secs)
+            r["logged"].append(logged_load_secs(s))
+            check_dbsize(s, n)
+    rows = []
+    for what, key, unit in (("SAVE", "save", "s"), ("BGSAVE (to rdb_bgsave_in_progress:0)", "bgsave", "s"),
+                            ("load: start to first PING", "ready", "s"),
+                            ("load: log's `DB loaded from disk`", "logged", "s"), ("file size", "size", "MiB")):
+        a, b = got["densekv"][key], got["redis"][key]
+        if unit == "MiB":
+            a, b = a / 2**20, b / 2**20
+        else:
+            a, b = (statistics.median(x) if None not in x else 0 for x in (a, b))
+        rows.append([what, f"{a:,.2f} {unit}", f"{b:,.2f} {unit}", ratio(a, b)])
+    print(f"N={n:,}: `SET k:<n> <20 bytes>` for even n, `HSET h:<n> f1 v1 f2 v2 f3 v3` for odd n; "
+          "rdbcompression and rdbchecksum on (defaults); one server at a time; "
+          f"median of {args.rounds} round{'s' if args.rounds > 1 else ''}.\n")
+    table(["", "densekv", "redis", "densekv/redis"], rows)
+
+
+def run_job(s: Server, job: str, poll: float = 0.01) -> float:
+    """Start the background `job` and wait for its end; seconds from start to end."""
+    t0 = time.perf_counter()
+    with Conn(s.port) as c:
+        c.call(job.upper())
+    wait_job(s, job, poll)
+    return time.perf_counter() - t0
+
+
+def has_job(s: Server, job: str) -> bool:
+    """Whether the server runs `job` (one run, which also warms it up)."""
+    try:
+        run_job(s, job)
+    except RuntimeError as e:
+        if "unknown command" in str(e).lower():
+            return False
+        raise
+    return True
+
+
+def save_runner(s: Server, job: str, stop, done: list) -> None:
+    """Start `job` back to back until `stop` is set; append each one's seconds to `done`,
+    or the exception that stopped it."""
+    try:
+        while not stop.is_set():
+            done.append(run_job(s, job))
+    except Exception as e:  # reported by the caller, not lost with the thread
+        done.append(e)
+
+
+def latency_probe(port: int, stop, worst: list) -> None:
+    """One SET every millisecond on its own connection; worst[0] is the longest round trip."""
+    cmd = encode("SET", "probe", "1")
+    with Conn(port) as c:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            c.sock.sendall(cmd)
+            c.reply()
+            worst[0] = max(worst[0], time.perf_counter() - t0)
+            time.sleep(0.001)
+
+
+def throughput_run(args, s: Server, pipeline: int, job: str | None) -> dict:
+    stop, done, worst = threading.Event(), [], [0.0]
+    threads = [threading.Thread(target=latency_probe, args=(s.port, stop, worst))]
+    if job:
+        threads.append(threading.Thread(target=save_runner, args=(s, job, stop, done)))
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.2)  # the first save is under way
+        n = args.n or (2_000_000 if pipeline > 1 else 300_000)
+        r = run_benchmark(bench_argv(s, "set", args.clients, n, args.keys, pipeline, "-d", "100"),
+                          s, args.timeout)["SET"]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    if job:
+        wait_job(s, job)  # the last one ends before the next run
+        for e in done:
+            if isinstance(e, Exception):
+                raise RuntimeError(f"{s.name}: {job.upper()} failed during the run: {e}")
+    return {"rps": float(r[0]), "max": float(r[-1]), "probe": worst[0] * 1000, "jobs": len(done)}
+
+
+def cmd_save_throughput(args) -> None:
+    job = args.during
+    header(f"densekv vs redis: SET throughput while {job.upper()} runs", args)
+    print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
+    servers = start_servers(args)
+    got: dict[tuple[str, int], list[tuple[dict, dict]]] = {}
+    missing = []
+    try:
+        for s in servers:
+            load_checked(s, "values100", args.keys)
+            if not has_job(s, job):
+                missing.append(s.name)
+        for rnd in range(args.rounds):
+            for pipeline in args.pipeline:
+                for s in servers if rnd % 2 == 0 else servers[::-1]:
+                    if s.name not in missing:
+                        got.setdefault((s.name, pipeline), []).append(
+                            (throughput_run(args, s, pipeline, None), throughput_run(args, s, pipeline, job)))
+    finally:
+        stop_servers(servers)
+    for name in missing:
+        print(f"**{name} has no {job.upper()} (unknown command): not measured.**\n")
+    rows = []
+    for (name, pipeline), runs in got.items():
+        for i, (without, during) in enumerate(runs, 1):
+            rows.append([name, pipeline, i, f"{without['rps']:,.0f}", f"{during['rps']:,.0f}",
+                         f"{during['rps'] / without['rps']:.2f}", f"{without['max']:.1f}", f"{during['max']:.1f}",
+                         f"{without['probe']:.1f}", f"{during['probe']:.1f}", during["jobs"]])
+        if len(runs) > 1:
+            rows.append([name, pipeline, "median", "", "",
+                         f"{statistics.median(d['rps'] / w['rps'] for w, d in runs):.2f}", "",
+                         f"{statistics.median(d['max'] for _, d in runs):.1f}", "",
+                         f"{statistics.median(d['probe'] for _, d in runs):.1f}", ""])
+    print(f"Dataset: {args.keys:,} keys `SET key:<12 digits> <100 bytes>`; redis-benchmark -t set -d 100 "
+          f"-r {args.keys:,} -c {args.clients}; each run without a save, then with {job.upper()} started "
+          "again as soon as the last one ends (INFO persistence polled every 10 ms). A probe "
+          "connection sends one SET every millisecond throughout and records its longest round trip.\n")
+    table(["server", "-P", "round", "SET/s without", f"SET/s during {job}", "during/without",
+           "bench max ms without", "bench max ms during", "probe max ms without", "probe max ms during",
+           f"{job}s done"], rows)
+
+
 # ---------------------------------------------------------------- main
 
 
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run `finally`: stop servers
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--densekv-bin", default=os.environ.get("DENSEKV_BIN")
@@ -834,9 +1173,30 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="with/without-TTL pairs per server (median)")
     p.set_defaults(func=cmd_hash_expiry)
 
+    p = sub.add_parser("bgsave-memory", parents=[common], help="PSS peak during BGSAVE under writes")
+    p.add_argument("--keys", type=int, default=4_000_000, help="keys loaded (100-byte values)")
+    p.add_argument("--pipeline", type=int, default=16, help="the writer's -P")
+    p.add_argument("--clients", type=int, default=50, help="the writer's -c")
+    p.add_argument("--settle", type=float, default=3.0, help="seconds idle before the steady sample")
+    p.add_argument("--rounds", type=int, default=1, help="BGSAVEs per server (median)")
+    p.set_defaults(func=cmd_bgsave_memory)
+
+    p = sub.add_parser("rdb", parents=[common], help="SAVE, BGSAVE and load times, file size")
+    p.add_argument("--rounds", type=int, default=1, help="saves and restarts per server (median)")
+    p.set_defaults(func=cmd_rdb)
+
+    p = sub.add_parser("save-throughput", parents=[common], help="SET/s and latency during saves")
+    p.add_argument("--during", choices=sorted(BACKGROUND_JOBS), default="bgsave")
+    p.add_argument("--keys", type=int, default=2_000_000, help="keys loaded; redis-benchmark's -r")
+    p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[16, 1], help="pipeline depths, comma-separated (default 16,1)")
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--rounds", type=int, default=1, help="with/without pairs per server and depth")
+    p.set_defaults(func=cmd_save_throughput)
+
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--workload", choices=["sessions", "intkeys"], default="intkeys")
+    p.add_argument("--workload", choices=WORKLOADS, default="intkeys")
     p.set_defaults(func=cmd_load)
 
     args = ap.parse_args()
