@@ -17,7 +17,7 @@
 //! The AOF (`aof/`) writes its RDB base through `write_image`.
 
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -72,16 +72,12 @@ pub fn write_image(srv: &Server, host: &mut dyn Host, path: &std::path::Path, ao
 fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base: bool) -> Result<(), String> {
     let now = unix_ms();
     let codes = host.scripts_ref().function_codes();
-    // The lowest version every value fits in, so Redis 7.0 loads the file
-    // unless the data needs a newer layout (hash field TTLs, say).
-    let mut values = 0u16;
-    for db in &srv.dbs {
-        db.for_each(|_, v, _| values = values.max(rdb::value_version(v)));
-    }
-    let version = rdb::min_file_version(values, !codes.is_empty());
+    // Written at the newest version, then the header is settled to the
+    // lowest every value fits in (so Redis 7.0 loads the file unless the
+    // data needs a newer layout, hash field TTLs say): one walk, not two.
     let opts = WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") };
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
-    let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), version, opts).map_err(|e| e.to_string())?;
+    let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), rdb::RDB_VERSION, opts).map_err(|e| e.to_string())?;
     w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), aof_base).map_err(|e| e.to_string())?;
     if !codes.is_empty() {
         w.functions(codes.iter().map(|c| c.as_slice())).map_err(|e| e.to_string())?;
@@ -103,8 +99,9 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
             return Err(e);
         }
     }
-    let (buf, _) = w.finish().map_err(|e| e.to_string())?;
-    let file = buf.into_inner().map_err(|e| format!("write: {}", e.error()))?;
+    let (buf, _, header) = w.finish_lowest().map_err(|e| e.to_string())?;
+    let mut file = buf.into_inner().map_err(|e| format!("write: {}", e.error()))?;
+    file.seek(SeekFrom::Start(0)).and_then(|_| file.write_all(&header)).map_err(|e| format!("write: {e}"))?;
     file.sync_all().map_err(|e| format!("fsync: {e}"))?;
     Ok(())
 }

@@ -611,3 +611,33 @@ fn reselecting_a_database_adds_no_resize_hint() {
     assert_eq!(c.sizes, [(1, 0), (1, 0)]);
     assert_eq!(c.entries.iter().map(|e| e.db).collect::<Vec<_>>(), [0, 1, 0]);
 }
+
+/// A synchronous save writes at the newest version and settles the header
+/// last: the bytes equal the file written at the lowest version.
+#[test]
+fn finish_lowest_equals_writing_at_the_lowest_version() {
+    for field_ttls in [false, true] {
+        let data = dataset(field_ttls);
+        for (compression, checksum) in [(false, true), (true, true), (true, false)] {
+            let opts = WriteOptions { compression, checksum };
+            let mut w = RdbWriter::new(Vec::new(), crate::rdb::RDB_VERSION, opts).unwrap();
+            w.standard_aux("7.0.15", NOW / 1000, 123_456, false).unwrap();
+            w.aux(b"repl-id", b"0123456789abcdef0123456789abcdef01234567").unwrap();
+            let mut current = None;
+            for (db, k, v, t) in &data {
+                if current != Some(*db) {
+                    let n = data.iter().filter(|e| e.0 == *db).count() as u64;
+                    let e = data.iter().filter(|e| e.0 == *db && e.3.is_some()).count() as u64;
+                    w.select_db(*db, n, e).unwrap();
+                    current = Some(*db);
+                }
+                w.entry(k, v.as_ref(), *t, NOW).unwrap();
+            }
+            let version = min_file_version(w.needed_version(), false);
+            let (mut out, len, header) = w.finish_lowest().unwrap();
+            assert_eq!(len, out.len() as u64);
+            out[..HEADER_LEN].copy_from_slice(&header);
+            assert!(out == write_file(&data, version, opts, &[]), "ttls {field_ttls} {opts:?}");
+        }
+    }
+}

@@ -288,6 +288,33 @@ impl<W: Write> RdbWriter<W> {
         Ok((self.w, self.written + 8))
     }
 
+    /// Writes EOF and the checksum a file whose header declares the
+    /// lowest version for what was written (`min_file_version` of
+    /// `needed_version`) would have, flushes, and returns the output, the
+    /// file's length and that header, which the caller writes over the
+    /// first `HEADER_LEN` bytes. Start the writer at `RDB_VERSION`: a
+    /// synchronous save then walks the keyspace once, not twice.
+    pub fn finish_lowest(mut self) -> Result<(W, u64, [u8; HEADER_LEN]), RdbWriteError> {
+        self.head.push(op::EOF);
+        self.emit(false)?;
+        let version = min_file_version(self.needed, false);
+        let rest = self.written - HEADER_LEN as u64;
+        let (header, crc) = if self.opts.checksum {
+            // The running checksum covers the header written first; take it
+            // out (crc is linear: crc(h || r) = shift(crc(h), |r|) ^ crc(r)).
+            let mut declared = [0u8; HEADER_LEN];
+            declared[..MAGIC.len()].copy_from_slice(MAGIC);
+            declared[MAGIC.len()..].copy_from_slice(format!("{:04}", self.version).as_bytes());
+            let rest_crc = self.crc ^ crc64_combine(crc64(0, &declared), 0, rest);
+            sealed(version, rest_crc, rest)
+        } else {
+            (sealed(version, 0, rest).0, 0)
+        };
+        self.w.write_all(&crc.to_le_bytes())?;
+        self.w.flush()?;
+        Ok((self.w, self.written + 8, header))
+    }
+
     /// Writes EOF and flushes, leaving the checksum to the caller, and
     /// returns the output with crc64 of what follows the header and its
     /// length, for `sealed`. For a file written in pieces on another
