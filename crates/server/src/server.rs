@@ -34,9 +34,15 @@ pub struct CmdStat {
     /// Calls by duration, finer, for INFO latencystats' percentiles: each
     /// power of two split in 16 (see `fine_bucket`), so a percentile is
     /// within 1/16 of the true duration rather than a factor of two off.
-    /// Sparse: a command's durations fill a few dozen buckets at most.
-    pub fine: std::collections::BTreeMap<u16, u64>,
+    /// Dense and allocated whole at a command's first call (4 KiB), so
+    /// later calls never allocate: a map that grew a node when a slower
+    /// call came made used_memory drift with the machine's load.
+    pub fine: Vec<u64>,
 }
+
+/// Fine buckets: durations up to 2^36 µs (19 hours) have their own; longer
+/// ones share the last.
+const FINE_BUCKETS: usize = 16 + 32 * 16;
 
 /// The fine bucket of a duration in microseconds: durations below 16 have
 /// their own; above, [2^k, 2^(k+1)) is split in 16 equal parts.
@@ -63,7 +69,10 @@ impl CmdStat {
     pub fn record(&mut self, usec: u64) {
         let bucket = (63 - usec.max(1).leading_zeros() as usize).min(self.histogram.len() - 1);
         self.histogram[bucket] += 1;
-        *self.fine.entry(fine_bucket(usec)).or_default() += 1;
+        if self.fine.is_empty() {
+            self.fine = vec![0; FINE_BUCKETS];
+        }
+        self.fine[usize::from(fine_bucket(usec)).min(FINE_BUCKETS - 1)] += 1;
     }
 
     /// The `p`th percentile (0 to 100) of the recorded durations, in
@@ -71,19 +80,19 @@ impl CmdStat {
     /// HDR histogram reports the highest value equivalent to it); 0 when
     /// nothing was recorded.
     pub fn percentile(&self, p: f64) -> f64 {
-        let total: u64 = self.fine.values().sum();
+        let total: u64 = self.fine.iter().sum();
         if total == 0 {
             return 0.0;
         }
         let target = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
         let mut cum = 0;
-        for (&b, &n) in &self.fine {
+        for (b, &n) in self.fine.iter().enumerate() {
             cum += n;
             if cum >= target {
-                return fine_bucket_top(b) as f64;
+                return fine_bucket_top(b as u16) as f64;
             }
         }
-        self.fine.keys().next_back().map_or(0.0, |&b| fine_bucket_top(b) as f64)
+        0.0
     }
 }
 
