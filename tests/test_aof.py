@@ -91,12 +91,20 @@ def test_every_type_survives_sigkill_and_restart(workdir):
         s.stop()
 
 
+def wait_rewrite(r: redis.Redis, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while r.info("persistence")["aof_rewrite_in_progress"]:
+        assert time.monotonic() < deadline, "the rewrite did not end"
+        time.sleep(0.02)
+
+
 def test_rewrite_switches_files_and_keeps_data(workdir):
     s = start(workdir)
     try:
         r = redis.Redis(host=HOST, port=s.port)
         fill(r)
         assert r.bgrewriteaof() in (True, b"Background append only file rewriting started")
+        wait_rewrite(r)
         assert manifest(workdir) == ["file appendonly.aof.2.base.rdb seq 2 type b",
                                      "file appendonly.aof.2.incr.aof seq 2 type i"]
         assert sorted(os.listdir(os.path.join(workdir, AOF_DIR))) == [
@@ -396,5 +404,71 @@ def test_appendfsync_everysec_loses_at_most_two_seconds(workdir):
         when = dict(acked)
         lost = [(k, when[k]) for k in absent(r, [k for k, _ in acked])]
         assert all(killed_at - t <= 2.0 for _, t in lost), lost[:3]
+    finally:
+        s.stop()
+
+
+def test_background_rewrite_keeps_writes_made_while_it_runs(workdir):
+    """The base is the image at BGREWRITEAOF; writes after it go to the new
+    incremental file, which the manifest lists from the start, so neither a
+    SIGKILL mid-rewrite nor the switch at its end loses one. While it runs,
+    BGSAVE is refused (or scheduled) and a second rewrite refused."""
+    s = start(workdir, "--rdb-key-save-delay", "200")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.mset({f"k{i}": i for i in range(5000)})
+        assert r.bgrewriteaof()
+        info = r.info("persistence")
+        assert info["aof_rewrite_in_progress"] == 1 and info["rdb_bgsave_in_progress"] == 0
+        assert manifest(workdir) == ["file appendonly.aof.1.base.rdb seq 1 type b",
+                                     "file appendonly.aof.1.incr.aof seq 1 type i",
+                                     "file appendonly.aof.2.incr.aof seq 2 type i"]
+        with pytest.raises(redis.ResponseError, match="^Background append only file rewriting already in progress$"):
+            r.bgrewriteaof()
+        with pytest.raises(redis.ResponseError, match="^Another child process is active"):
+            r.execute_command("BGSAVE")
+        assert r.execute_command("BGSAVE", "SCHEDULE") in (True, b"Background saving scheduled")
+        r.set("during", "rewrite")
+        r.delete("k0")
+        r.incr("k1")
+        expected = snapshot(r, dbs=(0,))
+    finally:
+        kill(s)
+    # Killed mid-rewrite: the old base and both incremental files hold it all.
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert snapshot(r, dbs=(0,)) == expected
+        assert r.bgrewriteaof()
+        r.set("during2", "x")
+        wait_rewrite(r)
+        assert r.info("persistence")["aof_rewrites"] == 1
+        m = manifest(workdir)
+        assert len(m) == 2 and m[0].endswith("type b") and m[1].endswith("type i"), m
+        assert not [f for f in os.listdir(os.path.join(workdir, AOF_DIR)) if f.startswith("temp-")]
+        expected = snapshot(r, dbs=(0,))
+    finally:
+        kill(s)
+    s = start(workdir)
+    try:
+        assert snapshot(redis.Redis(host=HOST, port=s.port), dbs=(0,)) == expected
+    finally:
+        s.stop()
+
+
+def test_scheduled_bgsave_runs_after_the_rewrite(workdir):
+    s = start(workdir, "--rdb-key-save-delay", "100")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.mset({f"k{i}": i for i in range(3000)})
+        r.bgrewriteaof()
+        assert r.execute_command("BGSAVE", "SCHEDULE") in (True, b"Background saving scheduled")
+        r.config_set("rdb-key-save-delay", "0")
+        wait_rewrite(r)
+        deadline = time.monotonic() + 10
+        while r.info("persistence")["rdb_saves"] < 1:
+            assert time.monotonic() < deadline, "the scheduled BGSAVE did not run"
+            time.sleep(0.05)
+        assert os.path.exists(os.path.join(workdir, "dump.rdb"))
     finally:
         s.stop()

@@ -34,8 +34,19 @@ const CHUNK: usize = 1 << 20;
 /// Bytes handed over and not yet written above which stepping waits.
 pub const MAX_IN_FLIGHT: usize = 16 << 20;
 
+/// What a background save is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// BGSAVE, save points: the RDB file.
+    Rdb,
+    /// An AOF rewrite's base file (RDB preamble, aux aof-base 1).
+    AofBase,
+}
+
 /// What a save needs to know before its first key.
 pub struct Plan<'a> {
+    /// What the file is for.
+    pub purpose: Purpose,
     /// Where the file goes once complete.
     pub path: PathBuf,
     /// Where it is written meanwhile.
@@ -75,6 +86,8 @@ pub struct Job {
     tmp: PathBuf,
     /// True once every snapshot ended and the rest went to the writer.
     pub sealed: bool,
+    /// What the file is for.
+    pub purpose: Purpose,
 }
 
 /// The image being serialized: the RDB writer over the chunk channel, and
@@ -130,7 +143,7 @@ impl Job {
         let opts = WriteOptions { compression: plan.opts.compression, checksum: false };
         let mut w = RdbWriter::new(chunks, RDB_VERSION, opts).map_err(|e| e.to_string())?;
         let mut head = || -> Result<(), rdb::RdbWriteError> {
-            w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, false)?;
+            w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, plan.purpose == Purpose::AofBase)?;
             w.functions(plan.functions.iter().map(|c| c.as_slice()))
         };
         head().map_err(|e| e.to_string())?;
@@ -160,7 +173,7 @@ impl Job {
             err: None,
             keys: 0,
         };
-        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, tmp: plan.tmp, sealed: false })
+        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, tmp: plan.tmp, sealed: false, purpose: plan.purpose })
     }
 
     /// The snapshot sink for database `db`.

@@ -199,6 +199,7 @@ impl EventLoop {
             if let Some(wait) = persist::bgsave_step(srv, served) {
                 timeout = timeout.min(wait);
             }
+            crate::aof::rewrite_poll(srv);
             if let Some(at) = srv.blocking.next_deadline() {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }

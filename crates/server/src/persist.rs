@@ -21,7 +21,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::bgsave::{Job, Plan};
+use crate::bgsave::{Job, Plan, Purpose};
 
 use storage::rdb::{self, LoadOptions, RdbWriter, WriteOptions};
 
@@ -36,13 +36,12 @@ pub fn rdb_path(srv: &Server) -> PathBuf {
 
 /// Writes every database and the function libraries to the RDB file, on
 /// this thread (SAVE, SHUTDOWN's final save, FLUSHALL with save points).
-/// A background save running is aborted first (`bgsave_abort`): callers
-/// that must refuse instead (SAVE) check `Server::bgsave`. The file is written under a
+/// A background save running goes on (it has its own image); SAVE
+/// refuses while an RDB one runs, as Redis does. The file is written under a
 /// temporary name, synced, then renamed over the old one.
 ///
 /// Errors: what failed, as the log and the error reply say it.
 pub fn save(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
-    bgsave_abort(srv);
     let path = rdb_path(srv);
     let tmp = path.with_file_name(format!("temp-{}.rdb", std::process::id()));
     let result = write_file(srv, host, &tmp, false).and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}")));
@@ -194,14 +193,33 @@ const RETRY_DELAY_SECS: i64 = 5;
 ///
 /// Errors: one is running already, or the writer thread could not start.
 pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    let path = rdb_path(srv);
+    let tmp = path.with_file_name(format!("temp-bg-{}.rdb", std::process::id()));
+    snapshot_start(srv, host, Purpose::Rdb, path, tmp)?;
+    srv.persist.bg_scheduled = false;
+    srv.config.log.notice(&format!("Background saving started by pid {}", std::process::id()));
+    Ok(())
+}
+
+/// Starts writing an AOF base (an RDB image marked aof-base) to `path`
+/// in the background, as BGSAVE does; its end is left in
+/// `Server::aof_base_done` for the AOF to take.
+///
+/// Errors: a background save is running, or the thread could not start.
+pub fn aof_base_start(srv: &mut Server, host: &mut dyn Host, path: PathBuf) -> Result<(), String> {
+    let tmp = path.with_file_name(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    srv.aof_base_done = None;
+    snapshot_start(srv, host, Purpose::AofBase, path, tmp)
+}
+
+fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path: PathBuf, tmp: PathBuf) -> Result<(), String> {
     if srv.bgsave.is_some() {
         return Err("Background save already in progress".into());
     }
-    let path = rdb_path(srv);
-    let tmp = path.with_file_name(format!("temp-bg-{}.rdb", std::process::id()));
     let now = unix_ms();
     let codes = host.scripts_ref().function_codes();
     let plan = Plan {
+        purpose,
         path,
         tmp,
         opts: WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") },
@@ -213,11 +231,15 @@ pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String>
         functions: &codes,
         sizes: srv.dbs.iter().map(|d| (d.len() as u64, d.volatile_len() as u64)).collect(),
     };
-    srv.persist.last_bg_try = now / 1000;
+    if purpose == Purpose::Rdb {
+        srv.persist.last_bg_try = now / 1000;
+    }
     let job = match Job::start(plan) {
         Ok(j) => j,
         Err(e) => {
-            srv.persist.last_save_ok = false;
+            if purpose == Purpose::Rdb {
+                srv.persist.last_save_ok = false;
+            }
             return Err(e);
         }
     };
@@ -228,10 +250,13 @@ pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String>
     p.bg_started = Some(Instant::now());
     p.bg_dirty_at_start = srv.dirty;
     p.bg_keys_total = srv.dbs.iter().map(|d| d.len() as u64).sum();
-    p.bg_scheduled = false;
     srv.bgsave = Some(job);
-    srv.config.log.notice(&format!("Background saving started by pid {}", std::process::id()));
     Ok(())
+}
+
+/// The purpose of the background save running, if one is.
+pub fn bgsave_running(srv: &Server) -> Option<Purpose> {
+    srv.bgsave.as_ref().map(|j| j.purpose)
 }
 
 /// Runs a slice of the background save, between commands: up to `budget`
@@ -283,12 +308,17 @@ pub fn bgsave_step(srv: &mut Server, served: Duration) -> Option<Duration> {
 fn bgsave_poll(srv: &mut Server) -> Option<Duration> {
     let outcome = srv.bgsave.as_ref()?.poll();
     let Some(outcome) = outcome else { return Some(Duration::from_millis(5)) };
-    srv.bgsave = None;
+    let purpose = srv.bgsave.take().map(|j| j.purpose);
     for db in srv.dbs.iter_mut() {
         db.snapshot_abort();
     }
     let p = &mut srv.persist;
-    p.last_bg_secs = p.bg_started.take().map_or(-1, |t| t.elapsed().as_secs() as i64);
+    let secs = p.bg_started.take().map_or(-1, |t| t.elapsed().as_secs() as i64);
+    if purpose == Some(Purpose::AofBase) {
+        srv.aof_base_done = Some(outcome);
+        return None;
+    }
+    p.last_bg_secs = secs;
     match outcome {
         Ok(_) => {
             p.last_save_ok = true;
@@ -311,21 +341,29 @@ fn bgsave_poll(srv: &mut Server) -> Option<Duration> {
 /// thread removes its temp file), and leaves the last save's status as
 /// it was: an abort is not a failure (FLUSHALL, SHUTDOWN, a load).
 pub fn bgsave_abort(srv: &mut Server) {
-    if srv.bgsave.take().is_none() {
-        return;
-    }
+    let Some(job) = srv.bgsave.take() else { return };
     for db in srv.dbs.iter_mut() {
         db.snapshot_abort();
     }
     srv.persist.bg_started = None;
-    srv.persist.last_bg_secs = -1;
-    srv.config.log.warning("Background saving terminated by signal 10");
+    match job.purpose {
+        Purpose::Rdb => srv.config.log.warning("Background saving terminated by signal 10"),
+        Purpose::AofBase => srv.aof_base_done = Some(Err("Background AOF rewrite terminated by signal 10".into())),
+    }
+}
+
+/// `bgsave_abort` for an RDB save only (FLUSHALL: an AOF rewrite goes on,
+/// the flush reaches the new incremental file).
+pub fn rdb_bgsave_abort(srv: &mut Server) {
+    if bgsave_running(srv) == Some(Purpose::Rdb) {
+        bgsave_abort(srv);
+    }
 }
 
 /// Keys the running background save has serialized, and how many the
 /// databases held when it began (INFO current_save_keys_*).
 pub fn bgsave_progress(srv: &Server) -> Option<(u64, u64)> {
-    srv.bgsave.as_ref().map(|j| (j.keys_done(), srv.persist.bg_keys_total))
+    srv.bgsave.as_ref().filter(|j| j.purpose == Purpose::Rdb).map(|j| (j.keys_done(), srv.persist.bg_keys_total))
 }
 
 /// Cron's part: a save the `save` points ask for, as Redis's serverCron

@@ -326,6 +326,9 @@ pub struct Server {
     pub persist: PersistStats,
     /// The background save running now (`persist::bgsave`).
     pub bgsave: Option<crate::bgsave::Job>,
+    /// How the last background AOF base ended, until the AOF takes it
+    /// (`aof::rewrite_poll`).
+    pub aof_base_done: Option<Result<crate::bgsave::Saved, String>>,
     /// The append-only file's running state (`aof/`).
     pub aof: crate::aof::state::AofState,
 }
@@ -418,6 +421,7 @@ impl Server {
             feed: Feed::default(),
             persist: PersistStats::default(),
             bgsave: None,
+            aof_base_done: None,
             aof: Default::default(),
         };
         srv.apply_notify_flags();

@@ -112,6 +112,14 @@ pub fn prepare(srv: &mut Server, host: &mut dyn Host, flags: Flags) -> Result<()
 }
 
 fn finish(srv: &mut Server, host: &mut dyn Host, flags: Flags) -> Result<(), Failed> {
+    // A background save stops here (its temp file goes with it), as
+    // Redis kills its child.
+    match persist::bgsave_running(srv) {
+        Some(crate::bgsave::Purpose::Rdb) => srv.config.log.warning("There is a child saving an .rdb. Killing it!"),
+        Some(crate::bgsave::Purpose::AofBase) => srv.config.log.notice("There is a child rewriting the AOF. Killing it!"),
+        None => {}
+    }
+    persist::bgsave_abort(srv);
     if (!srv.config.save_points().is_empty() && !flags.nosave) || flags.save {
         srv.config.log.notice("Saving the final RDB snapshot before exiting.");
         if srv.supervised_systemd {

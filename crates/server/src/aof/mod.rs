@@ -336,11 +336,15 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     if srv.aof.syncer.as_ref().is_some_and(Syncer::failed) {
         srv.aof.last_write_ok = false;
     }
-    if srv.aof.rewrite_scheduled && srv.feed.depth() == 0 {
+    rewrite_poll(srv);
+    if srv.aof.rewrite_scheduled && srv.feed.depth() == 0 && srv.bgsave.is_none() {
         srv.aof.rewrite_scheduled = false;
-        if let Err(e) = rewrite(srv, host) {
+        if let Err(e) = rewrite_background(srv, host) {
             log(srv).warning(&e);
         }
+        return;
+    }
+    if srv.bgsave.is_some() {
         return;
     }
     if !srv.aof.on || srv.aof.file.is_none() {
@@ -351,15 +355,124 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     let (cur, base) = (srv.aof.current_size, srv.aof.base_size.max(1));
     if pct > 0 && cur > min && (cur - base.min(cur)) * 100 / base >= pct {
         log(srv).notice(&format!("Starting automatic rewriting of AOF on {}% growth", (cur - base.min(cur)) * 100 / base));
-        if let Err(e) = rewrite(srv, host) {
+        if let Err(e) = rewrite_background(srv, host) {
             log(srv).warning(&e);
         }
     }
 }
 
-/// BGREWRITEAOF: a new base from the dataset, a new incremental file when
-/// the AOF is on, the manifest switched to them, the files they replace
-/// deleted. Synchronous for now.
+/// BGREWRITEAOF, the automatic rewrite and a scheduled one: with the AOF
+/// on and an RDB preamble, without fork. A new incremental file takes
+/// every write from now on (the manifest lists it at once, after the old
+/// ones, so a crash loses nothing), and the base is written from a
+/// keyspace snapshot taken now, as BGSAVE writes its file; when it is
+/// complete, `rewrite_poll` switches the manifest to the new base and the
+/// new incremental file and deletes what they replace. Otherwise (AOF
+/// off, or a base of commands) it is `rewrite`, on this thread.
+///
+/// Errors: what failed; the manifest then still describes the data.
+pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    if !srv.aof.on || !srv.config.flag("aof-use-rdb-preamble") || srv.aof.file.is_none() {
+        return rewrite(srv, host);
+    }
+    if srv.bgsave.is_some() {
+        return Err("Background append only file rewriting already in progress".into());
+    }
+    log(srv).notice(&format!("Background append only file rewriting started by pid {}", std::process::id()));
+    flush(srv);
+    if let Some(f) = srv.aof.file.as_ref() {
+        let _ = f.sync_data();
+    }
+    if create_dir(srv).is_err() {
+        return Err("Can't open or create append-only dir".into());
+    }
+    let dir = aof_dir(srv);
+    let fname = file_name(srv);
+    let mut m = srv.aof.manifest.clone();
+    let incr = m.new_incr(&fname);
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join(&incr))
+        .map_err(|e| format!("Can't open the append-only file {incr}: {}", errno_text(&e)))?;
+    if persist_manifest(srv, &m).is_err() {
+        let _ = fs::remove_file(dir.join(&incr));
+        return Err("Error persisting the AOF manifest".into());
+    }
+    log(srv).notice(&format!("Creating AOF incr file {incr} on background rewrite"));
+    srv.aof.file = Some(f);
+    srv.aof.unsynced = false;
+    srv.aof.manifest = m.clone();
+    start(srv);
+    let base = m.new_base(&fname, true);
+    if let Err(e) = crate::persist::aof_base_start(srv, host, dir.join(&base)) {
+        rewrite_ended(srv, Err(e.clone()));
+        return Err(e);
+    }
+    srv.aof.rewrite_base = Some(base);
+    srv.aof.rewrite_started = Some(Instant::now());
+    Ok(())
+}
+
+/// Takes the end of a background rewrite's base, if it came: switches
+/// the manifest to the new base and the newest incremental file, deletes
+/// what they replace, and logs and counts it as Redis does.
+pub fn rewrite_poll(srv: &mut Server) {
+    let Some(outcome) = srv.aof_base_done.take() else { return };
+    let Some(base) = srv.aof.rewrite_base.take() else { return };
+    let dir = aof_dir(srv);
+    let fname = file_name(srv);
+    let result = outcome.and_then(|_| {
+        let mut m = srv.aof.manifest.clone();
+        if m.new_base(&fname, true) != base {
+            return Err("the AOF changed during the rewrite".to_string());
+        }
+        m.retire_incr(1);
+        persist_manifest(srv, &m).map_err(|_| "Error persisting the AOF manifest".to_string())?;
+        for h in std::mem::take(&mut m.history) {
+            log(srv).notice(&format!("Removing the history file {} in the background", h.name));
+            let _ = fs::remove_file(dir.join(&h.name));
+        }
+        let _ = persist_manifest(srv, &m);
+        srv.aof.manifest = m;
+        let base_size = file_size(&dir.join(&base));
+        let incr_size = srv.aof.manifest.incr.last().map_or(0, |e| file_size(&dir.join(&e.name)));
+        srv.aof.base_size = base_size;
+        srv.aof.current_size = base_size + incr_size;
+        Ok(())
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(dir.join(&base));
+    }
+    rewrite_ended(srv, result);
+}
+
+/// Counts and logs the end of a rewrite.
+fn rewrite_ended(srv: &mut Server, result: Result<(), String>) {
+    srv.aof.last_rewrite_secs = srv.aof.rewrite_started.take().map_or(0, |t| t.elapsed().as_secs() as i64);
+    let l = log(srv);
+    match result {
+        Ok(()) => {
+            srv.aof.rewrites += 1;
+            srv.aof.rewrite_failures = 0;
+            srv.aof.last_rewrite_ok = true;
+            l.notice("Background AOF rewrite terminated with success");
+            l.notice("Background AOF rewrite finished successfully");
+        }
+        Err(e) => {
+            srv.aof.rewrite_failures += 1;
+            srv.aof.last_rewrite_ok = false;
+            l.warning(&e);
+            l.warning("Background AOF rewrite terminated with error");
+        }
+    }
+}
+
+/// A rewrite on this thread: a new base from the dataset, a new
+/// incremental file when the AOF is on, the manifest switched to them, the
+/// files they replace deleted. For turning the AOF on (the new files must
+/// be complete before the manifest names them) and bases of commands.
 ///
 /// Errors: what failed; nothing of the manifest changed then.
 pub fn rewrite(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
@@ -532,10 +645,10 @@ pub fn info(srv: &Server) -> Vec<(&'static str, String)> {
     let a = &srv.aof;
     let mut v: Vec<(&'static str, String)> = vec![
         ("aof_enabled", u8::from(a.on).to_string()),
-        ("aof_rewrite_in_progress", "0".into()),
+        ("aof_rewrite_in_progress", u8::from(crate::persist::bgsave_running(srv) == Some(crate::bgsave::Purpose::AofBase)).to_string()),
         ("aof_rewrite_scheduled", u8::from(a.rewrite_scheduled).to_string()),
         ("aof_last_rewrite_time_sec", a.last_rewrite_secs.to_string()),
-        ("aof_current_rewrite_time_sec", "-1".into()),
+        ("aof_current_rewrite_time_sec", a.rewrite_started.map_or(-1, |t| t.elapsed().as_secs() as i64).to_string()),
         ("aof_last_bgrewrite_status", if a.last_rewrite_ok { "ok" } else { "err" }.into()),
         ("aof_rewrites", a.rewrites.to_string()),
         ("aof_rewrites_consecutive_failures", a.rewrite_failures.to_string()),

@@ -159,6 +159,9 @@ pub struct AofState {
     pub base_size: u64,
     /// A rewrite waits for the next cron tick (INFO aof_rewrite_scheduled).
     pub rewrite_scheduled: bool,
+    /// The base a background rewrite is writing, and when it started.
+    pub rewrite_base: Option<String>,
+    pub rewrite_started: Option<std::time::Instant>,
     /// Rewrites done (INFO aof_rewrites).
     pub rewrites: u64,
     /// Rewrites that failed in a row.
@@ -190,6 +193,8 @@ impl Default for AofState {
             current_size: 0,
             base_size: 0,
             rewrite_scheduled: false,
+            rewrite_base: None,
+            rewrite_started: None,
             rewrites: 0,
             rewrite_failures: 0,
             last_rewrite_secs: -1,

@@ -6,6 +6,7 @@
 
 use crate::command::flags::*;
 use crate::command::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::bgsave::Purpose;
 use crate::memory;
 use crate::server::{unix_ms, unix_us};
 
@@ -104,7 +105,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mode = flush_mode(ctx, args)?;
     ctx.srv.touch_all_watched(None, ctx.client);
-    crate::persist::bgsave_abort(ctx.srv);
+    crate::persist::rdb_bgsave_abort(ctx.srv);
     for db in 0..ctx.srv.dbs.len() {
         flush_db(ctx.srv, db, mode);
     }
@@ -120,7 +121,7 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// SAVE: writes the RDB file on this thread, as Redis does.
 pub fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    if ctx.srv.bgsave.is_some() {
+    if crate::persist::bgsave_running(ctx.srv) == Some(Purpose::Rdb) {
         return Err(CmdError::err("Background save already in progress"));
     }
     match crate::persist::save(ctx.srv, ctx.host) {
@@ -137,18 +138,24 @@ pub fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// BGSAVE [SCHEDULE]: starts a background save (without fork: the
 /// executor serializes between commands, a thread writes the file).
-/// SCHEDULE matters only while an AOF rewrite runs, which does not
-/// happen yet; inside a transaction the save is scheduled, as Redis does.
+/// While an AOF rewrite runs it is refused, or with SCHEDULE started when
+/// the rewrite ends; inside a transaction it is scheduled, as Redis does.
 pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    match args.len() {
-        1 => {}
-        2 if is(&args[1], "schedule") => {}
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(&args[1], "schedule") => true,
         _ => return Err(CmdError::Syntax),
-    }
-    if ctx.srv.bgsave.is_some() {
+    };
+    let running = crate::persist::bgsave_running(ctx.srv);
+    if running == Some(Purpose::Rdb) {
         return Err(CmdError::err("Background save already in progress"));
     }
-    if ctx.client.in_exec {
+    if running.is_some() || ctx.client.in_exec {
+        if !schedule && !ctx.client.in_exec {
+            return Err(CmdError::err(
+                "Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+            ));
+        }
         ctx.srv.persist.bg_scheduled = true;
         ctx.out().simple("Background saving scheduled");
         return Ok(());
@@ -158,16 +165,25 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// BGREWRITEAOF: rewrites the AOF (on this thread for now; see `aof`).
+/// BGREWRITEAOF: rewrites the AOF in the background (`aof::rewrite_background`).
 /// Inside a transaction or script it is scheduled for the next cron tick,
 /// so the new incremental file cannot receive writes the new base holds.
 pub fn bgrewriteaof(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    match crate::persist::bgsave_running(ctx.srv) {
+        Some(Purpose::AofBase) => return Err(CmdError::err("Background append only file rewriting already in progress")),
+        Some(Purpose::Rdb) => {
+            ctx.srv.aof.rewrite_scheduled = true;
+            ctx.out().simple("Background append only file rewriting scheduled");
+            return Ok(());
+        }
+        None => {}
+    }
     if ctx.srv.feed.depth() > 1 {
         ctx.srv.aof.rewrite_scheduled = true;
         ctx.out().simple("Background append only file rewriting scheduled");
         return Ok(());
     }
-    match crate::aof::rewrite(ctx.srv, ctx.host) {
+    match crate::aof::rewrite_background(ctx.srv, ctx.host) {
         Ok(()) => {
             ctx.out().simple("Background append only file rewriting started");
             Ok(())
@@ -504,7 +520,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "current_save_keys_processed", &done);
         line(&mut s, "current_save_keys_total", &total);
         line(&mut s, "rdb_changes_since_last_save", &(srv.dirty - p.dirty_at_save));
-        line(&mut s, "rdb_bgsave_in_progress", &u8::from(srv.bgsave.is_some()));
+        line(&mut s, "rdb_bgsave_in_progress", &u8::from(crate::persist::bgsave_running(srv) == Some(Purpose::Rdb)));
         line(&mut s, "rdb_last_save_time", &srv.last_save);
         line(&mut s, "rdb_last_bgsave_status", &if p.last_save_ok { "ok" } else { "err" });
         line(&mut s, "rdb_last_bgsave_time_sec", &p.last_bg_secs);
