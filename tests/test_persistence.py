@@ -190,10 +190,10 @@ def redis_server() -> str | None:
     return shutil.which("redis-server")
 
 
-def start_redis(workdir: str) -> tuple[subprocess.Popen, int]:
+def start_redis(workdir: str, *extra: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
     proc = subprocess.Popen([redis_server(), "--port", str(port), "--bind", HOST, "--save", "",
-                             "--appendonly", "no", "--dir", workdir, "--daemonize", "no"],
+                             "--appendonly", "no", "--dir", workdir, "--daemonize", "no", *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     while ping(port, timeout=0.5) is None:
@@ -441,3 +441,110 @@ def test_redis_loads_a_background_save(workdir):
         assert r.fcall("f", 0) == 7
     finally:
         stop_redis(proc)
+
+
+def digest(r: redis.Redis) -> str:
+    return r.execute_command("DEBUG", "DIGEST").decode()
+
+
+def test_debug_digest_survives_reload_and_restart(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert digest(r) == "0" * 40
+        assert r.execute_command("DEBUG", "DIGEST-VALUE", "nokey") == [b"0" * 40]
+        fill(r)
+        r.hset("hash:ttl", mapping={"a": 1, "b": 2})
+        r.hpexpire("hash:ttl", 3_600_000, "a")
+        before = digest(r)
+        assert len(before) == 40 and before != "0" * 40
+        values = r.execute_command("DEBUG", "DIGEST-VALUE", "str", "list:big", "hash:ttl", "stream")
+        assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+        assert digest(r) == before
+        assert r.execute_command("DEBUG", "DIGEST-VALUE", "str", "list:big", "hash:ttl", "stream") == values
+        # Changes that keep the keys but not the data show.
+        r.lset("list:big", 0, "other")
+        assert digest(r) != before
+        r.lset("list:big", 0, "element-0")
+        r.persist("ttl")
+        assert digest(r) != before
+        r.pexpire("ttl", 3_600_000)
+        assert digest(r) == before
+        r.save()
+    finally:
+        s.stop()
+    s = start(server_binary(), workdir)
+    try:
+        assert digest(redis.Redis(host=HOST, port=s.port)) == before
+    finally:
+        s.stop()
+
+
+def test_debug_digest_ignores_encodings_and_insertion_order(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.sadd("s", *range(10))
+        r.hset("h", mapping={f"f{i}": i for i in range(10)})
+        r.zadd("z", {f"m{i}": i / 2 for i in range(10)})
+        small = digest(r)
+        r.flushall()
+        r.config_set("set-max-intset-entries", 0)
+        r.config_set("set-max-listpack-entries", 0)
+        r.config_set("hash-max-listpack-entries", 0)
+        r.config_set("zset-max-listpack-entries", 0)
+        r.zadd("z", {f"m{i}": i / 2 for i in reversed(range(10))})
+        r.hset("h", mapping={f"f{i}": i for i in reversed(range(10))})
+        r.sadd("s", *reversed(range(10)))
+        assert r.object("encoding", "s") == b"hashtable"
+        assert digest(r) == small
+    finally:
+        s.stop()
+
+
+@pytest.mark.skipif(redis_server() is None, reason="redis-server not installed")
+def test_debug_digest_equals_redis(workdir):
+    def load(r: redis.Redis) -> None:
+        r.set("s", "hello")
+        r.set("n", 12345)
+        r.set("e", "v", ex=1000)
+        r.rpush("l", "a", "b", "c", 1, 2)
+        r.sadd("st", "x", "y", 3)
+        r.zadd("z", {"a": 1, "b": 2.5, "c": 1e20})
+        r.hset("h", mapping={"f1": "v1", "f2": "v2"})
+        r.xadd("strm", {"a": "b", "c": "d"}, id="1-1")
+        r.select(3)
+        r.set("s", "hello")
+        r.select(0)
+        r.execute_command("DEBUG", "POPULATE", 20, "p", 12)
+
+    keys = ("s", "n", "e", "l", "st", "z", "h", "strm", "p:3", "none")
+    proc, port = start_redis(workdir, "--enable-debug-command", "yes")
+    try:
+        r = redis.Redis(host=HOST, port=port)
+        load(r)
+        expected = (digest(r), r.execute_command("DEBUG", "DIGEST-VALUE", *keys))
+    finally:
+        stop_redis(proc)
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        load(r)
+        assert (digest(r), r.execute_command("DEBUG", "DIGEST-VALUE", *keys)) == expected
+    finally:
+        s.stop()
+
+
+def test_debug_populate(r):
+    r.flushall()
+    r.set("key:1", "mine")
+    assert r.execute_command("DEBUG", "POPULATE", 3) == b"OK"
+    assert sorted(r.keys("*")) == [b"key:0", b"key:1", b"key:2"]
+    assert (r.get("key:0"), r.get("key:1")) == (b"value:0", b"mine")
+    r.execute_command("DEBUG", "POPULATE", 2, "p", 10)
+    assert r.get("p:1") == b"value:1\0\0\0"
+    r.execute_command("DEBUG", "POPULATE", 2, "q", 3)
+    assert r.get("q:1") == b"val"
+    with pytest.raises(redis.ResponseError, match="^value is out of range, must be positive"):
+        r.execute_command("DEBUG", "POPULATE", -1)
+    r.flushall()

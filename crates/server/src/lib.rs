@@ -10,7 +10,7 @@
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
 //!    lines), `process` (pid file, signals, systemd, daemonizing),
 //!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
-//!    save's image and its writer thread)
+//!    save's image and its writer thread), `digest` (DEBUG DIGEST)
 //! 2. `config`, `client`
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers)
@@ -35,6 +35,7 @@ pub mod command;
 pub mod commands;
 pub mod config;
 pub mod cron;
+pub mod digest;
 pub mod dispatch;
 pub mod exec;
 pub mod feed;
