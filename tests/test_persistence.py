@@ -186,6 +186,29 @@ def test_corrupt_file_is_refused_naming_file_and_offset(workdir):
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
+def test_wrong_checksum_is_reported_as_redis_does(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("k", "v")
+        r.save()
+    finally:
+        s.stop()
+    path = os.path.join(workdir, "dump.rdb")
+    with open(path, "r+b") as f:
+        f.seek(-8, os.SEEK_END)
+        f.write(b"foobar00")
+    proc = subprocess.run([server_binary(), "--port", str(free_port()), "--bind", HOST, "--save", ""],
+                          cwd=workdir, capture_output=True, timeout=30)
+    out = (proc.stdout + proc.stderr).decode()
+    assert proc.returncode == 1, out
+    got = int.from_bytes(b"foobar00", "little")
+    assert "Wrong RDB checksum expected: (" in out and f") but got ({got:x}). Aborting now." in out, out
+    # Redis's test looks for it in the last ten lines.
+    assert "RDB CRC error" in "\n".join(out.splitlines()[-10:]), out
+    assert out.rstrip().endswith("Terminating server after rdb file reading failure."), out
+
+
 def redis_server() -> str | None:
     return shutil.which("redis-server")
 

@@ -155,6 +155,9 @@ pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, 
             for db in &mut srv.dbs {
                 db.clear();
             }
+            if let Some((expected, got)) = e.crc_mismatch {
+                srv.config.log.warning(&format!("Wrong RDB checksum expected: ({expected:x}) but got ({got:x}). Aborting now."));
+            }
             return Err(LoadError::Corrupt(path, e.to_string()));
         }
     };

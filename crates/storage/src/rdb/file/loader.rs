@@ -193,7 +193,10 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
         if opts.verify_checksum && stored != 0 {
             let computed = crc64(0, &bytes[..eof]);
             if computed != stored {
-                return Err(RdbFileError::new(eof, format!("wrong checksum: the file says {stored:016x}, its bytes give {computed:016x}")));
+                // Redis's reason, which its tests and tools look for.
+                let mut e = RdbFileError::new(eof, "RDB CRC error");
+                e.crc_mismatch = Some((computed, stored));
+                return Err(e);
             }
         }
         sum.checksum = stored;
