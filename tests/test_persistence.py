@@ -388,6 +388,20 @@ def test_flushall_aborts_bgsave(workdir):
         time.sleep(0.1)
         assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
         assert not [f for f in os.listdir(workdir) if f.startswith("temp-")]
+        # At once another save: the aborted one's thread, stopping, must not
+        # take the new one's file away (Redis's "bgsave resets the change
+        # counter" runs this way).
+        for _ in range(20):
+            r.mset({f"k{i}": i for i in range(2000)})
+            r.config_set("rdb-key-save-delay", "1000")
+            r.bgsave()
+            r.flushall()
+            r.set("x", "y")
+            r.config_set("rdb-key-save-delay", "0")
+            r.bgsave()
+            wait_for(lambda: bgsave_done(r), what="BGSAVE")
+            info = r.info("persistence")
+            assert (info["rdb_last_bgsave_status"], info["rdb_changes_since_last_save"]) == ("ok", 0)
     finally:
         s.stop()
 

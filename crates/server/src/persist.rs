@@ -191,7 +191,11 @@ pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String>
         return Err("Background save already in progress".into());
     }
     let path = rdb_path(srv);
-    let tmp = path.with_file_name(format!("temp-bg-{}.rdb", std::process::id()));
+    // A name of its own per save: an aborted save's thread removes its
+    // temp file when it stops, which may be after the next save began.
+    static JOBS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!("temp-bg-{}-{n}.rdb", std::process::id()));
     let now = unix_ms();
     let codes = host.scripts_ref().function_codes();
     let plan = Plan {
