@@ -585,3 +585,29 @@ def test_debug_populate(r):
     with pytest.raises(redis.ResponseError, match="^value is out of range, must be positive"):
         r.execute_command("DEBUG", "POPULATE", -1)
     r.flushall()
+
+
+def test_hash_fields_due_at_load_are_loaded_then_expired(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.hset("all", mapping={"a": 1, "b": 2})
+        r.hpexpire("all", 100, "a", "b")
+        r.hset("some", mapping={"a": 1, "b": 2, "c": 3})
+        r.hpexpire("some", 100, "a")
+        r.hexpire("some", 3600, "b")
+        r.save()
+    finally:
+        s.stop()
+    time.sleep(0.2)
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        # As Redis: no field is dropped while loading, so both keys count as
+        # loaded; field expiry removes the due ones afterwards.
+        assert r.info("persistence")["rdb_last_load_keys_loaded"] == 2
+        wait_for(lambda: r.info("stats")["expired_subkeys"] == 3, what="field expiry")
+        assert r.exists("all") == 0
+        assert sorted(r.hgetall("some").items()) == [(b"b", b"2"), (b"c", b"3")]
+    finally:
+        s.stop()

@@ -14,8 +14,10 @@
 //! Redis 7.0's release candidates, and
 //! versions newer than 12. SLOT_INFO (cluster slot sizes) is skipped; the
 //! "lua" aux field (scripts saved by Redis before 7.0) is not passed on.
-//! Empty keys, and hashes whose every field is due at `now`, are skipped
-//! as Redis skips them.
+//! Empty keys are skipped as Redis skips them. Hash fields already due
+//! are loaded like the others, as Redis loads them: the keyspace's field
+//! expiry removes them afterwards (and counts them), so a hash whose every
+//! field is due is still a key loaded.
 
 use std::io::Read;
 
@@ -93,8 +95,8 @@ pub trait RdbVisitor {
     /// A key.
     fn entry(&mut self, entry: LoadedEntry) -> Result<(), String>;
 
-    /// A key skipped because its value is empty (or a hash whose every
-    /// field was due); counted in `LoadSummary::empty_skipped`.
+    /// A key skipped because its value is empty; counted in
+    /// `LoadSummary::empty_skipped`.
     fn empty_key(&mut self, key: &[u8]) {
         let _ = key;
     }
@@ -111,8 +113,7 @@ pub struct LoadSummary {
     pub end: usize,
     /// Keys passed to the visitor.
     pub keys: u64,
-    /// Keys skipped because they were empty, or all their hash fields were
-    /// due at `now`.
+    /// Keys skipped because they were empty.
     pub empty_skipped: u64,
     /// The stored checksum (0: none).
     pub checksum: u64,
@@ -261,11 +262,11 @@ impl<'a> FileReader<'a> {
             return Ok(None);
         }
         self.r.pos = start;
-        match self.r.value(t, &opts.shapes, opts.now) {
+        // i64::MIN as the fields' "now": none is due while loading.
+        match self.r.value(t, &opts.shapes, i64::MIN) {
             Ok(v) => Ok(Some(v)),
-            // Skipped as Redis skips them: empty collections, and hashes
-            // whose every field is due.
-            Err(RdbError::EMPTY | RdbError::ALL_EXPIRED) => Ok(None),
+            // Skipped as Redis skips them: empty collections.
+            Err(RdbError::EMPTY) => Ok(None),
             Err(e) if !e.reason.is_empty() => Err(fail(format!("{} ({} value)", e.reason, type_name(t).unwrap_or("?")))),
             Err(_) => Err(fail(format!("truncated or corrupt {} value", type_name(t).unwrap_or("?")))),
         }

@@ -331,20 +331,26 @@ fn a_value_too_new_for_the_header_is_refused_and_nothing_written() {
 }
 
 #[test]
-fn hashes_with_every_field_due_are_skipped() {
+fn hash_fields_due_are_loaded_as_redis_loads_them() {
     let h = hash(3, &[(0, NOW - 5), (1, NOW - 5), (2, NOW - 1)]);
     let mut w = RdbWriter::new(Vec::new(), 12, WriteOptions::default()).unwrap();
+    // Not written once every field is due...
     assert!(!w.entry(b"gone", h.as_ref(), None, NOW).unwrap());
-    // Written before the fields fell due, loaded after: skipped too.
+    // ... but written before they fell due, loaded after: every field is
+    // there, for field expiry to remove (Redis counts such a key loaded).
     assert!(w.entry(b"later", h.as_ref(), None, NOW - 10).unwrap());
     let partly = hash(3, &[(0, NOW - 5), (1, FAR)]);
     assert!(w.entry(b"partly", partly.as_ref(), None, NOW - 10).unwrap());
     let (out, _) = w.finish().unwrap();
     let (c, sum) = collect(&out).unwrap();
-    assert_eq!((sum.keys, sum.empty_skipped), (1, 1));
-    assert_eq!(c.entries[0].key, b"partly");
+    assert_eq!((sum.keys, sum.empty_skipped), (2, 0));
+    assert_eq!(c.entries[0].key, b"later");
+    assert_eq!(c.entries[1].key, b"partly");
     let ValueRef::Hash(h) = c.entries[0].value.as_ref() else { panic!("not a hash") };
-    assert_eq!(h.len(), 2);
+    assert_eq!(h.len(), 3);
+    assert_eq!(h.expire_of(b"field2", i64::MIN), Some(Some(NOW - 1)));
+    let ValueRef::Hash(h) = c.entries[1].value.as_ref() else { panic!("not a hash") };
+    assert_eq!(h.len(), 3);
 }
 
 #[test]
