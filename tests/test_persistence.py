@@ -611,3 +611,63 @@ def test_hash_fields_due_at_load_are_loaded_then_expired(workdir):
         assert sorted(r.hgetall("some").items()) == [(b"b", b"2"), (b"c", b"3")]
     finally:
         s.stop()
+
+
+def test_clients_are_served_with_loading_while_the_file_loads(workdir):
+    s = start(server_binary(), workdir, "--rdbcompression", "no")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.execute_command("DEBUG", "POPULATE", 20000, "key", 200)
+        r.save()
+        expected = digest(r)
+    finally:
+        s.stop()
+    s = Server(server_binary(), ("--key-load-delay", "100", "--loading-process-events-interval-bytes", "1024"), workdir=workdir)
+    s.start()  # PING answers (with -LOADING) as soon as the socket listens
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        info = r.info("persistence")
+        assert info["loading"] == 1
+        assert info["loading_total_bytes"] == os.path.getsize(os.path.join(workdir, "dump.rdb"))
+        assert 0 <= info["loading_loaded_bytes"] <= info["loading_total_bytes"]
+        # A raw socket: redis-py retries on LOADING.
+        with socket.create_connection((HOST, s.port), timeout=5) as raw:
+            f = raw.makefile("rb")
+            for cmd in (("PING",), ("GET", "key:1"), ("SET", "x", "y"), ("DEBUG", "POPULATE", "5"), ("DEBUG", "LOG", "during load")):
+                raw.sendall(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(a)}\r\n{a}\r\n".encode() for a in cmd))
+                want = b"+OK\r\n" if cmd[1:2] == ("LOG",) else b"-LOADING Redis is loading the dataset in memory\r\n"
+                assert f.readline() == want, cmd
+            f.close()
+        # Clients that leave during the load are freed.
+        extra = [redis.Redis(host=HOST, port=s.port) for _ in range(5)]
+        for c in extra:
+            c.info("server")
+            c.close()
+        wait_for(lambda: r.info("clients")["connected_clients"] == 1, what=f"clients freed: {r.client_list()}")
+        wait_for(lambda: r.info("persistence")["loading"] == 0, timeout=30, what="the load")
+        assert r.dbsize() == 20000 and digest(r) == expected
+        with open(s.log_path, "rb") as f:
+            log = f.read()
+        assert b"Loading RDB produced by version" in log and b"RDB age" in log
+        assert b"Done loading RDB, keys loaded: 20000, keys expired: 0." in log
+    finally:
+        s.stop()
+
+
+def test_sigterm_while_loading_exits_without_saving(workdir):
+    s = start(server_binary(), workdir, "--rdbcompression", "no")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.execute_command("DEBUG", "POPULATE", 20000, "key", 200)
+        r.save()
+    finally:
+        s.stop()
+    path = os.path.join(workdir, "dump.rdb")
+    before = open(path, "rb").read()
+    s = Server(server_binary(), ("--save", "900 1", "--key-load-delay", "200", "--loading-process-events-interval-bytes", "1024"),
+               workdir=workdir)
+    s.start()
+    assert redis.Redis(host=HOST, port=s.port).info("persistence")["loading"] == 1
+    s.proc.terminate()
+    assert s.proc.wait(10) == 0
+    assert open(path, "rb").read() == before

@@ -63,6 +63,9 @@ pub struct Shell {
     table: CommandMap,
     engine: Engine,
     acceptor: Acceptor,
+    /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS` (read
+    /// directly while the RDB file loads).
+    signals: Signals,
 }
 
 impl Host for Shell {
@@ -81,6 +84,21 @@ impl Host for Shell {
     fn serve_others(&mut self, srv: &mut Server) {
         serve_while_busy(srv, self);
     }
+
+    fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
+        for sig in self.signals.pending() {
+            shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
+        }
+        if srv.shutdown || srv.shutdown_signal.is_some() {
+            return false;
+        }
+        serve_while_busy(srv, self);
+        let dead: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0)).map(|c| c.id).collect();
+        for id in dead {
+            close_client(srv, &self.acceptor.registry, id);
+        }
+        !srv.shutdown
+    }
 }
 
 /// The poller and the event loop's own state.
@@ -97,8 +115,6 @@ pub struct EventLoop {
     shared_qbuf: Vec<u8>,
     /// Where reads land before being appended to a query buffer.
     scratch: Box<[u8]>,
-    /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS`.
-    signals: Signals,
 }
 
 impl EventLoop {
@@ -137,15 +153,24 @@ impl EventLoop {
                 }
             }
         }
-        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor };
-        Ok(EventLoop { poll, shell, signals, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
+        Ok(EventLoop { poll, shell, pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
-    /// Loads the RDB file, if there is one, before serving (`persist::load`).
+    /// Loads the RDB file, if there is one, serving clients meanwhile
+    /// with -LOADING (`persist::load_serving`).
     ///
-    /// Errors: why the file was refused.
+    /// Errors: why the file was refused, or `Interrupted`: a shutdown
+    /// signal (or SHUTDOWN) came, and the server shut down without saving,
+    /// as Redis does while loading.
     pub fn load(&mut self, srv: &mut Server) -> Result<Option<crate::persist::LoadStats>, crate::persist::LoadError> {
-        crate::persist::load(srv, &mut self.shell)
+        let r = crate::persist::load_serving(srv, &mut self.shell);
+        if matches!(r, Err(crate::persist::LoadError::Interrupted)) && !srv.shutdown {
+            srv.shutdown_signal = None;
+            let flags = shutdown::Flags { nosave: true, ..shutdown::Flags::default() };
+            let _ = shutdown::prepare(srv, &mut self.shell, flags);
+        }
+        r
     }
 
     /// Runs until SHUTDOWN.
@@ -187,7 +212,7 @@ impl EventLoop {
             }
             for ev in events.iter() {
                 if ev.token() == SIGNALS {
-                    for sig in self.signals.pending() {
+                    for sig in self.shell.signals.pending() {
                         shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
                     }
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
@@ -343,15 +368,7 @@ impl EventLoop {
             .map(|c| c.id)
             .collect();
         for id in dead {
-            if let Some(mut c) = srv.clients.remove(&id) {
-                if let Some(mut s) = c.sock.take() {
-                    let _ = self.poll.registry().deregister(&mut s);
-                }
-                srv.unwatch_all(&mut c);
-                srv.pubsub.forget(&mut c);
-                srv.monitors.retain(|&m| m != id);
-                srv.blocking.forget(id);
-            }
+            close_client(srv, self.poll.registry(), id);
         }
         // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a write.
         let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| c.pending_out() > 0)).copied().collect();
@@ -361,6 +378,19 @@ impl EventLoop {
                 srv.clients.insert(id, c);
             }
         }
+    }
+}
+
+/// Closes client `id` and forgets it everywhere.
+fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
+    if let Some(mut c) = srv.clients.remove(&id) {
+        if let Some(mut s) = c.sock.take() {
+            let _ = registry.deregister(&mut s);
+        }
+        srv.unwatch_all(&mut c);
+        srv.pubsub.forget(&mut c);
+        srv.monitors.retain(|&m| m != id);
+        srv.blocking.forget(id);
     }
 }
 

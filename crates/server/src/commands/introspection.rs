@@ -1053,9 +1053,13 @@ fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
+    let mut flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
     if (abort && flags.any()) || (flags.save && flags.nosave) {
         return Err(CmdError::Syntax);
+    }
+    if ctx.srv.persist.loading.is_some() {
+        // The databases are half loaded: never save them (as Redis).
+        (flags.save, flags.nosave) = (false, true);
     }
     if abort {
         crate::shutdown::abort(ctx.srv).map_err(|_| CmdError::err("No shutdown in progress."))?;
@@ -1408,6 +1412,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ("change-repl-id", 2) | ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
         ("listpack", 3) | ("quicklist", 3 | 4) => return debug_packed(ctx, &sub, args),
         ("protocol", 3) => return debug_protocol(ctx, &args[2]),
+        ("reload" | "populate", _) if ctx.srv.persist.loading.is_some() => return Err(CmdError::Custom(crate::dispatch::LOADING_ERROR.into())),
         ("reload", _) => return debug_reload(ctx, &args[2..]),
         ("digest", 2) => {
             let d = crate::digest::dataset(&ctx.srv.dbs);

@@ -100,6 +100,14 @@ pub trait RdbVisitor {
     fn empty_key(&mut self, key: &[u8]) {
         let _ = key;
     }
+
+    /// Called after each item (a key, an opcode) with the offset reached, so a caller can
+    /// report progress or do other work while a long file loads. False
+    /// stops the load with an error.
+    fn progress(&mut self, offset: usize) -> bool {
+        let _ = offset;
+        true
+    }
 }
 
 /// What `load` found besides what it passed to the visitor.
@@ -186,6 +194,9 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
                 visitor.entry(LoadedEntry { db, key, value, expire_ms, idle_secs, freq }).map_err(said)?;
                 sum.keys += 1;
             }
+        }
+        if !visitor.progress(f.r.pos) {
+            return Err(RdbFileError::new(f.r.pos, "loading stopped"));
         }
     }
     let eof = f.r.pos;
@@ -322,7 +333,13 @@ pub struct Loaded {
 /// present, like a key twice in the file, is an error. A database index
 /// past `dbs.len()` is an error. On error, what was inserted stays.
 pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loaded, RdbFileError> {
-    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new() };
+    load_into_with(bytes, dbs, opts, &mut |_| true)
+}
+
+/// `load_into`, calling `progress(offset)` after each item (see
+/// `RdbVisitor::progress`; false stops the load).
+pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress: &mut dyn FnMut(usize) -> bool) -> Result<Loaded, RdbFileError> {
+    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new(), progress };
     let summary = load(bytes, opts, &mut into)?;
     Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired, empty_keys: into.empty })
 }
@@ -335,6 +352,7 @@ struct IntoDbs<'a> {
     inserted: u64,
     expired: u64,
     empty: Vec<Vec<u8>>,
+    progress: &'a mut dyn FnMut(usize) -> bool,
 }
 
 impl IntoDbs<'_> {
@@ -363,6 +381,10 @@ impl RdbVisitor for IntoDbs<'_> {
 
     fn empty_key(&mut self, key: &[u8]) {
         self.empty.push(key.to_vec());
+    }
+
+    fn progress(&mut self, offset: usize) -> bool {
+        (self.progress)(offset)
     }
 
     fn entry(&mut self, e: LoadedEntry) -> Result<(), String> {
