@@ -65,7 +65,7 @@ pub fn fold_value(d: &mut Digest, v: ValueRef<'_>, has_deadline: bool) {
         ValueRef::ZSet(z) => {
             for (m, score) in z.iter() {
                 let mut e = Digest::default();
-                mix_in(&mut e, &m);
+                mix_in(&mut e, m);
                 mix_in(&mut e, resp::num::format_f64_g17(score).as_bytes());
                 xor_in(d, &e);
             }
@@ -74,9 +74,9 @@ pub fn fold_value(d: &mut Digest, v: ValueRef<'_>, has_deadline: bool) {
             // i64::MIN as "now": every stored field, due or not.
             for (f, val) in h.iter(i64::MIN) {
                 let mut e = Digest::default();
-                mix_in(&mut e, &f);
+                mix_in(&mut e, f);
                 mix_in(&mut e, &val.to_vec());
-                if h.expire_of(&f, i64::MIN).flatten().is_some() {
+                if h.expire_of(f, i64::MIN).flatten().is_some() {
                     xor_in(&mut e, b"!!hexpire!!");
                 }
                 xor_in(d, &e);
