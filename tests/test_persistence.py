@@ -186,14 +186,37 @@ def test_corrupt_file_is_refused_naming_file_and_offset(workdir):
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
+def test_wrong_checksum_is_reported_as_redis_does(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("k", "v")
+        r.save()
+    finally:
+        s.stop()
+    path = os.path.join(workdir, "dump.rdb")
+    with open(path, "r+b") as f:
+        f.seek(-8, os.SEEK_END)
+        f.write(b"foobar00")
+    proc = subprocess.run([server_binary(), "--port", str(free_port()), "--bind", HOST, "--save", ""],
+                          cwd=workdir, capture_output=True, timeout=30)
+    out = (proc.stdout + proc.stderr).decode()
+    assert proc.returncode == 1, out
+    got = int.from_bytes(b"foobar00", "little")
+    assert "Wrong RDB checksum expected: (" in out and f") but got ({got:x}). Aborting now." in out, out
+    # Redis's test looks for it in the last ten lines.
+    assert "RDB CRC error" in "\n".join(out.splitlines()[-10:]), out
+    assert out.rstrip().endswith("Terminating server after rdb file reading failure."), out
+
+
 def redis_server() -> str | None:
     return shutil.which("redis-server")
 
 
-def start_redis(workdir: str) -> tuple[subprocess.Popen, int]:
+def start_redis(workdir: str, *extra: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
     proc = subprocess.Popen([redis_server(), "--port", str(port), "--bind", HOST, "--save", "",
-                             "--appendonly", "no", "--dir", workdir, "--daemonize", "no"],
+                             "--appendonly", "no", "--dir", workdir, "--daemonize", "no", *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     while ping(port, timeout=0.5) is None:
@@ -365,6 +388,20 @@ def test_flushall_aborts_bgsave(workdir):
         time.sleep(0.1)
         assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
         assert not [f for f in os.listdir(workdir) if f.startswith("temp-")]
+        # At once another save: the aborted one's thread, stopping, must not
+        # take the new one's file away (Redis's "bgsave resets the change
+        # counter" runs this way).
+        for _ in range(20):
+            r.mset({f"k{i}": i for i in range(2000)})
+            r.config_set("rdb-key-save-delay", "1000")
+            r.bgsave()
+            r.flushall()
+            r.set("x", "y")
+            r.config_set("rdb-key-save-delay", "0")
+            r.bgsave()
+            wait_for(lambda: bgsave_done(r), what="BGSAVE")
+            info = r.info("persistence")
+            assert (info["rdb_last_bgsave_status"], info["rdb_changes_since_last_save"]) == ("ok", 0)
     finally:
         s.stop()
 
@@ -441,3 +478,196 @@ def test_redis_loads_a_background_save(workdir):
         assert r.fcall("f", 0) == 7
     finally:
         stop_redis(proc)
+
+
+def digest(r: redis.Redis) -> str:
+    return r.execute_command("DEBUG", "DIGEST").decode()
+
+
+def test_debug_digest_survives_reload_and_restart(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert digest(r) == "0" * 40
+        assert r.execute_command("DEBUG", "DIGEST-VALUE", "nokey") == [b"0" * 40]
+        fill(r)
+        r.hset("hash:ttl", mapping={"a": 1, "b": 2})
+        r.hpexpire("hash:ttl", 3_600_000, "a")
+        before = digest(r)
+        assert len(before) == 40 and before != "0" * 40
+        values = r.execute_command("DEBUG", "DIGEST-VALUE", "str", "list:big", "hash:ttl", "stream")
+        assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+        assert digest(r) == before
+        assert r.execute_command("DEBUG", "DIGEST-VALUE", "str", "list:big", "hash:ttl", "stream") == values
+        # Changes that keep the keys but not the data show.
+        r.lset("list:big", 0, "other")
+        assert digest(r) != before
+        r.lset("list:big", 0, "element-0")
+        r.persist("ttl")
+        assert digest(r) != before
+        r.pexpire("ttl", 3_600_000)
+        assert digest(r) == before
+        r.save()
+    finally:
+        s.stop()
+    s = start(server_binary(), workdir)
+    try:
+        assert digest(redis.Redis(host=HOST, port=s.port)) == before
+    finally:
+        s.stop()
+
+
+def test_debug_digest_ignores_encodings_and_insertion_order(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.sadd("s", *range(10))
+        r.hset("h", mapping={f"f{i}": i for i in range(10)})
+        r.zadd("z", {f"m{i}": i / 2 for i in range(10)})
+        small = digest(r)
+        r.flushall()
+        r.config_set("set-max-intset-entries", 0)
+        r.config_set("set-max-listpack-entries", 0)
+        r.config_set("hash-max-listpack-entries", 0)
+        r.config_set("zset-max-listpack-entries", 0)
+        r.zadd("z", {f"m{i}": i / 2 for i in reversed(range(10))})
+        r.hset("h", mapping={f"f{i}": i for i in reversed(range(10))})
+        r.sadd("s", *reversed(range(10)))
+        assert r.object("encoding", "s") == b"hashtable"
+        assert digest(r) == small
+    finally:
+        s.stop()
+
+
+@pytest.mark.skipif(redis_server() is None, reason="redis-server not installed")
+def test_debug_digest_equals_redis(workdir):
+    def load(r: redis.Redis) -> None:
+        r.set("s", "hello")
+        r.set("n", 12345)
+        r.set("e", "v", ex=1000)
+        r.rpush("l", "a", "b", "c", 1, 2)
+        r.sadd("st", "x", "y", 3)
+        r.zadd("z", {"a": 1, "b": 2.5, "c": 1e20})
+        r.hset("h", mapping={"f1": "v1", "f2": "v2"})
+        r.xadd("strm", {"a": "b", "c": "d"}, id="1-1")
+        r.select(3)
+        r.set("s", "hello")
+        r.select(0)
+        r.execute_command("DEBUG", "POPULATE", 20, "p", 12)
+
+    keys = ("s", "n", "e", "l", "st", "z", "h", "strm", "p:3", "none")
+    proc, port = start_redis(workdir, "--enable-debug-command", "yes")
+    try:
+        r = redis.Redis(host=HOST, port=port)
+        load(r)
+        expected = (digest(r), r.execute_command("DEBUG", "DIGEST-VALUE", *keys))
+    finally:
+        stop_redis(proc)
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        load(r)
+        assert (digest(r), r.execute_command("DEBUG", "DIGEST-VALUE", *keys)) == expected
+    finally:
+        s.stop()
+
+
+def test_debug_populate(r):
+    r.flushall()
+    r.set("key:1", "mine")
+    assert r.execute_command("DEBUG", "POPULATE", 3) == b"OK"
+    assert sorted(r.keys("*")) == [b"key:0", b"key:1", b"key:2"]
+    assert (r.get("key:0"), r.get("key:1")) == (b"value:0", b"mine")
+    r.execute_command("DEBUG", "POPULATE", 2, "p", 10)
+    assert r.get("p:1") == b"value:1\0\0\0"
+    r.execute_command("DEBUG", "POPULATE", 2, "q", 3)
+    assert r.get("q:1") == b"val"
+    with pytest.raises(redis.ResponseError, match="^value is out of range, must be positive"):
+        r.execute_command("DEBUG", "POPULATE", -1)
+    r.flushall()
+
+
+def test_hash_fields_due_at_load_are_loaded_then_expired(workdir):
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.hset("all", mapping={"a": 1, "b": 2})
+        r.hpexpire("all", 100, "a", "b")
+        r.hset("some", mapping={"a": 1, "b": 2, "c": 3})
+        r.hpexpire("some", 100, "a")
+        r.hexpire("some", 3600, "b")
+        r.save()
+    finally:
+        s.stop()
+    time.sleep(0.2)
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        # As Redis: no field is dropped while loading, so both keys count as
+        # loaded; field expiry removes the due ones afterwards.
+        assert r.info("persistence")["rdb_last_load_keys_loaded"] == 2
+        wait_for(lambda: r.info("stats")["expired_subkeys"] == 3, what="field expiry")
+        assert r.exists("all") == 0
+        assert sorted(r.hgetall("some").items()) == [(b"b", b"2"), (b"c", b"3")]
+    finally:
+        s.stop()
+
+
+def test_clients_are_served_with_loading_while_the_file_loads(workdir):
+    s = start(server_binary(), workdir, "--rdbcompression", "no")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.execute_command("DEBUG", "POPULATE", 20000, "key", 200)
+        r.save()
+        expected = digest(r)
+    finally:
+        s.stop()
+    s = Server(server_binary(), ("--key-load-delay", "100", "--loading-process-events-interval-bytes", "1024"), workdir=workdir)
+    s.start()  # PING answers (with -LOADING) as soon as the socket listens
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        info = r.info("persistence")
+        assert info["loading"] == 1
+        assert info["loading_total_bytes"] == os.path.getsize(os.path.join(workdir, "dump.rdb"))
+        assert 0 <= info["loading_loaded_bytes"] <= info["loading_total_bytes"]
+        # A raw socket: redis-py retries on LOADING.
+        with socket.create_connection((HOST, s.port), timeout=5) as raw:
+            f = raw.makefile("rb")
+            for cmd in (("PING",), ("GET", "key:1"), ("SET", "x", "y"), ("DEBUG", "POPULATE", "5"), ("DEBUG", "LOG", "during load")):
+                raw.sendall(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(a)}\r\n{a}\r\n".encode() for a in cmd))
+                want = b"+OK\r\n" if cmd[1:2] == ("LOG",) else b"-LOADING Redis is loading the dataset in memory\r\n"
+                assert f.readline() == want, cmd
+            f.close()
+        # Clients that leave during the load are freed.
+        extra = [redis.Redis(host=HOST, port=s.port) for _ in range(5)]
+        for c in extra:
+            c.info("server")
+            c.close()
+        wait_for(lambda: r.info("clients")["connected_clients"] == 1, what=f"clients freed: {r.client_list()}")
+        wait_for(lambda: r.info("persistence")["loading"] == 0, timeout=30, what="the load")
+        assert r.dbsize() == 20000 and digest(r) == expected
+        with open(s.log_path, "rb") as f:
+            log = f.read()
+        assert b"Loading RDB produced by version" in log and b"RDB age" in log
+        assert b"Done loading RDB, keys loaded: 20000, keys expired: 0." in log
+    finally:
+        s.stop()
+
+
+def test_sigterm_while_loading_exits_without_saving(workdir):
+    s = start(server_binary(), workdir, "--rdbcompression", "no")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.execute_command("DEBUG", "POPULATE", 20000, "key", 200)
+        r.save()
+    finally:
+        s.stop()
+    path = os.path.join(workdir, "dump.rdb")
+    before = open(path, "rb").read()
+    s = Server(server_binary(), ("--save", "900 1", "--key-load-delay", "200", "--loading-process-events-interval-bytes", "1024"),
+               workdir=workdir)
+    s.start()
+    assert redis.Redis(host=HOST, port=s.port).info("persistence")["loading"] == 1
+    s.proc.terminate()
+    assert s.proc.wait(10) == 0
+    assert open(path, "rb").read() == before

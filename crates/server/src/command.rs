@@ -422,6 +422,16 @@ pub trait Host {
     /// past busy-reply-threshold calls it between steps, so that SCRIPT KILL
     /// can reach it. The running client is not in `srv.clients`.
     fn serve_others(&mut self, srv: &mut Server);
+
+    /// Serves clients while the RDB file loads at start-up (the databases
+    /// are empty meanwhile; dispatch answers -LOADING to commands without
+    /// the `loading` flag) and closes those that left. Returns false when a
+    /// shutdown signal came: the load stops and the server exits. Hosts
+    /// without clients serve none.
+    fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
+        let _ = srv;
+        true
+    }
 }
 
 /// What dispatch and INFO need of the scripting engine. The script layer

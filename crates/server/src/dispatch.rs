@@ -38,6 +38,10 @@ pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], n
     f & flags::WRITE != 0 || f & flags::MAY_REPLICATE != 0
 }
 
+/// Redis's reply to commands without the `loading` flag while the RDB file
+/// loads at start-up.
+pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
+
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let start = Instant::now();
@@ -60,6 +64,10 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         }
     };
     let name = spec.full_name;
+    if srv.persist.loading.is_some() && !spec.has(flags::LOADING) {
+        reject(srv, c, spec, &CmdError::Custom(LOADING_ERROR.into()));
+        return true;
+    }
     if srv.script.is_some_and(|r| r.timed_out) && !spec.has(flags::ALLOW_BUSY) {
         reject(srv, c, spec, &CmdError::Custom(srv.busy_error().into()));
         return true;

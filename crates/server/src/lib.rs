@@ -10,8 +10,9 @@
 //!    (command errors, argument parsers), `keyspec`, `log` (Redis-style log
 //!    lines), `process` (pid file, signals, systemd, daemonizing),
 //!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
-//!    save's image and its writer thread), `aof::manifest`, `aof::reader`
-//!    (the AOF's file formats: bytes in, no server state)
+//!    save's image and its writer thread), `digest` (DEBUG DIGEST),
+//!    `aof::manifest`, `aof::reader` (the AOF's file formats: bytes in, no
+//!    server state)
 //! 2. `config`, `client`, `aof::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `feed` (the write stream and its consumers), `aof::state`
@@ -39,6 +40,7 @@ pub mod command;
 pub mod commands;
 pub mod config;
 pub mod cron;
+pub mod digest;
 pub mod dispatch;
 pub mod exec;
 pub mod feed;

@@ -225,6 +225,8 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
             log.notice(&format!("DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64()));
         }
         Ok(None) => {}
+        // A shutdown signal or SHUTDOWN while loading: shut down, unsaved.
+        Err(server::persist::LoadError::Interrupted) => return Ok(()),
         Err(e @ server::persist::LoadError::Corrupt(..)) => {
             // As Redis: the reason, then what the RDB checker finds in the
             // file, then exit.

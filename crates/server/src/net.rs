@@ -68,6 +68,9 @@ pub struct Shell {
     table: CommandMap,
     engine: Engine,
     acceptor: Acceptor,
+    /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS` (read
+    /// directly while the RDB file loads).
+    signals: Signals,
 }
 
 impl Host for Shell {
@@ -86,6 +89,21 @@ impl Host for Shell {
     fn serve_others(&mut self, srv: &mut Server) {
         serve_while_busy(srv, self);
     }
+
+    fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
+        for sig in self.signals.pending() {
+            shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
+        }
+        if srv.shutdown || srv.shutdown_signal.is_some() {
+            return false;
+        }
+        serve_while_busy(srv, self);
+        let dead: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0)).map(|c| c.id).collect();
+        for id in dead {
+            close_client(srv, &self.acceptor.registry, id);
+        }
+        !srv.shutdown
+    }
 }
 
 /// The poller and the event loop's own state.
@@ -102,8 +120,6 @@ pub struct EventLoop {
     shared_qbuf: Vec<u8>,
     /// Where reads land before being appended to a query buffer.
     scratch: Box<[u8]>,
-    /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS`.
-    signals: Signals,
     /// Clients whose replies wait for this turn's AOF write.
     held: Vec<ClientId>,
 }
@@ -144,21 +160,29 @@ impl EventLoop {
                 }
             }
         }
-        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor };
-        Ok(EventLoop { poll, shell, signals, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
+        Ok(EventLoop { poll, shell, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Loads the data before serving: the AOF with appendonly yes (which
     /// logs what it did itself: Ok(None)), else the RDB file, if there is
-    /// one (`persist::load`).
+    /// one, serving clients meanwhile with -LOADING (`persist::load_serving`).
     ///
     /// Errors: why the file was refused (`Logged` when the AOF loader
-    /// already logged it).
+    /// already logged it), or `Interrupted`: a shutdown signal (or
+    /// SHUTDOWN) came, and the server shut down without saving, as Redis
+    /// does while loading.
     pub fn load(&mut self, srv: &mut Server) -> Result<Option<crate::persist::LoadStats>, crate::persist::LoadError> {
         if srv.config.flag("appendonly") {
             return crate::aof::load_at_start(srv, &mut self.shell).map(|()| None).map_err(|_| crate::persist::LoadError::Logged);
         }
-        crate::persist::load(srv, &mut self.shell)
+        let r = crate::persist::load_serving(srv, &mut self.shell);
+        if matches!(r, Err(crate::persist::LoadError::Interrupted)) && !srv.shutdown {
+            srv.shutdown_signal = None;
+            let flags = shutdown::Flags { nosave: true, ..shutdown::Flags::default() };
+            let _ = shutdown::prepare(srv, &mut self.shell, flags);
+        }
+        r
     }
 
     /// Opens the AOF for appending after loading (`aof::open_at_start`).
@@ -210,7 +234,7 @@ impl EventLoop {
             }
             for ev in events.iter() {
                 if ev.token() == SIGNALS {
-                    for sig in self.signals.pending() {
+                    for sig in self.shell.signals.pending() {
                         shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
                     }
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
@@ -379,15 +403,7 @@ impl EventLoop {
             .map(|c| c.id)
             .collect();
         for id in dead {
-            if let Some(mut c) = srv.clients.remove(&id) {
-                if let Some(mut s) = c.sock.take() {
-                    let _ = self.poll.registry().deregister(&mut s);
-                }
-                srv.unwatch_all(&mut c);
-                srv.pubsub.forget(&mut c);
-                srv.monitors.retain(|&m| m != id);
-                srv.blocking.forget(id);
-            }
+            close_client(srv, self.poll.registry(), id);
         }
         // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a write.
         let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| c.pending_out() > 0)).copied().collect();
@@ -397,6 +413,19 @@ impl EventLoop {
                 srv.clients.insert(id, c);
             }
         }
+    }
+}
+
+/// Closes client `id` and forgets it everywhere.
+fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
+    if let Some(mut c) = srv.clients.remove(&id) {
+        if let Some(mut s) = c.sock.take() {
+            let _ = registry.deregister(&mut s);
+        }
+        srv.unwatch_all(&mut c);
+        srv.pubsub.forget(&mut c);
+        srv.monitors.retain(|&m| m != id);
+        srv.blocking.forget(id);
     }
 }
 

@@ -130,6 +130,8 @@ pub enum LoadError {
     Corrupt(PathBuf, String),
     /// The AOF loader refused its files and logged why already.
     Logged,
+    /// A shutdown signal came while the file loaded at start-up.
+    Interrupted,
 }
 
 impl std::fmt::Display for LoadError {
@@ -138,6 +140,7 @@ impl std::fmt::Display for LoadError {
             LoadError::Failed(m) => f.write_str(m),
             LoadError::Corrupt(path, m) => write!(f, "{m} ({})", path.display()),
             LoadError::Logged => f.write_str("Fatal error loading the AOF, check server logs."),
+            LoadError::Interrupted => f.write_str("loading interrupted by a shutdown signal"),
         }
     }
 }
@@ -149,6 +152,22 @@ impl std::fmt::Display for LoadError {
 /// Errors: the file's name and the offset and reason it was refused at;
 /// nothing is kept of a file that fails (the databases are emptied).
 pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, LoadError> {
+    load_file(srv, host, false)
+}
+
+/// `load` at start-up, as Redis loads: clients are served while the file
+/// loads (`Host::serve_while_loading`, every
+/// `loading-process-events-interval-bytes`), into databases kept aside
+/// meanwhile, so every command not flagged `loading` is answered -LOADING
+/// and those that run see empty databases. `key-load-delay` slows it (µs
+/// per key; -n sleeps 1 µs for about one key in n), for tests.
+///
+/// Errors: as `load`, and `Interrupted` when a shutdown signal came.
+pub fn load_serving(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, LoadError> {
+    load_file(srv, host, true)
+}
+
+fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Option<LoadStats>, LoadError> {
     bgsave_abort(srv);
     let path = rdb_path(srv);
     let bytes = match fs::read(&path) {
@@ -158,15 +177,40 @@ pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, 
     };
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
     let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
-    let loaded = match rdb::load_into(&bytes, &mut srv.dbs, &opts) {
+    let result = if serve {
+        load_aside(srv, host, &bytes, &opts)?
+    } else {
+        rdb::load_into(&bytes, &mut srv.dbs, &opts)
+    };
+    let loaded = match result {
         Ok(l) => l,
         Err(e) => {
             for db in &mut srv.dbs {
                 db.clear();
             }
+            if let Some((expected, got)) = e.crc_mismatch {
+                srv.config.log.warning(&format!("Wrong RDB checksum expected: ({expected:x}) but got ({got:x}). Aborting now."));
+            }
             return Err(LoadError::Corrupt(path, e.to_string()));
         }
     };
+    // What Redis says of the file's AUX fields as it loads.
+    let log = &srv.config.log;
+    for (k, v) in &loaded.aux {
+        let text = String::from_utf8_lossy(v);
+        match k.as_slice() {
+            b"redis-ver" => log.notice(&format!("Loading RDB produced by version {text}")),
+            b"ctime" => {
+                let age = text.parse::<i64>().map_or(0, |t| (unix_ms() / 1000 - t).max(0));
+                log.notice(&format!("RDB age {age} seconds"));
+            }
+            b"used-mem" => {
+                let mb = text.parse::<u64>().unwrap_or(0) as f64 / (1024.0 * 1024.0);
+                log.notice(&format!("RDB memory usage when created {mb:.2} Mb"));
+            }
+            _ => {}
+        }
+    }
     for key in &loaded.empty_keys {
         srv.config.log.notice(&format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key)));
     }
@@ -175,6 +219,51 @@ pub fn load(srv: &mut Server, host: &mut dyn Host) -> Result<Option<LoadStats>, 
     (srv.persist.last_load_keys, srv.persist.last_load_expired) = (stats.keys, stats.expired);
     srv.persist.dirty_at_save = srv.dirty;
     Ok(Some(stats))
+}
+
+/// Loads `bytes` into databases of their own, serving clients between
+/// keys, and puts them in place at the end. Errors: `Interrupted`; the
+/// inner result is the file's.
+fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOptions) -> Result<Result<rdb::Loaded, rdb::RdbFileError>, LoadError> {
+    let fresh = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
+    let mut dbs = std::mem::replace(&mut srv.dbs, fresh);
+    let start_secs = unix_ms() / 1000;
+    srv.persist.loading = Some(crate::server::Loading { start_secs, total_bytes: bytes.len() as u64, loaded_bytes: 0, rdb_used_mem: 0 });
+    let interval = srv.config.get("loading-process-events-interval-bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(2 << 20).max(1);
+    let delay: i64 = srv.config.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let (mut next, mut items, mut stopped) = (interval, 0u64, false);
+    let result = rdb::load_into_with(bytes, &mut dbs, opts, &mut |offset| {
+        items += 1;
+        match delay {
+            0 => {}
+            d if d > 0 => std::thread::sleep(Duration::from_micros(d as u64)),
+            // Statistically: a 1 µs sleep for about one item in -d.
+            d => {
+                if items % d.unsigned_abs() == 0 {
+                    std::thread::sleep(Duration::from_micros(1));
+                }
+            }
+        }
+        if offset < next {
+            return true;
+        }
+        next = offset + interval;
+        if let Some(l) = srv.persist.loading.as_mut() {
+            l.loaded_bytes = offset as u64;
+        }
+        stopped = !host.serve_while_loading(srv);
+        !stopped
+    });
+    srv.persist.loading = None;
+    // What ran meanwhile saw the empty stand-ins; nothing of theirs is kept.
+    srv.dbs = dbs;
+    if stopped {
+        for db in &mut srv.dbs {
+            db.clear();
+        }
+        return Err(LoadError::Interrupted);
+    }
+    Ok(result)
 }
 
 /// Share of the executor's time a background save may take while clients
@@ -194,7 +283,7 @@ const RETRY_DELAY_SECS: i64 = 5;
 /// Errors: one is running already, or the writer thread could not start.
 pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     let path = rdb_path(srv);
-    let tmp = path.with_file_name(format!("temp-bg-{}.rdb", std::process::id()));
+    let tmp = path.with_file_name(format!("temp-bg-{}-{}.rdb", std::process::id(), next_job()));
     snapshot_start(srv, host, Purpose::Rdb, path, tmp)?;
     srv.persist.bg_scheduled = false;
     srv.config.log.notice(&format!("Background saving started by pid {}", std::process::id()));
@@ -207,9 +296,17 @@ pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String>
 ///
 /// Errors: a background save is running, or the thread could not start.
 pub fn aof_base_start(srv: &mut Server, host: &mut dyn Host, path: PathBuf) -> Result<(), String> {
-    let tmp = path.with_file_name(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+    let tmp = path.with_file_name(format!("temp-rewriteaof-bg-{}-{}.aof", std::process::id(), next_job()));
     srv.aof_base_done = None;
     snapshot_start(srv, host, Purpose::AofBase, path, tmp)
+}
+
+/// A number of its own for each background save's temp file: an aborted
+/// save's thread removes its file when it stops, which may be after the
+/// next save began.
+fn next_job() -> u64 {
+    static JOBS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path: PathBuf, tmp: PathBuf) -> Result<(), String> {

@@ -171,6 +171,22 @@ pub struct PersistStats {
     pub last_bg_try: i64,
     /// BGSAVE SCHEDULE is waiting for the running rewrite to end.
     pub bg_scheduled: bool,
+    /// Set while the RDB file loads at start-up, with clients served
+    /// meanwhile (-LOADING, INFO loading_*).
+    pub loading: Option<Loading>,
+}
+
+/// A start-up load in progress, as INFO persistence reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Loading {
+    /// Unix seconds when it began.
+    pub start_secs: i64,
+    /// The file's size.
+    pub total_bytes: u64,
+    /// Bytes read so far.
+    pub loaded_bytes: u64,
+    /// The memory the saving server used (the file's used-mem AUX field).
+    pub rdb_used_mem: u64,
 }
 
 impl Default for PersistStats {
@@ -187,6 +203,7 @@ impl Default for PersistStats {
             last_bg_secs: -1,
             last_bg_try: 0,
             bg_scheduled: false,
+            loading: None,
         }
     }
 }

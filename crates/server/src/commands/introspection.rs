@@ -1053,9 +1053,13 @@ fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
+    let mut flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
     if (abort && flags.any()) || (flags.save && flags.nosave) {
         return Err(CmdError::Syntax);
+    }
+    if ctx.srv.persist.loading.is_some() {
+        // The databases are half loaded: never save them (as Redis).
+        (flags.save, flags.nosave) = (false, true);
     }
     if abort {
         crate::shutdown::abort(ctx.srv).map_err(|_| CmdError::err("No shutdown in progress."))?;
@@ -1298,6 +1302,59 @@ fn debug_reload(ctx: &mut Ctx, opts: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// DEBUG DIGEST-VALUE key [key ...]: each value's digest (all zeros for
+/// a missing key), logically expired keys included, as Redis does.
+fn debug_digest_value(ctx: &mut Ctx, keys: &[Vec<u8>]) -> CmdResult {
+    let mut digests = Vec::with_capacity(keys.len());
+    let db = ctx.db();
+    let touch = std::mem::replace(&mut db.no_touch, true);
+    for k in keys {
+        // i64::MIN as "now": nothing counts as expired, nothing is reclaimed.
+        let has_deadline = db.expire_of(k, i64::MIN).flatten().is_some();
+        let d = db.get(k, i64::MIN).map_or([0; 20], |v| crate::digest::value(v, has_deadline));
+        digests.push(crate::digest::hex(&d));
+    }
+    db.no_touch = touch;
+    let out = ctx.out();
+    out.array(digests.len());
+    digests.iter().for_each(|d| out.simple(d));
+    Ok(())
+}
+
+/// DEBUG POPULATE count [prefix] [size]: adds `count` string keys
+/// `prefix:N` (prefix "key") holding `value:N`, cut or padded with zero
+/// bytes to `size` when given; keys that exist are left alone. As in
+/// Redis, the keys are not counted as changes for the save points.
+fn debug_populate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let positive = |a: &[u8]| match resp::num::parse_i64(a) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        Some(_) => Err(CmdError::err("value is out of range, must be positive")),
+        None => Err(CmdError::NotInt),
+    };
+    let count = positive(&args[2])?;
+    let prefix: &[u8] = args.get(3).map_or(b"key", |p| p.as_slice());
+    let size = match args.get(4) {
+        Some(a) => Some(positive(a)? as usize),
+        None => None,
+    };
+    let now = ctx.now;
+    for j in 0..count {
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(format!(":{j}").as_bytes());
+        if ctx.db().contains(&key, now) {
+            continue;
+        }
+        let mut val = format!("value:{j}").into_bytes();
+        if let Some(n) = size.filter(|&n| n > 0) {
+            val.resize(n, 0);
+        }
+        ctx.db().insert(&key, storage::Value::string(&val), storage::Ttl::Clear, now);
+        ctx.key_touched(&key);
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
 /// An argument as C's atoi reads it: leading digits (after an optional
 /// sign), 0 when there are none.
 fn atoi(a: &[u8]) -> i64 {
@@ -1355,7 +1412,16 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ("change-repl-id", 2) | ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
         ("listpack", 3) | ("quicklist", 3 | 4) => return debug_packed(ctx, &sub, args),
         ("protocol", 3) => return debug_protocol(ctx, &args[2]),
+        ("reload" | "populate", _) if ctx.srv.persist.loading.is_some() => return Err(CmdError::Custom(crate::dispatch::LOADING_ERROR.into())),
         ("reload", _) => return debug_reload(ctx, &args[2..]),
+        ("digest", 2) => {
+            let d = crate::digest::dataset(&ctx.srv.dbs);
+            ctx.out().simple(&crate::digest::hex(&d));
+            return Ok(());
+        }
+        ("digest-value", _) => return debug_digest_value(ctx, &args[2..]),
+        ("populate", 3..=5) => return debug_populate(ctx, args),
+        ("log", 3) => ctx.srv.config.log.warning(&format!("DEBUG LOG: {}", String::from_utf8_lossy(&args[2]))),
         ("loadaof", _) => {
             crate::aof::debug_loadaof(ctx.srv, ctx.host).map_err(CmdError::err)?;
             ctx.srv.dirty = 0;
@@ -1367,12 +1433,23 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 ctx,
                 "debug",
                 &[
+                    "DIGEST",
+                    "    Output a hex signature representing the current DB content.",
+                    "DIGEST-VALUE <key> [<key> ...]",
+                    "    Output a hex signature of the values of all the specified keys.",
                     "LISTPACK <key>",
                     "    Show low level info about the listpack encoding of <key>.",
+                    "LOG <message>",
+                    "    Write <message> to the server log.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
                     "PAUSE-CRON <0|1>",
                     "    Stop periodic cron job processing.",
+                    "POPULATE <count> [<prefix>] [<size>]",
+                    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                    "    it is used instead of the 'key' prefix. These are not propagated to",
+                    "    replicas. Cluster slots are not respected so keys not belonging to the",
+                    "    current node can be created in cluster mode.",
                     "PROTOCOL <type>",
                     "    Reply with a test value of the specified type. <type> can be: string,",
                     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",

@@ -507,7 +507,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("persistence") {
         section(&mut s, "Persistence");
-        line(&mut s, "loading", &0);
+        line(&mut s, "loading", &u8::from(srv.persist.loading.is_some()));
         line(&mut s, "async_loading", &0);
         // No fork, so no copy-on-write to report.
         for k in ["current_cow_peak", "current_cow_size", "current_cow_size_age"] {
@@ -531,6 +531,20 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "rdb_last_load_keys_loaded", &p.last_load_keys);
         for (k, v) in crate::aof::info(srv) {
             line(&mut s, k, &v);
+        }
+        if let Some(l) = srv.persist.loading {
+            // As Redis computes them: the share read, and the time left at
+            // the pace so far (1 s before a second has passed).
+            let perc = if l.total_bytes == 0 { 0.0 } else { l.loaded_bytes as f64 * 100.0 / l.total_bytes as f64 };
+            let remaining = l.total_bytes.saturating_sub(l.loaded_bytes).max(1) as i64;
+            let elapsed = crate::server::unix_ms() / 1000 - l.start_secs;
+            let eta = if elapsed <= 0 { 1 } else { elapsed * remaining / (l.loaded_bytes as i64 + 1) };
+            line(&mut s, "loading_start_time", &l.start_secs);
+            line(&mut s, "loading_total_bytes", &l.total_bytes);
+            line(&mut s, "loading_rdb_used_mem", &l.rdb_used_mem);
+            line(&mut s, "loading_loaded_bytes", &l.loaded_bytes);
+            line(&mut s, "loading_loaded_perc", &format!("{perc:.2}"));
+            line(&mut s, "loading_eta_seconds", &eta);
         }
     }
     if has("stats") {

@@ -38,7 +38,7 @@ mod value;
 
 pub use crc64::crc64;
 pub use file::{
-    load, load_into, load_reader, min_file_version, value_version, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbFileError, RdbVisitor,
+    load, load_into, load_into_with, load_reader, min_file_version, value_version, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbFileError, RdbVisitor,
     RdbWriteError, RdbWriter, WriteOptions, sealed, HEADER_LEN,
 };
 pub use functions::{function_codes, function_payload};

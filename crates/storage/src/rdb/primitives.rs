@@ -26,7 +26,8 @@ impl RdbError {
     /// RESTORE refuses it and a file load skips the key.
     pub const EMPTY: RdbError = RdbError { reason: "empty key" };
 
-    /// A hash whose every field is due: a file load skips the key.
+    /// A hash whose every field is due at `now` (a file load reads fields
+    /// with no "now", so only a RESTORE payload meets this).
     pub const ALL_EXPIRED: RdbError = RdbError { reason: "all hash fields expired" };
 
     /// An error saying `reason`.

@@ -53,11 +53,14 @@ pub struct RdbFileError {
     pub offset: usize,
     /// What is wrong there.
     pub message: String,
+    /// For a checksum mismatch: the checksum of the file's bytes and the
+    /// one it stores (Redis logs both before "RDB CRC error").
+    pub crc_mismatch: Option<(u64, u64)>,
 }
 
 impl RdbFileError {
     pub(super) fn new(offset: usize, message: impl Into<String>) -> Self {
-        RdbFileError { offset, message: message.into() }
+        RdbFileError { offset, message: message.into(), crc_mismatch: None }
     }
 }
 

@@ -14,8 +14,10 @@
 //! Redis 7.0's release candidates, and
 //! versions newer than 12. SLOT_INFO (cluster slot sizes) is skipped; the
 //! "lua" aux field (scripts saved by Redis before 7.0) is not passed on.
-//! Empty keys, and hashes whose every field is due at `now`, are skipped
-//! as Redis skips them.
+//! Empty keys are skipped as Redis skips them. Hash fields already due
+//! are loaded like the others, as Redis loads them: the keyspace's field
+//! expiry removes them afterwards (and counts them), so a hash whose every
+//! field is due is still a key loaded.
 
 use std::io::Read;
 
@@ -93,10 +95,18 @@ pub trait RdbVisitor {
     /// A key.
     fn entry(&mut self, entry: LoadedEntry) -> Result<(), String>;
 
-    /// A key skipped because its value is empty (or a hash whose every
-    /// field was due); counted in `LoadSummary::empty_skipped`.
+    /// A key skipped because its value is empty; counted in
+    /// `LoadSummary::empty_skipped`.
     fn empty_key(&mut self, key: &[u8]) {
         let _ = key;
+    }
+
+    /// Called after each item (a key, an opcode) with the offset reached, so a caller can
+    /// report progress or do other work while a long file loads. False
+    /// stops the load with an error.
+    fn progress(&mut self, offset: usize) -> bool {
+        let _ = offset;
+        true
     }
 }
 
@@ -111,8 +121,7 @@ pub struct LoadSummary {
     pub end: usize,
     /// Keys passed to the visitor.
     pub keys: u64,
-    /// Keys skipped because they were empty, or all their hash fields were
-    /// due at `now`.
+    /// Keys skipped because they were empty.
     pub empty_skipped: u64,
     /// The stored checksum (0: none).
     pub checksum: u64,
@@ -186,6 +195,9 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
                 sum.keys += 1;
             }
         }
+        if !visitor.progress(f.r.pos) {
+            return Err(RdbFileError::new(f.r.pos, "loading stopped"));
+        }
     }
     let eof = f.r.pos;
     if version >= CHECKSUM_SINCE {
@@ -193,7 +205,10 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
         if opts.verify_checksum && stored != 0 {
             let computed = crc64(0, &bytes[..eof]);
             if computed != stored {
-                return Err(RdbFileError::new(eof, format!("wrong checksum: the file says {stored:016x}, its bytes give {computed:016x}")));
+                // Redis's reason, which its tests and tools look for.
+                let mut e = RdbFileError::new(eof, "RDB CRC error");
+                e.crc_mismatch = Some((computed, stored));
+                return Err(e);
             }
         }
         sum.checksum = stored;
@@ -258,11 +273,11 @@ impl<'a> FileReader<'a> {
             return Ok(None);
         }
         self.r.pos = start;
-        match self.r.value(t, &opts.shapes, opts.now) {
+        // i64::MIN as the fields' "now": none is due while loading.
+        match self.r.value(t, &opts.shapes, i64::MIN) {
             Ok(v) => Ok(Some(v)),
-            // Skipped as Redis skips them: empty collections, and hashes
-            // whose every field is due.
-            Err(RdbError::EMPTY | RdbError::ALL_EXPIRED) => Ok(None),
+            // Skipped as Redis skips them: empty collections.
+            Err(RdbError::EMPTY) => Ok(None),
             Err(e) if !e.reason.is_empty() => Err(fail(format!("{} ({} value)", e.reason, type_name(t).unwrap_or("?")))),
             Err(_) => Err(fail(format!("truncated or corrupt {} value", type_name(t).unwrap_or("?")))),
         }
@@ -318,7 +333,13 @@ pub struct Loaded {
 /// present, like a key twice in the file, is an error. A database index
 /// past `dbs.len()` is an error. On error, what was inserted stays.
 pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loaded, RdbFileError> {
-    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new() };
+    load_into_with(bytes, dbs, opts, &mut |_| true)
+}
+
+/// `load_into`, calling `progress(offset)` after each item (see
+/// `RdbVisitor::progress`; false stops the load).
+pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress: &mut dyn FnMut(usize) -> bool) -> Result<Loaded, RdbFileError> {
+    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new(), progress };
     let summary = load(bytes, opts, &mut into)?;
     Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired, empty_keys: into.empty })
 }
@@ -331,6 +352,7 @@ struct IntoDbs<'a> {
     inserted: u64,
     expired: u64,
     empty: Vec<Vec<u8>>,
+    progress: &'a mut dyn FnMut(usize) -> bool,
 }
 
 impl IntoDbs<'_> {
@@ -359,6 +381,10 @@ impl RdbVisitor for IntoDbs<'_> {
 
     fn empty_key(&mut self, key: &[u8]) {
         self.empty.push(key.to_vec());
+    }
+
+    fn progress(&mut self, offset: usize) -> bool {
+        (self.progress)(offset)
     }
 
     fn entry(&mut self, e: LoadedEntry) -> Result<(), String> {

@@ -28,7 +28,7 @@ mod format;
 mod loader;
 mod writer;
 
-pub use loader::{load, load_into, load_reader, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbVisitor};
+pub use loader::{load, load_into, load_into_with, load_reader, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbVisitor};
 pub use format::RdbFileError;
 pub use writer::{min_file_version, sealed, value_version, RdbWriteError, RdbWriter, WriteOptions, HEADER_LEN};
 

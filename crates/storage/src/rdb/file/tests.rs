@@ -331,20 +331,26 @@ fn a_value_too_new_for_the_header_is_refused_and_nothing_written() {
 }
 
 #[test]
-fn hashes_with_every_field_due_are_skipped() {
+fn hash_fields_due_are_loaded_as_redis_loads_them() {
     let h = hash(3, &[(0, NOW - 5), (1, NOW - 5), (2, NOW - 1)]);
     let mut w = RdbWriter::new(Vec::new(), 12, WriteOptions::default()).unwrap();
+    // Not written once every field is due...
     assert!(!w.entry(b"gone", h.as_ref(), None, NOW).unwrap());
-    // Written before the fields fell due, loaded after: skipped too.
+    // ... but written before they fell due, loaded after: every field is
+    // there, for field expiry to remove (Redis counts such a key loaded).
     assert!(w.entry(b"later", h.as_ref(), None, NOW - 10).unwrap());
     let partly = hash(3, &[(0, NOW - 5), (1, FAR)]);
     assert!(w.entry(b"partly", partly.as_ref(), None, NOW - 10).unwrap());
     let (out, _) = w.finish().unwrap();
     let (c, sum) = collect(&out).unwrap();
-    assert_eq!((sum.keys, sum.empty_skipped), (1, 1));
-    assert_eq!(c.entries[0].key, b"partly");
+    assert_eq!((sum.keys, sum.empty_skipped), (2, 0));
+    assert_eq!(c.entries[0].key, b"later");
+    assert_eq!(c.entries[1].key, b"partly");
     let ValueRef::Hash(h) = c.entries[0].value.as_ref() else { panic!("not a hash") };
-    assert_eq!(h.len(), 2);
+    assert_eq!(h.len(), 3);
+    assert_eq!(h.expire_of(b"field2", i64::MIN), Some(Some(NOW - 1)));
+    let ValueRef::Hash(h) = c.entries[1].value.as_ref() else { panic!("not a hash") };
+    assert_eq!(h.len(), 3);
 }
 
 #[test]
@@ -429,12 +435,13 @@ fn errors_name_the_offset() {
     let mid = bad.len() / 2;
     bad[mid] ^= 0x10;
     let e = err(&bad);
-    assert!(e.offset <= mid || e.message.starts_with("wrong checksum"), "{e}");
+    assert!(e.offset <= mid || e.message == "RDB CRC error", "{e}");
     let mut bad = good.clone();
     *bad.last_mut().unwrap() ^= 1;
     let e = err(&bad);
     assert_eq!(e.offset, good.len() - 8);
-    assert!(e.to_string().starts_with(&format!("Bad file format reading the RDB at offset {}: wrong checksum", good.len() - 8)), "{e}");
+    assert_eq!(e.to_string(), format!("Bad file format reading the RDB at offset {}: RDB CRC error", good.len() - 8));
+    assert!(e.crc_mismatch.is_some_and(|(computed, stored)| computed != stored && stored == u64::from_le_bytes(bad[bad.len() - 8..].try_into().unwrap())));
     // ... not checked when told so, nor when the file says 0.
     let mut opts = LoadOptions::new(NOW);
     opts.verify_checksum = false;
