@@ -463,7 +463,10 @@ fn rewrite_ended(srv: &mut Server, result: Result<(), String>) {
         Err(e) => {
             srv.aof.rewrite_failures += 1;
             srv.aof.last_rewrite_ok = false;
-            l.warning(&e);
+            // Empty when the caller logs the reason itself.
+            if !e.is_empty() {
+                l.warning(&e);
+            }
             l.warning("Background AOF rewrite terminated with error");
         }
     }
@@ -476,27 +479,11 @@ fn rewrite_ended(srv: &mut Server, result: Result<(), String>) {
 ///
 /// Errors: what failed; nothing of the manifest changed then.
 pub fn rewrite(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
-    let started = Instant::now();
-    let l = log(srv);
-    l.notice(&format!("Background append only file rewriting started by pid {}", std::process::id()));
+    log(srv).notice(&format!("Background append only file rewriting started by pid {}", std::process::id()));
+    srv.aof.rewrite_started = Some(Instant::now());
     flush(srv);
     let result = rewrite_files(srv, host);
-    let secs = started.elapsed().as_secs() as i64;
-    srv.aof.last_rewrite_secs = secs;
-    match &result {
-        Ok(()) => {
-            srv.aof.rewrites += 1;
-            srv.aof.rewrite_failures = 0;
-            srv.aof.last_rewrite_ok = true;
-            l.notice("Background AOF rewrite terminated with success");
-            l.notice("Background AOF rewrite finished successfully");
-        }
-        Err(_) => {
-            srv.aof.rewrite_failures += 1;
-            srv.aof.last_rewrite_ok = false;
-            l.warning("Background AOF rewrite terminated with error");
-        }
-    }
+    rewrite_ended(srv, result.clone().map_err(|_| String::new()));
     result
 }
 
