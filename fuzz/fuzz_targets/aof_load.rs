@@ -7,7 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use server::aof::{load::replay_image, manifest::Manifest};
+use server::aof::load::replay_image;
+use server::aofcore::manifest::Manifest;
 use server::command::{CommandMap, Host, Scripts};
 use server::config::Config;
 use server::registry::registry;

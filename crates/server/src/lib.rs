@@ -11,11 +11,11 @@
 //!    lines), `process` (pid file, signals, systemd, daemonizing),
 //!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
 //!    save's image and its writer thread), `digest` (DEBUG DIGEST),
-//!    `aof::manifest`, `aof::reader` (the AOF's file formats: bytes in, no
+//!    `aofcore::manifest`, `aofcore::reader` (the AOF's file formats: bytes in, no
 //!    server state)
-//! 2. `config`, `client`, `aof::check` (redis-check-aof)
+//! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
-//!    what), `feed` (the write stream and its consumers), `aof::state`
+//!    what), `feed` (the write stream and its consumers), `aofcore::state`
 //!    (the AOF's sink on the feed, its buffer and open file)
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message and keyspace-event delivery), `cron`
@@ -31,6 +31,7 @@
 
 pub mod access;
 pub mod aof;
+pub mod aofcore;
 pub mod args;
 pub mod bgsave;
 pub mod blocking;

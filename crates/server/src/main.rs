@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
     match exec_name {
         n if n.ends_with("redis-check-rdb") => return ExitCode::from(server::check_rdb::main(&prog, args)),
-        n if n.ends_with("redis-check-aof") => return ExitCode::from(server::aof::check::main(&prog, args)),
+        n if n.ends_with("redis-check-aof") => return ExitCode::from(server::aofcore::check::main(&prog, args)),
         _ => {}
     }
     if exec_name.contains("redis-sentinel") || args.iter().any(|a| a == "--sentinel") {

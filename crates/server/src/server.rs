@@ -347,7 +347,7 @@ pub struct Server {
     /// (`aof::rewrite_poll`).
     pub aof_base_done: Option<Result<crate::bgsave::Saved, String>>,
     /// The append-only file's running state (`aof/`).
-    pub aof: crate::aof::state::AofState,
+    pub aof: crate::aofcore::state::AofState,
 }
 
 /// The error writes get while the last background save failed and

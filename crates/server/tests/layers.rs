@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 /// The server crate, bottom up. A module path names that module and,
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
-    &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aof::manifest", "aof::reader"],
-    &["config", "client", "aof::check"],
-    &["pubsub", "blocking", "feed", "aof::state"],
+    &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader"],
+    &["config", "client", "aofcore::check"],
+    &["pubsub", "blocking", "feed", "aofcore::state", "aofcore"],
     &["server"],
     &["publish", "cron"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof"],

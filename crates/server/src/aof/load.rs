@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use storage::rdb::{self, LoadOptions};
 
-use super::manifest::Manifest;
-use super::reader::{Item, ReadError, Reader};
+use crate::aofcore::manifest::Manifest;
+use crate::aofcore::reader::{Item, ReadError, Reader};
 use super::files::{aof_dir, file_name, log, Logged};
 use crate::client::{Client, ClientId};
 use crate::command::Host;
@@ -68,7 +68,7 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
             let started = Instant::now();
             let st = load_file(srv, host, &f.name);
             if st == Status::Ok || (st == Status::Truncated && last) {
-                let what = if f.kind == super::manifest::Kind::Base { "base" } else { "incr" };
+                let what = if f.kind == crate::aofcore::manifest::Kind::Base { "base" } else { "incr" };
                 log(srv).notice(&format!("DB loaded from {what} file {}: {:.3} seconds", f.name, started.elapsed().as_secs_f64()));
             }
             if st == Status::Truncated && !last {

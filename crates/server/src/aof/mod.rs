@@ -21,12 +21,8 @@
 //! bytes), `check` (redis-check-aof), `state` (what `Server` keeps),
 //! `load` (replay through the command table).
 
-pub mod check;
 pub mod files;
 pub mod load;
-pub mod manifest;
-pub mod reader;
-pub mod state;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -36,15 +32,15 @@ use std::time::{Duration, Instant};
 use crate::command::Host;
 use crate::server::{unix_ms, Server};
 use files::{aof_dir, base_dir, dir_name, errno_text, file_name, log, Logged};
-use manifest::Manifest;
-use state::{AofSink, Fsync, Syncer};
+use crate::aofcore::manifest::Manifest;
+use crate::aofcore::state::{AofSink, Fsync, Syncer};
 
 /// Reads the manifest of the AOF directory, if there is one.
 ///
 /// Errors: the manifest is unreadable or malformed; Redis's FATAL lines
 /// are logged.
 pub fn read_manifest(srv: &Server) -> Result<Manifest, Logged> {
-    let path = aof_dir(srv).join(manifest::manifest_name(&file_name(srv)));
+    let path = aof_dir(srv).join(crate::aofcore::manifest::manifest_name(&file_name(srv)));
     let text = match fs::read(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
@@ -72,7 +68,7 @@ pub fn read_manifest(srv: &Server) -> Result<Manifest, Logged> {
 pub fn persist_manifest(srv: &Server, m: &Manifest) -> Result<(), Logged> {
     let dir = aof_dir(srv);
     let fname = file_name(srv);
-    let (name, tmp) = (manifest::manifest_name(&fname), manifest::temp_manifest_name(&fname));
+    let (name, tmp) = (crate::aofcore::manifest::manifest_name(&fname), crate::aofcore::manifest::temp_manifest_name(&fname));
     let l = log(srv);
     let mut f = File::create(dir.join(&tmp)).map_err(|e| l.warning(&format!("Can't open the AOF manifest file {tmp}: {}", errno_text(&e))))?;
     f.write_all(m.format().as_bytes()).map_err(|e| l.warning(&format!("Error trying to write the temporary AOF manifest file {tmp}: {}", errno_text(&e))))?;
@@ -134,7 +130,7 @@ pub fn load_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Logged
 fn upgrade(srv: &mut Server, m: &mut Manifest, old: &Path) -> Result<(), Logged> {
     create_dir(srv)?;
     let fname = file_name(srv);
-    m.base = Some(manifest::Entry { name: fname.clone(), seq: 1, kind: manifest::Kind::Base });
+    m.base = Some(crate::aofcore::manifest::Entry { name: fname.clone(), seq: 1, kind: crate::aofcore::manifest::Kind::Base });
     m.base_seq = 1;
     persist_manifest(srv, m)?;
     fs::rename(old, aof_dir(srv).join(&fname)).map_err(|e| {
@@ -568,13 +564,13 @@ fn write_commands(srv: &Server, host: &mut dyn Host, tmp: &Path) -> Result<(), S
         out.extend_from_slice(format!("#TS:{}\r\n", now / 1000).as_bytes());
     }
     for code in host.scripts_ref().function_codes() {
-        reader::encode(&[b"FUNCTION".to_vec(), b"LOAD".to_vec(), code], &mut out);
+        crate::aofcore::reader::encode(&[b"FUNCTION".to_vec(), b"LOAD".to_vec(), code], &mut out);
     }
     for (i, db) in srv.dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }
-        reader::encode(&[b"SELECT".to_vec(), i.to_string().into_bytes()], &mut out);
+        crate::aofcore::reader::encode(&[b"SELECT".to_vec(), i.to_string().into_bytes()], &mut out);
         db.for_each(|k, v, exp| {
             if exp.is_some_and(|e| e <= now) {
                 return;
@@ -585,7 +581,7 @@ fn write_commands(srv: &Server, host: &mut dyn Host, tmp: &Path) -> Result<(), S
             if exp.is_some() {
                 argv.push(b"ABSTTL".to_vec());
             }
-            reader::encode(&argv, &mut out);
+            crate::aofcore::reader::encode(&argv, &mut out);
         });
     }
     let mut f = File::create(tmp).map_err(|e| format!("Opening the temp file for AOF rewrite in rewriteAppendOnlyFile(): {}", errno_text(&e)))?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use storage::rdb::{self, LoadOptions, LoadedEntry, RdbVisitor};
 
-use super::manifest::Manifest;
+use crate::aofcore::manifest::Manifest;
 
 /// How one file went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::manifest::Manifest;
-use super::reader::encode;
+use crate::aofcore::manifest::Manifest;
+use crate::aofcore::reader::encode;
 use crate::feed::Sink;
 
 /// appendfsync.
