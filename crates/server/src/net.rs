@@ -244,7 +244,8 @@ impl EventLoop {
                 }
             }
             srv.eventloop_cycles += 1;
-            let serve_start = Instant::now();
+            // Timed only while a background save needs the figure.
+            let serve_start = srv.bgsave.is_some().then(Instant::now);
             let ids: Vec<ClientId> = self.pending.drain().collect();
             for &id in &ids {
                 if srv.shutdown {
@@ -263,7 +264,7 @@ impl EventLoop {
                 }
             }
             self.close_marked(srv, Some(&ids));
-            served = if ids.is_empty() { Duration::ZERO } else { serve_start.elapsed() };
+            served = serve_start.filter(|_| !ids.is_empty()).map_or(Duration::ZERO, |t| t.elapsed());
         }
     }
 

@@ -385,13 +385,7 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
     let dir = aof_dir(srv);
     let fname = file_name(srv);
     let mut m = srv.aof.manifest.clone();
-    let incr = m.new_incr(&fname);
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(dir.join(&incr))
-        .map_err(|e| format!("Can't open the append-only file {incr}: {}", errno_text(&e)))?;
+    let (f, incr) = new_incr_file(&mut m, &dir, &fname)?;
     if persist_manifest(srv, &m).is_err() {
         let _ = fs::remove_file(dir.join(&incr));
         return Err("Error persisting the AOF manifest".into());
@@ -409,6 +403,20 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
     srv.aof.rewrite_base = Some(base);
     srv.aof.rewrite_started = Some(Instant::now());
     Ok(())
+}
+
+/// Adds a new incremental file to `m` and creates it, empty, in `dir`.
+///
+/// Errors: it could not be created, in Redis's words.
+fn new_incr_file(m: &mut Manifest, dir: &Path, fname: &str) -> Result<(File, String), String> {
+    let name = m.new_incr(fname);
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join(&name))
+        .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))?;
+    Ok((f, name))
 }
 
 /// Takes the end of a background rewrite's base, if it came: switches
@@ -492,13 +500,7 @@ fn rewrite_files(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     let mut m = srv.aof.manifest.clone();
     let mut new_file = None;
     if srv.aof.on {
-        let name = m.new_incr(&fname);
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(dir.join(&name))
-            .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))?;
+        let (f, name) = new_incr_file(&mut m, &dir, &fname)?;
         log(srv).notice(&format!("Creating AOF incr file {name} on background rewrite"));
         new_file = Some((f, name));
     }

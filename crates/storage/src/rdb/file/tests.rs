@@ -122,6 +122,15 @@ fn write_file(data: &[(u64, Vec<u8>, Value, Option<i64>)], version: u16, opts: W
     w.standard_aux("7.0.15", NOW / 1000, 123_456, false).unwrap();
     w.aux(b"repl-id", b"0123456789abcdef0123456789abcdef01234567").unwrap();
     w.functions(functions.iter().copied()).unwrap();
+    write_entries(&mut w, data);
+    let written = w.bytes_written();
+    let (out, len) = w.finish().unwrap();
+    assert_eq!((len, out.len() as u64), (written + 9, written + 9)); // EOF, checksum
+    out
+}
+
+/// Writes `data`'s keys, each database's run after its SELECTDB/RESIZEDB.
+fn write_entries<W: std::io::Write>(w: &mut RdbWriter<W>, data: &[(u64, Vec<u8>, Value, Option<i64>)]) {
     let mut current = None;
     for (db, k, v, t) in data {
         if current != Some(*db) {
@@ -132,10 +141,6 @@ fn write_file(data: &[(u64, Vec<u8>, Value, Option<i64>)], version: u16, opts: W
         }
         assert!(w.entry(k, v.as_ref(), *t, NOW).unwrap());
     }
-    let written = w.bytes_written();
-    let (out, len) = w.finish().unwrap();
-    assert_eq!((len, out.len() as u64), (written + 9, written + 9)); // EOF, checksum
-    out
 }
 
 /// Collects everything `load` reports.
@@ -578,16 +583,7 @@ fn a_file_sealed_afterwards_equals_one_written_at_its_version() {
             w.standard_aux("7.0.15", NOW / 1000, 123_456, false).unwrap();
             w.aux(b"repl-id", b"0123456789abcdef0123456789abcdef01234567").unwrap();
             w.functions(codes.iter().copied()).unwrap();
-            let mut current = None;
-            for (db, k, v, t) in &data {
-                if current != Some(*db) {
-                    let n = data.iter().filter(|e| e.0 == *db).count() as u64;
-                    let e = data.iter().filter(|e| e.0 == *db && e.3.is_some()).count() as u64;
-                    w.select_db(*db, n, e).unwrap();
-                    current = Some(*db);
-                }
-                w.entry(k, v.as_ref(), *t, NOW).unwrap();
-            }
+            write_entries(&mut w, &data);
             let version = w.needed_version();
             let mut out = w.finish_unsealed().unwrap();
             let rest = &out[HEADER_LEN..];
@@ -630,16 +626,7 @@ fn finish_lowest_equals_writing_at_the_lowest_version() {
             let mut w = RdbWriter::new(Vec::new(), crate::rdb::RDB_VERSION, opts).unwrap();
             w.standard_aux("7.0.15", NOW / 1000, 123_456, false).unwrap();
             w.aux(b"repl-id", b"0123456789abcdef0123456789abcdef01234567").unwrap();
-            let mut current = None;
-            for (db, k, v, t) in &data {
-                if current != Some(*db) {
-                    let n = data.iter().filter(|e| e.0 == *db).count() as u64;
-                    let e = data.iter().filter(|e| e.0 == *db && e.3.is_some()).count() as u64;
-                    w.select_db(*db, n, e).unwrap();
-                    current = Some(*db);
-                }
-                w.entry(k, v.as_ref(), *t, NOW).unwrap();
-            }
+            write_entries(&mut w, &data);
             let version = min_file_version(w.needed_version(), false);
             let (mut out, len, header) = w.finish_lowest().unwrap();
             assert_eq!(len, out.len() as u64);
