@@ -88,6 +88,20 @@ pub struct Job {
     pub sealed: bool,
     /// What the file is for.
     pub purpose: Purpose,
+    /// How much executor time the snapshot steps may take next.
+    pub pace: Pace,
+}
+
+/// The executor's time budget for snapshot steps while clients are being
+/// served: a credit that grows by a share of the time spent on them and
+/// shrinks by the time steps take, so the share holds on average even
+/// though a step, which gives whole segments, overshoots a small budget.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// Nanoseconds steps may still take (negative: owed).
+    pub credit_ns: i64,
+    /// When clients were last served.
+    pub last_served: std::time::Instant,
 }
 
 /// The image being serialized: the RDB writer over the chunk channel, and
@@ -173,7 +187,8 @@ impl Job {
             err: None,
             keys: 0,
         };
-        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, tmp: plan.tmp, sealed: false, purpose: plan.purpose })
+        let pace = Pace { credit_ns: 0, last_served: std::time::Instant::now() };
+        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, tmp: plan.tmp, sealed: false, purpose: plan.purpose, pace })
     }
 
     /// The snapshot sink for database `db`.

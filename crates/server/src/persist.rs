@@ -269,7 +269,13 @@ fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOp
 /// Share of the executor's time a background save may take while clients
 /// are being served, in percent: the rest is theirs (an idle server saves
 /// at full speed).
-const BUSY_SHARE_PERCENT: u32 = 10;
+const BUSY_SHARE_PERCENT: i64 = 10;
+/// The executor counts as idle, and a save steps at full speed, once no
+/// client was served for this long: not in the gaps between one client's
+/// requests, whose round trips are tens of microseconds.
+const IDLE_AFTER: Duration = Duration::from_millis(2);
+/// Most a step takes at a time, and most credit the busy share saves up.
+const MAX_SLICE: Duration = Duration::from_millis(2);
 /// Keys per snapshot step between clock reads (a step rounds up to whole
 /// segments, about 2,000 keys).
 const STEP_KEYS: usize = 512;
@@ -356,10 +362,11 @@ pub fn bgsave_running(srv: &Server) -> Option<Purpose> {
     srv.bgsave.as_ref().map(|j| j.purpose)
 }
 
-/// Runs a slice of the background save, between commands: up to `budget`
-/// of serializing (less while the writer thread is behind). `served` is
-/// the time the executor just spent on clients; while it is busy the save
-/// takes at most `BUSY_SHARE_PERCENT` of its time. Returns how long the
+/// Runs a slice of the background save, between commands (none while the
+/// writer thread is behind). `served` is the time the executor just spent
+/// on clients; while it is busy the save takes `BUSY_SHARE_PERCENT` of its
+/// time on average (`bgsave::Pace`), once it has been idle for `IDLE_AFTER`
+/// slices of `MAX_SLICE` back to back. Returns how long the
 /// event loop may sleep before the next slice: None when no save needs
 /// stepping (none runs, or all its keys went out).
 pub fn bgsave_step(srv: &mut Server, served: Duration) -> Option<Duration> {
@@ -370,8 +377,21 @@ pub fn bgsave_step(srv: &mut Server, served: Duration) -> Option<Duration> {
     if job.backed_up() {
         return Some(Duration::from_millis(1));
     }
-    let budget = if served.is_zero() { Duration::from_millis(2) } else { (served * BUSY_SHARE_PERCENT / 100).clamp(Duration::from_micros(50), Duration::from_millis(2)) };
     let start = Instant::now();
+    let pace = &mut job.pace;
+    if !served.is_zero() {
+        pace.last_served = start;
+        pace.credit_ns = (pace.credit_ns + served.as_nanos() as i64 * BUSY_SHARE_PERCENT / 100).min(MAX_SLICE.as_nanos() as i64);
+    }
+    let idle = start.duration_since(pace.last_served) >= IDLE_AFTER;
+    let budget = if idle {
+        MAX_SLICE
+    } else if pace.credit_ns > 0 {
+        Duration::from_nanos(pace.credit_ns as u64)
+    } else {
+        // Owed: no step this turn; look again when idle would begin.
+        return Some(IDLE_AFTER);
+    };
     let mut complete = true;
     for db in srv.dbs.iter_mut() {
         while db.snapshot_running() {
@@ -390,13 +410,18 @@ pub fn bgsave_step(srv: &mut Server, served: Duration) -> Option<Duration> {
             break;
         }
     }
+    if let Some(job) = srv.bgsave.as_mut() {
+        if !idle {
+            job.pace.credit_ns -= start.elapsed().as_nanos() as i64;
+        }
+    }
     if complete && srv.dbs.iter().all(|d| !d.snapshot_running()) {
         if let Some(job) = srv.bgsave.as_mut() {
             job.seal();
         }
         return bgsave_poll(srv);
     }
-    Some(Duration::ZERO)
+    Some(if idle { Duration::ZERO } else { IDLE_AFTER })
 }
 
 /// Reports a background save that ended: logs, counters, the status

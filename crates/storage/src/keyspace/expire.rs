@@ -36,7 +36,7 @@ impl Db {
     /// Sets the deadline of a live key (None removes it). Returns false if absent.
     pub fn set_expire(&mut self, key: &[u8], expire: Option<i64>, now: i64) -> bool {
         let Some((si, pos)) = self.live(key, now) else { return false };
-        self.pre_write(si);
+        self.pre_write_slot(si, pos);
         self.rewrite_deadline(si, pos, expire);
         true
     }
@@ -102,7 +102,7 @@ impl Db {
                 match b.deadline {
                     Some(t) if t <= now => {
                         on_expired(b.key);
-                        self.pre_write(si);
+                        self.pre_write_slot(si, pos);
                         self.delete(si, pos);
                         expired += 1;
                     }

@@ -38,7 +38,8 @@
 //! each other across files (`insert` notes a deadline, `active_expire`
 //! deletes): one `impl Db` spread over files, which needs no import.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
@@ -149,6 +150,37 @@ struct Snap {
     detached: Vec<Detached>,
 }
 
+/// Hashes of keys a running snapshot handled one by one in a pending
+/// segment (given to the sink before their first write, or born since
+/// `snapshot_begin`): the segment's step skips them.
+type Written = HashSet<u64, IdBuild>;
+
+/// The keys' own 64-bit hashes (and segment indexes) are already well
+/// mixed: hashing them again would only cost time.
+type IdBuild = BuildHasherDefault<IdHasher>;
+
+/// A `Hasher` that passes one integer through.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn write_u32(&mut self, n: u32) {
+        // Segment indexes: spread them over the high bits the table uses.
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// A table detached into a snapshot, and how far it has been drained.
 struct Detached {
     db: Box<Db>,
@@ -209,6 +241,10 @@ pub struct Db {
     marks: Vec<u32>,
     /// The snapshot in progress, if any (snapshot.rs).
     snap: Option<Box<Snap>>,
+    /// Per pending segment: hashes of the keys the running snapshot has
+    /// already handled one by one (given before their first write, or
+    /// born after `snapshot_begin`), which the segment's step skips.
+    written: HashMap<u32, Written, IdBuild>,
 }
 
 impl Default for Db {
@@ -236,6 +272,7 @@ impl Default for Db {
             epoch: 0,
             marks: vec![0],
             snap: None,
+            written: HashMap::default(),
         }
     }
 }
@@ -322,9 +359,12 @@ impl Db {
         if !p.dirty {
             return false;
         }
-        // `get_mut` serialized the segment before lending, and
+        // `get_mut` gave the key to the snapshot before lending, and
         // `snapshot_begin` flushes, so no edit reaches a pending segment.
-        debug_assert!(self.snap.is_none() || self.marks[p.si] == self.epoch, "a lent hash in a pending segment");
+        debug_assert!(
+            self.snap.is_none() || self.marks[p.si] == self.epoch || self.written.get(&(p.si as u32)).is_some_and(|w| w.contains(&crate::segment::hash(self.blob(p.slot).key))),
+            "a lent hash the snapshot has yet to give"
+        );
         if p.hash.is_empty() {
             self.delete(p.si, p.pos);
             return true;
@@ -396,7 +436,7 @@ impl Db {
             if self.keep_expired {
                 return None;
             }
-            self.pre_write(si);
+            self.pre_write_slot(si, pos);
             self.delete(si, pos);
             self.lazy_expired += 1;
             self.log(LOG_EXPIRED, KeyEvent::Expired, key);
@@ -435,7 +475,7 @@ impl Db {
     /// After editing a collection, call `sync_object`.
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {
         let (si, pos) = self.live(key, now)?;
-        self.pre_write(si);
+        self.pre_write_slot(si, pos);
         self.lend_inline(si, pos, true);
         let s = self.segs[si].slots[pos];
         Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
@@ -467,14 +507,14 @@ impl Db {
         let i = match self.blob(self.segs[si].slots[pos]).body() {
             Body::Obj(i) => i,
             Body::Hash([], _) => {
-                self.pre_write(si);
+                self.pre_write_slot(si, pos);
                 self.delete(si, pos);
                 return true;
             }
             Body::Str(_) | Body::Hash(..) => return false,
         };
         if self.obj(i).is_empty() {
-            self.pre_write(si);
+            self.pre_write_slot(si, pos);
             self.delete(si, pos);
             return true;
         }
@@ -491,7 +531,10 @@ impl Db {
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64) -> bool {
         self.flush();
         let (h, si, pos) = self.find(key);
-        self.pre_write(si);
+        match pos {
+            Some(pos) => self.pre_write_slot(si, pos),
+            None => self.pre_write_new(si, h),
+        }
         let mut old = None;
         if let Some(pos) = pos {
             let s = self.segs[si].slots[pos];
@@ -564,7 +607,7 @@ impl Db {
             Body::Str(StrRef::Bytes(b)) => parse_canonical_i64(b).ok_or(IncrError::NotInt)?,
         };
         let v = cur.checked_add(by).ok_or(IncrError::Overflow)?;
-        self.pre_write(si);
+        self.pre_write_slot(si, pos);
         if !blob::rewrite_int(self.slab.bytes_mut(addr_of(s)), v) {
             self.insert(key, Value::Int(v), Ttl::Keep, now);
         }
@@ -574,7 +617,7 @@ impl Db {
     /// Removes a live key, returning its value.
     pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Value> {
         let (si, pos) = self.live(key, now)?;
-        self.pre_write(si);
+        self.pre_write_slot(si, pos);
         let s = self.segs[si].slots[pos];
         let v = match self.blob(s).body() {
             Body::Str(v) => ValueRef::Str(v).to_owned(),

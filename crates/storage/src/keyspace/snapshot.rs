@@ -19,9 +19,23 @@
 //! table are reached through their key's slot, so one goes out whole with
 //! its segment.
 //!
-//! Every mutation calls `pre_write(segment)` before it changes the
-//! segment's keys or values: with no snapshot running that is one
-//! predictable branch on `Db::snap`. `clear` during a snapshot does not
+//! Every mutation calls a pre-write hook before it changes keys or values:
+//! with no snapshot running that is one predictable branch on `Db::snap`.
+//! A write to one key in a pending segment gives that key alone to the
+//! sink (`pre_write_slot`), or for a key that did not exist notes that it
+//! is none of the image (`pre_write_new`), and records the key's 64-bit
+//! hash in the segment's `Written` set, which the segment's step skips.
+//! So a write pays for one key, not for its segment's 2,000: with writes
+//! spread over the whole keyspace, serializing whole segments ran most of
+//! a save on the executor in its first milliseconds, stalling clients for
+//! as long (docs/design/keyspace.md, "Snapshots"). The price is up to 8
+//! bytes (plus the set's slack) per key written in a segment the snapshot
+//! has not reached, freed when it gets there. A hash names a key exactly
+//! only when no other key of the segment shares it: before recording one,
+//! the hook looks for such a key among those with the same tag (the only
+//! place it can be), and if there is one serializes the whole segment as
+//! before (`pre_write`, which writes touching many keys of a segment at
+//! once, such as active field expiry of inline hashes, use too). `clear` during a snapshot does not
 //! serialize what is left (that could stall the executor for seconds): it
 //! hands the old table to the snapshot (`detach`), which serializes its
 //! pending segments and frees it a segment at a time in later steps, and
@@ -31,9 +45,9 @@
 //! of a Db at a time, and the server's side (stepping between commands,
 //! FLUSHALL ASYNC and SWAPDB during a snapshot).
 
-use super::{Db, Detached, Snap, SnapshotSink};
-use crate::blob::Body;
-use crate::segment::addr_of;
+use super::{Db, Detached, Snap, SnapshotSink, Written};
+use crate::blob::{Blob, Body};
+use crate::segment::{addr_of, hash, tag_at};
 use crate::slab::jemalloc_size;
 
 impl Db {
@@ -52,6 +66,7 @@ impl Db {
             self.marks.fill(0);
             self.epoch = 1;
         }
+        self.written.clear();
         self.snap = Some(Box::new(Snap { sink, next: 0, detached: Vec::new() }));
     }
 
@@ -112,6 +127,7 @@ impl Db {
             self.snap = Some(snap);
             return None;
         }
+        self.written = Default::default();
         Some(snap.sink)
     }
 
@@ -119,6 +135,7 @@ impl Db {
     /// none is running). Tables `clear` detached into it are freed at
     /// once, as a blocking FLUSHALL would have.
     pub fn snapshot_abort(&mut self) -> Option<Box<dyn SnapshotSink>> {
+        self.written = Default::default();
         self.snap.take().map(|s| s.sink)
     }
 
@@ -154,13 +171,70 @@ impl Db {
         }
     }
 
-    /// `pre_write` for the segment of `key`, for callers that hold a key
-    /// rather than a slot (active field expiry of a hash in the object table).
+    /// The pre-write rule for one stored key, the one at slot `pos` of
+    /// segment `si`: gives it to the running snapshot if that has yet to.
+    /// Every mutation of one key calls it (or `pre_write_new`) first.
+    #[inline]
+    pub(super) fn pre_write_slot(&mut self, si: usize, pos: usize) {
+        if self.snap.is_some() {
+            let h = hash(self.blob(self.segs[si].slots[pos]).key);
+            self.pre_write_one(si, h, Some(pos));
+        }
+    }
+
+    /// The pre-write rule for a key of hash `h` about to be created in
+    /// segment `si`: the snapshot must not give it.
+    #[inline]
+    pub(super) fn pre_write_new(&mut self, si: usize, h: u64) {
+        if self.snap.is_some() {
+            self.pre_write_one(si, h, None);
+        }
+    }
+
+    /// `pre_write_slot` for `key`, for callers that hold a key rather than
+    /// a slot (active field expiry of a hash in the object table).
     pub(super) fn pre_write_key(&mut self, key: &[u8]) {
         if self.snap.is_some() {
-            let (_, si, _) = self.find(key);
-            self.pre_write_slow(si);
+            let (h, si, pos) = self.find(key);
+            self.pre_write_one(si, h, pos);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn pre_write_one(&mut self, si: usize, h: u64, pos: Option<usize>) {
+        if self.marks[si] == self.epoch || self.written.get(&(si as u32)).is_some_and(|w| w.contains(&h)) {
+            return;
+        }
+        let seg = &self.segs[si];
+        let me = pos.map_or(0, |p| seg.slots[p]);
+        let shared = seg.find(tag_at(h, seg.depth as u32), |s| s != me && hash(Blob::key_of(self.slab.bytes(addr_of(s)))) == h);
+        if shared.is_some() {
+            self.pre_write_slow(si);
+            return;
+        }
+        if let Some(pos) = pos {
+            let mut snap = self.snap.take().expect("called with a snapshot running");
+            self.emit_slot(self.segs[si].slots[pos], &mut *snap.sink);
+            self.snap = Some(snap);
+        }
+        self.written.entry(si as u32).or_default().insert(h);
+    }
+
+    /// Split hook (table.rs): segment `si`, of depth `d` before the split,
+    /// kept the keys whose hash bit after the prefix is 0 and `ri` took the
+    /// others; their `Written` hashes follow them.
+    pub(super) fn split_written(&mut self, si: usize, ri: usize, d: u32) {
+        let Some(w) = self.written.get_mut(&(si as u32)) else { return };
+        let right: Written = w.iter().copied().filter(|&h| (h << d) >> 63 == 1).collect();
+        if right.is_empty() {
+            return;
+        }
+        w.retain(|&h| (h << d) >> 63 == 0);
+        if w.is_empty() {
+            self.written.remove(&(si as u32));
+        }
+        self.written.insert(ri as u32, right);
     }
 
     #[cold]
@@ -188,15 +262,26 @@ impl Db {
         snap.detached.is_empty() && snap.next == self.segs.len()
     }
 
-    /// Gives every key of segment `si` to `sink`; returns how many.
-    fn emit_segment(&self, si: usize, sink: &mut dyn SnapshotSink) -> usize {
+    /// Gives every key of segment `si` to `sink`, but those the snapshot
+    /// handled one by one (its `Written` set, dropped here); returns how
+    /// many keys were looked at.
+    fn emit_segment(&mut self, si: usize, sink: &mut dyn SnapshotSink) -> usize {
+        let written = self.written.remove(&(si as u32));
         let mut n = 0;
         for &s in self.segs[si].slots.iter().filter(|&&s| s != 0) {
-            let b = self.blob(s);
-            self.with_value(s, |v| sink.entry(b.key, v, b.deadline));
             n += 1;
+            if written.as_ref().is_some_and(|w| w.contains(&hash(self.blob(s).key))) {
+                continue;
+            }
+            self.emit_slot(s, sink);
         }
         n
+    }
+
+    /// Gives the key of slot `s` to `sink`.
+    fn emit_slot(&self, s: u64, sink: &mut dyn SnapshotSink) {
+        let b = self.blob(s);
+        self.with_value(s, |v| sink.entry(b.key, v, b.deadline));
     }
 
     /// Frees every key of segment `si` of a detached table, and its slot
@@ -227,9 +312,22 @@ impl Db {
     /// and the tables detached into it (not what its sink buffers).
     pub(super) fn snapshot_bytes(&self) -> usize {
         self.snap.as_ref().map_or(0, |snap| {
-            jemalloc_size(size_of::<Snap>())
+            self.written_bytes()
+                + jemalloc_size(size_of::<Snap>())
                 + jemalloc_size(snap.detached.capacity() * size_of::<Detached>())
-                + snap.detached.iter().map(|d| jemalloc_size(size_of::<Db>()) + d.db.allocated_bytes()).sum::<usize>()
+                + snap.detached.iter().map(|d| jemalloc_size(size_of::<Db>()) + d.db.allocated_bytes() + d.db.written_bytes()).sum::<usize>()
         })
+    }
+
+    /// Bytes of the `Written` sets (their tables, by capacity).
+    fn written_bytes(&self) -> usize {
+        if self.written.is_empty() {
+            return 0;
+        }
+        // A hashbrown table: one control byte per bucket (plus a group)
+        // beside each u64; buckets are the next power of two above
+        // capacity * 8 / 7.
+        let table = |cap: usize, item: usize| if cap == 0 { 0 } else { jemalloc_size(((cap * 8 / 7).next_power_of_two()) * (item + 1) + 16) };
+        table(self.written.capacity(), 4 + size_of::<Written>()) + self.written.values().map(|w| table(w.capacity(), 8)).sum::<usize>()
     }
 }
