@@ -671,3 +671,59 @@ def test_sigterm_while_loading_exits_without_saving(workdir):
     s.proc.terminate()
     assert s.proc.wait(10) == 0
     assert open(path, "rb").read() == before
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FAR = 4102444800000  # 2100-01-01T00:00:00Z in ms: the fixture's deadlines
+
+
+def test_loads_an_rdb_written_by_redis_8(workdir):
+    """An RDB (version 12) written by a Redis built from source after 7.4
+    (tests/fixtures/make_redis_fixtures.py): hash field TTLs in both
+    encodings, listpack sets, a stream with groups, consumers and pending
+    entries; every value, key deadline and field deadline as Redis wrote it."""
+    shutil.copy(os.path.join(FIXTURES, "redis8-types.rdb"), os.path.join(workdir, "dump.rdb"))
+    s = start(server_binary(), workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.get("str:ttl") == b"v" and r.pexpiretime("str:ttl") == FAR
+        small = "hash:fttl:small"
+        assert r.hgetall(small) == {b"f1": b"v1", b"f2": b"v2", b"f3": b"3"}
+        assert r.execute_command("HPEXPIRETIME", small, "FIELDS", 3, "f1", "f2", "f3") == [FAR, -1, FAR + 1234]
+        assert r.object("encoding", small) == b"listpackex"
+        big = "hash:fttl:big"
+        assert r.hlen(big) == 600 and r.hget(big, "field-599") == b"value-599"
+        fields = [f"field-{i}" for i in range(600)]
+        times = r.execute_command("HPEXPIRETIME", big, "FIELDS", 600, *fields)
+        assert times == [FAR + i if i % 50 == 0 else -1 for i in range(600)]
+        assert r.pexpiretime(big) == FAR + 99
+        # A field that was due before this load: gone for every reader.
+        assert r.hgetall("hash:fttl:past") == {b"stay": b"1"}
+        assert r.hgetall("hash:plain") == {b"a": b"1", b"b": b"two"}
+        assert r.smembers("set:listpack") == {b"apple", b"banana", b"cherry"}
+        assert r.object("encoding", "set:listpack") == b"listpack"
+        assert r.smembers("set:intset") == {b"1", b"2", b"3", b"-7"}
+        assert r.object("encoding", "set:intset") == b"intset"
+        assert r.scard("set:big") == 300 and r.sismember("set:big", "member-299")
+        assert r.zrange("zset:listpack", 0, -1, withscores=True) == [(b"c", -3.0), (b"a", 1.0), (b"b", 2.5)]
+        assert r.zcard("zset:skiplist") == 200 and r.zscore("zset:skiplist", "m199") == 49.75
+        assert r.lrange("list:small", 0, -1) == [b"x", b"y", b"z", b"42"]
+        assert r.llen("list:big") == 1000 and r.lindex("list:big", 999) == b"element-999"
+        st = "stream:groups"
+        assert [e[0] for e in r.xrange(st)] == [b"1-1", b"2-1", b"4-1", b"5-1"]
+        assert r.xrange(st, "4-1", "4-1") == [(b"4-1", {b"n": b"4", b"s": b"entry-4"})]
+        info = r.xinfo_stream(st)
+        assert (info["length"], info["last-generated-id"], info["max-deleted-entry-id"], info["entries-added"]) == (4, b"5-1", b"3-1", 5)
+        groups = {g["name"]: g for g in r.xinfo_groups(st)}
+        assert (groups[b"g1"]["consumers"], groups[b"g1"]["pending"], groups[b"g1"]["last-delivered-id"]) == (2, 2, b"4-1")
+        assert (groups[b"g2"]["consumers"], groups[b"g2"]["pending"], groups[b"g2"]["last-delivered-id"]) == (1, 2, b"5-1")
+        assert (groups[b"g1"]["entries-read"], groups[b"g1"]["lag"]) == (None, None)
+        assert (groups[b"g2"]["entries-read"], groups[b"g2"]["lag"]) == (5, 0)
+        pending = r.xpending_range(st, "g1", "-", "+", 10)
+        assert [(p["message_id"], p["consumer"], p["times_delivered"]) for p in pending] == [(b"2-1", b"alice", 1), (b"4-1", b"bob", 1)]
+        assert {c["name"]: c["pending"] for c in r.xinfo_consumers(st, "g1")} == {b"alice": 1, b"bob": 1}
+        assert [p["message_id"] for p in r.xpending_range(st, "g2", "-", "+", 10)] == [b"4-1", b"5-1"]
+        r.select(2)
+        assert r.get("db2:key") == b"in db 2"
+    finally:
+        s.stop()
