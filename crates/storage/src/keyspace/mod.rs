@@ -38,8 +38,7 @@
 //! each other across files (`insert` notes a deadline, `active_expire`
 //! deletes): one `impl Db` spread over files, which needs no import.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
@@ -150,36 +149,11 @@ struct Snap {
     detached: Vec<Detached>,
 }
 
-/// Hashes of keys a running snapshot handled one by one in a pending
-/// segment (given to the sink before their first write, or born since
-/// `snapshot_begin`): the segment's step skips them.
-type Written = HashSet<u64, IdBuild>;
-
-/// The keys' own 64-bit hashes (and segment indexes) are already well
-/// mixed: hashing them again would only cost time.
-type IdBuild = BuildHasherDefault<IdHasher>;
-
-/// A `Hasher` that passes one integer through.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-    fn write_u32(&mut self, n: u32) {
-        // Segment indexes: spread them over the high bits the table uses.
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+/// One bit per tag (`segment::TAG_BITS` bits) of a pending segment: set,
+/// every key of the segment with that tag is one the running snapshot
+/// handled already (gave before its first write, or born since
+/// `snapshot_begin`), and the segment's step skips them.
+type TagBits = [u64; 1 << (crate::segment::TAG_BITS - 6)];
 
 /// A table detached into a snapshot, and how far it has been drained.
 struct Detached {
@@ -241,10 +215,10 @@ pub struct Db {
     marks: Vec<u32>,
     /// The snapshot in progress, if any (snapshot.rs).
     snap: Option<Box<Snap>>,
-    /// Per pending segment: hashes of the keys the running snapshot has
-    /// already handled one by one (given before their first write, or
-    /// born after `snapshot_begin`), which the segment's step skips.
-    written: HashMap<u32, Written, IdBuild>,
+    /// Per segment (same index as `segs`) while a snapshot runs: the tags
+    /// whose keys it handled one by one, allocated at a segment's first
+    /// write (snapshot.rs). Empty when none runs.
+    written: Vec<Option<Box<TagBits>>>,
 }
 
 impl Default for Db {
@@ -272,7 +246,7 @@ impl Default for Db {
             epoch: 0,
             marks: vec![0],
             snap: None,
-            written: HashMap::default(),
+            written: Vec::new(),
         }
     }
 }
@@ -362,7 +336,7 @@ impl Db {
         // `get_mut` gave the key to the snapshot before lending, and
         // `snapshot_begin` flushes, so no edit reaches a pending segment.
         debug_assert!(
-            self.snap.is_none() || self.marks[p.si] == self.epoch || self.written.get(&(p.si as u32)).is_some_and(|w| w.contains(&crate::segment::hash(self.blob(p.slot).key))),
+            self.snap.is_none() || self.marks[p.si] == self.epoch || self.handled(p.si, tag_of(p.slot)),
             "a lent hash the snapshot has yet to give"
         );
         if p.hash.is_empty() {

@@ -21,21 +21,21 @@
 //!
 //! Every mutation calls a pre-write hook before it changes keys or values:
 //! with no snapshot running that is one predictable branch on `Db::snap`.
-//! A write to one key in a pending segment gives that key alone to the
-//! sink (`pre_write_slot`), or for a key that did not exist notes that it
-//! is none of the image (`pre_write_new`), and records the key's 64-bit
-//! hash in the segment's `Written` set, which the segment's step skips.
-//! So a write pays for one key, not for its segment's 2,000: with writes
-//! spread over the whole keyspace, serializing whole segments ran most of
-//! a save on the executor in its first milliseconds, stalling clients for
-//! as long (docs/design/keyspace.md, "Snapshots"). The price is up to 8
-//! bytes (plus the set's slack) per key written in a segment the snapshot
-//! has not reached, freed when it gets there. A hash names a key exactly
-//! only when no other key of the segment shares it: before recording one,
-//! the hook looks for such a key among those with the same tag (the only
-//! place it can be), and if there is one serializes the whole segment as
-//! before (`pre_write`, which writes touching many keys of a segment at
-//! once, such as active field expiry of inline hashes, use too). `clear` during a snapshot does not
+//! A write to one key in a pending segment gives the sink that key, and
+//! the few others of its segment that share its tag (`pre_write_slot`; a
+//! key about to be created gives only those, `pre_write_new`), and sets
+//! the tag's bit in the segment's `TagBits`; the segment's step skips the
+//! keys whose tag bit is set. Every key with a given tag sits in that
+//! tag's two candidate buckets, so they are found without hashing, and a
+//! set bit means each of them, and any key created with that tag since,
+//! is handled. So a write pays for about one key, not its segment's 2,000:
+//! with writes spread over the keyspace, serializing whole segments ran
+//! most of a save on the executor in its first milliseconds, stalling
+//! clients for as long (docs/design/keyspace.md, "Snapshots"). The bitmap
+//! is 2 KiB per pending segment written to, freed when the step gets
+//! there. Writes that touch many keys of a segment at once (active field
+//! expiry of inline hashes) still serialize the whole segment (`pre_write`).
+//! `clear` during a snapshot does not
 //! serialize what is left (that could stall the executor for seconds): it
 //! hands the old table to the snapshot (`detach`), which serializes its
 //! pending segments and frees it a segment at a time in later steps, and
@@ -45,9 +45,9 @@
 //! of a Db at a time, and the server's side (stepping between commands,
 //! FLUSHALL ASYNC and SWAPDB during a snapshot).
 
-use super::{Db, Detached, Snap, SnapshotSink, Written};
-use crate::blob::{Blob, Body};
-use crate::segment::{addr_of, hash, tag_at};
+use super::{Db, Detached, Snap, SnapshotSink, TagBits};
+use crate::blob::Body;
+use crate::segment::{addr_of, tag_at, tag_of, BUCKET, TAG_BITS};
 use crate::slab::jemalloc_size;
 
 impl Db {
@@ -66,7 +66,7 @@ impl Db {
             self.marks.fill(0);
             self.epoch = 1;
         }
-        self.written.clear();
+        self.written = vec![None; self.segs.len()];
         self.snap = Some(Box::new(Snap { sink, next: 0, detached: Vec::new() }));
     }
 
@@ -127,7 +127,7 @@ impl Db {
             self.snap = Some(snap);
             return None;
         }
-        self.written = Default::default();
+        self.written = Vec::new();
         Some(snap.sink)
     }
 
@@ -135,7 +135,7 @@ impl Db {
     /// none is running). Tables `clear` detached into it are freed at
     /// once, as a blocking FLUSHALL would have.
     pub fn snapshot_abort(&mut self) -> Option<Box<dyn SnapshotSink>> {
-        self.written = Default::default();
+        self.written = Vec::new();
         self.snap.take().map(|s| s.sink)
     }
 
@@ -172,13 +172,13 @@ impl Db {
     }
 
     /// The pre-write rule for one stored key, the one at slot `pos` of
-    /// segment `si`: gives it to the running snapshot if that has yet to.
-    /// Every mutation of one key calls it (or `pre_write_new`) first.
+    /// segment `si`: gives it (and its tag's other keys) to the running
+    /// snapshot if that has yet to. Every mutation of one key calls it (or
+    /// `pre_write_new`) first.
     #[inline]
     pub(super) fn pre_write_slot(&mut self, si: usize, pos: usize) {
         if self.snap.is_some() {
-            let h = hash(self.blob(self.segs[si].slots[pos]).key);
-            self.pre_write_one(si, h, Some(pos));
+            self.pre_write_tag(si, tag_of(self.segs[si].slots[pos]));
         }
     }
 
@@ -187,7 +187,7 @@ impl Db {
     #[inline]
     pub(super) fn pre_write_new(&mut self, si: usize, h: u64) {
         if self.snap.is_some() {
-            self.pre_write_one(si, h, None);
+            self.pre_write_tag(si, tag_at(h, self.segs[si].depth as u32));
         }
     }
 
@@ -195,46 +195,70 @@ impl Db {
     /// a slot (active field expiry of a hash in the object table).
     pub(super) fn pre_write_key(&mut self, key: &[u8]) {
         if self.snap.is_some() {
-            let (h, si, pos) = self.find(key);
-            self.pre_write_one(si, h, pos);
+            let (h, si, _) = self.find(key);
+            self.pre_write_tag(si, tag_at(h, self.segs[si].depth as u32));
         }
+    }
+
+    /// True when the running snapshot handled the keys of segment `si`
+    /// with tag `tag` one by one.
+    pub(super) fn handled(&self, si: usize, tag: u64) -> bool {
+        self.written.get(si).and_then(|w| w.as_deref()).is_some_and(|w| w[(tag >> 6) as usize] & (1 << (tag & 63)) != 0)
     }
 
     #[cold]
     #[inline(never)]
-    fn pre_write_one(&mut self, si: usize, h: u64, pos: Option<usize>) {
-        if self.marks[si] == self.epoch || self.written.get(&(si as u32)).is_some_and(|w| w.contains(&h)) {
+    fn pre_write_tag(&mut self, si: usize, tag: u64) {
+        if self.marks[si] == self.epoch || self.handled(si, tag) {
             return;
         }
-        let seg = &self.segs[si];
-        let me = pos.map_or(0, |p| seg.slots[p]);
-        let shared = seg.find(tag_at(h, seg.depth as u32), |s| s != me && hash(Blob::key_of(self.slab.bytes(addr_of(s)))) == h);
-        if shared.is_some() {
-            self.pre_write_slow(si);
-            return;
-        }
-        if let Some(pos) = pos {
+        let bits = self.written[si].get_or_insert_with(|| Box::new([0; 1 << (TAG_BITS - 6)]));
+        bits[(tag >> 6) as usize] |= 1 << (tag & 63);
+        // The keys with this tag: at most the two candidate buckets' slots.
+        let mut keys = [0u64; 2 * BUCKET];
+        let mut n = 0;
+        self.segs[si].find(tag, |s| {
+            keys[n] = s;
+            n += 1;
+            false
+        });
+        if n > 0 {
             let mut snap = self.snap.take().expect("called with a snapshot running");
-            self.emit_slot(self.segs[si].slots[pos], &mut *snap.sink);
+            for &s in &keys[..n] {
+                self.emit_slot(s, &mut *snap.sink);
+            }
             self.snap = Some(snap);
         }
-        self.written.entry(si as u32).or_default().insert(h);
     }
 
     /// Split hook (table.rs): segment `si`, of depth `d` before the split,
-    /// kept the keys whose hash bit after the prefix is 0 and `ri` took the
-    /// others; their `Written` hashes follow them.
-    pub(super) fn split_written(&mut self, si: usize, ri: usize, d: u32) {
-        let Some(w) = self.written.get_mut(&(si as u32)) else { return };
-        let right: Written = w.iter().copied().filter(|&h| (h << d) >> 63 == 1).collect();
-        if right.is_empty() {
+    /// kept the keys whose hash bit after the prefix is 0 and `ri` (just
+    /// pushed) took the others. A key's tag in its half is its old tag
+    /// shifted left one bit, the bit that chose the half falling off the
+    /// top and the next hash bit coming in, so each half's bit for tag t
+    /// is the old bit for (half << 13) | (t >> 1).
+    pub(super) fn split_written(&mut self, si: usize, ri: usize) {
+        if self.written.is_empty() {
             return;
         }
-        w.retain(|&h| (h << d) >> 63 == 0);
-        if w.is_empty() {
-            self.written.remove(&(si as u32));
-        }
-        self.written.insert(ri as u32, right);
+        debug_assert_eq!(ri, self.written.len(), "the new half is the last segment");
+        let Some(old) = self.written[si].take() else {
+            self.written.push(None);
+            return;
+        };
+        let half = |side: usize| -> Box<TagBits> {
+            let mut b: Box<TagBits> = Box::new([0; 1 << (TAG_BITS - 6)]);
+            let top = side << (TAG_BITS - 1);
+            for t in 0..1usize << TAG_BITS {
+                let o = top | (t >> 1);
+                if old[o >> 6] & (1 << (o & 63)) != 0 {
+                    b[t >> 6] |= 1 << (t & 63);
+                }
+            }
+            b
+        };
+        self.written[si] = Some(half(0));
+        self.written.push(Some(half(1)));
     }
 
     #[cold]
@@ -262,15 +286,16 @@ impl Db {
         snap.detached.is_empty() && snap.next == self.segs.len()
     }
 
-    /// Gives every key of segment `si` to `sink`, but those the snapshot
-    /// handled one by one (its `Written` set, dropped here); returns how
+    /// Gives every key of segment `si` to `sink` but those the snapshot
+    /// handled one by one (their tag's bit, dropped here); returns how
     /// many keys were looked at.
     fn emit_segment(&mut self, si: usize, sink: &mut dyn SnapshotSink) -> usize {
-        let written = self.written.remove(&(si as u32));
+        let written = self.written.get_mut(si).and_then(Option::take);
         let mut n = 0;
         for &s in self.segs[si].slots.iter().filter(|&&s| s != 0) {
             n += 1;
-            if written.as_ref().is_some_and(|w| w.contains(&hash(self.blob(s).key))) {
+            let t = tag_of(s);
+            if written.as_ref().is_some_and(|w| w[(t >> 6) as usize] & (1 << (t & 63)) != 0) {
                 continue;
             }
             self.emit_slot(s, sink);
@@ -319,15 +344,11 @@ impl Db {
         })
     }
 
-    /// Bytes of the `Written` sets (their tables, by capacity).
+    /// Bytes of the per-segment tag bitmaps and their index.
     fn written_bytes(&self) -> usize {
         if self.written.is_empty() {
             return 0;
         }
-        // A hashbrown table: one control byte per bucket (plus a group)
-        // beside each u64; buckets are the next power of two above
-        // capacity * 8 / 7.
-        let table = |cap: usize, item: usize| if cap == 0 { 0 } else { jemalloc_size(((cap * 8 / 7).next_power_of_two()) * (item + 1) + 16) };
-        table(self.written.capacity(), 4 + size_of::<Written>()) + self.written.values().map(|w| table(w.capacity(), 8)).sum::<usize>()
+        jemalloc_size(self.written.capacity() * 8) + self.written.iter().flatten().count() * jemalloc_size(size_of::<TagBits>())
     }
 }

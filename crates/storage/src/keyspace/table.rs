@@ -95,7 +95,7 @@ impl Db {
         // Both halves keep the snapshot mark: pending stays pending,
         // serialized stays serialized (snapshot.rs).
         self.marks.push(self.marks[si]);
-        self.split_written(si, ri as usize, d);
+        self.split_written(si, ri as usize);
         if old.field_min != i64::MAX {
             self.fexp_segs.insert((old.field_min, ri));
         }
