@@ -298,3 +298,38 @@ def test_disconnect_and_reset_stop_tracking(r, new_client):
     while r.info()["tracking_clients"] and time.monotonic() < deadline:
         time.sleep(0.02)
     assert r.info()["tracking_clients"] == 0
+
+
+def test_unblocked_command_gets_its_invalidation_after_the_reply(raw, r):
+    r.rpush("dst", "a")
+    c = raw()
+    c.call("HELLO", "3")
+    c.call("CLIENT", "TRACKING", "ON")
+    assert c.call("LRANGE", "dst", "0", "-1") == b"*1\r\n$1\r\na\r\n"
+    c.cmd("BLMOVE", "src", "dst", "LEFT", "LEFT", "0")
+    deadline = time.monotonic() + 3
+    while r.info()["blocked_clients"] != 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    r.rpush("src", "foo")
+    assert c.read_reply() == b"$3\r\nfoo\r\n"
+    assert c.read_reply() == b">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\ndst\r\n"
+
+
+def test_table_limit_message_comes_before_the_next_reply(raw, r):
+    c = raw()
+    c.call("HELLO", "3")
+    c.call("CLIENT", "TRACKING", "ON")
+    c.call("MGET", "x", "y")
+    assert c.call("MULTI") == b"+OK\r\n"
+    r.execute_command("DEBUG", "PAUSE-CRON", "1")
+    try:
+        r.config_set("tracking-table-max-keys", 1)
+        c.cmd("PING")
+        first = c.read_reply()
+        assert first in (b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nx\r\n", b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\ny\r\n")
+        assert c.read_reply() == b"+QUEUED\r\n"
+        assert c.call("EXEC") == b"*1\r\n+PONG\r\n"
+    finally:
+        r.execute_command("DEBUG", "PAUSE-CRON", "0")
+        r.config_set("tracking-table-max-keys", 1000000)

@@ -117,9 +117,6 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
             crate::publish::flush_db_log(srv, Some(&mut *c), d);
         }
     }
-    if c.tracking.is_some() {
-        remember_keys(srv, c, spec, argv);
-    }
     c.last_interaction = end;
     // Fed after the call, as Redis does: EXEC shows after what it ran. A
     // blocking command shows once, when first run, not when re-run.
@@ -144,9 +141,9 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         _ => {}
     }
     // Invalidations, then other push messages, follow this client's reply
-    // (the whole EXEC's).
-    if !c.in_exec && !srv.tracking.pending.is_empty() {
-        crate::publish::flush_invalidations(srv, c);
+    // (the whole EXEC's). One branch while no client tracks.
+    if srv.tracking.clients > 0 {
+        track(srv, c, spec, argv);
     }
     if !c.in_exec && !srv.pending_push.is_empty() {
         c.reply.raw(&srv.pending_push);
@@ -154,11 +151,22 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     }
 }
 
-/// CLIENT TRACKING's part of a command run by a tracking client: a
-/// read-only command's keys are remembered as cached by it (a read-only
-/// script's are not: the commands it runs are, as Redis does), unless its
-/// OPTIN/OPTOUT mode and CLIENT CACHING say otherwise; and CLIENT CACHING
-/// lasts one command, or one transaction.
+/// CLIENT TRACKING's part of a command, while some client tracks: the
+/// invalidations the running client is owed are sent after its reply
+/// (after the whole EXEC or script), and, if it tracks, a read-only
+/// command's keys are remembered as cached by it (a read-only script's are
+/// not: the commands it runs are, as Redis does) unless its OPTIN/OPTOUT
+/// mode and CLIENT CACHING say otherwise; CLIENT CACHING lasts one command,
+/// or one transaction.
+fn track(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>]) {
+    if c.tracking.is_some() {
+        remember_keys(srv, c, spec, argv);
+    }
+    if !c.in_exec && !srv.tracking.pending.is_empty() {
+        crate::publish::flush_invalidations(srv, c);
+    }
+}
+
 fn remember_keys(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>]) {
     let Some(t) = c.tracking.as_deref_mut() else { return };
     let scripted = matches!(spec.full_name, "eval_ro" | "evalsha_ro" | "fcall_ro");
