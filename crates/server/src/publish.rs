@@ -1,4 +1,5 @@
-//! Delivery: Pub/Sub messages and keyspace notifications reaching clients.
+//! Delivery: Pub/Sub messages, keyspace notifications and client-side
+//! caching invalidations reaching clients.
 //!
 //! The registry of who listens to what is `pubsub.rs`, below the server
 //! state; this layer, above it, writes messages into subscribers' reply
@@ -17,6 +18,13 @@
 //! creation) are recorded by the database and published by
 //! [`flush_db_log`] before the command's next event or after the command;
 //! cron publishes active-expiry events with no running client.
+//!
+//! Invalidations (CLIENT TRACKING; the tables are `tracking.rs`): a change
+//! to a key reaches [`invalidate_key`] from the write epilogue, expiry and
+//! the table limit; flushes reach [`invalidate_all`]. Messages for the
+//! running client wait in `Tracking::pending` and leave after its reply
+//! ([`flush_invalidations`]); BCAST changes are gathered and sent once per
+//! event-loop turn ([`broadcast_invalidations`]).
 
 use resp::Reply;
 
