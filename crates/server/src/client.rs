@@ -92,6 +92,41 @@ impl Subscriptions {
     }
 }
 
+/// A client's CLIENT TRACKING state (Redis's CLIENT_TRACKING_* flags and
+/// redirection); `Client::tracking` is Some while tracking is on. Boxed
+/// there, so the many clients that never track pay one null pointer. The
+/// server side (which keys a client may cache, the BCAST prefixes) is the
+/// registry in `tracking.rs`.
+#[derive(Debug, Default, Clone)]
+pub struct ClientTracking {
+    /// Client the invalidations go to; 0: this one.
+    pub redirect: ClientId,
+    /// BCAST: invalidations by prefix, no key table.
+    pub bcast: bool,
+    /// OPTIN: keys are remembered only after CLIENT CACHING YES.
+    pub optin: bool,
+    /// OPTOUT: keys are remembered unless CLIENT CACHING NO.
+    pub optout: bool,
+    /// NOLOOP: no invalidations for this client's own writes.
+    pub noloop: bool,
+    /// CLIENT CACHING was given for the next command (or transaction).
+    pub caching: bool,
+    /// The redirection client went away.
+    pub broken_redirect: bool,
+    /// BCAST prefixes, sorted as CLIENT TRACKINGINFO lists them.
+    pub prefixes: BTreeSet<Vec<u8>>,
+}
+
+impl ClientTracking {
+    /// True if the keys read by the next command are remembered, given the
+    /// OPTIN/OPTOUT mode and CLIENT CACHING.
+    pub fn remembers(&self) -> bool {
+        let opted_in = !self.optin || self.caching;
+        let opted_out = self.optout && self.caching;
+        !self.bcast && opted_in && !opted_out
+    }
+}
+
 /// One connection.
 pub struct Client {
     /// Unique id.
@@ -166,6 +201,8 @@ pub struct Client {
     pub cur_cmd_len: usize,
     /// Pub/Sub subscriptions; Some while in Pub/Sub mode.
     pub pubsub: Option<Box<Subscriptions>>,
+    /// CLIENT TRACKING state; Some while tracking is on.
+    pub tracking: Option<Box<ClientTracking>>,
 }
 
 impl Client {
@@ -208,6 +245,7 @@ impl Client {
             blocked: false,
             cur_cmd_len: 0,
             pubsub: None,
+            tracking: None,
         }
     }
 
@@ -236,6 +274,15 @@ impl Client {
         }
         if self.blocked {
             f.push('b');
+        }
+        if let Some(t) = self.tracking.as_deref() {
+            f.push('t');
+            if t.broken_redirect {
+                f.push('R');
+            }
+            if t.bcast {
+                f.push('B');
+            }
         }
         if !self.watched.is_empty() {
             f.push('w');
@@ -269,7 +316,7 @@ impl Client {
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
         let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread=0",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={} io-thread=0",
             self.id,
             self.addr,
             self.laddr,
@@ -289,6 +336,7 @@ impl Client {
             self.pending_out(),
             self.qbuf.capacity() + self.reply.buf.capacity(),
             self.last_cmd,
+            self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             self.resp(),
             lib_name,
             lib_ver

@@ -341,6 +341,16 @@ impl Ctx<'_> {
         let db = self.client.db;
         self.srv.touch_watched(db, key, self.client);
         self.srv.blocking.signal(db, key);
+        self.invalidate(key);
+    }
+
+    /// Tells the clients that may cache `key` that it changed (CLIENT
+    /// TRACKING). One branch while no client tracks.
+    #[inline]
+    pub fn invalidate(&mut self, key: &[u8]) {
+        if self.srv.tracking.clients > 0 {
+            publish::invalidate_key(self.srv, Some(&*self.client), Some(self.client.id), key, true);
+        }
     }
 
     /// Raises keyspace notification `event` of `class` (`notify::*`) on

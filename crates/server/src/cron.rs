@@ -61,6 +61,11 @@ pub fn tick(srv: &mut Server) {
     }
     let used = crate::memory::allocated();
     srv.peak_memory = srv.peak_memory.max(used);
+    // Even with no command coming, the tracking table comes back within
+    // tracking-table-max-keys (after a CONFIG SET lowered it).
+    if srv.tracking.clients > 0 {
+        publish::limit_tracking_table(srv, None);
+    }
 }
 
 /// Reclaims due keys across databases within a CPU budget per tick.
@@ -88,6 +93,9 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let first = srv.expire_db_cursor % ndb.max(1);
     let flags = srv.config.notify_flags;
     let (tell_keys, tell_fields) = (notify::wanted(flags, notify::EXPIRED), notify::wanted(flags, notify::HASH | notify::GENERIC));
+    // Expired keys are invalidated for the clients that may cache them.
+    let track = srv.tracking.clients > 0;
+    let (tell_keys, want_fields) = (tell_keys || track, tell_fields || track);
     // Keys to publish events for, filled by the storage callbacks only
     // when someone may hear them.
     let mut hit: Vec<Box<[u8]>> = Vec::new();
@@ -101,13 +109,19 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
                 return false;
             }
             let (fields, keys) = srv.dbs[i].active_expire_fields(now, FIELD_BATCH, |key, _| {
-                if tell_fields && hit.last().is_none_or(|k| **k != *key) {
+                if want_fields && hit.last().is_none_or(|k| **k != *key) {
                     hit.push(key.into());
                 }
             });
             srv.expired_subkeys += fields as u64;
             srv.expired_keys += keys as u64;
             for key in hit.drain(..) {
+                if track {
+                    publish::invalidate_key(srv, None, None, &key, true);
+                }
+                if !tell_fields {
+                    continue;
+                }
                 // One `hexpired` per hash per batch, then `del` if the
                 // hash went (a lookup that neither touches nor expires).
                 publish::emit(srv, None, i, notify::HASH, "hexpired", &key);
@@ -133,6 +147,9 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
             });
             srv.expired_keys += expired as u64;
             for key in hit.drain(..) {
+                if track {
+                    publish::invalidate_key(srv, None, None, &key, true);
+                }
                 publish::emit(srv, None, i, notify::EXPIRED, "expired", &key);
             }
             examined_here += examined;

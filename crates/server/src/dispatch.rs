@@ -64,6 +64,9 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         }
     };
     let name = spec.full_name;
+    if srv.tracking.clients > 0 {
+        crate::publish::limit_tracking_table(srv, Some(&mut *c));
+    }
     if srv.persist.loading.is_some() && !spec.has(flags::LOADING) {
         reject(srv, c, spec, &CmdError::Custom(LOADING_ERROR.into()));
         return true;

@@ -140,10 +140,42 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         }
         _ => {}
     }
-    // Push messages to this client follow its reply (the whole EXEC's).
+    // Invalidations, then other push messages, follow this client's reply
+    // (the whole EXEC's). One branch while no client tracks.
+    if srv.tracking.clients > 0 {
+        track(srv, c, spec, argv);
+    }
     if !c.in_exec && !srv.pending_push.is_empty() {
         c.reply.raw(&srv.pending_push);
         srv.pending_push.clear();
+    }
+}
+
+/// CLIENT TRACKING's part of a command, while some client tracks: the
+/// invalidations the running client is owed are sent after its reply
+/// (after the whole EXEC or script), and, if it tracks, a read-only
+/// command's keys are remembered as cached by it (a read-only script's are
+/// not: the commands it runs are, as Redis does) unless its OPTIN/OPTOUT
+/// mode and CLIENT CACHING say otherwise; CLIENT CACHING lasts one command,
+/// or one transaction.
+fn track(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>]) {
+    if c.tracking.is_some() {
+        remember_keys(srv, c, spec, argv);
+    }
+    if !c.in_exec && !srv.tracking.pending.is_empty() {
+        crate::publish::flush_invalidations(srv, c);
+    }
+}
+
+fn remember_keys(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>]) {
+    let Some(t) = c.tracking.as_deref_mut() else { return };
+    let scripted = matches!(spec.full_name, "eval_ro" | "evalsha_ro" | "fcall_ro");
+    if spec.has(flags::READONLY) && !spec.has(flags::PUBSUB) && !scripted && t.remembers() {
+        let keys = spec.find_keys(argv);
+        srv.tracking.remember(c.id, keys.iter().map(|&(i, _)| &argv[i][..]));
+    }
+    if !c.in_exec && c.multi.is_none() && !spec.full_name.starts_with("client|") {
+        t.caching = false;
     }
 }
 

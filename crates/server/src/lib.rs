@@ -15,10 +15,10 @@
 //!    server state)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
-//!    what), `feed` (the write stream and its consumers), `aofcore::state`
+//!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
 //!    (the AOF's sink on the feed, its buffer and open file)
 //! 4. `server`: the state every command reads
-//! 5. `publish` (message and keyspace-event delivery), `cron`
+//! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
@@ -60,6 +60,7 @@ pub mod registry;
 pub mod script;
 pub mod server;
 pub mod shutdown;
+pub mod tracking;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).
 pub const REDIS_VERSION: &str = "7.4.0";

@@ -201,6 +201,9 @@ impl EventLoop {
             let now = Instant::now();
             if now >= next_cron && !srv.cron_paused {
                 cron::tick(srv);
+                if srv.tracking.has_broadcast() {
+                    crate::publish::broadcast_invalidations(srv);
+                }
                 persist::on_cron(srv, &mut self.shell);
                 shutdown::on_cron(srv, &mut self.shell);
                 crate::aof::cron(srv, &mut self.shell);
@@ -254,6 +257,11 @@ impl EventLoop {
                 self.serve(srv, id);
             }
             self.pending.extend(srv.blocking.take_woken());
+            // BCAST clients hear of this turn's changes once, as Redis
+            // tells them before it sleeps.
+            if srv.tracking.has_broadcast() {
+                crate::publish::broadcast_invalidations(srv);
+            }
             // The group commit: this turn's AOF bytes reach the file (and
             // the disk, with appendfsync always) before its replies leave.
             crate::aof::flush(srv);
@@ -425,6 +433,9 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
         }
         srv.unwatch_all(&mut c);
         srv.pubsub.forget(&mut c);
+        if srv.tracking.disable(&mut c) {
+            srv.apply_notify_flags();
+        }
         srv.monitors.retain(|&m| m != id);
         srv.blocking.forget(id);
     }

@@ -1,4 +1,5 @@
-//! Delivery: Pub/Sub messages and keyspace notifications reaching clients.
+//! Delivery: Pub/Sub messages, keyspace notifications and client-side
+//! caching invalidations reaching clients.
 //!
 //! The registry of who listens to what is `pubsub.rs`, below the server
 //! state; this layer, above it, writes messages into subscribers' reply
@@ -17,6 +18,13 @@
 //! creation) are recorded by the database and published by
 //! [`flush_db_log`] before the command's next event or after the command;
 //! cron publishes active-expiry events with no running client.
+//!
+//! Invalidations (CLIENT TRACKING; the tables are `tracking.rs`): a change
+//! to a key reaches [`invalidate_key`] from the write epilogue, expiry and
+//! the table limit; flushes reach [`invalidate_all`]. Messages for the
+//! running client wait in `Tracking::pending` and leave after its reply
+//! ([`flush_invalidations`]); BCAST changes are gathered and sent once per
+//! event-loop turn ([`broadcast_invalidations`]).
 
 use resp::Reply;
 
@@ -135,6 +143,9 @@ pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
         return;
     }
     for (ev, key) in srv.dbs[db].take_events() {
+        if ev == storage::KeyEvent::Expired && srv.tracking.clients > 0 {
+            invalidate_key(srv, cur.as_deref(), None, &key, true);
+        }
         let (class, name) = match ev {
             storage::KeyEvent::Expired => (notify::EXPIRED, "expired"),
             storage::KeyEvent::New => (notify::NEW, "new"),
@@ -157,5 +168,237 @@ fn publish_event(srv: &mut Server, cur: From<'_>, db: usize, class: u32, event: 
     if flags & notify::KEYEVENT != 0 {
         let chan = format!("__keyevent@{db}__:{event}");
         publish_from(srv, from, chan.as_bytes(), key, false);
+    }
+}
+
+// ------------------------------------------------------- client tracking
+
+/// What one invalidation message says: the keys are invalid.
+#[derive(Debug, Clone, Copy)]
+pub enum Invalid<'a> {
+    /// One key.
+    Key(&'a [u8]),
+    /// Several keys, already written as a RESP array of bulk strings (a
+    /// BCAST broadcast builds it once for all its clients).
+    Keys(&'a [u8]),
+    /// Every key (a flush), as the null of the given RESP version: that of
+    /// the tracking client, even when redirected, as Redis sends it.
+    All { resp3: bool },
+}
+
+/// Writes the invalidation message for a sink that speaks `resp3` and,
+/// if `redirected` there, is subscribed (`pubsub`): a RESP3 push, a
+/// `__redis__:invalidate` Pub/Sub message for a subscribed RESP2 client a
+/// message is redirected to, or nothing (RESP2 has no push). Returns
+/// true if something was written.
+fn write_invalidation(r: &mut Reply, resp3: bool, pubsub: bool, redirected: bool, what: Invalid<'_>) -> bool {
+    if resp3 {
+        r.push(2);
+        r.bulk(b"invalidate");
+    } else if redirected && pubsub {
+        r.push(3);
+        r.bulk(b"message");
+        r.bulk(b"__redis__:invalidate");
+    } else {
+        return false;
+    }
+    match what {
+        Invalid::Key(k) => {
+            r.array(1);
+            r.bulk(k);
+        }
+        Invalid::Keys(proto) => r.raw(proto),
+        Invalid::All { resp3: true } => r.raw(b"_\r\n"),
+        Invalid::All { resp3: false } => r.raw(b"$-1\r\n"),
+    }
+    true
+}
+
+/// Appends a message for the running client, which follows its reply.
+fn to_running(srv: &mut Server, running: &Client, f: impl FnOnce(&mut Reply) -> bool) {
+    let mut r = Reply::new();
+    r.resp3 = running.reply.resp3;
+    if f(&mut r) {
+        srv.pending_push.extend_from_slice(&r.buf);
+    }
+}
+
+/// Sends one invalidation for tracking client `target`, to it or to the
+/// client it redirects to; `running` is the client running a command (not
+/// in `srv.clients`), if any, whose messages follow its reply. A
+/// redirection to a client that left marks `target`'s redirection broken
+/// and, in RESP3, tells `target` so.
+fn send_invalidation(srv: &mut Server, running: Option<&mut Client>, target: ClientId, what: Invalid<'_>) {
+    let is_running = running.as_ref().is_some_and(|c| c.id == target);
+    let (redirect, resp3) = {
+        let t = if is_running { running.as_deref() } else { srv.clients.get(&target) };
+        let Some(t) = t else { return };
+        (t.tracking.as_ref().map_or(0, |x| x.redirect), t.reply.resp3)
+    };
+    if redirect == 0 {
+        if is_running {
+            let Some(c) = running else { return };
+            to_running(srv, c, |r| write_invalidation(r, resp3, false, false, what));
+        } else if let Some(c) = srv.clients.get_mut(&target) {
+            if write_invalidation(&mut c.reply, resp3, false, false, what) {
+                srv.wake(target);
+            }
+        }
+        return;
+    }
+    if let Some(c) = running.as_deref().filter(|c| c.id == redirect) {
+        let pubsub = c.pubsub.is_some();
+        let resp3 = c.reply.resp3;
+        to_running(srv, c, |r| write_invalidation(r, resp3, pubsub, true, what));
+        return;
+    }
+    if let Some(c) = srv.clients.get_mut(&redirect) {
+        let (resp3, pubsub) = (c.reply.resp3, c.pubsub.is_some());
+        if write_invalidation(&mut c.reply, resp3, pubsub, true, what) {
+            srv.wake(redirect);
+        }
+        return;
+    }
+    // The redirection client is gone.
+    let broken = |r: &mut Reply| {
+        r.push(2);
+        r.bulk(b"tracking-redir-broken");
+        r.int(redirect as i64);
+        true
+    };
+    if is_running {
+        let Some(c) = running else { return };
+        if let Some(t) = c.tracking.as_mut() {
+            t.broken_redirect = true;
+        }
+        if resp3 {
+            to_running(srv, c, broken);
+        }
+    } else if let Some(c) = srv.clients.get_mut(&target) {
+        if let Some(t) = c.tracking.as_mut() {
+            t.broken_redirect = true;
+        }
+        if resp3 {
+            broken(&mut c.reply);
+            srv.wake(target);
+        }
+    }
+}
+
+/// Invalidates `key` after a change: every default-mode client that read it
+/// is told (the running client after its reply; a NOLOOP one not about a
+/// change made while it runs), and, when `bcast`, the change is noted for
+/// the BCAST prefixes that match, as made by `by` (None: expiry). The
+/// caller has checked `srv.tracking.clients`.
+pub fn invalidate_key(srv: &mut Server, running: Option<&Client>, by: Option<ClientId>, key: &[u8], bcast: bool) {
+    if bcast {
+        srv.tracking.note_change(key, by);
+    }
+    let Some(ids) = srv.tracking.take_key(key) else { return };
+    for id in ids {
+        if let Some(c) = running.filter(|c| c.id == id) {
+            // The running client hears of it after its reply.
+            match c.tracking.as_deref() {
+                Some(t) if !t.bcast && !t.noloop => srv.tracking.pending.push(Some(key.to_vec())),
+                _ => {}
+            }
+            continue;
+        }
+        let tracks = srv.clients.get(&id).and_then(|c| c.tracking.as_deref()).is_some_and(|t| !t.bcast);
+        if tracks {
+            send_invalidation(srv, None, id, Invalid::Key(key));
+        }
+    }
+}
+
+/// A flush (FLUSHALL, FLUSHDB): every tracking client is told that every
+/// key is invalid (the running one after its reply), and the key table is
+/// emptied.
+pub fn invalidate_all(srv: &mut Server, running: Option<&Client>) {
+    if srv.tracking.clients == 0 {
+        return;
+    }
+    let mut ids: Vec<(ClientId, bool)> = srv.clients.values().filter(|c| c.tracking.is_some()).map(|c| (c.id, c.reply.resp3)).collect();
+    ids.sort_unstable();
+    for (id, resp3) in ids {
+        send_invalidation(srv, None, id, Invalid::All { resp3 });
+    }
+    if running.is_some_and(|c| c.tracking.is_some()) {
+        srv.tracking.pending.push(None);
+    }
+    srv.tracking.clear_keys();
+}
+
+/// Sends the running client's pending invalidations (after its reply, the
+/// whole EXEC's or script's), ahead of its other pushes.
+pub fn flush_invalidations(srv: &mut Server, c: &mut Client) {
+    let resp3 = c.reply.resp3;
+    for what in std::mem::take(&mut srv.tracking.pending) {
+        let id = c.id;
+        match &what {
+            Some(k) => send_invalidation(srv, Some(&mut *c), id, Invalid::Key(k)),
+            None => send_invalidation(srv, Some(&mut *c), id, Invalid::All { resp3 }),
+        }
+    }
+}
+
+/// Sends BCAST clients the keys changed under their prefixes since the last
+/// call: one message per prefix, the same to every client but NOLOOP ones,
+/// which are not told about keys they changed last. Called by the event
+/// loop between turns, with no client running.
+pub fn broadcast_invalidations(srv: &mut Server) {
+    for b in srv.tracking.take_broadcasts() {
+        let proto = keys_array(b.keys.iter().map(|(k, _)| &k[..]), b.keys.len());
+        for &id in &b.clients {
+            let noloop = srv.clients.get(&id).and_then(|c| c.tracking.as_deref()).map(|t| t.noloop);
+            match noloop {
+                None => {}
+                Some(false) => send_invalidation(srv, None, id, Invalid::Keys(&proto)),
+                Some(true) => {
+                    let mine = |by: &Option<ClientId>| *by == Some(id);
+                    let n = b.keys.iter().filter(|(_, by)| !mine(by)).count();
+                    if n > 0 {
+                        let own = keys_array(b.keys.iter().filter(|(_, by)| !mine(by)).map(|(k, _)| &k[..]), n);
+                        send_invalidation(srv, None, id, Invalid::Keys(&own));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn keys_array<'k>(keys: impl Iterator<Item = &'k [u8]>, n: usize) -> Vec<u8> {
+    let mut r = Reply::new();
+    r.array(n);
+    for k in keys {
+        r.bulk(k);
+    }
+    r.buf
+}
+
+/// Keeps the key table within `tracking-table-max-keys`, invalidating the
+/// keys it drops as if they had changed (BCAST clients are not told:
+/// nothing changed). `running` is the client about to run a command, whose
+/// messages it gets at once, before that command's reply.
+pub fn limit_tracking_table(srv: &mut Server, running: Option<&mut Client>) {
+    let max = srv.config.get("tracking-table-max-keys").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let victims = srv.tracking.over_limit(max);
+    if victims.is_empty() {
+        return;
+    }
+    match running {
+        Some(c) => {
+            for k in &victims {
+                invalidate_key(srv, Some(&*c), None, k, false);
+            }
+            flush_invalidations(srv, c);
+            c.reply.raw(&srv.pending_push);
+            srv.pending_push.clear();
+        }
+        None => {
+            for k in &victims {
+                invalidate_key(srv, None, None, k, false);
+            }
+        }
     }
 }

@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::feed::Feed;
 use crate::lazyfree::LazyFree;
 use crate::pubsub::PubSub;
+use crate::tracking::Tracking;
 
 /// Per-command counters for INFO commandstats.
 #[derive(Debug, Default, Clone)]
@@ -325,6 +326,8 @@ pub struct Server {
     pub eventloop_cycles: u64,
     /// Pub/Sub subscriptions.
     pub pubsub: PubSub,
+    /// CLIENT TRACKING: which clients may cache which keys.
+    pub tracking: Tracking,
     /// Clients given output by another client's command (a published
     /// message): the event loop flushes them. See `wake`.
     pub woken: Vec<ClientId>,
@@ -432,6 +435,7 @@ impl Server {
             net_writes: 0,
             eventloop_cycles: 0,
             pubsub: PubSub::default(),
+            tracking: Tracking::default(),
             woken: Vec::new(),
             pending_push: Vec::new(),
             blocking: Default::default(),
@@ -446,10 +450,14 @@ impl Server {
     }
 
     /// Points every database's event log at what `notify-keyspace-events`
-    /// asks for (at start and after CONFIG SET). Events already recorded
-    /// are kept.
+    /// asks for (at start and after CONFIG SET), plus lazy expiry while a
+    /// client tracks keys (an expired key is invalidated). Events already
+    /// recorded are kept.
     pub fn apply_notify_flags(&mut self) {
-        let bits = crate::notify::db_log_bits(self.config.notify_flags);
+        let mut bits = crate::notify::db_log_bits(self.config.notify_flags);
+        if self.tracking.clients > 0 {
+            bits |= storage::keyspace::LOG_EXPIRED;
+        }
         for db in &mut self.dbs {
             db.log_events = bits;
         }

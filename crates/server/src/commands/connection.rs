@@ -69,6 +69,9 @@ pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     ctx.client.multi_error = false;
     ctx.srv.unwatch_all(ctx.client);
     ctx.srv.pubsub.forget(ctx.client);
+    if ctx.srv.tracking.disable(ctx.client) {
+        ctx.srv.apply_notify_flags();
+    }
     ctx.client.db = 0;
     ctx.client.reply.resp3 = false;
     ctx.client.reply_mode = ReplyMode::On;

@@ -14,6 +14,7 @@ use crate::command::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, C
 use crate::dispatch::{self, Release};
 use crate::client::{Client, ReplyMode};
 use crate::server::{unix_us, Pause};
+use crate::tracking::{Options, Tracking};
 
 const ADM: &[&str] = &["admin", "slow", "dangerous"];
 
@@ -39,6 +40,10 @@ pub fn table() -> Vec<Spec> {
                 spec("unpause", 2, ADMIN | cl, NO_KEYS, client_unpause).acl(conn_adm).doc("Resumes processing commands from paused clients.", "6.2.0"),
                 spec("no-evict", 3, ADMIN | cl, NO_KEYS, client_no_evict).acl(conn_adm).doc("Sets the client eviction mode of the connection.", "7.0.0"),
                 spec("no-touch", 3, cl, NO_KEYS, client_no_touch).acl(conn).doc("Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "7.2.0"),
+                spec("tracking", -3, cl, NO_KEYS, client_tracking).acl(conn).doc("Controls server-assisted client-side caching for the connection.", "6.0.0"),
+                spec("caching", 3, cl, NO_KEYS, client_caching).acl(conn).doc("Instructs the server whether to track the keys in the next request.", "6.0.0"),
+                spec("getredir", 2, cl, NO_KEYS, client_getredir).acl(conn).doc("Returns the client ID to which the connection's tracking notifications are redirected.", "6.0.0"),
+                spec("trackinginfo", 2, cl, NO_KEYS, client_trackinginfo).acl(conn).doc("Returns information about server-assisted client-side caching for the connection.", "6.2.0"),
                 spec("help", 2, LOADING | STALE, NO_KEYS, client_help).acl(conn).doc("Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         )
@@ -396,11 +401,155 @@ fn client_no_touch(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP]: options are checked in Redis's order, so the same
+/// bad command gets the same error.
+fn client_tracking(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let mut opts = Options::default();
+    let mut i = 3;
+    while i < args.len() {
+        let more = i + 1 < args.len();
+        let a = &args[i];
+        if is(a, "redirect") && more {
+            i += 1;
+            if opts.redirect != 0 {
+                return Err(CmdError::err("A client can only redirect to a single other client"));
+            }
+            let id = arg_i64(&args[i])?;
+            let exists = id as u64 == ctx.client.id || ctx.srv.clients.contains_key(&(id as u64));
+            if id <= 0 || !exists {
+                return Err(CmdError::err("The client ID you want redirect to does not exist"));
+            }
+            opts.redirect = id as u64;
+        } else if is(a, "bcast") {
+            opts.bcast = true;
+        } else if is(a, "optin") {
+            opts.optin = true;
+        } else if is(a, "optout") {
+            opts.optout = true;
+        } else if is(a, "noloop") {
+            opts.noloop = true;
+        } else if is(a, "prefix") && more {
+            i += 1;
+            opts.prefixes.push(args[i].clone());
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if is(&args[2], "off") {
+        if ctx.srv.tracking.disable(ctx.client) {
+            ctx.srv.apply_notify_flags();
+        }
+        ctx.out().ok();
+        return Ok(());
+    }
+    if !is(&args[2], "on") {
+        return Err(CmdError::Syntax);
+    }
+    if !opts.bcast && !opts.prefixes.is_empty() {
+        return Err(CmdError::err("PREFIX option requires BCAST mode to be enabled"));
+    }
+    if let Some(t) = ctx.client.tracking.as_deref() {
+        if t.bcast != opts.bcast {
+            return Err(CmdError::err(
+                "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+            ));
+        }
+    }
+    if opts.bcast && (opts.optin || opts.optout) {
+        return Err(CmdError::err("OPTIN and OPTOUT are not compatible with BCAST"));
+    }
+    if opts.optin && opts.optout {
+        return Err(CmdError::err("You can't specify both OPTIN mode and OPTOUT mode"));
+    }
+    let (was_in, was_out) = ctx.client.tracking.as_deref().map_or((false, false), |t| (t.optin, t.optout));
+    if (opts.optin && was_out) || (opts.optout && was_in) {
+        return Err(CmdError::err(
+            "You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+        ));
+    }
+    if opts.bcast {
+        Tracking::check_prefixes(ctx.client, &opts.prefixes).map_err(CmdError::Custom)?;
+    }
+    if ctx.srv.tracking.enable(ctx.client, &opts) {
+        ctx.srv.apply_notify_flags();
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+/// CLIENT CACHING YES|NO: the next command's keys are (OPTIN) or are not
+/// (OPTOUT) remembered.
+fn client_caching(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let Some(t) = ctx.client.tracking.as_deref_mut() else {
+        return Err(CmdError::err("CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"));
+    };
+    if is(&args[2], "yes") {
+        if !t.optin {
+            return Err(CmdError::err("CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."));
+        }
+    } else if is(&args[2], "no") {
+        if !t.optout {
+            return Err(CmdError::err("CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."));
+        }
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    t.caching = true;
+    ctx.out().ok();
+    Ok(())
+}
+
+fn client_getredir(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let id = ctx.client.tracking.as_ref().map_or(-1, |t| t.redirect as i64);
+    ctx.out().int(id);
+    Ok(())
+}
+
+fn client_trackinginfo(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    let t = ctx.client.tracking.clone();
+    let out = ctx.out();
+    out.map(3);
+    out.bulk(b"flags");
+    let mut flags = vec![if t.is_some() { "on" } else { "off" }];
+    if let Some(t) = t.as_deref() {
+        let caching = t.caching;
+        let pairs = [
+            (t.bcast, "bcast"),
+            (t.optin, "optin"),
+            (t.optin && caching, "caching-yes"),
+            (t.optout, "optout"),
+            (t.optout && caching, "caching-no"),
+            (t.noloop, "noloop"),
+            (t.broken_redirect, "broken_redirect"),
+        ];
+        flags.extend(pairs.iter().filter(|p| p.0).map(|p| p.1));
+    }
+    out.set(flags.len());
+    for f in flags {
+        out.bulk(f.as_bytes());
+    }
+    out.bulk(b"redirect");
+    out.int(t.as_ref().map_or(-1, |t| t.redirect as i64));
+    out.bulk(b"prefixes");
+    let prefixes = t.map(|t| t.prefixes.clone()).unwrap_or_default();
+    out.array(prefixes.len());
+    for p in prefixes {
+        out.bulk(&p);
+    }
+    Ok(())
+}
+
 fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     help_reply(
         ctx,
         "client",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
             "    Return the name of the current connection.",
             "ID",
@@ -443,6 +592,11 @@ fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
             "    * LIB-VER: the client lib version.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

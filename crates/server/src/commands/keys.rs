@@ -118,6 +118,7 @@ fn modified_in(ctx: &mut Ctx, db: usize, key: &[u8]) {
     ctx.srv.dirty += 1;
     ctx.srv.touch_watched(db, key, ctx.client);
     ctx.srv.blocking.signal(db, key);
+    ctx.invalidate(key);
 }
 
 /// Parses a database index: NotInt if not a 32-bit integer, DbIndex if out of range.

@@ -94,6 +94,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mode = flush_mode(ctx, args)?;
     let db = ctx.client.db;
     ctx.srv.touch_all_watched(Some(db), ctx.client);
+    crate::publish::invalidate_all(ctx.srv, Some(&*ctx.client));
     flush_db(ctx.srv, db, mode);
     ctx.srv.dirty += 1;
     ctx.out().ok();
@@ -105,6 +106,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mode = flush_mode(ctx, args)?;
     ctx.srv.touch_all_watched(None, ctx.client);
+    crate::publish::invalidate_all(ctx.srv, Some(&*ctx.client));
     crate::persist::rdb_bgsave_abort(ctx.srv);
     for db in 0..ctx.srv.dbs.len() {
         flush_db(ctx.srv, db, mode);
@@ -429,7 +431,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "client_recent_max_output_buffer", &max_out);
         // Clients held by CLIENT PAUSE count as blocked, as in Redis.
         line(&mut s, "blocked_clients", &(srv.clients.values().filter(|x| x.paused).count() + srv.blocking.clients()));
-        line(&mut s, "tracking_clients", &0);
+        line(&mut s, "tracking_clients", &srv.tracking.clients);
         line(&mut s, "pubsub_clients", &srv.pubsub.clients);
         line(&mut s, "watching_clients", &watching);
         line(&mut s, "clients_in_timeout_table", &srv.blocking.with_deadline());
@@ -593,13 +595,13 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
             "active_defrag_key_misses",
             "total_active_defrag_time",
             "current_active_defrag_time",
-            "tracking_total_keys",
-            "tracking_total_items",
-            "tracking_total_prefixes",
-            "unexpected_error_replies",
         ] {
             line(&mut s, k, &0);
         }
+        line(&mut s, "tracking_total_keys", &srv.tracking.keys());
+        line(&mut s, "tracking_total_items", &srv.tracking.items());
+        line(&mut s, "tracking_total_prefixes", &srv.tracking.prefixes());
+        line(&mut s, "unexpected_error_replies", &0);
         line(&mut s, "total_error_replies", &srv.total_error_replies);
         line(&mut s, "dump_payload_sanitizations", &0);
         line(&mut s, "total_reads_processed", &srv.net_reads);

@@ -244,6 +244,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     }
     let mut sc = Client::new(ctx.client.id, None, "lua".into(), String::new());
     sc.db = ctx.client.db;
+    // Keys its read commands fetch are remembered for the caller, in the
+    // caller's CLIENT TRACKING mode.
+    sc.tracking = ctx.client.tracking.clone();
     // Blocking commands must not block here: they see what EXEC's see.
     sc.in_exec = true;
     let run = RefCell::new(Run {
