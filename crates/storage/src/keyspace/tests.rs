@@ -904,3 +904,31 @@ fn inserting_in_another_tables_order() {
     let (ta, tb) = (a.allocated_bytes(), b.allocated_bytes());
     assert!(tb * 10 <= ta * 12, "hash-ordered {tb} bytes, random order {ta}");
 }
+
+/// `reserve` presizes an empty table to the segments `n` keys would
+/// grow, and keys then land there without splits, in any order;
+/// a table that holds keys is left as it is.
+#[test]
+fn reserve_presizes_an_empty_table_only() {
+    let mut db = Db::new();
+    db.reserve(100_000);
+    assert_eq!(db.segs.len(), 64, "100,000 / 1,800 rounded up to a power of two");
+    assert_eq!(db.dir.len(), 64);
+    // In hash order, as a dump of this table lists them.
+    let mut keys: Vec<Vec<u8>> = (0..100_000u32).map(|i| format!("key:{i}").into_bytes()).collect();
+    keys.sort_by_key(|k| crate::segment::hash(k));
+    for k in &keys {
+        db.insert(k, Value::Int(7), Ttl::Clear, 0);
+    }
+    assert_eq!(db.len(), 100_000);
+    assert!(db.segs.len() <= 80, "few splits, if any: {}", db.segs.len());
+    for k in keys.iter().step_by(97) {
+        assert!(matches!(db.get(k, 0), Some(ValueRef::Str(StrRef::Int(7)))));
+    }
+    let segs = db.segs.len();
+    db.reserve(10_000_000);
+    assert_eq!(db.segs.len(), segs, "a table with keys is not resized");
+    let mut small = Db::new();
+    small.reserve(1_000);
+    assert_eq!(small.segs.len(), 1, "one segment's worth needs no presizing");
+}

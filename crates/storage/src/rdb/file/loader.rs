@@ -339,7 +339,10 @@ pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loa
 /// `load_into`, calling `progress(offset)` after each item (see
 /// `RdbVisitor::progress`; false stops the load).
 pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress: &mut dyn FnMut(usize) -> bool) -> Result<Loaded, RdbFileError> {
-    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new(), progress };
+    // A key takes at least 3 bytes of the file (type, key length, value):
+    // RESIZEDB hints beyond that are not believed.
+    let max_keys = bytes.len() / 3;
+    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new(), progress, db: 0, max_keys };
     let summary = load(bytes, opts, &mut into)?;
     Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired, empty_keys: into.empty })
 }
@@ -353,6 +356,10 @@ struct IntoDbs<'a> {
     expired: u64,
     empty: Vec<Vec<u8>>,
     progress: &'a mut dyn FnMut(usize) -> bool,
+    /// The database the last SELECTDB named (RESIZEDB's).
+    db: usize,
+    /// Most keys the file can hold.
+    max_keys: usize,
 }
 
 impl IntoDbs<'_> {
@@ -371,7 +378,14 @@ impl RdbVisitor for IntoDbs<'_> {
     }
 
     fn select_db(&mut self, index: u64) -> Result<(), String> {
-        self.check_db(index).map(drop)
+        self.db = self.check_db(index)?;
+        Ok(())
+    }
+
+    fn resize_db(&mut self, keys: u64, _expires: u64) -> Result<(), String> {
+        let n = usize::try_from(keys).unwrap_or(usize::MAX).min(self.max_keys);
+        self.dbs[self.db].reserve(n);
+        Ok(())
     }
 
     fn function(&mut self, code: Vec<u8>) -> Result<(), String> {
