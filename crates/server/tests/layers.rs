@@ -33,7 +33,7 @@ const SERVER: &[&[&str]] = &[
 
 /// The storage crate, bottom up.
 const STORAGE: &[&[&str]] = &[
-    &["strref", "slab", "segment"],
+    &["strref", "slab", "segment", "access", "eviction"],
     &["encoding"],
     &["types"],
     &["value"],
