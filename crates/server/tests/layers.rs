@@ -22,7 +22,7 @@ const SERVER: &[&[&str]] = &[
     &["config", "client", "aofcore::check"],
     &["pubsub", "blocking", "feed", "aofcore::state", "aofcore"],
     &["server"],
-    &["publish", "cron"],
+    &["publish", "cron", "evict"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof"],
     &["commands"],
     &["script"],
