@@ -63,7 +63,11 @@ pub fn over_limit(srv: &Server) -> bool {
 /// it sees its own WATCH invalidated and its keyspace events.
 pub fn perform(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> Outcome {
     let max = srv.config.maxmemory;
-    if max == 0 || srv.persist.loading.is_some() {
+    // Not while loading, inside a script that lent the server to others
+    // (its writes must stay atomic), or while CLIENT PAUSE holds writes
+    // (a pause must not change data), as Redis.
+    let paused = srv.pause.is_some_and(|p| now < p.until);
+    if max == 0 || srv.persist.loading.is_some() || srv.script.is_some() || paused {
         srv.evict.unfinished = false;
         return Outcome::Ok;
     }
