@@ -11,6 +11,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py bgsave-memory [--keys 4000000] [--rounds R]
   bench/compare.py rdb        [-n N] [--rounds R]
   bench/compare.py save-throughput [--during bgsave|bgrewriteaof] [--keys 2000000] [--pipeline 16,1] [--rounds R]
+  bench/compare.py cache      [--keys 2000000] [--maxmemory 64mb] [--zipf 1.0] [--workers 3] [--seconds 20]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -49,9 +50,19 @@ save-throughput  redis-benchmark SET (-d 100, -c 50, -P 16 and 1, -r over --keys
             as soon as the last ends; SET/s with/without, redis-benchmark's max latency and
             a 1-per-ms SET probe's longest round trip. A server without the command
             (unknown command) is reported and skipped
+cache       a cache under eviction: both servers with the same maxmemory and allkeys-lru;
+            --workers client processes (bench/cache_driver.c, compiled with cc on the
+            spot), one connection each, pipelining 200 commands: 90% GET
+            of a Zipf(s)-distributed key id over --keys ids, 10% SET, and a SET of every
+            key a GET missed (100-byte values). After a warm-up that fills memory
+            (evicted_keys > 0, then --warmup seconds), --seconds of measurement: hit
+            ratio, keys held, evicted keys, commands/s, and the server's main-thread
+            CPU share over the window (near 1.0: the server, not the client, is the
+            bottleneck) and its CPU per command; the servers run one after the other
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
-redis-server checks the script itself. Standard library only; output is Markdown.
+redis-server checks the script itself. Standard library only (plus cc for `cache`);
+output is Markdown.
 """
 
 from __future__ import annotations
@@ -1123,6 +1134,89 @@ def cmd_save_throughput(args) -> None:
            f"{job}s done"], rows)
 
 
+# ---------------------------------------------------------------- cache
+
+CACHE_BATCH = 200
+CACHE_DRIVER = ROOT / "bench" / "cache_driver.c"
+
+
+def build_cache_driver(dest: str) -> str:
+    """Compiles the cache workload's client (C, so that it keeps up with the servers)."""
+    exe = os.path.join(dest, "cache_driver")
+    subprocess.run(["cc", "-O2", "-o", exe, str(CACHE_DRIVER), "-lm"], check=True)
+    return exe
+
+
+def cache_run(args, s: Server, driver: str) -> dict:
+    def launch(measure_at: float, end: float) -> list[subprocess.Popen]:
+        return [subprocess.Popen([driver, str(s.port), str(args.keys), str(args.zipf), str(CACHE_BATCH),
+                                  str(w + 1), f"{measure_at:.3f}", f"{end:.3f}"],
+                                 stdout=subprocess.PIPE, text=True) for w in range(args.workers)]
+
+    # Fill: the same workload, unmeasured, until the server starts evicting.
+    fill_end = time.monotonic() + args.fill_limit
+    procs = launch(fill_end, fill_end)
+    while time.monotonic() < fill_end and int(s.info("stats").get("evicted_keys", "0")) == 0:
+        time.sleep(0.2)
+    for p in procs:
+        p.terminate()
+        p.wait()
+    t0 = time.monotonic()
+    warm_until, end = t0 + args.warmup, t0 + args.warmup + args.seconds
+    procs = launch(warm_until, end)
+    time.sleep(max(0.0, warm_until - time.monotonic()))
+    cpu0, ev0 = s.main_thread_cpu(), int(s.info("stats")["evicted_keys"])
+    time.sleep(max(0.0, end - time.monotonic()))
+    cpu1, ev1 = s.main_thread_cpu(), int(s.info("stats")["evicted_keys"])
+    got = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        if p.returncode != 0:
+            raise SystemExit(f"cache driver failed against {s.name} (exit {p.returncode})")
+        got.append([int(x) for x in out.split()])
+    cmds, gets, hits = (sum(g[i] for g in got) for i in range(3))
+    mem = s.info("memory")
+    keys = int(s.info("keyspace").get("db0", "keys=0").split(",")[0].split("=")[1])
+    return {"ops": cmds / args.seconds, "hit": hits / max(gets, 1), "keys": keys,
+            "evicted": ev1 - ev0, "cpu": (cpu1 - cpu0) / args.seconds,
+            "used": int(mem["used_memory"])}
+
+
+def cmd_cache(args) -> None:
+    header("Cache under eviction: Zipf keys, GET / SET on miss, allkeys-lru", args)
+    print(f"- keys ids {args.keys:,}, Zipf s={args.zipf}, maxmemory {args.maxmemory}, "
+          f"{args.workers} workers x pipeline {CACHE_BATCH}, warm-up {args.warmup}s, "
+          f"measured {args.seconds}s\n", flush=True)
+    tmp = tempfile.mkdtemp(prefix="bench-cache-")
+    driver = build_cache_driver(tmp)
+    extra = ["--maxmemory", args.maxmemory, "--maxmemory-policy", "allkeys-lru"]
+    servers = [Server("densekv", [args.densekv_bin, *extra]),
+               Server("redis", [args.redis_bin, "--daemonize", "no", *extra])]
+    res = {}
+    try:
+        for s in servers:
+            s.start()
+            res[s.name] = cache_run(args, s, driver)
+            s.stop()
+    finally:
+        stop_servers(servers)
+        shutil.rmtree(tmp, ignore_errors=True)
+    d, r = res["densekv"], res["redis"]
+    table(["", "densekv", "redis", "densekv/redis"], [
+        ["hit ratio", f"{d['hit']:.4f}", f"{r['hit']:.4f}", ratio(d["hit"], r["hit"])],
+        ["keys held", f"{d['keys']:,}", f"{r['keys']:,}", ratio(d["keys"], r["keys"])],
+        ["used_memory", f"{d['used']:,}", f"{r['used']:,}", ratio(d["used"], r["used"])],
+        ["commands/s", f"{d['ops']:,.0f}", f"{r['ops']:,.0f}", ratio(d["ops"], r["ops"])],
+        ["evicted/s", f"{d['evicted'] / args.seconds:,.0f}", f"{r['evicted'] / args.seconds:,.0f}",
+         ratio(d["evicted"], r["evicted"])],
+        ["server main-thread CPU (cores)", f"{d['cpu']:.2f}", f"{r['cpu']:.2f}", ""],
+        ["server CPU µs per command", f"{1e6 * d['cpu'] / d['ops']:.2f}", f"{1e6 * r['cpu'] / r['ops']:.2f}",
+         ratio(d["cpu"] / d["ops"], r["cpu"] / r["ops"])],
+    ])
+    print("Where the CPU share is well below 1.0 the clients, not the server, set the rate;\n"
+          "CPU per command is then the server's cost.\n", flush=True)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -1197,6 +1291,17 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--rounds", type=int, default=1, help="with/without pairs per server and depth")
     p.set_defaults(func=cmd_save_throughput)
+
+    p = sub.add_parser("cache", parents=[common], help="hit ratio and throughput under eviction")
+    p.add_argument("--keys", type=int, default=2_000_000, help="key ids the Zipf draw ranges over")
+    p.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent s")
+    p.add_argument("--maxmemory", default="64mb")
+    p.add_argument("--workers", type=int, default=3, help="client processes, one connection each")
+    p.add_argument("--warmup", type=float, default=5.0, help="seconds after eviction starts")
+    p.add_argument("--seconds", type=float, default=20.0, help="measured seconds")
+    p.add_argument("--fill-limit", type=float, default=180.0,
+                   help="most seconds to wait for eviction to start")
+    p.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
     p.add_argument("--port", type=int, required=True)

@@ -152,6 +152,7 @@ user default on nopass ~* +@all
 io-threads 4
 activedefrag yes
 lazyfree-lazy-eviction yes
+lazyfree-lazy-expire yes
 jemalloc-bg-thread yes
 disable-thp no
 tls-session-cache-size 100
@@ -186,7 +187,8 @@ cluster-node-timeout 5000
     assert c.info("server")["config_file"] == str(conf)
     # One warning names what is accepted but has no effect (non-default values only).
     (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
-    for name in ("io-threads", "activedefrag", "lazyfree-lazy-eviction", "disable-thp",
+    assert "lazyfree-lazy-eviction" not in ignored  # eviction frees lazily when asked
+    for name in ("io-threads", "activedefrag", "lazyfree-lazy-expire", "disable-thp",
                  "tls-session-cache-size", "cluster-node-timeout", "user"):
         assert name in ignored
     assert "jemalloc-bg-thread" not in ignored and "maxmemory" not in ignored

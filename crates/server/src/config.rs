@@ -199,7 +199,7 @@ pub static PARAMS: &[Param] = &[
     p("maxmemory-clients", Kind::MemOrPercent, "0"),
     p("lfu-log-factor", UI, "10"),
     p("lfu-decay-time", UI, "1"),
-    p("lazyfree-lazy-eviction", B, "no").ignored(),
+    p("lazyfree-lazy-eviction", B, "no"),
     p("lazyfree-lazy-expire", B, "no").ignored(),
     p("lazyfree-lazy-server-del", B, "no").ignored(),
     p("lazyfree-lazy-user-del", B, "no").ignored(),
@@ -704,6 +704,8 @@ pub struct Config {
     pub latency_threshold: u64,
     /// maxmemory in bytes (0: unlimited).
     pub maxmemory: u64,
+    /// maxmemory-policy and the settings eviction reads on every command.
+    pub eviction: Eviction,
     /// Hash encoding thresholds (hash-max-listpack-entries/-value).
     pub hash: HashConfig,
     /// List node fill (list-max-listpack-size).
@@ -750,6 +752,7 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_threshold: 0,
             maxmemory: 0,
+            eviction: Eviction::default(),
             hash: HashConfig::default(),
             list: ListConfig::default(),
             set: SetConfig::default(),
@@ -767,6 +770,80 @@ impl Default for Config {
         c.refresh();
         c
     }
+}
+
+/// maxmemory-policy: what goes when memory is over maxmemory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// Nothing: commands that may grow memory are refused.
+    #[default]
+    NoEviction,
+    /// Any key, least recently used first.
+    AllkeysLru,
+    /// Any key, least frequently used first.
+    AllkeysLfu,
+    /// Any key, at random.
+    AllkeysRandom,
+    /// Keys with a TTL, least recently used first.
+    VolatileLru,
+    /// Keys with a TTL, least frequently used first.
+    VolatileLfu,
+    /// Keys with a TTL, at random.
+    VolatileRandom,
+    /// Keys with a TTL, nearest deadline first.
+    VolatileTtl,
+}
+
+impl Policy {
+    /// The policy named `s` (one of `POLICIES`; anything else: noeviction).
+    pub fn parse(s: &str) -> Policy {
+        match s {
+            "allkeys-lru" => Policy::AllkeysLru,
+            "allkeys-lfu" => Policy::AllkeysLfu,
+            "allkeys-random" => Policy::AllkeysRandom,
+            "volatile-lru" => Policy::VolatileLru,
+            "volatile-lfu" => Policy::VolatileLfu,
+            "volatile-random" => Policy::VolatileRandom,
+            "volatile-ttl" => Policy::VolatileTtl,
+            _ => Policy::NoEviction,
+        }
+    }
+
+    /// True for the volatile-* policies (only keys with a TTL go).
+    pub fn volatile(self) -> bool {
+        matches!(self, Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl)
+    }
+
+    /// True for the LFU policies (keys' access bits count accesses).
+    pub fn lfu(self) -> bool {
+        matches!(self, Policy::AllkeysLfu | Policy::VolatileLfu)
+    }
+
+    /// How candidates are ranked; None for noeviction.
+    pub fn rank(self) -> Option<storage::Rank> {
+        Some(match self {
+            Policy::NoEviction => return None,
+            Policy::AllkeysLru | Policy::VolatileLru => storage::Rank::Lru,
+            Policy::AllkeysLfu | Policy::VolatileLfu => storage::Rank::Lfu,
+            Policy::AllkeysRandom | Policy::VolatileRandom => storage::Rank::Random,
+            Policy::VolatileTtl => storage::Rank::Ttl,
+        })
+    }
+}
+
+/// The eviction settings, mirrored from their parameters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Eviction {
+    /// maxmemory-policy.
+    pub policy: Policy,
+    /// maxmemory-samples: keys sampled per database per round.
+    pub samples: usize,
+    /// maxmemory-eviction-tenacity (0..=100).
+    pub tenacity: u32,
+    /// lfu-log-factor.
+    pub lfu_log_factor: u32,
+    /// lazyfree-lazy-eviction: free evicted values on the freeing thread.
+    pub lazy: bool,
 }
 
 /// State of one load: `save` lines accumulate within it.
@@ -874,6 +951,13 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len") as usize;
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
         self.maxmemory = self.num("maxmemory") as u64;
+        self.eviction = Eviction {
+            policy: Policy::parse(self.get("maxmemory-policy").unwrap_or("noeviction")),
+            samples: self.num("maxmemory-samples").clamp(1, 64) as usize,
+            tenacity: self.num("maxmemory-eviction-tenacity").clamp(0, 100) as u32,
+            lfu_log_factor: self.num("lfu-log-factor").clamp(0, u32::MAX as i64) as u32,
+            lazy: self.get("lazyfree-lazy-eviction") == Some("yes"),
+        };
         let size = |name: &str| self.num(name).max(0) as usize;
         let hash = HashConfig {
             max_listpack_entries: size("hash-max-listpack-entries"),
@@ -1201,8 +1285,8 @@ mod tests {
     #[test]
     fn ignored_parameters_are_named() {
         let mut c = Config::default();
-        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-eviction yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
-        assert_eq!(c.ignored_in_use(), vec!["io-threads".to_string(), "lazyfree-lazy-eviction".into()]);
+        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
+        assert_eq!(c.ignored_in_use(), vec!["io-threads".to_string(), "lazyfree-lazy-expire".into()]);
         assert_eq!(c.get("io-threads"), Some("4"));
     }
 

@@ -59,7 +59,7 @@ pub fn tick(srv: &mut Server) {
         srv.ops_per_sec = (srv.total_commands.saturating_sub(n0) as f64 / dt) as u64;
         srv.ops_sample = (Instant::now(), srv.total_commands);
     }
-    let used = crate::memory::allocated();
+    let used = srv.used_memory();
     srv.peak_memory = srv.peak_memory.max(used);
     // Even with no command coming, the tracking table comes back within
     // tracking-table-max-keys (after a CONFIG SET lowered it).

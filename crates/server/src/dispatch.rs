@@ -1,6 +1,6 @@
 //! Dispatch of one request: the checks every command passes before it runs
 //! (unknown command, arity, MULTI queueing, -BUSY while a script is timed
-//! out, OOM, Pub/Sub context, CLIENT PAUSE), then `exec::run`; and, after
+//! out, eviction and OOM, Pub/Sub context, CLIENT PAUSE), then `exec::run`; and, after
 //! each top-level command, the clients blocked on keys it made ready, which
 //! re-run their command here (see `blocking.rs` for the registry).
 //!
@@ -13,6 +13,7 @@ use std::time::Instant;
 use crate::blocking::TimeoutReply;
 use crate::client::{Client, ClientId};
 use crate::command::{flags, CmdError, CommandMap, Host, Spec};
+use crate::evict;
 use crate::exec::{self, lookup, reply_error, run, Lookup, OOM_ERROR};
 use crate::server::Server;
 
@@ -79,7 +80,12 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
         return true;
     }
-    if srv.config.maxmemory != 0 && oom_sensitive(&*host, &table, c, spec, &argv) && crate::memory::allocated() > srv.config.maxmemory {
+    // Eviction first (Redis's performEvictions), then OOM for what may
+    // grow memory when nothing more could go.
+    if srv.config.maxmemory != 0
+        && evict::perform(srv, Some(&mut *c), now) == evict::Outcome::Fail
+        && oom_sensitive(&*host, &table, c, spec, &argv)
+    {
         reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
         return true;
     }

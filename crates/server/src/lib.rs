@@ -18,7 +18,8 @@
 //!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
 //!    (the AOF's sink on the feed, its buffer and open file)
 //! 4. `server`: the state every command reads
-//! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`
+//! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`, `evict`
+//!    (eviction under maxmemory)
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
@@ -43,6 +44,7 @@ pub mod config;
 pub mod cron;
 pub mod digest;
 pub mod dispatch;
+pub mod evict;
 pub mod exec;
 pub mod feed;
 pub mod glob;

@@ -220,7 +220,13 @@ impl EventLoop {
             dispatch::expire_blocked(srv, &self.shell.table, now_ms);
             self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
-            let mut timeout = if runnable { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            // Eviction that stopped at its time limit goes on between
+            // turns (Redis's eviction timer), polling without waiting.
+            if srv.evict.unfinished {
+                crate::evict::perform(srv, None, now_ms);
+            }
+            let busy = runnable || srv.evict.unfinished;
+            let mut timeout = if busy { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
             if let Some(wait) = persist::bgsave_step(srv, served) {

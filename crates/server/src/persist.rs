@@ -257,6 +257,7 @@ fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOp
     srv.persist.loading = None;
     // What ran meanwhile saw the empty stand-ins; nothing of theirs is kept.
     srv.dbs = dbs;
+    srv.apply_db_settings();
     if stopped {
         for db in &mut srv.dbs {
             db.clear();

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use storage::Db;
+use storage::{Db, EvictionPool};
 
 use crate::blocking::Blocking;
 use crate::client::{Client, ClientId};
@@ -209,6 +209,18 @@ impl Default for PersistStats {
     }
 }
 
+/// Eviction's state kept between calls (`evict.rs`).
+#[derive(Debug, Default)]
+pub struct EvictState {
+    /// The best candidates seen so far.
+    pub pool: EvictionPool,
+    /// The database the random policies look in next (round robin).
+    pub next_db: usize,
+    /// The last call stopped at its time limit with memory still over
+    /// maxmemory: the event loop calls again soon (Redis's eviction timer).
+    pub unfinished: bool,
+}
+
 /// Everything the executor owns.
 pub struct Server {
     /// Databases, indexed by SELECT number.
@@ -251,6 +263,10 @@ pub struct Server {
     pub expired_keys: u64,
     /// Hash fields reclaimed by field expiry (INFO expired_subkeys).
     pub expired_subkeys: u64,
+    /// Keys evicted under maxmemory (INFO evicted_keys).
+    pub evicted_keys: u64,
+    /// Eviction's state between calls (`evict.rs`).
+    pub evict: EvictState,
     /// Microseconds spent in active expiry cycles (INFO
     /// expire_cycle_cpu_milliseconds, in ms there).
     pub expire_cycle_us: u64,
@@ -404,6 +420,8 @@ impl Server {
             total_commands: 0,
             expired_keys: 0,
             expired_subkeys: 0,
+            evicted_keys: 0,
+            evict: EvictState::default(),
             expire_cycle_us: 0,
             expire_cap_reached: 0,
             keyspace_hits: 0,
@@ -445,8 +463,45 @@ impl Server {
             aof_base_done: None,
             aof: Default::default(),
         };
-        srv.apply_notify_flags();
+        srv.apply_db_settings();
         srv
+    }
+
+    /// Applies the settings each database keeps a copy of: its event log
+    /// (`notify-keyspace-events`) and what its keys' access bits count
+    /// (LFU under an LFU maxmemory-policy, else the LRU clock). Called at
+    /// start, after CONFIG SET and when loaded databases replace the old.
+    pub fn apply_db_settings(&mut self) {
+        self.apply_notify_flags();
+        let ev = self.config.eviction;
+        let access = if ev.policy.lfu() {
+            storage::Access::Lfu { log_factor: ev.lfu_log_factor, decay_minutes: self.config.lfu_decay_time.clamp(0, u32::MAX as i64) as u32 }
+        } else {
+            storage::Access::Lru
+        };
+        if self.dbs.first().is_some_and(|d| d.access != access) {
+            // Ranks from the old policy mean nothing under the new one.
+            self.evict.pool.clear();
+        }
+        for db in &mut self.dbs {
+            db.access = access;
+        }
+    }
+
+    /// Used memory as INFO's used_memory and maxmemory count it: bytes
+    /// allocated, less the slab bytes no key uses (free slots inside the
+    /// keyspace's pages, which the next keys reuse; an allocator's own
+    /// free lists are not counted as used either).
+    pub fn used_memory(&self) -> u64 {
+        let slack: usize = self.dbs.iter().map(Db::slack_bytes).sum();
+        crate::memory::allocated().saturating_sub(slack as u64)
+    }
+
+    /// Memory not counted against maxmemory (INFO
+    /// mem_not_counted_for_evict): the AOF buffer, as Redis leaves out its
+    /// AOF and replication buffers, which eviction cannot shrink.
+    pub fn mem_not_counted_for_evict(&self) -> u64 {
+        if self.aof.on { self.aof.buffered() as u64 } else { 0 }
     }
 
     /// Points every database's event log at what `notify-keyspace-events`
@@ -496,6 +551,21 @@ impl Server {
                 if *id == current.id {
                     current.dirty_cas = true;
                 } else if let Some(c) = self.clients.get_mut(id) {
+                    c.dirty_cas = true;
+                }
+            }
+        }
+    }
+
+    /// Marks every client watching (db, key) as dirty when no command is
+    /// running (eviction from the event loop).
+    pub fn touch_watched_all(&mut self, db: usize, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
+            for id in ids {
+                if let Some(c) = self.clients.get_mut(id) {
                     c.dirty_cas = true;
                 }
             }
@@ -561,6 +631,7 @@ impl Server {
         self.total_connections = 0;
         self.rejected_connections = 0;
         self.expired_keys = 0;
+        self.evicted_keys = 0;
         self.expired_subkeys = 0;
         self.expire_cycle_us = 0;
         self.expire_cap_reached = 0;
@@ -574,7 +645,7 @@ impl Server {
         self.net_reads = 0;
         self.net_writes = 0;
         self.eventloop_cycles = 0;
-        self.peak_memory = crate::memory::allocated();
+        self.peak_memory = self.used_memory();
         self.stat_reset = unix_ms() / 1000;
     }
 

@@ -22,7 +22,7 @@ const SERVER: &[&[&str]] = &[
     &["config", "client", "aofcore::check"],
     &["pubsub", "blocking", "tracking", "feed", "aofcore::state", "aofcore"],
     &["server"],
-    &["publish", "cron"],
+    &["publish", "cron", "evict"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof"],
     &["commands"],
     &["script"],
@@ -33,7 +33,7 @@ const SERVER: &[&[&str]] = &[
 
 /// The storage crate, bottom up.
 const STORAGE: &[&[&str]] = &[
-    &["strref", "slab", "segment"],
+    &["strref", "slab", "segment", "access", "eviction"],
     &["encoding"],
     &["types"],
     &["value"],

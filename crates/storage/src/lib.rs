@@ -8,7 +8,8 @@
 //! The modules form a one-way stack; a file imports only from its own layer
 //! or below, never above, so no two files depend on each other. Bottom up:
 //!
-//! 1. leaf helpers: `strref` (strings and integer rules), `slab`, `segment`
+//! 1. leaf helpers: `strref` (strings and integer rules), `slab`, `segment`,
+//!    `access` (a key's LRU clock or LFU counter), `eviction` (ranks, pool)
 //! 2. `encoding`: compact byte layouts
 //! 3. `types`: the collections, each over its encodings
 //! 4. `value`: what a key holds (`Value` owns the collections)
@@ -16,8 +17,10 @@
 //! 6. `keyspace`: `Db`
 //! 7. `rdb`: dump and restore
 
+pub mod access;
 mod blob;
 pub mod encoding;
+pub mod eviction;
 pub mod keyspace;
 pub mod rdb;
 mod segment;
@@ -26,6 +29,8 @@ pub mod strref;
 pub mod types;
 pub mod value;
 
+pub use access::Access;
+pub use eviction::{EvictionPool, Rank};
 pub use keyspace::{Db, IncrError, KeyEvent, SnapshotSink, Ttl};
 pub use strref::StrRef;
 pub use value::{Value, ValueMut, ValueRef};

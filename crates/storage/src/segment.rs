@@ -6,7 +6,7 @@
 //! ```text
 //!   bit  0..14  tag: the 14 hash bits right after the segment's prefix
 //!   bit 14      has a deadline (active expiry skips other keys unread)
-//!   bit 15..30  last access, Unix seconds mod 2^15 (OBJECT IDLETIME, eviction)
+//!   bit 15..30  access field: LRU clock or LFU time and counter (`crate::access`)
 //!   bit 30..64  slab address of the blob (never 0, so an empty slot is 0)
 //! ```
 //!
@@ -36,7 +36,7 @@ const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 /// Slot bit: the key has a deadline.
 pub const TTL_BIT: u64 = 1 << 14;
 const CLOCK_SHIFT: u32 = 15;
-/// Last-access clock modulus (seconds).
+/// Modulus of the access field (the LRU clock counts seconds).
 pub const CLOCK_MOD: i64 = 1 << 15;
 const ADDR_SHIFT: u32 = 30;
 

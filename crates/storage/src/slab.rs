@@ -111,6 +111,8 @@ pub struct Slab {
     large: Vec<Box<[u8]>>,
     large_free: Vec<u64>,
     large_bytes: usize,
+    /// Bytes of small blobs in use (slot sizes).
+    small_used: usize,
 }
 
 impl Default for Slab {
@@ -125,6 +127,7 @@ impl Default for Slab {
             large: Vec::new(),
             large_free: Vec::new(),
             large_bytes: 0,
+            small_used: 0,
         }
     }
 }
@@ -203,6 +206,7 @@ impl Slab {
             page.carved as usize - 1
         };
         page.live += 1;
+        self.small_used += size;
         if page.live as usize == PAGE / size {
             self.unlink(c, p);
         }
@@ -333,6 +337,7 @@ impl Slab {
         page.data[s * size..s * size + 2].copy_from_slice(&next.to_le_bytes());
         page.free = s as u16;
         page.live -= 1;
+        self.small_used -= size;
         if page.live == 0 {
             if !was_full {
                 self.unlink(c, p);
@@ -341,6 +346,12 @@ impl Slab {
         } else if was_full {
             self.link_tail(c, p);
         }
+    }
+
+    /// Bytes of held pages that no blob uses: free slots, slots never
+    /// carved, the tail a class's slots leave, spare pages.
+    pub fn slack_bytes(&self) -> usize {
+        self.held * PAGE - self.small_used
     }
 
     /// Bytes held from the global allocator: pages holding bytes (spares
@@ -411,6 +422,8 @@ mod tests {
             }
             assert_eq!(held, self.held);
             assert_eq!(self.released.len() + held, self.pages.len());
+            let used: usize = self.pages.iter().map(|p| p.live as usize * slot_size(p.class as usize)).sum();
+            assert_eq!(used, self.small_used, "bytes of small blobs in use");
         }
 
         fn bookkeeping(&self) -> usize {

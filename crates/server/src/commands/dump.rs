@@ -53,8 +53,8 @@ pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
 ///
 /// Checks run in Redis's order: options, then an existing key (BUSYKEY),
-/// then the TTL, then the payload. FREQ is validated but not kept: densekv
-/// keeps no per-key LFU counter.
+/// then the TTL, then the payload. IDLETIME is kept under an LRU policy,
+/// FREQ under an LFU one, as Redis does (the key's access bits hold one).
 pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (mut replace, mut absttl, mut idle, mut freq) = (false, false, None, None);
     let mut i = 4;
@@ -105,6 +105,7 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         t if absttl => Some(t),
         t => Some(t.saturating_add(now)),
     };
+    let lfu = ctx.srv.config.eviction.policy.lfu();
     let db = ctx.db();
     let deleted = replace && db.remove(key, now).is_some();
     if deadline.is_some_and(|t| t <= now) {
@@ -116,8 +117,14 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     }
     db.insert(key, value, deadline.map_or(Ttl::Clear, Ttl::At), now);
-    if let Some(secs) = idle {
-        db.set_idle_secs(key, secs, now);
+    match (idle, freq) {
+        (Some(secs), _) if !lfu => {
+            db.set_idle_secs(key, secs, now);
+        }
+        (_, Some(f)) if lfu => {
+            db.set_freq(key, f as u8, now);
+        }
+        _ => {}
     }
     ctx.modified(key, notify::GENERIC, "restore");
     ctx.out().ok();

@@ -461,34 +461,26 @@ pub fn object_encoding(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Redis's initial LFU counter for a new key.
-const LFU_INIT: i64 = 5;
-
-/// OBJECT FREQ key
-///
-/// Access frequency is not tracked per key yet; the reply is Redis's initial
-/// counter decayed by one per `lfu-decay-time` minutes of idleness, which is
-/// what Redis reports for a key written once and then left alone.
+/// OBJECT FREQ key: the key's logarithmic access counter, decayed to now
+/// (kept in the key's access bits under an LFU policy).
 pub fn object_freq(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    let lfu = policy_is(ctx, "lfu");
-    let decay = ctx.srv.config.lfu_decay_time;
+    let lfu = ctx.srv.config.eviction.policy.lfu();
     let Some(db) = object_lookup(ctx, &args[2]) else { return Ok(()) };
     if !lfu {
         return Err(CmdError::err(
             "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let idle = db.idle_secs(&args[2], now).unwrap_or(0);
-    let freq = if decay > 0 { (LFU_INIT - idle / 60 / decay).max(0) } else { LFU_INIT };
-    ctx.out().int(freq);
+    let freq = db.freq(&args[2], now).unwrap_or(0);
+    ctx.out().int(freq as i64);
     Ok(())
 }
 
 /// OBJECT IDLETIME key
 pub fn object_idletime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    let lfu = policy_is(ctx, "lfu");
+    let lfu = ctx.srv.config.eviction.policy.lfu();
     let Some(db) = object_lookup(ctx, &args[2]) else { return Ok(()) };
     if lfu {
         return Err(CmdError::err(

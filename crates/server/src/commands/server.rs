@@ -246,7 +246,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         })?;
     }
     ctx.srv.config = next;
-    ctx.srv.apply_notify_flags();
+    ctx.srv.apply_db_settings();
     if let Err(e) = crate::aof::config_changed(ctx.srv, ctx.host) {
         let _ = ctx.srv.config.set("appendonly", "no", false);
         return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument 'appendonly') - {e}")));
@@ -384,7 +384,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     // pending, so its counters are read first: a reply that shows no pending
     // objects shows their memory gone too.
     let (lazy_pending, lazy_freed) = (srv.lazyfree.pending(), srv.lazyfree.freed());
-    let used = memory::allocated();
+    let used = srv.used_memory();
     let peak = srv.peak_memory.max(used);
     let rss = memory::rss();
     let line = |s: &mut String, k: &str, v: &dyn std::fmt::Display| {
@@ -494,7 +494,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "rss_overhead_bytes", &(rss as i64 - resident as i64));
         line(&mut s, "mem_fragmentation_ratio", &format!("{frag:.2}"));
         line(&mut s, "mem_fragmentation_bytes", &(rss as i64 - used as i64));
-        line(&mut s, "mem_not_counted_for_evict", &0);
+        line(&mut s, "mem_not_counted_for_evict", &srv.mem_not_counted_for_evict());
         line(&mut s, "mem_replication_backlog", &0);
         line(&mut s, "mem_total_replication_buffers", &0);
         line(&mut s, "mem_clients_slaves", &0);
@@ -570,7 +570,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "expired_stale_perc", &"0.00");
         line(&mut s, "expired_time_cap_reached_count", &srv.expire_cap_reached);
         line(&mut s, "expire_cycle_cpu_milliseconds", &(srv.expire_cycle_us / 1000));
-        line(&mut s, "evicted_keys", &0);
+        line(&mut s, "evicted_keys", &srv.evicted_keys);
         line(&mut s, "evicted_clients", &0);
         line(&mut s, "evicted_scripts", &si.evicted_scripts);
         for k in [

@@ -206,7 +206,7 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     let (lua, globals, state, runner, redis) = (&vm.lua, &vm.globals, &vm.state, &vm.runner, &vm.redis);
     let compat = flags & COMPAT != 0;
     let maxmem = ctx.srv.config.maxmemory;
-    let oom = maxmem != 0 && crate::memory::allocated() > maxmem;
+    let oom = maxmem != 0 && crate::evict::over_limit(ctx.srv);
     if !compat {
         if flags & NO_WRITES == 0 && ro {
             return Err(CmdError::err("Can not execute a script with write flag using *_ro command."));

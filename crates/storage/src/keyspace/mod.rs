@@ -23,6 +23,7 @@
 //! - `field_expiry.rs`: the index of hashes with field TTLs, active field expiry
 //! - `events.rs`: the log of lazy expiries and new keys
 //! - `scan.rs`: `for_each`, SCAN and RANDOMKEY
+//! - `evict.rs`: sampling keys for eviction
 //! - `snapshot.rs`: point-in-time snapshots without fork, and `detach`
 //! - `objects.rs`: `Obj`, one collection in the object table
 //! - `tests.rs`: the unit and property tests of all of them;
@@ -40,6 +41,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::access::{lfu_decayed, Access};
 use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
@@ -49,6 +51,7 @@ use crate::value::{Value, ValueMut, ValueRef};
 use objects::Obj;
 
 mod events;
+mod evict;
 mod expire;
 mod field_expiry;
 mod objects;
@@ -219,6 +222,11 @@ pub struct Db {
     /// whose keys it handled one by one, allocated at a segment's first
     /// write (snapshot.rs). Empty when none runs.
     written: Vec<Option<Box<TagBits>>>,
+    /// What the access bits of the slots hold (LRU clock or LFU counter);
+    /// set from the maxmemory policy.
+    pub access: Access,
+    /// State of the generator behind LFU increments and sampling.
+    rng: u64,
 }
 
 impl Default for Db {
@@ -247,6 +255,8 @@ impl Default for Db {
             marks: vec![0],
             snap: None,
             written: Vec::new(),
+            access: Access::Lru,
+            rng: 0x9E37_79B9_7F4A_7C15,
         }
     }
 }
@@ -417,7 +427,8 @@ impl Db {
             return None;
         }
         if !self.no_touch {
-            self.segs[si].slots[pos] = with_clock(s, now / 1000);
+            let field = self.touched(clock_of(s), now);
+            self.segs[si].slots[pos] = with_clock(s, field);
         }
         Some((si, pos))
     }
@@ -496,6 +507,12 @@ impl Db {
         false
     }
 
+    /// True if `key` is stored, live or past its deadline, without
+    /// touching or expiring it.
+    pub fn stored(&self, key: &[u8]) -> bool {
+        self.find(key).2.is_some()
+    }
+
     /// True if `key` is live.
     pub fn contains(&mut self, key: &[u8], now: i64) -> bool {
         self.live(key, now).is_some()
@@ -537,7 +554,8 @@ impl Db {
             self.len -= 1;
             self.volatile -= usize::from(s & TTL_BIT != 0);
             // Re-insert into the same slot: its bucket has room now.
-            let ns = make_slot(tag_of(s), deadline.is_some(), now / 1000, addr);
+            let field = self.touched(clock_of(s), now);
+            let ns = make_slot(tag_of(s), deadline.is_some(), field, addr);
             self.segs[si].slots[pos] = ns;
             self.segs[si].len += 1;
             self.segs[si].volatile += u32::from(deadline.is_some());
@@ -547,7 +565,7 @@ impl Db {
             if let Some(t) = deadline {
                 self.note_deadline(si, t);
             }
-            self.insert_slot(si, make_slot(tag, deadline.is_some(), now / 1000, addr));
+            self.insert_slot(si, make_slot(tag, deadline.is_some(), self.access.fresh(now), addr));
         }
         if let Some(t) = deadline {
             if old.is_some() {
@@ -614,6 +632,57 @@ impl Db {
         Some((now / 1000 - clock_of(self.segs[si].slots[pos])).rem_euclid(CLOCK_MOD))
     }
 
+    /// The LFU counter of a live key, decayed to `now`, without touching it
+    /// (OBJECT FREQ). Meaningful only while `access` is LFU.
+    pub fn freq(&mut self, key: &[u8], now: i64) -> Option<u8> {
+        let saved = std::mem::replace(&mut self.no_touch, true);
+        let found = self.live(key, now);
+        self.no_touch = saved;
+        let (si, pos) = found?;
+        let decay = match self.access {
+            Access::Lfu { decay_minutes, .. } => decay_minutes,
+            Access::Lru => 0,
+        };
+        Some(lfu_decayed(clock_of(self.segs[si].slots[pos]), now, decay))
+    }
+
+    /// Sets the LFU counter of a live key (RESTORE FREQ); false if absent.
+    pub fn set_freq(&mut self, key: &[u8], freq: u8, now: i64) -> bool {
+        let saved = std::mem::replace(&mut self.no_touch, true);
+        let found = self.live(key, now);
+        self.no_touch = saved;
+        let Some((si, pos)) = found else { return false };
+        let s = self.segs[si].slots[pos];
+        self.segs[si].slots[pos] = with_clock(s, crate::access::lfu_pack(now, freq));
+        true
+    }
+
+    /// Bytes of slab pages this database holds but no key uses (free and
+    /// never-used slots, spare pages): reusable without asking the
+    /// allocator, so not counted as used memory (maxmemory, INFO).
+    pub fn slack_bytes(&self) -> usize {
+        self.slab.slack_bytes()
+    }
+
+    /// The access field after an access at `now` (see `crate::access`).
+    fn touched(&mut self, field: i64, now: i64) -> i64 {
+        if self.access == Access::Lru {
+            return now / 1000;
+        }
+        let r = self.next_random();
+        self.access.touched(field, now, r)
+    }
+
+    /// The next number of the Db's own generator (xorshift64*).
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
     /// Makes a live key look idle for `secs` seconds (RESTORE IDLETIME);
     /// the 15-bit clock keeps the value modulo about 9 hours.
     pub fn set_idle_secs(&mut self, key: &[u8], secs: i64, now: i64) -> bool {
@@ -642,7 +711,7 @@ impl Db {
     }
 
     /// Removes every key. Settings (`no_touch`, `keep_expired`,
-    /// `log_events`) stay; recorded events are dropped. During a snapshot
+    /// `log_events`, `access`) stay; recorded events are dropped. During a snapshot
     /// the old table goes to the snapshot, which serializes what it still
     /// needs and frees it in later steps (`detach`); otherwise it is freed
     /// here.

@@ -146,7 +146,7 @@ impl Db {
     /// (`no_touch`, `keep_expired`, `log_events`) stay with the Db.
     pub fn detach(&mut self) -> Option<Db> {
         self.pending = None;
-        let mut fresh = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, epoch: self.epoch, ..Db::default() };
+        let mut fresh = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, access: self.access, epoch: self.epoch, ..Db::default() };
         // The fresh table holds nothing of the image: serialized already.
         fresh.marks[0] = self.epoch;
         fresh.snap = self.snap.take();

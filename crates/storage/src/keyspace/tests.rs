@@ -10,6 +10,7 @@ use proptest::prelude::*;
 
 use super::field_expiry::inline_min;
 use super::*;
+use crate::eviction::{EvictionPool, Rank};
 use crate::segment::hash;
 use crate::strref::StrRef;
 
@@ -931,4 +932,150 @@ fn reserve_presizes_an_empty_table_only() {
     let mut small = Db::new();
     small.reserve(1_000);
     assert_eq!(small.segs.len(), 1, "one segment's worth needs no presizing");
+}
+
+fn filled(n: usize, volatile_every: usize, now: i64) -> Db {
+    let mut db = Db::new();
+    for i in 0..n {
+        let ttl = if volatile_every > 0 && i % volatile_every == 0 { Ttl::At(now + 1_000_000 + i as i64) } else { Ttl::Clear };
+        db.insert(format!("k{i}").as_bytes(), Value::Int(i as i64), ttl, now);
+    }
+    db
+}
+
+#[test]
+fn sample_gives_stored_keys_and_only_volatile_ones_when_asked() {
+    let now = 1_700_000_000_000;
+    let mut db = Db::new();
+    assert_eq!(db.sample(5, false, Rank::Random, now, |_, _| panic!("empty")), 0);
+    let mut db2 = filled(5_000, 10, now);
+    std::mem::swap(&mut db, &mut db2);
+    for _ in 0..200 {
+        let mut keys = Vec::new();
+        let n = db.sample(5, false, Rank::Random, now, |k, _| keys.push(k.to_vec()));
+        assert_eq!(n, 5);
+        assert_eq!(keys.len(), 5);
+        for k in &keys {
+            assert!(db.contains(k, now));
+        }
+        let mut vkeys = Vec::new();
+        assert_eq!(db.sample(5, true, Rank::Ttl, now, |k, s| vkeys.push((k.to_vec(), s))), 5);
+        for (k, s) in &vkeys {
+            let t = db.expire_of(k, now).unwrap().expect("a volatile key");
+            assert_eq!(*s, u64::MAX - t as u64);
+        }
+    }
+}
+
+#[test]
+fn sample_finds_a_lone_volatile_key_in_a_big_table() {
+    let now = 1_700_000_000_000;
+    let mut db = filled(50_000, 0, now);
+    db.set_expire(b"k12345", Some(now + 10_000), now);
+    for _ in 0..20 {
+        let mut keys = Vec::new();
+        assert_eq!(db.sample(5, true, Rank::Ttl, now, |k, _| keys.push(k.to_vec())), 1);
+        assert_eq!(keys, vec![b"k12345".to_vec()]);
+    }
+    // Never more keys than there are.
+    let mut small = filled(3, 0, now);
+    assert_eq!(small.sample(10, false, Rank::Random, now, |_, _| {}), 3);
+}
+
+#[test]
+fn samples_cover_the_keyspace() {
+    let now = 1_700_000_000_000;
+    let mut db = filled(20_000, 0, now);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..40_000 {
+        db.sample(5, false, Rank::Random, now, |k, _| {
+            seen.insert(k.to_vec());
+        });
+    }
+    // 200k draws over 20k keys: a uniform sampler misses almost none.
+    assert!(seen.len() > 19_000, "only {} keys ever sampled", seen.len());
+}
+
+#[test]
+fn lru_scores_are_idle_seconds() {
+    let now = 1_700_000_000_000;
+    let mut db = filled(1_000, 0, now);
+    let later = now + 50_000;
+    for i in 0..500 {
+        db.get(format!("k{i}").as_bytes(), later);
+    }
+    let mut checked = 0;
+    db.sample(1_000, false, Rank::Lru, later, |k, s| {
+        let i: usize = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+        assert_eq!(s, if i < 500 { 0 } else { 50 }, "key {i}");
+        checked += 1;
+    });
+    assert!(checked > 0);
+}
+
+#[test]
+fn lfu_counts_accesses_in_the_access_bits() {
+    let now = 1_700_000_000_000;
+    let mut db = Db::new();
+    db.access = crate::access::Access::Lfu { log_factor: 10, decay_minutes: 1 };
+    db.insert(b"hot", Value::Int(1), Ttl::Clear, now);
+    db.insert(b"cold", Value::Int(1), Ttl::Clear, now);
+    assert_eq!(db.freq(b"hot", now), Some(crate::access::LFU_INIT));
+    for _ in 0..1_000 {
+        db.get(b"hot", now);
+    }
+    let hot = db.freq(b"hot", now).unwrap();
+    assert!(hot > 15, "{hot}");
+    assert_eq!(db.freq(b"cold", now), Some(crate::access::LFU_INIT));
+    // Decay: one step per idle minute; OBJECT FREQ itself does not touch.
+    assert_eq!(db.freq(b"hot", now + 3 * 60_000), Some(hot - 3));
+    assert_eq!(db.freq(b"hot", now + 3 * 60_000), Some(hot - 3));
+    let mut scores = HashMap::new();
+    db.sample(10, false, Rank::Lfu, now, |k, s| {
+        scores.insert(k.to_vec(), s);
+    });
+    assert_eq!(scores[&b"hot"[..]], 255 - hot as u64);
+    assert_eq!(scores[&b"cold"[..]], 255 - crate::access::LFU_INIT as u64);
+    assert!(db.set_freq(b"cold", 200, now));
+    assert_eq!(db.freq(b"cold", now), Some(200));
+}
+
+#[test]
+fn eviction_pool_keeps_the_best_candidates() {
+    let mut pool = EvictionPool::default();
+    for i in 0..100u64 {
+        pool.offer(i * 7 % 101, (i % 3) as usize, format!("k{i}").as_bytes());
+    }
+    assert_eq!(pool.len(), EvictionPool::SIZE);
+    let mut last = u64::MAX;
+    let mut n = 0;
+    while let Some((db, k)) = pool.pop_best() {
+        let i: u64 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+        assert_eq!(db, (i % 3) as usize);
+        let score = i * 7 % 101;
+        assert!(score < last && score >= 100 - 16, "{score}");
+        last = score;
+        n += 1;
+    }
+    assert_eq!(n, EvictionPool::SIZE);
+    // A key offered again takes its new score instead of a second place.
+    pool.offer(5, 0, b"a");
+    pool.offer(1, 0, b"b");
+    pool.offer(0, 0, b"a");
+    assert_eq!(pool.len(), 2);
+    assert_eq!(pool.pop_best(), Some((0, b"b"[..].into())));
+    pool.clear();
+    assert!(pool.is_empty());
+}
+
+#[test]
+fn slack_counts_unused_slab_bytes() {
+    let now = 1_700_000_000_000;
+    let mut db = filled(10_000, 0, now);
+    let before = db.slack_bytes();
+    for i in 0..5_000 {
+        db.remove(format!("k{i}").as_bytes(), now);
+    }
+    // Freed slots stay in their pages but count as slack, not as used.
+    assert!(db.slack_bytes() >= before + 5_000 * 16, "{} -> {}", before, db.slack_bytes());
 }
