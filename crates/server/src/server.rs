@@ -61,7 +61,9 @@ fn fine_bucket_top(b: u16) -> u64 {
         return u64::from(b);
     }
     let (k, sub) = (u32::from(b - 16) / 16 + 4, u64::from(b - 16) % 16);
-    ((16 + sub) << (k - 4)) + (1u64 << (k - 4)) - 1
+    // The last buckets reach past u64::MAX: clamp instead of overflowing.
+    let top = ((16 + u128::from(sub)) << (k - 4)) + (1u128 << (k - 4)) - 1;
+    u64::try_from(top).unwrap_or(u64::MAX)
 }
 
 impl CmdStat {
