@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use crate::acl;
 use crate::client::{Client, ReplyMode};
 use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
 use crate::server::{unix_ms, unix_us, Server, SlowEntry};
@@ -74,6 +75,65 @@ pub fn lookup<'a>(table: &'a CommandMap, argv: &[Vec<u8>]) -> Lookup<'a> {
 fn trunc(a: &[u8]) -> String {
     let s = String::from_utf8_lossy(&a[..a.len().min(128)]).into_owned();
     s.replace(['\r', '\n'], " ")
+}
+
+/// The channel arguments of `spec` with `argv` that ACLs check: (index,
+/// is a PSUBSCRIBE pattern). UNSUBSCRIBE and friends are never refused.
+fn acl_channels(spec: &Spec, argv: &[Vec<u8>]) -> Vec<(usize, bool)> {
+    match spec.full_name {
+        "publish" | "spublish" => vec![(1, false)],
+        "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),
+        "psubscribe" => (1..argv.len()).map(|i| (i, true)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The ACL check of `argv` (looked up as `spec`) for `user`, keys and
+/// channels included. One branch for a user allowed everything.
+///
+/// Errors: what was refused (see `acl::User::check`).
+#[inline]
+pub fn acl_check(srv: &Server, user: &acl::User, spec: &Spec, argv: &[Vec<u8>]) -> Result<(), acl::Denied> {
+    if user.unrestricted {
+        return Ok(());
+    }
+    let keys: Vec<(usize, u8)> = if spec.has_keys() {
+        spec.find_keys(argv)
+            .into_iter()
+            .filter(|(_, f)| !f.contains(&"not_key"))
+            .map(|(i, f)| {
+                let mut need = 0;
+                if f.contains(&"access") {
+                    need |= acl::READ;
+                }
+                if f.iter().any(|w| matches!(*w, "insert" | "delete" | "update")) {
+                    need |= acl::WRITE;
+                }
+                (i, need)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    user.check(&srv.acl.catalog, spec.id, argv, &keys, &acl_channels(spec, argv))
+}
+
+/// Checks the client's permission for `argv`; on refusal logs it in the
+/// ACL log (in `ctx`, with `cinfo` as the client line, the client's own
+/// when None) and returns the refusal and the text after `-NOPERM `.
+pub fn acl_refuse(srv: &mut Server, c: &Client, spec: &Spec, argv: &[Vec<u8>], ctx: acl::LogContext, cinfo: Option<String>) -> Option<(acl::Denied, String)> {
+    let user = c.user.as_ref()?;
+    let user = user.borrow();
+    let d = acl_check(srv, &user, spec, argv).err()?;
+    let (object, arg) = match d {
+        acl::Denied::Key(i) | acl::Denied::Channel(i) => (argv[i].clone(), argv[i].clone()),
+        _ => (spec.full_name.as_bytes().to_vec(), Vec::new()),
+    };
+    let msg = acl::denied_message(d, &user.name, spec.full_name, &arg, false);
+    let cinfo = cinfo.unwrap_or_else(|| c.info_line(Instant::now()));
+    let max = srv.config.get("acllog-max-len").and_then(|v| v.parse().ok()).unwrap_or(128);
+    srv.acl.log_event(d, ctx, object, user.name.as_bytes().to_vec(), cinfo, unix_ms(), max);
+    Some((d, msg))
 }
 
 /// The reply to a command refused because memory is over `maxmemory`.

@@ -214,6 +214,8 @@ impl Default for PersistStats {
 pub struct Server {
     /// Databases, indexed by SELECT number.
     pub dbs: Vec<Db>,
+    /// ACL users, the ACL log and its counters.
+    pub acl: crate::acl::Acl,
     /// Configuration.
     pub config: Config,
     /// Connected clients, except the one currently executing.
@@ -382,6 +384,7 @@ impl Server {
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut srv = Server {
             dbs,
+            acl: crate::acl::Acl::default(),
             config,
             script: None,
             running_function: None,
@@ -549,6 +552,7 @@ impl Server {
 
     /// CONFIG RESETSTAT: zeroes the counters INFO stats/commandstats/errorstats show.
     pub fn reset_stats(&mut self) {
+        self.acl.denied = [0; 4];
         self.cmdstats.clear();
         self.errorstats.clear();
         self.total_commands = 0;

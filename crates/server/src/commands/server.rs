@@ -243,8 +243,16 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         })?;
     }
+    let pass_before = ctx.srv.config.get("requirepass").map(str::to_string);
     ctx.srv.config = next;
     ctx.srv.apply_notify_flags();
+    ctx.srv.acl.pubsub_all = ctx.srv.config.get("acl-pubsub-default") == Some("allchannels");
+    // requirepass is the default user's password (setting it replaces its
+    // passwords; clearing it makes it nopass).
+    let pass = ctx.srv.config.get("requirepass").map(str::to_string);
+    if pass != pass_before {
+        ctx.srv.acl.set_requirepass(pass.unwrap_or_default().as_bytes());
+    }
     if let Err(e) = crate::aof::config_changed(ctx.srv, ctx.host) {
         let _ = ctx.srv.config.set("appendonly", "no", false);
         return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument 'appendonly') - {e}")));
@@ -615,10 +623,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "eventloop_duration_cmd_sum", &0);
         line(&mut s, "instantaneous_eventloop_cycles_per_sec", &0);
         line(&mut s, "instantaneous_eventloop_duration_usec", &0);
-        line(&mut s, "acl_access_denied_auth", &0);
-        line(&mut s, "acl_access_denied_cmd", &0);
-        line(&mut s, "acl_access_denied_key", &0);
-        line(&mut s, "acl_access_denied_channel", &0);
+        line(&mut s, "acl_access_denied_auth", &srv.acl.denied[0]);
+        line(&mut s, "acl_access_denied_cmd", &srv.acl.denied[1]);
+        line(&mut s, "acl_access_denied_key", &srv.acl.denied[2]);
+        line(&mut s, "acl_access_denied_channel", &srv.acl.denied[3]);
     }
     if has("replication") {
         section(&mut s, "Replication");

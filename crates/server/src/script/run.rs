@@ -21,6 +21,7 @@ use std::time::Instant;
 use mlua::{MultiValue, Value};
 
 use super::lua;
+use crate::acl::LogContext;
 use crate::client::Client;
 use crate::command::flags::*;
 use crate::command::{CmdError, CmdResult, CommandMap, Ctx, Host, Spec};
@@ -114,6 +115,8 @@ struct Run<'a> {
     host: &'a mut dyn Host,
     /// The client commands from the script run as.
     sc: Client,
+    /// The caller's CLIENT LIST line, for ACL LOG entries.
+    caller_info: String,
     read_only: bool,
     allow_oom: bool,
     /// Memory was over maxmemory when the script started.
@@ -137,6 +140,11 @@ impl Run<'_> {
         };
         if spec.has(NOSCRIPT) {
             return self.reject(Some(spec), "ERR This Redis command is not allowed from script");
+        }
+        if self.sc.user.as_ref().is_some_and(|u| !u.borrow().unrestricted) {
+            if let Some((_, msg)) = exec::acl_refuse(self.srv, &self.sc, spec, &argv, LogContext::Lua, Some(self.caller_info.clone())) {
+                return self.reject(Some(spec), &format!("ERR ACL failure in script: {msg}"));
+            }
         }
         // May-replicate counts as a write, so read-only scripts can run
         // during CLIENT PAUSE WRITE.
@@ -244,12 +252,17 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     }
     let mut sc = Client::new(ctx.client.id, None, "lua".into(), String::new());
     sc.db = ctx.client.db;
+    // redis.call runs with the caller's rights; the ACL log shows the caller.
+    sc.user = ctx.client.user.clone();
+    let restricted = sc.user.as_ref().is_some_and(|u| !u.borrow().unrestricted);
+    let caller_info = if restricted { ctx.client.info_line(Instant::now()) } else { String::new() };
     // Blocking commands must not block here: they see what EXEC's see.
     sc.in_exec = true;
     let run = RefCell::new(Run {
         srv: &mut *ctx.srv,
         host: &mut *ctx.host,
         sc,
+        caller_info,
         read_only: ro || (!compat && flags & NO_WRITES != 0),
         allow_oom: !compat && flags & ALLOW_OOM != 0,
         oom,
