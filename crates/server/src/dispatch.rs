@@ -165,7 +165,8 @@ fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, 
 /// transaction, and for EXEC discards the transaction with EXECABORT.
 fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
     srv.cmdstats.entry(spec.full_name).or_default().rejected += 1;
-    if spec.full_name == "exec" && c.multi.is_some() {
+    // A refused EXEC always answers EXECABORT, even outside MULTI (Redis).
+    if spec.full_name == "exec" {
         c.multi = None;
         c.multi_error = false;
         srv.unwatch_all(c);
