@@ -187,8 +187,11 @@ cluster-node-timeout 5000
     # One warning names what is accepted but has no effect (non-default values only).
     (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
     for name in ("io-threads", "activedefrag", "lazyfree-lazy-eviction", "disable-thp",
-                 "tls-session-cache-size", "cluster-node-timeout", "user"):
+                 "tls-session-cache-size", "cluster-node-timeout"):
         assert name in ignored
+    # `user` lines define ACL users now (a reset user, then the rules).
+    assert "user" not in ignored
+    assert c.execute_command("ACL", "LIST") == ["user default on nopass sanitize-payload ~* resetchannels +@all"]
     assert "jemalloc-bg-thread" not in ignored and "maxmemory" not in ignored
     assert "Configuration loaded" in p.messages()
 

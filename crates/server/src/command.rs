@@ -307,6 +307,9 @@ pub fn build_table(all: Vec<Spec>) -> CommandMap {
 }
 
 /// The table as the ACL sees it (`acl::Catalog`), commands at their `id`.
+/// Give it the table as built, before rename-command removes rows.
+///
+/// Panics: if some id is missing (a renamed or trimmed table).
 pub fn catalog(table: &CommandMap) -> acl::Catalog {
     let mut cmds: Vec<(usize, acl::CatalogCmd)> = Vec::new();
     for s in table.values() {

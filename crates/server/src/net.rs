@@ -164,11 +164,6 @@ impl EventLoop {
         Ok(EventLoop { poll, shell, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
-    /// The command table.
-    pub fn table(&self) -> &CommandMap {
-        &self.shell.table
-    }
-
     /// Loads the data before serving: the AOF with appendonly yes (which
     /// logs what it did itself: Ok(None)), else the RDB file, if there is
     /// one, serving clients meanwhile with -LOADING (`persist::load_serving`).
