@@ -269,7 +269,8 @@ pub fn config_resetstat(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// CONFIG REWRITE: keeps the file's lines that name no known parameter and
-/// writes every non-default parameter after them.
+/// writes every non-default parameter after them, then the ACL users (as
+/// `user` lines) unless an ACL file holds them.
 pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let Some(path) = ctx.srv.config.file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
@@ -279,11 +280,15 @@ pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         .lines()
         .filter(|l| {
             let name = l.split_whitespace().next().unwrap_or("");
-            name.starts_with('#') || crate::config::lookup(name).is_none()
+            name.starts_with('#') || (crate::config::lookup(name).is_none() && !name.eq_ignore_ascii_case("user"))
         })
         .map(|l| format!("{l}\n"))
         .collect();
     text.push_str(&ctx.srv.config.rewrite_text());
+    // Users live in the config file unless an ACL file holds them (Redis).
+    if ctx.srv.config.get("aclfile").unwrap_or("").is_empty() {
+        text.push_str(&crate::commands::acl::aclfile_text(ctx.srv));
+    }
     std::fs::write(&path, text).map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
     ctx.out().ok();
     Ok(())
