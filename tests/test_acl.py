@@ -134,6 +134,10 @@ def test_restricted_user_in_script(app_user):
     assert read_other.startswith(b"-ERR ACL failure in script: No permissions to access a key")
     assert c.call("EVAL", "return redis.call('get', 'app:1')", "0") == b"$1\r\nv\r\n"
     assert admin.get("app:1") == b"v"
+    # redis.acl_check_cmd answers for the caller too.
+    check = "return {redis.acl_check_cmd('get','app:1'), redis.acl_check_cmd('set','app:1','w'), redis.acl_check_cmd('get','other')}"
+    assert c.call("EVAL", check, "0") == b"*3\r\n:1\r\n$-1\r\n$-1\r\n"
+    assert admin.eval(check, 0) == [1, 1, 1]
 
 
 def test_restricted_user_in_multi(app_user):

@@ -293,6 +293,21 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
             Ok(())
         })?;
         state.raw_set("setresp", setresp)?;
+        // redis.acl_check_cmd answers for the caller's user.
+        let acl_check = scope.create_function(|lua, args: MultiValue| {
+            let argv = match lua::lua_args(&args) {
+                Ok(a) => a,
+                Err(msg) => return Ok((Value::Table(lua::err_table(lua, msg, false)?), true)),
+            };
+            let r = run.try_borrow().map_err(|_| mlua::Error::RecursiveMutCallback)?;
+            let table = r.host.table().clone();
+            let Lookup::Found(spec) = exec::lookup(&table, &argv) else {
+                return Ok((Value::Table(lua::err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()", false)?), true));
+            };
+            let allowed = r.sc.user.as_ref().is_none_or(|u| exec::acl_check(r.srv, &u.borrow(), spec, &argv).is_ok());
+            Ok((Value::Boolean(allowed), false))
+        })?;
+        state.raw_set("acl_check", acl_check)?;
         // Once timed out, the hook lends the server to the other clients.
         let busy = scope.create_function(|_, ()| {
             let mut r = run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?;
@@ -322,6 +337,7 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         };
         lua.remove_hook();
         lua.unset_named_registry_value(BUSY_FN)?;
+        state.raw_set("acl_check", Value::Nil)?;
         out
     });
     let Run { sc, .. } = run.into_inner();
