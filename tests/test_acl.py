@@ -238,3 +238,21 @@ def test_aclfile_load_and_save(start_server, tmp_path):
     path.write_text("user dave on nopass +@all\n")
     assert admin.execute_command("ACL", "LOAD") == b"OK"
     assert admin.execute_command("ACL", "USERS") == [b"dave", b"default"]
+
+
+def test_secrets_are_redacted_in_slowlog_and_monitor(start_server):
+    s = start_server()
+    admin = RawConn(s.port)
+    mon = RawConn(s.port)
+    assert mon.call("MONITOR") == b"+OK\r\n"
+    admin.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    admin.call("SLOWLOG", "RESET")
+    admin.call("AUTH", "nobody", "hunter2")
+    admin.call("ACL", "SETUSER", "eve", "on", ">hunter2")
+    admin.call("CONFIG", "SET", "requirepass", "hunter2")
+    log = admin.call("SLOWLOG", "GET", "-1")
+    assert b"hunter2" not in log and b"eve" not in log
+    assert b"$4\r\nAUTH\r\n$10\r\n(redacted)\r\n$10\r\n(redacted)\r\n" in log
+    assert b"$11\r\nrequirepass\r\n$10\r\n(redacted)\r\n" in log
+    line = mon.read_line()
+    assert b'"AUTH" "(redacted)" "(redacted)"' in line and b"hunter2" not in line

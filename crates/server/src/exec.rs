@@ -181,7 +181,10 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     // Fed after the call, as Redis does: EXEC shows after what it ran. A
     // blocking command shows once, when first run, not when re-run.
     if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) && !srv.blocking.rerunning() {
-        feed_monitors(srv, c, argv);
+        match redacted(spec, argv) {
+            Some(r) => feed_monitors(srv, c, &r),
+            None => feed_monitors(srv, c, argv),
+        }
     }
     // A blocked command is accounted once, when it finally replies.
     if srv.blocking.park_if_requested(c, argv, usec, result.is_ok()) {
@@ -234,7 +237,10 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
         st.failed += 1;
     }
     if !spec.has(flags::SKIP_SLOWLOG) {
-        slowlog_push(srv, c, argv, usec);
+        match redacted(spec, argv) {
+            Some(r) => slowlog_push(srv, c, &r, usec),
+            None => slowlog_push(srv, c, argv, usec),
+        }
     }
     srv.latency_sample("command", usec / 1000);
 }
@@ -246,6 +252,47 @@ pub fn reply_error(srv: &mut Server, c: &mut Client, e: &CmdError) {
     *srv.errorstats.entry(code).or_default() += 1;
     srv.total_error_replies += 1;
     c.reply.error(&msg);
+}
+
+/// Parameters whose values CONFIG SET must not show in SLOWLOG or MONITOR.
+const SECRET_PARAMS: &[&str] = &["masteruser", "masterauth", "requirepass", "tls-key-file-pass", "tls-client-key-file-pass"];
+
+/// `argv` with its secrets (passwords, user definitions) replaced by
+/// `(redacted)`, for SLOWLOG and MONITOR; None when it holds none.
+pub fn redacted(spec: &Spec, argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    let hide: Vec<usize> = match spec.full_name {
+        "auth" => (1..argv.len()).collect(),
+        "acl|setuser" | "acl|deluser" | "acl|getuser" => (2..argv.len()).collect(),
+        "hello" => argv.iter().enumerate().filter(|(_, a)| crate::args::is(a, "auth")).flat_map(|(i, _)| [i + 1, i + 2]).collect(),
+        "migrate" => {
+            let mut v = Vec::new();
+            for (i, a) in argv.iter().enumerate().skip(6) {
+                if crate::args::is(a, "keys") {
+                    break;
+                } else if crate::args::is(a, "auth") {
+                    v.push(i + 1);
+                } else if crate::args::is(a, "auth2") {
+                    v.extend([i + 1, i + 2]);
+                }
+            }
+            v
+        }
+        "config|set" => (2..argv.len())
+            .step_by(2)
+            .filter(|&i| SECRET_PARAMS.iter().any(|p| p.as_bytes().eq_ignore_ascii_case(&argv[i])))
+            .map(|i| i + 1)
+            .collect(),
+        _ => return None,
+    };
+    let hide: Vec<usize> = hide.into_iter().filter(|&i| i < argv.len()).collect();
+    if hide.is_empty() {
+        return None;
+    }
+    let mut out = argv.to_vec();
+    for i in hide {
+        out[i] = b"(redacted)".to_vec();
+    }
+    Some(out)
 }
 
 fn slowlog_push(srv: &mut Server, c: &Client, argv: &[Vec<u8>], usec: u64) {
