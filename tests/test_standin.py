@@ -189,8 +189,11 @@ cluster-node-timeout 5000
     (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
     assert "lazyfree-lazy-eviction" not in ignored  # eviction frees lazily when asked
     for name in ("io-threads", "activedefrag", "lazyfree-lazy-expire", "disable-thp",
-                 "tls-session-cache-size", "cluster-node-timeout", "user"):
+                 "tls-session-cache-size", "cluster-node-timeout"):
         assert name in ignored
+    # `user` lines define ACL users now (a reset user, then the rules).
+    assert "user" not in ignored
+    assert c.execute_command("ACL", "LIST") == ["user default on nopass sanitize-payload ~* resetchannels +@all"]
     assert "jemalloc-bg-thread" not in ignored and "maxmemory" not in ignored
     assert "Configuration loaded" in p.messages()
 

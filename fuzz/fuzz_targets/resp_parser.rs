@@ -9,7 +9,7 @@ use resp::parse::parse_chunks;
 use resp::Limits;
 
 fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
-    parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20 })
+    parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20, unauthenticated: false })
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -37,11 +37,20 @@ fn perr(msg: &str) -> ProtocolError {
 pub struct Limits {
     /// proto-max-bulk-len: the largest bulk argument accepted.
     pub max_bulk_len: i64,
+    /// The client has yet to authenticate: requests stay small (at most
+    /// `UNAUTH_MULTIBULK_MAX` arguments of `UNAUTH_BULK_MAX` bytes), so an
+    /// unauthenticated peer cannot make the server buffer much.
+    pub unauthenticated: bool,
 }
+
+/// Most arguments an unauthenticated request may have.
+pub const UNAUTH_MULTIBULK_MAX: i64 = 10;
+/// Largest argument an unauthenticated request may have.
+pub const UNAUTH_BULK_MAX: i64 = 16384;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bulk_len: 512 * 1024 * 1024 }
+        Limits { max_bulk_len: 512 * 1024 * 1024, unauthenticated: false }
     }
 }
 
@@ -108,6 +117,9 @@ impl Parser {
                 return Ok(Parsed::Incomplete { want: 0 });
             };
             let n = parse_len(line).filter(|&n| n <= MULTIBULK_MAX).ok_or_else(|| perr("invalid multibulk length"))?;
+            if limits.unauthenticated && n > UNAUTH_MULTIBULK_MAX {
+                return Err(perr("unauthenticated multibulk length"));
+            }
             *pos = next;
             if n <= 0 {
                 self.reset();
@@ -135,6 +147,9 @@ impl Parser {
                 let n = parse_len(line)
                     .filter(|&n| n >= 0 && n <= limits.max_bulk_len)
                     .ok_or_else(|| perr("invalid bulk length"))?;
+                if limits.unauthenticated && n > UNAUTH_BULK_MAX {
+                    return Err(perr("unauthenticated bulk length"));
+                }
                 *pos = next;
                 self.bulk_len = n;
             }
@@ -362,7 +377,7 @@ mod tests {
     fn declared_huge_bulk_allocates_nothing() {
         let mut p = Parser::new();
         let mut pos = 0;
-        let r = p.parse(b"*1\r\n$2000000000\r\n", &mut pos, &Limits { max_bulk_len: 4_000_000_000 }).unwrap();
+        let r = p.parse(b"*1\r\n$2000000000\r\n", &mut pos, &Limits { max_bulk_len: 4_000_000_000, unauthenticated: false }).unwrap();
         assert_eq!(r, Parsed::Incomplete { want: 2_000_000_002 });
         assert!(p.args.capacity() <= 1);
     }
@@ -424,7 +439,7 @@ mod drain_tests {
     use super::*;
 
     fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
-        parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20 })
+        parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20, unauthenticated: false })
     }
 
 

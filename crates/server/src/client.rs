@@ -10,6 +10,8 @@ use std::time::Instant;
 use mio::net::TcpStream;
 use resp::{Parser, Reply};
 
+use crate::acl::UserRef;
+
 /// A client's numeric id, unique for the life of the process.
 pub type ClientId = u64;
 
@@ -203,6 +205,11 @@ pub struct Client {
     pub pubsub: Option<Box<Subscriptions>>,
     /// CLIENT TRACKING state; Some while tracking is on.
     pub tracking: Option<Box<ClientTracking>>,
+    /// The ACL user commands run as; None for internal clients, which may
+    /// run anything (the AOF loader; a script's client takes its caller's).
+    pub user: Option<UserRef>,
+    /// AUTH succeeded, or the default user needed none when it connected.
+    pub authenticated: bool,
 }
 
 impl Client {
@@ -246,6 +253,8 @@ impl Client {
             cur_cmd_len: 0,
             pubsub: None,
             tracking: None,
+            user: None,
+            authenticated: true,
         }
     }
 
@@ -261,6 +270,11 @@ impl Client {
         } else {
             2
         }
+    }
+
+    /// The ACL user's name (`default` for internal clients).
+    pub fn user_name(&self) -> String {
+        self.user.as_ref().map_or_else(|| "default".to_string(), |u| u.borrow().name.clone())
     }
 
     /// Client flags as CLIENT LIST prints them.
@@ -316,7 +330,7 @@ impl Client {
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
         let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={} io-thread=0",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread=0",
             self.id,
             self.addr,
             self.laddr,
@@ -336,6 +350,7 @@ impl Client {
             self.pending_out(),
             self.qbuf.capacity() + self.reply.buf.capacity(),
             self.last_cmd,
+            self.user_name(),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             self.resp(),
             lib_name,

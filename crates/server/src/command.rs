@@ -25,7 +25,7 @@ use crate::client::Client;
 pub use crate::keyspec::{keys, kf, range_spec, Begin, Find, KeyFlags, KeySpec, Keys, KeysFn, NO_KEYS};
 use crate::keyspec::keys_from_specs;
 use crate::server::Server;
-use crate::{notify, publish};
+use crate::{acl, notify, publish};
 
 /// A command handler.
 pub type Handler = fn(&mut Ctx, &[Vec<u8>]) -> Result<(), CmdError>;
@@ -127,6 +127,8 @@ pub struct Spec {
     pub handler: Handler,
     /// Subcommands (CONFIG GET, CLIENT LIST, ...).
     pub subcommands: Vec<Spec>,
+    /// Index in the ACL catalog (`catalog`). Set by `build_table`.
+    pub id: usize,
 }
 
 fn container_handler(_: &mut Ctx, _: &[Vec<u8>]) -> Result<(), CmdError> {
@@ -149,6 +151,7 @@ pub fn spec(name: &'static str, arity: i32, flags: u32, keys: Keys, handler: Han
         since: "1.0.0",
         handler,
         subcommands: Vec::new(),
+        id: 0,
     }
 }
 
@@ -168,6 +171,7 @@ pub fn container(name: &'static str, subcommands: Vec<Spec>) -> Spec {
         since: "1.0.0",
         handler: container_handler,
         subcommands,
+        id: 0,
     }
 }
 
@@ -280,11 +284,16 @@ pub type CommandMap = Rc<HashMap<String, Spec, rustc_hash::FxBuildHasher>>;
 /// `MOVABLE_KEYS`, names subcommands `parent|sub`, refuses duplicates.
 pub fn build_table(all: Vec<Spec>) -> CommandMap {
     let mut map = HashMap::default();
+    let mut next_id = 0;
     for mut s in all {
         if s.movable() {
             s.flags |= flags::MOVABLE_KEYS;
         }
+        s.id = next_id;
+        next_id += 1;
         for sub in &mut s.subcommands {
+            sub.id = next_id;
+            next_id += 1;
             // Leaked once per table build: names live as long as the table.
             sub.full_name = Box::leak(format!("{}|{}", s.name, sub.name).into_boxed_str());
             if sub.movable() {
@@ -295,6 +304,25 @@ pub fn build_table(all: Vec<Spec>) -> CommandMap {
         assert!(map.insert(name.clone(), s).is_none(), "command {name} registered twice");
     }
     Rc::new(map)
+}
+
+/// The table as the ACL sees it (`acl::Catalog`), commands at their `id`.
+/// Give it the table as built, before rename-command removes rows.
+///
+/// Panics: if some id is missing (a renamed or trimmed table).
+pub fn catalog(table: &CommandMap) -> acl::Catalog {
+    let mut cmds: Vec<(usize, acl::CatalogCmd)> = Vec::new();
+    for s in table.values() {
+        let subs = s.subcommands.iter().map(|x| x.id).collect();
+        cmds.push((s.id, acl::CatalogCmd { name: s.full_name, cats: s.acl, parent: None, subs, no_auth: s.has(flags::NO_AUTH) }));
+        for sub in &s.subcommands {
+            let c = acl::CatalogCmd { name: sub.full_name, cats: sub.acl, parent: Some(s.id), subs: vec![], no_auth: sub.has(flags::NO_AUTH) };
+            cmds.push((sub.id, c));
+        }
+    }
+    cmds.sort_by_key(|c| c.0);
+    assert!(cmds.iter().enumerate().all(|(i, c)| c.0 == i), "command ids are dense");
+    acl::Catalog::new(cmds.into_iter().map(|c| c.1).collect())
 }
 
 /// What a handler sees: the server, the calling client, and the time.

@@ -188,9 +188,9 @@ pub static PARAMS: &[Param] = &[
     p("hide-user-data-from-log", B, "no"),
     // Security.
     p("requirepass", S, ""),
-    p("aclfile", S, "").fixed().ignored(),
+    p("aclfile", S, "").fixed(),
     p("acllog-max-len", U, "128"),
-    p("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels").ignored(),
+    p("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels"),
     // Memory and eviction.
     p("maxmemory", M, "0"),
     p("maxmemory-policy", Kind::Enum(POLICIES), "noeviction"),
@@ -728,9 +728,11 @@ pub struct Config {
     /// for whoever builds the command table.
     pub renames: Vec<(String, String)>,
     /// Directives accepted at start-up whose effect densekv does not have
-    /// (`user`, `loadmodule`, module settings): their names, for the
+    /// (`loadmodule`, module settings): their names, for the
     /// start-up warning.
     pub ignored_directives: Vec<String>,
+    /// `user name rules...` directives, each split into words, in order.
+    pub users: Vec<Vec<Vec<u8>>>,
     /// Parameters named at start-up (file, stdin or options).
     given: Vec<&'static str>,
 }
@@ -764,6 +766,7 @@ impl Default for Config {
             log: Log::default(),
             renames: Vec::new(),
             ignored_directives: Vec::new(),
+            users: Vec::new(),
             given: Vec::new(),
         };
         c.values.insert("dir", current_dir());
@@ -1076,7 +1079,7 @@ impl Config {
                     }
                     self.renames.push((args[1].to_ascii_lowercase(), args[2].to_ascii_lowercase()));
                 }
-                "user" if args.len() >= 2 => self.ignored_directives.push("user".into()),
+                "user" if args.len() >= 2 => self.users.push(args.iter().map(|a| a.as_bytes().to_vec()).collect()),
                 "loadmodule" if args.len() >= 2 => self.ignored_directives.push("loadmodule".into()),
                 "sentinel" => {
                     if args.len() != 1 {
@@ -1275,7 +1278,8 @@ mod tests {
         let known = |n: &str| ["flushall", "config", "get"].contains(&n);
         c.load("rename-command FLUSHALL \"\"\nrename-command config cfg\nuser default on nopass ~* +@all\nloadmodule /x.so\nsearch.timeout 5\nlua-replicate-commands yes\nsentinel\n", &known).unwrap();
         assert_eq!(c.renames, vec![("flushall".into(), "".into()), ("config".into(), "cfg".into())]);
-        assert_eq!(c.ignored_in_use(), vec!["user".to_string(), "loadmodule".into(), "search.timeout".into()]);
+        assert_eq!(c.ignored_in_use(), vec!["loadmodule".to_string(), "search.timeout".into()]);
+        assert_eq!(c.users, vec![["user", "default", "on", "nopass", "~*", "+@all"].map(|w| w.as_bytes().to_vec()).to_vec()]);
         assert!(c.load("rename-command nosuch x", &known).unwrap_err().report().contains("No such command in rename-command"));
         assert!(c.load("rename-command get cfg", &known).unwrap_err().report().contains("Target command name already exists"));
         assert!(c.load("search.timeout", &known).unwrap_err().report().contains("Module config specified without value"));

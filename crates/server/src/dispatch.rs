@@ -10,6 +10,7 @@
 
 use std::time::Instant;
 
+use crate::acl::LogContext;
 use crate::blocking::TimeoutReply;
 use crate::client::{Client, ClientId};
 use crate::command::{flags, CmdError, CommandMap, Host, Spec};
@@ -43,6 +44,9 @@ pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], n
 /// loads at start-up.
 pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
 
+/// Redis's reply to a command from a client that must AUTH first.
+pub const NOAUTH_ERROR: &str = "NOAUTH Authentication required.";
+
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let start = Instant::now();
@@ -65,6 +69,24 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         }
     };
     let name = spec.full_name;
+    // As Redis: set at lookup, so refusals (ACL LOG's client-info) show it.
+    c.last_cmd = name;
+    if !c.authenticated && !spec.has(flags::NO_AUTH) && srv.acl.auth_required() {
+        reject(srv, c, spec, &CmdError::Custom(NOAUTH_ERROR.into()));
+        return true;
+    }
+    if c.multi.is_some() && !runs_in_multi(name) && spec.has(flags::NO_MULTI) {
+        reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
+        return true;
+    }
+    // The common case, a user allowed everything, costs one branch.
+    if c.user.as_ref().is_some_and(|u| !u.borrow().unrestricted) {
+        let ctx = if c.multi.is_some() { LogContext::Multi } else { LogContext::Toplevel };
+        if let Some((_, msg)) = exec::acl_refuse(srv, c, spec, &argv, ctx, None) {
+            reject(srv, c, spec, &CmdError::Custom(format!("NOPERM {msg}")));
+            return true;
+        }
+    }
     if srv.tracking.clients > 0 {
         crate::publish::limit_tracking_table(srv, Some(&mut *c));
     }
@@ -74,10 +96,6 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     }
     if srv.script.is_some_and(|r| r.timed_out) && !spec.has(flags::ALLOW_BUSY) {
         reject(srv, c, spec, &CmdError::Custom(srv.busy_error().into()));
-        return true;
-    }
-    if c.multi.is_some() && !runs_in_multi(name) && spec.has(flags::NO_MULTI) {
-        reject(srv, c, spec, &CmdError::err("Command not allowed inside a transaction"));
         return true;
     }
     // Eviction first (Redis's performEvictions), then OOM for what may
@@ -156,7 +174,8 @@ fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, 
 /// transaction, and for EXEC discards the transaction with EXECABORT.
 fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
     srv.cmdstats.entry(spec.full_name).or_default().rejected += 1;
-    if spec.full_name == "exec" && c.multi.is_some() {
+    // A refused EXEC always answers EXECABORT, even outside MULTI (Redis).
+    if spec.full_name == "exec" {
         c.multi = None;
         c.multi_error = false;
         srv.unwatch_all(c);
@@ -220,6 +239,16 @@ fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
     c.blocked = false;
     let table = host.table().clone();
     if let Lookup::Found(spec) = exec::lookup(&table, &p.argv) {
+        // Rights are checked again: they may have changed while it waited.
+        if c.user.as_ref().is_some_and(|u| !u.borrow().unrestricted) {
+            if let Some((_, msg)) = exec::acl_refuse(srv, &c, spec, &p.argv, LogContext::Toplevel, None) {
+                reject(srv, &mut c, spec, &CmdError::Custom(format!("NOPERM {msg}")));
+                srv.blocking.wake(id);
+                srv.sweep_clients = true;
+                srv.clients.insert(id, c);
+                return;
+            }
+        }
         srv.blocking.begin_rerun(&p);
         let start = Instant::now();
         let now = srv.unix_ms_at(start);

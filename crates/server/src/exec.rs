@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use crate::acl;
 use crate::client::{Client, ReplyMode};
 use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
 use crate::server::{unix_ms, unix_us, Server, SlowEntry};
@@ -76,6 +77,65 @@ fn trunc(a: &[u8]) -> String {
     s.replace(['\r', '\n'], " ")
 }
 
+/// The channel arguments of `spec` with `argv` that ACLs check: (index,
+/// is a PSUBSCRIBE pattern). UNSUBSCRIBE and friends are never refused.
+fn acl_channels(spec: &Spec, argv: &[Vec<u8>]) -> Vec<(usize, bool)> {
+    match spec.full_name {
+        "publish" | "spublish" => vec![(1, false)],
+        "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),
+        "psubscribe" => (1..argv.len()).map(|i| (i, true)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The ACL check of `argv` (looked up as `spec`) for `user`, keys and
+/// channels included. One branch for a user allowed everything.
+///
+/// Errors: what was refused (see `acl::User::check`).
+#[inline]
+pub fn acl_check(srv: &Server, user: &acl::User, spec: &Spec, argv: &[Vec<u8>]) -> Result<(), acl::Denied> {
+    if user.unrestricted {
+        return Ok(());
+    }
+    let keys: Vec<(usize, u8)> = if spec.has_keys() {
+        spec.find_keys(argv)
+            .into_iter()
+            .filter(|(_, f)| !f.contains(&"not_key"))
+            .map(|(i, f)| {
+                let mut need = 0;
+                if f.contains(&"access") {
+                    need |= acl::READ;
+                }
+                if f.iter().any(|w| matches!(*w, "insert" | "delete" | "update")) {
+                    need |= acl::WRITE;
+                }
+                (i, need)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    user.check(&srv.acl.catalog, spec.id, argv, &keys, &acl_channels(spec, argv))
+}
+
+/// Checks the client's permission for `argv`; on refusal logs it in the
+/// ACL log (in `ctx`, with `cinfo` as the client line, the client's own
+/// when None) and returns the refusal and the text after `-NOPERM `.
+pub fn acl_refuse(srv: &mut Server, c: &Client, spec: &Spec, argv: &[Vec<u8>], ctx: acl::LogContext, cinfo: Option<String>) -> Option<(acl::Denied, String)> {
+    let user = c.user.as_ref()?;
+    let user = user.borrow();
+    let d = acl_check(srv, &user, spec, argv).err()?;
+    let (object, arg) = match d {
+        acl::Denied::Key(i) | acl::Denied::Channel(i) => (argv[i].clone(), argv[i].clone()),
+        _ => (spec.full_name.as_bytes().to_vec(), Vec::new()),
+    };
+    let msg = acl::denied_message(d, &user.name, spec.full_name, &arg, false);
+    let cinfo = cinfo.unwrap_or_else(|| c.info_line(Instant::now()));
+    let max = srv.config.get("acllog-max-len").and_then(|v| v.parse().ok()).unwrap_or(128);
+    srv.acl.log_event(d, ctx, object, user.name.as_bytes().to_vec(), cinfo, unix_ms(), max);
+    Some((d, msg))
+}
+
 /// The reply to a command refused because memory is over `maxmemory`.
 pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
@@ -121,7 +181,10 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     // Fed after the call, as Redis does: EXEC shows after what it ran. A
     // blocking command shows once, when first run, not when re-run.
     if !srv.monitors.is_empty() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) && !srv.blocking.rerunning() {
-        feed_monitors(srv, c, argv);
+        match redacted(spec, argv) {
+            Some(r) => feed_monitors(srv, c, &r),
+            None => feed_monitors(srv, c, argv),
+        }
     }
     // A blocked command is accounted once, when it finally replies.
     if srv.blocking.park_if_requested(c, argv, usec, result.is_ok()) {
@@ -206,7 +269,10 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
         st.failed += 1;
     }
     if !spec.has(flags::SKIP_SLOWLOG) {
-        slowlog_push(srv, c, argv, usec);
+        match redacted(spec, argv) {
+            Some(r) => slowlog_push(srv, c, &r, usec),
+            None => slowlog_push(srv, c, argv, usec),
+        }
     }
     srv.latency_sample("command", usec / 1000);
 }
@@ -218,6 +284,47 @@ pub fn reply_error(srv: &mut Server, c: &mut Client, e: &CmdError) {
     *srv.errorstats.entry(code).or_default() += 1;
     srv.total_error_replies += 1;
     c.reply.error(&msg);
+}
+
+/// Parameters whose values CONFIG SET must not show in SLOWLOG or MONITOR.
+const SECRET_PARAMS: &[&str] = &["masteruser", "masterauth", "requirepass", "tls-key-file-pass", "tls-client-key-file-pass"];
+
+/// `argv` with its secrets (passwords, user definitions) replaced by
+/// `(redacted)`, for SLOWLOG and MONITOR; None when it holds none.
+pub fn redacted(spec: &Spec, argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    let hide: Vec<usize> = match spec.full_name {
+        "auth" => (1..argv.len()).collect(),
+        "acl|setuser" | "acl|deluser" | "acl|getuser" => (2..argv.len()).collect(),
+        "hello" => argv.iter().enumerate().filter(|(_, a)| crate::args::is(a, "auth")).flat_map(|(i, _)| [i + 1, i + 2]).collect(),
+        "migrate" => {
+            let mut v = Vec::new();
+            for (i, a) in argv.iter().enumerate().skip(6) {
+                if crate::args::is(a, "keys") {
+                    break;
+                } else if crate::args::is(a, "auth") {
+                    v.push(i + 1);
+                } else if crate::args::is(a, "auth2") {
+                    v.extend([i + 1, i + 2]);
+                }
+            }
+            v
+        }
+        "config|set" => (2..argv.len())
+            .step_by(2)
+            .filter(|&i| SECRET_PARAMS.iter().any(|p| p.as_bytes().eq_ignore_ascii_case(&argv[i])))
+            .map(|i| i + 1)
+            .collect(),
+        _ => return None,
+    };
+    let hide: Vec<usize> = hide.into_iter().filter(|&i| i < argv.len()).collect();
+    if hide.is_empty() {
+        return None;
+    }
+    let mut out = argv.to_vec();
+    for i in hide {
+        out[i] = b"(redacted)".to_vec();
+    }
+    Some(out)
 }
 
 fn slowlog_push(srv: &mut Server, c: &Client, argv: &[Vec<u8>], usec: u64) {

@@ -36,6 +36,9 @@ pub type KeyFlags = &'static [&'static str];
 /// Common key flag sets.
 pub mod kf {
     use super::KeyFlags;
+    /// Read only, without using the value (EXISTS, TYPE, STRLEN): either
+    /// read or write rights let an ACL user name the key.
+    pub const RO: KeyFlags = &["RO"];
     /// Read only, the value is returned or used.
     pub const RO_ACCESS: KeyFlags = &["RO", "access"];
     /// Read and modified in place.
@@ -48,6 +51,11 @@ pub mod kf {
     pub const RW_INSERT: KeyFlags = &["RW", "insert"];
     /// Overwritten whatever it held (SET, a STORE destination).
     pub const OW_UPDATE: KeyFlags = &["OW", "update"];
+    /// Written only if missing (RENAMENX's destination).
+    pub const OW_INSERT: KeyFlags = &["OW", "insert"];
+    /// BITFIELD: read and updated, or only read (GET alone): resolved per
+    /// call by its key function.
+    pub const RW_ACCESS_UPDATE_VAR: KeyFlags = &["RW", "access", "update", "variable_flags"];
     /// Removed (DEL).
     pub const RM_DELETE: KeyFlags = &["RM", "delete"];
 }

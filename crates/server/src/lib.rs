@@ -12,7 +12,8 @@
 //!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
 //!    save's image and its writer thread), `digest` (DEBUG DIGEST),
 //!    `aofcore::manifest`, `aofcore::reader` (the AOF's file formats: bytes in, no
-//!    server state)
+//!    server state), `acl` (users, rules, permission checks and the ACL log,
+//!    over a command catalog dispatch hands it), `sha256` (password hashes)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
@@ -31,6 +32,7 @@
 //! 10. `net`: the event loop, which owns the listener and the sockets
 
 pub mod access;
+pub mod acl;
 pub mod aof;
 pub mod aofcore;
 pub mod args;
@@ -61,6 +63,7 @@ pub mod pubsub;
 pub mod registry;
 pub mod script;
 pub mod server;
+pub mod sha256;
 pub mod shutdown;
 pub mod tracking;
 

@@ -213,6 +213,12 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         return Err(fail("Configured to not listen anywhere, exiting."));
     }
     let mut ev = EventLoop::new(listeners, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
+    // ACL rules name commands as the table defines them, whatever
+    // rename-command did (Redis works from its original table too).
+    let catalog = server::command::catalog(&server::registry::registry());
+    if let Err(e) = server::commands::acl::load_at_startup(&mut srv, catalog) {
+        return Err(fail(&e));
+    }
     log.notice("Server initialized");
     let started = std::time::Instant::now();
     match ev.load(&mut srv) {

@@ -450,7 +450,7 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
 /// Parses and runs every complete request in the client's buffer.
 /// Returns false if it stopped early (paused, or output backed up).
 pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> bool {
-    let limits = Limits { max_bulk_len: srv.config.proto_max_bulk_len };
+    let mut limits = Limits { max_bulk_len: srv.config.proto_max_bulk_len, unauthenticated: false };
     let mut all = true;
     c.paused = false;
     loop {
@@ -464,6 +464,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             break;
         }
         let start = c.qpos;
+        limits.unauthenticated = !c.authenticated && srv.acl.auth_required();
         let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, &limits);
         match parsed {
             Ok(Parsed::Command(argv)) => {
@@ -630,7 +631,7 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                     srv.rejected_connections += 1;
                     continue;
                 }
-                if srv.config.flag("protected-mode") && srv.config.get("requirepass").unwrap_or("").is_empty() && !peer.ip().is_loopback() {
+                if srv.config.flag("protected-mode") && srv.acl.default_user().borrow().nopass && !peer.ip().is_loopback() {
                     // Protected mode: with no password, only loopback clients.
                     let _ = sock.write_all(PROTECTED_MODE_DENIED);
                     srv.rejected_connections += 1;
@@ -643,7 +644,10 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                     continue;
                 }
                 srv.total_connections += 1;
-                srv.clients.insert(id, Client::new(id, Some(sock), peer.to_string(), laddr));
+                let mut c = Client::new(id, Some(sock), peer.to_string(), laddr);
+                c.user = Some(srv.acl.default_user());
+                c.authenticated = !srv.acl.auth_required();
+                srv.clients.insert(id, c);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,

@@ -62,7 +62,9 @@ fn fine_bucket_top(b: u16) -> u64 {
         return u64::from(b);
     }
     let (k, sub) = (u32::from(b - 16) / 16 + 4, u64::from(b - 16) % 16);
-    ((16 + sub) << (k - 4)) + (1u64 << (k - 4)) - 1
+    // The last buckets reach past u64::MAX: clamp instead of overflowing.
+    let top = ((16 + u128::from(sub)) << (k - 4)) + (1u128 << (k - 4)) - 1;
+    u64::try_from(top).unwrap_or(u64::MAX)
 }
 
 impl CmdStat {
@@ -225,6 +227,8 @@ pub struct EvictState {
 pub struct Server {
     /// Databases, indexed by SELECT number.
     pub dbs: Vec<Db>,
+    /// ACL users, the ACL log and its counters.
+    pub acl: crate::acl::Acl,
     /// Configuration.
     pub config: Config,
     /// Connected clients, except the one currently executing.
@@ -399,6 +403,7 @@ impl Server {
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut srv = Server {
             dbs,
+            acl: crate::acl::Acl::default(),
             config,
             script: None,
             running_function: None,
@@ -625,6 +630,7 @@ impl Server {
 
     /// CONFIG RESETSTAT: zeroes the counters INFO stats/commandstats/errorstats show.
     pub fn reset_stats(&mut self) {
+        self.acl.denied = [0; 4];
         self.cmdstats.clear();
         self.errorstats.clear();
         self.total_commands = 0;

@@ -14,7 +14,13 @@ use storage::{Ttl, Value};
 
 use crate::command::flags::*;
 use crate::commands::string::with_bytes;
-use crate::command::{is, keys, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::{is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
+
+/// BITFIELD's key flags: only read when every operation is GET.
+fn bitfield_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
+    let writes = argv.iter().skip(2).any(|a| is(a, "set") || is(a, "incrby"));
+    vec![(1, if writes { kf::RW_ACCESS_UPDATE } else { kf::RO_ACCESS })]
+}
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -24,12 +30,16 @@ pub fn table() -> Vec<Spec> {
     const RF: &[&str] = &["read", "bitmap", "fast"];
     const RS: &[&str] = &["read", "bitmap", "slow"];
     vec![
-        s("setbit", 4, WRITE | DENYOOM, k1, setbit, WS, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", "2.2.0"),
+        s("setbit", 4, WRITE | DENYOOM, k1, setbit, WS, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", "2.2.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         s("getbit", 3, READONLY | FAST, k1, getbit, RF, "Returns a bit value by offset.", "2.2.0"),
         s("bitcount", -2, READONLY, k1, bitcount, RS, "Counts the number of set bits (population counting) in a string.", "2.6.0"),
         s("bitpos", -3, READONLY, k1, bitpos, RS, "Finds the first set (1) or clear (0) bit in a string.", "2.8.7"),
-        s("bitop", -4, WRITE | DENYOOM, keys(2, -1, 1), bitop, WS, "Performs bitwise operations on multiple strings, and stores the result.", "2.6.0"),
-        s("bitfield", -2, WRITE | DENYOOM, k1, bitfield, WS, "Performs arbitrary bitfield integer operations on strings.", "3.2.0"),
+        s("bitop", -4, WRITE | DENYOOM, keys(2, -1, 1), bitop, WS, "Performs bitwise operations on multiple strings, and stores the result.", "2.6.0")
+            .key_specs(vec![range_spec(kf::OW_UPDATE, 2, 0, 1), range_spec(kf::RO_ACCESS, 3, -1, 1)]),
+        s("bitfield", -2, WRITE | DENYOOM, k1, bitfield, WS, "Performs arbitrary bitfield integer operations on strings.", "3.2.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE_VAR, 1, 0, 1)])
+            .getkeys(bitfield_keys),
         s("bitfield_ro", -2, READONLY | FAST, k1, bitfield_ro, RF, "Performs arbitrary read-only bitfield integer operations on strings.", "6.0.0"),
     ]
 }

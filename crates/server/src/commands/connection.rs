@@ -1,7 +1,9 @@
-//! Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH.
+//! Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH, and
+//! READONLY/READWRITE (cluster-only: refused in standalone mode).
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::acl::{Denied, LogContext};
 use crate::client::ReplyMode;
 
 /// The rows of this family.
@@ -23,11 +25,24 @@ pub fn table() -> Vec<Spec> {
             .acl(conn)
             .group("connection")
             .doc("Handshakes with the server.", "6.0.0"),
+        spec("readonly", 1, LOADING | STALE | FAST, NO_KEYS, cluster_only)
+            .acl(conn)
+            .group("cluster")
+            .doc("Enables read-only queries for a connection to a Redis Cluster replica node.", "3.0.0"),
+        spec("readwrite", 1, LOADING | STALE | FAST, NO_KEYS, cluster_only)
+            .acl(conn)
+            .group("cluster")
+            .doc("Enables read-write queries for a connection to a Redis Cluster replica node.", "3.0.0"),
         spec("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, NO_KEYS, auth)
             .acl(conn)
             .group("connection")
             .doc("Authenticates the connection.", "1.0.0"),
     ]
+}
+
+/// READONLY, READWRITE: cluster replica modes; this server runs standalone.
+pub fn cluster_only(_ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    Err(CmdError::err("This instance has cluster support disabled"))
 }
 
 /// PING [message]
@@ -78,6 +93,10 @@ pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     ctx.client.name = None;
     ctx.client.no_evict = false;
     ctx.client.no_touch = false;
+    if ctx.client.sock.is_some() {
+        ctx.client.user = Some(ctx.srv.acl.default_user());
+        ctx.client.authenticated = !ctx.srv.acl.auth_required();
+    }
     if ctx.client.monitor {
         ctx.client.monitor = false;
         let id = ctx.client.id;
@@ -98,33 +117,41 @@ pub fn select(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> Result<(), CmdError> {
-    let required = ctx.srv.config.get("requirepass").unwrap_or("");
-    if user != b"default" {
-        return Err(CmdError::Custom("WRONGPASS invalid username-password pair or user is disabled.".into()));
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Authenticates the client as `user` with `pass`: on success it runs as
+/// that user from now on. A failure is recorded in the ACL log, as
+/// Redis records it (object: the command word as sent).
+fn authenticate(ctx: &mut Ctx, cmd: &[u8], user: &[u8], pass: &[u8]) -> Result<(), CmdError> {
+    let found = ctx.srv.acl.user(user).filter(|u| u.borrow().password_ok(pass));
+    match found {
+        Some(u) => {
+            ctx.client.user = Some(u);
+            ctx.client.authenticated = true;
+            Ok(())
+        }
+        None => {
+            let context = if ctx.client.multi.is_some() { LogContext::Multi } else { LogContext::Toplevel };
+            let cinfo = ctx.client.info_line(std::time::Instant::now());
+            let max = ctx.srv.config.get("acllog-max-len").and_then(|v| v.parse().ok()).unwrap_or(128);
+            ctx.srv.acl.log_event(Denied::Auth, context, cmd.to_vec(), user.to_vec(), cinfo, ctx.now, max);
+            Err(CmdError::Custom(WRONGPASS.into()))
+        }
     }
-    if required.is_empty() {
-        return Err(CmdError::Custom(
-            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-                .into(),
-        ));
-    }
-    if pass != required.as_bytes() {
-        return Err(CmdError::Custom("WRONGPASS invalid username-password pair or user is disabled.".into()));
-    }
-    Ok(())
 }
 
 /// AUTH [username] password
 pub fn auth(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     match args.len() {
-        2 => check_password(ctx, b"default", &args[1])?,
-        3 => {
-            if ctx.srv.config.get("requirepass").unwrap_or("").is_empty() && args[1] == b"default" {
-                return Err(CmdError::Custom("WRONGPASS invalid username-password pair or user is disabled.".into()));
+        2 => {
+            if ctx.srv.acl.default_user().borrow().nopass {
+                return Err(CmdError::err(
+                    "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ));
             }
-            check_password(ctx, &args[1], &args[2])?
+            authenticate(ctx, &args[0], b"default", &args[1])?
         }
+        3 => authenticate(ctx, &args[0], &args[1], &args[2])?,
         _ => return Err(CmdError::Syntax),
     }
     ctx.out().ok();
@@ -144,10 +171,11 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         i = 2;
     }
     let mut name = None;
+    let mut creds = None;
     while i < args.len() {
         let more = args.len() - i - 1;
         if is(&args[i], "auth") && more >= 2 {
-            check_password(ctx, &args[i + 1], &args[i + 2])?;
+            creds = Some((i + 1, i + 2));
             i += 3;
         } else if is(&args[i], "setname") && more >= 1 {
             let n = &args[i + 1];
@@ -159,6 +187,14 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         } else {
             return Err(CmdError::Custom(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i]))));
         }
+    }
+    if let Some((u, p)) = creds {
+        authenticate(ctx, &args[0], &args[u], &args[p])?;
+    }
+    if !ctx.client.authenticated && ctx.srv.acl.auth_required() {
+        return Err(CmdError::Custom(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time".into(),
+        ));
     }
     if let Some(v) = ver {
         ctx.client.reply.resp3 = v == 3;

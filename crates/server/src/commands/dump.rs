@@ -134,7 +134,21 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// MIGRATE's keys: the one at index 3, or all after KEYS when it is given
 /// (with an empty key argument).
 fn migrate_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
-    match (6..argv.len()).find(|&i| is(&argv[i], "keys")) {
+    // Options before KEYS; AUTH's and AUTH2's arguments are never the word KEYS.
+    let mut i = 6;
+    let mut keys_at = None;
+    while i < argv.len() {
+        if is(&argv[i], "auth") {
+            i += 1;
+        } else if is(&argv[i], "auth2") {
+            i += 2;
+        } else if is(&argv[i], "keys") {
+            keys_at = Some(i);
+            break;
+        }
+        i += 1;
+    }
+    match keys_at {
         Some(i) if argv[3].is_empty() => (i + 1..argv.len()).map(|k| (k, MIGRATE_KEY)).collect(),
         Some(_) => Vec::new(),
         None => vec![(3, MIGRATE_KEY)],

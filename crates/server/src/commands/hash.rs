@@ -25,7 +25,7 @@ use storage::StrRef;
 
 use crate::command::flags::*;
 use crate::commands::string::with_bytes;
-use crate::command::{arg_f64, arg_i64, is, keys, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// Largest field deadline Redis accepts from a command: 2^46 - 1 ms.
 const MAX_FIELD_MS: i64 = (1 << 46) - 1;
@@ -47,14 +47,19 @@ pub fn table() -> Vec<Spec> {
         s("hget", 3, READONLY | FAST, hget, RF, "Returns the value of a field in a hash.", "2.0.0"),
         s("hmget", -3, READONLY | FAST, hmget, RF, "Returns the values of all fields in a hash.", "2.0.0"),
         s("hdel", -3, WRITE | FAST, hdel, WF, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "2.0.0"),
-        s("hlen", 2, READONLY | FAST, hlen, RF, "Returns the number of fields in a hash.", "2.0.0"),
-        s("hstrlen", 3, READONLY | FAST, hstrlen, RF, "Returns the length of the value of a field.", "3.2.0"),
-        s("hexists", 3, READONLY | FAST, hexists, RF, "Determines whether a field exists in a hash.", "2.0.0"),
+        s("hlen", 2, READONLY | FAST, hlen, RF, "Returns the number of fields in a hash.", "2.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
+        s("hstrlen", 3, READONLY | FAST, hstrlen, RF, "Returns the length of the value of a field.", "3.2.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
+        s("hexists", 3, READONLY | FAST, hexists, RF, "Determines whether a field exists in a hash.", "2.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
         s("hkeys", 2, READONLY, hkeys, RS, "Returns all fields in a hash.", "2.0.0"),
         s("hvals", 2, READONLY, hvals, RS, "Returns all values in a hash.", "2.0.0"),
         s("hgetall", 2, READONLY, hgetall, RS, "Returns all fields and values in a hash.", "2.0.0"),
-        s("hincrby", 4, WRITE | DENYOOM | FAST, hincrby, WF, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "2.0.0"),
-        s("hincrbyfloat", 4, WRITE | DENYOOM | FAST, hincrbyfloat, WF, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "2.6.0"),
+        s("hincrby", 4, WRITE | DENYOOM | FAST, hincrby, WF, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "2.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
+        s("hincrbyfloat", 4, WRITE | DENYOOM | FAST, hincrbyfloat, WF, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "2.6.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         s("hrandfield", -2, READONLY, hrandfield, RS, "Returns one or more random fields from a hash.", "6.2.0"),
         s("hscan", -3, READONLY, hscan, RS, "Iterates over fields and values of a hash.", "2.8.0"),
         s("hexpire", -6, WRITE | DENYOOM | FAST, hexpire, WF, "Set expiry for hash field using relative time to expire (seconds)", "7.4.0"),

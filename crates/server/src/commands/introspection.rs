@@ -208,6 +208,7 @@ fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let old_form = args.len() == 3;
     let (mut addr, mut laddr, mut ty, mut id, mut maxage, mut skipme) = (None, None, None, None, 0i64, true);
+    let mut user: Option<crate::acl::UserRef> = None;
     if old_form {
         addr = Some(args[2].clone());
         skipme = false;
@@ -232,8 +233,9 @@ fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             } else if is(o, "laddr") {
                 laddr = Some(v.clone());
             } else if is(o, "user") {
-                if v != b"default" {
-                    return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v))));
+                match ctx.srv.acl.user(v) {
+                    Some(u) => user = Some(u),
+                    None => return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v)))),
                 }
             } else if is(o, "skipme") {
                 skipme = if is(v, "yes") {
@@ -255,6 +257,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             && laddr.as_ref().is_none_or(|a| a == c.laddr.as_bytes())
             && ty.as_deref().is_none_or(|t| client_type_matches(c, t))
             && id.is_none_or(|i| i == c.id)
+            && user.as_ref().is_none_or(|u| c.user.as_ref().is_some_and(|cu| std::rc::Rc::ptr_eq(u, cu)))
             && !(me && skipme)
             && (maxage == 0 || now.duration_since(c.created).as_secs() as i64 >= maxage)
     };

@@ -15,7 +15,7 @@ use crate::notify;
 use storage::{Db, StrRef, Ttl, ValueRef};
 
 use crate::command::flags::*;
-use crate::command::{arg_i64, container, is, keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::{arg_i64, container, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::glob;
 use crate::memory;
 
@@ -31,26 +31,37 @@ pub fn table() -> Vec<Spec> {
     vec![
         spec("del", -2, WRITE, keys(1, -1, 1), del).acl(ks_w).group(g).doc("Deletes one or more keys.", "1.0.0"),
         spec("unlink", -2, WRITE | FAST, keys(1, -1, 1), unlink).acl(ks_wf).group(g).doc("Asynchronously deletes one or more keys.", "4.0.0"),
-        spec("exists", -2, READONLY | FAST, keys(1, -1, 1), exists).acl(ks_rf).group(g).doc("Determines whether one or more keys exist.", "1.0.0"),
-        spec("type", 2, READONLY | FAST, one, type_).acl(ks_rf).group(g).doc("Determines the type of value stored at a key.", "1.0.0"),
-        spec("rename", 3, WRITE, two, rename).acl(ks_w).group(g).doc("Renames a key and overwrites the destination.", "1.0.0"),
-        spec("renamenx", 3, WRITE | FAST, two, renamenx).acl(ks_wf).group(g).doc("Renames a key only when the target key name doesn't exist.", "1.0.0"),
-        spec("copy", -3, WRITE | DENYOOM, two, copy).acl(ks_w).group(g).doc("Copies the value of a key to a new key.", "6.2.0"),
-        spec("move", 3, WRITE | FAST, one, move_).acl(ks_wf).group(g).doc("Moves a key to another database.", "1.0.0"),
+        spec("exists", -2, READONLY | FAST, keys(1, -1, 1), exists).acl(ks_rf).group(g).doc("Determines whether one or more keys exist.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, -1, 1)]),
+        spec("type", 2, READONLY | FAST, one, type_).acl(ks_rf).group(g).doc("Determines the type of value stored at a key.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
+        spec("rename", 3, WRITE, two, rename).acl(ks_w).group(g).doc("Renames a key and overwrites the destination.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::OW_UPDATE, 2, 0, 1)]),
+        spec("renamenx", 3, WRITE | FAST, two, renamenx).acl(ks_wf).group(g).doc("Renames a key only when the target key name doesn't exist.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::OW_INSERT, 2, 0, 1)]),
+        spec("copy", -3, WRITE | DENYOOM, two, copy).acl(ks_w).group(g).doc("Copies the value of a key to a new key.", "6.2.0")
+            .key_specs(vec![range_spec(kf::RO_ACCESS, 1, 0, 1), range_spec(kf::OW_UPDATE, 2, 0, 1)]),
+        spec("move", 3, WRITE | FAST, one, move_).acl(ks_wf).group(g).doc("Moves a key to another database.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         spec("keys", 2, READONLY, NO_KEYS, keys_).acl(&["keyspace", "read", "slow", "dangerous"]).group(g).doc("Returns all key names that match a pattern.", "1.0.0"),
         spec("scan", -2, READONLY, NO_KEYS, scan).acl(ks_r).group(g).doc("Iterates over the key names in the database.", "2.8.0"),
         spec("randomkey", 1, READONLY, NO_KEYS, randomkey).acl(ks_r).group(g).doc("Returns a random key name from the database.", "1.0.0"),
         spec("touch", -2, READONLY | FAST, keys(1, -1, 1), touch)
             .acl(ks_rf)
             .group(g)
-            .doc("Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1"),
+            .doc("Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1")
+            .key_specs(vec![range_spec(kf::RO, 1, -1, 1)]),
         container(
             "object",
             vec![
-                spec("encoding", 3, READONLY, keys(2, 2, 1), object_encoding).acl(ks_r).group(g).doc("Returns the internal encoding of a Redis object.", "2.2.3"),
-                spec("freq", 3, READONLY, keys(2, 2, 1), object_freq).acl(ks_r).group(g).doc("Returns the logarithmic access frequency counter of a Redis object.", "4.0.0"),
-                spec("idletime", 3, READONLY, keys(2, 2, 1), object_idletime).acl(ks_r).group(g).doc("Returns the time since the last access to a Redis object.", "2.2.3"),
-                spec("refcount", 3, READONLY, keys(2, 2, 1), object_refcount).acl(ks_r).group(g).doc("Returns the reference count of a value of a key.", "2.2.3"),
+                spec("encoding", 3, READONLY, keys(2, 2, 1), object_encoding).acl(ks_r).group(g).doc("Returns the internal encoding of a Redis object.", "2.2.3")
+                    .key_specs(vec![range_spec(kf::RO, 2, 0, 1)]),
+                spec("freq", 3, READONLY, keys(2, 2, 1), object_freq).acl(ks_r).group(g).doc("Returns the logarithmic access frequency counter of a Redis object.", "4.0.0")
+                    .key_specs(vec![range_spec(kf::RO, 2, 0, 1)]),
+                spec("idletime", 3, READONLY, keys(2, 2, 1), object_idletime).acl(ks_r).group(g).doc("Returns the time since the last access to a Redis object.", "2.2.3")
+                    .key_specs(vec![range_spec(kf::RO, 2, 0, 1)]),
+                spec("refcount", 3, READONLY, keys(2, 2, 1), object_refcount).acl(ks_r).group(g).doc("Returns the reference count of a value of a key.", "2.2.3")
+                    .key_specs(vec![range_spec(kf::RO, 2, 0, 1)]),
                 spec("help", 2, LOADING | STALE, NO_KEYS, object_help).acl(&["keyspace", "slow"]).group(g).doc("Returns helpful text about the different subcommands.", "6.2.0"),
             ],
         )
@@ -68,7 +79,8 @@ pub fn table() -> Vec<Spec> {
         container(
             "memory",
             vec![
-                spec("usage", -3, READONLY, keys(2, 2, 1), memory_usage).acl(&["read", "slow"]).group("server").doc("Estimates the memory usage of a key.", "4.0.0"),
+                spec("usage", -3, READONLY, keys(2, 2, 1), memory_usage).acl(&["read", "slow"]).group("server").doc("Estimates the memory usage of a key.", "4.0.0")
+                    .key_specs(vec![range_spec(kf::RO, 2, 0, 1)]),
                 spec("stats", 2, 0, NO_KEYS, memory_stats).acl(&["slow"]).group("server").doc("Returns details about memory usage.", "4.0.0"),
                 spec("doctor", 2, 0, NO_KEYS, memory_doctor).acl(&["slow"]).group("server").doc("Outputs a memory problems report.", "4.0.0"),
                 spec("malloc-stats", 2, 0, NO_KEYS, memory_malloc_stats).acl(&["slow"]).group("server").doc("Returns the allocator statistics.", "4.0.0"),

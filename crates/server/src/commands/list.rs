@@ -43,9 +43,12 @@ pub fn table() -> Vec<Spec> {
         s("rpush", -3, WRITE | DENYOOM | FAST, k1, rpush, WF, "Appends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"),
         s("lpushx", -3, WRITE | DENYOOM | FAST, k1, lpushx, WF, "Prepends one or more elements to a list only when the list exists.", "2.2.0"),
         s("rpushx", -3, WRITE | DENYOOM | FAST, k1, rpushx, WF, "Appends an element to a list only when the list exists.", "2.2.0"),
-        s("lpop", -2, WRITE | FAST, k1, lpop, WF, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "1.0.0"),
-        s("rpop", -2, WRITE | FAST, k1, rpop, WF, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "1.0.0"),
-        s("llen", 2, READONLY | FAST, k1, llen, RF, "Returns the length of a list.", "1.0.0"),
+        s("lpop", -2, WRITE | FAST, k1, lpop, WF, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1)]),
+        s("rpop", -2, WRITE | FAST, k1, rpop, WF, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1)]),
+        s("llen", 2, READONLY | FAST, k1, llen, RF, "Returns the length of a list.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
         s("lrange", 4, READONLY, k1, lrange, RS, "Returns a range of elements from a list.", "1.0.0"),
         s("lindex", 3, READONLY, k1, lindex, RS, "Returns an element from a list by its index.", "1.0.0"),
         s("lset", 4, WRITE | DENYOOM, k1, lset, WS, "Sets the value of an element in a list by its index.", "1.0.0"),

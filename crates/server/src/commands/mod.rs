@@ -4,6 +4,7 @@
 //! joins them. The scripting commands sit above the families (`script/`)
 //! and add their rows in `registry.rs`.
 
+pub mod acl;
 pub mod bitops;
 pub mod connection;
 pub mod dump;
@@ -28,6 +29,7 @@ use crate::command::Spec;
 /// Every family's rows, in no particular order (`build_table` keys them).
 pub fn table() -> Vec<Spec> {
     let mut all = Vec::new();
+    all.extend(acl::table());
     all.extend(bitops::table());
     all.extend(connection::table());
     all.extend(geo::table());

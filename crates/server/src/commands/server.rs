@@ -245,8 +245,16 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         })?;
     }
+    let pass_before = ctx.srv.config.get("requirepass").map(str::to_string);
     ctx.srv.config = next;
     ctx.srv.apply_db_settings();
+    ctx.srv.acl.pubsub_all = ctx.srv.config.get("acl-pubsub-default") == Some("allchannels");
+    // requirepass is the default user's password (setting it replaces its
+    // passwords; clearing it makes it nopass).
+    let pass = ctx.srv.config.get("requirepass").map(str::to_string);
+    if pass != pass_before {
+        ctx.srv.acl.set_requirepass(pass.unwrap_or_default().as_bytes());
+    }
     if let Err(e) = crate::aof::config_changed(ctx.srv, ctx.host) {
         let _ = ctx.srv.config.set("appendonly", "no", false);
         return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument 'appendonly') - {e}")));
@@ -263,7 +271,8 @@ pub fn config_resetstat(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// CONFIG REWRITE: keeps the file's lines that name no known parameter and
-/// writes every non-default parameter after them.
+/// writes every non-default parameter after them, then the ACL users (as
+/// `user` lines) unless an ACL file holds them.
 pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let Some(path) = ctx.srv.config.file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
@@ -273,11 +282,15 @@ pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         .lines()
         .filter(|l| {
             let name = l.split_whitespace().next().unwrap_or("");
-            name.starts_with('#') || crate::config::lookup(name).is_none()
+            name.starts_with('#') || (crate::config::lookup(name).is_none() && !name.eq_ignore_ascii_case("user"))
         })
         .map(|l| format!("{l}\n"))
         .collect();
     text.push_str(&ctx.srv.config.rewrite_text());
+    // Users live in the config file unless an ACL file holds them (Redis).
+    if ctx.srv.config.get("aclfile").unwrap_or("").is_empty() {
+        text.push_str(&crate::commands::acl::aclfile_text(ctx.srv));
+    }
     std::fs::write(&path, text).map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
     ctx.out().ok();
     Ok(())
@@ -617,10 +630,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "eventloop_duration_cmd_sum", &0);
         line(&mut s, "instantaneous_eventloop_cycles_per_sec", &0);
         line(&mut s, "instantaneous_eventloop_duration_usec", &0);
-        line(&mut s, "acl_access_denied_auth", &0);
-        line(&mut s, "acl_access_denied_cmd", &0);
-        line(&mut s, "acl_access_denied_key", &0);
-        line(&mut s, "acl_access_denied_channel", &0);
+        line(&mut s, "acl_access_denied_auth", &srv.acl.denied[0]);
+        line(&mut s, "acl_access_denied_cmd", &srv.acl.denied[1]);
+        line(&mut s, "acl_access_denied_key", &srv.acl.denied[2]);
+        line(&mut s, "acl_access_denied_channel", &srv.acl.denied[3]);
     }
     if has("replication") {
         section(&mut s, "Replication");

@@ -38,12 +38,15 @@ pub fn table() -> Vec<Spec> {
         s("sadd", -3, WRITE | DENYOOM | FAST, k1, sadd, WF, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0"),
         s("srem", -3, WRITE | FAST, k1, srem, WF, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0"),
         s("smembers", 2, READONLY, k1, smembers, RS, "Returns all members of a set.", "1.0.0"),
-        s("sismember", 3, READONLY | FAST, k1, sismember, RF, "Determines whether a member belongs to a set.", "1.0.0"),
+        s("sismember", 3, READONLY | FAST, k1, sismember, RF, "Determines whether a member belongs to a set.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
         s("smismember", -3, READONLY | FAST, k1, smismember, RF, "Determines whether multiple members belong to a set.", "6.2.0"),
-        s("scard", 2, READONLY | FAST, k1, scard, RF, "Returns the number of members in a set.", "1.0.0"),
+        s("scard", 2, READONLY | FAST, k1, scard, RF, "Returns the number of members in a set.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
         s("sscan", -3, READONLY, k1, sscan, RS, "Iterates over members of a set.", "2.8.0"),
         s("srandmember", -2, READONLY, k1, srandmember, RS, "Get one or multiple random members from a set", "1.0.0"),
-        s("spop", -2, WRITE | FAST, k1, spop, WF, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0"),
+        s("spop", -2, WRITE | FAST, k1, spop, WF, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1)]),
         s("smove", 4, WRITE | FAST, keys(1, 2, 1), smove, WF, "Moves a member from one set to another.", "1.0.0")
             .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1), range_spec(kf::RW_INSERT, 2, 0, 1)]),
         s("sinter", -2, READONLY, all, sinter, RS, "Returns the intersect of multiple sets.", "1.0.0"),

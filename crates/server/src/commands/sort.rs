@@ -98,6 +98,13 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
     let mut by: Option<&[u8]> = None;
     let mut dontsort = false;
     let mut gets: Vec<&[u8]> = Vec::new();
+    // BY and GET patterns name keys no ACL check saw: they need read
+    // rights on every key (Redis's rule).
+    let full_read = ctx.client.user.as_ref().is_none_or(|u| {
+        let u = u.borrow();
+        let cat = &ctx.srv.acl.catalog;
+        u.unrestricted || cat.find(ctx.client.last_cmd).is_some_and(|id| u.allows_cmd_with_all_keys(cat, id, args, crate::acl::READ))
+    });
     let mut j = 2;
     while j < args.len() {
         let a = &args[j];
@@ -119,8 +126,14 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
             by = Some(&args[j + 1]);
             // A pattern without '*' names no per-element key: nothing to sort by.
             dontsort = !args[j + 1].contains(&b'*');
+            if !dontsort && !full_read {
+                return Err(CmdError::err("BY option of SORT denied due to insufficient ACL permissions."));
+            }
             j += 1;
         } else if is(a, "get") && left >= 1 {
+            if !full_read {
+                return Err(CmdError::err("GET option of SORT denied due to insufficient ACL permissions."));
+            }
             gets.push(&args[j + 1]);
             j += 1;
         } else {

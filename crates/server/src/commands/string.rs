@@ -44,16 +44,25 @@ pub fn table() -> Vec<Spec> {
         s("mset", -3, WRITE | DENYOOM, keys(1, -1, 2), mset, WS, "Atomically creates or modifies the string values of one or more keys.", "1.0.1")
             .key_specs(vec![range_spec(kf::OW_UPDATE, 1, -1, 2)]),
         s("msetnx", -3, WRITE | DENYOOM, keys(1, -1, 2), msetnx, WS, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1"),
-        s("getset", 3, WRITE | DENYOOM | FAST, k1, getset, WF, "Returns the previous string value of a key after setting it to a new value.", "1.0.0"),
-        s("getdel", 2, WRITE | FAST, k1, getdel, WF, "Returns the string value of a key after deleting the key.", "6.2.0"),
-        s("getex", -2, WRITE | FAST, k1, getex, WF, "Returns the string value of a key after setting its expiration time.", "6.2.0"),
+        s("getset", 3, WRITE | DENYOOM | FAST, k1, getset, WF, "Returns the previous string value of a key after setting it to a new value.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
+        s("getdel", 2, WRITE | FAST, k1, getdel, WF, "Returns the string value of a key after deleting the key.", "6.2.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1)]),
+        s("getex", -2, WRITE | FAST, k1, getex, WF, "Returns the string value of a key after setting its expiration time.", "6.2.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         s("append", 3, WRITE | DENYOOM | FAST, k1, append, WF, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0"),
-        s("strlen", 2, READONLY | FAST, k1, strlen, RF, "Returns the length of a string value.", "2.2.0"),
-        s("incr", 2, WRITE | DENYOOM | FAST, k1, incr, WF, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
-        s("decr", 2, WRITE | DENYOOM | FAST, k1, decr, WF, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
-        s("incrby", 3, WRITE | DENYOOM | FAST, k1, incrby, WF, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
-        s("decrby", 3, WRITE | DENYOOM | FAST, k1, decrby, WF, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "1.0.0"),
-        s("incrbyfloat", 3, WRITE | DENYOOM | FAST, k1, incrbyfloat, WF, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "2.6.0"),
+        s("strlen", 2, READONLY | FAST, k1, strlen, RF, "Returns the length of a string value.", "2.2.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
+        s("incr", 2, WRITE | DENYOOM | FAST, k1, incr, WF, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
+        s("decr", 2, WRITE | DENYOOM | FAST, k1, decr, WF, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
+        s("incrby", 3, WRITE | DENYOOM | FAST, k1, incrby, WF, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
+        s("decrby", 3, WRITE | DENYOOM | FAST, k1, decrby, WF, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "1.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
+        s("incrbyfloat", 3, WRITE | DENYOOM | FAST, k1, incrbyfloat, WF, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "2.6.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         s("getrange", 4, READONLY, k1, getrange, RS, "Returns a substring of the string stored at a key.", "2.4.0"),
         s("substr", 4, READONLY, k1, getrange, RS, "Returns a substring from a string value.", "1.0.0"),
         s("setrange", 4, WRITE | DENYOOM, k1, setrange, WS, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0"),

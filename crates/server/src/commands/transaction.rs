@@ -4,8 +4,9 @@
 //! threaded, so nothing interleaves. WATCH registers (db, key) in the server
 //! and every write marks the watchers dirty (`Ctx::key_modified`).
 
+use crate::acl::{Denied, LogContext};
 use crate::command::flags::*;
-use crate::command::{keys, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::{keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::exec::{self, Lookup};
 
 /// The rows of this family.
@@ -27,7 +28,8 @@ pub fn table() -> Vec<Spec> {
         spec("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, keys(1, -1, 1), watch)
             .acl(tx)
             .group("transactions")
-            .doc("Monitors changes to keys to determine the execution of a transaction.", "2.2.0"),
+            .doc("Monitors changes to keys to determine the execution of a transaction.", "2.2.0")
+            .key_specs(vec![range_spec(kf::RO, 1, -1, 1)]),
         spec("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, unwatch)
             .acl(tx)
             .group("transactions")
@@ -87,6 +89,19 @@ pub fn exec(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     for argv in queue {
         match exec::lookup(&table, &argv) {
             Lookup::Found(spec) => {
+                // Rights are checked again: they may have changed since queueing.
+                if ctx.client.user.as_ref().is_some_and(|u| !u.borrow().unrestricted) {
+                    if let Some((d, _)) = exec::acl_refuse(ctx.srv, ctx.client, spec, &argv, LogContext::Multi, None) {
+                        let reason = match d {
+                            Denied::Key(_) => "no permission to touch the specified keys",
+                            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+                            _ => "no permission to execute the command or subcommand",
+                        };
+                        let msg = format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}");
+                        exec::reply_error(ctx.srv, ctx.client, &CmdError::Custom(msg));
+                        continue;
+                    }
+                }
                 exec::run(ctx.srv, &mut *ctx.host, ctx.client, spec, &argv, ctx.now, std::time::Instant::now());
             }
             Lookup::Unknown(e) | Lookup::BadArity(e) => exec::reply_error(ctx.srv, ctx.client, &e),

@@ -43,10 +43,12 @@ pub fn table() -> Vec<Spec> {
     let s = |name, arity, flags, k, h, acl, summary, since| spec(name, arity, flags, k, h).acl(acl).group("sorted-set").doc(summary, since);
     vec![
         s("zadd", -4, WRITE | DENYOOM | FAST, k1, zadd, WF, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", "1.2.0"),
-        s("zincrby", 4, WRITE | DENYOOM | FAST, k1, zincrby, WF, "Increments the score of a member in a sorted set.", "1.2.0"),
+        s("zincrby", 4, WRITE | DENYOOM | FAST, k1, zincrby, WF, "Increments the score of a member in a sorted set.", "1.2.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         s("zscore", 3, READONLY | FAST, k1, zscore, RF, "Returns the score of a member in a sorted set.", "1.2.0"),
         s("zmscore", -3, READONLY | FAST, k1, zmscore, RF, "Returns the score of one or more members in a sorted set.", "6.2.0"),
-        s("zcard", 2, READONLY | FAST, k1, zcard, RF, "Returns the number of members in a sorted set.", "1.2.0"),
+        s("zcard", 2, READONLY | FAST, k1, zcard, RF, "Returns the number of members in a sorted set.", "1.2.0")
+            .key_specs(vec![range_spec(kf::RO, 1, 0, 1)]),
         s("zrem", -3, WRITE | FAST, k1, zrem, WF, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", "1.2.0"),
         s("zrange", -4, READONLY, k1, zrange, RS, "Returns members in a sorted set within a range of indexes.", "1.2.0"),
         s("zrangebyscore", -4, READONLY, k1, zrangebyscore, RS, "Returns members in a sorted set within a range of scores.", "1.0.5"),
@@ -59,8 +61,10 @@ pub fn table() -> Vec<Spec> {
         s("zcount", 4, READONLY | FAST, k1, zcount, RF, "Returns the count of members in a sorted set that have scores within a range.", "2.0.0"),
         s("zlexcount", 4, READONLY | FAST, k1, zlexcount, RF, "Returns the number of members in a sorted set within a lexicographical range.", "2.8.9"),
         s("zscan", -3, READONLY, k1, zscan, RS, "Iterates over members and scores of a sorted set.", "2.8.0"),
-        s("zpopmin", -2, WRITE | FAST, k1, zpopmin, WF, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0"),
-        s("zpopmax", -2, WRITE | FAST, k1, zpopmax, WF, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0"),
+        s("zpopmin", -2, WRITE | FAST, k1, zpopmin, WF, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1)]),
+        s("zpopmax", -2, WRITE | FAST, k1, zpopmax, WF, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, 0, 1)]),
         s("zrandmember", -2, READONLY, k1, zrandmember, RS, "Returns one or more random members from a sorted set.", "6.2.0"),
         s("zremrangebyrank", 4, WRITE, k1, zremrangebyrank, WS, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "2.0.0"),
         s("zremrangebyscore", 4, WRITE, k1, zremrangebyscore, WS, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "1.2.0"),

@@ -21,6 +21,7 @@ use std::time::Instant;
 use mlua::{MultiValue, Value};
 
 use super::lua;
+use crate::acl::LogContext;
 use crate::client::Client;
 use crate::command::flags::*;
 use crate::command::{CmdError, CmdResult, CommandMap, Ctx, Host, Spec};
@@ -114,6 +115,8 @@ struct Run<'a> {
     host: &'a mut dyn Host,
     /// The client commands from the script run as.
     sc: Client,
+    /// The caller's CLIENT LIST line, for ACL LOG entries.
+    caller_info: String,
     read_only: bool,
     allow_oom: bool,
     /// Memory was over maxmemory when the script started.
@@ -137,6 +140,11 @@ impl Run<'_> {
         };
         if spec.has(NOSCRIPT) {
             return self.reject(Some(spec), "ERR This Redis command is not allowed from script");
+        }
+        if self.sc.user.as_ref().is_some_and(|u| !u.borrow().unrestricted) {
+            if let Some((_, msg)) = exec::acl_refuse(self.srv, &self.sc, spec, &argv, LogContext::Lua, Some(self.caller_info.clone())) {
+                return self.reject(Some(spec), &format!("ERR ACL failure in script: {msg}"));
+            }
         }
         // May-replicate counts as a write, so read-only scripts can run
         // during CLIENT PAUSE WRITE.
@@ -247,12 +255,17 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     // Keys its read commands fetch are remembered for the caller, in the
     // caller's CLIENT TRACKING mode.
     sc.tracking = ctx.client.tracking.clone();
+    // redis.call runs with the caller's rights; the ACL log shows the caller.
+    sc.user = ctx.client.user.clone();
+    let restricted = sc.user.as_ref().is_some_and(|u| !u.borrow().unrestricted);
+    let caller_info = if restricted { ctx.client.info_line(Instant::now()) } else { String::new() };
     // Blocking commands must not block here: they see what EXEC's see.
     sc.in_exec = true;
     let run = RefCell::new(Run {
         srv: &mut *ctx.srv,
         host: &mut *ctx.host,
         sc,
+        caller_info,
         read_only: ro || (!compat && flags & NO_WRITES != 0),
         allow_oom: !compat && flags & ALLOW_OOM != 0,
         oom,
@@ -283,6 +296,21 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
             Ok(())
         })?;
         state.raw_set("setresp", setresp)?;
+        // redis.acl_check_cmd answers for the caller's user.
+        let acl_check = scope.create_function(|lua, args: MultiValue| {
+            let argv = match lua::lua_args(&args) {
+                Ok(a) => a,
+                Err(msg) => return Ok((Value::Table(lua::err_table(lua, msg, false)?), true)),
+            };
+            let r = run.try_borrow().map_err(|_| mlua::Error::RecursiveMutCallback)?;
+            let table = r.host.table().clone();
+            let Lookup::Found(spec) = exec::lookup(&table, &argv) else {
+                return Ok((Value::Table(lua::err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()", false)?), true));
+            };
+            let allowed = r.sc.user.as_ref().is_none_or(|u| exec::acl_check(r.srv, &u.borrow(), spec, &argv).is_ok());
+            Ok((Value::Boolean(allowed), false))
+        })?;
+        state.raw_set("acl_check", acl_check)?;
         // Once timed out, the hook lends the server to the other clients.
         let busy = scope.create_function(|_, ()| {
             let mut r = run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?;
@@ -312,6 +340,7 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         };
         lua.remove_hook();
         lua.unset_named_registry_value(BUSY_FN)?;
+        state.raw_set("acl_check", Value::Nil)?;
         out
     });
     let Run { sc, .. } = run.into_inner();
