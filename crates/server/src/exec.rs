@@ -106,6 +106,10 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     srv.feed.leave();
     let end = Instant::now();
     let usec = end.duration_since(start).as_micros() as u64;
+    if srv.feed.depth() == 0 {
+        // Top level only: EXEC and scripts include what they ran.
+        srv.el.cmd_ns += end.duration_since(start).as_nanos() as u64;
+    }
     // Keys the command found expired and deleted count as expired (INFO expired_keys).
     srv.expired_keys += srv.dbs[db].take_lazy_expired();
     if c.db != db {
@@ -183,7 +187,7 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
 pub fn reply_error(srv: &mut Server, c: &mut Client, e: &CmdError) {
     let msg = e.message();
     let code = msg.split(' ').next().unwrap_or("ERR").to_string();
-    *srv.errorstats.entry(code).or_default() += 1;
+    srv.count_error(&code);
     srv.total_error_replies += 1;
     c.reply.error(&msg);
 }
