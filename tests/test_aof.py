@@ -476,3 +476,71 @@ def test_scheduled_bgsave_runs_after_the_rewrite(workdir):
         assert os.path.exists(os.path.join(workdir, "dump.rdb"))
     finally:
         s.stop()
+
+
+def aof_commands(path: str) -> list[list[str]]:
+    """The commands an incremental AOF file holds, each as a list of words."""
+    data = open(path, "rb").read()
+    out, i = [], 0
+    while i < len(data):
+        assert data[i:i + 1] == b"*", data[i:i + 20]
+        end = data.index(b"\r\n", i)
+        n, i = int(data[i + 1:end]), end + 2
+        words = []
+        for _ in range(n):
+            end = data.index(b"\r\n", i)
+            ln = int(data[i + 1:end])
+            words.append(data[end + 2:end + 2 + ln].decode())
+            i = end + 2 + ln + 2
+        out.append(words)
+    return out
+
+
+def test_hash_field_ttls_are_replayed_as_absolute_and_expiry_as_hdel(workdir):
+    s = start(workdir, "--appendfsync", "always")
+    try:
+        r = redis.Redis(host=s.host, port=s.port)
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        r.hset("h", mapping={"f1": "v1", "f2": "v2", "f3": "v3"})
+        before = int(time.time() * 1000)
+        # f3 has no TTL, so NX sets f1 and f2; "nope" does not exist.
+        assert r.execute_command("HEXPIRE", "h", 100, "NX", "FIELDS", 3, "f1", "f2", "nope") == [1, 1, -2]
+        # Nothing changes (NX fails for both): nothing is replayed.
+        assert r.execute_command("HPEXPIRE", "h", 5000, "NX", "FIELDS", 2, "f1", "f2") == [0, 0]
+        # A time in the past deletes the fields: replayed as HDELs only.
+        r.hset("g", mapping={"a": "1", "b": "2"})
+        assert r.execute_command("HEXPIREAT", "g", 1, "FIELDS", 2, "a", "b") == [2, 2]
+        # Lazy expiry of a field a command names is replayed as HDEL.
+        r.execute_command("HPEXPIRE", "h", 1, "FIELDS", 1, "f3")
+        time.sleep(0.01)
+        assert r.hget("h", "f3") is None
+        # Active expiry too, one HDEL per field.
+        r.hset("k", mapping={"x": "1", "y": "2"})
+        r.execute_command("HPEXPIRE", "k", 1, "FIELDS", 2, "x", "y")
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+        deadline = time.time() + 5
+        while r.exists("k") and time.time() < deadline:
+            time.sleep(0.05)
+        assert not r.exists("k")
+        cmds = [c for c in aof_commands(incr_path(workdir)) if c[0].upper() not in ("SELECT", "DEBUG")]
+        names = [" ".join(c if c[0] != "HPEXPIREAT" else c[:2] + ["T"] + c[3:]) for c in cmds]
+        assert names == [
+            "HSET h f1 v1 f2 v2 f3 v3",
+            "HPEXPIREAT h T NX FIELDS 2 f1 f2",
+            "HSET g a 1 b 2",
+            "MULTI", "HDEL g a", "HDEL g b", "EXEC",
+            "HPEXPIREAT h T FIELDS 1 f3",
+            "HDEL h f3",
+            "HSET k x 1 y 2",
+            "HPEXPIREAT k T FIELDS 2 x y",
+            "HDEL k x", "HDEL k y",
+        ]
+        at = int(cmds[1][2])
+        assert before + 100_000 <= at <= int(time.time() * 1000) + 100_000
+        # The replay rebuilds the same absolute deadlines.
+        ttl = r.execute_command("HPEXPIRETIME", "h", "FIELDS", 2, "f1", "f2")
+        r.execute_command("DEBUG", "LOADAOF")
+        assert r.execute_command("HPEXPIRETIME", "h", "FIELDS", 2, "f1", "f2") == ttl == [at, at]
+        assert r.hgetall("g") == {}
+    finally:
+        s.cleanup()

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use crate::client::{Client, ReplyMode};
 use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
+use crate::feed::Rewrite;
 use crate::server::{unix_ms, unix_us, Server, SlowEntry};
 
 /// How a lookup went.
@@ -97,10 +98,12 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         let mut ctx = Ctx { srv, host, client: c, now };
         (spec.handler)(&mut ctx, argv)
     };
+    let rewrite = srv.feed.take_rewrite();
     if srv.dirty != dirty_before && spec.has(flags::WRITE) && !srv.feed.is_empty() {
-        match crate::feed::replay_form(argv, now) {
-            Some(replay) => propagate(srv, db, &replay),
-            None => propagate(srv, db, argv),
+        match (rewrite, crate::feed::replay_form(argv, now)) {
+            (Some(Rewrite::Skip), _) => {}
+            (Some(Rewrite::As(replay)), _) | (None, Some(replay)) => propagate(srv, db, &replay),
+            (None, None) => propagate(srv, db, argv),
         }
     }
     srv.feed.leave();
