@@ -544,3 +544,28 @@ def test_hash_field_ttls_are_replayed_as_absolute_and_expiry_as_hdel(workdir):
         assert r.hgetall("g") == {}
     finally:
         s.cleanup()
+
+
+def test_turning_aof_off_ends_a_running_rewrite(workdir):
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=s.host, port=s.port)
+        r.set("k", "v")
+        r.config_set("rdb-key-save-delay", 10_000_000)
+        assert r.bgrewriteaof() in (True, b"Background append only file rewriting started")
+        assert r.info("persistence")["aof_rewrite_in_progress"] == 1
+        with pytest.raises(redis.ResponseError, match="already in progress"):
+            r.bgrewriteaof()
+        before = manifest(workdir)
+        r.config_set("appendonly", "no")
+        info = r.info("persistence")
+        assert info["aof_rewrite_in_progress"] == 0 and info["aof_enabled"] == 0
+        assert "Killing running AOF rewrite child" in open(s.log_path, errors="replace").read()
+        # The base it was writing is gone; the manifest still holds the data.
+        assert manifest(workdir) == before
+        names = os.listdir(os.path.join(workdir, AOF_DIR))
+        assert [n for n in names if "base" in n] == [l.split()[1] for l in before if l.endswith("type b")]
+        r.config_set("rdb-key-save-delay", 0)
+        assert r.get("k") == b"v"
+    finally:
+        s.cleanup()

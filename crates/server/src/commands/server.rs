@@ -169,6 +169,10 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// Inside a transaction or script it is scheduled for the next cron tick,
 /// so the new incremental file cannot receive writes the new base holds.
 pub fn bgrewriteaof(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if crate::aof::rewrite_running(ctx.srv) {
+        // Its base may be written already, the switch to it not yet made.
+        return Err(CmdError::err("Background append only file rewriting already in progress"));
+    }
     match crate::persist::bgsave_running(ctx.srv) {
         Some(Purpose::AofBase) => return Err(CmdError::err("Background append only file rewriting already in progress")),
         Some(Purpose::Rdb) => {
