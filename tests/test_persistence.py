@@ -671,3 +671,24 @@ def test_sigterm_while_loading_exits_without_saving(workdir):
     s.proc.terminate()
     assert s.proc.wait(10) == 0
     assert open(path, "rb").read() == before
+
+
+def test_failed_save_on_shutdown_keeps_serving_writes(workdir):
+    s = start(server_binary(), workdir, "--save", "900 1")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("x", "1")
+        # A directory named like the dump: the final rename fails.
+        os.mkdir(os.path.join(workdir, "dump.rdb"))
+        with pytest.raises(redis.ResponseError, match="^Errors trying to SHUTDOWN"):
+            r.shutdown()
+        with pytest.raises(redis.ResponseError):
+            r.save()
+        # Only a background save's failure stops writes (MISCONF).
+        assert r.info("persistence")["rdb_last_bgsave_status"] == "ok"
+        assert r.set("x", "2")
+        assert r.ping()
+        os.rmdir(os.path.join(workdir, "dump.rdb"))
+        assert r.save()
+    finally:
+        s.stop()

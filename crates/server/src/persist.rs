@@ -49,8 +49,11 @@ pub fn save(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
         let _ = fs::remove_file(&tmp);
     }
     let p = &mut srv.persist;
-    p.last_save_ok = result.is_ok();
+    // As Redis: a foreground save that fails leaves the background
+    // status (what stop-writes-on-bgsave-error reads) as it was; one that
+    // succeeds clears an earlier failure.
     if result.is_ok() {
+        p.last_save_ok = true;
         p.saves += 1;
         p.dirty_at_save = srv.dirty;
         srv.last_save = unix_ms() / 1000;
