@@ -569,3 +569,24 @@ def test_turning_aof_off_ends_a_running_rewrite(workdir):
         assert r.get("k") == b"v"
     finally:
         s.cleanup()
+
+
+def test_debug_aof_flush_sleep_delays_writes_not_their_order(workdir):
+    s = start(workdir, "--appendfsync", "always")
+    try:
+        r = redis.Redis(host=s.host, port=s.port)
+        r.set("warm", "1")
+        r.execute_command("DEBUG", "AOF-FLUSH-SLEEP", 200_000)
+        size = os.path.getsize(incr_path(workdir))
+        t0 = time.monotonic()
+        assert r.incr("n") == 1
+        # The reply waited for the write, which waited for the sleep.
+        assert time.monotonic() - t0 >= 0.2
+        assert os.path.getsize(incr_path(workdir)) > size
+        # Reads write nothing, so they do not wait.
+        t0 = time.monotonic()
+        assert r.get("n") == b"1"
+        assert time.monotonic() - t0 < 0.15
+        r.execute_command("DEBUG", "AOF-FLUSH-SLEEP", 0)
+    finally:
+        s.cleanup()

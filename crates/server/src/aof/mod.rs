@@ -280,6 +280,9 @@ pub fn flush(srv: &mut Server) {
             // will hold these writes.
             return;
         };
+        if srv.aof.flush_sleep_us > 0 {
+            std::thread::sleep(Duration::from_micros(srv.aof.flush_sleep_us));
+        }
         match file.write_all(&buf) {
             Ok(()) => {
                 srv.aof.current_size += buf.len() as u64;
