@@ -590,3 +590,61 @@ def test_debug_aof_flush_sleep_delays_writes_not_their_order(workdir):
         r.execute_command("DEBUG", "AOF-FLUSH-SLEEP", 0)
     finally:
         s.cleanup()
+
+
+def test_clients_are_served_while_the_aof_loads(workdir):
+    s = start(workdir, "--aof-use-rdb-preamble", "no")
+    r = redis.Redis(host=s.host, port=s.port)
+    pipe = r.pipeline(transaction=False)
+    for i in range(3000):
+        pipe.set(f"k{i}", i)
+    pipe.execute()
+    s.stop()
+    s = Server(server_binary(), ("--appendonly", "yes", "--key-load-delay", "500", "--loading-process-events-interval-bytes", "1024"), workdir=workdir)
+    s.start()
+    try:
+        r = redis.Redis(host=s.host, port=s.port, retry=Retry(NoBackoff(), 0))
+        assert r.info("persistence")["loading"] == 1
+        with pytest.raises(redis.exceptions.BusyLoadingError):
+            r.get("k1")
+        # Turning the AOF off while it loads: it stays off once loaded.
+        r.config_set("appendonly", "no")
+        r.config_set("key-load-delay", 0)
+        deadline = time.time() + 20
+        while r.info("persistence")["loading"] == 1 and time.time() < deadline:
+            time.sleep(0.05)
+        assert r.dbsize() == 3000
+        assert r.info("persistence")["aof_enabled"] == 0
+    finally:
+        s.cleanup()
+
+
+def test_debug_loadaof_with_a_slow_script_answers_loading(workdir):
+    s = start(workdir, "--aof-use-rdb-preamble", "no", "--busy-reply-threshold", "10")
+    try:
+        r = redis.Redis(host=s.host, port=s.port, retry=Retry(NoBackoff(), 0))
+        # A script in the AOF as itself (as Redis 6 and older wrote them):
+        # replayed, it runs again, slowly.
+        script = "redis.call('set', KEYS[1], 'y') for i = 1, 3000000 do redis.call('ping') end return 1"
+        with open(incr_path(workdir), "ab") as f:
+            for cmd in (["SELECT", "0"], ["EVAL", script, "1", "x"]):
+                f.write(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(w)}\r\n{w}\r\n".encode() for w in cmd))
+        loader = redis.Redis(host=s.host, port=s.port)
+        t = threading.Thread(target=lambda: loader.execute_command("DEBUG", "LOADAOF"))
+        t.start()
+        try:
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    r.ping()
+                except redis.exceptions.BusyLoadingError:
+                    break
+                time.sleep(0.01)
+            else:
+                pytest.fail("no -LOADING while the AOF's script ran")
+        finally:
+            t.join(30)
+        assert r.get("x") == b"y"
+        assert "Slow script detected: still in execution after" in open(s.log_path, errors="replace").read()
+    finally:
+        s.cleanup()

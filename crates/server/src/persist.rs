@@ -227,11 +227,15 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
 /// Loads `bytes` into databases of their own, serving clients between
 /// keys, and puts them in place at the end. Errors: `Interrupted`; the
 /// inner result is the file's.
-fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOptions) -> Result<Result<rdb::Loaded, rdb::RdbFileError>, LoadError> {
+///
+/// The AOF's RDB base loads through here too, at start-up; the databases
+/// are empty then, and what was being reported as loading before is
+/// reported again after.
+pub fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOptions) -> Result<Result<rdb::Loaded, rdb::RdbFileError>, LoadError> {
     let fresh = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
     let mut dbs = std::mem::replace(&mut srv.dbs, fresh);
     let start_secs = unix_ms() / 1000;
-    srv.persist.loading = Some(crate::server::Loading { start_secs, total_bytes: bytes.len() as u64, loaded_bytes: 0, rdb_used_mem: 0 });
+    let before = srv.persist.loading.replace(crate::server::Loading { start_secs, total_bytes: bytes.len() as u64, loaded_bytes: 0, rdb_used_mem: 0 });
     let interval = srv.config.get("loading-process-events-interval-bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(2 << 20).max(1);
     let delay: i64 = srv.config.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0);
     let (mut next, mut items, mut stopped) = (interval, 0u64, false);
@@ -257,7 +261,7 @@ fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOp
         stopped = !host.serve_while_loading(srv);
         !stopped
     });
-    srv.persist.loading = None;
+    srv.persist.loading = before;
     // What ran meanwhile saw the empty stand-ins; nothing of theirs is kept.
     srv.dbs = dbs;
     if stopped {

@@ -204,6 +204,12 @@ pub fn apply_settings(srv: &mut Server) {
 /// Errors: the AOF could not be turned on (the reason is logged).
 pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     apply_settings(srv);
+    if srv.persist.loading.is_some() && !srv.aof.on {
+        // Loading at start-up: the databases are not in place yet (a
+        // rewrite now would write an empty base); `open_at_start` follows
+        // the setting once they are.
+        return Ok(());
+    }
     let want = srv.config.flag("appendonly");
     if want && !srv.aof.on {
         if srv.feed.depth() > 1 {
