@@ -90,6 +90,10 @@ impl Host for Shell {
         serve_while_busy(srv, self);
     }
 
+    fn sigint_pending(&mut self) -> bool {
+        self.signals.pending().any(|sig| sig == SIGINT)
+    }
+
     fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
         for sig in self.signals.pending() {
             shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });

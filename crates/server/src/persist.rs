@@ -78,6 +78,11 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
     // lowest every value fits in (so Redis 7.0 loads the file unless the
     // data needs a newer layout, hash field TTLs say): one walk, not two.
     let opts = WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") };
+    // rdb-key-save-delay slows an RDB save on this thread too (SAVE, the
+    // shutdown's save), as Redis's; not a base for the AOF, which this
+    // thread writes only when the AOF is turned on.
+    let key_delay = if aof_base { 0 } else { srv.config.get("rdb-key-save-delay").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) };
+    let shutting_down = srv.shutdown_signal.is_some();
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
     let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), rdb::RDB_VERSION, opts).map_err(|e| e.to_string())?;
     w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), aof_base).map_err(|e| e.to_string())?;
@@ -90,11 +95,23 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
         }
         w.select_db(i as u64, db.len() as u64, db.volatile_len() as u64).map_err(|e| e.to_string())?;
         let mut failed = None;
+        let mut n = 0u64;
         db.for_each(|k, v, exp| {
             if failed.is_none() {
                 if let Err(e) = w.entry(k, v, exp, now) {
                     failed = Some(e.to_string());
                 }
+            }
+            n += 1;
+            if key_delay > 0 {
+                std::thread::sleep(Duration::from_micros(key_delay));
+            }
+            if shutting_down && (key_delay > 0 || n % 1024 == 0) && host.sigint_pending() {
+                // A second SIGINT during the shutdown's save: exit now,
+                // leaving no temp file behind, as Redis does.
+                let _ = fs::remove_file(tmp);
+                srv.config.log.signal_line("You insist... exiting now.");
+                std::process::exit(1);
             }
         });
         if let Some(e) = failed {
