@@ -106,7 +106,7 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
             if key_delay > 0 {
                 std::thread::sleep(Duration::from_micros(key_delay));
             }
-            if shutting_down && (key_delay > 0 || n % 1024 == 0) && host.sigint_pending() {
+            if shutting_down && (key_delay > 0 || n.is_multiple_of(1024)) && host.sigint_pending() {
                 // A second SIGINT during the shutdown's save: exit now,
                 // leaving no temp file behind, as Redis does.
                 let _ = fs::remove_file(tmp);
