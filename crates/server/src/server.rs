@@ -174,8 +174,10 @@ fn fine_bucket_top(b: u16) -> u64 {
     if b < 16 {
         return u64::from(b);
     }
-    let (k, sub) = (u32::from(b - 16) / 16 + 4, u64::from(b - 16) % 16);
-    ((16 + sub) << (k - 4)) + (1u64 << (k - 4)) - 1
+    let (k, sub) = (u32::from(b - 16) / 16 + 4, u128::from(b - 16) % 16);
+    // In u128: the top bucket's bound passes u64::MAX (it holds it).
+    let top = ((16 + sub) << (k - 4)) + (1u128 << (k - 4)) - 1;
+    u64::try_from(top).unwrap_or(u64::MAX)
 }
 
 impl CmdStat {
