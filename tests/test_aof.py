@@ -476,3 +476,175 @@ def test_scheduled_bgsave_runs_after_the_rewrite(workdir):
         assert os.path.exists(os.path.join(workdir, "dump.rdb"))
     finally:
         s.stop()
+
+
+def aof_commands(path: str) -> list[list[str]]:
+    """The commands an incremental AOF file holds, each as a list of words."""
+    data = open(path, "rb").read()
+    out, i = [], 0
+    while i < len(data):
+        assert data[i:i + 1] == b"*", data[i:i + 20]
+        end = data.index(b"\r\n", i)
+        n, i = int(data[i + 1:end]), end + 2
+        words = []
+        for _ in range(n):
+            end = data.index(b"\r\n", i)
+            ln = int(data[i + 1:end])
+            words.append(data[end + 2:end + 2 + ln].decode())
+            i = end + 2 + ln + 2
+        out.append(words)
+    return out
+
+
+def test_hash_field_ttls_are_replayed_as_absolute_and_expiry_as_hdel(workdir):
+    s = start(workdir, "--appendfsync", "always")
+    try:
+        r = redis.Redis(host=s.host, port=s.port)
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        r.hset("h", mapping={"f1": "v1", "f2": "v2", "f3": "v3"})
+        before = int(time.time() * 1000)
+        # f3 has no TTL, so NX sets f1 and f2; "nope" does not exist.
+        assert r.execute_command("HEXPIRE", "h", 100, "NX", "FIELDS", 3, "f1", "f2", "nope") == [1, 1, -2]
+        # Nothing changes (NX fails for both): nothing is replayed.
+        assert r.execute_command("HPEXPIRE", "h", 5000, "NX", "FIELDS", 2, "f1", "f2") == [0, 0]
+        # A time in the past deletes the fields: replayed as HDELs only.
+        r.hset("g", mapping={"a": "1", "b": "2"})
+        assert r.execute_command("HEXPIREAT", "g", 1, "FIELDS", 2, "a", "b") == [2, 2]
+        # Lazy expiry of a field a command names is replayed as HDEL.
+        r.execute_command("HPEXPIRE", "h", 1, "FIELDS", 1, "f3")
+        time.sleep(0.01)
+        assert r.hget("h", "f3") is None
+        # Active expiry too, one HDEL per field.
+        r.hset("k", mapping={"x": "1", "y": "2"})
+        r.execute_command("HPEXPIRE", "k", 1, "FIELDS", 2, "x", "y")
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+        deadline = time.time() + 5
+        while r.exists("k") and time.time() < deadline:
+            time.sleep(0.05)
+        assert not r.exists("k")
+        cmds = [c for c in aof_commands(incr_path(workdir)) if c[0].upper() not in ("SELECT", "DEBUG")]
+        names = [" ".join(c if c[0] != "HPEXPIREAT" else c[:2] + ["T"] + c[3:]) for c in cmds]
+        assert names == [
+            "HSET h f1 v1 f2 v2 f3 v3",
+            "HPEXPIREAT h T NX FIELDS 2 f1 f2",
+            "HSET g a 1 b 2",
+            "MULTI", "HDEL g a", "HDEL g b", "EXEC",
+            "HPEXPIREAT h T FIELDS 1 f3",
+            "HDEL h f3",
+            "HSET k x 1 y 2",
+            "HPEXPIREAT k T FIELDS 2 x y",
+            "HDEL k x", "HDEL k y",
+        ]
+        at = int(cmds[1][2])
+        assert before + 100_000 <= at <= int(time.time() * 1000) + 100_000
+        # The replay rebuilds the same absolute deadlines.
+        ttl = r.execute_command("HPEXPIRETIME", "h", "FIELDS", 2, "f1", "f2")
+        r.execute_command("DEBUG", "LOADAOF")
+        assert r.execute_command("HPEXPIRETIME", "h", "FIELDS", 2, "f1", "f2") == ttl == [at, at]
+        assert r.hgetall("g") == {}
+    finally:
+        s.cleanup()
+
+
+def test_turning_aof_off_ends_a_running_rewrite(workdir):
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=s.host, port=s.port)
+        r.set("k", "v")
+        r.config_set("rdb-key-save-delay", 10_000_000)
+        assert r.bgrewriteaof() in (True, b"Background append only file rewriting started")
+        assert r.info("persistence")["aof_rewrite_in_progress"] == 1
+        with pytest.raises(redis.ResponseError, match="already in progress"):
+            r.bgrewriteaof()
+        before = manifest(workdir)
+        r.config_set("appendonly", "no")
+        info = r.info("persistence")
+        assert info["aof_rewrite_in_progress"] == 0 and info["aof_enabled"] == 0
+        assert "Killing running AOF rewrite child" in open(s.log_path, errors="replace").read()
+        # The base it was writing is gone; the manifest still holds the data.
+        assert manifest(workdir) == before
+        names = os.listdir(os.path.join(workdir, AOF_DIR))
+        assert [n for n in names if "base" in n] == [l.split()[1] for l in before if l.endswith("type b")]
+        r.config_set("rdb-key-save-delay", 0)
+        assert r.get("k") == b"v"
+    finally:
+        s.cleanup()
+
+
+def test_debug_aof_flush_sleep_delays_writes_not_their_order(workdir):
+    s = start(workdir, "--appendfsync", "always")
+    try:
+        r = redis.Redis(host=s.host, port=s.port)
+        r.set("warm", "1")
+        r.execute_command("DEBUG", "AOF-FLUSH-SLEEP", 200_000)
+        size = os.path.getsize(incr_path(workdir))
+        t0 = time.monotonic()
+        assert r.incr("n") == 1
+        # The reply waited for the write, which waited for the sleep.
+        assert time.monotonic() - t0 >= 0.2
+        assert os.path.getsize(incr_path(workdir)) > size
+        # Reads write nothing, so they do not wait.
+        t0 = time.monotonic()
+        assert r.get("n") == b"1"
+        assert time.monotonic() - t0 < 0.15
+        r.execute_command("DEBUG", "AOF-FLUSH-SLEEP", 0)
+    finally:
+        s.cleanup()
+
+
+def test_clients_are_served_while_the_aof_loads(workdir):
+    s = start(workdir, "--aof-use-rdb-preamble", "no")
+    r = redis.Redis(host=s.host, port=s.port)
+    pipe = r.pipeline(transaction=False)
+    for i in range(3000):
+        pipe.set(f"k{i}", i)
+    pipe.execute()
+    s.stop()
+    s = Server(server_binary(), ("--appendonly", "yes", "--key-load-delay", "500", "--loading-process-events-interval-bytes", "1024"), workdir=workdir)
+    s.start()
+    try:
+        r = redis.Redis(host=s.host, port=s.port, retry=Retry(NoBackoff(), 0))
+        assert r.info("persistence")["loading"] == 1
+        with pytest.raises(redis.exceptions.BusyLoadingError):
+            r.get("k1")
+        # Turning the AOF off while it loads: it stays off once loaded.
+        r.config_set("appendonly", "no")
+        r.config_set("key-load-delay", 0)
+        deadline = time.time() + 20
+        while r.info("persistence")["loading"] == 1 and time.time() < deadline:
+            time.sleep(0.05)
+        assert r.dbsize() == 3000
+        assert r.info("persistence")["aof_enabled"] == 0
+    finally:
+        s.cleanup()
+
+
+def test_debug_loadaof_with_a_slow_script_answers_loading(workdir):
+    s = start(workdir, "--aof-use-rdb-preamble", "no", "--busy-reply-threshold", "10")
+    try:
+        r = redis.Redis(host=s.host, port=s.port, retry=Retry(NoBackoff(), 0))
+        # A script in the AOF as itself (as Redis 6 and older wrote them):
+        # replayed, it runs again, slowly.
+        script = "redis.call('set', KEYS[1], 'y') for i = 1, 3000000 do redis.call('ping') end return 1"
+        with open(incr_path(workdir), "ab") as f:
+            for cmd in (["SELECT", "0"], ["EVAL", script, "1", "x"]):
+                f.write(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(w)}\r\n{w}\r\n".encode() for w in cmd))
+        loader = redis.Redis(host=s.host, port=s.port)
+        t = threading.Thread(target=lambda: loader.execute_command("DEBUG", "LOADAOF"))
+        t.start()
+        try:
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    r.ping()
+                except redis.exceptions.BusyLoadingError:
+                    break
+                time.sleep(0.01)
+            else:
+                pytest.fail("no -LOADING while the AOF's script ran")
+        finally:
+            t.join(30)
+        assert r.get("x") == b"y"
+        assert "Slow script detected: still in execution after" in open(s.log_path, errors="replace").read()
+    finally:
+        s.cleanup()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -727,3 +728,40 @@ def test_loads_an_rdb_written_by_redis_8(workdir):
         assert r.get("db2:key") == b"in db 2"
     finally:
         s.stop()
+
+
+def test_failed_save_on_shutdown_keeps_serving_writes(workdir):
+    s = start(server_binary(), workdir, "--save", "900 1")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("x", "1")
+        # A directory named like the dump: the final rename fails.
+        os.mkdir(os.path.join(workdir, "dump.rdb"))
+        with pytest.raises(redis.ResponseError, match="^Errors trying to SHUTDOWN"):
+            r.shutdown()
+        with pytest.raises(redis.ResponseError):
+            r.save()
+        # Only a background save's failure stops writes (MISCONF).
+        assert r.info("persistence")["rdb_last_bgsave_status"] == "ok"
+        assert r.set("x", "2")
+        assert r.ping()
+        os.rmdir(os.path.join(workdir, "dump.rdb"))
+        assert r.save()
+    finally:
+        s.stop()
+
+
+def test_second_sigint_during_the_shutdown_save_exits_without_temp_file(workdir):
+    s = start(server_binary(), workdir, "--save", "900 1")
+    r = redis.Redis(host=HOST, port=s.port)
+    r.mset({f"k{i}": i for i in range(20)})
+    # 100 ms a key: the final save takes about 2 s.
+    r.config_set("rdb-key-save-delay", 100_000)
+    temp = os.path.join(workdir, f"temp-{s.proc.pid}.rdb")
+    s.proc.send_signal(signal.SIGINT)
+    wait_for(lambda: os.path.exists(temp), timeout=5, what="the shutdown's save")
+    s.proc.send_signal(signal.SIGINT)
+    assert s.proc.wait(5) == 1
+    assert not os.path.exists(temp)
+    assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
+    assert "You insist... exiting now." in open(s.log_path, errors="replace").read()

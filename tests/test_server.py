@@ -2,6 +2,7 @@
 SLOWLOG, LATENCY, MONITOR, DEBUG, TIME, SELECT, FLUSH*, HELLO, with Redis's exact
 replies and errors."""
 
+import socket
 import time
 
 import pytest
@@ -489,3 +490,64 @@ def test_used_memory_is_exact_across_a_background_free(r):
         after = _wait_lazyfree(r, round)["used_memory"]
     r.config_set("slowlog-log-slower-than", 10000)
     assert abs(after - before) < 256, (before, after)
+
+
+def test_errorstats_stop_at_128_codes_until_resetstat(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    script = "return redis.error_reply(ARGV[1] .. ' made-up error')"
+    for j in range(200):
+        with pytest.raises(redis.ResponseError):
+            r.eval(script, 0, f"E{j}")
+    stats = r.info("errorstats")
+    # The 129th distinct code turned the table off: only the marker counts.
+    assert stats == {"errorstat_ERRORSTATS_DISABLED": {"count": 1}}
+    log = open(s.log_path, errors="replace").read()
+    assert log.count("Errorstats stopped adding new errors") == 1
+    assert "Current errors code list: E0, E1, E10," in log
+    r.config_resetstat()
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("NOSUCHCMD")
+    assert r.info("errorstats") == {"errorstat_ERR": {"count": 1}}
+
+
+def test_eventloop_metrics_count_cycles_and_time(r):
+    before = r.info("stats")
+    time.sleep(0.25)
+    after = r.info("stats")
+    # An idle server wakes hz (10) times a second for cron.
+    assert 1 < after["eventloop_cycles"] - before["eventloop_cycles"] < 20
+    assert after["eventloop_duration_sum"] > before["eventloop_duration_sum"]
+    assert after["eventloop_duration_cmd_sum"] > before["eventloop_duration_cmd_sum"]
+    time.sleep(1.7)
+    stats = r.info("stats")
+    assert 5 <= stats["instantaneous_eventloop_cycles_per_sec"] <= 30
+    assert 0 < stats["instantaneous_eventloop_duration_usec"] < 100_000
+
+
+def test_info_debug_is_shown_only_when_named(r):
+    assert "eventloop_duration_cron_sum" not in r.info("everything")
+    first = r.info("debug")
+    assert first["eventloop_duration_aof_sum"] >= 0
+    assert first["eventloop_cmd_per_cycle_max"] >= 1
+    assert first["eventloop_duration_max"] > 0
+    time.sleep(0.25)
+    assert r.info("debug")["eventloop_duration_cron_sum"] > first["eventloop_duration_cron_sum"]
+
+
+def test_output_buffer_hard_limit_closes_a_normal_client(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.set("big", "a" * 100_000)
+    r.set("small", "b" * 100)
+    r.config_set("client-output-buffer-limit", "normal 1000 0 0")
+    victim = socket.create_connection((s.host, s.port), timeout=5)
+    victim.sendall(b"GET small\r\n")
+    assert victim.recv(1000) == b"$100\r\n" + b"b" * 100 + b"\r\n"
+    # The reply passes the limit: the client is dropped, the reply unsent.
+    victim.sendall(b"GET big\r\n")
+    assert victim.recv(1000) == b""
+    stats = r.info("stats")
+    assert stats["client_output_buffer_limit_disconnections"] == 1
+    assert stats["client_query_buffer_limit_disconnections"] == 0
+    assert "for overcoming of output buffer limits" in open(s.log_path, errors="replace").read()

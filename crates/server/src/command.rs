@@ -470,6 +470,13 @@ pub trait Host {
         let _ = srv;
         true
     }
+
+    /// True if a SIGINT came since the signals were last read (and takes
+    /// the signals that came): a save on this thread during a shutdown asks,
+    /// as a second SIGINT means "exit now". Hosts without signals say no.
+    fn sigint_pending(&mut self) -> bool {
+        false
+    }
 }
 
 /// What dispatch and INFO need of the scripting engine. The script layer

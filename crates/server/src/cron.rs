@@ -99,6 +99,8 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     // Keys to publish events for, filled by the storage callbacks only
     // when someone may hear them.
     let mut hit: Vec<Box<[u8]>> = Vec::new();
+    // HDELs to propagate, filled only when the write stream has a consumer.
+    let mut hdels: Vec<Vec<Vec<u8>>> = Vec::new();
     for k in 0..ndb {
         let i = (first + k) % ndb;
         let min_sweep = srv.dbs[i].len() / hz as usize;
@@ -108,11 +110,19 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
                 srv.expire_db_cursor = i;
                 return false;
             }
-            let (fields, keys) = srv.dbs[i].active_expire_fields(now, FIELD_BATCH, |key, _| {
+            let replay = !srv.feed.is_empty();
+            let (fields, keys) = srv.dbs[i].active_expire_fields(now, FIELD_BATCH, |key, field| {
                 if want_fields && hit.last().is_none_or(|k| **k != *key) {
                     hit.push(key.into());
                 }
+                if replay {
+                    hdels.push(vec![b"HDEL".to_vec(), key.to_vec(), field.to_vec()]);
+                }
             });
+            // Each expired field is replayed as its own HDEL, as Redis does.
+            for argv in hdels.drain(..) {
+                srv.feed.push(i, argv);
+            }
             srv.expired_subkeys += fields as u64;
             srv.expired_keys += keys as u64;
             for key in hit.drain(..) {

@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::acl;
 use crate::client::{Client, ReplyMode};
 use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
+use crate::feed::Rewrite;
 use crate::server::{unix_ms, unix_us, Server, SlowEntry};
 
 /// How a lookup went.
@@ -157,15 +158,21 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         let mut ctx = Ctx { srv, host, client: c, now };
         (spec.handler)(&mut ctx, argv)
     };
+    let rewrite = srv.feed.take_rewrite();
     if srv.dirty != dirty_before && spec.has(flags::WRITE) && !srv.feed.is_empty() {
-        match crate::feed::replay_form(argv, now) {
-            Some(replay) => propagate(srv, db, &replay),
-            None => propagate(srv, db, argv),
+        match (rewrite, crate::feed::replay_form(argv, now)) {
+            (Some(Rewrite::Skip), _) => {}
+            (Some(Rewrite::As(replay)), _) | (None, Some(replay)) => propagate(srv, db, &replay),
+            (None, None) => propagate(srv, db, argv),
         }
     }
     srv.feed.leave();
     let end = Instant::now();
     let usec = end.duration_since(start).as_micros() as u64;
+    if srv.feed.depth() == 0 {
+        // Top level only: EXEC and scripts include what they ran.
+        srv.el.cmd_ns += end.duration_since(start).as_nanos() as u64;
+    }
     // Keys the command found expired and deleted count as expired (INFO expired_keys).
     srv.expired_keys += srv.dbs[db].take_lazy_expired();
     if c.db != db {
@@ -281,7 +288,7 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
 pub fn reply_error(srv: &mut Server, c: &mut Client, e: &CmdError) {
     let msg = e.message();
     let code = msg.split(' ').next().unwrap_or("ERR").to_string();
-    *srv.errorstats.entry(code).or_default() += 1;
+    srv.count_error(&code);
     srv.total_error_replies += 1;
     c.reply.error(&msg);
 }

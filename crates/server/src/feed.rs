@@ -32,6 +32,18 @@ pub struct Feed {
     depth: u32,
     /// What the current top-level command propagated so far.
     pending: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Set by the running command when it is not to be replayed as sent
+    /// (`replace_current`, `skip_current`); dispatch takes it after the call.
+    rewrite: Option<Rewrite>,
+}
+
+/// How the running command is propagated instead of as sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rewrite {
+    /// Not at all (what it changed went out as other commands).
+    Skip,
+    /// As this command.
+    As(Vec<Vec<u8>>),
 }
 
 impl Feed {
@@ -70,6 +82,23 @@ impl Feed {
         if self.depth == 0 && !self.pending.is_empty() {
             self.flush();
         }
+    }
+
+    /// The running command is to be replayed as `argv` (Redis rewrites,
+    /// e.g. HEXPIRE to HPEXPIREAT with only the fields it changed).
+    pub fn replace_current(&mut self, argv: Vec<Vec<u8>>) {
+        self.rewrite = Some(Rewrite::As(argv));
+    }
+
+    /// The running command is not to be replayed: what it did went out
+    /// as other commands (`push`), or nothing needs replaying.
+    pub fn skip_current(&mut self) {
+        self.rewrite = Some(Rewrite::Skip);
+    }
+
+    /// The rewrite the command that just ran asked for, if any (cleared).
+    pub fn take_rewrite(&mut self) -> Option<Rewrite> {
+        self.rewrite.take()
     }
 
     /// Records a write of database `db` to propagate as `argv`.

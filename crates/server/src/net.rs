@@ -90,6 +90,10 @@ impl Host for Shell {
         serve_while_busy(srv, self);
     }
 
+    fn sigint_pending(&mut self) -> bool {
+        self.signals.pending().any(|sig| sig == SIGINT)
+    }
+
     fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
         for sig in self.signals.pending() {
             shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
@@ -199,7 +203,11 @@ impl EventLoop {
         let mut served = Duration::ZERO;
         loop {
             let now = Instant::now();
+            // The cycle's busy time: from here to the poll, then from the
+            // poll's return to the end of the pass.
+            let mut busy = Duration::ZERO;
             if now >= next_cron && !srv.cron_paused {
+                srv.el.sample();
                 cron::tick(srv);
                 if srv.tracking.has_broadcast() {
                     crate::publish::broadcast_invalidations(srv);
@@ -209,6 +217,7 @@ impl EventLoop {
                 crate::aof::cron(srv, &mut self.shell);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
+                srv.el.cron_ns += now.elapsed().as_nanos() as u64;
                 self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none()).map(|c| c.id));
             }
             if srv.shutdown {
@@ -225,8 +234,8 @@ impl EventLoop {
             if srv.evict.unfinished {
                 crate::evict::perform(srv, None, now_ms);
             }
-            let busy = runnable || srv.evict.unfinished;
-            let mut timeout = if busy { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            let work_left = runnable || srv.evict.unfinished;
+            let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
             if let Some(wait) = persist::bgsave_step(srv, served) {
@@ -236,6 +245,7 @@ impl EventLoop {
             if let Some(at) = srv.blocking.next_deadline() {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }
+            busy += now.elapsed();
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -252,9 +262,8 @@ impl EventLoop {
                     self.pending.insert(ev.token().0 as ClientId);
                 }
             }
-            srv.eventloop_cycles += 1;
-            // Timed only while a background save needs the figure.
-            let serve_start = srv.bgsave.is_some().then(Instant::now);
+            let woke = Instant::now();
+            let commands_before = srv.total_commands;
             let ids: Vec<ClientId> = self.pending.drain().collect();
             for &id in &ids {
                 if srv.shutdown {
@@ -270,7 +279,9 @@ impl EventLoop {
             }
             // The group commit: this turn's AOF bytes reach the file (and
             // the disk, with appendfsync always) before its replies leave.
+            let aof_start = Instant::now();
             crate::aof::flush(srv);
+            srv.el.aof_ns += aof_start.elapsed().as_nanos() as u64;
             for id in std::mem::take(&mut self.held) {
                 if let Some(mut c) = srv.clients.remove(&id) {
                     flush(srv, &mut c);
@@ -278,7 +289,9 @@ impl EventLoop {
                 }
             }
             self.close_marked(srv, Some(&ids));
-            served = serve_start.filter(|_| !ids.is_empty()).map_or(Duration::ZERO, |t| t.elapsed());
+            let this_pass = woke.elapsed();
+            served = if ids.is_empty() { Duration::ZERO } else { this_pass };
+            srv.el.cycle(busy + this_pass, srv.total_commands.saturating_sub(commands_before));
         }
     }
 
@@ -374,6 +387,15 @@ impl EventLoop {
             }
         }
         let ran_all = process_input(srv, &mut self.shell, c);
+        if over_output_limit(srv, c) {
+            // The replies never leave: the client is dropped, as Redis
+            // drops one whose output passes the hard limit.
+            c.reply.buf.truncate(c.sent);
+            c.close_asap = true;
+            srv.obuf_kills += 1;
+            srv.config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
+            return false;
+        }
         if srv.aof.has_pending() {
             self.held.push(c.id);
         } else {
@@ -429,6 +451,23 @@ impl EventLoop {
             }
         }
     }
+}
+
+/// Reply bytes a client holds before they count against its output
+/// buffer limit: Redis's fixed per-client reply buffer, which its limit
+/// does not count either.
+const REPLY_BUF_FREE: usize = 16 * 1024;
+
+/// True if a normal client's unsent replies pass the `normal` class's hard
+/// limit of client-output-buffer-limit. (Pub/Sub deliveries are checked
+/// where they are queued, `publish`.)
+fn over_output_limit(srv: &Server, c: &Client) -> bool {
+    let out = c.pending_out();
+    if out <= REPLY_BUF_FREE || c.pubsub.is_some() {
+        return false;
+    }
+    let (hard, _) = crate::publish::obuf_limits(srv, "normal");
+    hard > 0 && (out - REPLY_BUF_FREE) as u64 > hard
 }
 
 /// Closes client `id` and forgets it everywhere.

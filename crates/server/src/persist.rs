@@ -49,8 +49,11 @@ pub fn save(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
         let _ = fs::remove_file(&tmp);
     }
     let p = &mut srv.persist;
-    p.last_save_ok = result.is_ok();
+    // As Redis: a foreground save that fails leaves the background
+    // status (what stop-writes-on-bgsave-error reads) as it was; one that
+    // succeeds clears an earlier failure.
     if result.is_ok() {
+        p.last_save_ok = true;
         p.saves += 1;
         p.dirty_at_save = srv.dirty;
         srv.last_save = unix_ms() / 1000;
@@ -75,6 +78,11 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
     // lowest every value fits in (so Redis 7.0 loads the file unless the
     // data needs a newer layout, hash field TTLs say): one walk, not two.
     let opts = WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") };
+    // rdb-key-save-delay slows an RDB save on this thread too (SAVE, the
+    // shutdown's save), as Redis's; not a base for the AOF, which this
+    // thread writes only when the AOF is turned on.
+    let key_delay = if aof_base { 0 } else { srv.config.get("rdb-key-save-delay").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) };
+    let shutting_down = srv.shutdown_signal.is_some();
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
     let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), rdb::RDB_VERSION, opts).map_err(|e| e.to_string())?;
     w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), aof_base).map_err(|e| e.to_string())?;
@@ -87,11 +95,23 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
         }
         w.select_db(i as u64, db.len() as u64, db.volatile_len() as u64).map_err(|e| e.to_string())?;
         let mut failed = None;
+        let mut n = 0u64;
         db.for_each(|k, v, exp| {
             if failed.is_none() {
                 if let Err(e) = w.entry(k, v, exp, now) {
                     failed = Some(e.to_string());
                 }
+            }
+            n += 1;
+            if key_delay > 0 {
+                std::thread::sleep(Duration::from_micros(key_delay));
+            }
+            if shutting_down && (key_delay > 0 || n.is_multiple_of(1024)) && host.sigint_pending() {
+                // A second SIGINT during the shutdown's save: exit now,
+                // leaving no temp file behind, as Redis does.
+                let _ = fs::remove_file(tmp);
+                srv.config.log.signal_line("You insist... exiting now.");
+                std::process::exit(1);
             }
         });
         if let Some(e) = failed {
@@ -224,11 +244,15 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
 /// Loads `bytes` into databases of their own, serving clients between
 /// keys, and puts them in place at the end. Errors: `Interrupted`; the
 /// inner result is the file's.
-fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOptions) -> Result<Result<rdb::Loaded, rdb::RdbFileError>, LoadError> {
+///
+/// The AOF's RDB base loads through here too, at start-up; the databases
+/// are empty then, and what was being reported as loading before is
+/// reported again after.
+pub fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOptions) -> Result<Result<rdb::Loaded, rdb::RdbFileError>, LoadError> {
     let fresh = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
     let mut dbs = std::mem::replace(&mut srv.dbs, fresh);
     let start_secs = unix_ms() / 1000;
-    srv.persist.loading = Some(crate::server::Loading { start_secs, total_bytes: bytes.len() as u64, loaded_bytes: 0, rdb_used_mem: 0 });
+    let before = srv.persist.loading.replace(crate::server::Loading { start_secs, total_bytes: bytes.len() as u64, loaded_bytes: 0, rdb_used_mem: 0 });
     let interval = srv.config.get("loading-process-events-interval-bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(2 << 20).max(1);
     let delay: i64 = srv.config.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0);
     let (mut next, mut items, mut stopped) = (interval, 0u64, false);
@@ -254,7 +278,7 @@ fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOp
         stopped = !host.serve_while_loading(srv);
         !stopped
     });
-    srv.persist.loading = None;
+    srv.persist.loading = before;
     // What ran meanwhile saw the empty stand-ins; nothing of theirs is kept.
     srv.dbs = dbs;
     srv.apply_db_settings();

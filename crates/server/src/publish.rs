@@ -52,9 +52,15 @@ pub fn confirm(srv: &mut Server, c: &mut Client, word: &[u8], name: Option<&[u8]
 
 /// The pubsub class of client-output-buffer-limit: (hard, soft) bytes.
 fn pubsub_limits(srv: &Server) -> (u64, u64) {
+    obuf_limits(srv, "pubsub")
+}
+
+/// One class (`normal`, `replica`, `pubsub`) of client-output-buffer-limit:
+/// (hard, soft) bytes, 0 for no limit.
+pub fn obuf_limits(srv: &Server, class: &str) -> (u64, u64) {
     let spec = srv.config.get("client-output-buffer-limit").unwrap_or("");
     let words: Vec<&str> = spec.split_whitespace().collect();
-    let at = words.iter().position(|w| w.eq_ignore_ascii_case("pubsub"));
+    let at = words.iter().position(|w| w.eq_ignore_ascii_case(class));
     let num = |i: usize| words.get(i).and_then(|w| crate::config::parse_memory(w)).map_or(0, |v| v.max(0) as u64);
     at.map_or((0, 0), |i| (num(i + 1), num(i + 2)))
 }
@@ -112,7 +118,7 @@ fn deliver(srv: &mut Server, cur: Option<(ClientId, bool)>, id: ClientId, hard: 
     write_push(&mut c.reply, parts);
     if hard > 0 && c.pending_out() as u64 > hard {
         c.close_asap = true;
-        srv.client_kills += 1;
+        srv.obuf_kills += 1;
     }
     srv.wake(id);
 }

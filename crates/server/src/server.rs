@@ -18,6 +18,120 @@ use crate::lazyfree::LazyFree;
 use crate::pubsub::PubSub;
 use crate::tracking::Tracking;
 
+/// Distinct error codes INFO errorstats keeps before it stops adding.
+pub const ERRORSTATS_MAX: usize = 128;
+
+/// How the event loop spends its time (INFO stats `eventloop_*`, INFO
+/// debug). A cycle is one pass of the loop: wake up, run cron when due,
+/// serve the clients with events, write replies. Durations exclude the
+/// time spent waiting in poll.
+#[derive(Debug)]
+pub struct EventLoopStats {
+    /// Cycles since the last CONFIG RESETSTAT.
+    pub cycles: u64,
+    /// Nanoseconds spent in cycles.
+    pub busy_ns: u64,
+    /// Nanoseconds spent running commands.
+    pub cmd_ns: u64,
+    /// Nanoseconds spent in cron ticks.
+    pub cron_ns: u64,
+    /// Nanoseconds spent writing the AOF at the end of cycles.
+    pub aof_ns: u64,
+    /// Most commands run in one cycle.
+    pub cmd_per_cycle_max: u64,
+    /// Longest cycle, in microseconds.
+    pub duration_max_us: u64,
+    /// (time, cycles, busy ns) at the last rate sample; these totals are
+    /// never reset, so CONFIG RESETSTAT does not disturb the rates.
+    sample: (Instant, u64, u64),
+    total_cycles: u64,
+    total_busy_ns: u64,
+    /// The last `RATE_SAMPLES` (cycles per second, mean cycle µs) rates,
+    /// one per 100 ms interval, oldest overwritten first.
+    rates: [(u64, u64); RATE_SAMPLES],
+    next_rate: usize,
+}
+
+/// Rates kept for the instantaneous figures (1.6 s at one per 100 ms, as
+/// Redis averages its instantaneous metrics).
+const RATE_SAMPLES: usize = 16;
+
+impl EventLoopStats {
+    /// Everything zero, the sample window starting now.
+    pub fn new() -> EventLoopStats {
+        EventLoopStats {
+            cycles: 0,
+            busy_ns: 0,
+            cmd_ns: 0,
+            cron_ns: 0,
+            aof_ns: 0,
+            cmd_per_cycle_max: 0,
+            duration_max_us: 0,
+            sample: (Instant::now(), 0, 0),
+            total_cycles: 0,
+            total_busy_ns: 0,
+            rates: [(0, 0); RATE_SAMPLES],
+            next_rate: 0,
+        }
+    }
+
+    /// Records one finished cycle that was busy for `busy` and ran `cmds`
+    /// commands.
+    pub fn cycle(&mut self, busy: std::time::Duration, cmds: u64) {
+        let ns = busy.as_nanos() as u64;
+        self.cycles += 1;
+        self.busy_ns += ns;
+        self.total_cycles += 1;
+        self.total_busy_ns += ns;
+        self.cmd_per_cycle_max = self.cmd_per_cycle_max.max(cmds);
+        self.duration_max_us = self.duration_max_us.max(ns / 1000);
+    }
+
+    /// Records the rates of the interval since the last sample once it
+    /// lasted 100 ms; called from cron.
+    pub fn sample(&mut self) {
+        let (t0, c0, b0) = self.sample;
+        let dt = t0.elapsed().as_secs_f64();
+        if dt < 0.1 {
+            return;
+        }
+        let cycles = self.total_cycles - c0;
+        // The mean is rounded up: an idle loop's cycles take a few
+        // microseconds, and 0 would say they took none.
+        let mean = if cycles == 0 { 0 } else { (self.total_busy_ns - b0).div_ceil(cycles * 1000) };
+        self.rates[self.next_rate] = ((cycles as f64 / dt).round() as u64, mean);
+        self.next_rate = (self.next_rate + 1) % RATE_SAMPLES;
+        self.sample = (Instant::now(), self.total_cycles, self.total_busy_ns);
+    }
+
+    /// Cycles per second, averaged over the last 1.6 s.
+    pub fn cycles_per_sec(&self) -> u64 {
+        self.rates.iter().map(|r| r.0).sum::<u64>() / RATE_SAMPLES as u64
+    }
+
+    /// Mean cycle duration in microseconds, averaged over the last 1.6 s.
+    pub fn mean_duration_us(&self) -> u64 {
+        self.rates.iter().map(|r| r.1).sum::<u64>() / RATE_SAMPLES as u64
+    }
+
+    /// CONFIG RESETSTAT: the sums and maxima restart; the rates go on.
+    pub fn reset(&mut self) {
+        self.cycles = 0;
+        self.busy_ns = 0;
+        self.cmd_ns = 0;
+        self.cron_ns = 0;
+        self.aof_ns = 0;
+        self.cmd_per_cycle_max = 0;
+        self.duration_max_us = 0;
+    }
+}
+
+impl Default for EventLoopStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Per-command counters for INFO commandstats.
 #[derive(Debug, Default, Clone)]
 pub struct CmdStat {
@@ -61,9 +175,9 @@ fn fine_bucket_top(b: u16) -> u64 {
     if b < 16 {
         return u64::from(b);
     }
-    let (k, sub) = (u32::from(b - 16) / 16 + 4, u64::from(b - 16) % 16);
-    // The last buckets reach past u64::MAX: clamp instead of overflowing.
-    let top = ((16 + u128::from(sub)) << (k - 4)) + (1u128 << (k - 4)) - 1;
+    let (k, sub) = (u32::from(b - 16) / 16 + 4, u128::from(b - 16) % 16);
+    // In u128: the top bucket's bound passes u64::MAX (it holds it).
+    let top = ((16 + sub) << (k - 4)) + (1u128 << (k - 4)) - 1;
     u64::try_from(top).unwrap_or(u64::MAX)
 }
 
@@ -241,8 +355,11 @@ pub struct Server {
     pub watched: HashMap<(usize, Vec<u8>), Vec<ClientId>>,
     /// Per-command statistics, keyed by full name (`config|get`).
     pub cmdstats: HashMap<&'static str, CmdStat, rustc_hash::FxBuildHasher>,
-    /// Error counts by error code (ERR, WRONGTYPE...).
+    /// Error counts by error code (ERR, WRONGTYPE...); see `count_error`.
     pub errorstats: HashMap<String, u64>,
+    /// False once `errorstats` reached `ERRORSTATS_MAX` codes: until CONFIG
+    /// RESETSTAT only `ERRORSTATS_DISABLED` counts.
+    pub errorstats_enabled: bool,
     /// Slow log, newest first.
     pub slowlog: VecDeque<SlowEntry>,
     /// Next slow log id.
@@ -342,8 +459,10 @@ pub struct Server {
     pub net_reads: u64,
     /// Socket writes done.
     pub net_writes: u64,
-    /// Event loop iterations.
-    pub eventloop_cycles: u64,
+    /// Event loop timings (INFO stats and debug).
+    pub el: EventLoopStats,
+    /// Clients closed for passing their output buffer hard limit.
+    pub obuf_kills: u64,
     /// Pub/Sub subscriptions.
     pub pubsub: PubSub,
     /// CLIENT TRACKING: which clients may cache which keys.
@@ -413,6 +532,7 @@ impl Server {
             watched: HashMap::new(),
             cmdstats: HashMap::default(),
             errorstats: HashMap::new(),
+            errorstats_enabled: true,
             slowlog: VecDeque::new(),
             slowlog_next_id: 0,
             latency: HashMap::new(),
@@ -456,7 +576,8 @@ impl Server {
             ops_sample: (Instant::now(), 0),
             net_reads: 0,
             net_writes: 0,
-            eventloop_cycles: 0,
+            el: EventLoopStats::new(),
+            obuf_kills: 0,
             pubsub: PubSub::default(),
             tracking: Tracking::default(),
             woken: Vec::new(),
@@ -628,11 +749,44 @@ impl Server {
         s.max = s.max.max(ms);
     }
 
+    /// Counts one error reply with code `code` (INFO errorstats). A client
+    /// can make up any number of codes (a script's error_reply), so the
+    /// table stops at `ERRORSTATS_MAX` distinct codes, as Redis's does:
+    /// the codes seen are logged, the table is freed in the background and
+    /// only `ERRORSTATS_DISABLED` counts until CONFIG RESETSTAT.
+    pub fn count_error(&mut self, code: &str) {
+        if !self.errorstats_enabled {
+            return;
+        }
+        if let Some(n) = self.errorstats.get_mut(code) {
+            *n += 1;
+            return;
+        }
+        if self.errorstats.len() >= ERRORSTATS_MAX {
+            let mut codes: Vec<&String> = self.errorstats.keys().collect();
+            codes.sort();
+            let list = codes.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+            self.config.log.warning(
+                "Errorstats stopped adding new errors because the number of errors reached the limit, \
+                 may be misuse of lua error_reply, please check INFO ERRORSTATS, this can be re-enabled via CONFIG RESETSTAT.",
+            );
+            self.config.log.warning(&format!("Current errors code list: {list}"));
+            let old = std::mem::take(&mut self.errorstats);
+            let n = old.len() as u64;
+            self.lazyfree.free(Box::new(old), n);
+            self.errorstats.insert("ERRORSTATS_DISABLED".into(), 1);
+            self.errorstats_enabled = false;
+            return;
+        }
+        self.errorstats.insert(code.to_string(), 1);
+    }
+
     /// CONFIG RESETSTAT: zeroes the counters INFO stats/commandstats/errorstats show.
     pub fn reset_stats(&mut self) {
         self.acl.denied = [0; 4];
         self.cmdstats.clear();
         self.errorstats.clear();
+        self.errorstats_enabled = true;
         self.total_commands = 0;
         self.total_connections = 0;
         self.rejected_connections = 0;
@@ -650,7 +804,8 @@ impl Server {
         self.lazyfree.reset_stats();
         self.net_reads = 0;
         self.net_writes = 0;
-        self.eventloop_cycles = 0;
+        self.el.reset();
+        self.obuf_kills = 0;
         self.peak_memory = self.used_memory();
         self.stat_reset = unix_ms() / 1000;
     }

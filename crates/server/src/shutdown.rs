@@ -77,14 +77,17 @@ pub fn signal_received(srv: &mut Server, sig: Signal) {
 /// Carries out a shutdown a signal scheduled (called by the event loop
 /// after each cron tick).
 pub fn on_cron(srv: &mut Server, host: &mut dyn Host) {
-    let Some(sig) = srv.shutdown_signal.take() else { return };
+    let Some(sig) = srv.shutdown_signal else { return };
     let key = match sig {
         Signal::Int => "shutdown-on-sigint",
         Signal::Term => "shutdown-on-sigterm",
     };
     let flags = Flags::from_words(srv.config.flags(key));
-    // A failure is logged and the server goes on, as in Redis.
+    // Still set while it runs: a SIGINT during its save means exit now
+    // (`persist` asks the host). A failure is logged and the server goes
+    // on, as in Redis.
     let _ = prepare(srv, host, flags);
+    srv.shutdown_signal = None;
 }
 
 /// SHUTDOWN ABORT: cancels a shutdown a signal scheduled.

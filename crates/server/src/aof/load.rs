@@ -41,7 +41,7 @@ enum Status {
 ///
 /// Errors: a file is missing, corrupt, or truncated where that is not
 /// allowed (logged).
-pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: bool) -> Result<Option<u64>, Logged> {
+pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, debug: bool) -> Result<Option<u64>, Logged> {
     let files: Vec<_> = m.load_order().cloned().collect();
     if files.is_empty() {
         return Ok(None);
@@ -61,12 +61,16 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
         return Ok(Some(0));
     }
     let feed = std::mem::take(&mut srv.feed);
+    // Clients see the server loading (-LOADING, INFO loading:1) until the
+    // last file is replayed, also while a slow script from the AOF lets
+    // them in; at start-up they are served while the base loads.
+    let loading_before = srv.persist.loading.replace(crate::server::Loading { start_secs: unix_ms() / 1000, total_bytes: total, loaded_bytes: 0, rdb_used_mem: 0 });
     let result = (|| {
         let n = files.len();
         for (i, f) in files.iter().enumerate() {
             let last = i + 1 == n;
             let started = Instant::now();
-            let st = load_file(srv, host, &f.name);
+            let st = load_file(srv, host, &f.name, !debug);
             if st == Status::Ok || (st == Status::Truncated && last) {
                 let what = if f.kind == crate::aofcore::manifest::Kind::Base { "base" } else { "incr" };
                 log(srv).notice(&format!("DB loaded from {what} file {}: {:.3} seconds", f.name, started.elapsed().as_secs_f64()));
@@ -82,6 +86,7 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
         Ok(())
     })();
     srv.feed = feed;
+    srv.persist.loading = loading_before;
     if result.is_err() {
         for db in &mut srv.dbs {
             db.clear();
@@ -94,7 +99,9 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, _debug: b
     Ok(Some(total))
 }
 
-fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str) -> Status {
+/// Loads one file of the AOF; `serve`: clients are served while its RDB
+/// part loads (start-up only: DEBUG LOADAOF runs inside a command).
+fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str, serve: bool) -> Status {
     let path = aof_dir(srv).join(name);
     let l = log(srv);
     let bytes = match fs::read(&path) {
@@ -118,7 +125,19 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str) -> Status {
         // A preamble's keys are kept even if expired, as Redis does: the
         // commands after it may touch them.
         let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: srv.config.flag("rdbchecksum") };
-        match rdb::load_into(&bytes, &mut srv.dbs, &opts) {
+        // Served only when the base comes first, into empty databases.
+        let result = if serve && srv.dbs.iter().all(|d| d.is_empty()) {
+            match crate::persist::load_aside(srv, host, &bytes, &opts) {
+                Ok(r) => r,
+                Err(_) => {
+                    l.warning(&format!("Loading of {name} interrupted by a shutdown"));
+                    return Status::Failed;
+                }
+            }
+        } else {
+            rdb::load_into(&bytes, &mut srv.dbs, &opts)
+        };
+        match result {
             Ok(loaded) => {
                 if let Err(e) = host.scripts().load_functions(loaded.functions) {
                     l.warning(&format!("Failed loading the functions of {name}: {e}"));
@@ -140,7 +159,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str) -> Status {
             }
         }
     }
-    replay(srv, host, name, &path, &bytes, start)
+    replay(srv, host, name, &path, &bytes, start, serve)
 }
 
 /// Replays an AOF image held in memory (an optional RDB preamble, then
@@ -155,7 +174,7 @@ pub fn replay_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], allow: 
         let loaded = rdb::load_into(bytes, &mut srv.dbs, &opts).map_err(|e| e.to_string())?;
         start = loaded.summary.end;
     }
-    match run_commands(srv, host, "image", bytes, start, allow) {
+    match run_commands(srv, host, "image", bytes, start, allow, false) {
         Ran::Done => Ok(()),
         Ran::Failed => Err("refused".into()),
         Ran::Truncated(at) => Err(format!("truncated after offset {at}")),
@@ -172,9 +191,9 @@ enum Ran {
 
 /// Runs the command part of a file from `start`; a truncated tail is cut
 /// off the file when aof-load-truncated allows it.
-fn replay(srv: &mut Server, host: &mut dyn Host, name: &str, path: &std::path::Path, bytes: &[u8], start: usize) -> Status {
+fn replay(srv: &mut Server, host: &mut dyn Host, name: &str, path: &std::path::Path, bytes: &[u8], start: usize, serve: bool) -> Status {
     let l = log(srv);
-    let valid_up_to = match run_commands(srv, host, name, bytes, start, &|_| true) {
+    let valid_up_to = match run_commands(srv, host, name, bytes, start, &|_| true, serve) {
         Ran::Done => return Status::Ok,
         Ran::Failed => return Status::Failed,
         Ran::Truncated(at) => at,
@@ -200,9 +219,15 @@ fn replay(srv: &mut Server, host: &mut dyn Host, name: &str, path: &std::path::P
 }
 
 /// Runs commands from `start` with a fake client (those `allow` refuses
-/// are skipped), queueing inside MULTI as Redis's loader does.
-fn run_commands(srv: &mut Server, host: &mut dyn Host, name: &str, bytes: &[u8], start: usize, allow: &dyn Fn(&[Vec<u8>]) -> bool) -> Ran {
+/// are skipped), queueing inside MULTI as Redis's loader does. With
+/// `serve`, clients are served every `loading-process-events-interval-bytes`
+/// (they get -LOADING but for INFO, CONFIG and the like) and
+/// `key-load-delay` slows each command, for tests, as in an RDB load.
+fn run_commands(srv: &mut Server, host: &mut dyn Host, name: &str, bytes: &[u8], start: usize, allow: &dyn Fn(&[Vec<u8>]) -> bool, serve: bool) -> Ran {
     let l = log(srv);
+    let interval = srv.config.get("loading-process-events-interval-bytes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(2 << 20).max(1);
+    let delay: i64 = if serve { srv.config.get("key-load-delay").and_then(|v| v.parse().ok()).unwrap_or(0) } else { 0 };
+    let mut next_serve = start + interval;
     let table = host.table().clone();
     let mut c = Client::new(AOF_CLIENT, None, String::new(), String::new());
     let mut r = Reader::new(bytes, start);
@@ -216,6 +241,19 @@ fn run_commands(srv: &mut Server, host: &mut dyn Host, name: &str, bytes: &[u8],
     };
     loop {
         let at = r.pos();
+        if serve && at >= next_serve && c.multi.is_none() {
+            next_serve = at + interval;
+            if let Some(ld) = srv.persist.loading.as_mut() {
+                ld.loaded_bytes = at as u64;
+            }
+            if !host.serve_while_loading(srv) {
+                l.warning(&format!("Loading of {name} interrupted by a shutdown"));
+                return Ran::Failed;
+            }
+        }
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay as u64));
+        }
         let argv = match r.next_item() {
             Ok(None) => {
                 if c.multi.is_some() {

@@ -29,6 +29,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::bgsave::Purpose;
 use crate::command::Host;
 use crate::server::{unix_ms, Server};
 use files::{aof_dir, base_dir, dir_name, errno_text, file_name, log, Logged};
@@ -203,6 +204,12 @@ pub fn apply_settings(srv: &mut Server) {
 /// Errors: the AOF could not be turned on (the reason is logged).
 pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     apply_settings(srv);
+    if srv.persist.loading.is_some() && !srv.aof.on {
+        // Loading at start-up: the databases are not in place yet (a
+        // rewrite now would write an empty base); `open_at_start` follows
+        // the setting once they are.
+        return Ok(());
+    }
     let want = srv.config.flag("appendonly");
     if want && !srv.aof.on {
         if srv.feed.depth() > 1 {
@@ -230,6 +237,9 @@ pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), Strin
 /// Turns the AOF off: what is buffered is written and synced, the file
 /// closed, the sink detached.
 pub fn stop(srv: &mut Server) {
+    if srv.aof.rewrite_base.is_some() {
+        kill_rewrite(srv);
+    }
     flush(srv);
     if let Some(f) = srv.aof.file.take() {
         let _ = f.sync_data();
@@ -238,6 +248,26 @@ pub fn stop(srv: &mut Server) {
     srv.aof.rewrite_scheduled = false;
     srv.aof.pending.borrow_mut().buf.clear();
     srv.feed.detach("aof");
+}
+
+/// Ends a background rewrite before it completes (the AOF was turned
+/// off): the base being written is dropped, the manifest keeps what it
+/// had. Redis kills its rewrite child then, and says so in these words.
+fn kill_rewrite(srv: &mut Server) {
+    log(srv).notice(&format!("Killing running AOF rewrite child: {}", std::process::id()));
+    if crate::persist::bgsave_running(srv) == Some(Purpose::AofBase) {
+        crate::persist::bgsave_abort(srv);
+    }
+    srv.aof_base_done = None;
+    srv.aof.rewrite_started = None;
+    if let Some(base) = srv.aof.rewrite_base.take() {
+        let _ = fs::remove_file(aof_dir(srv).join(base));
+    }
+}
+
+/// True while a background rewrite's base is being written.
+pub fn rewrite_running(srv: &Server) -> bool {
+    srv.aof.rewrite_base.is_some()
 }
 
 /// Writes what the sink buffered to the incremental file; with
@@ -256,6 +286,9 @@ pub fn flush(srv: &mut Server) {
             // will hold these writes.
             return;
         };
+        if srv.aof.flush_sleep_us > 0 {
+            std::thread::sleep(Duration::from_micros(srv.aof.flush_sleep_us));
+        }
         match file.write_all(&buf) {
             Ok(()) => {
                 srv.aof.current_size += buf.len() as u64;
@@ -630,7 +663,7 @@ pub fn info(srv: &Server) -> Vec<(&'static str, String)> {
     let a = &srv.aof;
     let mut v: Vec<(&'static str, String)> = vec![
         ("aof_enabled", u8::from(a.on).to_string()),
-        ("aof_rewrite_in_progress", u8::from(crate::persist::bgsave_running(srv) == Some(crate::bgsave::Purpose::AofBase)).to_string()),
+        ("aof_rewrite_in_progress", u8::from(rewrite_running(srv)).to_string()),
         ("aof_rewrite_scheduled", u8::from(a.rewrite_scheduled).to_string()),
         ("aof_last_rewrite_time_sec", a.last_rewrite_secs.to_string()),
         ("aof_current_rewrite_time_sec", a.rewrite_started.map_or(-1, |t| t.elapsed().as_secs() as i64).to_string()),

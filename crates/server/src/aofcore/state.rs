@@ -176,6 +176,10 @@ pub struct AofState {
     pub last_write_error: Option<String>,
     /// Commands replayed by the last load (a fake client's calls).
     pub loaded_commands: u64,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds to wait before each write of
+    /// buffered commands, so tests can widen the window between the write
+    /// and the replies it holds back.
+    pub flush_sleep_us: u64,
 }
 
 impl Default for AofState {
@@ -202,6 +206,7 @@ impl Default for AofState {
             last_write_ok: true,
             last_write_error: None,
             loaded_commands: 0,
+            flush_sleep_us: 0,
         }
     }
 }

@@ -104,16 +104,31 @@ fn reclaim<'f>(ctx: &mut Ctx, key: &[u8], fields: impl Iterator<Item = &'f [u8]>
     let now = ctx.now;
     let Some(mut w) = ctx.write::<Hash>(key, notify::HASH)? else { return Ok(()) };
     let h = w.get();
-    let n = fields.filter(|f| stale(h, f, now) && h.remove(f)).count();
+    let gone_fields: Vec<&[u8]> = fields.filter(|f| stale(h, f, now) && h.remove(f)).collect();
+    let n = gone_fields.len();
     let gone = h.is_empty();
     // Dropped unchanged: the hash is synced (deleted if empty), nothing raised.
     drop(w);
+    propagate_hdels(ctx, key, gone_fields);
     if n > 0 {
         ctx.srv.expired_subkeys += n as u64;
         ctx.key_touched(key);
         fields_expired(ctx, key, if per_field { n } else { 1 }, gone);
     }
     Ok(())
+}
+
+/// Propagates the deletion of expired (or past-deadline) `fields` of the
+/// hash at `key`: one HDEL per field, as Redis replays field expiry, so a
+/// replica or AOF replay deletes exactly what expired here.
+fn propagate_hdels<F: AsRef<[u8]>>(ctx: &mut Ctx, key: &[u8], fields: impl IntoIterator<Item = F>) {
+    if ctx.srv.feed.is_empty() {
+        return;
+    }
+    let db = ctx.client.db;
+    for f in fields {
+        ctx.srv.feed.push(db, vec![b"HDEL".to_vec(), key.to_vec(), f.as_ref().to_vec()]);
+    }
 }
 
 /// Calls `f` with the hash at `key` (None: absent) and the reply buffer,
@@ -397,9 +412,11 @@ fn expire_all(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let now = ctx.now;
     let Some(mut w) = ctx.write::<Hash>(key, notify::HASH)? else { return Ok(()) };
     let h = w.get();
-    let n = h.expire_due(now, usize::MAX);
+    let mut gone_fields = Vec::new();
+    let n = h.expire_due_with(now, usize::MAX, |f| gone_fields.push(f.to_vec()));
     let gone = h.is_empty();
     drop(w);
+    propagate_hdels(ctx, key, gone_fields);
     if n > 0 {
         ctx.srv.expired_subkeys += n as u64;
         ctx.key_touched(key);
@@ -541,7 +558,7 @@ fn reply_codes(out: &mut Reply, codes: &[i64]) {
 /// HEXPIRE family: `secs` scales the time, `relative` adds now.
 fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -> CmdResult {
     let now = ctx.now;
-    let codes = {
+    let (codes, at, deadline) = {
         // The key's type is checked before the arguments, as in Redis.
         let w = ctx.write::<Hash>(&args[1], notify::HASH)?;
         let deadline = parse_deadline(&name_of(args), &args[2], secs, if relative { now } else { 0 })?;
@@ -551,7 +568,7 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -
             .map(|(_, c)| c);
         let at = if cond.is_some() { 4 } else { 3 };
         let fields = fields_arg(args, at, "Parameter `numFields` should be greater than 0")?;
-        match w {
+        let codes = match w {
             None => vec![-2; fields.len()],
             Some(mut w) => {
                 let h = w.get();
@@ -564,10 +581,39 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -
                 }
                 codes
             }
-        }
+        };
+        (codes, at, deadline)
     };
+    if codes.iter().any(|&c| c == 1 || c == 2) {
+        propagate_field_expire(ctx, args, at, &codes, deadline);
+    }
     reply_codes(ctx.out(), &codes);
     Ok(())
+}
+
+/// How an HEXPIRE-family command is replayed, as Redis does: fields it
+/// deleted (a deadline in the past) as HDELs, the fields whose deadline it
+/// set as HPEXPIREAT with the absolute deadline in milliseconds (keeping
+/// the NX/XX/GT/LT word), and fields it left alone not at all, so a replay
+/// never depends on the state or the clock it meets.
+fn propagate_field_expire(ctx: &mut Ctx, args: &[Vec<u8>], fields_at: usize, codes: &[i64], deadline: i64) {
+    if ctx.srv.feed.is_empty() {
+        return;
+    }
+    let fields = &args[fields_at + 2..];
+    propagate_hdels(ctx, &args[1], fields.iter().zip(codes).filter(|(_, &c)| c == 2).map(|(f, _)| f));
+    let set: Vec<&Vec<u8>> = fields.iter().zip(codes).filter(|(_, &c)| c == 1).map(|(f, _)| f).collect();
+    if set.is_empty() {
+        ctx.srv.feed.skip_current();
+        return;
+    }
+    let mut argv = vec![b"HPEXPIREAT".to_vec(), args[1].clone(), deadline.to_string().into_bytes()];
+    // The condition word, if any, sits between the time and FIELDS.
+    argv.extend(args[3..fields_at].iter().cloned());
+    argv.push(b"FIELDS".to_vec());
+    argv.push(set.len().to_string().into_bytes());
+    argv.extend(set.into_iter().cloned());
+    ctx.srv.feed.replace_current(argv);
 }
 
 /// HEXPIRE key seconds [NX|XX|GT|LT] FIELDS numfields field...

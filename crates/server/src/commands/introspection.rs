@@ -1544,6 +1544,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ("set-active-expire", 3) => ctx.srv.active_expire_enabled = args[2] != b"0",
         ("set-skip-checksum-validation", 3) => ctx.srv.skip_checksum_validation = atoi(&args[2]) != 0,
         ("pause-cron", 3) => ctx.srv.cron_paused = args[2] != b"0",
+        ("aof-flush-sleep", 3) => ctx.srv.aof.flush_sleep_us = u64::try_from(crate::command::arg_i64(&args[2])?).unwrap_or(0),
         ("object", 3) => {
             let now = ctx.now;
             let idle = ctx.db().idle_secs(&args[2], now);
@@ -1600,6 +1601,8 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Write <message> to the server log.",
                     "OBJECT <key>",
                     "    Show low level info about `key` and associated value.",
+                    "AOF-FLUSH-SLEEP <microseconds>",
+                    "    Wait this long before each write of buffered commands to the AOF (0: never).",
                     "PAUSE-CRON <0|1>",
                     "    Stop periodic cron job processing.",
                     "POPULATE <count> [<prefix>] [<size>]",

@@ -171,6 +171,10 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// Inside a transaction or script it is scheduled for the next cron tick,
 /// so the new incremental file cannot receive writes the new base holds.
 pub fn bgrewriteaof(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if crate::aof::rewrite_running(ctx.srv) {
+        // Its base may be written already, the switch to it not yet made.
+        return Err(CmdError::err("Background append only file rewriting already in progress"));
+    }
     match crate::persist::bgsave_running(ctx.srv) {
         Some(Purpose::AofBase) => return Err(CmdError::err("Background append only file rewriting already in progress")),
         Some(Purpose::Rdb) => {
@@ -622,14 +626,14 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "io_threaded_reads_processed", &0);
         line(&mut s, "io_threaded_writes_processed", &0);
         line(&mut s, "client_query_buffer_limit_disconnections", &srv.client_kills);
-        line(&mut s, "client_output_buffer_limit_disconnections", &0);
+        line(&mut s, "client_output_buffer_limit_disconnections", &srv.obuf_kills);
         line(&mut s, "reply_buffer_shrinks", &0);
         line(&mut s, "reply_buffer_expands", &0);
-        line(&mut s, "eventloop_cycles", &srv.eventloop_cycles);
-        line(&mut s, "eventloop_duration_sum", &0);
-        line(&mut s, "eventloop_duration_cmd_sum", &0);
-        line(&mut s, "instantaneous_eventloop_cycles_per_sec", &0);
-        line(&mut s, "instantaneous_eventloop_duration_usec", &0);
+        line(&mut s, "eventloop_cycles", &srv.el.cycles);
+        line(&mut s, "eventloop_duration_sum", &(srv.el.busy_ns / 1000));
+        line(&mut s, "eventloop_duration_cmd_sum", &(srv.el.cmd_ns / 1000));
+        line(&mut s, "instantaneous_eventloop_cycles_per_sec", &srv.el.cycles_per_sec());
+        line(&mut s, "instantaneous_eventloop_duration_usec", &srv.el.mean_duration_us());
         line(&mut s, "acl_access_denied_auth", &srv.acl.denied[0]);
         line(&mut s, "acl_access_denied_cmd", &srv.acl.denied[1]);
         line(&mut s, "acl_access_denied_key", &srv.acl.denied[2]);
@@ -711,6 +715,14 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
                 let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry={}\r\n", db.len(), db.volatile_len(), db.field_expiry_len());
             }
         }
+    }
+    // Only when named: neither `all` nor `everything` includes it (Redis).
+    if has("debug") {
+        section(&mut s, "Debug");
+        line(&mut s, "eventloop_duration_aof_sum", &(srv.el.aof_ns / 1000));
+        line(&mut s, "eventloop_duration_cron_sum", &(srv.el.cron_ns / 1000));
+        line(&mut s, "eventloop_duration_max", &srv.el.duration_max_us);
+        line(&mut s, "eventloop_cmd_per_cycle_max", &srv.el.cmd_per_cycle_max);
     }
     s
 }

@@ -318,7 +318,15 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
             let Run { srv, host, .. } = &mut *r;
             let st = srv.script.get_or_insert(running);
             st.write_dirty = write_dirty;
-            st.timed_out = true;
+            if !st.timed_out {
+                st.timed_out = true;
+                // Once per run, as Redis logs it, so a stuck server says why.
+                let kill = if function { "FUNCTION KILL" } else { "SCRIPT KILL" };
+                srv.config.log.warning(&format!(
+                    "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {kill} command. Script name is: {label}.",
+                    started.elapsed().as_millis()
+                ));
+            }
             host.serve_others(srv);
             Ok(srv.shutdown || srv.script.is_some_and(|s| s.killed))
         })?;
