@@ -604,7 +604,8 @@ impl User {
             return true;
         }
         let h = sha256::hex(password);
-        self.passwords.iter().any(|p| p.as_bytes() == h.as_bytes())
+        // Every stored hash is compared, each in constant time.
+        self.passwords.iter().fold(false, |ok, p| sha256::same(p.as_bytes(), h.as_bytes()) | ok)
     }
 
     /// Checks `id` with `argv` against every selector. `keys` are (index,
