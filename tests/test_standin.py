@@ -154,7 +154,7 @@ activedefrag yes
 lazyfree-lazy-eviction yes
 jemalloc-bg-thread yes
 disable-thp no
-tls-session-cache-size 100
+tls-replication yes
 cluster-node-timeout 5000
 """)
     p = start(str(conf))
@@ -174,7 +174,7 @@ cluster-node-timeout 5000
     assert cfg["io-threads"] == "4"
     assert cfg["activedefrag"] == "yes"
     assert cfg["disable-thp"] == "no"
-    assert cfg["tls-session-cache-size"] == "100"
+    assert cfg["tls-replication"] == "yes"
     assert cfg["cluster-node-timeout"] == "5000"
     assert cfg["dir"] == str(workdir.resolve())
     assert c.config_get("slave-serve-stale-data") == {"slave-serve-stale-data": "yes"}
@@ -187,7 +187,7 @@ cluster-node-timeout 5000
     # One warning names what is accepted but has no effect (non-default values only).
     (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
     for name in ("io-threads", "activedefrag", "lazyfree-lazy-eviction", "disable-thp",
-                 "tls-session-cache-size", "cluster-node-timeout", "user"):
+                 "tls-replication", "cluster-node-timeout", "user"):
         assert name in ignored
     assert "jemalloc-bg-thread" not in ignored and "maxmemory" not in ignored
     assert "Configuration loaded" in p.messages()

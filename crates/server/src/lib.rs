@@ -12,7 +12,8 @@
 //!    `check_rdb` (the redis-check-rdb tool), `bgsave` (a background
 //!    save's image and its writer thread), `digest` (DEBUG DIGEST),
 //!    `aofcore::manifest`, `aofcore::reader` (the AOF's file formats: bytes in, no
-//!    server state)
+//!    server state), `tls` (rustls configuration from the tls-* settings, and
+//!    one client's TLS session over a non-blocking socket)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
@@ -60,6 +61,7 @@ pub mod registry;
 pub mod script;
 pub mod server;
 pub mod shutdown;
+pub mod tls;
 pub mod tracking;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).

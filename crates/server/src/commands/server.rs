@@ -245,7 +245,14 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         })?;
     }
-    ctx.srv.config = next;
+    let before = std::mem::replace(&mut ctx.srv.config, next);
+    if let Some(name) = seen.iter().find(|n| n.starts_with("tls-")) {
+        // New certificates (or settings) for the connections to come.
+        if ctx.srv.reload_tls().is_err() {
+            ctx.srv.config = before;
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs.")));
+        }
+    }
     ctx.srv.apply_notify_flags();
     if let Err(e) = crate::aof::config_changed(ctx.srv, ctx.host) {
         let _ = ctx.srv.config.set("appendonly", "no", false);
@@ -407,7 +414,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "process_id", &srv.pid);
         line(&mut s, "process_supervised", &"no");
         line(&mut s, "run_id", &srv.run_id);
-        line(&mut s, "tcp_port", &srv.config.port);
+        line(&mut s, "tcp_port", &if srv.config.port == 0 { srv.config.get("tls-port").unwrap_or("0").parse().unwrap_or(0) } else { srv.config.port });
         line(&mut s, "server_time_usec", &unix_us());
         line(&mut s, "uptime_in_seconds", &uptime);
         line(&mut s, "uptime_in_days", &(uptime / 86400));
