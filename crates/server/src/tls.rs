@@ -186,6 +186,20 @@ pub struct ReadOutcome {
     pub unread: bool,
 }
 
+/// A socket that notes whether its last read filled less than was asked.
+struct ShortReads<'a, S> {
+    sock: &'a mut S,
+    short: bool,
+}
+
+impl<S: Read> Read for ShortReads<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
 /// One client's TLS connection.
 pub struct Session {
     conn: ServerConnection,
@@ -215,8 +229,9 @@ impl Session {
     pub fn read<S: Read + Write>(&mut self, sock: &mut S, scratch: &mut [u8], out: &mut Vec<u8>, max: usize) -> io::Result<ReadOutcome> {
         let mut r = ReadOutcome::default();
         let start = out.len();
+        let mut sock = ShortReads { sock, short: false };
         loop {
-            match self.conn.read_tls(sock) {
+            match self.conn.read_tls(&mut sock) {
                 Ok(0) => r.eof = true,
                 Ok(n) => r.net_bytes += n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(r),
@@ -225,7 +240,7 @@ impl Session {
             }
             if let Err(e) = self.conn.process_new_packets() {
                 // Tell the peer why (the alert), then give up.
-                let _ = self.conn.write_tls(sock);
+                let _ = self.conn.write_tls(sock.sock);
                 return Err(io::Error::new(ErrorKind::InvalidData, e));
             }
             loop {
@@ -250,6 +265,12 @@ impl Session {
                 r.unread = true;
                 return Ok(r);
             }
+            if sock.short {
+                // As on the plain path: a short read took all the socket
+                // held, and what comes later raises a new edge, so the read
+                // that would only say WouldBlock is skipped.
+                return Ok(r);
+            }
         }
     }
 
@@ -264,6 +285,7 @@ impl Session {
         loop {
             while self.conn.wants_write() {
                 match self.conn.write_tls(sock) {
+                    Ok(0) => return Ok((taken, sent)),
                     Ok(n) => sent += n,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok((taken, sent)),
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
