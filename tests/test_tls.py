@@ -188,3 +188,29 @@ def test_tls_only_and_bad_files_at_start(certs, tmp_path):
              "--tls-key-file", str(certs / "server.key")]
     assert subprocess.run(no_ca, cwd=tmp_path, timeout=10).returncode == 1
     assert "Either tls-ca-cert-file or tls-ca-cert-dir must be specified" in log.read_text()
+
+
+def test_protocols_ciphersuites_and_ca_dir(start_server, certs, tmp_path):
+    cadir = tmp_path / "cas"
+    cadir.mkdir()
+    # Named by subject hash, as OpenSSL looks CAs up in a directory.
+    h = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", str(certs / "ca.crt")],
+                       capture_output=True, text=True, check=True).stdout.strip()
+    shutil.copy(certs / "ca.crt", cadir / f"{h}.0")
+    port = free_port()
+    start_server("--tls-port", str(port), "--tls-cert-file", str(certs / "server.crt"),
+                 "--tls-key-file", str(certs / "server.key"), "--tls-ca-cert-dir", str(cadir),
+                 "--tls-protocols", "TLSv1.2", "--tls-ciphers", "ECDHE-ECDSA-CHACHA20-POLY1305")
+    conn = tls_client(certs, port).connection_pool.get_connection()
+    conn.send_command("PING")
+    assert conn.read_response() == b"PONG"
+    assert conn._sock.version() == "TLSv1.2"
+    assert conn._sock.cipher()[0] == "ECDHE-ECDSA-CHACHA20-POLY1305"
+    assert refused(tls_client(certs, port, cert=None))
+    port = free_port()
+    start_server(*tls_args(certs, port, "--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"))
+    conn = tls_client(certs, port).connection_pool.get_connection()
+    conn.send_command("PING")
+    assert conn.read_response() == b"PONG"
+    assert conn._sock.version() == "TLSv1.3"
+    assert conn._sock.cipher()[0] == "TLS_CHACHA20_POLY1305_SHA256"
