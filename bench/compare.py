@@ -12,6 +12,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py rdb        [-n N] [--rounds R]
   bench/compare.py save-throughput [--during bgsave|bgrewriteaof] [--keys 2000000] [--pipeline 16,1] [--rounds R]
   bench/compare.py cache      [--keys 2000000] [--maxmemory 64mb] [--zipf 1.0] [--workers 3] [--seconds 20]
+  bench/compare.py tls        [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -59,6 +60,10 @@ cache       a cache under eviction: both servers with the same maxmemory and all
             ratio, keys held, evicted keys, commands/s, and the server's main-thread
             CPU share over the window (near 1.0: the server, not the client, is the
             bottleneck) and its CPU per command; the servers run one after the other
+tls         a throwaway CA and server certificate made with the openssl command; both
+            servers get --tls-port (a free loopback port) with tls-auth-clients no, and
+            keep a plaintext port only to be seen ready; redis-benchmark --tls --cacert
+            -t get,set -c 50 -P {1,16} against the TLS port; requests/s and densekv/redis
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
 redis-server checks the script itself. Standard library only (plus cc for `cache`);
@@ -771,6 +776,64 @@ def cmd_throughput(args) -> None:
         print(f"(median of {args.rounds} rounds)\n")
 
 
+# ---------------------------------------------------------------- TLS
+
+
+def make_tls_files(d: str) -> dict[str, str]:
+    """A throwaway CA and a server certificate for 127.0.0.1 signed by it, in `d`."""
+    def run(*argv: str) -> None:
+        subprocess.run(argv, cwd=d, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run("openssl", "req", "-x509", "-new", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=bench-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("openssl", "req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=bench")
+    Path(d, "server.ext").write_text("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                                     "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n")
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+    return {k: os.path.join(d, f) for k, f in (("ca", "ca.crt"), ("cert", "server.crt"), ("key", "server.key"))}
+
+
+def cmd_tls(args) -> None:
+    header("densekv vs redis: throughput over TLS (redis-benchmark --tls)", args)
+    print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
+    certdir = tempfile.mkdtemp(prefix="bench-tls-")
+    files = make_tls_files(certdir)
+    servers = new_servers(args)
+    tls_ports = {}
+    for s in servers:
+        tls_ports[s.name] = free_port()
+        s.argv_prefix = [*s.argv_prefix, "--tls-port", str(tls_ports[s.name]), "--tls-cert-file", files["cert"],
+                         "--tls-key-file", files["key"], "--tls-ca-cert-file", files["ca"],
+                         "--tls-auth-clients", "no"]
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    try:
+        for s in servers:
+            s.start()
+        for pipeline in args.pipeline:
+            for rnd in range(args.rounds):
+                for s in servers if rnd % 2 == 0 else servers[::-1]:
+                    argv = ["redis-benchmark", "-h", HOST, "-p", str(tls_ports[s.name]), "--tls",
+                            "--cacert", files["ca"], "-t", args.tests, "-c", str(args.clients),
+                            "-n", str(args.n or 1_000_000), "-r", "1000000", "-P", str(pipeline)]
+                    got = {t: float(r[0]) for t, r in run_benchmark(argv, s, args.timeout).items()}
+                    results.setdefault((s.name, pipeline), []).append(got)
+    finally:
+        stop_servers(servers)
+        shutil.rmtree(certdir, ignore_errors=True)
+    rows = []
+    for pipeline in args.pipeline:
+        dk, rd = results[("densekv", pipeline)], results[("redis", pipeline)]
+        for test in dk[0]:
+            a = statistics.median(r.get(test, 0.0) for r in dk)
+            b = statistics.median(r.get(test, 0.0) for r in rd)
+            rows.append([test, pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b)])
+    table(["test", "-P", "densekv req/s", "redis req/s", "densekv/redis"], rows)
+    if args.rounds > 1:
+        print(f"(median of {args.rounds} rounds)\n")
+
+
 # ---------------------------------------------------------------- cpu per request
 
 
@@ -1302,6 +1365,14 @@ def main() -> None:
     p.add_argument("--fill-limit", type=float, default=180.0,
                    help="most seconds to wait for eviction to start")
     p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")
+    p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[1, 16], help="pipeline depths, comma-separated (default 1,16)")
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--tests", default="get,set")
+    p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
+    p.set_defaults(func=cmd_tls)
 
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
     p.add_argument("--port", type=int, required=True)

@@ -155,7 +155,7 @@ lazyfree-lazy-eviction yes
 lazyfree-lazy-expire yes
 jemalloc-bg-thread yes
 disable-thp no
-tls-session-cache-size 100
+tls-replication yes
 cluster-node-timeout 5000
 """)
     p = start(str(conf))
@@ -175,7 +175,7 @@ cluster-node-timeout 5000
     assert cfg["io-threads"] == "4"
     assert cfg["activedefrag"] == "yes"
     assert cfg["disable-thp"] == "no"
-    assert cfg["tls-session-cache-size"] == "100"
+    assert cfg["tls-replication"] == "yes"
     assert cfg["cluster-node-timeout"] == "5000"
     assert cfg["dir"] == str(workdir.resolve())
     assert c.config_get("slave-serve-stale-data") == {"slave-serve-stale-data": "yes"}
@@ -189,7 +189,7 @@ cluster-node-timeout 5000
     (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
     assert "lazyfree-lazy-eviction" not in ignored  # eviction frees lazily when asked
     for name in ("io-threads", "activedefrag", "lazyfree-lazy-expire", "disable-thp",
-                 "tls-session-cache-size", "cluster-node-timeout"):
+                 "tls-replication", "cluster-node-timeout"):
         assert name in ignored
     # `user` lines define ACL users now (a reset user, then the rules).
     assert "user" not in ignored

@@ -135,6 +135,9 @@ pub struct Client {
     pub id: ClientId,
     /// The socket; None for the internal client used by tests and scripts.
     pub sock: Option<TcpStream>,
+    /// The TLS session of a client that came through tls-port; None for a
+    /// plain one.
+    pub tls: Option<Box<crate::tls::Session>>,
     /// Peer address as `ip:port`.
     pub addr: String,
     /// Local address as `ip:port`.
@@ -219,6 +222,7 @@ impl Client {
         Client {
             id,
             sock,
+            tls: None,
             addr,
             laddr,
             name: None,
@@ -258,9 +262,11 @@ impl Client {
         }
     }
 
-    /// Bytes of reply not yet written.
+    /// Bytes of reply not yet written; a TLS client whose session still
+    /// holds ciphertext counts one more, so that it is not closed before
+    /// that leaves.
     pub fn pending_out(&self) -> usize {
-        self.reply.buf.len() - self.sent
+        self.reply.buf.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write()))
     }
 
     /// The RESP version (2 or 3).
@@ -347,7 +353,7 @@ impl Client {
             self.watched.len(),
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
-            self.pending_out(),
+            self.reply.buf.len() - self.sent,
             self.qbuf.capacity() + self.reply.buf.capacity(),
             self.last_cmd,
             self.user_name(),

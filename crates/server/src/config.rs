@@ -5,7 +5,7 @@
 //! The table holds every parameter Redis 7.4 knows, so that any redis.conf
 //! (and the test suite's) loads unchanged. Parameters that only steer a
 //! Redis mechanism densekv does not have (I/O threads, defragmentation,
-//! TLS, cluster, replication ...) are marked `ignored`: accepted and
+//! TLS towards other servers, cluster, replication ...) are marked `ignored`: accepted and
 //! remembered, and named in one warning at start-up when set away from
 //! their default. A directive Redis does not know is refused with Redis's
 //! own text, line number and exit status (`LoadError`).
@@ -312,26 +312,27 @@ pub static PARAMS: &[Param] = &[
     p("cluster-announce-tls-port", PORT, "0").ignored(),
     p("cluster-preferred-endpoint-type", Kind::Enum(&["ip", "hostname", "unknown-endpoint"]), "ip").ignored(),
     p("cluster-ping-interval", U, "0").hidden().ignored(),
-    // TLS: not implemented.
-    p("tls-port", PORT, "0").ignored(),
-    p("tls-cert-file", S, "").ignored(),
-    p("tls-key-file", S, "").ignored(),
-    p("tls-key-file-pass", S, "").ignored(),
+    // TLS (tls.rs): the server side; the client side (replication,
+    // cluster) is stored only.
+    p("tls-port", PORT, "0"),
+    p("tls-cert-file", S, ""),
+    p("tls-key-file", S, ""),
+    p("tls-key-file-pass", S, ""),
     p("tls-client-cert-file", S, "").ignored(),
     p("tls-client-key-file", S, "").ignored(),
     p("tls-client-key-file-pass", S, "").ignored(),
     p("tls-dh-params-file", S, "").ignored(),
-    p("tls-ca-cert-file", S, "").ignored(),
-    p("tls-ca-cert-dir", S, "").ignored(),
-    p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes").ignored(),
+    p("tls-ca-cert-file", S, ""),
+    p("tls-ca-cert-dir", S, ""),
+    p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
     p("tls-replication", B, "no").ignored(),
     p("tls-cluster", B, "no").ignored(),
-    p("tls-protocols", S, "").ignored(),
-    p("tls-ciphers", S, "").ignored(),
-    p("tls-ciphersuites", S, "").ignored(),
-    p("tls-prefer-server-ciphers", B, "no").ignored(),
-    p("tls-session-caching", B, "yes").ignored(),
-    p("tls-session-cache-size", UI, "20480").ignored(),
+    p("tls-protocols", S, ""),
+    p("tls-ciphers", S, ""),
+    p("tls-ciphersuites", S, ""),
+    p("tls-prefer-server-ciphers", B, "no"),
+    p("tls-session-caching", B, "yes"),
+    p("tls-session-cache-size", UI, "20480"),
     p("tls-session-cache-timeout", UI, "300").ignored(),
 ];
 
@@ -912,7 +913,7 @@ impl Config {
             // Redis clamps an out-of-range hz rather than refusing it.
             v = v.parse::<i64>().map_or(v, |hz| hz.clamp(1, 500).to_string());
         }
-        if !startup && (p.name == "port" || p.name == "bind") && self.values[p.name] != v {
+        if !startup && (p.name == "port" || p.name == "tls-port" || p.name == "bind") && self.values[p.name] != v {
             // The listener is bound once; a different address is refused the
             // way Redis refuses one it cannot bind.
             return Err(format!("Unable to listen on this {}: changing it at run time is not supported", p.name));

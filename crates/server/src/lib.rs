@@ -13,7 +13,9 @@
 //!    save's image and its writer thread), `digest` (DEBUG DIGEST),
 //!    `aofcore::manifest`, `aofcore::reader` (the AOF's file formats: bytes in, no
 //!    server state), `acl` (users, rules, permission checks and the ACL log,
-//!    over a command catalog dispatch hands it), `sha256` (password hashes)
+//!    over a command catalog dispatch hands it), `sha256` (password hashes),
+//!    `tls` (rustls configuration from the tls-* settings, and
+//!    one client's TLS session over a non-blocking socket)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
@@ -65,6 +67,7 @@ pub mod script;
 pub mod server;
 pub mod sha256;
 pub mod shutdown;
+pub mod tls;
 pub mod tracking;
 
 /// The Redis version whose command set densekv matches (INFO redis_version).

@@ -181,6 +181,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         let _ = tikv_jemalloc_ctl::background_thread::write(true);
     }
     let port = config.port;
+    let tls_port: u16 = config.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0);
     let bind = config.get("bind").unwrap_or("").to_string();
     let backlog = config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
     let renames = config.renames.clone();
@@ -208,11 +209,21 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         }
         1
     };
+    if tls_port != 0 {
+        match srv.build_tls() {
+            Ok(cfg) => srv.tls = Some(cfg),
+            Err(e) => {
+                log.warning(&e);
+                return Err(fail("Failed to configure TLS. Check logs for more info."));
+            }
+        }
+    }
     let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
-    if listeners.is_empty() {
+    let tls_listeners = net::listen(&bind, tls_port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {tls_port} (tls), aborting.")))?;
+    if listeners.is_empty() && tls_listeners.is_empty() {
         return Err(fail("Configured to not listen anywhere, exiting."));
     }
-    let mut ev = EventLoop::new(listeners, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
+    let mut ev = EventLoop::new(listeners, tls_listeners, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
     // ACL rules name commands as the table defines them, whatever
     // rename-command did (Redis works from its original table too).
     let catalog = server::command::catalog(&server::registry::registry());
@@ -252,7 +263,12 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     if ev.open_aof(&mut srv).is_err() {
         return Err(fail_quiet());
     }
-    log.notice("Ready to accept connections tcp");
+    if port != 0 {
+        log.notice("Ready to accept connections tcp");
+    }
+    if tls_port != 0 {
+        log.notice("Ready to accept connections tls");
+    }
     if systemd {
         process::notify_systemd("STATUS=Ready to accept connections\n");
         process::notify_systemd("READY=1\n");

@@ -58,6 +58,8 @@ const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
 /// clients can be accepted while a timed-out script runs too.
 pub struct Acceptor {
     listeners: Vec<TcpListener>,
+    /// `listeners` from this index on are tls-port's.
+    tls_from: usize,
     registry: mio::Registry,
 }
 
@@ -133,18 +135,20 @@ impl EventLoop {
     ///
     /// Errors: the bind error (port busy, bad address).
     pub fn bind(addr: SocketAddr) -> io::Result<EventLoop> {
-        EventLoop::new(vec![std::net::TcpListener::bind(addr)?], &[])
+        EventLoop::new(vec![std::net::TcpListener::bind(addr)?], Vec::new(), &[])
     }
 
-    /// Serves `listeners`, builds the command table (with `renames` applied:
+    /// Serves `listeners` (and `tls_listeners`, whose clients speak TLS
+    /// with `Server::tls`), builds the command table (with `renames` applied:
     /// rename-command from to, `to` empty removing the command) and the
     /// scripting engine, and takes over SIGTERM and SIGINT.
     ///
     /// Errors: registering a socket or the signal handlers failed.
-    pub fn new(listeners: Vec<std::net::TcpListener>, renames: &[(String, String)]) -> io::Result<EventLoop> {
+    pub fn new(listeners: Vec<std::net::TcpListener>, tls_listeners: Vec<std::net::TcpListener>, renames: &[(String, String)]) -> io::Result<EventLoop> {
         let poll = Poll::new()?;
         let mut ours = Vec::new();
-        for (i, l) in listeners.into_iter().take(MAX_LISTENERS).enumerate() {
+        let tls_from = listeners.len().min(MAX_LISTENERS);
+        for (i, l) in listeners.into_iter().chain(tls_listeners).take(MAX_LISTENERS).enumerate() {
             l.set_nonblocking(true)?;
             let mut l = TcpListener::from_std(l);
             poll.registry().register(&mut l, Token(LISTENER0 - i), Interest::READABLE)?;
@@ -152,7 +156,7 @@ impl EventLoop {
         }
         let mut signals = Signals::new([SIGTERM, SIGINT])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
-        let acceptor = Acceptor { listeners: ours, registry: poll.registry().try_clone()? };
+        let acceptor = Acceptor { listeners: ours, tls_from, registry: poll.registry().try_clone()? };
         let mut table = registry();
         if !renames.is_empty() {
             let map = std::rc::Rc::make_mut(&mut table);
@@ -334,7 +338,12 @@ impl EventLoop {
         }
         let mut eof = false;
         let mut unread = false;
-        if !c.close_after_reply && !c.paused {
+        if c.tls.is_some() && !c.close_after_reply && !c.paused {
+            match read_tls_client(srv, c, &mut self.scratch) {
+                Some((e, u)) => (eof, unread) = (e, u),
+                None => return false,
+            }
+        } else if !c.close_after_reply && !c.paused {
             let limit = srv.config.query_buffer_limit;
             // Read into the zeroed scratch buffer and copy what came:
             // zero-filling the query buffer's spare room before every read
@@ -470,9 +479,42 @@ fn over_output_limit(srv: &Server, c: &Client) -> bool {
     hard > 0 && (out - REPLY_BUF_FREE) as u64 > hard
 }
 
+/// Reads and decrypts what a TLS client sent into its query buffer.
+/// Returns (end of stream, socket not drained), or None when the client
+/// was marked for closing (TLS failure, query buffer limit).
+fn read_tls_client(srv: &mut Server, c: &mut Client, scratch: &mut [u8]) -> Option<(bool, bool)> {
+    let (Some(sock), Some(t)) = (c.sock.as_mut(), c.tls.as_mut()) else { return Some((false, false)) };
+    let r = match t.read(sock, scratch, &mut c.qbuf, READ_CHUNK) {
+        Ok(r) => r,
+        Err(_) => {
+            c.close_asap = true;
+            return None;
+        }
+    };
+    if r.net_bytes > 0 {
+        srv.net_reads += 1;
+        c.net_in += r.net_bytes as u64;
+        srv.net_input_bytes += r.net_bytes as u64;
+    }
+    if c.qbuf.len() - c.qpos > srv.config.query_buffer_limit {
+        c.close_asap = true;
+        srv.client_kills += 1;
+        return None;
+    }
+    c.qbuf_peak = c.qbuf_peak.max(c.qbuf.len());
+    // Handshake messages rustls queued go out now, replies or not.
+    if t.wants_write() {
+        flush(srv, c);
+    }
+    Some((r.eof, r.unread))
+}
+
 /// Closes client `id` and forgets it everywhere.
 fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
     if let Some(mut c) = srv.clients.remove(&id) {
+        if let (Some(t), Some(s)) = (c.tls.as_mut(), c.sock.as_mut()) {
+            t.close(s);
+        }
         if let Some(mut s) = c.sock.take() {
             let _ = registry.deregister(&mut s);
         }
@@ -545,6 +587,10 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
 
 /// Writes as much pending reply as the socket takes.
 pub fn flush(srv: &mut Server, c: &mut Client) {
+    if c.tls.is_some() {
+        flush_tls(srv, c);
+        return;
+    }
     let Some(sock) = c.sock.as_mut() else { return };
     while c.sent < c.reply.buf.len() {
         match write_some(sock, &c.reply.buf[c.sent..]) {
@@ -563,6 +609,12 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
             }
         }
     }
+    settle_reply(c);
+}
+
+/// Drops what was written from the reply buffer (all of it, or a large
+/// written head), shrinking a buffer a big reply left large.
+fn settle_reply(c: &mut Client) {
     if c.sent == c.reply.buf.len() {
         c.reply.buf.clear();
         c.sent = 0;
@@ -573,6 +625,25 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
         c.reply.buf.drain(..c.sent);
         c.sent = 0;
     }
+}
+
+/// `flush` for a TLS client: what rustls holds goes first, then as much of
+/// the reply as it takes; what neither the session nor the socket took
+/// waits for WRITABLE.
+fn flush_tls(srv: &mut Server, c: &mut Client) {
+    let (Some(sock), Some(t)) = (c.sock.as_mut(), c.tls.as_mut()) else { return };
+    match t.write(sock, &c.reply.buf[c.sent..]) {
+        Ok((taken, sent)) => {
+            c.sent += taken;
+            if sent > 0 {
+                srv.net_writes += 1;
+                c.net_out += sent as u64;
+                srv.net_output_bytes += sent as u64;
+            }
+        }
+        Err(_) => c.close_asap = true,
+    }
+    settle_reply(c);
 }
 
 fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
@@ -656,12 +727,12 @@ NOTE: You only need to do one of the above things in order for the server to sta
 /// Accepts every pending connection (turning away non-loopback clients in
 /// protected mode, as Redis does).
 pub fn accept(srv: &mut Server, a: &Acceptor) {
-    for listener in &a.listeners {
-        accept_from(srv, listener, &a.registry);
+    for (i, listener) in a.listeners.iter().enumerate() {
+        accept_from(srv, listener, &a.registry, i >= a.tls_from);
     }
 }
 
-fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registry) {
+fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registry, tls: bool) {
     loop {
         match listener.accept() {
             Ok((mut sock, peer)) => {
@@ -676,6 +747,14 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                     srv.rejected_connections += 1;
                     continue;
                 }
+                let session = match (tls, &srv.tls) {
+                    (false, _) => None,
+                    (true, Some(cfg)) => match crate::tls::Session::new(cfg) {
+                        Ok(s) => Some(Box::new(s)),
+                        Err(_) => continue,
+                    },
+                    (true, None) => continue,
+                };
                 let _ = sock.set_nodelay(true);
                 let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let id = srv.new_client_id();
@@ -686,6 +765,7 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                 let mut c = Client::new(id, Some(sock), peer.to_string(), laddr);
                 c.user = Some(srv.acl.default_user());
                 c.authenticated = !srv.acl.auth_required();
+                c.tls = session;
                 srv.clients.insert(id, c);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -711,7 +791,11 @@ pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
         }
         let Some(mut c) = srv.clients.remove(&id) else { continue };
         if !c.close_asap && !c.close_after_reply {
-            if let Some(sock) = c.sock.as_mut() {
+            if c.tls.is_some() {
+                if let Some((true, _)) = read_tls_client(srv, &mut c, &mut buf) {
+                    c.close_asap = true;
+                }
+            } else if let Some(sock) = c.sock.as_mut() {
                 loop {
                     match sock.read(&mut buf) {
                         Ok(0) => {

@@ -345,6 +345,9 @@ pub struct Server {
     pub acl: crate::acl::Acl,
     /// Configuration.
     pub config: Config,
+    /// The TLS configuration new tls-port connections get (None while
+    /// tls-port is 0); CONFIG SET of a tls-* setting replaces it.
+    pub tls: Option<crate::tls::Config>,
     /// Connected clients, except the one currently executing.
     pub clients: HashMap<ClientId, Client>,
     /// Next client id.
@@ -524,6 +527,7 @@ impl Server {
             dbs,
             acl: crate::acl::Acl::default(),
             config,
+            tls: None,
             script: None,
             running_function: None,
             clients: HashMap::new(),
@@ -628,6 +632,33 @@ impl Server {
     /// AOF and replication buffers, which eviction cannot shrink.
     pub fn mem_not_counted_for_evict(&self) -> u64 {
         if self.aof.on { self.aof.buffered() as u64 } else { 0 }
+    }
+
+    /// The TLS configuration the tls-* settings describe.
+    ///
+    /// Errors: the line Redis logs for what is wrong.
+    pub fn build_tls(&self) -> Result<crate::tls::Config, String> {
+        crate::tls::build(&|k| self.config.get(k).unwrap_or("").to_string())
+    }
+
+    /// Rebuilds the TLS configuration from the tls-* settings when tls-port
+    /// is set (new connections get it; open ones keep theirs).
+    ///
+    /// Errors: the reason, also logged as Redis logs it.
+    pub fn reload_tls(&mut self) -> Result<(), String> {
+        if self.config.get("tls-port").is_none_or(|p| p == "0") {
+            return Ok(());
+        }
+        match self.build_tls() {
+            Ok(cfg) => {
+                self.tls = Some(cfg);
+                Ok(())
+            }
+            Err(e) => {
+                self.config.log.warning(&e);
+                Err(e)
+            }
+        }
     }
 
     /// Points every database's event log at what `notify-keyspace-events`

@@ -250,7 +250,14 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         })?;
     }
     let pass_before = ctx.srv.config.get("requirepass").map(str::to_string);
-    ctx.srv.config = next;
+    let before = std::mem::replace(&mut ctx.srv.config, next);
+    if let Some(name) = seen.iter().find(|n| n.starts_with("tls-")) {
+        // New certificates (or settings) for the connections to come.
+        if ctx.srv.reload_tls().is_err() {
+            ctx.srv.config = before;
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs.")));
+        }
+    }
     ctx.srv.apply_db_settings();
     ctx.srv.acl.pubsub_all = ctx.srv.config.get("acl-pubsub-default") == Some("allchannels");
     // requirepass is the default user's password (setting it replaces its
@@ -424,7 +431,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "process_id", &srv.pid);
         line(&mut s, "process_supervised", &"no");
         line(&mut s, "run_id", &srv.run_id);
-        line(&mut s, "tcp_port", &srv.config.port);
+        line(&mut s, "tcp_port", &if srv.config.port == 0 { srv.config.get("tls-port").unwrap_or("0").parse().unwrap_or(0) } else { srv.config.port });
         line(&mut s, "server_time_usec", &unix_us());
         line(&mut s, "uptime_in_seconds", &uptime);
         line(&mut s, "uptime_in_days", &(uptime / 86400));

@@ -1,0 +1,359 @@
+//! TLS for client connections (tls-port), on rustls.
+//!
+//! Two halves, neither knowing about the server: `build` turns the tls-*
+//! settings into a rustls server configuration (certificate chain, key,
+//! client verification, protocols, cipher suites, session cache), failing
+//! with the line Redis logs; a `Session` is one client's rustls connection
+//! driven over a non-blocking socket: ciphertext in through `read_tls` and
+//! `process_new_packets`, plaintext out of `reader()` into the caller's
+//! query buffer; replies in through `writer()` and out through
+//! `write_tls`, each side stopping at WouldBlock. The event loop keeps a
+//! `Session` only for clients that came through the TLS listener, so plain
+//! clients pay one `Option` test.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
+use rustls::{RootCertStore, ServerConfig, ServerConnection, SupportedCipherSuite};
+
+/// Plaintext or ciphertext rustls may hold for one client before `write`
+/// stops taking replies (the rest waits in the client's reply buffer).
+const BUFFER_LIMIT: usize = 256 * 1024;
+
+/// A server configuration, shared by every connection accepted with it.
+pub type Config = Arc<ServerConfig>;
+
+/// Builds the server configuration from the tls-* settings; `get` reads one
+/// (the empty string when unset).
+///
+/// Errors: the warning Redis logs for the first setting that is wrong.
+pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
+    let cert_file = get("tls-cert-file");
+    let key_file = get("tls-key-file");
+    let ca_file = get("tls-ca-cert-file");
+    let ca_dir = get("tls-ca-cert-dir");
+    let auth = get("tls-auth-clients");
+    if cert_file.is_empty() {
+        return Err("No tls-cert-file configured!".into());
+    }
+    if key_file.is_empty() {
+        return Err("No tls-key-file configured!".into());
+    }
+    let needs_ca = auth != "no" || get("tls-replication") == "yes" || get("tls-cluster") == "yes";
+    if needs_ca && ca_file.is_empty() && ca_dir.is_empty() {
+        return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
+    }
+    let versions = protocols(&get("tls-protocols"))?;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites = suites(&provider.cipher_suites, &get("tls-ciphers"), &get("tls-ciphersuites"))?;
+    let provider = Arc::new(provider);
+
+    let certs = load_certs(Path::new(&cert_file)).map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("Failed to load certificate: {cert_file}: no certificate found"));
+    }
+    if !get("tls-key-file-pass").is_empty() {
+        return Err(format!("Failed to load private key: {key_file}: encrypted private keys are not supported"));
+    }
+    let key = PrivateKeyDer::from_pem_file(&key_file).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+
+    let mut roots = RootCertStore::empty();
+    let ca_err = |e: String| format!("Failed to configure CA certificate(s) file/directory: {e}");
+    if !ca_file.is_empty() {
+        for c in load_certs(Path::new(&ca_file)).map_err(|e| ca_err(format!("{ca_file}: {e}")))? {
+            roots.add(c).map_err(|e| ca_err(format!("{ca_file}: {e}")))?;
+        }
+    }
+    if !ca_dir.is_empty() {
+        let entries = std::fs::read_dir(&ca_dir).map_err(|e| ca_err(format!("{ca_dir}: {e}")))?;
+        for entry in entries.flatten() {
+            // Like a hashed CA directory: files that hold no certificate are skipped.
+            if let Ok(certs) = load_certs(&entry.path()) {
+                roots.add_parsable_certificates(certs);
+            }
+        }
+    }
+
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("Failed to configure ciphers: {e}"))?;
+    let builder = if auth == "no" {
+        builder.with_no_client_auth()
+    } else {
+        let mut v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+        if auth == "optional" {
+            v = v.allow_unauthenticated();
+        }
+        builder.with_client_cert_verifier(v.build().map_err(|e| ca_err(e.to_string()))?)
+    };
+    let mut cfg = builder.with_single_cert(certs, key).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    cfg.ignore_client_order = get("tls-prefer-server-ciphers") == "yes";
+    if get("tls-session-caching") == "no" {
+        cfg.session_storage = Arc::new(NoServerSessionStorage {});
+        cfg.send_tls13_tickets = 0;
+    } else {
+        let size = get("tls-session-cache-size").parse::<usize>().unwrap_or(20480);
+        // OpenSSL's 0 means no limit; rustls needs a bound.
+        cfg.session_storage = ServerSessionMemoryCache::new(if size == 0 { 1 << 20 } else { size });
+    }
+    Ok(Arc::new(cfg))
+}
+
+fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let iter = CertificateDer::pem_file_iter(path).map_err(|e| e.to_string())?;
+    iter.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())
+}
+
+/// tls-protocols: the versions named, both when empty. TLSv1 and TLSv1.1
+/// are accepted names that rustls does not speak.
+fn protocols(s: &str) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    if s.trim().is_empty() {
+        return Ok(vec![&rustls::version::TLS13, &rustls::version::TLS12]);
+    }
+    let mut out = Vec::new();
+    for w in s.split_whitespace() {
+        match w.to_ascii_lowercase().as_str() {
+            "tlsv1" | "tlsv1.1" => {}
+            "tlsv1.2" => out.push(&rustls::version::TLS12),
+            "tlsv1.3" => out.push(&rustls::version::TLS13),
+            _ => return Err("Invalid tls-protocols specified. Use a combination of 'TLSv1', 'TLSv1.1', 'TLSv1.2' and 'TLSv1.3'.".into()),
+        }
+    }
+    if out.is_empty() {
+        return Err("Invalid tls-protocols specified: only TLSv1.2 and TLSv1.3 are supported.".into());
+    }
+    Ok(out)
+}
+
+/// The rustls name of an OpenSSL TLS 1.2 cipher name
+/// (ECDHE-RSA-AES128-GCM-SHA256 is TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256).
+fn openssl_to_iana(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "ECDHE-ECDSA-AES128-GCM-SHA256" => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384" => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305" => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256" => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-RSA-AES256-GCM-SHA384" => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-RSA-CHACHA20-POLY1305" => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        _ => return None,
+    })
+}
+
+/// The provider's suites narrowed by tls-ciphers (TLS 1.2, OpenSSL names,
+/// `:`-separated) and tls-ciphersuites (TLS 1.3, IANA names). A list that
+/// names no suite rustls has (OpenSSL keywords such as DEFAULT or HIGH)
+/// leaves that version's suites as they are.
+fn suites(all: &[SupportedCipherSuite], ciphers: &str, ciphersuites: &str) -> Result<Vec<SupportedCipherSuite>, String> {
+    let name = |s: &SupportedCipherSuite| format!("{:?}", s.suite());
+    let pick = |list: &str, tls13: bool| -> Option<Vec<String>> {
+        let names: Vec<String> = list
+            .split([':', ',', ' '])
+            .filter(|w| !w.is_empty() && !w.starts_with('!') && !w.starts_with('-'))
+            .map(|w| if tls13 { w.replacen("TLS_", "TLS13_", 1) } else { openssl_to_iana(w).map_or_else(|| w.to_string(), str::to_string) })
+            .filter(|w| all.iter().any(|s| name(s) == *w))
+            .collect();
+        (!names.is_empty()).then_some(names)
+    };
+    let want12 = pick(ciphers, false);
+    let want13 = pick(ciphersuites, true);
+    let out: Vec<SupportedCipherSuite> = all
+        .iter()
+        .filter(|s| {
+            let want = if matches!(s, SupportedCipherSuite::Tls13(_)) { &want13 } else { &want12 };
+            want.as_ref().is_none_or(|w| w.contains(&name(s)))
+        })
+        .copied()
+        .collect();
+    if out.is_empty() {
+        return Err(format!("Failed to configure ciphers: {ciphers}"));
+    }
+    Ok(out)
+}
+
+/// What one `Session::read` did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOutcome {
+    /// Ciphertext bytes taken from the socket.
+    pub net_bytes: usize,
+    /// The peer closed (close_notify or end of stream).
+    pub eof: bool,
+    /// The read stopped at `max` plaintext bytes with the socket not
+    /// drained: call again (no edge will announce it).
+    pub unread: bool,
+}
+
+/// A socket that notes whether its last read filled less than was asked.
+struct ShortReads<'a, S> {
+    sock: &'a mut S,
+    short: bool,
+}
+
+impl<S: Read> Read for ShortReads<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
+/// One client's TLS connection.
+pub struct Session {
+    conn: ServerConnection,
+}
+
+impl Session {
+    /// A server-side connection waiting for the client's hello.
+    ///
+    /// Errors: rustls refused the configuration.
+    pub fn new(cfg: &Config) -> io::Result<Session> {
+        let mut conn = ServerConnection::new(cfg.clone()).map_err(io::Error::other)?;
+        conn.set_buffer_limit(Some(BUFFER_LIMIT));
+        Ok(Session { conn })
+    }
+
+    /// True while rustls holds bytes the socket has not taken.
+    pub fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// Reads what `sock` holds, decrypts it and appends the plaintext to
+    /// `out` (through `scratch`), stopping once `max` bytes were appended.
+    /// Handshake replies are queued; `write` sends them.
+    ///
+    /// Errors: a socket error, or a TLS failure (bad record, certificate
+    /// refused), whose alert is sent before returning.
+    pub fn read<S: Read + Write>(&mut self, sock: &mut S, scratch: &mut [u8], out: &mut Vec<u8>, max: usize) -> io::Result<ReadOutcome> {
+        let mut r = ReadOutcome::default();
+        let start = out.len();
+        let mut sock = ShortReads { sock, short: false };
+        loop {
+            match self.conn.read_tls(&mut sock) {
+                Ok(0) => r.eof = true,
+                Ok(n) => r.net_bytes += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(r),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if let Err(e) = self.conn.process_new_packets() {
+                // Tell the peer why (the alert), then give up.
+                let _ = self.conn.write_tls(sock.sock);
+                return Err(io::Error::new(ErrorKind::InvalidData, e));
+            }
+            loop {
+                match self.conn.reader().read(scratch) {
+                    Ok(0) => {
+                        r.eof = true;
+                        break;
+                    }
+                    Ok(n) => out.extend_from_slice(&scratch[..n]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                        r.eof = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if r.eof {
+                return Ok(r);
+            }
+            if out.len() - start >= max {
+                r.unread = true;
+                return Ok(r);
+            }
+            if sock.short {
+                // As on the plain path: a short read took all the socket
+                // held, and what comes later raises a new edge, so the read
+                // that would only say WouldBlock is skipped.
+                return Ok(r);
+            }
+        }
+    }
+
+    /// Sends what rustls holds, then encrypts and sends as much of `buf` as
+    /// it and the socket take. Returns the plaintext bytes taken from
+    /// `buf` and the ciphertext bytes written.
+    ///
+    /// Errors: the socket's (WouldBlock is not one: it stops the write).
+    pub fn write<S: Write>(&mut self, sock: &mut S, buf: &[u8]) -> io::Result<(usize, usize)> {
+        let mut taken = 0;
+        let mut sent = 0;
+        loop {
+            while self.conn.wants_write() {
+                match self.conn.write_tls(sock) {
+                    Ok(0) => return Ok((taken, sent)),
+                    Ok(n) => sent += n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok((taken, sent)),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if taken == buf.len() {
+                return Ok((taken, sent));
+            }
+            let n = self.conn.writer().write(&buf[taken..])?;
+            if n == 0 {
+                return Ok((taken, sent));
+            }
+            taken += n;
+        }
+    }
+
+    /// Sends close_notify, best effort, before the socket is closed.
+    pub fn close<S: Write>(&mut self, sock: &mut S) {
+        self.conn.send_close_notify();
+        while self.conn.wants_write() {
+            if self.conn.write_tls(sock).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_parse() {
+        assert_eq!(protocols("").unwrap().len(), 2);
+        assert_eq!(protocols("TLSv1.2").unwrap().len(), 1);
+        assert_eq!(protocols("TLSv1.2 TLSv1.3").unwrap().len(), 2);
+        assert!(protocols("TLSv1 TLSv1.1").is_err());
+        assert!(protocols("SSLv3").unwrap_err().starts_with("Invalid tls-protocols specified."));
+    }
+
+    #[test]
+    fn cipher_lists_narrow_what_rustls_has() {
+        let all = rustls::crypto::ring::default_provider().cipher_suites;
+        assert_eq!(suites(&all, "", "").unwrap().len(), all.len());
+        assert_eq!(suites(&all, "DEFAULT:!MEDIUM", "").unwrap().len(), all.len());
+        let one12 = suites(&all, "ECDHE-RSA-AES256-GCM-SHA384", "").unwrap();
+        assert_eq!(one12.iter().filter(|s| !matches!(s, SupportedCipherSuite::Tls13(_))).count(), 1);
+        let one13 = suites(&all, "", "TLS_AES_256_GCM_SHA384").unwrap();
+        assert_eq!(one13.iter().filter(|s| matches!(s, SupportedCipherSuite::Tls13(_))).count(), 1);
+    }
+
+    #[test]
+    fn build_reports_missing_files_as_redis_does() {
+        let get = |k: &str| match k {
+            "tls-cert-file" => "/nonexistent/c.pem".to_string(),
+            "tls-key-file" => "/nonexistent/k.pem".to_string(),
+            "tls-auth-clients" => "no".to_string(),
+            _ => String::new(),
+        };
+        assert!(build(&get).unwrap_err().starts_with("Failed to load certificate: /nonexistent/c.pem: "));
+        let no_cert = |k: &str| if k == "tls-auth-clients" { "no".to_string() } else { String::new() };
+        assert_eq!(build(&no_cert).unwrap_err(), "No tls-cert-file configured!");
+        let no_ca = |k: &str| match k {
+            "tls-cert-file" | "tls-key-file" => "x".to_string(),
+            "tls-auth-clients" => "yes".to_string(),
+            _ => String::new(),
+        };
+        assert!(build(&no_ca).unwrap_err().starts_with("Either tls-ca-cert-file or tls-ca-cert-dir"));
+    }
+}

@@ -1,0 +1,216 @@
+"""TLS on tls-port: certificates made here with the openssl command line (a throwaway CA,
+a server certificate and client certificates), clients through redis-py and redis-cli."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from conftest import HOST, free_port, server_binary
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+
+
+def _run(*args: str, cwd: Path) -> None:
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True)
+
+
+def _ca(d: Path, name: str) -> None:
+    _run("openssl", "req", "-x509", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2", "-subj", f"/CN={name}",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=d)
+
+
+def _leaf(d: Path, name: str, ca: str, usage: str) -> None:
+    _run("openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
+    (d / f"{name}.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        f"extendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+         "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=d)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("tls")
+    _ca(d, "ca")
+    _ca(d, "otherca")
+    _leaf(d, "server", "ca", "serverAuth")
+    _leaf(d, "server2", "ca", "serverAuth")
+    _leaf(d, "client", "ca", "clientAuth")
+    _leaf(d, "stranger", "otherca", "clientAuth")
+    (d / "garbage.pem").write_text("not a certificate\n")
+    return d
+
+
+def tls_args(d: Path, port: int, *extra: str) -> list[str]:
+    return ["--tls-port", str(port), "--tls-cert-file", str(d / "server.crt"), "--tls-key-file", str(d / "server.key"),
+            "--tls-ca-cert-file", str(d / "ca.crt"), *extra]
+
+
+def tls_client(d: Path, port: int, cert: str | None = "client") -> redis.Redis:
+    kw = {}
+    if cert is not None:
+        kw = {"ssl_certfile": str(d / f"{cert}.crt"), "ssl_keyfile": str(d / f"{cert}.key")}
+    return redis.Redis(host=HOST, port=port, ssl=True, ssl_ca_certs=str(d / "ca.crt"), socket_timeout=5, **kw)
+
+
+def refused(c: redis.Redis) -> bool:
+    try:
+        c.ping()
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return True
+    finally:
+        c.close()
+    return False
+
+
+def started(start_server, d: Path, *extra: str):
+    port = free_port()
+    s = start_server(*tls_args(d, port, *extra))
+    return s, port
+
+
+def test_auth_clients_yes_needs_a_certificate_from_the_ca(start_server, certs):
+    s, port = started(start_server, certs)
+    c = tls_client(certs, port)
+    assert c.ping() is True
+    c.set("k", "v")
+    assert c.get("k") == b"v"
+    c.close()
+    assert refused(tls_client(certs, port, cert=None))
+    assert refused(tls_client(certs, port, cert="stranger"))
+    # The server is unharmed by refused handshakes, on both ports.
+    assert redis.Redis(host=HOST, port=s.port).get("k") == b"v"
+    c = tls_client(certs, port)
+    assert c.get("k") == b"v"
+    c.close()
+
+
+def test_auth_clients_no_and_optional(start_server, certs):
+    _, port = started(start_server, certs, "--tls-auth-clients", "no")
+    assert tls_client(certs, port, cert=None).ping() is True
+    _, port = started(start_server, certs, "--tls-auth-clients", "optional")
+    assert tls_client(certs, port, cert=None).ping() is True
+    assert tls_client(certs, port).ping() is True
+    assert refused(tls_client(certs, port, cert="stranger"))
+
+
+def test_large_values_and_pipelining(start_server, certs):
+    s, port = started(start_server, certs)
+    c = tls_client(certs, port)
+    big = bytes(range(256)) * 4096  # 1 MiB
+    assert c.set("big", big) is True
+    assert c.get("big") == big
+    p = c.pipeline(transaction=False)
+    for i in range(2000):
+        p.set(f"key:{i}", f"value:{i}" * 10)
+        p.get(f"key:{i}")
+    out = p.execute()
+    assert out[1::2] == [f"value:{i}".encode() * 10 for i in range(2000)]
+    # Several big replies in one pipeline (writes that block midway).
+    p = c.pipeline(transaction=False)
+    for _ in range(8):
+        p.get("big")
+    assert p.execute() == [big] * 8
+    plain = redis.Redis(host=HOST, port=s.port)
+    assert plain.get("big") == big
+    assert plain.dbsize() == 2001
+    c.close()
+
+
+def test_redis_cli_over_tls(start_server, certs):
+    if shutil.which("redis-cli") is None:
+        pytest.skip("needs redis-cli")
+    _, port = started(start_server, certs)
+    base = ["redis-cli", "-h", HOST, "-p", str(port), "--tls", "--cacert", str(certs / "ca.crt")]
+    auth = ["--cert", str(certs / "client.crt"), "--key", str(certs / "client.key")]
+    out = subprocess.run([*base, *auth, "SET", "cli", "hello"], capture_output=True, text=True, timeout=10)
+    assert out.stdout.strip() == "OK"
+    out = subprocess.run([*base, *auth, "GET", "cli"], capture_output=True, text=True, timeout=10)
+    assert out.stdout.strip() == "hello"
+    out = subprocess.run([*base, "PING"], capture_output=True, text=True, timeout=10)
+    assert "PONG" not in out.stdout
+
+
+def test_config_set_reloads_certificates(start_server, certs):
+    s, port = started(start_server, certs)
+    r = redis.Redis(host=HOST, port=s.port)
+    with pytest.raises(redis.ResponseError) as e:
+        r.config_set("tls-cert-file", str(certs / "garbage.pem"))
+    assert str(e.value) == ("CONFIG SET failed (possibly related to argument 'tls-cert-file') - "
+                            "Unable to update TLS configuration. Check server logs.")
+    assert r.config_get("tls-cert-file")["tls-cert-file"] == str(certs / "server.crt")
+    assert tls_client(certs, port).ping() is True
+    before = tls_client(certs, port)
+    before.ping()
+    assert r.config_set("tls-cert-file", str(certs / "server2.crt"), "tls-key-file", str(certs / "server2.key")) is True
+    conn = tls_client(certs, port).connection_pool.get_connection()
+    conn.send_command("PING")
+    assert conn.read_response() == b"PONG"
+    assert conn._sock.getpeercert()["subject"] == ((("commonName", "server2"),),)
+    # A connection made before the change keeps working.
+    assert before.ping() is True
+    assert r.info("server")["tcp_port"] == s.port
+
+
+def test_tls_only_and_bad_files_at_start(certs, tmp_path):
+    port = free_port()
+    log = tmp_path / "log"
+    args = [server_binary(), "--port", "0", "--bind", HOST, "--save", "", "--logfile", str(log), *tls_args(certs, port)]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 10
+        c = tls_client(certs, port)
+        while refused(c):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        assert c.ping() is True
+        assert c.info("server")["tcp_port"] == port
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    bad = [server_binary(), "--port", "0", "--bind", HOST, "--save", "", "--logfile", str(log),
+           *tls_args(certs, free_port(), "--tls-cert-file", str(certs / "garbage.pem"))]
+    assert subprocess.run(bad, cwd=tmp_path, timeout=10).returncode == 1
+    text = log.read_text()
+    assert f"Failed to load certificate: {certs / 'garbage.pem'}: " in text
+    assert "Failed to configure TLS. Check logs for more info." in text
+    no_ca = [server_binary(), "--port", "0", "--bind", HOST, "--save", "", "--logfile", str(log),
+             "--tls-port", str(free_port()), "--tls-cert-file", str(certs / "server.crt"),
+             "--tls-key-file", str(certs / "server.key")]
+    assert subprocess.run(no_ca, cwd=tmp_path, timeout=10).returncode == 1
+    assert "Either tls-ca-cert-file or tls-ca-cert-dir must be specified" in log.read_text()
+
+
+def test_protocols_ciphersuites_and_ca_dir(start_server, certs, tmp_path):
+    cadir = tmp_path / "cas"
+    cadir.mkdir()
+    # Named by subject hash, as OpenSSL looks CAs up in a directory.
+    h = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", str(certs / "ca.crt")],
+                       capture_output=True, text=True, check=True).stdout.strip()
+    shutil.copy(certs / "ca.crt", cadir / f"{h}.0")
+    port = free_port()
+    start_server("--tls-port", str(port), "--tls-cert-file", str(certs / "server.crt"),
+                 "--tls-key-file", str(certs / "server.key"), "--tls-ca-cert-dir", str(cadir),
+                 "--tls-protocols", "TLSv1.2", "--tls-ciphers", "ECDHE-ECDSA-CHACHA20-POLY1305")
+    conn = tls_client(certs, port).connection_pool.get_connection()
+    conn.send_command("PING")
+    assert conn.read_response() == b"PONG"
+    assert conn._sock.version() == "TLSv1.2"
+    assert conn._sock.cipher()[0] == "ECDHE-ECDSA-CHACHA20-POLY1305"
+    assert refused(tls_client(certs, port, cert=None))
+    port = free_port()
+    start_server(*tls_args(certs, port, "--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"))
+    conn = tls_client(certs, port).connection_pool.get_connection()
+    conn.send_command("PING")
+    assert conn.read_response() == b"PONG"
+    assert conn._sock.version() == "TLSv1.3"
+    assert conn._sock.cipher()[0] == "TLS_CHACHA20_POLY1305_SHA256"
