@@ -648,3 +648,36 @@ def test_debug_loadaof_with_a_slow_script_answers_loading(workdir):
         assert "Slow script detected: still in execution after" in open(s.log_path, errors="replace").read()
     finally:
         s.cleanup()
+
+
+def test_bgrewriteaof_with_the_aof_off_writes_a_base_in_the_background(workdir):
+    """With appendonly no, BGREWRITEAOF still writes a base (as Redis does),
+    from a snapshot while clients are served: the image at the command,
+    named alone by the manifest once complete; a server started with the
+    AOF on then loads it. Turning the AOF on mid-rewrite restarts it."""
+    s = Server(server_binary(), ("--appendonly", "no", "--rdb-key-save-delay", "200"), workdir=workdir).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.mset({f"k{i}": i for i in range(3000)})
+        assert r.bgrewriteaof()
+        assert r.info("persistence")["aof_rewrite_in_progress"] == 1
+        r.set("after", "later")
+        r.delete("k0")
+        assert r.ping(), "served while the base is written"
+        wait_rewrite(r)
+        assert manifest(workdir) == ["file appendonly.aof.1.base.rdb seq 1 type b"]
+        assert r.info("persistence")["aof_rewrites"] == 1
+        # Turned on mid-rewrite: that rewrite stops, one with an incremental file runs.
+        assert r.bgrewriteaof()
+        r.config_set("appendonly", "yes")
+        wait_rewrite(r)
+        m = manifest(workdir)
+        assert len(m) == 2 and m[0].endswith("type b") and m[1].endswith("type i"), m
+    finally:
+        s.stop()
+    s = Server(server_binary(), ("--appendonly", "yes"), workdir=workdir).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.dbsize() == 3000 and r.get("after") == b"later" and r.get("k0") is None
+    finally:
+        s.stop()

@@ -220,6 +220,11 @@ pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), Strin
             log(srv).notice("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
             return Ok(());
         }
+        if srv.aof.rewrite_base.is_some() {
+            // A rewrite started with the AOF off has no incremental file.
+            log(srv).notice("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now.");
+            kill_rewrite(srv);
+        }
         srv.aof.on = true;
         if let Err(e) = rewrite(srv, host) {
             srv.aof.on = false;
@@ -396,38 +401,44 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
 /// ones, so a crash loses nothing), and the base is written from a
 /// keyspace snapshot taken now, as BGSAVE writes its file; when it is
 /// complete, `rewrite_poll` switches the manifest to the new base and the
-/// new incremental file and deletes what they replace. Otherwise (AOF
-/// off, or a base of commands) it is `rewrite`, on this thread.
+/// new incremental file and deletes what they replace. With the AOF off
+/// it writes only the base, and the manifest names it alone when it is
+/// complete. A base of commands is `rewrite`, on this thread.
 ///
 /// Errors: what failed; the manifest then still describes the data.
 pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
-    if !srv.aof.on || !srv.config.flag("aof-use-rdb-preamble") || srv.aof.file.is_none() {
+    if !srv.config.flag("aof-use-rdb-preamble") || (srv.aof.on && srv.aof.file.is_none()) {
         return rewrite(srv, host);
     }
     if srv.bgsave.is_some() {
         return Err("Background append only file rewriting already in progress".into());
     }
     log(srv).notice(&format!("Background append only file rewriting started by pid {}", std::process::id()));
-    flush(srv);
-    if let Some(f) = srv.aof.file.as_ref() {
-        let _ = f.sync_data();
-    }
     if create_dir(srv).is_err() {
         return Err("Can't open or create append-only dir".into());
     }
     let dir = aof_dir(srv);
     let fname = file_name(srv);
     let mut m = srv.aof.manifest.clone();
-    let (f, incr) = new_incr_file(&mut m, &dir, &fname)?;
-    if persist_manifest(srv, &m).is_err() {
-        let _ = fs::remove_file(dir.join(&incr));
-        return Err("Error persisting the AOF manifest".into());
+    // With the AOF on, writes from now on go to a new incremental file;
+    // with it off (BGREWRITEAOF still writes a base, as Redis does) there
+    // is none.
+    if srv.aof.on {
+        flush(srv);
+        if let Some(f) = srv.aof.file.as_ref() {
+            let _ = f.sync_data();
+        }
+        let (f, incr) = new_incr_file(&mut m, &dir, &fname)?;
+        if persist_manifest(srv, &m).is_err() {
+            let _ = fs::remove_file(dir.join(&incr));
+            return Err("Error persisting the AOF manifest".into());
+        }
+        log(srv).notice(&format!("Creating AOF incr file {incr} on background rewrite"));
+        srv.aof.file = Some(f);
+        srv.aof.unsynced = false;
+        srv.aof.manifest = m.clone();
+        start(srv);
     }
-    log(srv).notice(&format!("Creating AOF incr file {incr} on background rewrite"));
-    srv.aof.file = Some(f);
-    srv.aof.unsynced = false;
-    srv.aof.manifest = m.clone();
-    start(srv);
     let base = m.new_base(&fname, true);
     if let Err(e) = crate::persist::aof_base_start(srv, host, dir.join(&base)) {
         rewrite_ended(srv, Err(e.clone()));
@@ -465,7 +476,10 @@ pub fn rewrite_poll(srv: &mut Server) {
         if m.new_base(&fname, true) != base {
             return Err("the AOF changed during the rewrite".to_string());
         }
-        m.retire_incr(1);
+        // The AOF is on now if and only if it was at the start (turning it
+        // off or on ends a running rewrite): then the newest incremental
+        // file, made at the start, stays.
+        m.retire_incr(usize::from(srv.aof.on));
         persist_manifest(srv, &m).map_err(|_| "Error persisting the AOF manifest".to_string())?;
         for h in std::mem::take(&mut m.history) {
             log(srv).notice(&format!("Removing the history file {} in the background", h.name));
