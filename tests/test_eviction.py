@@ -244,3 +244,22 @@ def test_evicted_keys_reach_the_aof_as_del():
     finally:
         s.cleanup()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_config_set_maxmemory_evicts_without_another_command(ev):
+    """Lowering maxmemory starts eviction at once: a subscriber hears the
+    `evicted` event though no further command arrives (as Redis)."""
+    ev.config_set("notify-keyspace-events", "Ee")
+    ev.config_set("maxmemory-policy", "allkeys-lru")
+    ev.set("foo", "bar")
+    p = ev.pubsub()
+    p.psubscribe("*")
+    assert p.get_message(timeout=2)["type"] == "psubscribe"
+    try:
+        ev.config_set("maxmemory", 1)
+        msg = p.get_message(timeout=5)
+        assert msg is not None and msg["channel"] == b"__keyevent@0__:evicted" and msg["data"] == b"foo"
+    finally:
+        ev.config_set("maxmemory", 0)
+        ev.config_set("maxmemory-policy", "noeviction")
+        p.close()

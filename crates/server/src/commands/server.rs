@@ -259,6 +259,12 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     }
     ctx.srv.apply_db_settings();
+    // A lower maxmemory (or a policy that can now evict) takes effect at
+    // once, as Redis starts evicting on CONFIG SET: the event loop evicts
+    // after this turn, clients waiting on no command included.
+    if ctx.srv.config.maxmemory != 0 {
+        ctx.srv.evict.unfinished = true;
+    }
     ctx.srv.acl.pubsub_all = ctx.srv.config.get("acl-pubsub-default") == Some("allchannels");
     // requirepass is the default user's password (setting it replaces its
     // passwords; clearing it makes it nopass).
