@@ -100,12 +100,19 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     }
     // Eviction first (Redis's performEvictions), then OOM for what may
     // grow memory when nothing more could go.
-    if srv.config.maxmemory != 0
-        && evict::perform(srv, Some(&mut *c), now) == evict::Outcome::Fail
-        && oom_sensitive(&*host, &table, c, spec, &argv)
-    {
-        reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
-        return true;
+    if srv.config.maxmemory != 0 {
+        let outcome = evict::perform(srv, Some(&mut *c), now);
+        if srv.tracking.clients > 0 && !srv.tracking.pending.is_empty() {
+            // This client cached keys just evicted: it hears so before
+            // its reply, as Redis delivers them.
+            crate::publish::flush_invalidations(srv, c);
+            c.reply.raw(&srv.pending_push);
+            srv.pending_push.clear();
+        }
+        if outcome == evict::Outcome::Fail && oom_sensitive(&*host, &table, c, spec, &argv) {
+            reject(srv, c, spec, &CmdError::Custom(OOM_ERROR.into()));
+            return true;
+        }
     }
     if let Some(e) = srv.disk_error().filter(|_| disk_sensitive(&*host, &table, c, spec, &argv)) {
         reject(srv, c, spec, &CmdError::Custom(e.into()));
