@@ -580,3 +580,12 @@ def test_redis_check_rdb_mode(workdir):
     assert "--- RDB ERROR DETECTED ---" in bad.stdout and "integrity check failed" in bad.stdout
     usage = subprocess.run([str(tool)], capture_output=True, text=True, timeout=10)
     assert usage.returncode == 1 and "Usage:" in usage.stderr
+
+
+def test_config_set_refuses_what_it_would_ignore(r):
+    """A setting for a mechanism densekv lacks answers OK only for its
+    default; any other value is refused rather than accepted and ignored."""
+    assert r.config_set("tcp-keepalive", "300")
+    with pytest.raises(redis.ResponseError, match="densekv does not implement what tcp-keepalive controls"):
+        r.config_set("tcp-keepalive", "60")
+    assert r.config_get("tcp-keepalive") == {"tcp-keepalive": "300"}

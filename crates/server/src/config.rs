@@ -918,6 +918,11 @@ impl Config {
             // way Redis refuses one it cannot bind.
             return Err(format!("Unable to listen on this {}: changing it at run time is not supported", p.name));
         }
+        if !startup && p.ignored && canonical(p, p.default).is_ok_and(|d| d != v) {
+            // Not accepted and ignored: a value that would change nothing here
+            // is refused (a config file's is named in the start-up warning).
+            return Err(format!("densekv does not implement what {} controls; only its default value is accepted", p.name));
+        }
         self.values.insert(p.name, v);
         self.refresh();
         Ok(())
