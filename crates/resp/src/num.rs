@@ -112,6 +112,9 @@ pub fn format_f64_g17(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
     }
+    if v == 0.0 && v.is_sign_negative() {
+        return "-0".into();
+    }
     let exp = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 };
     if (-5..17).contains(&exp) {
         format_f64_human(v)
@@ -150,6 +153,8 @@ mod tests {
         assert_eq!(format_f64_human(5.0e3), "5000");
         assert_eq!(format_f64_g17(1.5), "1.5");
         assert_eq!(format_f64_g17(1e20), "1e+20");
+        assert_eq!(format_f64_g17(-0.0), "-0");
+        assert_eq!(format_f64_g17(0.0), "0");
     }
 
     #[test]

@@ -507,6 +507,19 @@ impl Db {
         false
     }
 
+    /// The collection `key` holds in the object table (every type but
+    /// strings and the small hashes kept inline), without expiring or
+    /// touching it: for a command that reads many keys together (ZUNIONSTORE
+    /// over thousands) after `get` has checked each of them. None if the
+    /// key is absent or holds a string or an inline hash.
+    pub fn peek_object(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+        let (_, si, pos) = self.find(key);
+        match self.blob(self.segs[si].slots[pos?]).body() {
+            Body::Obj(i) => Some(self.obj(i).as_ref()),
+            Body::Str(_) | Body::Hash(..) => None,
+        }
+    }
+
     /// True if `key` is stored, live or past its deadline, without
     /// touching or expiring it.
     pub fn stored(&self, key: &[u8]) -> bool {
