@@ -505,7 +505,7 @@ fn over_output_limit(srv: &Server, c: &Client) -> bool {
 /// was marked for closing (TLS failure, query buffer limit).
 fn read_tls_client(srv: &mut Server, c: &mut Client, scratch: &mut [u8]) -> Option<(bool, bool)> {
     let (Some(sock), Some(t)) = (c.sock.as_mut(), c.tls.as_mut()) else { return Some((false, false)) };
-    let r = match t.read(sock, scratch, &mut c.qbuf, READ_CHUNK) {
+    let r = match t.read(sock, scratch, &mut c.qbuf, READ_CHUNK, c.peer_closed) {
         Ok(r) => r,
         Err(_) => {
             c.close_asap = true;
