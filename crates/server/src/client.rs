@@ -198,6 +198,10 @@ pub struct Client {
     pub qbuf_peak: usize,
     /// This client's commands are on hold because of CLIENT PAUSE.
     pub paused: bool,
+    /// The poller reported the peer's end closed (FIN or reset): the next
+    /// read must go on to the end of the stream, since no further
+    /// readiness event will come for it.
+    pub peer_closed: bool,
     /// Waiting in a blocking command (see `blocking.rs`): no further
     /// requests are read until it is served, times out or is unblocked.
     pub blocked: bool,
@@ -253,6 +257,7 @@ impl Client {
             commands: 0,
             qbuf_peak: 0,
             paused: false,
+            peer_closed: false,
             blocked: false,
             cur_cmd_len: 0,
             pubsub: None,
