@@ -15,6 +15,7 @@ use resp::Reply;
 use storage::{IncrError, StrRef, Ttl, Value};
 
 use crate::command::flags::*;
+use crate::ldouble::Ext;
 use crate::notify;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
 
@@ -438,33 +439,26 @@ pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     incr_generic(ctx, &args[1], neg)
 }
 
-/// Longest text Redis accepts as a float (its long-double buffer).
-const MAX_FLOAT_CHARS: usize = 5 * 1024;
-
-fn parse_float(b: &[u8]) -> Result<f64, CmdError> {
-    if b.len() > MAX_FLOAT_CHARS {
-        return Err(CmdError::NotFloat);
-    }
-    resp::num::parse_f64(b).ok_or(CmdError::NotFloat)
-}
-
-/// INCRBYFLOAT key increment
+/// INCRBYFLOAT key increment: computed in x87 extended precision and
+/// printed as Redis prints a long double (`ldouble`); replayed as a SET of
+/// the result with KEEPTTL, as Redis propagates it.
 pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
     let cur = match ctx.read_str(key)?.0 {
-        None => 0.0,
-        Some(StrRef::Int(v)) => v as f64,
-        Some(StrRef::Bytes(b)) => parse_float(b)?,
+        None => Ext::from_i64(0),
+        Some(StrRef::Int(v)) => Ext::from_i64(v),
+        Some(StrRef::Bytes(b)) => Ext::parse(b).ok_or(CmdError::NotFloat)?,
     };
-    let by = parse_float(&args[2])?;
-    let v = cur + by;
+    let by = Ext::parse(&args[2]).ok_or(CmdError::NotFloat)?;
+    let v = cur.plus(by);
     if !v.is_finite() {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
-    let text = resp::num::format_f64_human(v);
+    let text = v.to_human();
     ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
     ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.out().bulk(text.as_bytes());
+    ctx.srv.feed.replace_current(vec![b"SET".to_vec(), key.clone(), text.into_bytes(), b"KEEPTTL".to_vec()]);
     Ok(())
 }
 
