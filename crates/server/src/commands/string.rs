@@ -382,7 +382,9 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let mut v = Vec::with_capacity(s.len() + tail.len());
             with_bytes(s, |b| v.extend_from_slice(b));
             v.extend_from_slice(tail);
-            Value::string(&v)
+            // Kept as bytes even when it reads as an integer: Redis leaves an
+            // appended string raw (OBJECT ENCODING, `keys::encoding_name`).
+            Value::Bytes(v)
         }
     };
     let len = match &new {
@@ -521,7 +523,8 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     v[offset..end].copy_from_slice(val);
     let len = v.len();
-    ctx.set_value(key, Value::string(&v), Ttl::Keep);
+    // Bytes even when it reads as an integer: Redis leaves it raw.
+    ctx.set_value(key, Value::Bytes(v), Ttl::Keep);
     ctx.notify(notify::STRING, "setrange", key);
     ctx.out().int(len as i64);
     Ok(())
