@@ -551,3 +551,23 @@ def test_output_buffer_hard_limit_closes_a_normal_client(start_server):
     assert stats["client_output_buffer_limit_disconnections"] == 1
     assert stats["client_query_buffer_limit_disconnections"] == 0
     assert "for overcoming of output buffer limits" in open(s.log_path, errors="replace").read()
+
+
+def test_cluster_without_cluster_support(r, raw):
+    # Listed like Redis's (clients probe COMMAND for it), every subcommand
+    # answering that cluster support is disabled; arity checked first.
+    r.response_callbacks.pop("COMMAND", None)  # keep redis-py from reshaping replies
+    c = raw()
+    for argv in (["CLUSTER", "INFO"], ["CLUSTER", "HELP"], ["CLUSTER", "MYID"], ["CLUSTER", "KEYSLOT", "k"],
+                 ["CLUSTER", "COUNTKEYSINSLOT", "1"], ["CLUSTER", "GETKEYSINSLOT", "1", "10"], ["CLUSTER", "NODES"]):
+        assert c.call(*argv) == b"-ERR This instance has cluster support disabled\r\n"
+    assert c.call("CLUSTER", "KEYSLOT") == b"-ERR wrong number of arguments for 'cluster|keyslot' command\r\n"
+    assert c.call("CLUSTER", "NOPE").startswith(b"-ERR unknown subcommand 'NOPE'. Try CLUSTER HELP.")
+    names = r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help")
+    assert b"cluster|help" in names and b"client|help" in names
+    info = r.execute_command("COMMAND", "INFO", "cluster|reset")[0]
+    assert info[1] == -2 and b"noscript" in info[2] and b"admin" in info[2]
+    assert set(info[6]) == {b"@admin", b"@slow", b"@dangerous"}
+    with pytest.raises(redis.ResponseError, match="command is not allowed"):
+        r.eval("redis.call('cluster', 'reset', 'hard')", 0)
+
