@@ -571,3 +571,25 @@ def test_cluster_without_cluster_support(r, raw):
     with pytest.raises(redis.ResponseError, match="command is not allowed"):
         r.eval("redis.call('cluster', 'reset', 'hard')", 0)
 
+
+def test_min_replicas_to_write_refuses_writes_without_replicas(r):
+    r.set("x", "some value")
+    r.config_set("min-replicas-to-write", 1)
+    try:
+        with pytest.raises(redis.ResponseError, match=r"^NOREPLICAS Not enough good replicas to write\.$"):
+            r.set("x", "other")
+        assert r.get("x") == b"some value"
+        # Scripts that may write are refused; reads and no-writes run.
+        assert r.eval("#!lua flags=no-writes\nreturn redis.call('get','x')", 1, "x") == b"some value"
+        assert r.eval("return redis.call('get','x')", 1, "x") == b"some value"
+        with pytest.raises(redis.ResponseError, match="Not enough good replicas"):
+            r.eval("#!lua\nreturn redis.call('get','x')", 1, "x")
+        with pytest.raises(redis.ResponseError, match="Not enough good replicas"):
+            r.eval("return redis.call('set','x', 1)", 1, "x")
+        # A lag limit of 0 turns the check off, as in Redis.
+        r.config_set("min-replicas-max-lag", 0)
+        assert r.set("x", "lagless")
+    finally:
+        r.config_set("min-replicas-to-write", 0)
+        r.config_set("min-replicas-max-lag", 10)
+    assert r.set("x", "v")

@@ -155,7 +155,7 @@ impl Run<'_> {
             return self.reject(Some(spec), exec::OOM_ERROR);
         }
         if spec.has(WRITE) {
-            if let Some(e) = self.srv.disk_error() {
+            if let Some(e) = self.srv.disk_error().or_else(|| self.srv.replicas_error()) {
                 return self.reject(Some(spec), e);
             }
             self.write_dirty = true;
