@@ -126,7 +126,9 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
     };
     let call = Call { cmd: name, label: sha, flags, ro, argv: args, numkeys, function: false };
-    run_script(ctx, &vm, func, call)
+    let result = run_script(ctx, &vm, func, call);
+    self::engine::engine(ctx.host).gc_tick();
+    result
 }
 
 fn script_load(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
