@@ -83,9 +83,10 @@ pub fn write_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(&buf[i..]);
 }
 
-/// Formats a double as Redis does for INCRBYFLOAT and HINCRBYFLOAT replies
-/// (`%.17Lg` of a long double, trailing zeros trimmed, no exponent): the
-/// shortest decimal that round-trips, in plain notation.
+/// Formats a double in plain notation, no exponent: the shortest decimal
+/// that round-trips, trailing zeros trimmed (the fixed-point half of
+/// `format_f64_g17`). INCRBYFLOAT computes in extended precision instead
+/// (the server's `ldouble`).
 pub fn format_f64_human(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };

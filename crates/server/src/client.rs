@@ -164,6 +164,8 @@ pub struct Client {
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// EXEC is running this client's queued commands.
     pub in_exec: bool,
+    /// The client a script's `redis.call` runs as (Redis's CLIENT_SCRIPT).
+    pub in_script: bool,
     /// A command queued in MULTI failed to queue: EXEC must abort.
     pub multi_error: bool,
     /// Keys watched by WATCH: (db, key, alive at WATCH time).
@@ -241,6 +243,7 @@ impl Client {
             multi: None,
             multi_error: false,
             in_exec: false,
+            in_script: false,
             watched: Vec::new(),
             dirty_cas: false,
             close_after_reply: false,

@@ -15,7 +15,8 @@
 //!    server state), `acl` (users, rules, permission checks and the ACL log,
 //!    over a command catalog dispatch hands it), `sha256` (password hashes),
 //!    `tls` (rustls configuration from the tls-* settings, and
-//!    one client's TLS session over a non-blocking socket)
+//!    one client's TLS session over a non-blocking socket), `ldouble` (the
+//!    80-bit extended precision INCRBYFLOAT and HINCRBYFLOAT compute in)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
@@ -54,6 +55,7 @@ pub mod feed;
 pub mod glob;
 pub mod keyspec;
 pub mod lazyfree;
+pub mod ldouble;
 pub mod log;
 pub mod memory;
 pub mod net;

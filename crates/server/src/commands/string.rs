@@ -15,6 +15,7 @@ use resp::Reply;
 use storage::{IncrError, StrRef, Ttl, Value};
 
 use crate::command::flags::*;
+use crate::ldouble::Ext;
 use crate::notify;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
 
@@ -381,7 +382,9 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let mut v = Vec::with_capacity(s.len() + tail.len());
             with_bytes(s, |b| v.extend_from_slice(b));
             v.extend_from_slice(tail);
-            Value::string(&v)
+            // Kept as bytes even when it reads as an integer: Redis leaves an
+            // appended string raw (OBJECT ENCODING, `keys::encoding_name`).
+            Value::Bytes(v)
         }
     };
     let len = match &new {
@@ -438,33 +441,26 @@ pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     incr_generic(ctx, &args[1], neg)
 }
 
-/// Longest text Redis accepts as a float (its long-double buffer).
-const MAX_FLOAT_CHARS: usize = 5 * 1024;
-
-fn parse_float(b: &[u8]) -> Result<f64, CmdError> {
-    if b.len() > MAX_FLOAT_CHARS {
-        return Err(CmdError::NotFloat);
-    }
-    resp::num::parse_f64(b).ok_or(CmdError::NotFloat)
-}
-
-/// INCRBYFLOAT key increment
+/// INCRBYFLOAT key increment: computed in x87 extended precision and
+/// printed as Redis prints a long double (`ldouble`); replayed as a SET of
+/// the result with KEEPTTL, as Redis propagates it.
 pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
     let cur = match ctx.read_str(key)?.0 {
-        None => 0.0,
-        Some(StrRef::Int(v)) => v as f64,
-        Some(StrRef::Bytes(b)) => parse_float(b)?,
+        None => Ext::from_i64(0),
+        Some(StrRef::Int(v)) => Ext::from_i64(v),
+        Some(StrRef::Bytes(b)) => Ext::parse(b).ok_or(CmdError::NotFloat)?,
     };
-    let by = parse_float(&args[2])?;
-    let v = cur + by;
+    let by = Ext::parse(&args[2]).ok_or(CmdError::NotFloat)?;
+    let v = cur.plus(by);
     if !v.is_finite() {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
-    let text = resp::num::format_f64_human(v);
+    let text = v.to_human();
     ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
     ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.out().bulk(text.as_bytes());
+    ctx.srv.feed.replace_current(vec![b"SET".to_vec(), key.clone(), text.into_bytes(), b"KEEPTTL".to_vec()]);
     Ok(())
 }
 
@@ -527,7 +523,8 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     v[offset..end].copy_from_slice(val);
     let len = v.len();
-    ctx.set_value(key, Value::string(&v), Ttl::Keep);
+    // Bytes even when it reads as an integer: Redis leaves it raw.
+    ctx.set_value(key, Value::Bytes(v), Ttl::Keep);
     ctx.notify(notify::STRING, "setrange", key);
     ctx.out().int(len as i64);
     Ok(())
