@@ -302,6 +302,32 @@ def test_msetex_errors(r, c):
     assert r.execute_command("COMMAND", "GETKEYS", "MSETEX", "2", "a", "1", "b", "2", "EX", "1") == [b"a", b"b"]
 
 
+# ---------------------------------------------------------------- AGGREGATE COUNT (8.8)
+
+
+def test_zset_aggregate_count(r):
+    r.zadd("s1", {"one": 1, "two": 2})
+    r.zadd("s2", {"one": 99, "three": 50})
+    r.sadd("plain", "one")
+    assert r.execute_command("ZUNIONSTORE", "out", 3, "s1", "s2", "plain", "AGGREGATE", "COUNT") == 3
+    assert r.zrange("out", 0, -1, withscores=True) == [(b"three", 1.0), (b"two", 1.0), (b"one", 3.0)]
+    assert r.execute_command("ZUNION", 2, "s1", "s2", "WEIGHTS", 2, 5, "AGGREGATE", "count", "WITHSCORES") == [
+        b"two", b"2", b"three", b"5", b"one", b"7"]
+    assert r.execute_command("ZINTER", 2, "s1", "s2", "AGGREGATE", "COUNT", "WITHSCORES") == [b"one", b"2"]
+    assert r.execute_command("ZINTERSTORE", "i", 2, "s1", "s2", "WEIGHTS", 1, 0.5, "AGGREGATE", "COUNT") == 1
+    assert r.zscore("i", "one") == 1.5
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("ZUNION", 1, "s1", "AGGREGATE", "AVG")
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("ZDIFF", 1, "s1", "AGGREGATE", "COUNT")
+
+
+def test_zset_aggregate_count_resp3(r3):
+    r3.zadd("s1", {"a": 5})
+    r3.zadd("s2", {"a": 7, "b": 1})
+    assert r3.execute_command("ZUNION", 2, "s1", "s2", "AGGREGATE", "COUNT", "WITHSCORES") == [[b"b", 1.0], [b"a", 2.0]]
+
+
 # ---------------------------------------------------------------- COMMAND INFO / DOCS
 
 

@@ -913,16 +913,19 @@ enum SetOp {
     Diff,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Aggregate {
     Sum,
     Min,
     Max,
+    /// Redis 8.8: input scores are ignored; each set a member is in adds
+    /// its weight (1 by default), so the score counts the sets.
+    Count,
 }
 
 fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
     match a {
-        Aggregate::Sum => {
+        Aggregate::Sum | Aggregate::Count => {
             *acc += v;
             if acc.is_nan() {
                 *acc = 0.0;
@@ -973,6 +976,8 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
                 Aggregate::Min
             } else if is(v, "max") {
                 Aggregate::Max
+            } else if is(v, "count") {
+                Aggregate::Count
             } else {
                 return Err(CmdError::Syntax);
             };
@@ -998,8 +1003,9 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
     for k in p.keys {
         srcs.push(snapshot(ctx, k)?);
     }
+    let count = p.agg == Aggregate::Count;
     let weighted = |s: f64, w: f64| {
-        let v = s * w;
+        let v = if count { w } else { s * w };
         if v.is_nan() { 0.0 } else { v }
     };
     let mut result: Vec<(Vec<u8>, f64)> = match op {
@@ -1067,12 +1073,12 @@ fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
     Ok(())
 }
 
-/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]
 pub fn zunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Union)
 }
 
-/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]
 pub fn zinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Inter)
 }
@@ -1082,12 +1088,12 @@ pub fn zdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Diff)
 }
 
-/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]
 pub fn zunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_store(ctx, args, SetOp::Union)
 }
 
-/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]
 pub fn zinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_store(ctx, args, SetOp::Inter)
 }
