@@ -418,3 +418,52 @@ def test_new_commands_reach_the_aof_as_redis_propagates_them(workdir):  # noqa: 
         ]
     finally:
         s.stop()
+
+
+# ---------------------------------------------------------------- LRM eviction (8.6)
+
+
+def test_lrm_policies_are_accepted(r):
+    try:
+        for p in ("allkeys-lrm", "volatile-lrm"):
+            assert r.config_set("maxmemory-policy", p) is True
+            assert r.config_get("maxmemory-policy") == {"maxmemory-policy": p}
+    finally:
+        r.config_set("maxmemory-policy", "noeviction")
+
+
+def test_lrm_clock_counts_writes_not_reads(r):
+    try:
+        r.config_set("maxmemory-policy", "allkeys-lrm")
+        r.set("k", "v")
+        r.set("other", "v")
+        time.sleep(2.1)
+        assert r.get("k") == b"v"  # a read leaves the clock
+        assert r.object("idletime", "k") >= 2
+        r.append("other", "w")     # a write sets it
+        assert r.object("idletime", "other") == 0
+        r.config_set("maxmemory-policy", "allkeys-lru")
+        r.set("k2", "v")
+        time.sleep(1.1)
+        r.get("k2")
+        assert r.object("idletime", "k2") == 0
+    finally:
+        r.config_set("maxmemory-policy", "noeviction")
+
+
+def test_lrm_evicts_the_least_recently_written(start_server):
+    s = start_server("--maxmemory-policy", "allkeys-lrm", "--maxmemory-samples", "64")
+    r = redis.Redis(host=s.host, port=s.port)
+    blob = b"x" * 10_000
+    for i in range(100):
+        r.set(f"old:{i}", blob)
+    time.sleep(2.1)
+    for i in range(100):
+        r.set(f"new:{i}", blob)
+        r.get(f"old:{i}")  # reads do not save the old keys
+    used = r.info("memory")["used_memory"]
+    r.config_set("maxmemory", used - 600_000)
+    r.set("trigger", "1")
+    old = sum(r.exists(f"old:{i}") for i in range(100))
+    new = sum(r.exists(f"new:{i}") for i in range(100))
+    assert new == 100 and old < 100, (old, new)

@@ -367,6 +367,9 @@ impl Ctx<'_> {
     /// write Redis counts once (LMOVE's destination).
     pub fn key_touched(&mut self, key: &[u8]) {
         let db = self.client.db;
+        // Under an LRM policy the key's clock counts writes only.
+        let now = self.now;
+        self.srv.dbs[db].modified(key, now);
         self.srv.touch_watched(db, key, self.client);
         self.srv.blocking.signal(db, key);
         self.invalidate(key);
