@@ -620,6 +620,8 @@ impl Server {
         let ev = self.config.eviction;
         let access = if ev.policy.lfu() {
             storage::Access::Lfu { log_factor: ev.lfu_log_factor, decay_minutes: self.config.lfu_decay_time.clamp(0, u32::MAX as i64) as u32 }
+        } else if ev.policy.lrm() {
+            storage::Access::Lrm
         } else {
             storage::Access::Lru
         };

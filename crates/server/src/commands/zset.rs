@@ -900,16 +900,19 @@ enum SetOp {
     Diff,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Aggregate {
     Sum,
     Min,
     Max,
+    /// Redis 8.8: input scores are ignored; each set a member is in adds
+    /// its weight (1 by default), so the score counts the sets.
+    Count,
 }
 
 fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
     match a {
-        Aggregate::Sum => {
+        Aggregate::Sum | Aggregate::Count => {
             *acc += v;
             if acc.is_nan() {
                 *acc = 0.0;
@@ -970,6 +973,8 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
                 Aggregate::Min
             } else if is(v, "max") {
                 Aggregate::Max
+            } else if is(v, "count") {
+                Aggregate::Count
             } else {
                 return Err(CmdError::Syntax);
             };
@@ -1048,12 +1053,12 @@ fn weighted(s: f64, w: f64) -> f64 {
 }
 
 /// Adds every input's members, weighted, to `acc`, combining with `f`;
-/// inputs in the order `order` gives.
-fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64], order: &[usize], f: impl Fn(&mut f64, f64)) {
+/// inputs in the order `order` gives, scores read through `score`.
+fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64], order: &[usize], score: impl Fn(f64) -> f64, f: impl Fn(&mut f64, f64)) {
     for &i in order {
         let (src, w) = (srcs[i], weights[i]);
         src.for_each(|m, s| {
-            let v = weighted(s, w);
+            let v = weighted(score(s), w);
             acc.upsert(m, || v, |a| f(a, v));
         });
     }
@@ -1079,22 +1084,28 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
     if op != SetOp::Diff {
         order.sort_by_key(|&i| srcs[i].len());
     }
+    // COUNT (Redis 8.8) ignores the input scores: each input a member is
+    // in adds its weight.
+    let count = p.agg == Aggregate::Count;
+    let score = move |s: f64| if count { 1.0 } else { s };
     let mut result: Vec<(Vec<u8>, f64)> = match op {
         SetOp::Union => {
             let largest = srcs.iter().map(|s| s.len()).max().unwrap_or(0);
             let mut acc = Members::with_capacity(largest);
             // One loop per aggregate, so that none decides per member.
             match p.agg {
-                Aggregate::Sum => union_into(&mut acc, &srcs, &p.weights, &order, |a, v| aggregate(Aggregate::Sum, a, v)),
-                Aggregate::Min => union_into(&mut acc, &srcs, &p.weights, &order, |a, v| aggregate(Aggregate::Min, a, v)),
-                Aggregate::Max => union_into(&mut acc, &srcs, &p.weights, &order, |a, v| aggregate(Aggregate::Max, a, v)),
+                Aggregate::Sum | Aggregate::Count => {
+                    union_into(&mut acc, &srcs, &p.weights, &order, score, |a, v| aggregate(Aggregate::Sum, a, v))
+                }
+                Aggregate::Min => union_into(&mut acc, &srcs, &p.weights, &order, score, |a, v| aggregate(Aggregate::Min, a, v)),
+                Aggregate::Max => union_into(&mut acc, &srcs, &p.weights, &order, score, |a, v| aggregate(Aggregate::Max, a, v)),
             }
             acc.into_vec()
         }
         SetOp::Inter => {
             let first = order[0];
             let mut acc = Members::with_capacity(srcs[first].len());
-            srcs[first].for_each(|m, s| acc.upsert(m, || (weighted(s, p.weights[first]), false), |_| {}));
+            srcs[first].for_each(|m, s| acc.upsert(m, || (weighted(score(s), p.weights[first]), false), |_| {}));
             for &i in &order[1..] {
                 if acc.is_empty() {
                     break;
@@ -1104,7 +1115,7 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
                 // Unlike the first input's, these products stay NaN (0 *
                 // inf), as in Redis: a SUM meeting one restarts from 0.
                 let mut found = |e: &mut (f64, bool), s: f64| {
-                    aggregate(p.agg, &mut e.0, s * w);
+                    aggregate(p.agg, &mut e.0, score(s) * w);
                     e.1 = true;
                     hits += 1;
                 };
@@ -1171,12 +1182,12 @@ fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
     Ok(())
 }
 
-/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]
 pub fn zunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Union)
 }
 
-/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]
 pub fn zinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Inter)
 }
@@ -1186,12 +1197,12 @@ pub fn zdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Diff)
 }
 
-/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]
 pub fn zunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_store(ctx, args, SetOp::Union)
 }
 
-/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]
 pub fn zinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_store(ctx, args, SetOp::Inter)
 }
