@@ -67,7 +67,7 @@ impl Ext {
         if lower == b"inf" || lower == b"infinity" {
             return Some(Ext::Inf { neg });
         }
-        let (mant, exp, binary) = if lower.starts_with(b"0x") { parse_hex(&body[2..])? } else { parse_dec(body)? };
+        let (mant, exp, binary) = if lower.starts_with(b"0x") { parse_digits(&body[2..], true)? } else { parse_digits(body, false)? };
         if mant.is_zero() {
             return Some(Ext::Finite { neg, m: 0, e: 0 });
         }
@@ -160,82 +160,49 @@ impl Ext {
     }
 }
 
-/// Decimal digits, an optional fraction and exponent: (digits as an
-/// integer, decimal exponent, false). None unless the whole text is read.
-fn parse_dec(s: &[u8]) -> Option<(Big, i64, bool)> {
-    let mut i = 0;
-    let mut mant = Big::zero();
-    let (mut nd, mut frac) = (0usize, 0i64);
-    let mut seen_dot = false;
-    while i < s.len() {
-        match s[i] {
-            b'0'..=b'9' => {
-                nd += 1;
-                let d = u32::from(s[i] - b'0');
-                if !mant.is_zero() || d != 0 {
-                    mant = mant.mul_small(10).add(&Big::from_u64(u64::from(d)));
-                }
-                if seen_dot {
-                    frac += 1;
-                }
-            }
-            b'.' if !seen_dot => seen_dot = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    if nd == 0 {
-        return None;
-    }
-    let mut exp: i64 = 0;
-    if i < s.len() && (s[i] == b'e' || s[i] == b'E') {
-        let mut k = i + 1;
-        let eneg = match s.get(k) {
-            Some(b'-') => {
-                k += 1;
-                true
-            }
-            Some(b'+') => {
-                k += 1;
-                false
-            }
-            _ => false,
-        };
-        let b = k;
-        while k < s.len() && s[k].is_ascii_digit() {
-            exp = (exp * 10 + i64::from(s[k] - b'0')).min(1_000_000_000);
+/// An exponent's optional sign and decimal digits at `s[at..]`, its
+/// magnitude capped at `cap`: (exponent, index past it); None without a
+/// digit.
+pub(crate) fn parse_exponent(s: &[u8], at: usize, cap: i64) -> Option<(i64, usize)> {
+    let mut k = at;
+    let neg = match s.get(k) {
+        Some(b'-') => {
             k += 1;
+            true
         }
-        if k == b {
-            return None;
+        Some(b'+') => {
+            k += 1;
+            false
         }
-        if eneg {
-            exp = -exp;
-        }
-        i = k;
+        _ => false,
+    };
+    let first = k;
+    let mut e: i64 = 0;
+    while k < s.len() && s[k].is_ascii_digit() {
+        e = (e * 10 + i64::from(s[k] - b'0')).min(cap);
+        k += 1;
     }
-    if i != s.len() {
-        return None;
-    }
-    Some((mant, exp - frac, false))
+    (k > first).then_some((if neg { -e } else { e }, k))
 }
 
-/// Hexadecimal digits with an optional fraction and a `p` binary exponent:
-/// (digits as an integer, binary exponent, true).
-fn parse_hex(s: &[u8]) -> Option<(Big, i64, bool)> {
+/// Digits (decimal, or hexadecimal after the "0x" when `hex`) with an
+/// optional fraction and exponent (`e` decimal, `p` binary): (digits as an
+/// integer, exponent, `hex`). None unless the whole text is read.
+fn parse_digits(s: &[u8], hex: bool) -> Option<(Big, i64, bool)> {
+    let (radix, per_digit, marks): (u32, i64, &[u8]) = if hex { (16, 4, b"pP") } else { (10, 1, b"eE") };
     let mut i = 0;
     let mut mant = Big::zero();
     let (mut nd, mut frac) = (0usize, 0i64);
     let mut seen_dot = false;
     while i < s.len() {
-        match char::from(s[i]).to_digit(16) {
+        match char::from(s[i]).to_digit(radix) {
             Some(d) => {
                 nd += 1;
                 if !mant.is_zero() || d != 0 {
-                    mant = mant.mul_small(16).add(&Big::from_u64(u64::from(d)));
+                    mant = mant.mul_small(radix).add(&Big::from_u64(u64::from(d)));
                 }
                 if seen_dot {
-                    frac += 4;
+                    frac += per_digit;
                 }
             }
             None if s[i] == b'.' && !seen_dot => seen_dot = true,
@@ -247,36 +214,13 @@ fn parse_hex(s: &[u8]) -> Option<(Big, i64, bool)> {
         return None;
     }
     let mut exp: i64 = 0;
-    if i < s.len() && (s[i] == b'p' || s[i] == b'P') {
-        let mut k = i + 1;
-        let eneg = match s.get(k) {
-            Some(b'-') => {
-                k += 1;
-                true
-            }
-            Some(b'+') => {
-                k += 1;
-                false
-            }
-            _ => false,
-        };
-        let b = k;
-        while k < s.len() && s[k].is_ascii_digit() {
-            exp = (exp * 10 + i64::from(s[k] - b'0')).min(1_000_000_000);
-            k += 1;
-        }
-        if k == b {
-            return None;
-        }
-        if eneg {
-            exp = -exp;
-        }
-        i = k;
+    if i < s.len() && marks.contains(&s[i]) {
+        (exp, i) = parse_exponent(s, i + 1, 1_000_000_000)?;
     }
     if i != s.len() {
         return None;
     }
-    Some((mant, exp - frac, true))
+    Some((mant, exp - frac, hex))
 }
 
 /// The nearest value to `d * 10^k` (d nonzero).

@@ -481,7 +481,13 @@ pub fn delex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         (4, Some(c)) => c,
         _ => return Err(CmdError::Syntax),
     };
-    let pass = ctx.read_str(key)?.0.map(|s| with_bytes(s, |b| cond.holds(b, &args[3])));
+    delete_if(ctx, key, |b| cond.holds(b, &args[3]))
+}
+
+/// Deletes the string at `key` if `test` holds for its bytes; replies 1
+/// if it did, 0 if not or absent (WRONGTYPE for another type).
+fn delete_if(ctx: &mut Ctx, key: &[u8], test: impl FnOnce(&[u8]) -> bool) -> CmdResult {
+    let pass = ctx.read_str(key)?.0.map(|s| with_bytes(s, test));
     if pass == Some(true) {
         delete_checked(ctx, key);
         ctx.out().int(1);
@@ -493,15 +499,7 @@ pub fn delex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// DELIFEQ key value (Valkey 9): deletes a string key holding `value`.
 pub fn delifeq(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let key = &args[1];
-    let pass = ctx.read_str(key)?.0.map(|s| with_bytes(s, |b| b == &args[2][..]));
-    if pass == Some(true) {
-        delete_checked(ctx, key);
-        ctx.out().int(1);
-    } else {
-        ctx.out().int(0);
-    }
-    Ok(())
+    delete_if(ctx, &args[1], |b| b == &args[2][..])
 }
 
 /// MSETEX numkeys key value [key value ...] [NX | XX]

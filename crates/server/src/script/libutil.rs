@@ -5,6 +5,8 @@
 
 use mlua::{FromLuaMulti, IntoLuaMulti, Lua, Value};
 
+use crate::ldouble::parse_exponent;
+
 /// An error a library function raised, as `luaL_error` words it: the
 /// message, after the calling line (`user_script:1: `) when the caller is
 /// Lua code. Scripts see it as that plain string (`unwrap` in `lua`), as
@@ -227,26 +229,8 @@ fn hex_prefix(s: &[u8]) -> Option<(f64, usize)> {
         return None;
     }
     if matches!(s.get(j), Some(b'p' | b'P')) {
-        let mut k = j + 1;
-        let neg = match s.get(k) {
-            Some(b'-') => {
-                k += 1;
-                true
-            }
-            Some(b'+') => {
-                k += 1;
-                false
-            }
-            _ => false,
-        };
-        let b = k;
-        let mut e: i64 = 0;
-        while k < s.len() && s[k].is_ascii_digit() {
-            e = (e * 10 + i64::from(s[k] - b'0')).min(1 << 20);
-            k += 1;
-        }
-        if k > b {
-            exp += if neg { -e } else { e };
+        if let Some((e, k)) = parse_exponent(s, j + 1, 1 << 20) {
+            exp += e;
             j = k;
         }
     }
