@@ -464,6 +464,9 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let text = resp::num::format_f64_human(v);
     ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
     ctx.notify(notify::STRING, "incrbyfloat", key);
+    // Replayed as the value it produced: float arithmetic may round
+    // differently elsewhere (Redis's replicas use long doubles).
+    ctx.srv.feed.replace_current(vec![b"SET".to_vec(), key.clone(), text.as_bytes().to_vec(), b"KEEPTTL".to_vec()]);
     ctx.out().bulk(text.as_bytes());
     Ok(())
 }
