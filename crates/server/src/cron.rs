@@ -26,7 +26,8 @@ pub fn tick(srv: &mut Server) {
             srv.set_pause(None);
         }
     }
-    if srv.active_expire_enabled && srv.pause.is_none() {
+    // A replica deletes what its primary tells it to, nothing on its own.
+    if srv.active_expire_enabled && srv.pause.is_none() && !srv.repl.is_replica() {
         let start = Instant::now();
         if !active_expire(srv, now) {
             srv.expire_cap_reached += 1;
@@ -41,7 +42,7 @@ pub fn tick(srv: &mut Server) {
         for c in srv.clients.values_mut() {
             // A blocked client waits on its own deadline, not the idle timeout;
             // subscribers are idle by design.
-            if !c.monitor && c.multi.is_none() && c.pubsub.is_none() && !c.blocked && t.duration_since(c.last_interaction) > limit {
+            if !c.monitor && c.repl_role == crate::client::ReplRole::None && c.multi.is_none() && c.pubsub.is_none() && !c.blocked && t.duration_since(c.last_interaction) > limit {
                 c.close_asap = true;
             }
         }

@@ -58,6 +58,17 @@ impl Feed {
         self.db = None;
     }
 
+    /// The next command goes out after a SELECT (a replica starts from an
+    /// image and must learn the database the stream is in).
+    pub fn reselect(&mut self) {
+        self.db = None;
+    }
+
+    /// True if a consumer called `name` is attached.
+    pub fn has(&self, name: &str) -> bool {
+        self.sinks.iter().any(|s| s.name() == name)
+    }
+
     /// Detaches the consumers called `name` (the AOF when turned off or
     /// moved to a new file).
     pub fn detach(&mut self, name: &str) {

@@ -493,6 +493,8 @@ pub struct Server {
     pub aof_base_done: Option<Result<crate::bgsave::Saved, String>>,
     /// The append-only file's running state (`aof/`).
     pub aof: crate::aofcore::state::AofState,
+    /// Replication: id, offset, backlog, replicas, the primary link.
+    pub repl: crate::repl::Repl,
 }
 
 /// The error writes get while the last background save failed and
@@ -592,6 +594,7 @@ impl Server {
             bgsave: None,
             aof_base_done: None,
             aof: Default::default(),
+            repl: crate::repl::Repl::new(),
         };
         srv.apply_db_settings();
         srv
@@ -871,8 +874,15 @@ impl Server {
     /// data set does not change until the pause ends.
     pub fn set_pause(&mut self, p: Option<Pause>) {
         self.pause = p;
+        self.apply_expire_mode();
+    }
+
+    /// Due keys read as absent but stay stored while a pause holds and on
+    /// a replica (which waits for its primary's DEL, as Redis's does).
+    pub fn apply_expire_mode(&mut self) {
+        let keep = self.pause.is_some() || self.repl.is_replica();
         for db in &mut self.dbs {
-            db.keep_expired = p.is_some();
+            db.keep_expired = keep;
         }
     }
 }
