@@ -243,3 +243,42 @@ def test_wait_role_readonly_and_promotion(servers):
     assert info["second_repl_offset"] == info["master_repl_offset"] + 1
     assert rr.set("x", "1")
     assert rr.get("k") == b"v"
+
+
+def test_expiry_reaches_the_replica_as_del(servers):
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    pr.set("lazy", "v", px=50)
+    wait_for(lambda: offsets_equal(primary, replica), what="stream")
+    time.sleep(0.1)
+    # Due on the replica: hidden from reads, kept until the primary says so.
+    assert rr.get("lazy") is None
+    assert rr.dbsize() == 1
+    assert pr.get("lazy") is None  # lazily expired on the primary: DEL follows
+    wait_for(lambda: rr.dbsize() == 0, what="DEL from the primary")
+    pr.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    pr.set("active", "v", px=50)
+    wait_for(lambda: rr.dbsize() == 1, what="stream")
+    wait_for(lambda: rr.dbsize() == 0, what="active expiry's DEL")
+
+
+def test_min_replicas_to_write(servers):
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr = client(primary)
+    pr.config_set("min-replicas-to-write", 1)
+    with pytest.raises(redis.ResponseError, match="^NOREPLICAS Not enough good replicas to write.$"):
+        pr.set("k", "v")
+    assert pr.get("k") is None
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    wait_for(lambda: pr.info("replication").get("slave0", {}).get("state") == "online", what="online")
+    assert pr.set("k", "v")
+    pr.config_set("min-replicas-to-write", 2)
+    with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
+        pr.set("k", "v2")
+    pr.config_set("min-replicas-to-write", 0)

@@ -288,8 +288,8 @@ pub static PARAMS: &[Param] = &[
     p("repl-disable-tcp-nodelay", B, "no"),
     p("repl-backlog-size", M, "1048576"),
     p("repl-backlog-ttl", U, "3600").ignored(),
-    p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]).ignored(),
-    p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]).ignored(),
+    p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]),
+    p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]),
     p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
     // Cluster: not implemented.
     p("cluster-enabled", B, "no").fixed().ignored(),

@@ -96,7 +96,11 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let (tell_keys, tell_fields) = (notify::wanted(flags, notify::EXPIRED), notify::wanted(flags, notify::HASH | notify::GENERIC));
     // Expired keys are invalidated for the clients that may cache them.
     let track = srv.tracking.clients > 0;
-    let (tell_keys, want_fields) = (tell_keys || track, tell_fields || track);
+    // Expired keys leave the write stream as DEL (UNLINK with
+    // lazyfree-lazy-expire), as Redis propagates them to replicas and the AOF.
+    let replay_keys = !srv.feed.is_empty();
+    let expire_cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
+    let (tell_keys, want_fields) = (tell_keys || track || replay_keys, tell_fields || track);
     // Keys to publish events for, filled by the storage callbacks only
     // when someone may hear them.
     let mut hit: Vec<Box<[u8]>> = Vec::new();
@@ -158,6 +162,9 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
             });
             srv.expired_keys += expired as u64;
             for key in hit.drain(..) {
+                if replay_keys {
+                    srv.feed.push(i, vec![expire_cmd.to_vec(), key.to_vec()]);
+                }
                 if track {
                     publish::invalidate_key(srv, None, None, &key, true);
                 }

@@ -96,6 +96,14 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
             return true;
         }
     }
+    let min_good = srv.repl.min_replicas;
+    if min_good > 0 && !srv.repl.is_replica() && disk_sensitive(&*host, &table, c, spec, &argv) && spec.full_name != "ping" {
+        let max_lag = srv.config.get("min-replicas-max-lag").and_then(|v| v.parse().ok()).unwrap_or(10);
+        if srv.repl.good_replicas(max_lag) < min_good {
+            reject(srv, c, spec, &CmdError::Custom(crate::repl::NOREPLICAS_ERROR.into()));
+            return true;
+        }
+    }
     if srv.persist.loading.is_some() && !spec.has(flags::LOADING) {
         reject(srv, c, spec, &CmdError::Custom(LOADING_ERROR.into()));
         return true;

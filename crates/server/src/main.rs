@@ -263,6 +263,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     if ev.open_aof(&mut srv).is_err() {
         return Err(fail_quiet());
     }
+    server::replication::config_changed(&mut srv);
     // `replicaof` in the config file: the link starts with the loop.
     let primary = srv.config.get("replicaof").unwrap_or("").to_string();
     if let Some((host, p)) = primary.split_once(' ') {

@@ -25,6 +25,10 @@ pub const READONLY_ERROR: &str = "READONLY You can't write against a read only r
 /// Redis's reply while the link is down and stale data must not be served.
 pub const MASTERDOWN_ERROR: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
+/// Redis's reply to a write when fewer good replicas than
+/// min-replicas-to-write are attached.
+pub const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write.";
+
 /// Where a replica of this server stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplicaState {
@@ -242,6 +246,8 @@ pub struct Repl {
     /// (PSYNC <replid> <offset+1>); false until it was a primary's replica
     /// or a primary itself was told REPLICAOF (a fresh start asks `? -1`).
     pub cached: bool,
+    /// min-replicas-to-write, kept here so the write path reads no string.
+    pub min_replicas: usize,
     /// WAIT callers: (client, offset to reach, replicas wanted).
     pub waiting: Vec<(ClientId, i64, i64)>,
     /// A WAIT wants fresh acknowledgements: REPLCONF GETACK goes out
@@ -276,6 +282,7 @@ impl Repl {
             sink_attached: false,
             primary: None,
             cached: false,
+            min_replicas: 0,
             waiting: Vec::new(),
             get_ack: false,
             last_ping: now,
@@ -301,6 +308,11 @@ impl Repl {
     /// Replicas that acknowledged `offset` or later.
     pub fn acked(&self, offset: i64) -> i64 {
         self.replicas.values().filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset).count() as i64
+    }
+
+    /// Online replicas that acknowledged within `max_lag` seconds.
+    pub fn good_replicas(&self, max_lag: u64) -> usize {
+        self.replicas.values().filter(|r| r.state == ReplicaState::Online && r.ack_time.elapsed().as_secs() <= max_lag).count()
     }
 
     /// Forgets the id the stream had before (a full sync from a primary).

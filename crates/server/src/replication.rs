@@ -30,6 +30,16 @@ fn secs(srv: &Server, name: &str, default: u64) -> Duration {
     Duration::from_secs(srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(default))
 }
 
+/// Takes in the replication settings after a config load or CONFIG SET:
+/// min-replicas-to-write, repl-backlog-size.
+pub fn config_changed(srv: &mut Server) {
+    srv.repl.min_replicas = srv.config.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let size = backlog_size(srv);
+    if srv.repl.backlog.active && srv.repl.backlog.size() != size {
+        srv.repl.backlog.resize(size);
+    }
+}
+
 /// Attaches the stream's sink and activates the backlog, once: from then
 /// on every write is encoded for replicas (as Redis keeps its backlog
 /// after the last replica left).
@@ -37,6 +47,7 @@ pub fn ensure_stream(srv: &mut Server) {
     if !srv.repl.sink_attached {
         srv.feed.attach(Box::new(StreamSink(srv.repl.stream.clone())));
         srv.repl.sink_attached = true;
+        srv.apply_notify_flags();
     }
     if !srv.repl.backlog.active {
         let (size, end) = (backlog_size(srv), srv.repl.offset);
@@ -81,18 +92,34 @@ pub fn feed_raw(srv: &mut Server, bytes: &[u8]) {
 }
 
 /// Moves online replicas' pending bytes into their output buffers (a
-/// replica that is the running client gets them at the next call).
+/// replica that is the running client gets them at the next call). A
+/// replica whose unsent bytes pass the `replica` class's hard
+/// client-output-buffer-limit is cut off, as Redis cuts it: it resyncs.
 pub fn deliver(srv: &mut Server) {
-    let Server { repl, clients, woken, .. } = srv;
+    let (hard, _) = crate::publish::obuf_limits(srv, "slave");
+    let Server { repl, clients, woken, config, obuf_kills, sweep_clients, .. } = srv;
     for (id, r) in repl.replicas.iter_mut() {
-        if r.state != ReplicaState::Online || r.wait_ack || r.pending.is_empty() {
+        if r.pending.is_empty() || r.state == ReplicaState::WaitBgsaveStart {
             continue;
         }
-        if let Some(c) = clients.get_mut(id) {
-            c.reply.raw(&r.pending);
-            r.pending.clear();
-            woken.push(*id);
+        let Some(c) = clients.get_mut(id) else { continue };
+        if c.close_asap {
+            continue;
         }
+        if hard > 0 && (r.pending.len() + c.pending_out()) as u64 > hard {
+            config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
+            c.close_asap = true;
+            *obuf_kills += 1;
+            *sweep_clients = true;
+            r.pending.clear();
+            continue;
+        }
+        if r.state != ReplicaState::Online || r.wait_ack {
+            continue;
+        }
+        c.reply.raw(&r.pending);
+        r.pending.clear();
+        woken.push(*id);
     }
 }
 

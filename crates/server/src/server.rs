@@ -670,7 +670,8 @@ impl Server {
     /// recorded are kept.
     pub fn apply_notify_flags(&mut self) {
         let mut bits = crate::notify::db_log_bits(self.config.notify_flags);
-        if self.tracking.clients > 0 {
+        // Lazily expired keys are also replayed as DEL to replicas.
+        if self.tracking.clients > 0 || self.repl.sink_attached {
             bits |= storage::keyspace::LOG_EXPIRED;
         }
         for db in &mut self.dbs {
