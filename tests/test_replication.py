@@ -282,3 +282,23 @@ def test_min_replicas_to_write(servers):
     with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
         pr.set("k", "v2")
     pr.config_set("min-replicas-to-write", 0)
+
+
+def test_replicas_share_a_running_full_sync(servers):
+    primary = servers(server_binary())
+    r1, r2 = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    for i in range(100):
+        pr.set(f"k{i}", i)
+    pr.config_set("rdb-key-save-delay", 10000)  # about a second per image
+    client(r1).replicaof(primary.host, primary.port)
+    wait_for(lambda: pr.info("persistence")["rdb_bgsave_in_progress"] == 1, what="save")
+    pr.set("during", "1")
+    client(r2).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(r1) and link_up(r2), what="both synced")
+    wait_for(lambda: offsets_equal(primary, r1) and offsets_equal(primary, r2), what="offsets")
+    assert pr.info("stats")["sync_full"] == 2
+    with open(primary.log_path) as f:
+        assert f.read().count("Starting BGSAVE for SYNC") == 1
+    for r in (r1, r2):
+        assert client(r).dbsize() == 101 and client(r).get("during") == b"1"

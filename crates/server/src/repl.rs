@@ -263,6 +263,8 @@ pub struct Repl {
     pub sync_partial_err: u64,
     /// A full sync's RDB save finished: its file, or why it failed.
     pub rdb_done: Option<Result<std::path::PathBuf, String>>,
+    /// The offset the running full-sync save's image is at.
+    pub rdb_offset: i64,
     /// The file the running full-sync save writes.
     pub rdb_path: Option<std::path::PathBuf>,
 }
@@ -291,6 +293,7 @@ impl Repl {
             sync_partial_ok: 0,
             sync_partial_err: 0,
             rdb_done: None,
+            rdb_offset: 0,
             rdb_path: None,
         }
     }

@@ -196,7 +196,11 @@ pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync
 /// runs; each is told +FULLRESYNC with the offset the image is at. `cur`
 /// is the running client (not in `srv.clients`), if it is one of them.
 fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Client>) {
-    if srv.bgsave.is_some() || !srv.repl.replicas.values().any(|r| r.state == ReplicaState::WaitBgsaveStart) {
+    if !srv.repl.replicas.values().any(|r| r.state == ReplicaState::WaitBgsaveStart) {
+        return;
+    }
+    if srv.bgsave.is_some() {
+        attach_to_running(srv, cur);
         return;
     }
     drain(srv);
@@ -206,6 +210,7 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
     }
     // Everything the feed encodes from here is after the image.
     srv.feed.reselect();
+    srv.repl.rdb_offset = srv.repl.offset;
     let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.offset);
     let mut cur = cur;
     let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
@@ -213,6 +218,34 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
         let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
         r.state = ReplicaState::WaitBgsaveEnd;
         r.pending.clear();
+        let plain = r.plain_sync;
+        let c = match cur.as_deref_mut().filter(|c| c.id == id) {
+            Some(c) => Some(c),
+            None => srv.clients.get_mut(&id),
+        };
+        if let Some(c) = c {
+            if !plain {
+                c.reply.raw(line.as_bytes());
+            }
+            srv.woken.push(id);
+        }
+    }
+}
+
+/// Replicas asking for a full sync while a full sync's save runs share its
+/// image: they start from its offset, with a copy of what a replica
+/// already waiting for it has accumulated since.
+fn attach_to_running(srv: &mut Server, mut cur: Option<&mut Client>) {
+    if crate::persist::bgsave_running(srv) != Some(crate::bgsave::Purpose::Repl) {
+        return;
+    }
+    let Some(pending) = srv.repl.replicas.values().find(|r| r.state == ReplicaState::WaitBgsaveEnd).map(|r| r.pending.clone()) else { return };
+    let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.rdb_offset);
+    let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
+    for id in ids {
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+        r.state = ReplicaState::WaitBgsaveEnd;
+        r.pending = pending.clone();
         let plain = r.plain_sync;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),

@@ -553,7 +553,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "current_save_keys_processed", &done);
         line(&mut s, "current_save_keys_total", &total);
         line(&mut s, "rdb_changes_since_last_save", &(srv.dirty - p.dirty_at_save));
-        line(&mut s, "rdb_bgsave_in_progress", &u8::from(crate::persist::bgsave_running(srv) == Some(Purpose::Rdb)));
+        line(&mut s, "rdb_bgsave_in_progress", &u8::from(matches!(crate::persist::bgsave_running(srv), Some(Purpose::Rdb | Purpose::Repl))));
         line(&mut s, "rdb_last_save_time", &srv.last_save);
         line(&mut s, "rdb_last_bgsave_status", &if p.last_save_ok { "ok" } else { "err" });
         line(&mut s, "rdb_last_bgsave_time_sec", &p.last_bg_secs);
