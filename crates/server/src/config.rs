@@ -282,7 +282,9 @@ pub static PARAMS: &[Param] = &[
     p("repl-diskless-sync", B, "yes"),
     p("repl-diskless-sync-delay", UI, "5"),
     p("repl-diskless-sync-max-replicas", UI, "0"),
-    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled").ignored(),
+    // Every value loads the same way: the image is received into memory
+    // whole, then the data is flushed and it loads (`link.rs`).
+    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled"),
     p("repl-ping-replica-period", Kind::Int(1, INT_MAX), "10").alias(&["repl-ping-slave-period"]),
     p("repl-timeout", Kind::Int(1, INT_MAX), "60"),
     p("repl-disable-tcp-nodelay", B, "no"),
