@@ -148,7 +148,11 @@ def check_pair(primary: Server, replica: Server) -> None:
     assert contents(replica) == contents(primary)
     # Cut the link: it comes back with a partial sync.
     before = pr.info("stats")["sync_partial_ok"]
+    # The stream is in db 2 when the link drops: it continues there.
+    client(primary, 2).set("db2:before", "1")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets before the cut")
     client(replica).client_kill_filter(_type="master")
+    client(primary, 2).set("db2:after", "1")
     pr.set("written:while:down", "1")
     pr.lpush("a:list", "more")
     wait_for(lambda: link_up(replica), what="link back")

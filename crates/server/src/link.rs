@@ -291,7 +291,12 @@ fn handshake(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &
                     drop_replicas(srv);
                 }
                 replication::ensure_stream(srv);
-                return Ok(Some(become_client(srv, registry, link)));
+                let db = srv.repl.primary_db;
+                let id = become_client(srv, registry, link);
+                if let Some(c) = srv.clients.get_mut(&id) {
+                    c.db = db;
+                }
+                return Ok(Some(id));
             } else if text.starts_with("-NOMASTERLINK") || text.starts_with("-LOADING") {
                 return Err(format!("Master is currently unable to PSYNC but should be in the future: {text}"));
             } else {
@@ -376,6 +381,7 @@ fn transfer(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
     let size = srv.repl.backlog.size();
     srv.repl.backlog.reset(size, off);
     srv.repl.stream.borrow_mut().clear();
+    srv.repl.primary_db = 0;
     drop_replicas(srv);
     srv.config.log.notice("MASTER <-> REPLICA sync: Finished with success");
     let id = become_client(srv, registry, link);

@@ -246,6 +246,10 @@ pub struct Repl {
     /// (PSYNC <replid> <offset+1>); false until it was a primary's replica
     /// or a primary itself was told REPLICAOF (a fresh start asks `? -1`).
     pub cached: bool,
+    /// The database the primary's stream had selected when its link was
+    /// lost: a partial resync continues the stream, which does not repeat
+    /// the SELECT (Redis's cached master keeps it too).
+    pub primary_db: usize,
     /// min-replicas-to-write, kept here so the write path reads no string.
     pub min_replicas: usize,
     /// WAIT callers: (client, offset to reach, replicas wanted).
@@ -285,6 +289,7 @@ impl Repl {
             primary: None,
             cached: false,
             min_replicas: 0,
+            primary_db: 0,
             waiting: Vec::new(),
             get_ack: false,
             last_ping: now,

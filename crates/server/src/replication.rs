@@ -409,6 +409,7 @@ pub fn client_closed(srv: &mut Server, c: &Client) {
             p.state = LinkState::Connect;
             p.down_since = Instant::now();
             srv.repl.cached = true;
+            srv.repl.primary_db = c.db;
             srv.config.log.notice("Connection with master lost.");
         }
     }
