@@ -41,6 +41,8 @@ pub enum Purpose {
     Rdb,
     /// An AOF rewrite's base file (RDB preamble, aux aof-base 1).
     AofBase,
+    /// A full sync's image for replicas.
+    Repl,
 }
 
 /// What a save needs to know before its first key.

@@ -213,6 +213,14 @@ impl Blocking {
         self.deadlines.len()
     }
 
+    /// Changes what parked client `id` is told when released on timeout
+    /// (WAIT: the replicas that acknowledged so far).
+    pub fn set_timeout_reply(&mut self, id: ClientId, reply: TimeoutReply) {
+        if let Some(p) = self.parked.get_mut(&id) {
+            p.req.on_timeout = reply;
+        }
+    }
+
     /// True if `id` is blocked.
     pub fn is_blocked(&self, id: ClientId) -> bool {
         self.parked.contains_key(&id)

@@ -129,6 +129,17 @@ impl ClientTracking {
     }
 }
 
+/// A connection's part in replication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplRole {
+    /// An ordinary client.
+    None,
+    /// A replica of this server (sent SYNC or PSYNC).
+    Replica,
+    /// This server's primary, whose stream it applies.
+    Primary,
+}
+
 /// One connection.
 pub struct Client {
     /// Unique id.
@@ -219,6 +230,12 @@ pub struct Client {
     pub user: Option<UserRef>,
     /// AUTH succeeded, or the default user needed none when it connected.
     pub authenticated: bool,
+    /// Replica of this server, its primary, or neither.
+    pub repl_role: ReplRole,
+    /// The primary's client: the raw bytes of the command being parsed
+    /// (the parser consumes a large one over several reads), which count
+    /// into the offset and go on to sub-replicas once it ran.
+    pub repl_cmd: Vec<u8>,
 }
 
 impl Client {
@@ -267,6 +284,8 @@ impl Client {
             tracking: None,
             user: None,
             authenticated: true,
+            repl_role: ReplRole::None,
+            repl_cmd: Vec::new(),
         }
     }
 
@@ -294,6 +313,11 @@ impl Client {
     /// Client flags as CLIENT LIST prints them.
     pub fn flags(&self) -> String {
         let mut f = String::new();
+        match self.repl_role {
+            ReplRole::Replica => f.push('S'),
+            ReplRole::Primary => f.push('M'),
+            ReplRole::None => {}
+        }
         if self.pubsub.is_some() {
             f.push('P');
         }

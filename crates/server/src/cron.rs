@@ -26,7 +26,8 @@ pub fn tick(srv: &mut Server) {
             srv.set_pause(None);
         }
     }
-    if srv.active_expire_enabled && srv.pause.is_none() {
+    // A replica deletes what its primary tells it to, nothing on its own.
+    if srv.active_expire_enabled && srv.pause.is_none() && !srv.repl.is_replica() {
         let start = Instant::now();
         if !active_expire(srv, now) {
             srv.expire_cap_reached += 1;
@@ -41,7 +42,7 @@ pub fn tick(srv: &mut Server) {
         for c in srv.clients.values_mut() {
             // A blocked client waits on its own deadline, not the idle timeout;
             // subscribers are idle by design.
-            if !c.monitor && c.multi.is_none() && c.pubsub.is_none() && !c.blocked && t.duration_since(c.last_interaction) > limit {
+            if !c.monitor && c.repl_role == crate::client::ReplRole::None && c.multi.is_none() && c.pubsub.is_none() && !c.blocked && t.duration_since(c.last_interaction) > limit {
                 c.close_asap = true;
             }
         }
@@ -95,7 +96,11 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let (tell_keys, tell_fields) = (notify::wanted(flags, notify::EXPIRED), notify::wanted(flags, notify::HASH | notify::GENERIC));
     // Expired keys are invalidated for the clients that may cache them.
     let track = srv.tracking.clients > 0;
-    let (tell_keys, want_fields) = (tell_keys || track, tell_fields || track);
+    // Expired keys leave the write stream as DEL (UNLINK with
+    // lazyfree-lazy-expire), as Redis propagates them to replicas and the AOF.
+    let replay_keys = !srv.feed.is_empty();
+    let expire_cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
+    let (tell_keys, want_fields) = (tell_keys || track || replay_keys, tell_fields || track);
     // Keys to publish events for, filled by the storage callbacks only
     // when someone may hear them.
     let mut hit: Vec<Box<[u8]>> = Vec::new();
@@ -157,6 +162,9 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
             });
             srv.expired_keys += expired as u64;
             for key in hit.drain(..) {
+                if replay_keys {
+                    srv.feed.push(i, vec![expire_cmd.to_vec(), key.to_vec()]);
+                }
                 if track {
                     publish::invalidate_key(srv, None, None, &key, true);
                 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use crate::acl::LogContext;
 use crate::blocking::TimeoutReply;
-use crate::client::{Client, ClientId};
+use crate::client::{Client, ClientId, ReplRole};
 use crate::command::{flags, CmdError, CommandMap, Host, Spec};
 use crate::evict;
 use crate::exec::{self, lookup, reply_error, run, Lookup, OOM_ERROR};
@@ -90,6 +90,12 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     if srv.tracking.clients > 0 {
         crate::publish::limit_tracking_table(srv, Some(&mut *c));
     }
+    if srv.repl.is_replica() && c.repl_role != ReplRole::Primary {
+        if let Some(e) = replica_refusal(srv, &*host, &table, c, spec, &argv) {
+            reject(srv, c, spec, &CmdError::Custom(e.into()));
+            return true;
+        }
+    }
     if srv.persist.loading.is_some() && !spec.has(flags::LOADING) {
         reject(srv, c, spec, &CmdError::Custom(LOADING_ERROR.into()));
         return true;
@@ -100,7 +106,7 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     }
     // Eviction first (Redis's performEvictions), then OOM for what may
     // grow memory when nothing more could go.
-    if srv.config.maxmemory != 0 {
+    if srv.config.maxmemory != 0 && c.repl_role != ReplRole::Primary {
         let outcome = evict::perform(srv, Some(&mut *c), now);
         if srv.tracking.clients > 0 && !srv.tracking.pending.is_empty() {
             // This client cached keys just evicted: it hears so before
@@ -150,6 +156,21 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         serve_ready(srv, host);
     }
     true
+}
+
+/// Why a replica refuses `spec` from an ordinary client, if it does: a
+/// write while replica-read-only (EXEC of a transaction that queued one;
+/// a script by its declared flags), anything not flagged `stale` while the
+/// link is down and replica-serve-stale-data is off.
+fn replica_refusal(srv: &Server, host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> Option<&'static str> {
+    let link_up = srv.repl.primary.as_ref().is_some_and(|p| p.state == crate::repl::LinkState::Connected);
+    if !link_up && !srv.config.flag("replica-serve-stale-data") && !spec.has(flags::STALE) {
+        return Some(crate::repl::MASTERDOWN_ERROR);
+    }
+    if srv.config.flag("replica-read-only") && disk_sensitive(host, table, c, spec, argv) && spec.full_name != "ping" {
+        return Some(crate::repl::READONLY_ERROR);
+    }
+    None
 }
 
 /// Commands a RESP2 client in Pub/Sub mode may run.

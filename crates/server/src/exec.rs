@@ -159,6 +159,9 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         (spec.handler)(&mut ctx, argv)
     };
     let rewrite = srv.feed.take_rewrite();
+    if srv.repl.sink_attached && (srv.dbs[db].has_events() || srv.dbs[c.db].has_events()) {
+        propagate_lazy_expiry(srv, db, c.db);
+    }
     if srv.dirty != dirty_before && spec.has(flags::WRITE) && !srv.feed.is_empty() {
         match (rewrite, crate::feed::replay_form(argv, now)) {
             (Some(Rewrite::Skip), _) => {}
@@ -254,13 +257,32 @@ fn remember_keys(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>]
 /// EXEC, scripts and functions are not write commands themselves: the
 /// writes they run come through here one by one and the feed wraps them in
 /// MULTI/EXEC. Relative TTLs are made absolute first (`feed::replay_form`);
-/// not yet rewritten as Redis does: SPOP to SREM, nor fed by expiry (a
-/// replayed PXAT in the past expires the key anyway).
+/// commands with random or float results ask for their effect instead
+/// (`Feed::replace_current`: XADD's ID, SPOP as SREM, INCRBYFLOAT as SET);
+/// expired keys go out as DEL (UNLINK under lazyfree-lazy-expire) from the
+/// databases' event logs.
 pub fn propagate(srv: &mut Server, db: usize, argv: &[Vec<u8>]) {
     if srv.feed.is_empty() {
         return;
     }
     srv.feed.push(db, argv.to_vec());
+}
+
+/// Keys the command found expired and deleted go out as DEL (UNLINK with
+/// lazyfree-lazy-expire) before the command itself, as Redis propagates
+/// them the moment they expire: a replica keeps due keys until told.
+fn propagate_lazy_expiry(srv: &mut Server, db: usize, cur_db: usize) {
+    let cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
+    let dbs = if db == cur_db { vec![db] } else { vec![db, cur_db] };
+    for d in dbs {
+        if !srv.dbs[d].has_events() {
+            continue;
+        }
+        let keys: Vec<Vec<u8>> = srv.dbs[d].logged_expired().map(<[u8]>::to_vec).collect();
+        for k in keys {
+            srv.feed.push(d, vec![cmd.to_vec(), k]);
+        }
+    }
 }
 
 /// Counts a command that replied: commandstats, the slow log, the latency

@@ -58,6 +58,17 @@ impl Feed {
         self.db = None;
     }
 
+    /// The next command goes out after a SELECT (a replica starts from an
+    /// image and must learn the database the stream is in).
+    pub fn reselect(&mut self) {
+        self.db = None;
+    }
+
+    /// True if a consumer called `name` is attached.
+    pub fn has(&self, name: &str) -> bool {
+        self.sinks.iter().any(|s| s.name() == name)
+    }
+
     /// Detaches the consumers called `name` (the AOF when turned off or
     /// moved to a new file).
     pub fn detach(&mut self, name: &str) {
@@ -142,11 +153,13 @@ impl Feed {
 /// sent, as Redis rewrites it before propagating: relative and second
 /// TTLs become absolute milliseconds at `now` (EXPIRE, PEXPIRE, EXPIREAT
 /// -> PEXPIREAT; SETEX, PSETEX, SET EX/PX/EXAT -> SET PXAT; GETEX ->
-/// PEXPIREAT or PERSIST), so a replay later does not stretch them. None:
+/// PEXPIREAT or PERSIST), so a replay later does not stretch them; the
+/// blocking moves and GETSET replay as the plain command (BRPOPLPUSH ->
+/// RPOPLPUSH, BLMOVE -> LMOVE, GETSET -> SET), as Redis sends them. None:
 /// replay `argv` as it is.
 pub fn replay_form(argv: &[Vec<u8>], now: i64) -> Option<Vec<Vec<u8>>> {
     let name = argv.first()?;
-    if name.len() < 3 || !matches!(name[0] | 0x20, b'e' | b'p' | b's' | b'g') {
+    if name.len() < 3 || !matches!(name[0] | 0x20, b'e' | b'p' | b's' | b'g' | b'b') {
         return None;
     }
     let lower = name.to_ascii_lowercase();
@@ -161,6 +174,13 @@ pub fn replay_form(argv: &[Vec<u8>], now: i64) -> Option<Vec<Vec<u8>>> {
         v
     };
     match lower.as_slice() {
+        b"brpoplpush" if argv.len() == 4 => Some(vec![b"RPOPLPUSH".to_vec(), argv[1].clone(), argv[2].clone()]),
+        b"blmove" if argv.len() == 6 => {
+            let mut v = vec![b"LMOVE".to_vec()];
+            v.extend_from_slice(&argv[1..5]);
+            Some(v)
+        }
+        b"getset" if argv.len() == 3 => Some(vec![b"SET".to_vec(), argv[1].clone(), argv[2].clone()]),
         b"expire" | b"pexpire" | b"expireat" if argv.len() >= 3 => {
             let (unit, rel) = match lower.as_slice() {
                 b"expire" => (1000, true),
@@ -243,6 +263,9 @@ mod tests {
         assert_eq!(f("SETEX k 2 v").as_deref(), Some("SET k v PXAT 3000"));
         assert_eq!(f("SET k v NX EX 1").as_deref(), Some("SET k v NX PXAT 2000"));
         assert_eq!(f("GETEX k PERSIST").as_deref(), Some("PERSIST k"));
+        assert_eq!(f("BRPOPLPUSH a b 0").as_deref(), Some("RPOPLPUSH a b"));
+        assert_eq!(f("BLMOVE a b LEFT RIGHT 1.5").as_deref(), Some("LMOVE a b LEFT RIGHT"));
+        assert_eq!(f("GETSET k v").as_deref(), Some("SET k v"));
         assert_eq!(f("SET k v"), None);
         assert_eq!(f("SADD k v"), None);
     }

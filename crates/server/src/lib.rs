@@ -20,7 +20,8 @@
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
-//!    (the AOF's sink on the feed, its buffer and open file)
+//!    (the AOF's sink on the feed, its buffer and open file), `repl`
+//!    (replication ids and offsets, the backlog, replicas, the primary)
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`, `evict`
 //!    (eviction under maxmemory)
@@ -28,11 +29,13 @@
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
 //!    down), `aof` (loading, appending, rewriting the AOF; replay runs
-//!    through `exec`, the RDB base through `persist`)
+//!    through `exec`, the RDB base through `persist`), `replication`
+//!    (the stream to replicas, SYNC/PSYNC, WAIT, promotion)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
 //! 9. `registry`: the whole table
-//! 10. `net`: the event loop, which owns the listener and the sockets
+//! 10. `link`: the socket to a primary, its handshake and the image
+//! 11. `net`: the event loop, which owns the listener and the sockets
 
 pub mod access;
 pub mod acl;
@@ -56,6 +59,7 @@ pub mod glob;
 pub mod keyspec;
 pub mod lazyfree;
 pub mod ldouble;
+pub mod link;
 pub mod log;
 pub mod memory;
 pub mod net;
@@ -65,6 +69,8 @@ pub mod process;
 pub mod publish;
 pub mod pubsub;
 pub mod registry;
+pub mod repl;
+pub mod replication;
 pub mod script;
 pub mod server;
 pub mod sha256;

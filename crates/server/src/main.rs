@@ -263,6 +263,15 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     if ev.open_aof(&mut srv).is_err() {
         return Err(fail_quiet());
     }
+    server::replication::config_changed(&mut srv);
+    // `replicaof` in the config file: the link starts with the loop.
+    let primary = srv.config.get("replicaof").unwrap_or("").to_string();
+    if let Some((host, p)) = primary.split_once(' ') {
+        if let Ok(p) = p.parse::<u16>() {
+            server::replication::set_primary(&mut srv, host.to_string(), p);
+            srv.repl.cached = false;
+        }
+    }
     if port != 0 {
         log.notice("Ready to accept connections tcp");
     }

@@ -32,7 +32,7 @@ use resp::{Limits, Parsed};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
-use crate::client::{Client, ClientId};
+use crate::client::{Client, ClientId, ReplRole};
 use crate::command::{CmdError, CommandMap, Host, Scripts};
 use crate::registry::registry;
 use crate::script::engine::Engine;
@@ -43,6 +43,8 @@ use crate::{cron, dispatch, exec, persist, shutdown};
 
 /// Tokens from here up are the loop's own; client ids stay below.
 const SIGNALS: Token = Token(usize::MAX);
+/// The link to this server's primary while it handshakes (`link.rs`).
+const LINK: Token = Token(LISTENER0 - MAX_LISTENERS);
 /// The first listener's token; the others count down from it.
 const LISTENER0: usize = usize::MAX - 1;
 /// At most this many listeners (Redis's limit on bind addresses).
@@ -128,6 +130,8 @@ pub struct EventLoop {
     scratch: Box<[u8]>,
     /// Clients whose replies wait for this turn's AOF write.
     held: Vec<ClientId>,
+    /// The socket to this server's primary until synchronized.
+    link: crate::link::Link,
 }
 
 impl EventLoop {
@@ -169,7 +173,7 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
-        Ok(EventLoop { poll, shell, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Loads the data before serving: the AOF with appendonly yes (which
@@ -219,6 +223,9 @@ impl EventLoop {
                 persist::on_cron(srv, &mut self.shell);
                 shutdown::on_cron(srv, &mut self.shell);
                 crate::aof::cron(srv, &mut self.shell);
+                crate::replication::cron(srv, &mut self.shell);
+                self.poll_link(srv);
+                crate::replication::after_turn(srv);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
@@ -264,7 +271,9 @@ impl EventLoop {
             ids.sort_unstable();
             let carried = ids.len();
             for ev in events.iter() {
-                if ev.token() == SIGNALS {
+                if ev.token() == LINK {
+                    self.poll_link(srv);
+                } else if ev.token() == SIGNALS {
                     for sig in self.shell.signals.pending() {
                         shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
                     }
@@ -292,6 +301,7 @@ impl EventLoop {
                 self.serve(srv, id);
             }
             self.pending.extend(srv.blocking.take_woken());
+            crate::replication::after_turn(srv);
             // BCAST clients hear of this turn's changes once, as Redis
             // tells them before it sleeps.
             if srv.tracking.has_broadcast() {
@@ -312,6 +322,14 @@ impl EventLoop {
             let this_pass = woke.elapsed();
             served = if ids.is_empty() { Duration::ZERO } else { this_pass };
             srv.el.cycle(busy + this_pass, srv.total_commands.saturating_sub(commands_before));
+        }
+    }
+
+    /// Moves the link to the primary on; once synchronized, the primary's
+    /// client is served at once (the stream may have come with the image).
+    fn poll_link(&mut self, srv: &mut Server) {
+        if let Some(id) = crate::link::poll(srv, &mut self.shell, self.poll.registry(), &mut self.link, LINK) {
+            self.pending.insert(id);
         }
     }
 
@@ -546,6 +564,7 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
         }
         srv.monitors.retain(|&m| m != id);
         srv.blocking.forget(id);
+        crate::replication::client_closed(srv, &c);
     }
 }
 
@@ -568,16 +587,28 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
         let start = c.qpos;
         limits.unauthenticated = !c.authenticated && srv.acl.auth_required();
         let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, &limits);
+        if c.repl_role == ReplRole::Primary {
+            c.repl_cmd.extend_from_slice(&c.qbuf[start..c.qpos]);
+        }
         match parsed {
             Ok(Parsed::Command(argv)) => {
                 if argv.is_empty() {
+                    if c.repl_role == ReplRole::Primary {
+                        let bytes = std::mem::take(&mut c.repl_cmd);
+                        crate::replication::feed_raw(srv, &bytes);
+                    }
                     continue;
                 }
                 c.cur_cmd_len = c.qpos - start;
-                let ran = dispatch::call(srv, host, c, argv);
+                let ran = if c.repl_role == ReplRole::Primary {
+                    apply_from_primary(srv, host, c, argv)
+                } else {
+                    dispatch::call(srv, host, c, argv)
+                };
                 c.cur_cmd_len = 0;
                 if !ran {
                     // Paused: rewind so the request runs again later.
+                    c.repl_cmd.clear();
                     c.qpos = start;
                     c.parser = resp::Parser::new();
                     c.paused = true;
@@ -604,6 +635,35 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
         c.qpos = 0;
     }
     all
+}
+
+/// Runs one command of the primary's stream: no reply goes back (but
+/// REPLCONF GETACK's ACK), due keys are seen and deleted as the primary
+/// wants them, and the command's bytes count into the offset and go on
+/// to this server's backlog and replicas, as they came.
+fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    let mark = c.reply.buf.len();
+    let offset_before = srv.repl.offset;
+    for db in &mut srv.dbs {
+        db.keep_expired = false;
+    }
+    let getack = argv.len() >= 2 && argv[0].eq_ignore_ascii_case(b"replconf") && argv[1].eq_ignore_ascii_case(b"getack");
+    let ran = if getack { true } else { dispatch::call(srv, host, c, argv) };
+    srv.apply_expire_mode();
+    if !ran {
+        return false;
+    }
+    c.reply.buf.truncate(mark.max(c.sent));
+    if getack {
+        c.reply.raw(&crate::replication::ack_command(offset_before));
+    }
+    crate::replication::drain(srv);
+    let bytes = std::mem::take(&mut c.repl_cmd);
+    crate::replication::feed_raw(srv, &bytes);
+    if let Some(p) = srv.repl.primary.as_mut() {
+        p.last_io = Instant::now();
+    }
+    true
 }
 
 /// Writes as much pending reply as the socket takes.

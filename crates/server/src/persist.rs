@@ -332,6 +332,48 @@ pub fn aof_base_start(srv: &mut Server, host: &mut dyn Host, path: PathBuf) -> R
     snapshot_start(srv, host, Purpose::AofBase, path, tmp)
 }
 
+/// Starts a full sync's image for replicas in the background, to a temp
+/// file of its own in `dir`; its end is left in `Repl::rdb_done`.
+///
+/// Errors: a background save is running, or the thread could not start.
+pub fn repl_save_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    let n = next_job();
+    let path = rdb_path(srv).with_file_name(format!("temp-repl-{}-{n}.rdb", std::process::id()));
+    let tmp = path.with_file_name(format!("temp-repl-bg-{}-{n}.rdb", std::process::id()));
+    srv.repl.rdb_done = None;
+    snapshot_start(srv, host, Purpose::Repl, path.clone(), tmp)?;
+    srv.repl.rdb_path = Some(path);
+    srv.config.log.notice(&format!("Starting BGSAVE for SYNC with target: disk (pid {})", std::process::id()));
+    Ok(())
+}
+
+/// Replaces every database with the image a primary sent (a replica's
+/// full sync): the old data goes first, then the image and its function
+/// libraries load, as Redis's replica loads the RDB it received.
+///
+/// Errors: the image was refused (the databases are left empty).
+pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -> Result<LoadStats, String> {
+    bgsave_abort(srv);
+    for db in &mut srv.dbs {
+        db.clear();
+    }
+    let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
+    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
+    let loaded = match rdb::load_into(bytes, &mut srv.dbs, &opts) {
+        Ok(l) => l,
+        Err(e) => {
+            for db in &mut srv.dbs {
+                db.clear();
+            }
+            return Err(e.to_string());
+        }
+    };
+    host.scripts().load_functions(loaded.functions).map_err(|e| format!("loading functions: {e}"))?;
+    srv.apply_db_settings();
+    srv.apply_expire_mode();
+    Ok(LoadStats { keys: loaded.inserted, expired: loaded.expired_skipped, empty: loaded.summary.empty_skipped })
+}
+
 /// A number of its own for each background save's temp file: an aborted
 /// save's thread removes its file when it stops, which may be after the
 /// next save began.
@@ -465,6 +507,11 @@ fn bgsave_poll(srv: &mut Server) -> Option<Duration> {
         srv.aof_base_done = Some(outcome);
         return None;
     }
+    if purpose == Some(Purpose::Repl) {
+        let path = srv.repl.rdb_path.take().unwrap_or_default();
+        srv.repl.rdb_done = Some(outcome.map(|_| path));
+        return None;
+    }
     p.last_bg_secs = secs;
     match outcome {
         Ok(_) => {
@@ -496,6 +543,7 @@ pub fn bgsave_abort(srv: &mut Server) {
     match job.purpose {
         Purpose::Rdb => srv.config.log.warning("Background saving terminated by signal 10"),
         Purpose::AofBase => srv.aof_base_done = Some(Err("Background AOF rewrite terminated by signal 10".into())),
+        Purpose::Repl => srv.repl.rdb_done = Some(Err("Background RDB transfer terminated by signal 10".into())),
     }
 }
 

@@ -493,6 +493,8 @@ pub struct Server {
     pub aof_base_done: Option<Result<crate::bgsave::Saved, String>>,
     /// The append-only file's running state (`aof/`).
     pub aof: crate::aofcore::state::AofState,
+    /// Replication: id, offset, backlog, replicas, the primary link.
+    pub repl: crate::repl::Repl,
 }
 
 /// The error writes get while the last background save failed and
@@ -507,20 +509,19 @@ impl Server {
         rdb_failed.then_some(MISCONF_RDB)
     }
 
-    /// Why writes are refused for want of replicas, if they are: with
-    /// `min-replicas-to-write` and `min-replicas-max-lag` both set, fewer
-    /// good replicas than asked for (densekv has none) stop writes, as
-    /// Redis's NOREPLICAS does.
+    /// Why writes are refused for want of replicas, if they are: on a
+    /// primary with `min-replicas-to-write` and `min-replicas-max-lag`
+    /// both set, fewer good replicas (online, acknowledged within the lag)
+    /// than asked for stop writes, as Redis's NOREPLICAS does.
     pub fn replicas_error(&self) -> Option<&'static str> {
-        let want = |name: &str| self.config.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        const GOOD_REPLICAS: u64 = 0;
-        let (min, lag) = (want("min-replicas-to-write"), want("min-replicas-max-lag"));
-        (min > 0 && lag > 0 && GOOD_REPLICAS < min).then_some(NOREPLICAS)
+        let min = self.repl.min_replicas;
+        if min == 0 || self.repl.is_replica() {
+            return None;
+        }
+        let max_lag = self.config.get("min-replicas-max-lag").and_then(|v| v.parse::<u64>().ok()).unwrap_or(10);
+        (max_lag > 0 && self.repl.good_replicas(max_lag) < min).then_some(crate::repl::NOREPLICAS_ERROR)
     }
 }
-
-/// The error writes get while too few replicas are connected.
-pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> i64 {
@@ -606,6 +607,7 @@ impl Server {
             bgsave: None,
             aof_base_done: None,
             aof: Default::default(),
+            repl: crate::repl::Repl::new(),
         };
         srv.apply_db_settings();
         srv
@@ -683,7 +685,8 @@ impl Server {
     /// recorded are kept.
     pub fn apply_notify_flags(&mut self) {
         let mut bits = crate::notify::db_log_bits(self.config.notify_flags);
-        if self.tracking.clients > 0 {
+        // Lazily expired keys are also replayed as DEL to replicas.
+        if self.tracking.clients > 0 || self.repl.sink_attached {
             bits |= storage::keyspace::LOG_EXPIRED;
         }
         for db in &mut self.dbs {
@@ -887,8 +890,15 @@ impl Server {
     /// data set does not change until the pause ends.
     pub fn set_pause(&mut self, p: Option<Pause>) {
         self.pause = p;
+        self.apply_expire_mode();
+    }
+
+    /// Due keys read as absent but stay stored while a pause holds and on
+    /// a replica (which waits for its primary's DEL, as Redis's does).
+    pub fn apply_expire_mode(&mut self) {
+        let keep = self.pause.is_some() || self.repl.is_replica();
         for db in &mut self.dbs {
-            db.keep_expired = p.is_some();
+            db.keep_expired = keep;
         }
     }
 }

@@ -118,7 +118,7 @@ fn finish(srv: &mut Server, host: &mut dyn Host, flags: Flags) -> Result<(), Fai
     // A background save stops here (its temp file goes with it), as
     // Redis kills its child.
     match persist::bgsave_running(srv) {
-        Some(crate::bgsave::Purpose::Rdb) => srv.config.log.warning("There is a child saving an .rdb. Killing it!"),
+        Some(crate::bgsave::Purpose::Rdb | crate::bgsave::Purpose::Repl) => srv.config.log.warning("There is a child saving an .rdb. Killing it!"),
         Some(crate::bgsave::Purpose::AofBase) => srv.config.log.notice("There is a child rewriting the AOF. Killing it!"),
         None => {}
     }

@@ -20,13 +20,14 @@ use std::path::{Path, PathBuf};
 const SERVER: &[&[&str]] = &[
     &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble"],
     &["config", "client", "aofcore::check"],
-    &["pubsub", "blocking", "tracking", "feed", "aofcore::state", "aofcore"],
+    &["pubsub", "blocking", "tracking", "feed", "aofcore::state", "aofcore", "repl"],
     &["server"],
     &["publish", "cron", "evict"],
-    &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof"],
+    &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof", "replication"],
     &["commands"],
     &["script"],
     &["registry"],
+    &["link"],
     &["net"],
     &["main", "crate"],
 ];

@@ -253,6 +253,7 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let proto = ctx.client.resp() as i64;
     let id = ctx.client.id as i64;
+    let replica = ctx.srv.repl.is_replica();
     let out = ctx.out();
     out.map(7);
     out.bulk(b"server");
@@ -266,7 +267,7 @@ pub fn hello(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     out.bulk(b"mode");
     out.bulk(b"standalone");
     out.bulk(b"role");
-    out.bulk(b"master");
+    out.bulk(if replica { b"replica" } else { b"master" });
     out.bulk(b"modules");
     out.array(0);
     Ok(())

@@ -405,8 +405,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     set_keep_ttl(h, field, text.as_bytes(), now, &cfg);
     out.bulk(text.as_bytes());
     w.changed("hincrbyfloat");
-    drop(w);
-    ctx.srv.feed.replace_current(vec![b"HSET".to_vec(), key.clone(), field.clone(), text.into_bytes()]);
+    w.ctx().srv.feed.replace_current(vec![b"HSET".to_vec(), key.clone(), field.clone(), text.into_bytes()]);
     Ok(())
 }
 

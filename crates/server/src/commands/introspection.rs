@@ -149,12 +149,14 @@ fn client_info(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Redis's client types: there are no replication links, so MONITOR
-/// clients (which Redis flags as replicas) are the only "replica" ones.
+/// Redis's client types: replicas and MONITOR clients (which Redis flags
+/// as replicas too) are "replica", the primary's link "master".
 fn client_type_matches(c: &Client, ty: &str) -> bool {
+    use crate::client::ReplRole;
     match ty {
-        "normal" => !c.monitor && c.pubsub.is_none(),
-        "replica" | "slave" => c.monitor,
+        "normal" => !c.monitor && c.pubsub.is_none() && c.repl_role == ReplRole::None,
+        "replica" | "slave" => c.monitor || c.repl_role == ReplRole::Replica,
+        "master" => c.repl_role == ReplRole::Primary,
         "pubsub" => c.pubsub.is_some(),
         _ => false,
     }

@@ -1,19 +1,31 @@
-//! WAIT and WAITAOF for a server without replicas.
+//! Replication's commands: SYNC, PSYNC, REPLCONF, REPLICAOF (SLAVEOF),
+//! ROLE, WAIT and WAITAOF. The work is in `crate::replication`.
 //!
-//! No replica ever acknowledges, so both answer at once when what they ask
-//! for is already true (zero replicas; the local AOF) and otherwise block
-//! until their timeout, as Redis does on a master with no replicas, through
-//! the generic blocked-client machinery (`crate::blocking`). Inside MULTI or
-//! a script they never block and answer with the current counts.
+//! WAIT answers at once when enough replicas acknowledged the offset the
+//! stream is at, else blocks through the generic blocked-client machinery
+//! (`crate::blocking`) until REPLCONF ACKs bring enough or its timeout
+//! passes; it asks the replicas for acknowledgements (REPLCONF GETACK).
+//! WAITAOF counts no replica AOFs. Inside MULTI or a script neither
+//! blocks: they answer with the current counts.
 
+use crate::args::is;
+use crate::client::ReplRole;
 use crate::command::flags::*;
 use crate::command::{arg_i64, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::replication;
 use crate::args::parse_timeout_ms;
 use crate::blocking::{BlockRequest, TimeoutReply};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
+    let adm: &[&str] = &["admin", "slow", "dangerous"];
     vec![
+        spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, sync).acl(adm).doc("An internal command used in replication.", "1.0.0"),
+        spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, psync).acl(adm).doc("An internal command used in replication.", "2.8.0"),
+        spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, replconf).acl(adm).doc("An internal command for configuring the replication stream.", "3.0.0"),
+        spec("replicaof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, replicaof).acl(adm).doc("Configures a server as replica of another, or promotes it to a master.", "5.0.0"),
+        spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, replicaof).acl(adm).doc("Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0"),
+        spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, role).acl(&["admin", "fast", "dangerous"]).doc("Returns the replication role.", "2.8.12"),
         spec("wait", 3, BLOCKING, NO_KEYS, wait)
             .acl(&["slow", "connection", "blocking"])
             .doc("Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", "3.0.0"),
@@ -28,16 +40,113 @@ fn never(_: Option<storage::ValueRef<'_>>) -> bool {
     false
 }
 
+/// SYNC: a full sync, without the +FULLRESYNC line (pre-PSYNC replicas).
+pub fn sync(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    replication::sync_request(ctx.srv, ctx.host, ctx.client, None)
+}
+
+/// PSYNC replid offset: continues from `offset` when the backlog holds it
+/// and `replid` is this stream's history, else a full sync.
+pub fn psync(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let offset = arg_i64(&args[2])?;
+    replication::sync_request(ctx.srv, ctx.host, ctx.client, Some((args[1].clone(), offset)))
+}
+
+/// REPLCONF option value ...: what a replica tells its primary (its port
+/// and address, its capabilities, ACK <offset>), and GETACK from a primary.
+pub fn replconf(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let id = ctx.client.id;
+    let mut i = 1;
+    while i + 1 < args.len() {
+        let (opt, val) = (&args[i], &args[i + 1]);
+        if is(opt, "ack") || is(opt, "fack") {
+            // Never answered: the replica does not read replies.
+            if is(opt, "ack") && ctx.client.repl_role == ReplRole::Replica {
+                let offset = std::str::from_utf8(val).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+                let table = ctx.host.table().clone();
+                replication::on_ack(ctx.srv, &table, id, offset);
+            }
+            return Ok(());
+        } else if is(opt, "getack") {
+            // Answered by the stream's reader (`net`), from a primary only.
+            return Ok(());
+        } else if is(opt, "listening-port") {
+            let port = std::str::from_utf8(val).ok().and_then(|v| v.parse::<u16>().ok()).ok_or_else(|| CmdError::err("value is not an integer or out of range"))?;
+            replication::replica_entry(ctx.srv, id).port = port;
+        } else if is(opt, "ip-address") {
+            replication::replica_entry(ctx.srv, id).ip = Some(String::from_utf8_lossy(val).into_owned());
+        } else if is(opt, "capa") {
+            let r = replication::replica_entry(ctx.srv, id);
+            if is(val, "eof") {
+                r.capa_eof = true;
+            } else if is(val, "psync2") {
+                r.capa_psync2 = true;
+            }
+        } else if is(opt, "rdb-only") || is(opt, "rdb-filter-only") || is(opt, "rdb-channel") {
+            // Accepted; densekv always sends the whole stream.
+        } else {
+            return Err(CmdError::err(format!("Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt))));
+        }
+        i += 2;
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF).
+pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if is(&args[1], "no") && is(&args[2], "one") {
+        if ctx.srv.repl.is_replica() {
+            replication::promote(ctx.srv);
+        }
+        ctx.out().ok();
+        return Ok(());
+    }
+    if ctx.client.repl_role == ReplRole::Replica {
+        return Err(CmdError::err("Command is not valid when client is a replica."));
+    }
+    let port = std::str::from_utf8(&args[2]).ok().and_then(|v| v.parse::<i64>().ok()).ok_or(CmdError::NotInt)?;
+    if !(0..=65535).contains(&port) {
+        return Err(CmdError::err("Invalid master port"));
+    }
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    if !replication::set_primary(ctx.srv, host.clone(), port as u16) {
+        ctx.out().simple("OK Already connected to specified master");
+        return Ok(());
+    }
+    let line = format!("REPLICAOF {host}:{port} enabled (user request from '{}')", ctx.client.info_line(std::time::Instant::now()));
+    ctx.srv.config.log.notice(&line);
+    ctx.out().ok();
+    Ok(())
+}
+
+/// ROLE
+pub fn role(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    let srv = &*ctx.srv;
+    replication::role(srv, &mut ctx.client.reply);
+    Ok(())
+}
+
 /// WAIT numreplicas timeout
 pub fn wait(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.repl.is_replica() {
+        return Err(CmdError::err("WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
     let numreplicas = arg_i64(&args[1])?;
     let deadline = parse_timeout_ms(&args[2], ctx.now)?;
-    let acked = 0;
+    replication::drain(ctx.srv);
+    let offset = ctx.srv.repl.offset;
+    let acked = ctx.srv.repl.acked(offset);
     if acked >= numreplicas || !ctx.may_block() {
         ctx.out().int(acked);
         return Ok(());
     }
     ctx.block(BlockRequest { on_timeout: TimeoutReply::Int(acked), ..BlockRequest::on_keys(Vec::new(), deadline, never) });
+    ctx.srv.repl.waiting.push((ctx.client.id, offset, numreplicas));
+    ctx.srv.repl.get_ack = true;
     Ok(())
 }
 

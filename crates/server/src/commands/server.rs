@@ -123,7 +123,7 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// SAVE: writes the RDB file on this thread, as Redis does.
 pub fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    if crate::persist::bgsave_running(ctx.srv) == Some(Purpose::Rdb) {
+    if matches!(crate::persist::bgsave_running(ctx.srv), Some(Purpose::Rdb | Purpose::Repl)) {
         return Err(CmdError::err("Background save already in progress"));
     }
     match crate::persist::save(ctx.srv, ctx.host) {
@@ -149,7 +149,7 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     let running = crate::persist::bgsave_running(ctx.srv);
-    if running == Some(Purpose::Rdb) {
+    if matches!(running, Some(Purpose::Rdb | Purpose::Repl)) {
         return Err(CmdError::err("Background save already in progress"));
     }
     if running.is_some() || ctx.client.in_exec {
@@ -177,7 +177,7 @@ pub fn bgrewriteaof(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     }
     match crate::persist::bgsave_running(ctx.srv) {
         Some(Purpose::AofBase) => return Err(CmdError::err("Background append only file rewriting already in progress")),
-        Some(Purpose::Rdb) => {
+        Some(Purpose::Rdb | Purpose::Repl) => {
             ctx.srv.aof.rewrite_scheduled = true;
             ctx.out().simple("Background append only file rewriting scheduled");
             return Ok(());
@@ -259,6 +259,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
     }
     ctx.srv.apply_db_settings();
+    crate::replication::config_changed(ctx.srv);
     // A lower maxmemory (or a policy that can now evict) takes effect at
     // once, as Redis starts evicting on CONFIG SET: the event loop evicts
     // after this turn, clients waiting on no command included.
@@ -552,7 +553,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "current_save_keys_processed", &done);
         line(&mut s, "current_save_keys_total", &total);
         line(&mut s, "rdb_changes_since_last_save", &(srv.dirty - p.dirty_at_save));
-        line(&mut s, "rdb_bgsave_in_progress", &u8::from(crate::persist::bgsave_running(srv) == Some(Purpose::Rdb)));
+        line(&mut s, "rdb_bgsave_in_progress", &u8::from(matches!(crate::persist::bgsave_running(srv), Some(Purpose::Rdb | Purpose::Repl))));
         line(&mut s, "rdb_last_save_time", &srv.last_save);
         line(&mut s, "rdb_last_bgsave_status", &if p.last_save_ok { "ok" } else { "err" });
         line(&mut s, "rdb_last_bgsave_time_sec", &p.last_bg_secs);
@@ -592,9 +593,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
             line(&mut s, k, &"0.00");
         }
         line(&mut s, "rejected_connections", &srv.rejected_connections);
-        for k in ["sync_full", "sync_partial_ok", "sync_partial_err"] {
-            line(&mut s, k, &0);
-        }
+        line(&mut s, "sync_full", &srv.repl.sync_full);
+        line(&mut s, "sync_partial_ok", &srv.repl.sync_partial_ok);
+        line(&mut s, "sync_partial_err", &srv.repl.sync_partial_err);
         line(&mut s, "expired_subkeys", &srv.expired_subkeys);
         line(&mut s, "expired_keys", &srv.expired_keys);
         line(&mut s, "expired_stale_perc", &"0.00");
@@ -654,17 +655,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("replication") {
         section(&mut s, "Replication");
-        line(&mut s, "role", &"master");
-        line(&mut s, "connected_slaves", &0);
-        line(&mut s, "master_failover_state", &"no-failover");
-        line(&mut s, "master_replid", &srv.run_id);
-        line(&mut s, "master_replid2", &"0000000000000000000000000000000000000000");
-        line(&mut s, "master_repl_offset", &0);
-        line(&mut s, "second_repl_offset", &-1);
-        line(&mut s, "repl_backlog_active", &0);
-        line(&mut s, "repl_backlog_size", &srv.config.get("repl-backlog-size").unwrap_or("1048576"));
-        line(&mut s, "repl_backlog_first_byte_offset", &0);
-        line(&mut s, "repl_backlog_histlen", &0);
+        s.push_str(&crate::replication::info(srv));
     }
     if has("cpu") {
         section(&mut s, "CPU");

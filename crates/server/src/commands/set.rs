@@ -310,12 +310,48 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     };
     let (s, out) = w.parts();
-    if pop_members(s, out, count, &cfg, &mut || next_random(&mut state)) {
+    let mark = out.buf.len();
+    let popped = pop_members(s, out, count, &cfg, &mut || next_random(&mut state));
+    // Replayed as SREM of the members it took (random elsewhere), read
+    // back from the reply just written.
+    let srem = (popped && !w.ctx().srv.feed.is_empty()).then(|| {
+        let reply = w.ctx().client.reply.buf[mark..].to_vec();
+        let mut argv = vec![b"SREM".to_vec(), key.clone()];
+        argv.extend(reply_members(&reply));
+        argv
+    });
+    if popped {
         w.changed("spop");
     }
     drop(w);
+    if let Some(argv) = srem {
+        ctx.srv.feed.replace_current(argv);
+    }
     ctx.srv.rng = state;
     Ok(())
+}
+
+/// The bulk strings of a reply (SPOP's members), in order: every `$len`
+/// payload; integers (`:`, intset members in RESP3 sets are still bulks)
+/// too.
+fn reply_members(reply: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < reply.len() {
+        let Some(end) = reply[i..].windows(2).position(|w| w == b"\r\n").map(|e| i + e) else { break };
+        let line = &reply[i..end];
+        i = end + 2;
+        match line.first() {
+            Some(b'$') => {
+                let Some(n) = std::str::from_utf8(&line[1..]).ok().and_then(|v| v.parse::<usize>().ok()) else { continue };
+                out.push(reply[i..i + n].to_vec());
+                i += n + 2;
+            }
+            Some(b':') => out.push(line[1..].to_vec()),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// SPOP's work on `s`: pops `count` (None: one, replied as a bulk) random

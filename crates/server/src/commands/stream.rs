@@ -330,9 +330,9 @@ pub fn xadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         // An empty stream is a key: check what can fail before creating
         // one (a new stream takes any ID but 0-0, refused above).
         check_entry_size(pairs)?;
-        return append(ctx.write_or_create(key, notify::STREAM, Stream::new)?, &o, pairs);
+        return append(ctx.write_or_create(key, notify::STREAM, Stream::new)?, &o, pairs, args);
     };
-    append(w, &o, pairs)
+    append(w, &o, pairs, args)
 }
 
 /// Refuses an entry whose fields and values are too large to store.
@@ -345,7 +345,7 @@ fn check_entry_size(pairs: &[Vec<u8>]) -> CmdResult {
 
 /// XADD's write: appends `pairs` to the stream under `w` with the ID and
 /// trimming `o` asks for, and replies the new entry's ID.
-fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>]) -> CmdResult {
+fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>], args: &[Vec<u8>]) -> CmdResult {
     let (cfg, now) = (w.ctx().srv.config.stream, w.ctx().now);
     let (s, out) = w.parts();
     let id = s.next_id(o.id.unwrap_or(AddId::Auto), now.max(0) as u64).map_err(|e| match e {
@@ -359,6 +359,12 @@ fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>]) -> CmdResult {
     w.changed("xadd");
     if trimmed > 0 {
         w.changed("xtrim");
+    }
+    // Replayed with the ID it got, as Redis rewrites `*` and `ms-*`.
+    if !w.ctx().srv.feed.is_empty() {
+        let mut argv = args.to_vec();
+        argv[o.fields_at - 1] = id.to_string().into_bytes();
+        w.ctx().srv.feed.replace_current(argv);
     }
     Ok(())
 }

@@ -668,6 +668,8 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let text = v.to_human();
     ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
     ctx.notify(notify::STRING, "incrbyfloat", key);
+    // Replayed as the value it produced: float arithmetic may round
+    // differently elsewhere (Redis's replicas use long doubles).
     ctx.out().bulk(text.as_bytes());
     ctx.srv.feed.replace_current(vec![b"SET".to_vec(), key.clone(), text.into_bytes(), b"KEEPTTL".to_vec()]);
     Ok(())

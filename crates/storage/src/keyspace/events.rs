@@ -25,6 +25,12 @@ impl Db {
         }
     }
 
+    /// The keys lazy expiry deleted that wait in the log (when it records
+    /// `LOG_EXPIRED`), oldest first, without taking them.
+    pub fn logged_expired(&self) -> impl Iterator<Item = &[u8]> {
+        self.events.iter().filter(|(e, _)| *e == KeyEvent::Expired).map(|(_, k)| &k[..])
+    }
+
     /// True if key events wait in the log.
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()

@@ -1,0 +1,421 @@
+//! Replication state: this server's replication id and offset, the
+//! backlog, the replicas attached to it and the link to its own primary.
+//! A registry like `blocking`: it knows which clients are replicas and
+//! what each was sent, not how bytes reach them (`replication` moves the
+//! stream into their output buffers, `link` drives the socket to a
+//! primary, the event loop writes).
+//!
+//! The offset counts bytes of the RESP stream exactly as Redis does: every
+//! byte that went (or, on a replica, came) down the replication stream,
+//! SELECT, MULTI/EXEC and the primary's PINGs included. The feed's sink
+//! (`StreamSink`) encodes each propagated command into `Repl::stream`;
+//! `replication::drain` then moves those bytes into the backlog and the
+//! replicas, advancing the offset by their length.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::client::ClientId;
+use crate::feed::Sink;
+
+/// Redis's reply to a write on a read-only replica.
+pub const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
+/// Redis's reply while the link is down and stale data must not be served.
+pub const MASTERDOWN_ERROR: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// Redis's reply to a write when fewer good replicas than
+/// min-replicas-to-write are attached.
+pub const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Where a replica of this server stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// Asked for a full sync; waits for a background save to start.
+    WaitBgsaveStart,
+    /// Got +FULLRESYNC; waits for the RDB image (the stream meanwhile
+    /// accumulates in `Replica::pending`).
+    WaitBgsaveEnd,
+    /// Synchronized: the stream goes straight into its output buffer.
+    Online,
+}
+
+impl ReplicaState {
+    /// The name INFO's `slaveN:state=` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd => "wait_bgsave",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// One replica of this server (a client that sent SYNC or PSYNC).
+#[derive(Debug, Clone)]
+pub struct Replica {
+    /// Its place in the sync.
+    pub state: ReplicaState,
+    /// The offset it acknowledged last (REPLCONF ACK).
+    pub ack_offset: i64,
+    /// When it last acknowledged.
+    pub ack_time: Instant,
+    /// REPLCONF listening-port.
+    pub port: u16,
+    /// REPLCONF ip-address, else its peer address.
+    pub ip: Option<String>,
+    /// REPLCONF capa eof: it takes the EOF-marked RDB form.
+    pub capa_eof: bool,
+    /// REPLCONF capa psync2: +CONTINUE carries the replication id.
+    pub capa_psync2: bool,
+    /// Got an EOF-marked image: the stream waits for its first ACK, since
+    /// the mark must be the last thing it reads before it loads.
+    pub wait_ack: bool,
+    /// It sent SYNC, not PSYNC: no +FULLRESYNC line, no ACKs expected.
+    pub plain_sync: bool,
+    /// Stream bytes not yet in its output buffer (while it waits for the
+    /// RDB, or while it is the client running a command).
+    pub pending: Vec<u8>,
+}
+
+impl Replica {
+    /// A replica that just connected.
+    pub fn new() -> Replica {
+        Replica {
+            state: ReplicaState::WaitBgsaveStart,
+            ack_offset: 0,
+            ack_time: Instant::now(),
+            port: 0,
+            ip: None,
+            capa_eof: false,
+            capa_psync2: false,
+            plain_sync: false,
+            wait_ack: false,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl Default for Replica {
+    fn default() -> Self {
+        Replica::new()
+    }
+}
+
+/// The replication backlog: the last `size` bytes of the stream, so that
+/// a replica that lost its link can continue from its offset.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    buf: VecDeque<u8>,
+    size: usize,
+    /// Stream offset of the byte after the last one held.
+    end: i64,
+    /// False until the first replica attaches (INFO repl_backlog_active).
+    pub active: bool,
+}
+
+impl Backlog {
+    /// An empty backlog holding up to `size` bytes, whose next byte is at
+    /// offset `end + 1` (Redis's offsets count from 1).
+    pub fn reset(&mut self, size: usize, end: i64) {
+        self.buf.clear();
+        self.size = size.max(1);
+        self.end = end;
+    }
+
+    /// Resizes (CONFIG SET repl-backlog-size), keeping the newest bytes.
+    pub fn resize(&mut self, size: usize) {
+        self.size = size.max(1);
+        while self.buf.len() > self.size {
+            self.buf.pop_front();
+        }
+    }
+
+    /// Appends stream bytes, dropping the oldest past the size.
+    pub fn append(&mut self, bytes: &[u8]) {
+        self.end += bytes.len() as i64;
+        if bytes.len() >= self.size {
+            self.buf.clear();
+            self.buf.extend(&bytes[bytes.len() - self.size..]);
+            return;
+        }
+        let over = (self.buf.len() + bytes.len()).saturating_sub(self.size);
+        self.buf.drain(..over);
+        self.buf.extend(bytes);
+    }
+
+    /// Bytes held (INFO repl_backlog_histlen).
+    pub fn histlen(&self) -> i64 {
+        self.buf.len() as i64
+    }
+
+    /// Offset of the oldest byte held (INFO repl_backlog_first_byte_offset).
+    pub fn first_offset(&self) -> i64 {
+        self.end - self.buf.len() as i64 + 1
+    }
+
+    /// Configured size.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The bytes from offset `from` to the end, if the backlog still
+    /// holds them.
+    pub fn since(&self, from: i64) -> Option<Vec<u8>> {
+        if !self.active || from < self.first_offset() || from > self.end + 1 {
+            return None;
+        }
+        let skip = (from - self.first_offset()) as usize;
+        Some(self.buf.iter().skip(skip).copied().collect())
+    }
+}
+
+/// Where the link to this server's primary stands (a replica's side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// To (re)connect at the next chance.
+    Connect,
+    /// TCP connect in progress.
+    Connecting,
+    /// Handshake: waiting for the reply to the step's command.
+    Handshake(Step),
+    /// Receiving the RDB image.
+    Transfer,
+    /// Synchronized: the primary's stream runs through its client.
+    Connected,
+}
+
+/// Handshake steps, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Ping,
+    Auth,
+    Port,
+    Capa,
+    Psync,
+}
+
+/// This server's primary, when it is a replica.
+#[derive(Debug)]
+pub struct Primary {
+    pub host: String,
+    pub port: u16,
+    pub state: LinkState,
+    /// The primary's client once synchronized.
+    pub client: Option<ClientId>,
+    /// When the link last received anything (master_last_io_seconds_ago).
+    pub last_io: Instant,
+    /// When the link went down (master_link_down_since_seconds).
+    pub down_since: Instant,
+    /// When the current connection attempt began (repl-timeout).
+    pub attempt_started: Instant,
+    /// The size of the RDB being received (-1: EOF-marked) and what came.
+    pub transfer_size: i64,
+    pub transfer_read: u64,
+}
+
+impl Primary {
+    /// A primary to connect to.
+    pub fn new(host: String, port: u16) -> Primary {
+        let now = Instant::now();
+        Primary { host, port, state: LinkState::Connect, client: None, last_io: now, down_since: now, attempt_started: now, transfer_size: 0, transfer_read: 0 }
+    }
+}
+
+/// The replication state of the server.
+pub struct Repl {
+    /// This server's replication id (INFO master_replid).
+    pub replid: String,
+    /// The id it had before (a promoted replica's old primary's).
+    pub replid2: String,
+    /// Last byte offset of the stream (INFO master_repl_offset).
+    pub offset: i64,
+    /// Up to where `replid2` is valid, +1 (INFO second_repl_offset).
+    pub second_offset: i64,
+    /// The backlog.
+    pub backlog: Backlog,
+    /// Replicas of this server, by client id.
+    pub replicas: BTreeMap<ClientId, Replica>,
+    /// Stream bytes the feed wrote and `replication::drain` has not moved yet.
+    pub stream: Rc<RefCell<Vec<u8>>>,
+    /// The stream's sink is attached to the feed.
+    pub sink_attached: bool,
+    /// This server's primary, when it is a replica.
+    pub primary: Option<Primary>,
+    /// This server's id and offset are a history a primary may continue
+    /// (PSYNC <replid> <offset+1>); false until it was a primary's replica
+    /// or a primary itself was told REPLICAOF (a fresh start asks `? -1`).
+    pub cached: bool,
+    /// The database the primary's stream had selected when its link was
+    /// lost: a partial resync continues the stream, which does not repeat
+    /// the SELECT (Redis's cached master keeps it too).
+    pub primary_db: usize,
+    /// min-replicas-to-write, kept here so the write path reads no string.
+    pub min_replicas: usize,
+    /// WAIT callers: (client, offset to reach, replicas wanted).
+    pub waiting: Vec<(ClientId, i64, i64)>,
+    /// A WAIT wants fresh acknowledgements: REPLCONF GETACK goes out
+    /// before the event loop sleeps.
+    pub get_ack: bool,
+    /// When the last PING went to the replicas.
+    pub last_ping: Instant,
+    /// When the last ACK went to the primary.
+    pub last_ack: Instant,
+    /// INFO sync_full, sync_partial_ok, sync_partial_err.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+    /// A full sync's RDB save finished: its file, or why it failed.
+    pub rdb_done: Option<Result<std::path::PathBuf, String>>,
+    /// The offset the running full-sync save's image is at.
+    pub rdb_offset: i64,
+    /// The file the running full-sync save writes.
+    pub rdb_path: Option<std::path::PathBuf>,
+}
+
+impl Repl {
+    /// Fresh state with a new random replication id.
+    pub fn new() -> Repl {
+        let now = Instant::now();
+        Repl {
+            replid: random_id(),
+            replid2: "0".repeat(40),
+            offset: 0,
+            second_offset: -1,
+            backlog: Backlog::default(),
+            replicas: BTreeMap::new(),
+            stream: Rc::new(RefCell::new(Vec::new())),
+            sink_attached: false,
+            primary: None,
+            cached: false,
+            min_replicas: 0,
+            primary_db: 0,
+            waiting: Vec::new(),
+            get_ack: false,
+            last_ping: now,
+            last_ack: now,
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+            rdb_done: None,
+            rdb_offset: 0,
+            rdb_path: None,
+        }
+    }
+
+    /// True when this server replicates another.
+    pub fn is_replica(&self) -> bool {
+        self.primary.is_some()
+    }
+
+    /// The primary's client id, when synchronized.
+    pub fn primary_client(&self) -> Option<ClientId> {
+        self.primary.as_ref().and_then(|p| p.client)
+    }
+
+    /// Replicas that acknowledged `offset` or later.
+    pub fn acked(&self, offset: i64) -> i64 {
+        self.replicas.values().filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset).count() as i64
+    }
+
+    /// Online replicas that acknowledged within `max_lag` seconds.
+    pub fn good_replicas(&self, max_lag: u64) -> usize {
+        self.replicas.values().filter(|r| r.state == ReplicaState::Online && r.ack_time.elapsed().as_secs() <= max_lag).count()
+    }
+
+    /// Forgets the id the stream had before (a full sync from a primary).
+    pub fn clear_replid2(&mut self) {
+        self.replid2 = "0".repeat(40);
+        self.second_offset = -1;
+    }
+
+    /// Takes a new id, keeping the current one as the second (promotion,
+    /// or a replica cut from its primary: PSYNC2).
+    pub fn shift_replid(&mut self) {
+        self.replid2 = std::mem::replace(&mut self.replid, random_id());
+        self.second_offset = self.offset + 1;
+    }
+}
+
+impl Default for Repl {
+    fn default() -> Self {
+        Repl::new()
+    }
+}
+
+/// 40 random hex digits.
+pub fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(40);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    for i in 0..3u64 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(t);
+        h.write_u64(i);
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out.truncate(40);
+    out
+}
+
+/// Encodes `argv` as a RESP array of bulk strings, as the stream carries it.
+pub fn encode(out: &mut Vec<u8>, argv: &[Vec<u8>]) {
+    out.push(b'*');
+    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// The replication stream's consumer on the feed: encodes each command
+/// into `Repl::stream`.
+pub struct StreamSink(pub Rc<RefCell<Vec<u8>>>);
+
+impl Sink for StreamSink {
+    fn feed(&mut self, argv: &[Vec<u8>]) {
+        encode(&mut self.0.borrow_mut(), argv);
+    }
+
+    fn name(&self) -> &'static str {
+        "replication"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backlog_keeps_the_newest_bytes_and_their_offsets() {
+        let mut b = Backlog::default();
+        b.reset(8, 0);
+        b.active = true;
+        assert_eq!(b.first_offset(), 1);
+        b.append(b"abcde");
+        assert_eq!((b.first_offset(), b.histlen()), (1, 5));
+        assert_eq!(b.since(3).as_deref(), Some(&b"cde"[..]));
+        assert_eq!(b.since(6).as_deref(), Some(&b""[..]));
+        assert_eq!(b.since(7), None);
+        b.append(b"fghij");
+        assert_eq!((b.first_offset(), b.histlen()), (3, 8));
+        assert_eq!(b.since(2), None);
+        assert_eq!(b.since(9).as_deref(), Some(&b"ij"[..]));
+        b.append(b"0123456789");
+        assert_eq!(b.first_offset(), 13);
+        assert_eq!(b.since(13).as_deref(), Some(&b"23456789"[..]));
+        assert_eq!(b.since(12), None);
+    }
+
+    #[test]
+    fn stream_encoding() {
+        let mut v = Vec::new();
+        encode(&mut v, &[b"SELECT".to_vec(), b"0".to_vec()]);
+        assert_eq!(v, b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n");
+        assert_eq!(random_id().len(), 40);
+    }
+}

@@ -1,0 +1,553 @@
+//! Replication, both sides, over the state in `repl.rs`: moving the write
+//! stream into the backlog and the replicas' output buffers, SYNC/PSYNC
+//! (full sync from a background save, partial from the backlog), the
+//! periodic work (PINGs to replicas, ACKs to the primary, timeouts), WAIT,
+//! promotion, INFO's and ROLE's views. The socket to a primary and its
+//! handshake are the event loop's (`link.rs`); once synchronized the
+//! primary is an ordinary client whose commands run through dispatch
+//! (`net::process_input` counts their bytes into the offset).
+//!
+//! A full sync never forks nor blocks: the image is a background save
+//! (`persist::repl_save_start`, the same snapshot BGSAVE uses) started at
+//! a known offset; what is written meanwhile accumulates in each waiting
+//! replica's `pending` and follows the image into its output buffer.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use crate::blocking::TimeoutReply;
+use crate::client::{Client, ClientId, ReplRole};
+use crate::command::{CmdError, CommandMap, Host};
+use crate::repl::{encode, LinkState, Primary, Replica, ReplicaState, StreamSink};
+use crate::server::Server;
+
+
+fn backlog_size(srv: &Server) -> usize {
+    srv.config.get("repl-backlog-size").and_then(|v| v.parse().ok()).unwrap_or(1 << 20)
+}
+
+fn secs(srv: &Server, name: &str, default: u64) -> Duration {
+    Duration::from_secs(srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(default))
+}
+
+/// Takes in the replication settings after a config load or CONFIG SET:
+/// min-replicas-to-write, repl-backlog-size.
+pub fn config_changed(srv: &mut Server) {
+    srv.repl.min_replicas = srv.config.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let size = backlog_size(srv);
+    if srv.repl.backlog.active && srv.repl.backlog.size() != size {
+        srv.repl.backlog.resize(size);
+    }
+}
+
+/// Attaches the stream's sink and activates the backlog, once: from then
+/// on every write is encoded for replicas (as Redis keeps its backlog
+/// after the last replica left).
+pub fn ensure_stream(srv: &mut Server) {
+    if !srv.repl.sink_attached {
+        srv.feed.attach(Box::new(StreamSink(srv.repl.stream.clone())));
+        srv.repl.sink_attached = true;
+        srv.apply_notify_flags();
+    }
+    if !srv.repl.backlog.active {
+        let (size, end) = (backlog_size(srv), srv.repl.offset);
+        srv.repl.backlog.reset(size, end);
+        srv.repl.backlog.active = true;
+    }
+}
+
+/// Moves what the feed encoded since the last call into the stream. On a
+/// replica that is nothing: its stream is its primary's, passed on as it
+/// is applied (`feed_raw`).
+pub fn drain(srv: &mut Server) {
+    if !srv.repl.sink_attached || srv.repl.stream.borrow().is_empty() {
+        return;
+    }
+    let bytes = std::mem::take(&mut *srv.repl.stream.borrow_mut());
+    if srv.repl.is_replica() {
+        return;
+    }
+    feed_raw(srv, &bytes);
+}
+
+/// Appends `bytes` to the stream: the backlog, the offset, every replica
+/// (online ones get them now, the others after their image).
+pub fn feed_raw(srv: &mut Server, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    srv.repl.offset += bytes.len() as i64;
+    if srv.repl.backlog.active {
+        srv.repl.backlog.append(bytes);
+    }
+    if srv.repl.replicas.is_empty() {
+        return;
+    }
+    for r in srv.repl.replicas.values_mut() {
+        if r.state != ReplicaState::WaitBgsaveStart {
+            r.pending.extend_from_slice(bytes);
+        }
+    }
+    deliver(srv);
+}
+
+/// Moves online replicas' pending bytes into their output buffers (a
+/// replica that is the running client gets them at the next call). A
+/// replica whose unsent bytes pass the `replica` class's hard
+/// client-output-buffer-limit is cut off, as Redis cuts it: it resyncs.
+pub fn deliver(srv: &mut Server) {
+    let (hard, _) = crate::publish::obuf_limits(srv, "slave");
+    let Server { repl, clients, woken, config, obuf_kills, sweep_clients, .. } = srv;
+    for (id, r) in repl.replicas.iter_mut() {
+        if r.pending.is_empty() || r.state == ReplicaState::WaitBgsaveStart {
+            continue;
+        }
+        let Some(c) = clients.get_mut(id) else { continue };
+        if c.close_asap {
+            continue;
+        }
+        if hard > 0 && (r.pending.len() + c.pending_out()) as u64 > hard {
+            config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
+            c.close_asap = true;
+            *obuf_kills += 1;
+            *sweep_clients = true;
+            r.pending.clear();
+            continue;
+        }
+        if r.state != ReplicaState::Online || r.wait_ack {
+            continue;
+        }
+        c.reply.raw(&r.pending);
+        r.pending.clear();
+        woken.push(*id);
+    }
+}
+
+/// The work after each event loop turn: the stream reaches the replicas;
+/// a WAIT asks them for acknowledgements.
+pub fn after_turn(srv: &mut Server) {
+    if !srv.repl.sink_attached {
+        return;
+    }
+    if srv.repl.get_ack && !srv.repl.is_replica() {
+        srv.repl.get_ack = false;
+        drain(srv);
+        let mut v = Vec::new();
+        encode(&mut v, &[b"REPLCONF".to_vec(), b"GETACK".to_vec(), b"*".to_vec()]);
+        feed_raw(srv, &v);
+    }
+    drain(srv);
+    deliver(srv);
+}
+
+/// The replica entry of client `id`, created on first use (REPLCONF may
+/// come before SYNC).
+pub fn replica_entry(srv: &mut Server, id: ClientId) -> &mut Replica {
+    srv.repl.replicas.entry(id).or_default()
+}
+
+/// SYNC or PSYNC from `c`: `psync` is (replid, offset) for PSYNC.
+/// Answers +CONTINUE with the backlog's bytes when they are there, else
+/// starts (or waits for) a full sync.
+///
+/// Errors: this server is a replica whose own link is down.
+pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync: Option<(Vec<u8>, i64)>) -> Result<(), CmdError> {
+    if c.repl_role == ReplRole::Replica {
+        return Ok(());
+    }
+    if srv.repl.primary.as_ref().is_some_and(|p| p.state != LinkState::Connected) {
+        return Err(CmdError::Custom("NOMASTERLINK Can't SYNC while not connected with my master".into()));
+    }
+    ensure_stream(srv);
+    drain(srv);
+    let id = c.id;
+    if let Some((replid, offset)) = &psync {
+        let ours = *replid == srv.repl.replid.as_bytes() || (*replid == srv.repl.replid2.as_bytes() && *offset <= srv.repl.second_offset);
+        if ours {
+            if let Some(bytes) = srv.repl.backlog.since(*offset) {
+                c.repl_role = ReplRole::Replica;
+                let r = replica_entry(srv, id);
+                r.state = ReplicaState::Online;
+                r.ack_time = Instant::now();
+                let line = if r.capa_psync2 { format!("+CONTINUE {}\r\n", srv.repl.replid) } else { "+CONTINUE\r\n".to_string() };
+                c.reply.raw(line.as_bytes());
+                c.reply.raw(&bytes);
+                srv.repl.sync_partial_ok += 1;
+                srv.config.log.notice(&format!("Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {offset}.", c.addr, bytes.len()));
+                return Ok(());
+            }
+        }
+        if replid.as_slice() != b"?" {
+            srv.repl.sync_partial_err += 1;
+        }
+    }
+    c.repl_role = ReplRole::Replica;
+    let r = replica_entry(srv, id);
+    r.state = ReplicaState::WaitBgsaveStart;
+    r.pending.clear();
+    r.plain_sync = psync.is_none();
+    srv.repl.sync_full += 1;
+    srv.config.log.notice(&format!("Replica {} asks for synchronization", c.addr));
+    start_full_sync(srv, host, Some(c));
+    Ok(())
+}
+
+/// Starts a background save for the replicas waiting for one, when none
+/// runs; each is told +FULLRESYNC with the offset the image is at. `cur`
+/// is the running client (not in `srv.clients`), if it is one of them.
+fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Client>) {
+    if !srv.repl.replicas.values().any(|r| r.state == ReplicaState::WaitBgsaveStart) {
+        return;
+    }
+    if srv.bgsave.is_some() {
+        attach_to_running(srv, cur);
+        return;
+    }
+    drain(srv);
+    if let Err(e) = crate::persist::repl_save_start(srv, host) {
+        srv.config.log.warning(&format!("BGSAVE for replication failed: {e}"));
+        return;
+    }
+    // Everything the feed encodes from here is after the image.
+    srv.feed.reselect();
+    srv.repl.rdb_offset = srv.repl.offset;
+    let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.offset);
+    let mut cur = cur;
+    let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
+    for id in ids {
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+        r.state = ReplicaState::WaitBgsaveEnd;
+        r.pending.clear();
+        let plain = r.plain_sync;
+        let c = match cur.as_deref_mut().filter(|c| c.id == id) {
+            Some(c) => Some(c),
+            None => srv.clients.get_mut(&id),
+        };
+        if let Some(c) = c {
+            if !plain {
+                c.reply.raw(line.as_bytes());
+            }
+            srv.woken.push(id);
+        }
+    }
+}
+
+/// Replicas asking for a full sync while a full sync's save runs share its
+/// image: they start from its offset, with a copy of what a replica
+/// already waiting for it has accumulated since.
+fn attach_to_running(srv: &mut Server, mut cur: Option<&mut Client>) {
+    if crate::persist::bgsave_running(srv) != Some(crate::bgsave::Purpose::Repl) {
+        return;
+    }
+    let Some(pending) = srv.repl.replicas.values().find(|r| r.state == ReplicaState::WaitBgsaveEnd).map(|r| r.pending.clone()) else { return };
+    let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.rdb_offset);
+    let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
+    for id in ids {
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+        r.state = ReplicaState::WaitBgsaveEnd;
+        r.pending = pending.clone();
+        let plain = r.plain_sync;
+        let c = match cur.as_deref_mut().filter(|c| c.id == id) {
+            Some(c) => Some(c),
+            None => srv.clients.get_mut(&id),
+        };
+        if let Some(c) = c {
+            if !plain {
+                c.reply.raw(line.as_bytes());
+            }
+            srv.woken.push(id);
+        }
+    }
+}
+
+/// A full sync's image is ready (or failed): the waiting replicas get it,
+/// then what was written meanwhile, and go online.
+fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
+    let Some(done) = srv.repl.rdb_done.take() else { return };
+    let waiting: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveEnd).map(|(&id, _)| id).collect();
+    let image = match done.and_then(|path| {
+        let b = std::fs::read(&path).map_err(|e| e.to_string());
+        let _ = std::fs::remove_file(&path);
+        b
+    }) {
+        Ok(b) => b,
+        Err(e) => {
+            srv.config.log.warning(&format!("Background transfer error: {e}"));
+            for id in waiting {
+                srv.repl.replicas.remove(&id);
+                if let Some(c) = srv.clients.get_mut(&id) {
+                    c.close_asap = true;
+                }
+                srv.sweep_clients = true;
+            }
+            return;
+        }
+    };
+    srv.config.log.notice("Background RDB transfer terminated with success");
+    let diskless = srv.config.flag("repl-diskless-sync");
+    for id in waiting {
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+        let Some(c) = srv.clients.get_mut(&id) else { continue };
+        if diskless && r.capa_eof {
+            let mark = crate::repl::random_id();
+            c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
+            c.reply.raw(&image);
+            c.reply.raw(mark.as_bytes());
+            r.wait_ack = true;
+        } else {
+            c.reply.raw(format!("${}\r\n", image.len()).as_bytes());
+            c.reply.raw(&image);
+            c.reply.raw(&r.pending);
+            r.pending.clear();
+        }
+        r.state = ReplicaState::Online;
+        r.ack_time = Instant::now();
+        srv.woken.push(id);
+        srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
+    }
+    start_full_sync(srv, host, None);
+}
+
+/// Periodic work, `hz` times a second: full syncs to start or finish,
+/// PINGs to replicas every repl-ping-replica-period, replicas silent past
+/// repl-timeout cut off; on a replica, an ACK to the primary every second.
+pub fn cron(srv: &mut Server, host: &mut dyn Host) {
+    finish_full_sync(srv, host);
+    start_full_sync(srv, host, None);
+    let now = Instant::now();
+    let timeout = secs(srv, "repl-timeout", 60);
+    if !srv.repl.replicas.is_empty() && !srv.repl.is_replica() && now.duration_since(srv.repl.last_ping) >= secs(srv, "repl-ping-replica-period", 10) {
+        srv.repl.last_ping = now;
+        drain(srv);
+        let mut v = Vec::new();
+        encode(&mut v, &[b"PING".to_vec()]);
+        feed_raw(srv, &v);
+    }
+    let late: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::Online && !r.plain_sync && now.duration_since(r.ack_time) > timeout).map(|(&id, _)| id).collect();
+    for id in late {
+        if let Some(c) = srv.clients.get_mut(&id) {
+            srv.config.log.warning(&format!("Disconnecting timedout replica (streaming sync): {}", c.addr));
+            c.close_asap = true;
+            srv.sweep_clients = true;
+        }
+    }
+    if let Some(p) = srv.repl.primary.as_ref() {
+        if let Some(id) = p.client {
+            if now.duration_since(p.last_io) > timeout {
+                srv.config.log.warning("MASTER timeout: no data nor PING received...");
+                if let Some(c) = srv.clients.get_mut(&id) {
+                    c.close_asap = true;
+                    srv.sweep_clients = true;
+                }
+            } else if now.duration_since(srv.repl.last_ack) >= Duration::from_secs(1) {
+                send_ack(srv);
+            }
+        }
+    }
+}
+
+/// REPLCONF ACK <offset> to the primary.
+pub fn send_ack(srv: &mut Server) {
+    srv.repl.last_ack = Instant::now();
+    let Some(id) = srv.repl.primary_client() else { return };
+    let offset = srv.repl.offset;
+    if let Some(c) = srv.clients.get_mut(&id) {
+        c.reply.raw(&ack_command(offset));
+        srv.woken.push(id);
+    }
+}
+
+/// The bytes of REPLCONF ACK <offset>.
+pub fn ack_command(offset: i64) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode(&mut v, &[b"REPLCONF".to_vec(), b"ACK".to_vec(), offset.to_string().into_bytes()]);
+    v
+}
+
+/// REPLCONF ACK from replica `id`: WAIT callers it satisfies are answered.
+pub fn on_ack(srv: &mut Server, table: &CommandMap, id: ClientId, offset: i64) {
+    if let Some(r) = srv.repl.replicas.get_mut(&id) {
+        r.ack_offset = r.ack_offset.max(offset);
+        r.ack_time = Instant::now();
+        if r.wait_ack {
+            r.wait_ack = false;
+            deliver(srv);
+        }
+    }
+    check_waiting(srv, table);
+}
+
+/// Answers the WAIT callers whose replicas caught up; the others' timeout
+/// reply is brought up to date.
+pub fn check_waiting(srv: &mut Server, table: &CommandMap) {
+    if srv.repl.waiting.is_empty() {
+        return;
+    }
+    let waiting = std::mem::take(&mut srv.repl.waiting);
+    for (id, offset, want) in waiting {
+        if !srv.blocking.is_blocked(id) {
+            continue;
+        }
+        let acked = srv.repl.acked(offset);
+        srv.blocking.set_timeout_reply(id, TimeoutReply::Int(acked));
+        if acked >= want {
+            crate::dispatch::release(srv, table, id, crate::dispatch::Release::Timeout);
+        } else {
+            srv.repl.waiting.push((id, offset, want));
+        }
+    }
+}
+
+/// A client is closing: forget it as a replica, or, when it was the
+/// primary, go back to connecting (PSYNC will ask to continue from the
+/// offset reached).
+pub fn client_closed(srv: &mut Server, c: &Client) {
+    srv.repl.replicas.remove(&c.id);
+    if c.repl_role == ReplRole::Primary {
+        if let Some(p) = srv.repl.primary.as_mut().filter(|p| p.client == Some(c.id)) {
+            p.client = None;
+            p.state = LinkState::Connect;
+            p.down_since = Instant::now();
+            srv.repl.cached = true;
+            srv.repl.primary_db = c.db;
+            srv.config.log.notice("Connection with master lost.");
+        }
+    }
+}
+
+/// REPLICAOF host port: becomes (or moves to be) a replica of host:port.
+/// Returns false if it already replicates that primary.
+pub fn set_primary(srv: &mut Server, host: String, port: u16) -> bool {
+    if srv.repl.primary.as_ref().is_some_and(|p| p.host == host && p.port == port) {
+        return false;
+    }
+    if let Some(id) = srv.repl.primary_client() {
+        if let Some(c) = srv.clients.get_mut(&id) {
+            c.close_asap = true;
+            c.repl_role = ReplRole::None;
+            srv.sweep_clients = true;
+        }
+    }
+    drain(srv);
+    // It continues from its own history (PSYNC2): its id and offset.
+    srv.repl.cached = true;
+    srv.config.log.notice(&format!("Connecting to MASTER {host}:{port}"));
+    srv.repl.primary = Some(Primary::new(host, port));
+    srv.config.log.role = 'S';
+    srv.apply_expire_mode();
+    true
+}
+
+/// REPLICAOF NO ONE: promoted, with a new replication id; the old one
+/// stays valid up to here, so the old primary's other replicas can
+/// continue from this one.
+pub fn promote(srv: &mut Server) {
+    let Some(p) = srv.repl.primary.take() else { return };
+    if let Some(id) = p.client {
+        if let Some(c) = srv.clients.get_mut(&id) {
+            c.close_asap = true;
+            c.repl_role = ReplRole::None;
+            srv.sweep_clients = true;
+        }
+    }
+    // Anything the feed encoded while a replica is not part of the stream.
+    srv.repl.stream.borrow_mut().clear();
+    srv.repl.shift_replid();
+    srv.feed.reselect();
+    srv.config.log.role = 'M';
+    srv.apply_expire_mode();
+    srv.config.log.notice("MASTER MODE enabled (user request from client)");
+}
+
+/// The link's state as INFO's master_link_status and ROLE name it.
+fn link_words(state: LinkState) -> (&'static str, &'static str) {
+    match state {
+        LinkState::Connected => ("up", "connected"),
+        LinkState::Connect => ("down", "connect"),
+        LinkState::Connecting => ("down", "connecting"),
+        LinkState::Handshake(_) => ("down", "handshake"),
+        LinkState::Transfer => ("down", "sync"),
+    }
+}
+
+/// INFO's Replication section body.
+pub fn info(srv: &Server) -> String {
+    let mut s = String::new();
+    let mut line = |k: &str, v: &dyn std::fmt::Display| {
+        let _ = write!(s, "{k}:{v}\r\n");
+    };
+    let r = &srv.repl;
+    match &r.primary {
+        None => line("role", &"master"),
+        Some(p) => {
+            line("role", &"slave");
+            line("master_host", &p.host);
+            line("master_port", &p.port);
+            line("master_link_status", &link_words(p.state).0);
+            let io = if p.client.is_some() { p.last_io.elapsed().as_secs() as i64 } else { -1 };
+            line("master_last_io_seconds_ago", &io);
+            line("master_sync_in_progress", &u8::from(p.state == LinkState::Transfer));
+            line("slave_read_repl_offset", &r.offset);
+            line("slave_repl_offset", &r.offset);
+            if p.state == LinkState::Transfer {
+                line("master_sync_total_bytes", &p.transfer_size);
+                line("master_sync_read_bytes", &p.transfer_read);
+                line("master_sync_left_bytes", &(p.transfer_size - p.transfer_read as i64));
+                line("master_sync_perc", &"0.00");
+                line("master_sync_last_io_seconds_ago", &p.last_io.elapsed().as_secs());
+            }
+            if p.state != LinkState::Connected {
+                line("master_link_down_since_seconds", &p.down_since.elapsed().as_secs());
+            }
+            line("slave_priority", &srv.config.get("replica-priority").unwrap_or("100"));
+            line("slave_read_only", &u8::from(srv.config.flag("replica-read-only")));
+            line("replica_announced", &u8::from(srv.config.flag("replica-announced")));
+        }
+    }
+    // REPLCONF makes an entry; SYNC or PSYNC makes a replica.
+    let attached: Vec<(&ClientId, &Replica)> = r.replicas.iter().filter(|(id, _)| srv.clients.get(id).is_none_or(|c| c.repl_role == ReplRole::Replica)).collect();
+    line("connected_slaves", &attached.len());
+    for (i, (id, x)) in attached.iter().enumerate() {
+        let ip = x.ip.clone().or_else(|| srv.clients.get(id).map(|c| c.addr.rsplit_once(':').map_or(c.addr.clone(), |(h, _)| h.to_string()))).unwrap_or_default();
+        line(&format!("slave{i}"), &format!("ip={ip},port={},state={},offset={},lag={}", x.port, x.state.name(), x.ack_offset, x.ack_time.elapsed().as_secs()));
+    }
+    line("master_failover_state", &"no-failover");
+    line("master_replid", &r.replid);
+    line("master_replid2", &r.replid2);
+    line("master_repl_offset", &r.offset);
+    line("second_repl_offset", &r.second_offset);
+    line("repl_backlog_active", &u8::from(r.backlog.active));
+    line("repl_backlog_size", &backlog_size(srv));
+    line("repl_backlog_first_byte_offset", &if r.backlog.active { r.backlog.first_offset() } else { 0 });
+    line("repl_backlog_histlen", &r.backlog.histlen());
+    s
+}
+
+/// ROLE's reply.
+pub fn role(srv: &Server, out: &mut resp::Reply) {
+    let r = &srv.repl;
+    match &r.primary {
+        None => {
+            out.array(3);
+            out.bulk(b"master");
+            out.int(r.offset);
+            let online: Vec<(&ClientId, &Replica)> = r.replicas.iter().filter(|(id, x)| x.state == ReplicaState::Online && srv.clients.get(id).is_none_or(|c| c.repl_role == ReplRole::Replica)).collect();
+            out.array(online.len());
+            for (id, x) in online {
+                let ip = x.ip.clone().or_else(|| srv.clients.get(id).map(|c| c.addr.rsplit_once(':').map_or(c.addr.clone(), |(h, _)| h.to_string()))).unwrap_or_default();
+                out.array(3);
+                out.bulk(ip.as_bytes());
+                out.bulk(x.port.to_string().as_bytes());
+                out.bulk(x.ack_offset.to_string().as_bytes());
+            }
+        }
+        Some(p) => {
+            out.array(5);
+            out.bulk(b"slave");
+            out.bulk(p.host.as_bytes());
+            out.int(i64::from(p.port));
+            out.bulk(link_words(p.state).1.as_bytes());
+            out.int(if p.client.is_some() { r.offset } else { -1 });
+        }
+    }
+}

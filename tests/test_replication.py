@@ -1,0 +1,308 @@
+"""Replication with Redis's protocol: densekv to densekv, densekv following Redis's
+redis-server, Redis following densekv.
+
+Each test starts its own servers on free loopback ports (and stops them by pid): a
+full sync of a dataset of every type, writes of every type streamed after it, a
+type-aware comparison of every key, then a link killed and resumed with a partial
+sync (INFO sync_partial_ok on the primary). Also WAIT, the read-only replica's error,
+ROLE and INFO replication.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+import redis
+
+from conftest import Server, server_binary
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def wait_for(cond, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def client(s: Server, db: int = 0) -> redis.Redis:
+    return redis.Redis(host=s.host, port=s.port, db=db, socket_timeout=10)
+
+
+def populate(r: redis.Redis, p: str) -> None:
+    """Keys of every type, some with a TTL, in db 0 and db 2."""
+    r.set(f"{p}:str", "hello")
+    r.set(f"{p}:int", 12345)
+    r.set(f"{p}:ttl", "v", ex=1000)
+    r.rpush(f"{p}:list", *[f"e{i}" for i in range(20)])
+    r.rpush(f"{p}:biglist", *[("x" * 100) + str(i) for i in range(300)])
+    r.hset(f"{p}:hash", mapping={f"f{i}": i for i in range(10)})
+    r.hset(f"{p}:bighash", mapping={f"f{i}": "y" * 80 for i in range(200)})
+    r.sadd(f"{p}:intset", *range(50))
+    r.sadd(f"{p}:set", *[f"m{i}" for i in range(200)])
+    r.zadd(f"{p}:zset", {f"z{i}": i * 1.5 for i in range(10)})
+    r.zadd(f"{p}:bigzset", {f"z{i}": i for i in range(300)})
+    r.xadd(f"{p}:stream", {"a": "1", "b": "2"})
+    r.xadd(f"{p}:stream", {"c": "3"})
+    r.xgroup_create(f"{p}:stream", "g", id="0")
+    r.pfadd(f"{p}:hll", *[f"h{i}" for i in range(100)])
+    r.expire(f"{p}:hash", 5000)
+    r.execute_command("SELECT", 2)
+    r.set(f"{p}:db2", "two")
+    r.lpush(f"{p}:db2list", "a", "b")
+    r.execute_command("SELECT", 0)
+
+
+def stream_writes(r: redis.Redis, p: str) -> None:
+    """Writes of every type after the sync, transactions and TTLs included."""
+    r.append(f"{p}:str", " world")
+    r.incrby(f"{p}:int", 7)
+    r.incrbyfloat(f"{p}:float", 1.5)
+    r.execute_command("SETEX", f"{p}:setex", 500, "v")
+    r.set(f"{p}:px", "v", px=900000)
+    r.lpush(f"{p}:list", "head")
+    r.rpop(f"{p}:list")
+    r.linsert(f"{p}:list", "BEFORE", "e5", "ins")
+    r.hset(f"{p}:hash", "new", "v")
+    r.hdel(f"{p}:hash", "f1")
+    r.hincrby(f"{p}:hash", "f2", 10)
+    r.sadd(f"{p}:set", "added")
+    r.srem(f"{p}:set", "m1")
+    r.spop(f"{p}:intset")
+    r.zincrby(f"{p}:zset", 2.5, "z3")
+    r.zrem(f"{p}:zset", "z4")
+    r.xadd(f"{p}:stream", {"d": "4"})
+    r.xreadgroup("g", "consumer", {f"{p}:stream": ">"}, count=1)
+    r.pfadd(f"{p}:hll", "new1", "new2")
+    r.delete(f"{p}:biglist")
+    r.expire(f"{p}:bigzset", 3000)
+    r.persist(f"{p}:hash")
+    r.rename(f"{p}:bighash", f"{p}:renamed")
+    r.copy(f"{p}:set", f"{p}:copied")
+    pipe = r.pipeline(transaction=True)
+    pipe.set(f"{p}:tx1", "a")
+    pipe.incr(f"{p}:tx2")
+    pipe.rpush(f"{p}:tx3", "x")
+    pipe.execute()
+    r.eval("redis.call('set', KEYS[1], 'lua'); redis.call('lpush', KEYS[2], 'l')", 2, f"{p}:lua1", f"{p}:lua2")
+    r.execute_command("SELECT", 3)
+    r.set(f"{p}:db3", "three")
+    r.execute_command("SELECT", 0)
+    r.set(f"{p}:last", "done")
+
+
+def contents(s: Server) -> dict:
+    """Every key of dbs 0-3, read by type, with whether it has a TTL."""
+    out = {}
+    for db in range(4):
+        r = client(s, db)
+        for key in sorted(r.keys("*")):
+            t = r.type(key)
+            if t == b"string":
+                v = r.get(key)
+            elif t == b"list":
+                v = r.lrange(key, 0, -1)
+            elif t == b"hash":
+                v = sorted(r.hgetall(key).items())
+            elif t == b"set":
+                v = sorted(r.smembers(key))
+            elif t == b"zset":
+                v = r.zrange(key, 0, -1, withscores=True)
+            elif t == b"stream":
+                v = (r.xrange(key), [(g["name"], g["pending"], g["last-delivered-id"]) for g in r.xinfo_groups(key)])
+            else:
+                v = None
+            out[(db, key)] = (t, v, r.pttl(key) > 0)
+        r.close()
+    return out
+
+
+def offsets_equal(primary: Server, replica: Server) -> bool:
+    p = client(primary).info("replication")
+    r = client(replica).info("replication")
+    return r.get("master_link_status") == "up" and p["master_repl_offset"] == r["slave_repl_offset"]
+
+
+def link_up(replica: Server) -> bool:
+    return client(replica).info("replication").get("master_link_status") == "up"
+
+
+def check_pair(primary: Server, replica: Server) -> None:
+    pr = client(primary)
+    populate(pr, "a")
+    client(replica).set("stale", "gone after the full sync")
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="full sync")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets after sync")
+    assert contents(replica) == contents(primary)
+    assert client(replica).get("stale") is None
+    # Writes of every type, streamed.
+    stream_writes(pr, "a")
+    populate(pr, "b")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets after writes")
+    assert contents(replica) == contents(primary)
+    # Cut the link: it comes back with a partial sync.
+    before = pr.info("stats")["sync_partial_ok"]
+    # The stream is in db 2 when the link drops: it continues there.
+    client(primary, 2).set("db2:before", "1")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets before the cut")
+    client(replica).client_kill_filter(_type="master")
+    client(primary, 2).set("db2:after", "1")
+    pr.set("written:while:down", "1")
+    pr.lpush("a:list", "more")
+    wait_for(lambda: link_up(replica), what="link back")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets after resume")
+    assert pr.info("stats")["sync_partial_ok"] == before + 1
+    assert contents(replica) == contents(primary)
+    assert client(replica).get("written:while:down") == b"1"
+
+
+@pytest.fixture
+def servers():
+    made = []
+
+    def make(binary: str, *args: str) -> Server:
+        s = Server(binary, tuple(args))
+        made.append(s)
+        return s.start()
+
+    yield make
+    for s in made:
+        s.cleanup()
+
+
+def test_densekv_to_densekv(servers):
+    check_pair(servers(server_binary()), servers(server_binary()))
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_densekv_follows_redis(servers):
+    primary = servers(REDIS_SERVER, "--repl-diskless-sync-delay", "0")
+    check_pair(primary, servers(server_binary()))
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_redis_follows_densekv(servers):
+    replica = servers(REDIS_SERVER)
+    check_pair(servers(server_binary()), replica)
+
+
+def test_disk_backed_transfer(servers):
+    primary = servers(server_binary(), "--repl-diskless-sync", "no")
+    replica = servers(server_binary())
+    client(primary).set("k", "v")
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    client(primary).set("k2", "v2")
+    wait_for(lambda: client(replica).get("k2") == b"v2", what="stream")
+    assert client(replica).get("k") == b"v"
+
+
+def test_wait_role_readonly_and_promotion(servers):
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    assert pr.execute_command("ROLE") == [b"master", 0, []]
+    assert pr.wait(0, 0) == 0
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.set("k", "v")
+    assert pr.wait(1, 2000) == 1
+    # Only one replica: WAIT 2 waits for its timeout and says 1.
+    t = time.monotonic()
+    assert pr.wait(2, 300) == 1
+    assert time.monotonic() - t >= 0.25
+    role = pr.execute_command("ROLE")
+    assert role[0] == b"master" and len(role[2]) == 1
+    assert role[2][0][1] == str(replica.port).encode()
+    rrole = rr.execute_command("ROLE")
+    assert rrole[:4] == [b"slave", primary.host.encode(), primary.port, b"connected"]
+    with pytest.raises(redis.exceptions.ReadOnlyError, match="^You can't write against a read only replica.$"):
+        rr.set("x", "1")
+    raw = redis.Redis(host=replica.host, port=replica.port)
+    with pytest.raises(redis.exceptions.ReadOnlyError):
+        raw.incr("k")
+    with pytest.raises(redis.ResponseError, match="WAIT cannot be used with replica instances"):
+        rr.wait(1, 10)
+    info = rr.info("replication")
+    assert info["role"] == "slave" and info["master_port"] == primary.port and info["slave_read_only"] == 1
+    pinfo = pr.info("replication")
+    assert pinfo["connected_slaves"] == 1 and pinfo["slave0"]["state"] == "online"
+    assert pinfo["repl_backlog_active"] == 1
+    flags = [c["flags"] for c in rr.client_list() if "M" in c["flags"]]
+    assert flags == ["M"]
+    assert any(c["flags"] == "S" for c in pr.client_list())
+    # Promotion: a new id, the old one second, writes accepted.
+    old = pinfo["master_replid"]
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    rr.replicaof("no", "one")
+    info = rr.info("replication")
+    assert info["role"] == "master"
+    assert info["master_replid2"] == old and info["master_replid"] != old
+    assert info["second_repl_offset"] == info["master_repl_offset"] + 1
+    assert rr.set("x", "1")
+    assert rr.get("k") == b"v"
+
+
+def test_expiry_reaches_the_replica_as_del(servers):
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    pr.set("lazy", "v", px=50)
+    wait_for(lambda: offsets_equal(primary, replica), what="stream")
+    time.sleep(0.1)
+    # Due on the replica: hidden from reads, kept until the primary says so.
+    assert rr.get("lazy") is None
+    assert rr.dbsize() == 1
+    assert pr.get("lazy") is None  # lazily expired on the primary: DEL follows
+    wait_for(lambda: rr.dbsize() == 0, what="DEL from the primary")
+    pr.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    pr.set("active", "v", px=50)
+    wait_for(lambda: rr.dbsize() == 1, what="stream")
+    wait_for(lambda: rr.dbsize() == 0, what="active expiry's DEL")
+
+
+def test_min_replicas_to_write(servers):
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr = client(primary)
+    pr.config_set("min-replicas-to-write", 1)
+    with pytest.raises(redis.ResponseError, match="^NOREPLICAS Not enough good replicas to write.$"):
+        pr.set("k", "v")
+    assert pr.get("k") is None
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    wait_for(lambda: pr.info("replication").get("slave0", {}).get("state") == "online", what="online")
+    assert pr.set("k", "v")
+    pr.config_set("min-replicas-to-write", 2)
+    with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
+        pr.set("k", "v2")
+    pr.config_set("min-replicas-to-write", 0)
+
+
+def test_replicas_share_a_running_full_sync(servers):
+    primary = servers(server_binary())
+    r1, r2 = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    for i in range(100):
+        pr.set(f"k{i}", i)
+    pr.config_set("rdb-key-save-delay", 10000)  # about a second per image
+    client(r1).replicaof(primary.host, primary.port)
+    wait_for(lambda: pr.info("persistence")["rdb_bgsave_in_progress"] == 1, what="save")
+    pr.set("during", "1")
+    client(r2).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(r1) and link_up(r2), what="both synced")
+    wait_for(lambda: offsets_equal(primary, r1) and offsets_equal(primary, r2), what="offsets")
+    assert pr.info("stats")["sync_full"] == 2
+    with open(primary.log_path) as f:
+        assert f.read().count("Starting BGSAVE for SYNC") == 1
+    for r in (r1, r2):
+        assert client(r).dbsize() == 101 and client(r).get("during") == b"1"
