@@ -18,7 +18,7 @@
 //!    one client's TLS session over a non-blocking socket)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
-//!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
+//!    what), `memreport` (MEMORY REPORT's walks in progress, by client), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
 //!    (the AOF's sink on the feed, its buffer and open file)
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`, `evict`
@@ -56,6 +56,7 @@ pub mod keyspec;
 pub mod lazyfree;
 pub mod log;
 pub mod memory;
+pub mod memreport;
 pub mod net;
 pub mod notify;
 pub mod persist;

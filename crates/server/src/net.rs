@@ -53,6 +53,9 @@ const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
+/// Executor time per loop turn for MEMORY REPORT walks: small enough that
+/// a client waits a few milliseconds at most behind one.
+const REPORT_SLICE: Duration = Duration::from_millis(3);
 
 /// The listening sockets with a handle on the poller's registry, so that
 /// clients can be accepted while a timed-out script runs too.
@@ -238,7 +241,17 @@ impl EventLoop {
             if srv.evict.unfinished {
                 crate::evict::perform(srv, None, now_ms);
             }
-            let work_left = runnable || srv.evict.unfinished;
+            // MEMORY REPORT walks advance a slice per turn; a client whose
+            // report is done runs its command again, which replies.
+            if srv.reports.busy() {
+                let Server { reports, dbs, blocking, .. } = &mut *srv;
+                for id in reports.step(dbs, now_ms, REPORT_SLICE, |id| blocking.is_blocked(id)) {
+                    dispatch::resume(srv, &mut self.shell, id);
+                    srv.reports.forget(id);
+                }
+                self.pending.extend(srv.blocking.take_woken());
+            }
+            let work_left = runnable || srv.evict.unfinished || srv.reports.busy();
             let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
@@ -525,6 +538,7 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
         }
         srv.monitors.retain(|&m| m != id);
         srv.blocking.forget(id);
+        srv.reports.forget(id);
     }
 }
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 const SERVER: &[&[&str]] = &[
     &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls"],
     &["config", "client", "aofcore::check"],
-    &["pubsub", "blocking", "tracking", "feed", "aofcore::state", "aofcore"],
+    &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore"],
     &["server"],
     &["publish", "cron", "evict"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof"],
