@@ -137,6 +137,9 @@ pub static PARAMS: &[Param] = &[
     // Network.
     p("port", PORT, "6379"),
     p("bind", Kind::Bind, "* -::*"),
+    // densekv: the Prometheus endpoint (metrics.rs), off with port 0.
+    p("metrics-port", PORT, "0").fixed(),
+    p("metrics-bind", S, "127.0.0.1").fixed(),
     p("bind-source-addr", S, "").ignored(),
     p("protected-mode", B, "yes"),
     p("tcp-backlog", UI, "511").fixed(),

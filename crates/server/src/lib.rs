@@ -30,7 +30,8 @@
 //!    through `exec`, the RDB base through `persist`)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
-//! 9. `registry`: the whole table
+//! 9. `registry`: the whole table; `metrics` (the Prometheus endpoint: an
+//!    HTTP thread, answered by the event loop from INFO's text)
 //! 10. `net`: the event loop, which owns the listener and the sockets
 
 pub mod access;
@@ -57,6 +58,7 @@ pub mod lazyfree;
 pub mod log;
 pub mod memory;
 pub mod memreport;
+pub mod metrics;
 pub mod net;
 pub mod notify;
 pub mod persist;

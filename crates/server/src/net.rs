@@ -43,6 +43,8 @@ use crate::{cron, dispatch, exec, persist, shutdown};
 
 /// Tokens from here up are the loop's own; client ids stay below.
 const SIGNALS: Token = Token(usize::MAX);
+/// The metrics thread's waker: a scrape is waiting.
+const METRICS: Token = Token(usize::MAX - 64);
 /// The first listener's token; the others count down from it.
 const LISTENER0: usize = usize::MAX - 1;
 /// At most this many listeners (Redis's limit on bind addresses).
@@ -131,6 +133,8 @@ pub struct EventLoop {
     scratch: Box<[u8]>,
     /// Clients whose replies wait for this turn's AOF write.
     held: Vec<ClientId>,
+    /// The Prometheus endpoint, with metrics-port set.
+    metrics: Option<crate::metrics::Endpoint>,
 }
 
 impl EventLoop {
@@ -172,7 +176,17 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
-        Ok(EventLoop { poll, shell, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, metrics: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+    }
+
+    /// Serves `GET /metrics` and `GET /health` on `bind:port` (metrics.rs);
+    /// returns the address bound.
+    pub fn serve_metrics(&mut self, bind: &str, port: u16) -> Result<SocketAddr, String> {
+        let waker = std::sync::Arc::new(mio::Waker::new(self.poll.registry(), METRICS).map_err(|e| e.to_string())?);
+        let ep = crate::metrics::start(bind, port, crate::metrics::waker(waker))?;
+        let addr = ep.addr;
+        self.metrics = Some(ep);
+        Ok(addr)
     }
 
     /// Loads the data before serving: the AOF with appendonly yes (which
@@ -269,7 +283,11 @@ impl EventLoop {
                 Err(e) => return Err(e),
             }
             for ev in events.iter() {
-                if ev.token() == SIGNALS {
+                if ev.token() == METRICS {
+                    if let Some(ep) = &self.metrics {
+                        crate::metrics::answer(ep, srv, &mut self.shell);
+                    }
+                } else if ev.token() == SIGNALS {
                     for sig in self.shell.signals.pending() {
                         shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
                     }

@@ -26,7 +26,7 @@ const SERVER: &[&[&str]] = &[
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof"],
     &["commands"],
     &["script"],
-    &["registry"],
+    &["registry", "metrics"],
     &["net"],
     &["main", "crate"],
 ];
