@@ -46,6 +46,7 @@ def test_off_by_default(r):
     assert r.config_get("metrics-bind") == {"metrics-bind": "127.0.0.1"}
     with pytest.raises(redis.ResponseError):
         r.config_set("metrics-port", "1234")
+    assert "metrics-port" not in r.config_get("*")
 
 
 def test_health_and_unknown_paths(metrics_server):

@@ -189,15 +189,25 @@ fn open(o: &Opts, counter: Arc<AtomicU64>) -> io::Result<(Box<dyn BufRead>, Opti
     Ok(if gz { (Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(br))), size) } else { (Box::new(br), size) })
 }
 
+/// A command with the members of several records, not yet sent.
+struct Merged {
+    cmd: Vec<u8>,
+    key: Vec<u8>,
+    members: Vec<Vec<u8>>,
+    /// Input lines of its first and last record.
+    first: u64,
+    last: u64,
+}
+
 /// Counters and the reporting of problems.
 struct Run {
     conn: Conn,
     window: usize,
     /// Input lines (first, last) of each command in flight.
     in_flight: VecDeque<(u64, u64)>,
-    /// Merged commands not yet sent: (command, key, members, first line,
-    /// last line), and where each (command, key) is in that list.
-    merged: Vec<(Vec<u8>, Vec<u8>, Vec<Vec<u8>>, u64, u64)>,
+    /// Merged commands not yet sent, and where each (command, key) is in
+    /// that list.
+    merged: Vec<Merged>,
     merged_at: HashMap<(Vec<u8>, Vec<u8>), usize>,
     merged_rows: usize,
     ttl: Option<String>,
@@ -231,12 +241,12 @@ impl Run {
         match self.merged_at.get(&k) {
             Some(&i) => {
                 let m = &mut self.merged[i];
-                m.2.extend(args);
-                m.4 = line;
+                m.members.extend(args);
+                m.last = line;
             }
             None => {
                 self.merged_at.insert(k.clone(), self.merged.len());
-                self.merged.push((k.0, k.1, args.collect(), line, line));
+                self.merged.push(Merged { cmd: k.0, key: k.1, members: args.collect(), first: line, last: line });
             }
         }
     }
@@ -245,7 +255,7 @@ impl Run {
     fn flush_merged(&mut self) -> io::Result<()> {
         self.merged_at.clear();
         self.merged_rows = 0;
-        for (cmd, key, members, first, last) in std::mem::take(&mut self.merged) {
+        for Merged { cmd, key, members, first, last } in std::mem::take(&mut self.merged) {
             let mut args: Vec<&[u8]> = vec![&cmd, &key];
             args.extend(members.iter().map(Vec::as_slice));
             self.queue_lines((first, last), &args)?;
