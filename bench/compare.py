@@ -13,6 +13,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py save-throughput [--during bgsave|bgrewriteaof] [--keys 2000000] [--pipeline 16,1] [--rounds R]
   bench/compare.py cache      [--keys 2000000] [--maxmemory 64mb] [--zipf 1.0] [--workers 3] [--seconds 20]
   bench/compare.py tls        [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
+  bench/compare.py aggregate  [--keys 10000] [--days 365] [--inputs 5000] [--rounds 5]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -64,6 +65,11 @@ tls         a throwaway CA and server certificate made with the openssl command;
             servers get --tls-port (a free loopback port) with tls-auth-clients no, and
             keep a plaintext port only to be seen ready; redis-benchmark --tls --cacert
             -t get,set -c 50 -P {1,16} against the TLS port; requests/s and densekv/redis
+aggregate   seed 003's time series: --keys ZSETs `agg:<i>` of --days (day, count) members
+            (member the day number since 1970, score a random count 1..1000); used_memory delta per
+            member; then ZUNIONSTORE and ZINTERSTORE of the same random --inputs keys with
+            AGGREGATE SUM on both servers, alternating, --rounds times: median ms and ratio;
+            and the longest round trip a concurrent 1-per-ms PING probe sees during them
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
 redis-server checks the script itself. Standard library only (plus cc for `cache`);
@@ -1245,6 +1251,85 @@ def cache_run(args, s: Server, driver: str) -> dict:
             "used": int(mem["used_memory"])}
 
 
+# ---------------------------------------------------------------- aggregation (seed 003)
+
+
+def agg_days(days: int) -> list[bytes]:
+    first = (datetime.date(2025, 1, 1) - datetime.date(1970, 1, 1)).days
+    return [b"%d" % (first + d) for d in range(days)]
+
+
+def agg_load(s: Server, keys: int, days: int, seed: int = 3) -> None:
+    rng = random.Random(seed)
+    members = agg_days(days)
+    with Conn(s.port) as c:
+        for lo in range(0, keys, 100):
+            cmds = []
+            for i in range(lo, min(keys, lo + 100)):
+                args = [b"ZADD", b"agg:%d" % i]
+                for m in members:
+                    args += [b"%d" % rng.randint(1, 1000), m]
+                cmds.append(encode(*args))
+            c.send_counted(b"".join(cmds), len(cmds))
+
+
+def probe_pings(port: int, stop, worst: list) -> None:
+    """One PING per ms until `stop`; the longest round trip (s) goes into worst[0]."""
+    with Conn(port) as c:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            c.call("PING")
+            worst[0] = max(worst[0], time.perf_counter() - t0)
+            time.sleep(0.001)
+
+
+def cmd_aggregate(args) -> None:
+    header("densekv vs redis: ZUNIONSTORE / ZINTERSTORE over many sorted sets (seed 003)", args)
+    servers = start_servers(args)
+    try:
+        per_member = {}
+        for s in servers:
+            before = memory_sample(s, 0.2)[0]
+            t0 = time.perf_counter()
+            agg_load(s, args.keys, args.days)
+            load_s = time.perf_counter() - t0
+            after = memory_sample(s)[0]
+            per_member[s.name] = ((after - before) / (args.keys * args.days), load_s)
+        rows = [["used_memory B/member", f"{per_member['densekv'][0]:.1f}", f"{per_member['redis'][0]:.1f}",
+                 ratio(per_member['densekv'][0], per_member['redis'][0]), "", ""]]
+        rng = random.Random(7)
+        picks = [rng.sample(range(args.keys), min(args.inputs, args.keys)) for _ in range(args.rounds)]
+        for op in ("ZUNIONSTORE", "ZINTERSTORE"):
+            times = {s.name: [] for s in servers}
+            stalls = {s.name: 0.0 for s in servers}
+            cards = {}
+            for pick in picks:
+                for s in servers:
+                    stop, worst = threading.Event(), [0.0]
+                    probe = threading.Thread(target=probe_pings, args=(s.port, stop, worst))
+                    probe.start()
+                    time.sleep(0.02)
+                    with Conn(s.port) as c:
+                        call = [op, "agg:out", len(pick), *[b"agg:%d" % i for i in pick], "AGGREGATE", "SUM"]
+                        t0 = time.perf_counter()
+                        n = c.call(*call)
+                        times[s.name].append(time.perf_counter() - t0)
+                        cards.setdefault(s.name, int(n))
+                    stop.set()
+                    probe.join()
+                    stalls[s.name] = max(stalls[s.name], worst[0])
+            if cards["densekv"] != cards["redis"]:
+                raise RuntimeError(f"{op}: densekv stored {cards['densekv']} members, redis {cards['redis']}")
+            d, r = (statistics.median(times[k]) * 1000 for k in ("densekv", "redis"))
+            rows.append([f"{op} {len(picks[0])} keys, median ms", f"{d:.1f}", f"{r:.1f}", ratio(d, r),
+                         f"{stalls['densekv'] * 1000:.1f}", f"{stalls['redis'] * 1000:.1f}"])
+        print(f"{args.keys:,} ZSETs of {args.days} members; load {per_member['densekv'][1]:.1f} s (densekv), "
+              f"{per_member['redis'][1]:.1f} s (redis); {args.rounds} rounds\n")
+        table(["measure", "densekv", "redis", "densekv/redis", "densekv max PING ms", "redis max PING ms"], rows)
+    finally:
+        stop_servers(servers)
+
+
 def cmd_cache(args) -> None:
     header("Cache under eviction: Zipf keys, GET / SET on miss, allkeys-lru", args)
     print(f"- keys ids {args.keys:,}, Zipf s={args.zipf}, maxmemory {args.maxmemory}, "
@@ -1365,6 +1450,13 @@ def main() -> None:
     p.add_argument("--fill-limit", type=float, default=180.0,
                    help="most seconds to wait for eviction to start")
     p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser("aggregate", parents=[common], help="ZUNIONSTORE/ZINTERSTORE over many ZSETs")
+    p.add_argument("--keys", type=int, default=10_000)
+    p.add_argument("--days", type=int, default=365)
+    p.add_argument("--inputs", type=int, default=5_000, help="input keys per ZUNIONSTORE/ZINTERSTORE")
+    p.add_argument("--rounds", type=int, default=5)
+    p.set_defaults(func=cmd_aggregate)
 
     p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],

@@ -15,6 +15,8 @@ Fixtures:
   cli           cli(*args, input=None, check=True, timeout=10) -> redis-cli stdout (str)
   start_server  factory: start_server(*extra_args) -> a separate Server for this test
                 (for config, persistence or shutdown tests that must not touch the shared one)
+  real_redis    redis.Redis on a Debian redis-server of the test module's own (skipped when
+                none is installed): for replies compared with Redis's byte for byte
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ class RawConn:
         for a in args:
             if isinstance(a, str):
                 a = a.encode()
-            elif isinstance(a, int):
+            elif isinstance(a, (int, float)):
                 a = str(a).encode()
             parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
         return b"".join(parts)
@@ -290,6 +292,16 @@ def _server_holder():
     holder = {"server": Server(server_binary()).start()}
     yield holder
     holder["server"].cleanup()
+
+
+@pytest.fixture(scope="module")
+def real_redis():
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server not installed")
+    s = Server(exe).start()
+    yield redis.Redis(port=s.port)
+    s.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -466,3 +466,62 @@ def test_unblock_error_counts_as_failed_call(r, raw):
     st = cmdstat(r, "blpop")
     assert (st["calls"], st["rejected_calls"], st["failed_calls"]) == (1, 0, 1)
     assert r.info("stats")["total_error_replies"] == 1
+
+
+# ---------------------------------------------------------------- the connection goes away
+
+
+def test_close_with_pipelined_blocking_command_is_noticed(r, raw):
+    """A blocked client that pipelines another blocking command and closes at
+    once (request and FIN in one readiness event) is forgotten: the end of the
+    stream behind the request is read, not left for an event that never comes."""
+    a, busy = raw(), raw()
+    a.cmd("BLPOP", "k", 0)
+    wait_blocked(r, 1)
+    # While the server sleeps, the request and the close both arrive, so
+    # one readiness event reports them together.
+    busy.cmd("DEBUG", "SLEEP", "0.1")
+    time.sleep(0.02)
+    a.send(a.encode("BLPOP", "k", 0))
+    a.sock.close()
+    assert busy.read_reply() == b"+OK\r\n"
+    wait_blocked(r, 0)
+    r.rpush("k", "v")
+    assert r.lrange("k", 0, -1) == [b"v"]
+    assert r.info("clients")["total_blocking_keys"] == 0
+
+
+def test_close_after_being_served_with_pipelined_blocking_command(r, raw):
+    """Redis's "bug 593" sequence: the served client's next BRPOPLPUSH
+    blocks again, then its connection closes; it must not stay blocked."""
+    for _ in range(20):
+        r.delete("a", "b", "c")
+        one, two = raw(), raw()
+        one.send(one.encode("BRPOPLPUSH", "a", "b", 0) + one.encode("BRPOPLPUSH", "a", "b", 0))
+        wait_blocked(r, 1)
+        two.cmd("BRPOPLPUSH", "b", "c", 0)
+        wait_blocked(r, 2)
+        r.lpush("a", "data")
+        one.sock.close()
+        two.sock.close()
+        wait_blocked(r, 0)
+        assert r.lrange("c", 0, -1) == [b"data"]
+
+
+def test_requests_on_two_connections_run_in_arrival_order(r, raw):
+    """An EXEC sent before another connection's write to a watched key runs
+    first, as Redis serves readable clients in the order data arrived."""
+    w, busy = raw(), raw()
+    for i in range(20):
+        r.set("k", "old")
+        assert w.call("WATCH", "k") == b"+OK\r\n"
+        assert w.call("MULTI") == b"+OK\r\n"
+        assert w.call("GET", "k") == b"+QUEUED\r\n"
+        # Both requests arrive while the server sleeps: one poll sees them.
+        busy.cmd("DEBUG", "SLEEP", "0.02")
+        time.sleep(0.005)
+        w.cmd("EXEC")
+        time.sleep(0.001)
+        r.set("k", f"new{i}")
+        assert busy.read_reply() == b"+OK\r\n"
+        assert w.read_reply() == b"*1\r\n$3\r\nold\r\n"

@@ -2,41 +2,14 @@
 bytes GET returns are compared with those of a real redis-server when one
 is installed, and with layouts derived from the format otherwise."""
 
-import shutil
-import subprocess
 import time
 
 import pytest
-import redis
-
-from conftest import free_port
 
 EMPTY = b"HYLL\x01" + b"\0" * 11 + b"\x7f\xff"
 # As PFADD leaves a new key: cached cardinality marked stale.
 STALE_EMPTY = EMPTY[:15] + b"\x80" + EMPTY[16:]
 WRONG_HLL = "WRONGTYPE Key is not a valid HyperLogLog string value."
-
-
-@pytest.fixture(scope="module")
-def real_redis():
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.skip("redis-server not installed")
-    port = free_port()
-    p = subprocess.Popen([exe, "--port", str(port), "--save", "", "--appendonly", "no"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    c = redis.Redis(port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            c.ping()
-            break
-        except redis.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-    yield c
-    p.terminate()
-    p.wait()
 
 
 def test_empty_and_small_exact(r):

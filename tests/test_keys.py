@@ -255,6 +255,25 @@ def test_object_encoding(r, c):
     assert c.call("OBJECT") == arity("object")
 
 
+def test_append_and_setrange_leave_integers_raw(r, c):
+    # Redis turns the result of APPEND or SETRANGE on an existing string
+    # into a raw string even when it reads as an integer; SET makes it int.
+    r.set(b"foo", b"1")
+    assert c.call("OBJECT", "ENCODING", "foo") == b"$3\r\nint\r\n"
+    assert r.append(b"foo", b"2") == 2
+    assert r.get(b"foo") == b"12"
+    assert c.call("OBJECT", "ENCODING", "foo") == b"$3\r\nraw\r\n"
+    assert r.incr(b"foo") == 13
+    assert c.call("OBJECT", "ENCODING", "foo") == b"$3\r\nint\r\n"
+    r.set(b"n", b"1234")
+    assert r.setrange(b"n", 0, b"2") == 4
+    assert r.get(b"n") == b"2234"
+    assert c.call("OBJECT", "ENCODING", "n") == b"$3\r\nraw\r\n"
+    # APPEND to a missing key stores the argument as SET would.
+    assert r.append(b"new", b"5") == 1
+    assert c.call("OBJECT", "ENCODING", "new") == b"$3\r\nint\r\n"
+
+
 def test_object_refcount(r, c):
     r.set(b"small", b"1")
     r.set(b"large", b"10000")

@@ -21,7 +21,7 @@ def bulk_text(reply: bytes) -> str:
 def test_info_sections_and_fields(r, raw):
     r.set(b"a", b"1")
     info = r.info()
-    assert info["redis_version"] == "7.4.0"
+    assert info["redis_version"] == "8.2.0"
     assert "densekv_version" in info
     for f in ("used_memory", "used_memory_rss", "used_memory_peak", "mem_fragmentation_ratio", "maxmemory",
               "connected_clients", "total_commands_processed", "role", "used_cpu_sys"):
@@ -340,7 +340,7 @@ def test_function_stubs(r):
 def test_hello(raw):
     c = raw()
     rep = c.call("HELLO", "3")
-    assert rep.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.4.0\r\n$5\r\nproto\r\n:3\r\n")
+    assert rep.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n8.2.0\r\n$5\r\nproto\r\n:3\r\n")
     assert c.call("CONFIG", "GET", "timeout") == b"%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"
     assert c.call("HELLO", "4") == b"-NOPROTO unsupported protocol version\r\n"
     assert c.call("HELLO", "x") == b"-ERR Protocol version is not an integer or out of range\r\n"
@@ -551,3 +551,45 @@ def test_output_buffer_hard_limit_closes_a_normal_client(start_server):
     assert stats["client_output_buffer_limit_disconnections"] == 1
     assert stats["client_query_buffer_limit_disconnections"] == 0
     assert "for overcoming of output buffer limits" in open(s.log_path, errors="replace").read()
+
+
+def test_cluster_without_cluster_support(r, raw):
+    # Listed like Redis's (clients probe COMMAND for it), every subcommand
+    # answering that cluster support is disabled; arity checked first.
+    r.response_callbacks.pop("COMMAND", None)  # keep redis-py from reshaping replies
+    c = raw()
+    for argv in (["CLUSTER", "INFO"], ["CLUSTER", "HELP"], ["CLUSTER", "MYID"], ["CLUSTER", "KEYSLOT", "k"],
+                 ["CLUSTER", "COUNTKEYSINSLOT", "1"], ["CLUSTER", "GETKEYSINSLOT", "1", "10"], ["CLUSTER", "NODES"]):
+        assert c.call(*argv) == b"-ERR This instance has cluster support disabled\r\n"
+    assert c.call("CLUSTER", "KEYSLOT") == b"-ERR wrong number of arguments for 'cluster|keyslot' command\r\n"
+    assert c.call("CLUSTER", "NOPE").startswith(b"-ERR unknown subcommand 'NOPE'. Try CLUSTER HELP.")
+    names = r.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help")
+    assert b"cluster|help" in names and b"client|help" in names
+    info = r.execute_command("COMMAND", "INFO", "cluster|reset")[0]
+    assert info[1] == -2 and b"noscript" in info[2] and b"admin" in info[2]
+    assert set(info[6]) == {b"@admin", b"@slow", b"@dangerous"}
+    with pytest.raises(redis.ResponseError, match="command is not allowed"):
+        r.eval("redis.call('cluster', 'reset', 'hard')", 0)
+
+
+def test_min_replicas_to_write_refuses_writes_without_replicas(r):
+    r.set("x", "some value")
+    r.config_set("min-replicas-to-write", 1)
+    try:
+        with pytest.raises(redis.ResponseError, match=r"^NOREPLICAS Not enough good replicas to write\.$"):
+            r.set("x", "other")
+        assert r.get("x") == b"some value"
+        # Scripts that may write are refused; reads and no-writes run.
+        assert r.eval("#!lua flags=no-writes\nreturn redis.call('get','x')", 1, "x") == b"some value"
+        assert r.eval("return redis.call('get','x')", 1, "x") == b"some value"
+        with pytest.raises(redis.ResponseError, match="Not enough good replicas"):
+            r.eval("#!lua\nreturn redis.call('get','x')", 1, "x")
+        with pytest.raises(redis.ResponseError, match="Not enough good replicas"):
+            r.eval("return redis.call('set','x', 1)", 1, "x")
+        # A lag limit of 0 turns the check off, as in Redis.
+        r.config_set("min-replicas-max-lag", 0)
+        assert r.set("x", "lagless")
+    finally:
+        r.config_set("min-replicas-to-write", 0)
+        r.config_set("min-replicas-max-lag", 10)
+    assert r.set("x", "v")

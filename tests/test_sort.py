@@ -164,3 +164,17 @@ def test_key_extraction_and_flags(r):
     assert b"write" in sort_flags and b"movablekeys" in sort_flags
     ro_flags = x("COMMAND", "INFO", "sort_ro")[0][2]
     assert b"readonly" in ro_flags and b"movablekeys" in ro_flags
+
+
+def test_constant_by_sorts_a_set_for_scripts(r):
+    # A set has no order of its own: under a script (as with STORE) SORT BY a
+    # constant sorts it alphabetically, so replicas and replays agree.
+    r.sadd("myset", *"a b c d e f g h i l m n o p q r s t u v z aa aaa azz".split())
+    got = r.eval("return redis.call('sort', KEYS[1], 'by', '_')", 1, "myset")
+    assert got == sorted(m.encode() for m in "a b c d e f g h i l m n o p q r s t u v z aa aaa azz".split())
+    r.sadd("s3", "a", "b", "c")
+    got = r.eval("return redis.call('sort', KEYS[1], 'by', '_', 'get', '#', 'get', '_:*')", 1, "s3")
+    assert got == [b"a", None, b"b", None, b"c", None]
+    # Lists keep their own order.
+    r.rpush("l", "b", "a", "c")
+    assert r.eval("return redis.call('sort', KEYS[1], 'by', '_')", 1, "l") == [b"b", b"a", b"c"]

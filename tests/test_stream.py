@@ -1,5 +1,6 @@
-"""STREAM commands: XADD ... XINFO with consumer groups. Replies and error
-strings as Redis 7.4 gives them, RESP2 and RESP3 shapes where they differ
+"""STREAM commands: XADD ... XINFO with consumer groups, and Redis 8.2's
+XDELEX / XACKDEL / KEEPREF-DELREF-ACKED. Replies and error strings as Redis
+gives them, RESP2 and RESP3 shapes where they differ
 (XREAD/XREADGROUP and XINFO answer maps in RESP3), checked on raw bytes
 where redis-py would reshape them."""
 
@@ -8,7 +9,7 @@ import time
 import pytest
 import redis
 
-from conftest import err
+from conftest import err, ex
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 BAD_ID = "Invalid stream ID specified as stream command argument"
@@ -628,3 +629,210 @@ def test_no_blocking_in_multi_or_script(r):
     assert r.eval("return redis.call('XREAD', 'BLOCK', '0', 'STREAMS', 's', '$')", 0) is None
     assert r.eval("return redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', '0', 'STREAMS', 's', '>')", 0) is None
     assert r.info("clients")["blocked_clients"] == 0
+
+
+# ---- Redis 8.2: XDELEX, XACKDEL, KEEPREF / DELREF / ACKED --------------------
+
+
+def two_groups_read_all(r, key="s", n=2):
+    """Entries 1-0..n-0, groups g1 and g2 each delivered all of them."""
+    fill(r, key, n)
+    for g, c in (("g1", "c1"), ("g2", "c2")):
+        x(r, "XGROUP", "CREATE", key, g, "0")
+        x(r, "XREADGROUP", "GROUP", g, c, "STREAMS", key, ">")
+
+
+def pending(r, key, group):
+    return x(r, "XPENDING", key, group)[0]
+
+
+def test_xdelex_missing_key_and_codes(r):
+    assert x(r, "XDELEX", "s", "IDS", "2", "1-0", "2-0") == [-1, -1]
+    assert not r.exists("s")
+    fill(r, "s", 3)
+    assert x(r, "XDELEX", "s", "IDS", "3", "1-0", "9-0", "3-0") == [1, -1, 1]
+    assert r.xlen("s") == 1
+    # XDEL's tombstone bookkeeping: the largest deleted ID is recorded.
+    assert r.xinfo_stream("s")["max-deleted-entry-id"] == b"3-0"
+    # Options in any case, the policy before or after the IDS block.
+    assert x(r, "XDELEX", "s", "IDS", "1", "2-0", "keepref") == [1]
+    assert r.xlen("s") == 0 and r.exists("s")
+
+
+def test_xdelex_errors(r):
+    fill(r, "s", 1)
+    assert err(x, r, "XDELEX", "s") == "wrong number of arguments for 'xdelex' command"
+    assert err(x, r, "XDELEX", "s", "IDS", "1") == "wrong number of arguments for 'xdelex' command"
+    for n in ("0", "-5", "abc"):
+        assert err(x, r, "XDELEX", "s", "IDS", n, "1-0") == "Number of IDs must be a positive integer"
+    assert err(x, r, "XDELEX", "s", "IDS", "3", "1-0", "2-0") == "The `numids` parameter must match the number of arguments"
+    assert err(x, r, "XDELEX", "s", "IDS", "1", "1-0", "2-0") == "syntax error"
+    for a, b in (("KEEPREF", "DELREF"), ("KEEPREF", "ACKED"), ("DELREF", "ACKED"), ("ACKED", "ACKED")):
+        assert err(x, r, "XDELEX", "s", a, b, "IDS", "1", "1-0") == "syntax error"
+    assert err(x, r, "XDELEX", "s", "KEEPREF", "1-0", "2-0") == "syntax error"
+    assert err(x, r, "XDELEX", "s", "IDS", "1", "+") == BAD_ID
+    assert err(x, r, "XDELEX", "s", "IDS", "2", "1-0", "bad") == BAD_ID
+    assert r.xlen("s") == 1  # nothing deleted when an ID is bad
+    r.set("str", "v")
+    assert err(x, r, "XDELEX", "str", "IDS", "1", "1-0") == WRONGTYPE
+
+
+def test_xdelex_policies(r):
+    two_groups_read_all(r, n=3)
+    # KEEPREF: gone from the stream, still pending in both groups.
+    assert x(r, "XDELEX", "s", "KEEPREF", "IDS", "1", "1-0") == [1]
+    assert (pending(r, "s", "g1"), pending(r, "s", "g2")) == (3, 3)
+    # DELREF: gone from the stream and from every pending list.
+    assert x(r, "XDELEX", "s", "DELREF", "IDS", "1", "2-0") == [1]
+    assert (pending(r, "s", "g1"), pending(r, "s", "g2")) == (2, 2)
+    # DELREF on an ID no longer stored still drops its dangling references.
+    assert x(r, "XDELEX", "s", "DELREF", "IDS", "1", "1-0") == [-1]
+    assert (pending(r, "s", "g1"), pending(r, "s", "g2")) == (1, 1)
+    # ACKED: kept while a group has it pending.
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "1", "3-0") == [2]
+    x(r, "XACK", "s", "g1", "3-0")
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "1", "3-0") == [2]
+    x(r, "XACK", "s", "g2", "3-0")
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "1", "3-0") == [1]
+    assert r.xlen("s") == 0
+
+
+def test_xdelex_acked_waits_for_every_group_to_be_delivered(r):
+    fill(r, "s", 5)
+    x(r, "XGROUP", "CREATE", "s", "g1", "1-0")
+    x(r, "XGROUP", "CREATE", "s", "g2", "3-0")
+    # At or below every group's last delivered ID and pending nowhere.
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "1", "1-0") == [1]
+    # 2-0 is beyond g1's last delivered ID: g1 may still read it.
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "2", "2-0", "4-0") == [2, 2]
+    x(r, "XGROUP", "DESTROY", "s", "g1")
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "2", "2-0", "4-0") == [1, 2]
+    # A new group created at 0 needs everything again.
+    x(r, "XGROUP", "CREATE", "s", "g3", "0")
+    assert x(r, "XDELEX", "s", "ACKED", "IDS", "1", "3-0") == [2]
+    # With no group at all, ACKED deletes like KEEPREF.
+    r.delete("t")
+    fill(r, "t", 2)
+    assert x(r, "XDELEX", "t", "ACKED", "IDS", "1", "1-0") == [1]
+
+
+def test_xdelex_notifies_and_counts(r):
+    fill(r, "s", 3)
+    dirty = r.info("persistence")["rdb_changes_since_last_save"]
+    p = r.pubsub()
+    r.config_set("notify-keyspace-events", "Et")
+    try:
+        p.psubscribe("__keyevent@*__:*")
+        p.get_message(timeout=1)
+        assert x(r, "XDELEX", "s", "IDS", "3", "1-0", "2-0", "7-0") == [1, 1, -1]
+        m = p.get_message(timeout=1)
+        assert m["channel"] == b"__keyevent@0__:xdel" and m["data"] == b"s"
+        assert x(r, "XDELEX", "s", "IDS", "1", "7-0") == [-1]
+        assert p.get_message(timeout=0.2) is None
+    finally:
+        r.config_set("notify-keyspace-events", "")
+        p.close()
+    assert r.info("persistence")["rdb_changes_since_last_save"] == dirty + 2
+
+
+def test_xackdel(r):
+    assert x(r, "XACKDEL", "s", "g", "IDS", "2", "1-0", "2-0") == [-1, -1]
+    fill(r, "s", 1)
+    assert x(r, "XACKDEL", "s", "g", "IDS", "2", "1-0", "2-0") == [-1, -1]
+    r.delete("s")
+    two_groups_read_all(r)
+    # DELREF: acknowledged here, deleted, dropped from g2's pending list too.
+    assert x(r, "XACKDEL", "s", "g1", "DELREF", "IDS", "2", "1-0", "2-0") == [1, 1]
+    assert r.xlen("s") == 0
+    assert (pending(r, "s", "g1"), pending(r, "s", "g2")) == (0, 0)
+    assert x(r, "XACKDEL", "s", "g2", "DELREF", "IDS", "2", "1-0", "2-0") == [-1, -1]
+
+
+def test_xackdel_acked_and_keepref(r):
+    two_groups_read_all(r)
+    # ACKED: acknowledged in g1 but kept while g2 has them pending.
+    assert x(r, "XACKDEL", "s", "g1", "ACKED", "IDS", "2", "1-0", "2-0") == [2, 2]
+    assert r.xlen("s") == 2
+    assert x(r, "XPENDING", "s", "g2") == [2, b"1-0", b"2-0", [[b"c2", b"2"]]]
+    assert x(r, "XACKDEL", "s", "g2", "ACKED", "IDS", "2", "1-0", "2-0") == [1, 1]
+    assert r.xlen("s") == 0
+    r.delete("s")
+    two_groups_read_all(r)
+    # KEEPREF (the default): deleted, g2 keeps its references...
+    assert x(r, "XACKDEL", "s", "g1", "IDS", "2", "1-0", "2-0") == [1, 1]
+    assert r.xlen("s") == 0 and pending(r, "s", "g2") == 2
+    # ... which XACKDEL still acknowledges although the entries are gone.
+    assert x(r, "XACKDEL", "s", "g2", "KEEPREF", "IDS", "2", "1-0", "2-0") == [1, 1]
+    assert pending(r, "s", "g2") == 0
+    # Not pending in the group (never delivered): -1, entry untouched.
+    fill(r, "s", 1, start=5)
+    assert x(r, "XACKDEL", "s", "g1", "IDS", "1", "5-0") == [-1]
+    assert r.xlen("s") == 1
+
+
+def test_xackdel_errors_and_many_ids(r):
+    assert err(x, r, "XACKDEL", "s", "g") == "wrong number of arguments for 'xackdel' command"
+    assert err(x, r, "XACKDEL", "s", "g", "IDS", "0", "1-0") == "Number of IDs must be a positive integer"
+    assert err(x, r, "XACKDEL", "s", "g", "IDS", "3", "1-0", "2-0") == "The `numids` parameter must match the number of arguments"
+    assert err(x, r, "XACKDEL", "s", "g", "IDS", "1", "1-0", "2-0") == "syntax error"
+    assert err(x, r, "XACKDEL", "s", "g", "DELREF", "ACKED", "IDS", "1", "1-0") == "syntax error"
+    x(r, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    ids = [f"{i}-1" for i in range(50)]
+    assert x(r, "XACKDEL", "s", "g", "IDS", "50", *ids) == [-1] * 50
+    r.set("str", "v")
+    assert err(x, r, "XACKDEL", "str", "g", "IDS", "1", "1-0") == WRONGTYPE
+
+
+def test_xackdel_resp3(r3):
+    fill(r3, "s", 1)
+    x(r3, "XGROUP", "CREATE", "s", "g", "0")
+    x(r3, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    assert x(r3, "XACKDEL", "s", "g", "IDS", "2", "1-0", "2-0") == [1, -1]
+    assert x(r3, "XDELEX", "s", "IDS", "1", "1-0") == [-1]
+
+
+def test_xtrim_and_xadd_reference_policies(r):
+    # KEEPREF (default): trimmed entries stay pending.
+    two_groups_read_all(r, n=4)
+    assert x(r, "XTRIM", "s", "MAXLEN", "2", "KEEPREF") == 2
+    assert pending(r, "s", "g1") == 4
+    # DELREF: the trimmed entries leave every pending list.
+    r.delete("s")
+    two_groups_read_all(r, n=4)
+    assert x(r, "XTRIM", "s", "MINID", "3-0", "DELREF") == 2
+    assert x(r, "XPENDING", "s", "g1")[:3] == [2, b"3-0", b"4-0"]
+    assert x(r, "XPENDING", "s", "g2")[:3] == [2, b"3-0", b"4-0"]
+    # ACKED: entries a group still needs are skipped, the others trimmed.
+    r.delete("s")
+    fill(r, "s", 5)
+    x(r, "XGROUP", "CREATE", "s", "g", "2-0")
+    assert x(r, "XTRIM", "s", "MAXLEN", "0", "ACKED") == 2
+    assert [e[0] for e in r.xrange("s")] == [b"3-0", b"4-0", b"5-0"]
+    x(r, "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
+    x(r, "XACK", "s", "g", "3-0")
+    # XADD's trim honours the policy too.
+    assert x(r, "XADD", "s", "MAXLEN", "1", "ACKED", "6-0", "f", "v") == b"6-0"
+    assert [e[0] for e in r.xrange("s")] == [b"4-0", b"5-0", b"6-0"]
+    assert x(r, "XADD", "s", "DELREF", "MAXLEN", "=", "1", "7-0", "f", "v") == b"7-0"
+    assert [e[0] for e in r.xrange("s")] == [b"7-0"]
+    # One policy at most; XADD then reads the second word as the ID.
+    assert err(x, r, "XTRIM", "s", "MAXLEN", "0", "ACKED", "DELREF") == "syntax error"
+    assert err(x, r, "XADD", "s", "KEEPREF", "DELREF", "*", "f", "v") == BAD_ID
+    assert err(x, r, "XTRIM", "s", "ACKED", "LIMIT", "5") == "syntax error, LIMIT cannot be used without specifying a trimming strategy"
+
+
+def test_new_commands_in_command_table(r):
+    run = ex(r)
+    info = run("COMMAND", "INFO", "xdelex", "xackdel")
+    assert info[0][:6] == [b"xdelex", -5, [b"write", b"fast"], 1, 1, 1]
+    assert info[1][:6] == [b"xackdel", -6, [b"write", b"fast"], 1, 1, 1]
+    assert sorted(info[0][6]) == [b"@fast", b"@stream", b"@write"]
+    assert sorted(info[1][6]) == [b"@fast", b"@stream", b"@write"]
+    assert info[0][8][0][1] == [b"RW", b"delete"]
+    assert info[1][8][0][1] == [b"RW", b"update", b"delete"]
+    docs = run("COMMAND", "DOCS", "xackdel")
+    d = dict(zip(docs[1][::2], docs[1][1::2]))
+    assert (d[b"since"], d[b"group"]) == (b"8.2.0", b"stream")
+    assert run("COMMAND", "GETKEYS", "XACKDEL", "s", "g", "IDS", "1", "1-0") == [b"s"]
+    names = run("COMMAND", "LIST", "FILTERBY", "ACLCAT", "stream")
+    assert b"xdelex" in names and b"xackdel" in names

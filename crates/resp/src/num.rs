@@ -83,9 +83,10 @@ pub fn write_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(&buf[i..]);
 }
 
-/// Formats a double as Redis does for INCRBYFLOAT and HINCRBYFLOAT replies
-/// (`%.17Lg` of a long double, trailing zeros trimmed, no exponent): the
-/// shortest decimal that round-trips, in plain notation.
+/// Formats a double in plain notation, no exponent: the shortest decimal
+/// that round-trips, trailing zeros trimmed (the fixed-point half of
+/// `format_f64_g17`). INCRBYFLOAT computes in extended precision instead
+/// (the server's `ldouble`).
 pub fn format_f64_human(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
@@ -111,6 +112,9 @@ pub fn format_f64_g17(v: f64) -> String {
     }
     if v.is_nan() {
         return "nan".into();
+    }
+    if v == 0.0 && v.is_sign_negative() {
+        return "-0".into();
     }
     let exp = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 };
     if (-5..17).contains(&exp) {
@@ -150,6 +154,8 @@ mod tests {
         assert_eq!(format_f64_human(5.0e3), "5000");
         assert_eq!(format_f64_g17(1.5), "1.5");
         assert_eq!(format_f64_g17(1e20), "1e+20");
+        assert_eq!(format_f64_g17(-0.0), "-0");
+        assert_eq!(format_f64_g17(0.0), "0");
     }
 
     #[test]

@@ -135,6 +135,35 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The values at many `keys` at once, for a command that combines
+    /// thousands of them (ZUNIONSTORE) and holds them all borrowed
+    /// together: each is looked up as `read_with` does (expired keys go,
+    /// and read None), and WRONGTYPE is returned for the first whose value
+    /// `accept` refuses. `accept` may admit only collections (not strings
+    /// or hashes), which the keyspace keeps as objects.
+    pub fn read_many(&mut self, keys: &[Vec<u8>], accept: impl Fn(&ValueRef<'_>) -> bool) -> Result<Vec<Option<ValueRef<'_>>>, CmdError> {
+        let now = self.now;
+        let db = &mut self.srv.dbs[self.client.db];
+        let mut live = Vec::with_capacity(keys.len());
+        for k in keys {
+            live.push(match db.get(k, now) {
+                None => false,
+                Some(v) if accept(&v) => true,
+                Some(_) => return Err(CmdError::WrongType),
+            });
+        }
+        let db = &self.srv.dbs[self.client.db];
+        Ok(keys
+            .iter()
+            .zip(live)
+            .map(|(k, live)| {
+                let v = live.then(|| db.peek_object(k)).flatten();
+                debug_assert_eq!(v.is_some(), live, "an accepted value that is not an object");
+                v
+            })
+            .collect())
+    }
+
     /// True if `key` exists and holds a `T`, false if absent; WRONGTYPE if
     /// it holds another type.
     pub fn holds<T: Collection>(&mut self, key: &[u8]) -> Result<bool, CmdError> {

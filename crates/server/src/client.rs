@@ -164,6 +164,8 @@ pub struct Client {
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// EXEC is running this client's queued commands.
     pub in_exec: bool,
+    /// The client a script's `redis.call` runs as (Redis's CLIENT_SCRIPT).
+    pub in_script: bool,
     /// A command queued in MULTI failed to queue: EXEC must abort.
     pub multi_error: bool,
     /// Keys watched by WATCH: (db, key, alive at WATCH time).
@@ -198,6 +200,10 @@ pub struct Client {
     pub qbuf_peak: usize,
     /// This client's commands are on hold because of CLIENT PAUSE.
     pub paused: bool,
+    /// The poller reported the peer's end closed (FIN or reset): the next
+    /// read must go on to the end of the stream, since no further
+    /// readiness event will come for it.
+    pub peer_closed: bool,
     /// Waiting in a blocking command (see `blocking.rs`): no further
     /// requests are read until it is served, times out or is unblocked.
     pub blocked: bool,
@@ -237,6 +243,7 @@ impl Client {
             multi: None,
             multi_error: false,
             in_exec: false,
+            in_script: false,
             watched: Vec::new(),
             dirty_cas: false,
             close_after_reply: false,
@@ -253,6 +260,7 @@ impl Client {
             commands: 0,
             qbuf_peak: 0,
             paused: false,
+            peer_closed: false,
             blocked: false,
             cur_cmd_len: 0,
             pubsub: None,

@@ -367,6 +367,9 @@ impl Ctx<'_> {
     /// write Redis counts once (LMOVE's destination).
     pub fn key_touched(&mut self, key: &[u8]) {
         let db = self.client.db;
+        // Under an LRM policy the key's clock counts writes only.
+        let now = self.now;
+        self.srv.dbs[db].modified(key, now);
         self.srv.touch_watched(db, key, self.client);
         self.srv.blocking.signal(db, key);
         self.invalidate(key);
@@ -545,6 +548,15 @@ mod tests {
         assert_eq!(found, [1, 3, 4]);
         assert!(z.find_keys(&argv("zunionstore d 1443677133621497600 a")).is_empty());
         assert!(z.find_keys(&argv("zunionstore d x a")).is_empty());
+        // MSETEX-like: numkeys keys, each followed by its value.
+        let m = spec("msetex", -4, flags::WRITE, NO_KEYS, noop).key_specs(vec![KeySpec {
+            flags: kf::OW_UPDATE,
+            begin: Begin::Index(1),
+            find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 2 },
+        }]);
+        let found: Vec<usize> = m.find_keys(&argv("msetex 2 a 1 b 2 ex 10")).into_iter().map(|k| k.0).collect();
+        assert_eq!(found, [2, 4]);
+        assert!(m.find_keys(&argv("msetex 3 a 1 b 2")).is_empty());
         // Keyword begin, searched backwards.
         let st = spec("x", -2, flags::WRITE, NO_KEYS, noop).key_specs(vec![KeySpec {
             flags: kf::OW_UPDATE,

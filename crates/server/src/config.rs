@@ -127,7 +127,7 @@ const M: Kind = Kind::Mem;
 const PORT: Kind = Kind::Int(0, 65535);
 
 const POLICIES: &[&str] =
-    &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"];
+    &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction", "volatile-lrm", "allkeys-lrm"];
 const PROTECTED: &[&str] = &["no", "yes", "local"];
 /// shutdown-on-sigint / shutdown-on-sigterm words, in the order CONFIG GET prints them.
 pub const SHUTDOWN_FLAGS: &[&str] = &["save", "nosave", "now", "force"];
@@ -294,8 +294,8 @@ pub static PARAMS: &[Param] = &[
     p("repl-disable-tcp-nodelay", B, "no").ignored(),
     p("repl-backlog-size", M, "1048576"),
     p("repl-backlog-ttl", U, "3600").ignored(),
-    p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]).ignored(),
-    p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]).ignored(),
+    p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]),
+    p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]),
     p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
     // Cluster: not implemented.
     p("cluster-enabled", B, "no").fixed().ignored(),
@@ -802,6 +802,10 @@ pub enum Policy {
     VolatileRandom,
     /// Keys with a TTL, nearest deadline first.
     VolatileTtl,
+    /// Any key, least recently modified first (Redis 8.6).
+    AllkeysLrm,
+    /// Keys with a TTL, least recently modified first (Redis 8.6).
+    VolatileLrm,
 }
 
 impl Policy {
@@ -815,13 +819,20 @@ impl Policy {
             "volatile-lfu" => Policy::VolatileLfu,
             "volatile-random" => Policy::VolatileRandom,
             "volatile-ttl" => Policy::VolatileTtl,
+            "allkeys-lrm" => Policy::AllkeysLrm,
+            "volatile-lrm" => Policy::VolatileLrm,
             _ => Policy::NoEviction,
         }
     }
 
     /// True for the volatile-* policies (only keys with a TTL go).
     pub fn volatile(self) -> bool {
-        matches!(self, Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl)
+        matches!(self, Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl | Policy::VolatileLrm)
+    }
+
+    /// True for the LRM policies (keys' access bits hold the last write).
+    pub fn lrm(self) -> bool {
+        matches!(self, Policy::AllkeysLrm | Policy::VolatileLrm)
     }
 
     /// True for the LFU policies (keys' access bits count accesses).
@@ -833,7 +844,8 @@ impl Policy {
     pub fn rank(self) -> Option<storage::Rank> {
         Some(match self {
             Policy::NoEviction => return None,
-            Policy::AllkeysLru | Policy::VolatileLru => storage::Rank::Lru,
+            // The idle time of the clock, which LRM sets on writes only.
+            Policy::AllkeysLru | Policy::VolatileLru | Policy::AllkeysLrm | Policy::VolatileLrm => storage::Rank::Lru,
             Policy::AllkeysLfu | Policy::VolatileLfu => storage::Rank::Lfu,
             Policy::AllkeysRandom | Policy::VolatileRandom => storage::Rank::Random,
             Policy::VolatileTtl => storage::Rank::Ttl,

@@ -118,6 +118,10 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         reject(srv, c, spec, &CmdError::Custom(e.into()));
         return true;
     }
+    if let Some(e) = srv.replicas_error().filter(|_| spec.full_name != "ping" && disk_sensitive(&*host, &table, c, spec, &argv)) {
+        reject(srv, c, spec, &CmdError::Custom(e.into()));
+        return true;
+    }
     if c.pubsub.is_some() && !c.reply.resp3 && !allowed_in_pubsub(name) {
         let msg = format!("Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
         reject(srv, c, spec, &CmdError::err(msg));

@@ -254,8 +254,8 @@ fn remember_keys(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>]
 /// EXEC, scripts and functions are not write commands themselves: the
 /// writes they run come through here one by one and the feed wraps them in
 /// MULTI/EXEC. Relative TTLs are made absolute first (`feed::replay_form`);
-/// not yet rewritten as Redis does: SPOP to SREM, INCRBYFLOAT to SET, nor
-/// fed by expiry (a replayed PXAT in the past expires the key anyway).
+/// not yet rewritten as Redis does: SPOP to SREM, nor fed by expiry (a
+/// replayed PXAT in the past expires the key anyway).
 pub fn propagate(srv: &mut Server, db: usize, argv: &[Vec<u8>]) {
     if srv.feed.is_empty() {
         return;

@@ -158,7 +158,9 @@ pub fn keys_from_specs(specs: &[KeySpec], argv: &[Vec<u8>]) -> Option<Vec<(usize
                 let n = argv.get(at as usize).and_then(|a| resp::num::parse_i64(a)).filter(|n| *n >= 0);
                 let n = n?;
                 let first = first + firstkey as i64;
-                (first, first.saturating_add(n - 1), keystep.max(1) as i64)
+                // n keys, `keystep` apart (MSETEX's keys alternate with values).
+                let step = keystep.max(1) as i64;
+                (first, first.saturating_add((n - 1).saturating_mul(step)), step)
             }
         };
         if last >= argc || last < first || first >= argc {

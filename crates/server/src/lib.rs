@@ -15,7 +15,8 @@
 //!    server state), `acl` (users, rules, permission checks and the ACL log,
 //!    over a command catalog dispatch hands it), `sha256` (password hashes),
 //!    `tls` (rustls configuration from the tls-* settings, and
-//!    one client's TLS session over a non-blocking socket)
+//!    one client's TLS session over a non-blocking socket), `ldouble` (the
+//!    80-bit extended precision INCRBYFLOAT and HINCRBYFLOAT compute in)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `memreport` (MEMORY REPORT's walks in progress, by client), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
@@ -55,6 +56,7 @@ pub mod feed;
 pub mod glob;
 pub mod keyspec;
 pub mod lazyfree;
+pub mod ldouble;
 pub mod log;
 pub mod memory;
 pub mod memreport;
@@ -73,5 +75,8 @@ pub mod shutdown;
 pub mod tls;
 pub mod tracking;
 
-/// The Redis version whose command set densekv matches (INFO redis_version).
-pub const REDIS_VERSION: &str = "7.4.0";
+/// The Redis version whose command set densekv matches (INFO redis_version):
+/// the newest release whose core commands (those of its command table,
+/// modules aside) densekv all has. 8.0 added HGETDEL, HGETEX and HSETEX;
+/// 8.2 adds stream commands densekv lacks yet (XDELEX, XACKDEL).
+pub const REDIS_VERSION: &str = "8.2.0";

@@ -39,13 +39,16 @@ const EMBSTR_MAX: usize = 44;
 /// Redis would have picked, mapped from ours.
 ///
 /// Strings: a canonical i64 is "int", other strings of at most 44 bytes are
-/// "embstr", longer ones "raw". Hashes: `Hash::encoding_name` (listpack,
+/// "embstr", longer ones "raw". Every write stores a canonical integer as
+/// an integer except APPEND and SETRANGE, which keep bytes where Redis
+/// leaves a raw string; so such bytes are "raw" too. Hashes: `Hash::encoding_name` (listpack,
 /// listpackex or hashtable, following Redis's thresholds and history).
 /// Sorted sets: `ZSet::encoding_name` (listpack or skiplist).
 /// Streams: always "stream", as in Redis.
 pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
     match v {
         ValueRef::Str(StrRef::Int(_)) => "int",
+        ValueRef::Str(StrRef::Bytes(b)) if storage::strref::parse_canonical_i64(b).is_some() => "raw",
         ValueRef::Str(StrRef::Bytes(b)) if b.len() <= EMBSTR_MAX => "embstr",
         ValueRef::Str(StrRef::Bytes(_)) => "raw",
         ValueRef::Hash(h) => h.encoding_name(),

@@ -282,6 +282,14 @@ impl EventLoop {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
+            // Clients left from the last turn (woken, paused, unfinished)
+            // first, then those with new input in the order the poller saw
+            // it arrive, as Redis serves them: a request sent before
+            // another on a second connection runs first (an EXEC before a
+            // write that would have aborted it).
+            let mut ids: Vec<ClientId> = self.pending.drain().collect();
+            ids.sort_unstable();
+            let carried = ids.len();
             for ev in events.iter() {
                 if ev.token() == METRICS {
                     if let Some(ep) = &self.metrics {
@@ -294,12 +302,20 @@ impl EventLoop {
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
                     accept(srv, &self.shell.acceptor);
                 } else {
-                    self.pending.insert(ev.token().0 as ClientId);
+                    let id = ev.token().0 as ClientId;
+                    if ev.is_read_closed() || ev.is_error() {
+                        if let Some(c) = srv.clients.get_mut(&id) {
+                            c.peer_closed = true;
+                        }
+                    }
+                    if self.pending.insert(id) && ids[..carried].binary_search(&id).is_err() {
+                        ids.push(id);
+                    }
                 }
             }
+            self.pending.clear();
             let woke = Instant::now();
             let commands_before = srv.total_commands;
-            let ids: Vec<ClientId> = self.pending.drain().collect();
             for &id in &ids {
                 if srv.shutdown {
                     break;
@@ -408,12 +424,17 @@ impl EventLoop {
                             unread = true;
                             break;
                         }
-                        if n < room {
+                        if n < room && !c.peer_closed {
                             // A short read took everything the socket held;
                             // data arriving later raises a new edge, so the
                             // extra read that would only say WouldBlock (one
                             // syscall per request at pipeline depth 1) is
-                            // skipped.
+                            // skipped. Not so once the peer has closed: the
+                            // edge that said so is spent, and the end of the
+                            // stream (or the reset) behind the last request
+                            // must be read now, or a client that pipelined
+                            // a blocking command before closing would stay
+                            // blocked, unseen, forever.
                             break;
                         }
                     }
@@ -515,7 +536,7 @@ fn over_output_limit(srv: &Server, c: &Client) -> bool {
 /// was marked for closing (TLS failure, query buffer limit).
 fn read_tls_client(srv: &mut Server, c: &mut Client, scratch: &mut [u8]) -> Option<(bool, bool)> {
     let (Some(sock), Some(t)) = (c.sock.as_mut(), c.tls.as_mut()) else { return Some((false, false)) };
-    let r = match t.read(sock, scratch, &mut c.qbuf, READ_CHUNK) {
+    let r = match t.read(sock, scratch, &mut c.qbuf, READ_CHUNK, c.peer_closed) {
         Ok(r) => r,
         Err(_) => {
             c.close_asap = true;

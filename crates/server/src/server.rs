@@ -508,7 +508,21 @@ impl Server {
         let rdb_failed = !self.persist.last_save_ok && self.config.flag("stop-writes-on-bgsave-error") && !self.config.save_points().is_empty();
         rdb_failed.then_some(MISCONF_RDB)
     }
+
+    /// Why writes are refused for want of replicas, if they are: with
+    /// `min-replicas-to-write` and `min-replicas-max-lag` both set, fewer
+    /// good replicas than asked for (densekv has none) stop writes, as
+    /// Redis's NOREPLICAS does.
+    pub fn replicas_error(&self) -> Option<&'static str> {
+        let want = |name: &str| self.config.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        const GOOD_REPLICAS: u64 = 0;
+        let (min, lag) = (want("min-replicas-to-write"), want("min-replicas-max-lag"));
+        (min > 0 && lag > 0 && GOOD_REPLICAS < min).then_some(NOREPLICAS)
+    }
 }
+
+/// The error writes get while too few replicas are connected.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> i64 {
@@ -609,6 +623,8 @@ impl Server {
         let ev = self.config.eviction;
         let access = if ev.policy.lfu() {
             storage::Access::Lfu { log_factor: ev.lfu_log_factor, decay_minutes: self.config.lfu_decay_time.clamp(0, u32::MAX as i64) as u32 }
+        } else if ev.policy.lrm() {
+            storage::Access::Lrm
         } else {
             storage::Access::Lru
         };

@@ -222,11 +222,13 @@ impl Session {
 
     /// Reads what `sock` holds, decrypts it and appends the plaintext to
     /// `out` (through `scratch`), stopping once `max` bytes were appended.
-    /// Handshake replies are queued; `write` sends them.
+    /// Handshake replies are queued; `write` sends them. `to_end`: the
+    /// peer's end is known closed, so a short read does not end the read
+    /// (see the plain path in `net.rs`).
     ///
     /// Errors: a socket error, or a TLS failure (bad record, certificate
     /// refused), whose alert is sent before returning.
-    pub fn read<S: Read + Write>(&mut self, sock: &mut S, scratch: &mut [u8], out: &mut Vec<u8>, max: usize) -> io::Result<ReadOutcome> {
+    pub fn read<S: Read + Write>(&mut self, sock: &mut S, scratch: &mut [u8], out: &mut Vec<u8>, max: usize, to_end: bool) -> io::Result<ReadOutcome> {
         let mut r = ReadOutcome::default();
         let start = out.len();
         let mut sock = ShortReads { sock, short: false };
@@ -265,7 +267,7 @@ impl Session {
                 r.unread = true;
                 return Ok(r);
             }
-            if sock.short {
+            if sock.short && !to_end {
                 // As on the plain path: a short read took all the socket
                 // held, and what comes later raises a new edge, so the read
                 // that would only say WouldBlock is skipped.

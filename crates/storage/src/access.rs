@@ -7,6 +7,7 @@
 //!
 //! ```text
 //!   LRU:  | last access, Unix seconds mod 2^15 (15 bits)     |
+//!   LRM:  | last write, Unix seconds mod 2^15 (15 bits)      |
 //!   LFU:  | minutes mod 2^7 (7 bits) | log counter (8 bits)  |
 //! ```
 //!
@@ -34,6 +35,9 @@ pub enum Access {
     /// The last access time, in seconds.
     #[default]
     Lru,
+    /// The last modification time, in seconds (the LRM policies of Redis
+    /// 8.6): reads leave it, writes set it (`Db::modified`).
+    Lrm,
     /// An LFU counter and the minute it last decayed.
     Lfu {
         /// lfu-log-factor.
@@ -75,7 +79,7 @@ impl Access {
     /// The field of a key created at `now_ms`.
     pub fn fresh(self, now_ms: i64) -> i64 {
         match self {
-            Access::Lru => now_ms / 1000,
+            Access::Lru | Access::Lrm => now_ms / 1000,
             Access::Lfu { .. } => lfu_pack(now_ms, LFU_INIT),
         }
     }
@@ -85,6 +89,7 @@ impl Access {
     pub fn touched(self, field: i64, now_ms: i64, r: u64) -> i64 {
         match self {
             Access::Lru => now_ms / 1000,
+            Access::Lrm => field,
             Access::Lfu { log_factor, decay_minutes } => {
                 lfu_pack(now_ms, lfu_incr(lfu_decayed(field, now_ms, decay_minutes), log_factor, r))
             }

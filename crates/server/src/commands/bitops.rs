@@ -256,20 +256,35 @@ pub fn bitpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// BITOP AND | OR | XOR | NOT destkey key [key ...]
 pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    /// The operations: Redis 2.6's four, and 8.2's four that single out
+    /// the first source (DIFF, DIFF1, ANDOR) or count sources (ONE).
     #[derive(Clone, Copy, PartialEq)]
     enum Op {
         And,
         Or,
         Xor,
         Not,
+        Diff,
+        Diff1,
+        AndOr,
+        One,
     }
-    let op = [("and", Op::And), ("or", Op::Or), ("xor", Op::Xor), ("not", Op::Not)]
-        .into_iter()
-        .find(|(n, _)| is(&args[1], n))
-        .map(|(_, o)| o)
-        .ok_or(CmdError::Syntax)?;
+    const OPS: [(&str, Op); 8] = [
+        ("and", Op::And),
+        ("or", Op::Or),
+        ("xor", Op::Xor),
+        ("not", Op::Not),
+        ("diff", Op::Diff),
+        ("diff1", Op::Diff1),
+        ("andor", Op::AndOr),
+        ("one", Op::One),
+    ];
+    let (name, op) = OPS.into_iter().find(|(n, _)| is(&args[1], n)).ok_or(CmdError::Syntax)?;
     if op == Op::Not && args.len() != 4 {
         return Err(CmdError::err("BITOP NOT must be called with a single source key."));
+    }
+    if matches!(op, Op::Diff | Op::Diff1 | Op::AndOr) && args.len() < 5 {
+        return Err(CmdError::err(format!("BITOP {} must be called with at least two source keys.", name.to_ascii_uppercase())));
     }
     let now = ctx.now;
     let mut srcs: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
@@ -289,12 +304,27 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let res: Vec<u8> = (0..maxlen)
         .map(|j| {
             let first = at(&srcs[0], j);
-            srcs[1..].iter().fold(if op == Op::Not { !first } else { first }, |acc, s| match op {
-                Op::And => acc & at(s, j),
-                Op::Or => acc | at(s, j),
-                Op::Xor => acc ^ at(s, j),
-                Op::Not => acc,
-            })
+            let rest = &srcs[1..];
+            // The others OR-ed together, for the ops that set the first
+            // source against the rest.
+            let others = || rest.iter().fold(0u8, |acc, s| acc | at(s, j));
+            match op {
+                Op::And => rest.iter().fold(first, |acc, s| acc & at(s, j)),
+                Op::Or => rest.iter().fold(first, |acc, s| acc | at(s, j)),
+                Op::Xor => rest.iter().fold(first, |acc, s| acc ^ at(s, j)),
+                Op::Not => !first,
+                Op::Diff => first & !others(),
+                Op::Diff1 => !first & others(),
+                Op::AndOr => first & others(),
+                Op::One => {
+                    // Bits seen once so far, and bits seen more than once.
+                    let (once, many) = rest.iter().fold((first, 0u8), |(once, many), s| {
+                        let b = at(s, j);
+                        (once ^ (b & !many), many | (once & b))
+                    });
+                    once & !many
+                }
+            }
         })
         .collect();
     ctx.set_value(dest, Value::string(&res), Ttl::Clear);

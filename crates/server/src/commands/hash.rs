@@ -18,6 +18,7 @@
 //! type, then time, then FIELDS/numfields), because clients and the test
 //! suite see which error wins.
 
+use crate::ldouble::Ext;
 use crate::notify;
 use resp::Reply;
 use storage::types::hash::{ExpireCond, Hash, HashConfig};
@@ -25,7 +26,7 @@ use storage::StrRef;
 
 use crate::command::flags::*;
 use crate::commands::string::with_bytes;
-use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
 
 /// Largest field deadline Redis accepts from a command: 2^46 - 1 ms.
 const MAX_FIELD_MS: i64 = (1 << 46) - 1;
@@ -380,10 +381,11 @@ pub fn hincrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// HINCRBYFLOAT key field increment
+/// HINCRBYFLOAT key field increment: in x87 extended precision like
+/// INCRBYFLOAT; replayed as an HSET of the result, as Redis propagates it.
 pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, field) = (&args[1], &args[2]);
-    let incr = arg_f64(&args[3])?;
+    let incr = Ext::parse(&args[3]).ok_or(CmdError::NotFloat)?;
     if !incr.is_finite() {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
@@ -392,17 +394,19 @@ pub fn hincrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut w = ctx.write_or_create(key, notify::HASH, Hash::default)?;
     let (h, out) = w.parts();
     let old = match h.get(field, now) {
-        None => 0.0,
-        Some(v) => with_bytes(v, resp::num::parse_f64).ok_or_else(|| CmdError::err("hash value is not a float"))?,
+        None => Ext::from_i64(0),
+        Some(v) => with_bytes(v, Ext::parse).ok_or_else(|| CmdError::err("hash value is not a float"))?,
     };
-    let new = old + incr;
+    let new = old.plus(incr);
     if !new.is_finite() {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
-    let text = resp::num::format_f64_human(new);
+    let text = new.to_human();
     set_keep_ttl(h, field, text.as_bytes(), now, &cfg);
     out.bulk(text.as_bytes());
     w.changed("hincrbyfloat");
+    drop(w);
+    ctx.srv.feed.replace_current(vec![b"HSET".to_vec(), key.clone(), field.clone(), text.into_bytes()]);
     Ok(())
 }
 

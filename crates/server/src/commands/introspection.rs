@@ -1551,7 +1551,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let Some(v) = ctx.db().get(&args[2], now) else { return Err(CmdError::NoSuchKey) };
             let (enc, len) = match v {
                 storage::ValueRef::Str(storage::StrRef::Int(n)) => ("int", storage::strref::int_len(n)),
-                storage::ValueRef::Str(s) => (if s.len() <= 44 { "embstr" } else { "raw" }, s.len()),
+                storage::ValueRef::Str(s) => (crate::commands::keys::encoding_name(v), s.len()),
                 storage::ValueRef::Hash(h) => (h.encoding_name(), h.mem_usage()),
                 storage::ValueRef::ZSet(z) => (z.encoding_name(), z.mem_usage()),
                 storage::ValueRef::List(l) => (l.encoding_name(), l.mem_usage()),

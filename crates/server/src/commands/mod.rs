@@ -14,6 +14,7 @@ pub mod hll;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod members;
 pub mod pubsub;
 pub mod replication;
 pub mod server;

@@ -7,7 +7,8 @@
 //! follows Redis exactly: numeric sort ties break on the element bytes; a
 //! constant BY pattern (`nosort`) keeps a list's or sorted set's own order
 //! (reversed by DESC) and a set's iteration order, except that a SET sorted
-//! into a STORE destination is forced to ALPHA so replicas see one order.
+//! into a STORE destination or for a script is forced to ALPHA so replicas
+//! see one order.
 //! ALPHA compares bytes (Redis uses the C locale's strcoll, the same thing
 //! under the C locale).
 
@@ -150,7 +151,9 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
         _ => None,
     })?;
     let (elems, source): (Vec<Vec<u8>>, _) = elems.unwrap_or((Vec::new(), Source::Ordered));
-    if dontsort && source == Source::Set && store.is_some() {
+    // A set has no order of its own: stored or seen by a script, it is
+    // sorted alphabetically so that replicas and replays agree (Redis).
+    if dontsort && source == Source::Set && (store.is_some() || ctx.client.in_script) {
         dontsort = false;
         alpha = true;
         by = None;

@@ -14,10 +14,17 @@
 //! its group, and the re-run then answers NOGROUP or WRONGTYPE. Keyspace
 //! notifications (class `notify::STREAM`) go out through `ctx.modified` and
 //! `ctx.notify`; command propagation (AOF, replicas) does not exist yet.
+//!
+//! Redis 8.2's deletion policies: XDELEX and XACKDEL, and XADD/XTRIM's
+//! KEEPREF / DELREF / ACKED, choose what a deleted entry does to the groups'
+//! pending lists (`storage::types::stream::RefPolicy`). XDELEX and XACKDEL
+//! parse their whole argument list (policy, `IDS numids id...`) before
+//! looking at the key, and answer one code per ID, -1 for each when the key
+//! (or XACKDEL's group) is missing.
 
 use crate::notify;
 use resp::Reply;
-use storage::types::stream::{AddError, AddId, Entry, Group, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
+use storage::types::stream::{AddError, AddId, Entry, Group, RefPolicy, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
 use storage::ValueRef;
 
 use crate::access::Write;
@@ -54,6 +61,10 @@ pub fn table() -> Vec<Spec> {
             .key_specs(after_streams(1)),
         s("xreadgroup", -7, WRITE | BLOCKING, crate::command::NO_KEYS, xreadgroup, &["write", "stream", "slow", "blocking"], "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", "5.0.0")
             .key_specs(after_streams(4)),
+        s("xdelex", -5, WRITE | FAST, k1, xdelex, &["write", "stream", "fast"], "Deletes one or multiple entries from the stream, choosing what happens to the consumer groups' references to them.", "8.2.0")
+            .key_specs(one(RW_DELETE, 1)),
+        s("xackdel", -6, WRITE | FAST, k1, xackdel, WF, "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.", "8.2.0")
+            .key_specs(one(&["RW", "update", "delete"], 1)),
         s("xack", -4, WRITE | FAST, k1, xack, WF, "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", "5.0.0"),
         s("xpending", -3, READONLY, k1, xpending, RS, "Returns the information and entries from a stream consumer group's pending entries list.", "5.0.0"),
         s("xclaim", -6, WRITE | FAST, k1, xclaim, WF, "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", "5.0.0"),
@@ -212,6 +223,8 @@ struct AddTrim {
     approx: bool,
     limit: u64,
     nomkstream: bool,
+    /// What trimming does about group references (KEEPREF by default).
+    policy: RefPolicy,
     /// XADD's ID (None: `*`) and the index of the first field.
     id: Option<AddId>,
     fields_at: usize,
@@ -221,6 +234,7 @@ struct AddTrim {
 fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Result<AddTrim, CmdError> {
     let mut o = AddTrim::default();
     let mut limit_given = false;
+    let mut policy_given = false;
     let mut i = 2;
     let both = || CmdError::err("syntax error, MAXLEN and MINID options at the same time are not compatible");
     while i < args.len() {
@@ -257,6 +271,9 @@ fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Resu
             o.limit = n as u64;
             limit_given = true;
             i += 1;
+        } else if let Some(p) = ref_policy(a).filter(|_| !policy_given) {
+            o.policy = p;
+            policy_given = true;
         } else if xadd && is(a, "nomkstream") {
             o.nomkstream = true;
         } else if xadd {
@@ -337,7 +354,7 @@ fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>]) -> CmdResult {
     })?;
     check_entry_size(pairs)?;
     s.append(id, pairs, &cfg);
-    let trimmed = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
+    let trimmed = o.trim.map_or(0, |t| s.trim_with(t, o.approx, o.limit, o.policy));
     reply_id(out, id);
     w.changed("xadd");
     if trimmed > 0 {
@@ -355,7 +372,7 @@ pub fn xtrim(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     };
     let (s, out) = w.parts();
-    let n = o.trim.map_or(0, |t| s.trim(t, o.approx, o.limit));
+    let n = o.trim.map_or(0, |t| s.trim_with(t, o.approx, o.limit, o.policy));
     out.int(n as i64);
     if n > 0 {
         w.changed("xtrim");
@@ -375,6 +392,140 @@ pub fn xdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let n = ids.into_iter().filter(|id| s.remove(*id)).count();
     out.int(n as i64);
     if n > 0 {
+        w.changed("xdel");
+    }
+    Ok(())
+}
+
+/// KEEPREF, DELREF or ACKED, in any case.
+fn ref_policy(a: &[u8]) -> Option<RefPolicy> {
+    if is(a, "keepref") {
+        Some(RefPolicy::KeepRef)
+    } else if is(a, "delref") {
+        Some(RefPolicy::DelRef)
+    } else if is(a, "acked") {
+        Some(RefPolicy::Acked)
+    } else {
+        None
+    }
+}
+
+/// The options XDELEX and XACKDEL share, from `args[from..]`: at most one
+/// of KEEPREF / DELREF / ACKED (KEEPREF if none) and the `IDS numids id
+/// ...` block, the IDs checked before anything changes.
+fn parse_ids_block(args: &[Vec<u8>], from: usize) -> Result<(RefPolicy, Vec<StreamId>), CmdError> {
+    let mut policy = None;
+    let mut ids: Option<&[Vec<u8>]> = None;
+    let mut j = from;
+    while j < args.len() {
+        let a = &args[j];
+        if let Some(p) = ref_policy(a).filter(|_| policy.is_none()) {
+            policy = Some(p);
+            j += 1;
+        } else if is(a, "ids") && j + 1 < args.len() && ids.is_none() {
+            let n = arg_i64(&args[j + 1])
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| CmdError::err("Number of IDs must be a positive integer"))?;
+            let start = j + 2;
+            if n as u64 > (args.len() - start) as u64 {
+                return Err(CmdError::err("The `numids` parameter must match the number of arguments"));
+            }
+            ids = Some(&args[start..start + n as usize]);
+            j = start + n as usize;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let Some(ids) = ids else { return Err(CmdError::Syntax) };
+    let ids = ids.iter().map(|a| arg_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    Ok((policy.unwrap_or_default(), ids))
+}
+
+/// Replies `-1` for every ID: the answer when the key or group is missing.
+fn reply_all_missing(out: &mut Reply, n: usize) {
+    out.array(n);
+    for _ in 0..n {
+        out.int(-1);
+    }
+}
+
+/// XDELEX key [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+///
+/// One code per ID: -1 not in the stream, 1 deleted, 2 kept because a
+/// group still needs it (ACKED).
+pub fn xdelex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (policy, ids) = parse_ids_block(args, 2)?;
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else {
+        reply_all_missing(ctx.out(), ids.len());
+        return Ok(());
+    };
+    let (s, out) = w.parts();
+    out.array(ids.len());
+    let mut deleted = 0u64;
+    let mut unref = false;
+    for id in ids {
+        if policy == RefPolicy::DelRef && !s.contains(id) {
+            unref |= s.unref_all(id);
+        }
+        let code = match s.remove_with(id, policy) {
+            None => -1,
+            Some(true) => {
+                deleted += 1;
+                1
+            }
+            Some(false) => 2,
+        };
+        out.int(code);
+    }
+    if deleted > 0 {
+        w.ctx().srv.dirty += deleted - 1;
+        w.changed("xdel");
+    } else if unref {
+        w.ctx().srv.dirty += 1;
+    }
+    Ok(())
+}
+
+/// XACKDEL key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+///
+/// One code per ID: -1 not pending in the group, 1 acknowledged (and
+/// deleted if stored), 2 acknowledged but kept because another group
+/// still needs it (ACKED).
+pub fn xackdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (policy, ids) = parse_ids_block(args, 3)?;
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else {
+        reply_all_missing(ctx.out(), ids.len());
+        return Ok(());
+    };
+    let (s, out) = w.parts();
+    if s.group(&args[2]).is_none() {
+        reply_all_missing(out, ids.len());
+        return Ok(());
+    }
+    out.array(ids.len());
+    let (mut acked, mut deleted) = (0u64, 0u64);
+    for id in ids {
+        let Some(g) = s.group_mut(&args[2]) else { break };
+        if !g.ack(id) {
+            out.int(-1);
+            continue;
+        }
+        acked += 1;
+        let code = match s.remove_with(id, policy) {
+            None => 1,
+            Some(true) => {
+                deleted += 1;
+                1
+            }
+            Some(false) => 2,
+        };
+        out.int(code);
+    }
+    let srv = &mut w.ctx().srv;
+    srv.dirty += acked;
+    if deleted > 0 {
+        srv.dirty += deleted - 1;
         w.changed("xdel");
     }
     Ok(())

@@ -15,13 +15,20 @@ use resp::Reply;
 use storage::{IncrError, StrRef, Ttl, Value};
 
 use crate::command::flags::*;
+use crate::ldouble::Ext;
 use crate::notify;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, KeyFlags, Spec};
+use crate::keyspec::{Begin, Find, KeySpec};
 
-/// SET's key flags: it reads the old value only with GET.
+/// SET's key flags: it reads the old value only with GET or a condition.
 fn set_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
-    let get = argv.iter().skip(3).any(|a| is(a, "get"));
-    vec![(1, if get { kf::RW_ACCESS_UPDATE } else { kf::OW_UPDATE })]
+    let reads = argv.iter().skip(3).any(|a| is(a, "get") || Cond::parse(a).is_some());
+    vec![(1, if reads { kf::RW_ACCESS_UPDATE } else { kf::OW_UPDATE })]
+}
+
+/// DELEX's key flags: a plain delete, or one that reads the value first.
+fn delex_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
+    vec![(1, if argv.len() > 2 { kf::RW_ACCESS_DELETE } else { kf::RM_DELETE })]
 }
 
 /// The rows of this family.
@@ -67,6 +74,15 @@ pub fn table() -> Vec<Spec> {
         s("substr", 4, READONLY, k1, getrange, RS, "Returns a substring from a string value.", "1.0.0"),
         s("setrange", 4, WRITE | DENYOOM, k1, setrange, WS, "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "2.2.0"),
         s("lcs", -3, READONLY, keys(1, 2, 1), lcs, RS, "Finds the longest common substring.", "7.0.0"),
+        s("digest", 2, READONLY | FAST, k1, digest, RF, "Returns the XXH3 hash of a string value.", "8.4.0")
+            .key_specs(vec![range_spec(kf::RO_ACCESS, 1, 0, 1)]),
+        s("delex", -2, WRITE | FAST, k1, delex, WF, "Conditionally removes the specified key based on value or digest comparison.", "8.4.0")
+            .key_specs(vec![range_spec(&["RW", "delete", "variable_flags"], 1, 0, 1)])
+            .getkeys(delex_keys),
+        s("msetex", -4, WRITE | DENYOOM, crate::keyspec::NO_KEYS, msetex, WS, "Atomically sets multiple string keys with a shared expiration in a single operation. Supports flexible argument parsing where condition and expiration flags can appear in any order.", "8.4.0")
+            .key_specs(vec![KeySpec { flags: kf::OW_UPDATE, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 2 } }]),
+        s("delifeq", 3, WRITE, k1, delifeq, WS, "Delete key if value matches string.", "9.0.0")
+            .key_specs(vec![range_spec(&["RM", "access", "delete"], 1, 0, 1)]),
     ]
 }
 
@@ -123,6 +139,48 @@ enum ExpireKind {
     PxAt,
 }
 
+/// A compare-before-write condition (SET's and DELEX's IFEQ, IFNE, IFDEQ,
+/// IFDNE, Redis 8.4): on the value itself, or on its digest (`DIGEST`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Eq,
+    Ne,
+    DigestEq,
+    DigestNe,
+}
+
+impl Cond {
+    fn parse(word: &[u8]) -> Option<Cond> {
+        [("ifeq", Cond::Eq), ("ifne", Cond::Ne), ("ifdeq", Cond::DigestEq), ("ifdne", Cond::DigestNe)]
+            .into_iter()
+            .find(|(n, _)| is(word, n))
+            .map(|(_, c)| c)
+    }
+
+    /// True when the condition needs the key to exist (IFEQ, IFDEQ): a
+    /// missing key fails them as XX fails; IFNE and IFDNE pass it.
+    fn needs_key(self) -> bool {
+        matches!(self, Cond::Eq | Cond::DigestEq)
+    }
+
+    /// Whether the stored string `cur` passes the condition against `arg`.
+    /// Digests compare as hex text, case-insensitively.
+    fn holds(self, cur: &[u8], arg: &[u8]) -> bool {
+        match self {
+            Cond::Eq => cur == arg,
+            Cond::Ne => cur != arg,
+            Cond::DigestEq => digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
+            Cond::DigestNe => !digest_hex(cur).as_bytes().eq_ignore_ascii_case(arg),
+        }
+    }
+}
+
+/// The digest Redis gives a string value (DIGEST, IFDEQ, IFDNE): XXH3's
+/// 64-bit hash with seed 0, as 16 lowercase hex digits.
+pub(crate) fn digest_hex(value: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(value))
+}
+
 /// Options shared by SET and GETEX.
 #[derive(Default)]
 struct StrOpts<'a> {
@@ -132,6 +190,9 @@ struct StrOpts<'a> {
     keepttl: bool,
     persist: bool,
     expire: Option<(ExpireKind, &'a [u8])>,
+    /// SET's IFEQ / IFNE / IFDEQ / IFDNE and its argument; excludes NX, XX
+    /// and the other conditions.
+    cond: Option<(Cond, &'a [u8])>,
 }
 
 /// Parses SET's (`set == true`, from argv[3]) or GETEX's options (from argv[2]),
@@ -155,10 +216,14 @@ fn parse_str_opts(args: &[Vec<u8>], set: bool) -> Result<StrOpts<'_>, CmdError> 
         } else {
             None
         };
-        if set && is(a, "nx") && !o.xx {
+        let cond = if set { Cond::parse(a) } else { None };
+        if set && is(a, "nx") && !o.xx && o.cond.is_none() {
             o.nx = true;
-        } else if set && is(a, "xx") && !o.nx {
+        } else if set && is(a, "xx") && !o.nx && o.cond.is_none() {
             o.xx = true;
+        } else if let (Some(c), Some(n), false) = (cond, next, o.nx || o.xx || o.cond.is_some()) {
+            o.cond = Some((c, n));
+            i += 1;
         } else if set && is(a, "get") {
             o.get = true;
         } else if set && is(a, "keepttl") && o.expire.is_none() {
@@ -218,7 +283,14 @@ fn set_generic(ctx: &mut Ctx, cmd: &str, o: &StrOpts, key: &[u8], val: &[u8], re
         reply_get(ctx, key)?;
     }
     let found = ctx.db().contains(key, now);
-    if (o.nx && found) || (o.xx && !found) {
+    let mut refused = (o.nx && found) || ((o.xx || o.cond.is_some_and(|(c, _)| c.needs_key())) && !found);
+    if let (Some((c, arg)), true, false) = (o.cond, found, refused) {
+        // The condition reads the old value, which must then be a string
+        // (with GET the type was checked above already).
+        let cur = ctx.read_str(key)?.0.map(|s| with_bytes(s, |b| c.holds(b, arg)));
+        refused = cur == Some(false);
+    }
+    if refused {
         if !o.get {
             match reply {
                 SetReply::OkNull => ctx.out().null(),
@@ -246,7 +318,8 @@ fn set_generic(ctx: &mut Ctx, cmd: &str, o: &StrOpts, key: &[u8], val: &[u8], re
     Ok(())
 }
 
-/// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT ts | PXAT ts | KEEPTTL]
+/// SET key value [NX | XX | IFEQ v | IFNE v | IFDEQ d | IFDNE d] [GET]
+/// [EX s | PX ms | EXAT ts | PXAT ts | KEEPTTL]
 pub fn set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let o = parse_str_opts(args, true)?;
     set_generic(ctx, "set", &o, &args[1], &args[2], SetReply::OkNull)
@@ -369,6 +442,145 @@ pub fn msetnx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     mset_generic(ctx, args, true)
 }
 
+/// DIGEST key: the XXH3 digest of a string value as 16 hex digits; null
+/// when the key is missing.
+pub fn digest(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (s, out) = ctx.read_str(&args[1])?;
+    match s {
+        Some(s) => out.bulk(with_bytes(s, digest_hex).as_bytes()),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// Deletes `key` after a condition passed and replicates the delete as
+/// DEL, so that a replay does not compare again.
+fn delete_checked(ctx: &mut Ctx, key: &[u8]) {
+    let now = ctx.now;
+    ctx.db().remove(key, now);
+    ctx.modified(key, notify::GENERIC, "del");
+    ctx.srv.feed.replace_current(vec![b"DEL".to_vec(), key.to_vec()]);
+}
+
+/// DELEX key [IFEQ v | IFNE v | IFDEQ d | IFDNE d]: DEL of one key, or,
+/// with a condition, of a string key whose value (or digest) passes it.
+pub fn delex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let key = &args[1];
+    let now = ctx.now;
+    if args.len() == 2 {
+        let n = if ctx.db().remove(key, now).is_some() {
+            ctx.modified(key, notify::GENERIC, "del");
+            1
+        } else {
+            0
+        };
+        ctx.out().int(n);
+        return Ok(());
+    }
+    let cond = match (args.len(), Cond::parse(&args[2])) {
+        (4, Some(c)) => c,
+        _ => return Err(CmdError::Syntax),
+    };
+    let pass = ctx.read_str(key)?.0.map(|s| with_bytes(s, |b| cond.holds(b, &args[3])));
+    if pass == Some(true) {
+        delete_checked(ctx, key);
+        ctx.out().int(1);
+    } else {
+        ctx.out().int(0);
+    }
+    Ok(())
+}
+
+/// DELIFEQ key value (Valkey 9): deletes a string key holding `value`.
+pub fn delifeq(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let key = &args[1];
+    let pass = ctx.read_str(key)?.0.map(|s| with_bytes(s, |b| b == &args[2][..]));
+    if pass == Some(true) {
+        delete_checked(ctx, key);
+        ctx.out().int(1);
+    } else {
+        ctx.out().int(0);
+    }
+    Ok(())
+}
+
+/// MSETEX numkeys key value [key value ...] [NX | XX]
+/// [EX s | PX ms | EXAT ts | PXAT ts | KEEPTTL]: MSET with one condition
+/// for all keys (NX: none exists, XX: all exist) and one expiry; 1 when
+/// set, 0 when the condition failed. Options may come in any order.
+pub fn msetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let bad_numkeys = || CmdError::err("invalid numkeys value");
+    let n = arg_i64(&args[1]).map_err(|_| bad_numkeys())?;
+    if n < 1 || n > (args.len() as i64 - 2) / 2 {
+        return Err(bad_numkeys());
+    }
+    let pairs_end = 2 + 2 * n as usize;
+    let (mut nx, mut xx, mut keepttl) = (false, false, false);
+    let mut expire: Option<(ExpireKind, &[u8])> = None;
+    let mut i = pairs_end;
+    while i < args.len() {
+        let a = &args[i];
+        let kind = [("ex", ExpireKind::Ex), ("px", ExpireKind::Px), ("exat", ExpireKind::ExAt), ("pxat", ExpireKind::PxAt)]
+            .into_iter()
+            .find(|(w, _)| is(a, w))
+            .map(|(_, k)| k);
+        if is(a, "nx") && !xx {
+            nx = true;
+        } else if is(a, "xx") && !nx {
+            xx = true;
+        } else if is(a, "keepttl") && expire.is_none() {
+            keepttl = true;
+        } else if let (Some(k), Some(v)) = (kind, args.get(i + 1)) {
+            if keepttl || matches!(expire, Some((e, _)) if e != k) {
+                return Err(CmdError::Syntax);
+            }
+            expire = Some((k, v));
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let now = ctx.now;
+    let deadline = match expire {
+        Some((kind, arg)) => Some(expire_deadline("msetex", kind, arg, now)?),
+        None => None,
+    };
+    let pairs = &args[2..pairs_end];
+    if nx || xx {
+        let db = &mut ctx.srv.dbs[ctx.client.db];
+        let ok = pairs.chunks(2).all(|kv| db.contains(&kv[0], now) == xx);
+        if !ok {
+            ctx.out().int(0);
+            return Ok(());
+        }
+    }
+    let ttl = match (deadline, keepttl) {
+        (Some(t), _) => Ttl::At(t),
+        (None, true) => Ttl::Keep,
+        (None, false) => Ttl::Clear,
+    };
+    for kv in pairs.chunks(2) {
+        ctx.set_value(&kv[0], Value::string(&kv[1]), ttl);
+        ctx.notify(notify::STRING, "set", &kv[0]);
+        if deadline.is_some() {
+            ctx.notify(notify::GENERIC, "expire", &kv[0]);
+        }
+    }
+    if let (Some(t), Some((kind, _))) = (deadline, expire) {
+        if kind != ExpireKind::PxAt {
+            // Replayed with the absolute deadline, as SET is.
+            let mut replay = args[..pairs_end].to_vec();
+            replay.extend(args[pairs_end..].iter().filter(|a| is(a, "nx") || is(a, "xx")).cloned());
+            replay.push(b"PXAT".to_vec());
+            replay.push(t.to_string().into_bytes());
+            ctx.srv.feed.replace_current(replay);
+        }
+    }
+    ctx.out().int(1);
+    Ok(())
+}
+
 /// APPEND key value
 pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, tail) = (&args[1], &args[2]);
@@ -381,7 +593,9 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let mut v = Vec::with_capacity(s.len() + tail.len());
             with_bytes(s, |b| v.extend_from_slice(b));
             v.extend_from_slice(tail);
-            Value::string(&v)
+            // Kept as bytes even when it reads as an integer: Redis leaves an
+            // appended string raw (OBJECT ENCODING, `keys::encoding_name`).
+            Value::Bytes(v)
         }
     };
     let len = match &new {
@@ -438,33 +652,26 @@ pub fn decrby(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     incr_generic(ctx, &args[1], neg)
 }
 
-/// Longest text Redis accepts as a float (its long-double buffer).
-const MAX_FLOAT_CHARS: usize = 5 * 1024;
-
-fn parse_float(b: &[u8]) -> Result<f64, CmdError> {
-    if b.len() > MAX_FLOAT_CHARS {
-        return Err(CmdError::NotFloat);
-    }
-    resp::num::parse_f64(b).ok_or(CmdError::NotFloat)
-}
-
-/// INCRBYFLOAT key increment
+/// INCRBYFLOAT key increment: computed in x87 extended precision and
+/// printed as Redis prints a long double (`ldouble`); replayed as a SET of
+/// the result with KEEPTTL, as Redis propagates it.
 pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let key = &args[1];
     let cur = match ctx.read_str(key)?.0 {
-        None => 0.0,
-        Some(StrRef::Int(v)) => v as f64,
-        Some(StrRef::Bytes(b)) => parse_float(b)?,
+        None => Ext::from_i64(0),
+        Some(StrRef::Int(v)) => Ext::from_i64(v),
+        Some(StrRef::Bytes(b)) => Ext::parse(b).ok_or(CmdError::NotFloat)?,
     };
-    let by = parse_float(&args[2])?;
-    let v = cur + by;
+    let by = Ext::parse(&args[2]).ok_or(CmdError::NotFloat)?;
+    let v = cur.plus(by);
     if !v.is_finite() {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
-    let text = resp::num::format_f64_human(v);
+    let text = v.to_human();
     ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
     ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.out().bulk(text.as_bytes());
+    ctx.srv.feed.replace_current(vec![b"SET".to_vec(), key.clone(), text.into_bytes(), b"KEEPTTL".to_vec()]);
     Ok(())
 }
 
@@ -527,7 +734,8 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     v[offset..end].copy_from_slice(val);
     let len = v.len();
-    ctx.set_value(key, Value::string(&v), Ttl::Keep);
+    // Bytes even when it reads as an integer: Redis leaves it raw.
+    ctx.set_value(key, Value::Bytes(v), Ttl::Keep);
     ctx.notify(notify::STRING, "setrange", key);
     ctx.out().int(len as i64);
     Ok(())
@@ -666,6 +874,19 @@ pub fn lcs(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digest_is_xxh3_as_16_hex_digits() {
+        // Redis's DIGEST page: SET key1 "Hello world" -> DIGEST key1.
+        assert_eq!(digest_hex(b"Hello world"), "b6acb9d84a38ff74");
+        assert_eq!(digest_hex(b"").len(), 16);
+        assert!(Cond::DigestEq.holds(b"Hello world", b"B6ACB9D84A38FF74"));
+        assert!(!Cond::DigestNe.holds(b"Hello world", b"b6acb9d84a38ff74"));
+        assert!(Cond::DigestNe.holds(b"Hello world", b"b6acb9d84a38ff7"));
+        assert!(Cond::Eq.holds(b"v", b"v") && Cond::Ne.holds(b"v", b"w"));
+        assert!(Cond::Eq.needs_key() && Cond::DigestEq.needs_key());
+        assert!(!Cond::Ne.needs_key() && !Cond::DigestNe.needs_key());
+    }
 
     #[test]
     fn ranges_clip_like_redis() {

@@ -18,13 +18,14 @@
 //! (every member scoring 1).
 
 use crate::notify;
-use std::collections::HashMap;
+use std::borrow::Cow;
 
 use resp::Reply;
 use storage::types::set::Set;
 use storage::types::zset::{cmp_entry, ZSet};
-use storage::{Ttl, Value, ValueRef};
+use storage::{StrRef, Ttl, Value, ValueRef};
 
+use crate::commands::members::Members;
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::command::flags::*;
 use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
@@ -99,21 +100,6 @@ fn store_specs() -> Vec<KeySpec> {
 
 // ---- shared plumbing ------------------------------------------------------
 
-/// A copy of `key`'s members and scores (for commands that read several keys).
-/// A plain SET counts as a sorted set whose members all score 1, as in
-/// Redis's set operations: the one place a key of another type than ZSET
-/// is not WRONGTYPE here.
-fn snapshot(ctx: &mut Ctx, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    match ctx.read::<ZSet>(key) {
-        Ok(z) => Ok(z.map(|z| z.iter().map(|(m, s)| (m.to_vec(), s)).collect()).unwrap_or_default()),
-        Err(CmdError::WrongType) => {
-            let s = ctx.read::<Set>(key)?.expect("the key held a value a moment ago");
-            Ok(s.iter().map(|m| (m.to_vec(), 1.0)).collect())
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// Writes members (and scores) as ZRANGE does: with scores, an array of
 /// member/score pairs (the reply writer picks RESP2's flat or RESP3's
 /// nested shape).
@@ -131,7 +117,7 @@ fn reply_items<M: AsRef<[u8]>>(out: &mut Reply, items: &[(M, f64)], withscores: 
     }
 }
 
-/// Stores `items` (sorted) under `dst` or deletes `dst` when empty; replies
+/// Stores `items` (distinct members) under `dst` or deletes `dst` when empty; replies
 /// with the count. The encoding name follows the result, as in Redis.
 /// `event` is the command's keyspace event (`zunionstore`, ...).
 pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)], event: &str) {
@@ -143,11 +129,12 @@ pub(crate) fn store_result(ctx: &mut Ctx, dst: &[u8], items: &[(Vec<u8>, f64)], 
         ctx.out().int(0);
         return;
     }
-    let cfg = ctx.srv.config.zset;
-    let mut z = ZSet::new();
-    for (m, s) in items {
-        z.insert(m, *s, &cfg);
+    let mut entries: Vec<(&[u8], f64)> = items.iter().map(|(m, s)| (m.as_slice(), *s)).collect();
+    // GEOSEARCHSTORE hands them in distance order.
+    if !entries.is_sorted_by(|a, b| cmp_entry(a.1, a.0, b.1, b.0) == std::cmp::Ordering::Less) {
+        entries.sort_unstable_by(|a, b| cmp_entry(a.1, a.0, b.1, b.0));
     }
+    let z = ZSet::from_sorted(entries, &ctx.srv.config.zset);
     ctx.set_value(dst, Value::ZSet(Box::new(z)), Ttl::Clear);
     ctx.notify(notify::ZSET, event, dst);
     ctx.out().int(items.len() as i64);
@@ -913,23 +900,36 @@ enum SetOp {
     Diff,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Aggregate {
     Sum,
     Min,
     Max,
+    /// Redis 8.8: input scores are ignored; each set a member is in adds
+    /// its weight (1 by default), so the score counts the sets.
+    Count,
 }
 
 fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
     match a {
-        Aggregate::Sum => {
+        Aggregate::Sum | Aggregate::Count => {
             *acc += v;
             if acc.is_nan() {
                 *acc = 0.0;
             }
         }
-        Aggregate::Min => *acc = acc.min(v),
-        Aggregate::Max => *acc = acc.max(v),
+        // As Redis compares: an equal value (0 against -0) leaves the
+        // accumulated one.
+        Aggregate::Min => {
+            if v < *acc {
+                *acc = v;
+            }
+        }
+        Aggregate::Max => {
+            if v > *acc {
+                *acc = v;
+            }
+        }
     }
 }
 
@@ -973,6 +973,8 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
                 Aggregate::Min
             } else if is(v, "max") {
                 Aggregate::Max
+            } else if is(v, "count") {
+                Aggregate::Count
             } else {
                 return Err(CmdError::Syntax);
             };
@@ -991,59 +993,172 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
     Ok(p)
 }
 
-/// Computes a set operation; the result is sorted by (score, member).
-/// With `card`, stops after `limit` members (0: no limit) of an intersection.
-fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let mut srcs = Vec::with_capacity(p.keys.len());
-    for k in p.keys {
-        srcs.push(snapshot(ctx, k)?);
+/// One input of a set operation, borrowed from the keyspace: a sorted
+/// set, a SET (every member scoring 1, as in Redis) or an absent key.
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    Z(&'a ZSet),
+    S(&'a Set),
+    Empty,
+}
+
+/// An input bigger than this many times the members still in play is
+/// probed member by member rather than walked.
+const PROBE_RATIO: usize = 16;
+
+impl<'a> Src<'a> {
+    fn of(v: Option<ValueRef<'a>>) -> Src<'a> {
+        match v {
+            Some(ValueRef::ZSet(z)) => Src::Z(z),
+            Some(ValueRef::Set(s)) => Src::S(s),
+            _ => Src::Empty,
+        }
     }
-    let weighted = |s: f64, w: f64| {
-        let v = s * w;
-        if v.is_nan() { 0.0 } else { v }
-    };
+
+    fn len(self) -> usize {
+        match self {
+            Src::Z(z) => z.len(),
+            Src::S(s) => s.len(),
+            Src::Empty => 0,
+        }
+    }
+
+    /// Walks the members in storage order; only a SET's integers are
+    /// formatted, everything else is borrowed.
+    fn for_each(self, mut f: impl FnMut(Cow<'a, [u8]>, f64)) {
+        match self {
+            Src::Z(z) => z.for_each(|m, s| f(Cow::Borrowed(m), s)),
+            Src::S(s) => s.iter().for_each(|m| match m {
+                StrRef::Bytes(b) => f(Cow::Borrowed(b), 1.0),
+                StrRef::Int(_) => f(Cow::Owned(m.to_vec()), 1.0),
+            }),
+            Src::Empty => {}
+        }
+    }
+
+    fn score(self, m: &[u8]) -> Option<f64> {
+        match self {
+            Src::Z(z) => z.score(m),
+            Src::S(s) => s.contains(m).then_some(1.0),
+            Src::Empty => None,
+        }
+    }
+}
+
+/// A score times its input's weight; 0 where that is NaN (0 * inf), as in
+/// Redis.
+fn weighted(s: f64, w: f64) -> f64 {
+    let v = s * w;
+    if v.is_nan() { 0.0 } else { v }
+}
+
+/// Adds every input's members, weighted, to `acc`, combining with `f`;
+/// inputs in the order `order` gives, scores read through `score`.
+fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64], order: &[usize], score: impl Fn(f64) -> f64, f: impl Fn(&mut f64, f64)) {
+    for &i in order {
+        let (src, w) = (srcs[i], weights[i]);
+        src.for_each(|m, s| {
+            let v = weighted(score(s), w);
+            acc.upsert(m, || v, |a| f(a, v));
+        });
+    }
+}
+
+/// Computes a set operation; the result is sorted by (score, member)
+/// unless `card` (ZINTERCARD only counts; at most `limit` members, 0: no
+/// limit).
+///
+/// The inputs are read in place, never copied: a union accumulates into
+/// one hash table sized up front for the largest input; an intersection
+/// starts from the smallest input and, input by input, keeps the members found
+/// again, walking an input or, when it is much larger than what is left,
+/// probing it per member; a difference removes the others' members the
+/// same way.
+fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    let values = ctx.read_many(p.keys, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
+    let srcs: Vec<Src> = values.into_iter().map(Src::of).collect();
+    // Redis combines the inputs from the smallest to the largest (a stable
+    // sort), which decides how floating-point sums round and which of 0
+    // and -0 a MIN or MAX keeps.
+    let mut order: Vec<usize> = (0..srcs.len()).collect();
+    if op != SetOp::Diff {
+        order.sort_by_key(|&i| srcs[i].len());
+    }
+    // COUNT (Redis 8.8) ignores the input scores: each input a member is
+    // in adds its weight.
+    let count = p.agg == Aggregate::Count;
+    let score = move |s: f64| if count { 1.0 } else { s };
     let mut result: Vec<(Vec<u8>, f64)> = match op {
         SetOp::Union => {
-            let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
-            for (src, &w) in srcs.into_iter().zip(&p.weights) {
-                for (m, s) in src {
-                    let v = weighted(s, w);
-                    match acc.get_mut(&m) {
-                        Some(a) => aggregate(p.agg, a, v),
-                        None => {
-                            acc.insert(m, v);
-                        }
-                    }
+            let largest = srcs.iter().map(|s| s.len()).max().unwrap_or(0);
+            let mut acc = Members::with_capacity(largest);
+            // One loop per aggregate, so that none decides per member.
+            match p.agg {
+                Aggregate::Sum | Aggregate::Count => {
+                    union_into(&mut acc, &srcs, &p.weights, &order, score, |a, v| aggregate(Aggregate::Sum, a, v))
                 }
+                Aggregate::Min => union_into(&mut acc, &srcs, &p.weights, &order, score, |a, v| aggregate(Aggregate::Min, a, v)),
+                Aggregate::Max => union_into(&mut acc, &srcs, &p.weights, &order, score, |a, v| aggregate(Aggregate::Max, a, v)),
             }
-            acc.into_iter().collect()
+            acc.into_vec()
         }
         SetOp::Inter => {
-            let mut order: Vec<usize> = (0..srcs.len()).collect();
-            order.sort_by_key(|&i| srcs[i].len());
-            let maps: Vec<HashMap<&[u8], f64>> = order[1..].iter().map(|&i| srcs[i].iter().map(|(m, s)| (m.as_slice(), *s)).collect()).collect();
             let first = order[0];
-            let mut out = Vec::new();
-            'outer: for (m, s) in &srcs[first] {
-                let mut score = weighted(*s, p.weights[first]);
-                for (map, &i) in maps.iter().zip(&order[1..]) {
-                    let Some(&v) = map.get(m.as_slice()) else { continue 'outer };
-                    aggregate(p.agg, &mut score, weighted(v, p.weights[i]));
-                }
-                out.push((m.clone(), score));
-                if card && p.limit > 0 && out.len() >= p.limit {
+            let mut acc = Members::with_capacity(srcs[first].len());
+            srcs[first].for_each(|m, s| acc.upsert(m, || (weighted(score(s), p.weights[first]), false), |_| {}));
+            for &i in &order[1..] {
+                if acc.is_empty() {
                     break;
                 }
+                let (src, w) = (srcs[i], p.weights[i]);
+                let mut hits = 0;
+                // Unlike the first input's, these products stay NaN (0 *
+                // inf), as in Redis: a SUM meeting one restarts from 0.
+                let mut found = |e: &mut (f64, bool), s: f64| {
+                    aggregate(p.agg, &mut e.0, score(s) * w);
+                    e.1 = true;
+                    hits += 1;
+                };
+                if src.len() > PROBE_RATIO * acc.len() {
+                    acc.for_each_mut(|m, e| {
+                        if let Some(s) = src.score(m) {
+                            found(e, s);
+                        }
+                    });
+                } else {
+                    src.for_each(|m, s| {
+                        if let Some(e) = acc.get_mut(&m) {
+                            found(e, s);
+                        }
+                    });
+                }
+                if hits == acc.len() {
+                    acc.for_each_mut(|_, e| e.1 = false);
+                } else {
+                    acc.retain(|_, e| std::mem::take(&mut e.1));
+                }
             }
-            out
+            let found = acc.into_vec().into_iter().map(|(m, (s, _))| (m, s));
+            if card && p.limit > 0 { found.take(p.limit).collect() } else { found.collect() }
         }
         SetOp::Diff => {
-            let others: Vec<HashMap<&[u8], ()>> = srcs[1..].iter().map(|s| s.iter().map(|(m, _)| (m.as_slice(), ())).collect()).collect();
-            srcs[0].iter().filter(|(m, _)| !others.iter().any(|o| o.contains_key(m.as_slice()))).cloned().collect()
+            let mut acc = Members::with_capacity(srcs[0].len());
+            srcs[0].for_each(|m, s| acc.upsert(m, || s, |_| {}));
+            for &src in &srcs[1..] {
+                if acc.is_empty() {
+                    break;
+                }
+                if src.len() > PROBE_RATIO * acc.len() {
+                    acc.retain(|m, _| src.score(m).is_none());
+                } else {
+                    src.for_each(|m, _| acc.remove(&m));
+                }
+            }
+            acc.into_vec()
         }
     };
     if !card {
-        result.sort_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
+        result.sort_unstable_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
     }
     Ok(result)
 }
@@ -1067,12 +1182,12 @@ fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
     Ok(())
 }
 
-/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]
 pub fn zunion(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Union)
 }
 
-/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]
 pub fn zinter(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Inter)
 }
@@ -1082,12 +1197,12 @@ pub fn zdiff(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_reply(ctx, args, SetOp::Diff)
 }
 
-/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+/// ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]
 pub fn zunionstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_store(ctx, args, SetOp::Union)
 }
 
-/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+/// ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]
 pub fn zinterstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     setop_store(ctx, args, SetOp::Inter)
 }

@@ -44,8 +44,8 @@ pub struct Engine {
     pub(crate) lru: VecDeque<String>,
     /// Scripts evicted from the cache (INFO evicted_scripts).
     pub evicted: u64,
-    /// Scripts compiled so far (paces garbage collection).
-    created: u64,
+    /// Scripts compiled and runs done so far (paces garbage collection).
+    gc_count: u64,
     /// Function libraries (FUNCTION, FCALL), in their own interpreter as
     /// in Redis, so SCRIPT FLUSH leaves them be.
     pub functions: Functions,
@@ -58,7 +58,7 @@ impl Engine {
     /// `redis.acl_check_cmd`.
     pub fn new(commands: CommandMap) -> Engine {
         let functions = Functions::new(new_vm(&commands));
-        Engine { vm: new_vm(&commands), scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, created: 0, functions, commands }
+        Engine { vm: new_vm(&commands), scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, gc_count: 0, functions, commands }
     }
 
     /// A fresh interpreter for function libraries (FUNCTION FLUSH).
@@ -126,13 +126,18 @@ impl Engine {
             .set_named_registry_value(&registry_name(&sha), func)
             .map_err(|e| CmdError::err(format!("Error compiling script (new function): {e}")))?;
         self.scripts.insert(sha.clone(), Script { body: body.to_vec(), flags });
-        // Compiling leaves garbage; a small collection step every few
-        // scripts keeps the interpreter from growing in bursts, as Redis does.
-        self.created += 1;
-        if self.created.is_multiple_of(50) {
+        self.gc_tick();
+        Ok(sha)
+    }
+
+    /// Compiling and running leave garbage; a small collection step every
+    /// 50 of them keeps the interpreter from growing in bursts, as Redis
+    /// paces it.
+    pub(crate) fn gc_tick(&mut self) {
+        self.gc_count += 1;
+        if self.gc_count.is_multiple_of(50) {
             let _ = self.vm.lua.gc_step_kbytes(50);
         }
-        Ok(sha)
     }
 
     /// Marks an EVAL-created script as just used.

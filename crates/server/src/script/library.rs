@@ -49,12 +49,14 @@ pub struct Functions {
     pub(crate) libraries: BTreeMap<String, Library>,
     /// Lowercased function name -> library name.
     index: HashMap<String, String>,
+    /// Libraries compiled so far (paces garbage collection).
+    loads: u64,
 }
 
 impl Functions {
     /// No libraries, in interpreter `vm`.
     pub fn new(vm: lua::Vm) -> Functions {
-        Functions { vm, libraries: BTreeMap::new(), index: HashMap::new() }
+        Functions { vm, libraries: BTreeMap::new(), index: HashMap::new(), loads: 0 }
     }
 
     /// Number of libraries.
@@ -127,7 +129,16 @@ impl Functions {
         if self.libraries.contains_key(&name) && !replace {
             return Err(format!("Library '{name}' already exists"));
         }
-        let functions = register(&self.vm, body)?;
+        let functions = register(&self.vm, body);
+        // Loading leaves garbage (the chunk, its prototype, the load-time
+        // closures and hook); a collection step every few loads keeps the
+        // interpreter from growing with it (more often than for scripts:
+        // a load leaves more behind than a script's compilation).
+        self.loads += 1;
+        if self.loads.is_multiple_of(10) {
+            let _ = self.vm.lua.gc_step_kbytes(50);
+        }
+        let functions = functions?;
         let lib = Library { code: code.to_vec(), functions };
         let old = self.unlink(&name);
         if let Some(f) = self.collision(&lib) {

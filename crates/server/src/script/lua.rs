@@ -68,6 +68,11 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
     let globals = lua.globals();
     globals.set("bit", bit_library(&lua)?)?;
     let native = lua.create_table()?;
+    // The bundled libraries, built on a script's first use of each (the
+    // prelude's `lazy`): an interpreter that never uses them stays small.
+    native.set("cjson", lua.create_function(|lua, ()| super::cjson::library(lua))?)?;
+    native.set("cmsgpack", lua.create_function(|lua, ()| super::cmsgpack::library(lua))?)?;
+    native.set("struct", lua.create_function(|lua, ()| super::lstruct::library(lua))?)?;
     native.set(
         "sha1hex",
         lua.create_function(|_, v: Value| {
@@ -108,6 +113,10 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
         "unwrap",
         lua.create_function(|lua, v: Value| {
             let Value::Error(e) = v else { return Ok(v) };
+            // A library's error is a plain message, as a C library's is.
+            if let Some(l) = e.chain().find_map(|c| c.downcast_ref::<super::libutil::LibError>()) {
+                return Ok(Value::String(lua.create_string(&l.0)?));
+            }
             let t = match e.chain().find_map(|c| c.downcast_ref::<Raised>()) {
                 Some(r) => err_table(lua, &r.msg, r.ignore_stats)?,
                 None => err_table(lua, &format!("ERR {e}"), false)?,

@@ -1,14 +1,20 @@
 //! Lua scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT
 //! LOAD|EXISTS|FLUSH|KILL|HELP, with Redis 7.4's rules, and (in `function`)
-//! Redis 7's functions. Bottom up: `lua` (the sandboxed interpreter), `run`
+//! Redis 7's functions. Bottom up: the libraries Redis bundles into its Lua
+//! (`cjson`, `cmsgpack`, `lstruct` for `struct`, over `libutil`), `lua` (the
+//! sandboxed interpreter), `run`
 //! (what EVAL and FCALL share: `run_script`, the script rules, busy
 //! handling), `library` (function libraries), `engine` (the interpreters and
 //! caches the event loop owns), then the handlers: EVAL and SCRIPT here,
 //! FUNCTION and FCALL in `function`.
 
+pub mod cjson;
+pub mod cmsgpack;
 pub mod engine;
 pub mod function;
 pub mod library;
+pub mod libutil;
+pub mod lstruct;
 pub mod lua;
 pub mod run;
 
@@ -120,7 +126,9 @@ fn eval_generic(ctx: &mut Ctx, args: &[Vec<u8>], name: &'static str, by_sha: boo
         return Err(CmdError::Custom(NOSCRIPT_ERR.into()));
     };
     let call = Call { cmd: name, label: sha, flags, ro, argv: args, numkeys, function: false };
-    run_script(ctx, &vm, func, call)
+    let result = run_script(ctx, &vm, func, call);
+    self::engine::engine(ctx.host).gc_tick();
+    result
 }
 
 fn script_load(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {

@@ -119,8 +119,26 @@ end
 -- The environment scripts run in. While a function library loads,
 -- `state.library` holds the load-time globals, so the library's code (and
 -- the callbacks it defines, which share this environment) see only those
--- then, and the full globals when they run later.
-local env = strict(G, function() return state.library or G end)
+-- then, and the full globals when they run later. The bundled libraries
+-- (cjson, cmsgpack, struct) are built and made read-only on first use.
+local lazy = { cjson = native.cjson, cmsgpack = native.cmsgpack, struct = native.struct }
+local function lazylib(k)
+  local make = lazy[k]
+  if not make then return nil end
+  lazy[k] = nil
+  local t = protect(make())
+  G[k] = t
+  return t
+end
+local env = protect(G, function(_, k)
+  local source = state.library or G
+  local v = rawget(source, k)
+  if v == nil and source == G then v = lazylib(k) end
+  if v == nil then
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end
+  return v
+end)
 
 local function pnext(t, k) return next(backing[t] or t, k) end
 G.next = pnext

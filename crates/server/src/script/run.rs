@@ -155,7 +155,7 @@ impl Run<'_> {
             return self.reject(Some(spec), exec::OOM_ERROR);
         }
         if spec.has(WRITE) {
-            if let Some(e) = self.srv.disk_error() {
+            if let Some(e) = self.srv.disk_error().or_else(|| self.srv.replicas_error()) {
                 return self.reject(Some(spec), e);
             }
             self.write_dirty = true;
@@ -261,6 +261,7 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     let caller_info = if restricted { ctx.client.info_line(Instant::now()) } else { String::new() };
     // Blocking commands must not block here: they see what EXEC's see.
     sc.in_exec = true;
+    sc.in_script = true;
     let run = RefCell::new(Run {
         srv: &mut *ctx.srv,
         host: &mut *ctx.host,

@@ -35,7 +35,7 @@ impl Db {
         }
         let decay = match self.access {
             Access::Lfu { decay_minutes, .. } => decay_minutes,
-            Access::Lru => 0,
+            Access::Lru | Access::Lrm => 0,
         };
         let mut given = 0;
         let mut seen = 0;

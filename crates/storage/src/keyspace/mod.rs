@@ -507,6 +507,19 @@ impl Db {
         false
     }
 
+    /// The collection `key` holds in the object table (every type but
+    /// strings and the small hashes kept inline), without expiring or
+    /// touching it: for a command that reads many keys together (ZUNIONSTORE
+    /// over thousands) after `get` has checked each of them. None if the
+    /// key is absent or holds a string or an inline hash.
+    pub fn peek_object(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+        let (_, si, pos) = self.find(key);
+        match self.blob(self.segs[si].slots[pos?]).body() {
+            Body::Obj(i) => Some(self.obj(i).as_ref()),
+            Body::Str(_) | Body::Hash(..) => None,
+        }
+    }
+
     /// True if `key` is stored, live or past its deadline, without
     /// touching or expiring it.
     pub fn stored(&self, key: &[u8]) -> bool {
@@ -641,7 +654,7 @@ impl Db {
         let (si, pos) = found?;
         let decay = match self.access {
             Access::Lfu { decay_minutes, .. } => decay_minutes,
-            Access::Lru => 0,
+            Access::Lru | Access::Lrm => 0,
         };
         Some(lfu_decayed(clock_of(self.segs[si].slots[pos]), now, decay))
     }
@@ -662,6 +675,21 @@ impl Db {
     /// allocator, so not counted as used memory (maxmemory, INFO).
     pub fn slack_bytes(&self) -> usize {
         self.slab.slack_bytes()
+    }
+
+    /// Records a write of `key` at `now` in its access field when the field
+    /// counts writes (`Access::Lrm`); otherwise the access that found the
+    /// key already counted. Does not reclaim or touch anything else.
+    pub fn modified(&mut self, key: &[u8], now: i64) {
+        if self.access != Access::Lrm {
+            return;
+        }
+        self.flush();
+        let (_, si, pos) = self.find(key);
+        if let Some(pos) = pos {
+            let s = self.segs[si].slots[pos];
+            self.segs[si].slots[pos] = with_clock(s, now / 1000);
+        }
     }
 
     /// The access field after an access at `now` (see `crate::access`).

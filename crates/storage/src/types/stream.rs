@@ -164,6 +164,20 @@ pub enum Trim {
     MinId(StreamId),
 }
 
+/// What deleting or trimming an entry does about the consumer groups that
+/// reference it (Redis 8.2's KEEPREF / DELREF / ACKED).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RefPolicy {
+    /// Delete the entry; pending lists keep their (now dangling) references.
+    #[default]
+    KeepRef,
+    /// Delete the entry and drop it from every group's pending list.
+    DelRef,
+    /// Delete the entry only if no group still needs it: none has it
+    /// pending and every group was delivered past it.
+    Acked,
+}
+
 /// A pending (delivered, not acknowledged) entry of a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nack {
@@ -767,6 +781,112 @@ impl Stream {
     /// Deletes entry `id` (XDEL); true if it was stored. Tracks the largest
     /// deleted ID and the recorded first ID as Redis does.
     pub fn remove(&mut self, id: StreamId) -> bool {
+        if !self.cut_entry(id) {
+            return false;
+        }
+        if id > self.max_deleted_id {
+            self.max_deleted_id = id;
+        }
+        true
+    }
+
+    /// True if a consumer group may still need entry `id`: it is pending
+    /// in some group, or some group has not been delivered that far yet.
+    pub fn is_referenced(&self, id: StreamId) -> bool {
+        self.groups.iter().any(|g| g.last_id < id || g.nack(id).is_some())
+    }
+
+    /// Drops `id` from the pending list of every group (DELREF); true if
+    /// some group had it pending.
+    pub fn unref_all(&mut self, id: StreamId) -> bool {
+        let mut any = false;
+        for g in &mut self.groups {
+            any |= g.ack(id);
+        }
+        any
+    }
+
+    /// Deletes entry `id` as `policy` says (XDELEX, XACKDEL): None if it is
+    /// not stored (DELREF still drops dangling references to it), Some(true)
+    /// if deleted, Some(false) if ACKED kept it because a group needs it.
+    pub fn remove_with(&mut self, id: StreamId, policy: RefPolicy) -> Option<bool> {
+        if policy == RefPolicy::DelRef {
+            self.unref_all(id);
+        }
+        if !self.contains(id) {
+            return None;
+        }
+        if policy == RefPolicy::Acked && self.is_referenced(id) {
+            return Some(false);
+        }
+        Some(self.remove(id))
+    }
+
+    /// Trims as `trim` does, handling group references as `policy` says:
+    /// DELREF drops the trimmed entries from every pending list; ACKED
+    /// skips (keeps) entries a group still needs and trims the others.
+    pub fn trim_with(&mut self, how: Trim, approx: bool, limit: u64, policy: RefPolicy) -> u64 {
+        match policy {
+            RefPolicy::KeepRef => self.trim(how, approx, limit),
+            RefPolicy::DelRef => {
+                let mut pending: Vec<StreamId> = self.groups.iter().flat_map(|g| g.pel.iter().map(|(id, _)| *id)).collect();
+                pending.sort_unstable();
+                pending.dedup();
+                pending.retain(|id| self.contains(*id));
+                let n = self.trim(how, approx, limit);
+                for id in pending {
+                    if !self.contains(id) {
+                        self.unref_all(id);
+                    }
+                }
+                n
+            }
+            RefPolicy::Acked if self.groups.is_empty() => self.trim(how, approx, limit),
+            RefPolicy::Acked => self.trim_acked(how, approx, limit),
+        }
+    }
+
+    /// ACKED trimming: from the head, entries no group needs are deleted
+    /// until the bound holds; entries still needed stay. With `approx`,
+    /// only whole nodes none of whose entries is needed go.
+    fn trim_acked(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
+        let nodes: Vec<Vec<StreamId>> = self.nodes.iter().map(|(b, n)| n.slots(*b).iter().map(|s| s.id).collect()).collect();
+        let mut deleted = 0u64;
+        'nodes: for ids in nodes {
+            if approx {
+                let fits = ids.iter().all(|id| !self.is_referenced(*id))
+                    && match how {
+                        Trim::MaxLen(max) => self.len - ids.len() as u64 >= max,
+                        Trim::MinId(min) => ids.last().is_some_and(|id| *id < min),
+                    };
+                if !fits || (limit != 0 && deleted + ids.len() as u64 > limit) {
+                    break;
+                }
+                for id in ids {
+                    self.cut_entry(id);
+                    deleted += 1;
+                }
+                continue;
+            }
+            for id in ids {
+                let stop = match how {
+                    Trim::MaxLen(max) => self.len <= max,
+                    Trim::MinId(min) => id >= min,
+                };
+                if stop || (limit != 0 && deleted >= limit) {
+                    break 'nodes;
+                }
+                if !self.is_referenced(id) && self.cut_entry(id) {
+                    deleted += 1;
+                }
+            }
+        }
+        deleted
+    }
+
+    /// Removes stored entry `id` without recording it as a tombstone
+    /// (trimming does not); keeps the recorded first ID right.
+    fn cut_entry(&mut self, id: StreamId) -> bool {
         let Some(ni) = self.node_of(id) else { return false };
         let (base, node) = &mut self.nodes[ni];
         let Some(s) = node.slots(*base).into_iter().find(|s| s.id == id) else { return false };
@@ -775,9 +895,6 @@ impl Stream {
             self.nodes.remove(ni);
         }
         self.len -= 1;
-        if id > self.max_deleted_id {
-            self.max_deleted_id = id;
-        }
         if self.len == 0 {
             self.first_id = StreamId::MIN;
         } else if id == self.first_id {

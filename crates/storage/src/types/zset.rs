@@ -86,6 +86,13 @@ impl Default for ZsetConfig {
     }
 }
 
+/// A score as a set Redis keeps as a listpack holds it: Redis stores a
+/// score that is an integer as one, so -0.0 comes back as 0 (a skiplist
+/// keeps the sign).
+fn listpack_score(s: f64) -> f64 {
+    if s == 0.0 { 0.0 } else { s }
+}
+
 /// Total order of (score, member) pairs: by score (NaN never occurs, -0.0
 /// equals 0.0), then by member bytes.
 pub fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
@@ -149,6 +156,7 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
 }
 
 /// Decodes the entry at `off`: (score, member, offset past it).
+#[inline(always)]
 fn decode(b: &[u8], off: usize) -> (f64, &[u8], usize) {
     let (score, mut p) = match b[off] {
         t @ 0..=0xef => (t as f64, off + 1),
@@ -157,6 +165,10 @@ fn decode(b: &[u8], off: usize) -> (f64, &[u8], usize) {
         0xf2 => (f64::from_le_bytes(b[off + 1..off + 9].try_into().expect("8 bytes")), off + 9),
         t => panic!("corrupt zset entry tag {t:#x}"),
     };
+    if b[p] < 0x80 {
+        let n = b[p] as usize;
+        return (score, &b[p + 1..p + 1 + n], p + 1 + n);
+    }
     let (mut n, mut shift) = (0usize, 0);
     loop {
         let c = b[p];
@@ -249,6 +261,36 @@ impl Large {
             let i = l.chunks.iter().position(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)).expect("found above");
             l.split(i);
         }
+        l.rebuild_fen();
+        l.rebuild_index();
+        l
+    }
+
+    /// A large set over one sorted run of `len` packed entries, cut into
+    /// chunks about three quarters full, so that inserts do not split at
+    /// once.
+    fn from_run(run: &[u8], len: usize, flags: u8) -> Large {
+        const FILL_ENTRIES: usize = CHUNK_ENTRIES * 3 / 4;
+        const FILL_BYTES: usize = CHUNK_BYTES * 3 / 4;
+        let mut chunks = Vec::with_capacity(len / FILL_ENTRIES + 1);
+        let cut = |chunks: &mut Vec<Chunk>, bytes: &[u8], n: u32| {
+            let mut buf = Vec::new();
+            reserve_class(&mut buf, bytes.len());
+            buf.extend_from_slice(bytes);
+            chunks.push(Chunk { buf, len: n });
+        };
+        let (mut start, mut n) = (0, 0);
+        for (s, m, at) in packed(run, 0) {
+            if n > 0 && (n as usize == FILL_ENTRIES || at + entry_len(s, m) - start > FILL_BYTES) {
+                cut(&mut chunks, &run[start..at], n);
+                (start, n) = (at, 0);
+            }
+            n += 1;
+        }
+        if n > 0 {
+            cut(&mut chunks, &run[start..], n);
+        }
+        let mut l = Large { chunks, fen: Vec::new(), len, flags, tags: Vec::new(), scores: Vec::new(), used: 0 };
         l.rebuild_fen();
         l.rebuild_index();
         l
@@ -554,10 +596,49 @@ impl ZSet {
         }
     }
 
+    /// A sorted set of `entries`, given in (score, member) order with each
+    /// member once (what the *STORE commands computed): encoded in one
+    /// pass, with no search per member, and named as inserting them one
+    /// by one would have named it.
+    pub fn from_sorted<'m>(entries: impl IntoIterator<Item = (&'m [u8], f64)>, cfg: &ZsetConfig) -> ZSet {
+        let mut buf = vec![0; HDR];
+        let (mut n, mut longest, mut negative_zero) = (0, 0, false);
+        for (m, s) in entries {
+            debug_assert!(!s.is_nan());
+            negative_zero |= s == 0.0 && s.is_sign_negative();
+            encode(&mut buf, s, m);
+            n += 1;
+            longest = longest.max(m.len());
+        }
+        let flags = if n > cfg.max_listpack_entries || longest > cfg.max_listpack_value { F_SKIPLIST } else { 0 };
+        if flags == 0 && negative_zero {
+            // Rare: re-encode with listpack's zeros (see `listpack_score`).
+            let mut fixed = vec![0; HDR];
+            let mut off = HDR;
+            while off < buf.len() {
+                let (s, m, end) = decode(&buf, off);
+                encode(&mut fixed, listpack_score(s), m);
+                off = end;
+            }
+            buf = fixed;
+        }
+        if n <= cfg.small_max_entries.min(u16::MAX as usize - 1) && buf.len() <= cfg.small_max_bytes {
+            buf[0] = flags;
+            Self::set_small_len(&mut buf, n);
+            let mut small = Vec::new();
+            reserve_class(&mut small, buf.len());
+            small.extend_from_slice(&buf);
+            return ZSet { repr: Repr::Small(small) };
+        }
+        ZSet { repr: Repr::Large(Box::new(Large::from_run(&buf[HDR..], n, flags))) }
+    }
+
     /// Sets `member`'s score (NaN is a caller bug). Returns the previous
     /// score, None if the member is new.
     pub fn insert(&mut self, member: &[u8], score: f64, cfg: &ZsetConfig) -> Option<f64> {
         debug_assert!(!score.is_nan());
+        let listpack = self.flags() & F_SKIPLIST == 0 && self.len() < cfg.max_listpack_entries && member.len() <= cfg.max_listpack_value;
+        let score = if listpack { listpack_score(score) } else { score };
         let old = self.score(member);
         if let Some(o) = old {
             if o == score && o.is_sign_negative() == score.is_sign_negative() {
@@ -658,6 +739,25 @@ impl ZSet {
     /// All members in ascending order, with their scores.
     pub fn iter(&self) -> Iter<'_> {
         self.iter_from(0)
+    }
+
+    /// Calls `f` with every member and its score in ascending order: what
+    /// `iter` yields, walked chunk by chunk in one tight loop (the set
+    /// operations read millions of members this way).
+    #[inline]
+    pub fn for_each<'s>(&'s self, mut f: impl FnMut(&'s [u8], f64)) {
+        let mut walk = |buf: &'s [u8]| {
+            let mut off = 0;
+            while off < buf.len() {
+                let (s, m, end) = decode(buf, off);
+                f(m, s);
+                off = end;
+            }
+        };
+        match &self.repr {
+            Repr::Small(b) => walk(&b[HDR..]),
+            Repr::Large(l) => l.chunks.iter().for_each(|c| walk(&c.buf)),
+        }
     }
 
     /// The member at rank `r` (ascending) and its score.

@@ -263,3 +263,71 @@ fn empty_stream_stays_a_key() {
     assert_eq!(db.get(b"s", 0).map(|v| v.kind()), Some(Kind::Stream));
     assert!(db.mem_usage(b"s", 0).unwrap() >= size_of::<Stream>());
 }
+
+/// A stream of entries 1-0..=n-0 in nodes of two, with group `g` delivered
+/// up to `delivered` and consumer `c` holding those entries pending.
+fn referenced_stream(n: u64, delivered: u64) -> Stream {
+    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 2 };
+    let mut s = Stream::new();
+    for i in 1..=n {
+        s.append(id(i, 0), &pairs(&["f", "v"]), &cfg);
+    }
+    s.create_group(b"g", StreamId::MIN, 0);
+    s.group_mut(b"g").unwrap().create_consumer(b"c", 0);
+    s.read_group(b"g", b"c", delivered as usize, false, 0);
+    s
+}
+
+#[test]
+fn references_decide_what_acked_deletes() {
+    let mut s = referenced_stream(4, 2);
+    // Pending (1, 2) or not yet delivered (3, 4): all referenced.
+    assert!((1..=4).all(|i| s.is_referenced(id(i, 0))));
+    assert_eq!(s.remove_with(id(1, 0), RefPolicy::Acked), Some(false));
+    s.group_mut(b"g").unwrap().ack(id(1, 0));
+    assert!(!s.is_referenced(id(1, 0)));
+    assert_eq!(s.remove_with(id(1, 0), RefPolicy::Acked), Some(true));
+    assert_eq!(s.remove_with(id(1, 0), RefPolicy::Acked), None);
+    // DELREF drops the reference even when the entry is gone already.
+    assert_eq!(s.remove_with(id(2, 0), RefPolicy::KeepRef), Some(true));
+    assert!(s.group(b"g").unwrap().nack(id(2, 0)).is_some());
+    assert_eq!(s.remove_with(id(2, 0), RefPolicy::DelRef), None);
+    assert!(s.group(b"g").unwrap().nack(id(2, 0)).is_none());
+    assert_eq!(s.max_deleted_id(), id(2, 0));
+}
+
+#[test]
+fn trim_policies() {
+    // DELREF: trimmed entries leave the pending lists, kept ones stay.
+    let mut s = referenced_stream(6, 6);
+    assert_eq!(s.trim_with(Trim::MaxLen(3), false, 0, RefPolicy::DelRef), 3);
+    let pel: Vec<StreamId> = s.group(b"g").unwrap().pending().iter().map(|(i, _)| *i).collect();
+    assert_eq!(pel, [id(4, 0), id(5, 0), id(6, 0)]);
+    assert_eq!(s.group(b"g").unwrap().consumer(b"c").unwrap().pending(), [id(4, 0), id(5, 0), id(6, 0)]);
+    // ACKED: only entries delivered and acknowledged go, trimming is not
+    // a tombstone, and the first ID follows.
+    let mut s = referenced_stream(6, 4);
+    for i in [1, 3] {
+        s.group_mut(b"g").unwrap().ack(id(i, 0));
+    }
+    assert_eq!(s.trim_with(Trim::MaxLen(0), false, 0, RefPolicy::Acked), 2);
+    assert_eq!(ids(&s.range(StreamId::MIN, StreamId::MAX, false, 0)), [id(2, 0), id(4, 0), id(5, 0), id(6, 0)]);
+    assert_eq!(s.first_id(), id(2, 0));
+    assert!(s.max_deleted_id().is_zero());
+    // MINID stops at the bound; approx only takes whole unreferenced nodes.
+    let mut s = referenced_stream(6, 6);
+    for i in 1..=6 {
+        s.group_mut(b"g").unwrap().ack(id(i, 0));
+    }
+    assert_eq!(s.trim_with(Trim::MinId(id(2, 0)), false, 0, RefPolicy::Acked), 1);
+    let mut s = referenced_stream(6, 6);
+    for i in [1, 2, 3] {
+        s.group_mut(b"g").unwrap().ack(id(i, 0));
+    }
+    assert_eq!(s.trim_with(Trim::MaxLen(0), true, 0, RefPolicy::Acked), 2);
+    assert_eq!(s.len(), 4);
+    // KEEPREF is plain trimming.
+    let mut s = referenced_stream(4, 4);
+    assert_eq!(s.trim_with(Trim::MaxLen(1), false, 0, RefPolicy::KeepRef), 3);
+    assert_eq!(s.group(b"g").unwrap().pending().len(), 4);
+}

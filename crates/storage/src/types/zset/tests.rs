@@ -27,6 +27,9 @@ fn check(z: &ZSet, m: &BTreeMap<Vec<u8>, f64>) {
     assert_eq!(z.len(), want.len());
     let got: Vec<_> = z.iter().map(|(k, s)| (k.to_vec(), s)).collect();
     assert_eq!(got, want);
+    let mut walked = Vec::new();
+    z.for_each(|k, s| walked.push((k.to_vec(), s)));
+    assert_eq!(walked, want);
     for (r, (k, s)) in want.iter().enumerate() {
         assert_eq!(z.score(k), Some(*s));
         assert_eq!(z.rank(k), Some((r, *s)));
@@ -87,9 +90,41 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Building from sorted entries gives what inserting them one by one
+    /// gives (contents, encoding name), keeps the chunk limits, and the
+    /// result takes further edits like any other set.
+    #[test]
+    fn from_sorted_matches_inserts(keys in proptest::collection::btree_map(0u16..2000, -300i32..300, 0..700), small in any::<bool>()) {
+        let cfg = if small { small_cfg() } else { ZsetConfig::default() };
+        let m: BTreeMap<Vec<u8>, f64> = keys.iter().map(|(&k, &s)| (member(k), s as f64 / 3.0)).collect();
+        let want = ordered(&m);
+        let mut z = ZSet::from_sorted(want.iter().map(|(k, s)| (k.as_slice(), *s)), &cfg);
+        let mut one_by_one = ZSet::new();
+        for (k, s) in &want {
+            one_by_one.insert(k, *s, &cfg);
+        }
+        check(&z, &m);
+        prop_assert_eq!(z.encoding_name(), one_by_one.encoding_name());
+        prop_assert_eq!(is_large(&z), is_large(&one_by_one));
+        if let Repr::Large(l) = &z.repr {
+            prop_assert!(l.chunks.iter().all(|c| c.len as usize <= CHUNK_ENTRIES && (c.len == 1 || c.buf.len() <= CHUNK_BYTES)));
+        }
+        let mut m = m;
+        for k in keys.keys().take(50) {
+            prop_assert_eq!(z.insert(&member(k + 5000), 1.5, &cfg), m.insert(member(k + 5000), 1.5));
+            prop_assert_eq!(z.remove(&member(*k)), m.remove(&member(*k)));
+        }
+        check(&z, &m);
+    }
+}
+
 #[test]
 fn scores_round_trip() {
-    let cfg = ZsetConfig::default();
+    // Named "skiplist" from the start: a listpack-named set turns -0.0
+    // into 0 (`listpack_zero_loses_its_sign`).
+    let cfg = ZsetConfig { max_listpack_entries: 0, ..ZsetConfig::default() };
     let mut z = ZSet::new();
     let scores = [0.0, -0.0, 1.0, 239.0, 240.0, -1.0, 32767.0, -32769.0, 1e15, 1.5, f64::INFINITY, f64::NEG_INFINITY, 1e300, 5e-324];
     for (i, s) in scores.iter().enumerate() {
@@ -102,6 +137,26 @@ fn scores_round_trip() {
     assert_eq!(z.get_by_rank(0).unwrap().1, f64::NEG_INFINITY);
     // -0.0 and 0.0 tie on score and order by member.
     assert_eq!(z.rank(b"0").unwrap().0 + 1, z.rank(b"1").unwrap().0);
+}
+
+#[test]
+fn listpack_zero_loses_its_sign() {
+    let cfg = small_cfg();
+    let mut z = ZSet::new();
+    z.insert(b"a", -0.0, &cfg);
+    assert_eq!(z.score(b"a").unwrap().to_bits(), 0.0f64.to_bits());
+    let built = ZSet::from_sorted([(&b"a"[..], -0.0), (&b"b"[..], 1.0)], &cfg);
+    assert_eq!(built.score(b"a").unwrap().to_bits(), 0.0f64.to_bits());
+    // Past the listpack limits Redis keeps a skiplist, which keeps the sign.
+    for i in 0..5 {
+        z.insert(format!("m{i}").as_bytes(), i as f64, &cfg);
+    }
+    assert_eq!(z.encoding_name(), "skiplist");
+    z.insert(b"b", -0.0, &cfg);
+    assert_eq!(z.score(b"b").unwrap().to_bits(), (-0.0f64).to_bits());
+    let long = b"a member longer than eight bytes";
+    let built = ZSet::from_sorted([(&long[..], -0.0)], &cfg);
+    assert_eq!(built.score(long).unwrap().to_bits(), (-0.0f64).to_bits());
 }
 
 #[test]
