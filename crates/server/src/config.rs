@@ -137,6 +137,12 @@ pub static PARAMS: &[Param] = &[
     // Network.
     p("port", PORT, "6379"),
     p("bind", Kind::Bind, "* -::*"),
+    // densekv: the Prometheus endpoint (metrics.rs), off with port 0. Set
+    // at start only, and hidden from CONFIG GET patterns as Redis hides its
+    // own extras, so clients that walk `CONFIG GET *` and set each value
+    // back (Redis's own suite does) meet only settings Redis has.
+    p("metrics-port", PORT, "0").fixed().hidden(),
+    p("metrics-bind", S, "127.0.0.1").fixed().hidden(),
     p("bind-source-addr", S, "").ignored(),
     p("protected-mode", B, "yes"),
     p("tcp-backlog", UI, "511").fixed(),

@@ -256,6 +256,12 @@ fn serve_key(srv: &mut Server, host: &mut dyn Host, k: &(usize, Vec<u8>)) {
     }
 }
 
+/// Unparks `id` and runs its command again, for a wait that ends by
+/// something other than a key (a MEMORY REPORT walk that finished).
+pub fn resume(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
+    rerun(srv, host, id);
+}
+
 /// Unparks `id` and runs its command again.
 fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
     let Some(mut c) = srv.clients.remove(&id) else { return };

@@ -19,7 +19,7 @@
 //!    80-bit extended precision INCRBYFLOAT and HINCRBYFLOAT compute in)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
-//!    what), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
+//!    what), `memreport` (MEMORY REPORT's walks in progress, by client), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
 //!    (the AOF's sink on the feed, its buffer and open file), `repl`
 //!    (replication ids and offsets, the backlog, replicas, the primary)
 //! 4. `server`: the state every command reads
@@ -33,7 +33,8 @@
 //!    (the stream to replicas, SYNC/PSYNC, WAIT, promotion)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
-//! 9. `registry`: the whole table
+//! 9. `registry`: the whole table; `metrics` (the Prometheus endpoint: an
+//!    HTTP thread, answered by the event loop from INFO's text)
 //! 10. `link`: the socket to a primary, its handshake and the image
 //! 11. `net`: the event loop, which owns the listener and the sockets
 
@@ -62,6 +63,8 @@ pub mod ldouble;
 pub mod link;
 pub mod log;
 pub mod memory;
+pub mod memreport;
+pub mod metrics;
 pub mod net;
 pub mod notify;
 pub mod persist;

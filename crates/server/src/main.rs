@@ -186,6 +186,8 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     let backlog = config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
     let renames = config.renames.clone();
     let pidfile = config.get("pidfile").unwrap_or("").to_string();
+    let metrics_port: u16 = config.get("metrics-port").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let metrics_bind = config.get("metrics-bind").unwrap_or("127.0.0.1").to_string();
     let mut srv = Server::new(config);
     srv.supervised_systemd = systemd;
     if !pidfile.is_empty() {
@@ -226,6 +228,12 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     let mut ev = EventLoop::new(listeners, tls_listeners, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
     // ACL rules name commands as the table defines them, whatever
     // rename-command did (Redis works from its original table too).
+    if metrics_port != 0 {
+        match ev.serve_metrics(&metrics_bind, metrics_port) {
+            Ok(addr) => log.notice(&format!("Serving metrics on http://{addr}/metrics")),
+            Err(e) => return Err(fail(&format!("Failed serving metrics on {metrics_bind}:{metrics_port}: {e}"))),
+        }
+    }
     let catalog = server::command::catalog(&server::registry::registry());
     if let Err(e) = server::commands::acl::load_at_startup(&mut srv, catalog) {
         return Err(fail(&e));

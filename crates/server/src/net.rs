@@ -45,6 +45,8 @@ use crate::{cron, dispatch, exec, persist, shutdown};
 const SIGNALS: Token = Token(usize::MAX);
 /// The link to this server's primary while it handshakes (`link.rs`).
 const LINK: Token = Token(LISTENER0 - MAX_LISTENERS);
+/// The metrics thread's waker: a scrape is waiting.
+const METRICS: Token = Token(usize::MAX - 64);
 /// The first listener's token; the others count down from it.
 const LISTENER0: usize = usize::MAX - 1;
 /// At most this many listeners (Redis's limit on bind addresses).
@@ -55,6 +57,9 @@ const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ: usize = 1024 * 1024;
 /// Unread reply bytes above which we stop reading from a client.
 const OUTPUT_SOFT_LIMIT: usize = 64 * 1024 * 1024;
+/// Executor time per loop turn for MEMORY REPORT walks: small enough that
+/// a client waits a few milliseconds at most behind one.
+const REPORT_SLICE: Duration = Duration::from_millis(3);
 
 /// The listening sockets with a handle on the poller's registry, so that
 /// clients can be accepted while a timed-out script runs too.
@@ -132,6 +137,8 @@ pub struct EventLoop {
     held: Vec<ClientId>,
     /// The socket to this server's primary until synchronized.
     link: crate::link::Link,
+    /// The Prometheus endpoint, with metrics-port set.
+    metrics: Option<crate::metrics::Endpoint>,
 }
 
 impl EventLoop {
@@ -173,7 +180,17 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
-        Ok(EventLoop { poll, shell, link: Default::default(), held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+    }
+
+    /// Serves `GET /metrics` and `GET /health` on `bind:port` (metrics.rs);
+    /// returns the address bound.
+    pub fn serve_metrics(&mut self, bind: &str, port: u16) -> Result<SocketAddr, String> {
+        let waker = std::sync::Arc::new(mio::Waker::new(self.poll.registry(), METRICS).map_err(|e| e.to_string())?);
+        let ep = crate::metrics::start(bind, port, crate::metrics::waker(waker))?;
+        let addr = ep.addr;
+        self.metrics = Some(ep);
+        Ok(addr)
     }
 
     /// Loads the data before serving: the AOF with appendonly yes (which
@@ -245,7 +262,17 @@ impl EventLoop {
             if srv.evict.unfinished {
                 crate::evict::perform(srv, None, now_ms);
             }
-            let work_left = runnable || srv.evict.unfinished;
+            // MEMORY REPORT walks advance a slice per turn; a client whose
+            // report is done runs its command again, which replies.
+            if srv.reports.busy() {
+                let Server { reports, dbs, blocking, .. } = &mut *srv;
+                for id in reports.step(dbs, now_ms, REPORT_SLICE, |id| blocking.is_blocked(id)) {
+                    dispatch::resume(srv, &mut self.shell, id);
+                    srv.reports.forget(id);
+                }
+                self.pending.extend(srv.blocking.take_woken());
+            }
+            let work_left = runnable || srv.evict.unfinished || srv.reports.busy();
             let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
@@ -273,6 +300,10 @@ impl EventLoop {
             for ev in events.iter() {
                 if ev.token() == LINK {
                     self.poll_link(srv);
+                } else if ev.token() == METRICS {
+                    if let Some(ep) = &self.metrics {
+                        crate::metrics::answer(ep, srv, &mut self.shell);
+                    }
                 } else if ev.token() == SIGNALS {
                     for sig in self.shell.signals.pending() {
                         shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
@@ -565,6 +596,7 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
         srv.monitors.retain(|&m| m != id);
         srv.blocking.forget(id);
         crate::replication::client_closed(srv, &c);
+        srv.reports.forget(id);
     }
 }
 

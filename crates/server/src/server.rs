@@ -482,6 +482,8 @@ pub struct Server {
     pub running_function: Option<(String, Vec<Vec<u8>>, Instant)>,
     /// Clients blocked in BLPOP and friends.
     pub blocking: Blocking,
+    /// MEMORY REPORT walks in progress, stepped by the event loop.
+    pub reports: crate::memreport::Reports,
     /// The write stream AOF and replicas consume (`exec::propagate`).
     pub feed: Feed,
     /// RDB save and load counters.
@@ -602,6 +604,7 @@ impl Server {
             woken: Vec::new(),
             pending_push: Vec::new(),
             blocking: Default::default(),
+            reports: Default::default(),
             feed: Feed::default(),
             persist: PersistStats::default(),
             bgsave: None,

@@ -18,6 +18,8 @@ use crate::command::flags::*;
 use crate::command::{arg_i64, container, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::glob;
 use crate::memory;
+use crate::memreport;
+use crate::blocking::{BlockRequest, TimeoutReply};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -84,6 +86,7 @@ pub fn table() -> Vec<Spec> {
                 spec("stats", 2, 0, NO_KEYS, memory_stats).acl(&["slow"]).group("server").doc("Returns details about memory usage.", "4.0.0"),
                 spec("doctor", 2, 0, NO_KEYS, memory_doctor).acl(&["slow"]).group("server").doc("Outputs a memory problems report.", "4.0.0"),
                 spec("malloc-stats", 2, 0, NO_KEYS, memory_malloc_stats).acl(&["slow"]).group("server").doc("Returns the allocator statistics.", "4.0.0"),
+                spec("report", -2, READONLY | BLOCKING, NO_KEYS, memory_report).acl(&["keyspace", "read", "slow"]).group("server").doc("Reports memory usage by key pattern (a densekv extension).", "7.4.0"),
                 spec("purge", 2, 0, NO_KEYS, memory_purge).acl(&["slow"]).group("server").doc("Asks the allocator to release memory.", "4.0.0"),
                 spec("help", 2, LOADING | STALE, NO_KEYS, memory_help).acl(&["slow"]).group("server").doc("Returns helpful text about the different subcommands.", "4.0.0"),
             ],
@@ -96,37 +99,11 @@ pub fn table() -> Vec<Spec> {
 /// Type names SCAN TYPE accepts, as TYPE replies them.
 const TYPE_NAMES: &[&str] = &["string", "list", "set", "zset", "hash", "stream"];
 
-/// Strings up to this length are "embstr" in Redis (one allocation with the
-/// object header); longer ones are "raw".
-const EMBSTR_MAX: usize = 44;
-
 /// Redis shares the integer objects 0..9999; OBJECT REFCOUNT reports them as
 /// INT_MAX unless an LRU/LFU policy with a maxmemory limit forbids sharing.
 const SHARED_INTEGERS: i64 = 10_000;
 
-/// The name OBJECT ENCODING gives a value: Redis's name for the encoding
-/// Redis would have picked, mapped from ours.
-///
-/// Strings: a canonical i64 is "int", other strings of at most 44 bytes are
-/// "embstr", longer ones "raw". Every write stores a canonical integer as
-/// an integer except APPEND and SETRANGE, which keep bytes where Redis
-/// leaves a raw string; so such bytes are "raw" too. Hashes: `Hash::encoding_name` (listpack,
-/// listpackex or hashtable, following Redis's thresholds and history).
-/// Sorted sets: `ZSet::encoding_name` (listpack or skiplist).
-/// Streams: always "stream", as in Redis.
-pub fn encoding_name(v: ValueRef<'_>) -> &'static str {
-    match v {
-        ValueRef::Str(StrRef::Int(_)) => "int",
-        ValueRef::Str(StrRef::Bytes(b)) if storage::strref::parse_canonical_i64(b).is_some() => "raw",
-        ValueRef::Str(StrRef::Bytes(b)) if b.len() <= EMBSTR_MAX => "embstr",
-        ValueRef::Str(StrRef::Bytes(_)) => "raw",
-        ValueRef::Hash(h) => h.encoding_name(),
-        ValueRef::ZSet(z) => z.encoding_name(),
-        ValueRef::List(l) => l.encoding_name(),
-        ValueRef::Set(s) => s.encoding_name(),
-        ValueRef::Stream(s) => s.encoding_name(),
-    }
-}
+pub use crate::memreport::encoding_name;
 
 /// Marks `key` of database `db` as changed (WATCH, dirty counter, blocked clients).
 fn modified_in(ctx: &mut Ctx, db: usize, key: &[u8]) {
@@ -711,6 +688,53 @@ pub fn memory_usage(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// MEMORY REPORT [DB index] [PREFIX prefix] [SAMPLES count] [LIMIT count]
+///
+/// A densekv extension (see `memreport`): the client waits while the
+/// database is walked in slices between other clients' commands, then this
+/// runs again and writes the report.
+pub fn memory_report(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let id = ctx.client.id;
+    if let Some(done) = ctx.srv.reports.take_done(id) {
+        memreport::write_reply(ctx.out(), &done);
+        return Ok(());
+    }
+    let mut opts = memreport::Options { db: ctx.client.db, limit: 100, samples: None, prefix: None };
+    let mut i = 2;
+    while i < args.len() {
+        let Some(v) = args.get(i + 1) else { return Err(CmdError::Syntax) };
+        if is(&args[i], "db") {
+            opts.db = arg_db(ctx, v)?;
+        } else if is(&args[i], "prefix") {
+            opts.prefix = Some(v.clone());
+        } else if is(&args[i], "samples") || is(&args[i], "limit") {
+            let n = arg_i64(v)?;
+            if n <= 0 {
+                return Err(CmdError::err(format!("{} must be positive", String::from_utf8_lossy(&args[i]).to_ascii_uppercase())));
+            }
+            if is(&args[i], "samples") {
+                opts.samples = Some(n as u64);
+            } else {
+                opts.limit = n as usize;
+            }
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let mut job = memreport::Job::new(opts.clone(), ctx.srv.dbs[opts.db].len() as u64);
+    if !ctx.may_block() {
+        // Inside MULTI or a script: nothing else runs meanwhile anyway.
+        let now = ctx.now;
+        job.step(&mut ctx.srv.dbs[opts.db], now, None);
+        memreport::write_reply(ctx.out(), &job.finish());
+        return Ok(());
+    }
+    ctx.srv.reports.start(id, job);
+    ctx.block(BlockRequest { keys: Vec::new(), deadline: None, ready: |_| false, on_nokey: false, on_timeout: TimeoutReply::NullArray, rerun_argv: None });
+    Ok(())
+}
+
 /// MEMORY STATS: Redis's field names, filled with what we measure.
 pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let allocated = memory::allocated();
@@ -820,6 +844,10 @@ pub fn memory_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
             "    Return internal statistics report from the memory allocator.",
             "PURGE",
             "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "REPORT [DB <index>] [PREFIX <prefix>] [SAMPLES <count>] [LIMIT <count>]",
+            "    Group the keys of a database by pattern (digit runs, hex ids and UUIDs",
+            "    replaced by placeholders) and report keys, bytes, types, encodings, TTLs",
+            "    and the largest keys of each pattern, and key sizes per type (densekv).",
             "STATS",
             "    Return information about the memory usage of the server.",
             "USAGE <key> [SAMPLES <count>]",

@@ -354,7 +354,7 @@ const ALL_SECTIONS: &[&str] = &[
 ];
 
 /// Which sections an INFO call asks for (lowercase).
-fn wanted_sections(args: &[Vec<u8>]) -> Vec<String> {
+pub fn wanted_sections(args: &[Vec<u8>]) -> Vec<String> {
     let mut want: Vec<String> = Vec::new();
     if args.len() <= 1 {
         want.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));

@@ -730,12 +730,16 @@ impl Db {
     pub fn mem_usage(&mut self, key: &[u8], now: i64) -> Option<usize> {
         let (si, pos) = self.live(key, now)?;
         let seg = &self.segs[si];
-        let s = seg.slots[pos];
+        Some(self.slot_usage(seg, seg.slots[pos]))
+    }
+
+    /// `mem_usage` of the key in slot `s` of `seg`.
+    fn slot_usage(&self, seg: &Segment, s: u64) -> usize {
         let obj = match self.blob(s).body() {
             Body::Obj(i) => size_of::<Option<Obj>>() + self.obj(i).mem_usage(),
             Body::Str(_) | Body::Hash(..) => 0,
         };
-        Some(self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj)
+        self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj
     }
 
     /// Removes every key. Settings (`no_touch`, `keep_expired`,

@@ -10,7 +10,7 @@
 //! temporary decoded from its blob).
 
 use super::Db;
-use crate::segment::{tag_at, tag_of, TAG_BITS};
+use crate::segment::{tag_at, tag_of, Segment, TAG_BITS};
 use crate::value::ValueRef;
 
 impl Db {
@@ -29,6 +29,30 @@ impl Db {
     /// Returns the next cursor, 0 when done.
     /// Every key present for the whole scan is visited at least once.
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>)) -> u64 {
+        self.scan_slots(cursor, count, |_, s| {
+            let b = self.blob(s);
+            self.with_value(s, |v| f(b.key, v, b.deadline));
+        })
+    }
+
+    /// SCAN's step that also gives each key's `mem_usage` in bytes:
+    /// `f(key, value, deadline, bytes)`. As the cursor only moves up in
+    /// hash order, a walk from 0 to 0 visits a key present throughout once
+    /// and never twice, whatever is written between the steps.
+    pub fn scan_sized(&mut self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>, usize)) -> u64 {
+        // A hash lent for writing is stored back first, so its size is
+        // the one MEMORY USAGE would see.
+        self.flush();
+        let this = &*self;
+        this.scan_slots(cursor, count, |seg, s| {
+            let b = this.blob(s);
+            let bytes = this.slot_usage(seg, s);
+            this.with_value(s, |v| f(b.key, v, b.deadline, bytes));
+        })
+    }
+
+    /// The walk behind `scan` and `scan_sized`: calls `emit(segment, slot)`.
+    fn scan_slots(&self, cursor: u64, count: usize, mut emit: impl FnMut(&Segment, u64)) -> u64 {
         let count = count.max(1);
         let mut c = cursor;
         let mut n = 0;
@@ -40,16 +64,12 @@ impl Db {
             let from = tag_at(c, d);
             items.clear();
             items.extend(seg.slots.iter().copied().filter(|&s| s != 0 && tag_of(s) >= from));
-            let mut emit = |s: u64| {
-                let b = self.blob(s);
-                self.with_value(s, |v| f(b.key, v, b.deadline));
-            };
             let want = count - n;
             if items.len() > want {
                 items.select_nth_unstable_by_key(want - 1, |&s| tag_of(s));
                 let last = tag_of(items[want - 1]);
                 for &s in items.iter().filter(|&&s| tag_of(s) <= last) {
-                    emit(s);
+                    emit(seg, s);
                 }
                 if last + 1 < 1 << TAG_BITS {
                     let base = if d == 0 { 0 } else { prefix << (64 - d) };
@@ -57,7 +77,7 @@ impl Db {
                 }
                 n = count;
             } else {
-                items.iter().for_each(|&s| emit(s));
+                items.iter().for_each(|&s| emit(seg, s));
                 n += items.len();
             }
             // This segment is done: move to the next prefix.
