@@ -181,8 +181,8 @@ def test_os_has_only_clock_and_binary_chunks_refused(r):
 
 def test_redis_helpers(r):
     assert r.eval("return redis.sha1hex('Pizza & Mandolino')", 0) == b"74822d82031af7493c20eefa13bd07ec4fada82f"
-    assert r.eval("return redis.REDIS_VERSION", 0) == b"8.2.0"
-    assert r.eval("return redis.REDIS_VERSION_NUM", 0) == 0x080200
+    assert r.eval("return redis.REDIS_VERSION", 0) == b"8.4.0"
+    assert r.eval("return redis.REDIS_VERSION_NUM", 0) == 0x080400
     assert r.eval("redis.log(redis.LOG_WARNING, 'x'); redis.set_repl(redis.REPL_ALL); return redis.replicate_commands()", 0) == 1
     with pytest.raises(redis.ResponseError, match="RESP version must be 2 or 3"):
         r.eval("redis.setresp(4)", 0)

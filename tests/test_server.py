@@ -21,7 +21,7 @@ def bulk_text(reply: bytes) -> str:
 def test_info_sections_and_fields(r, raw):
     r.set(b"a", b"1")
     info = r.info()
-    assert info["redis_version"] == "8.2.0"
+    assert info["redis_version"] == "8.4.0"
     assert "densekv_version" in info
     for f in ("used_memory", "used_memory_rss", "used_memory_peak", "mem_fragmentation_ratio", "maxmemory",
               "connected_clients", "total_commands_processed", "role", "used_cpu_sys"):
@@ -340,7 +340,7 @@ def test_function_stubs(r):
 def test_hello(raw):
     c = raw()
     rep = c.call("HELLO", "3")
-    assert rep.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n8.2.0\r\n$5\r\nproto\r\n:3\r\n")
+    assert rep.startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n8.4.0\r\n$5\r\nproto\r\n:3\r\n")
     assert c.call("CONFIG", "GET", "timeout") == b"%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"
     assert c.call("HELLO", "4") == b"-NOPROTO unsupported protocol version\r\n"
     assert c.call("HELLO", "x") == b"-ERR Protocol version is not an integer or out of range\r\n"

@@ -25,7 +25,7 @@ import redis
 
 from conftest import HOST, err, free_port, ping, server_binary
 
-REDIS_VERSION = "8.2.0"
+REDIS_VERSION = "8.4.0"
 # pid:role dd Mon yyyy hh:mm:ss.mmm level-char message
 LINE = re.compile(r"^(\d+):([CMS]) \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3} ([.\-*#]) (.*)$")
 

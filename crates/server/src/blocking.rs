@@ -104,13 +104,18 @@ pub struct BlockRequest {
     /// `$` to the last id it saw, as Redis rewrites its argv); the slow
     /// log then shows these too.
     pub rerun_argv: Option<Vec<Vec<u8>>>,
+    /// A time (Unix ms) at which to re-run the command although no key was
+    /// signalled: a blocked XREADGROUP ... CLAIM wakes when a pending entry
+    /// becomes idle enough to claim. At that time its keys are signalled,
+    /// so every client waiting on them is tried, as Redis does.
+    pub wake_at: Option<i64>,
 }
 
 impl BlockRequest {
     /// Waits on `keys` until `deadline`, woken when `ready` accepts a key's
     /// value; null array on timeout, no argv rewrite.
     pub fn on_keys(keys: Vec<Vec<u8>>, deadline: Option<i64>, ready: ReadyFn) -> BlockRequest {
-        BlockRequest { keys, deadline, ready, on_nokey: false, on_timeout: TimeoutReply::NullArray, rerun_argv: None }
+        BlockRequest { keys, deadline, ready, on_nokey: false, on_timeout: TimeoutReply::NullArray, rerun_argv: None, wake_at: None }
     }
 }
 
@@ -172,6 +177,9 @@ pub struct Blocking {
     waiters: HashMap<(usize, Vec<u8>), BTreeMap<u64, ClientId>>,
     parked: HashMap<ClientId, Parked>,
     deadlines: Deadlines,
+    /// Wake-up times of parked clients (`BlockRequest::wake_at`), apart
+    /// from the deadlines, which INFO counts.
+    wakeups: Deadlines,
     /// Signalled keys, in signal order, not yet served.
     ready: VecDeque<(usize, Vec<u8>)>,
     ready_set: HashSet<(usize, Vec<u8>)>,
@@ -251,9 +259,32 @@ impl Blocking {
         std::mem::take(&mut self.woken)
     }
 
-    /// The earliest deadline (Unix ms), None if no blocked client has one.
+    /// The earliest deadline or wake-up time (Unix ms), None if no blocked
+    /// client has one.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.deadlines.next()
+        match (self.deadlines.next(), self.wakeups.next()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Signals the keys of every parked client whose wake-up time is at or
+    /// before `now` (its wake-up is then used up); true if any was due.
+    pub fn signal_wakeups(&mut self, now: i64) -> bool {
+        if self.wakeups.next().is_none_or(|at| at > now) {
+            return false;
+        }
+        for id in self.wakeups.due(now) {
+            let Some(p) = self.parked.get_mut(&id) else { continue };
+            if let Some(at) = p.req.wake_at.take() {
+                self.wakeups.remove(at, id);
+            }
+            let (db, keys) = (p.db, p.req.keys.clone());
+            for k in keys {
+                self.signal(db, &k);
+            }
+        }
+        true
     }
 
     /// Execution time of earlier runs of the command now finishing (taken once).
@@ -346,6 +377,9 @@ impl Blocking {
         if let Some(at) = p.req.deadline {
             self.deadlines.remove(at, id);
         }
+        if let Some(at) = p.req.wake_at {
+            self.wakeups.remove(at, id);
+        }
         Some(p)
     }
 
@@ -380,6 +414,9 @@ impl Blocking {
         }
         if let Some(at) = req.deadline {
             self.deadlines.insert(at, c.id);
+        }
+        if let Some(at) = req.wake_at {
+            self.wakeups.insert(at, c.id);
         }
         if req.on_nokey {
             self.nokey += 1;

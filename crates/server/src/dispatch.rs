@@ -351,3 +351,11 @@ pub fn expire_blocked(srv: &mut Server, table: &CommandMap, now: i64) {
         release(srv, table, id, Release::Timeout);
     }
 }
+
+/// Re-runs the blocked clients whose wake-up time (`BlockRequest::wake_at`)
+/// is at or before `now`, with everyone else waiting on their keys.
+pub fn wake_due(srv: &mut Server, host: &mut dyn Host, now: i64) {
+    if srv.blocking.signal_wakeups(now) {
+        serve_ready(srv, host);
+    }
+}

@@ -83,6 +83,7 @@ pub mod tracking;
 
 /// The Redis version whose command set densekv matches (INFO redis_version):
 /// the newest release whose core commands (those of its command table,
-/// modules aside) densekv all has. 8.0 added HGETDEL, HGETEX and HSETEX;
-/// 8.2 adds stream commands densekv lacks yet (XDELEX, XACKDEL).
-pub const REDIS_VERSION: &str = "8.2.0";
+/// modules aside) densekv all has: 8.4 (SET IFEQ/IFNE/IFDEQ/IFDNE, DIGEST,
+/// DELEX, MSETEX, XREADGROUP ... CLAIM). 8.6 adds what densekv lacks yet
+/// (XADD IDMP, XCFGSET, HOTKEYS).
+pub const REDIS_VERSION: &str = "8.4.0";

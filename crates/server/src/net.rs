@@ -255,6 +255,7 @@ impl EventLoop {
             // Blocked clients: answer those past their deadline, wake those served.
             let now_ms = srv.unix_ms_at(Instant::now());
             dispatch::expire_blocked(srv, &self.shell.table, now_ms);
+            dispatch::wake_due(srv, &mut self.shell, now_ms);
             self.pending.extend(srv.blocking.take_woken());
             let runnable = self.pending.iter().any(|id| srv.clients.get(id).is_some_and(|c| !c.paused));
             // Eviction that stopped at its time limit goes on between

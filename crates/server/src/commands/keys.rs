@@ -19,7 +19,7 @@ use crate::command::{arg_i64, container, is, keys, kf, range_spec, spec, CmdErro
 use crate::glob;
 use crate::memory;
 use crate::memreport;
-use crate::blocking::{BlockRequest, TimeoutReply};
+use crate::blocking::BlockRequest;
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -731,7 +731,7 @@ pub fn memory_report(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     }
     ctx.srv.reports.start(id, job);
-    ctx.block(BlockRequest { keys: Vec::new(), deadline: None, ready: |_| false, on_nokey: false, on_timeout: TimeoutReply::NullArray, rerun_argv: None });
+    ctx.block(BlockRequest::on_keys(Vec::new(), None, |_| false));
     Ok(())
 }
 

@@ -13,7 +13,14 @@
 //! XREADGROUP also wakes when its key is deleted, changes type or loses
 //! its group, and the re-run then answers NOGROUP or WRONGTYPE. Keyspace
 //! notifications (class `notify::STREAM`) go out through `ctx.modified` and
-//! `ctx.notify`; command propagation (AOF, replicas) does not exist yet.
+//! `ctx.notify`. Writes are propagated as sent, except group reads, which
+//! go out as Redis sends them: XCLAIM / XGROUP SETID / XGROUP
+//! CREATECONSUMER (`propagate_group_read`).
+//!
+//! Redis 8.4's XREADGROUP ... CLAIM: a `>` read first takes over the
+//! group's pending entries idle long enough (`Stream::claim_idle`), then
+//! reads new ones; blocked, it also wakes when the next pending entry
+//! becomes claimable (`BlockRequest::wake_at`).
 //!
 //! Redis 8.2's deletion policies: XDELEX and XACKDEL, and XADD/XTRIM's
 //! KEEPREF / DELREF / ACKED, choose what a deleted entry does to the groups'
@@ -24,7 +31,7 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::stream::{AddError, AddId, Entry, Group, RefPolicy, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
+use storage::types::stream::{AddError, AddId, ClaimedEntry, Entry, Group, RefPolicy, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
 use storage::ValueRef;
 
 use crate::access::Write;
@@ -592,6 +599,8 @@ struct ReadReq<'a> {
     /// BLOCK's deadline (Unix ms; None: forever), if BLOCK was given.
     block: Option<Option<i64>>,
     noack: bool,
+    /// CLAIM's min-idle-time (XREADGROUP only).
+    claim: Option<i64>,
     group: Option<(&'a [u8], &'a [u8])>,
     keys: &'a [Vec<u8>],
     ids: &'a [Vec<u8>],
@@ -603,10 +612,15 @@ enum Served {
     Entries(Vec<Entry>),
     /// A consumer's history: pending IDs with their entry, if still stored.
     History(Vec<(StreamId, Option<Entry>)>),
+    /// A `>` read with CLAIM: idle pending entries taken over, then new
+    /// ones; every entry is replied with its idle time and delivery count
+    /// (0 and 0 for new entries).
+    /// The third field is the group's last ID before the new entries.
+    Claimed(Vec<ClaimedEntry>, Vec<Entry>, StreamId),
 }
 
 fn parse_read(args: &[Vec<u8>], xreadgroup: bool, now: i64) -> Result<ReadReq<'_>, CmdError> {
-    let mut r = ReadReq { count: 0, block: None, noack: false, group: None, keys: &[], ids: &[] };
+    let mut r = ReadReq { count: 0, block: None, noack: false, claim: None, group: None, keys: &[], ids: &[] };
     let mut streams_at = None;
     let mut i = 1;
     while i < args.len() {
@@ -638,6 +652,18 @@ fn parse_read(args: &[Vec<u8>], xreadgroup: bool, now: i64) -> Result<ReadReq<'_
                 return Err(CmdError::err("The NOACK option is only supported by XREADGROUP. You called XREAD instead."));
             }
             r.noack = true;
+        } else if is(a, "claim") && more > 0 {
+            if !xreadgroup {
+                return Err(CmdError::err("The CLAIM option is only supported by XREADGROUP. You called XREAD instead."));
+            }
+            i += 1;
+            // The next argument is taken as the value whatever it is (a
+            // keyword included), as Redis does; the last CLAIM wins.
+            let ms = resp::num::parse_i64(&args[i]).ok_or_else(|| CmdError::err("min-idle-time is not an integer"))?;
+            if ms < 0 {
+                return Err(CmdError::err("min-idle-time must be a positive integer"));
+            }
+            r.claim = Some(ms);
         } else {
             return Err(CmdError::Syntax);
         }
@@ -730,9 +756,19 @@ fn read_streams(ctx: &mut Ctx, r: &ReadReq, ids: &[StreamId]) -> Result<ReadResu
         if let Some(cons) = group.consumer_mut(c) {
             cons.seen_time = now;
         }
+        let (has_new, prior_last) = (len > 0 && last_entry > group.last_id, group.last_id);
         if *gt != StreamId::MAX {
             out.push((i, Served::History(s.read_history(g, c, start, r.count, now))));
-        } else if len > 0 && last_entry > group.last_id {
+        } else if let Some(min_idle) = r.claim {
+            // Idle pending entries first; new ones fill what COUNT leaves.
+            let claimed = s.claim_idle(g, c, min_idle, r.count, now);
+            let left = if r.count == 0 { 0 } else { r.count - claimed.len() };
+            let fresh = if has_new && (r.count == 0 || left > 0) { s.read_group(g, c, left, r.noack, now) } else { Vec::new() };
+            changed += u64::from(!claimed.is_empty()) + u64::from(!fresh.is_empty());
+            if !claimed.is_empty() || !fresh.is_empty() {
+                out.push((i, Served::Claimed(claimed, fresh, prior_last)));
+            }
+        } else if has_new {
             let es = s.read_group(g, c, r.count, r.noack, now);
             changed += u64::from(!es.is_empty());
             out.push((i, Served::Entries(es)));
@@ -741,12 +777,90 @@ fn read_streams(ctx: &mut Ctx, r: &ReadReq, ids: &[StreamId]) -> Result<ReadResu
     Ok((out, changed, created))
 }
 
+/// The write stream's form of a group read, as Redis propagates it (the
+/// read itself is never replayed: it depends on the clock and on what the
+/// group held): per stream, `XGROUP CREATECONSUMER` for a consumer created
+/// by a NOACK read (first, for every stream), one `XCLAIM key group consumer 0 id TIME t RETRYCOUNT n
+/// FORCE JUSTID LASTID last` per entry made or kept pending (claimed ones
+/// first), and `XGROUP SETID key group last ENTRIESREAD n` when new entries
+/// advanced the group.
+fn propagate_group_read(ctx: &mut Ctx, r: &ReadReq, served: &[(usize, Served)], created: &[usize]) {
+    let Some((g, c)) = r.group else { return };
+    if ctx.srv.feed.is_empty() {
+        return;
+    }
+    ctx.srv.feed.skip_current();
+    let db = ctx.client.db;
+    let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+    // Consumers are created while the keys are looked up, before any read
+    // (and also by a read that then blocks).
+    if r.noack {
+        for &i in created {
+            cmds.push(vec![b"XGROUP".to_vec(), b"CREATECONSUMER".to_vec(), r.keys[i].clone(), g.to_vec(), c.to_vec()]);
+        }
+    }
+    for &(i, ref what) in served {
+        let key = &r.keys[i];
+        let (claimed, fresh, prior_last): (&[ClaimedEntry], &[Entry], StreamId) = match what {
+            Served::Entries(es) => (&[], es, StreamId::MIN),
+            Served::Claimed(cl, es, last) => (cl, es, *last),
+            Served::History(_) => continue,
+        };
+        let Ok(Some(s)) = ctx.read::<Stream>(key) else { continue };
+        let Some(group) = s.group(g) else { continue };
+        let xclaim = |id: StreamId, last: StreamId| -> Option<Vec<Vec<u8>>> {
+            let n = group.nack(id)?;
+            Some(vec![
+                b"XCLAIM".to_vec(),
+                key.clone(),
+                g.to_vec(),
+                c.to_vec(),
+                b"0".to_vec(),
+                id.to_string().into_bytes(),
+                b"TIME".to_vec(),
+                n.delivery_time.to_string().into_bytes(),
+                b"RETRYCOUNT".to_vec(),
+                n.delivery_count.to_string().into_bytes(),
+                b"FORCE".to_vec(),
+                b"JUSTID".to_vec(),
+                b"LASTID".to_vec(),
+                last.to_string().into_bytes(),
+            ])
+        };
+        for ce in claimed {
+            cmds.extend(xclaim(ce.entry.id, prior_last));
+        }
+        if !r.noack {
+            for e in fresh {
+                cmds.extend(xclaim(e.id, e.id));
+            }
+        }
+        if !fresh.is_empty() {
+            cmds.push(vec![
+                b"XGROUP".to_vec(),
+                b"SETID".to_vec(),
+                key.clone(),
+                g.to_vec(),
+                group.last_id.to_string().into_bytes(),
+                b"ENTRIESREAD".to_vec(),
+                group.entries_read.to_string().into_bytes(),
+            ]);
+        }
+    }
+    for argv in cmds {
+        ctx.srv.feed.push(db, argv);
+    }
+}
+
 fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult {
     let now = ctx.now;
     let r = parse_read(args, xreadgroup, now)?;
     let ids = resolve_ids(ctx, &r)?;
     let (served, changed, created) = read_streams(ctx, &r, &ids)?;
     ctx.srv.dirty += changed;
+    if changed > 0 {
+        propagate_group_read(ctx, &r, &served, &created);
+    }
     for i in created {
         ctx.notify(notify::STREAM, "xgroup-createconsumer", &r.keys[i]);
     }
@@ -768,6 +882,25 @@ fn read_generic(ctx: &mut Ctx, args: &[Vec<u8>], xreadgroup: bool) -> CmdResult 
         out.bulk(&r.keys[*i]);
         match what {
             Served::Entries(es) => reply_entries(out, es),
+            Served::Claimed(claimed, fresh, _) => {
+                out.array(claimed.len() + fresh.len());
+                let with_meta = |out: &mut Reply, e: &Entry, idle: i64, count: u64| {
+                    out.array(4);
+                    reply_id(out, e.id);
+                    out.array(e.fields.len());
+                    for f in &e.fields {
+                        out.bulk(f);
+                    }
+                    out.int(idle);
+                    out.int(count as i64);
+                };
+                for ce in claimed {
+                    with_meta(out, &ce.entry, ce.idle, ce.delivery_count);
+                }
+                for e in fresh {
+                    with_meta(out, e, 0, 0);
+                }
+            }
             Served::History(h) => {
                 out.array(h.len());
                 for (id, e) in h {
@@ -809,7 +942,20 @@ fn block_read(ctx: &mut Ctx, args: &[Vec<u8>], r: &ReadReq, ids: &[StreamId], de
         argv
     });
     let ready: ReadyFn = if group { any } else { holds_stream };
-    ctx.block(BlockRequest { on_nokey: group, rerun_argv, ..BlockRequest::on_keys(r.keys.to_vec(), deadline, ready) });
+    // With CLAIM, also wake when the first pending entry of a `>` stream
+    // becomes idle enough to claim (no write signals that).
+    let wake_at = match (r.claim, r.group) {
+        (Some(min_idle), Some((g, _))) => r
+            .keys
+            .iter()
+            .zip(ids)
+            .filter(|(_, id)| **id == StreamId::MAX)
+            .filter_map(|(k, _)| ctx.read::<Stream>(k).ok().flatten().and_then(|s| s.next_claimable(g, min_idle)))
+            .min()
+            .filter(|&at| deadline.is_none_or(|d| at < d)),
+        _ => None,
+    };
+    ctx.block(BlockRequest { on_nokey: group, rerun_argv, wake_at, ..BlockRequest::on_keys(r.keys.to_vec(), deadline, ready) });
 }
 
 /// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
@@ -817,7 +963,7 @@ pub fn xread(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     read_generic(ctx, args, false)
 }
 
-/// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [NOACK] STREAMS key [key ...] id [id ...]
+/// XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [CLAIM min-idle-time] [NOACK] STREAMS key [key ...] id [id ...]
 pub fn xreadgroup(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     read_generic(ctx, args, true)
 }

@@ -178,6 +178,18 @@ pub enum RefPolicy {
     Acked,
 }
 
+/// An entry taken over by XREADGROUP ... CLAIM, with what it had been
+/// before: idle ms since its last delivery and times delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedEntry {
+    /// The entry.
+    pub entry: Entry,
+    /// Ms since its previous delivery.
+    pub idle: i64,
+    /// Times delivered before this claim.
+    pub delivery_count: u64,
+}
+
 /// A pending (delivered, not acknowledged) entry of a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nack {
@@ -1098,6 +1110,46 @@ impl Stream {
             }
         }
         entries
+    }
+
+    /// XREADGROUP ... CLAIM: takes over for `consumer` (which must exist)
+    /// the group's pending entries idle for at least `min_idle` ms whose
+    /// entry is still stored, longest idle first (ties by ID), up to
+    /// `count` (0: all). Each comes with the idle time and delivery count
+    /// it had before this delivery, which counts one more and restarts its
+    /// idle time; the consumer becomes active.
+    pub fn claim_idle(&mut self, group: &[u8], consumer: &[u8], min_idle: i64, count: usize, now: i64) -> Vec<ClaimedEntry> {
+        let Ok(gi) = self.group_pos(group) else { return Vec::new() };
+        let mut due: Vec<(i64, StreamId, u64)> = self.groups[gi]
+            .pel
+            .iter()
+            .filter(|(_, n)| now.saturating_sub(n.delivery_time) >= min_idle)
+            .map(|(id, n)| (n.delivery_time, *id, n.delivery_count))
+            .collect();
+        due.sort_unstable();
+        let limit = if count == 0 { usize::MAX } else { count };
+        let mut out = Vec::new();
+        for (time, id, delivered) in due {
+            if out.len() == limit {
+                break;
+            }
+            let Some(entry) = self.get(id) else { continue };
+            let g = &mut self.groups[gi];
+            g.claim(id, consumer, now, Retry::Incr);
+            if let Some(c) = g.consumer_mut(consumer) {
+                c.active_time = now;
+            }
+            out.push(ClaimedEntry { entry, idle: now.saturating_sub(time).max(0), delivery_count: delivered });
+        }
+        out
+    }
+
+    /// When the next pending entry of `group` that is still stored becomes
+    /// idle for `min_idle` ms (Unix ms), None if it has none: a blocked
+    /// XREADGROUP ... CLAIM wakes then.
+    pub fn next_claimable(&self, group: &[u8], min_idle: i64) -> Option<i64> {
+        let g = self.group(group)?;
+        g.pel.iter().filter(|(id, _)| self.contains(*id)).map(|(_, n)| n.delivery_time.saturating_add(min_idle)).min()
     }
 
     /// Group read of a consumer's history (XREADGROUP with an ID): its

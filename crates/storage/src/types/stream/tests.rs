@@ -331,3 +331,35 @@ fn trim_policies() {
     assert_eq!(s.trim_with(Trim::MaxLen(1), false, 0, RefPolicy::KeepRef), 3);
     assert_eq!(s.group(b"g").unwrap().pending().len(), 4);
 }
+
+#[test]
+fn claim_idle_takes_longest_idle_first_and_counts_deliveries() {
+    let mut s = Stream::new();
+    for ms in 1..=4 {
+        s.append(id(ms, 0), &pairs(&["f", "v"]), &StreamConfig::default());
+    }
+    s.create_group(b"g", StreamId::MIN, 0);
+    let g = s.group_mut(b"g").unwrap();
+    g.create_consumer(b"a", 0);
+    g.create_consumer(b"b", 0);
+    s.read_group(b"g", b"a", 0, false, 1000);
+    // 3-0 delivered earliest, then 1-0 and 2-0 together; 4-0 recently.
+    let g = s.group_mut(b"g").unwrap();
+    g.claim(id(3, 0), b"a", 100, Retry::Keep);
+    g.claim(id(4, 0), b"a", 1900, Retry::Keep);
+    s.remove(id(2, 0));
+    assert_eq!(s.next_claimable(b"g", 500), Some(600));
+    let got = s.claim_idle(b"g", b"b", 500, 0, 2000);
+    // 2-0 is gone from the stream: skipped, left pending.
+    let seen: Vec<(StreamId, i64, u64)> = got.iter().map(|c| (c.entry.id, c.idle, c.delivery_count)).collect();
+    assert_eq!(seen, vec![(id(3, 0), 1900, 1), (id(1, 0), 1000, 1)]);
+    let g = s.group(b"g").unwrap();
+    assert_eq!(g.nack(id(1, 0)).map(|n| (n.delivery_count, n.delivery_time)), Some((2, 2000)));
+    assert_eq!(g.consumer(b"b").unwrap().pending(), &[id(1, 0), id(3, 0)]);
+    assert_eq!(g.consumer(b"b").unwrap().active_time, 2000);
+    assert!(g.nack(id(2, 0)).is_some());
+    // COUNT limits; nothing else is idle long enough.
+    assert_eq!(s.claim_idle(b"g", b"a", 0, 1, 2000).len(), 1);
+    assert!(s.claim_idle(b"g", b"a", 5000, 0, 2000).is_empty());
+    assert_eq!(s.next_claimable(b"g", 5000), Some(7000));
+}
