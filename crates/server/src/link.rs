@@ -51,7 +51,7 @@ impl Link {
 
     fn send(&mut self, argv: &[&[u8]]) {
         let v: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();
-        encode(&mut self.out, &v);
+        encode(&v, &mut self.out);
     }
 }
 

@@ -358,19 +358,9 @@ pub fn random_id() -> String {
     out
 }
 
-/// Encodes `argv` as a RESP array of bulk strings, as the stream carries it.
-pub fn encode(out: &mut Vec<u8>, argv: &[Vec<u8>]) {
-    out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
+/// Encodes `argv` as a RESP array of bulk strings, as the stream carries
+/// it: the AOF's own form.
+pub use crate::aofcore::reader::encode;
 
 /// The replication stream's consumer on the feed: encodes each command
 /// into `Repl::stream`.
@@ -378,7 +368,7 @@ pub struct StreamSink(pub Rc<RefCell<Vec<u8>>>);
 
 impl Sink for StreamSink {
     fn feed(&mut self, argv: &[Vec<u8>]) {
-        encode(&mut self.0.borrow_mut(), argv);
+        encode(argv, &mut self.0.borrow_mut());
     }
 
     fn name(&self) -> &'static str {
@@ -414,7 +404,7 @@ mod tests {
     #[test]
     fn stream_encoding() {
         let mut v = Vec::new();
-        encode(&mut v, &[b"SELECT".to_vec(), b"0".to_vec()]);
+        encode(&[b"SELECT".to_vec(), b"0".to_vec()], &mut v);
         assert_eq!(v, b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n");
         assert_eq!(random_id().len(), 40);
     }

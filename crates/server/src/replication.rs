@@ -133,7 +133,7 @@ pub fn after_turn(srv: &mut Server) {
         srv.repl.get_ack = false;
         drain(srv);
         let mut v = Vec::new();
-        encode(&mut v, &[b"REPLCONF".to_vec(), b"GETACK".to_vec(), b"*".to_vec()]);
+        encode(&[b"REPLCONF".to_vec(), b"GETACK".to_vec(), b"*".to_vec()], &mut v);
         feed_raw(srv, &v);
     }
     drain(srv);
@@ -212,12 +212,19 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
     srv.feed.reselect();
     srv.repl.rdb_offset = srv.repl.offset;
     let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.offset);
-    let mut cur = cur;
+    await_image(srv, cur, &line, &[]);
+}
+
+/// Moves the replicas waiting for a save to waiting for its image, each
+/// starting with `pending` (what the stream carried since the image's
+/// offset), and tells them `line` (+FULLRESYNC; not a plain SYNC's).
+fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, pending: &[u8]) {
     let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
     for id in ids {
         let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
         r.state = ReplicaState::WaitBgsaveEnd;
         r.pending.clear();
+        r.pending.extend_from_slice(pending);
         let plain = r.plain_sync;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),
@@ -235,29 +242,13 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
 /// Replicas asking for a full sync while a full sync's save runs share its
 /// image: they start from its offset, with a copy of what a replica
 /// already waiting for it has accumulated since.
-fn attach_to_running(srv: &mut Server, mut cur: Option<&mut Client>) {
+fn attach_to_running(srv: &mut Server, cur: Option<&mut Client>) {
     if crate::persist::bgsave_running(srv) != Some(crate::bgsave::Purpose::Repl) {
         return;
     }
     let Some(pending) = srv.repl.replicas.values().find(|r| r.state == ReplicaState::WaitBgsaveEnd).map(|r| r.pending.clone()) else { return };
     let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.rdb_offset);
-    let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
-    for id in ids {
-        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
-        r.state = ReplicaState::WaitBgsaveEnd;
-        r.pending = pending.clone();
-        let plain = r.plain_sync;
-        let c = match cur.as_deref_mut().filter(|c| c.id == id) {
-            Some(c) => Some(c),
-            None => srv.clients.get_mut(&id),
-        };
-        if let Some(c) = c {
-            if !plain {
-                c.reply.raw(line.as_bytes());
-            }
-            srv.woken.push(id);
-        }
-    }
+    await_image(srv, cur, &line, &pending);
 }
 
 /// A full sync's image is ready (or failed): the waiting replicas get it,
@@ -320,7 +311,7 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
         srv.repl.last_ping = now;
         drain(srv);
         let mut v = Vec::new();
-        encode(&mut v, &[b"PING".to_vec()]);
+        encode(&[b"PING".to_vec()], &mut v);
         feed_raw(srv, &v);
     }
     let late: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::Online && !r.plain_sync && now.duration_since(r.ack_time) > timeout).map(|(&id, _)| id).collect();
@@ -360,7 +351,7 @@ pub fn send_ack(srv: &mut Server) {
 /// The bytes of REPLCONF ACK <offset>.
 pub fn ack_command(offset: i64) -> Vec<u8> {
     let mut v = Vec::new();
-    encode(&mut v, &[b"REPLCONF".to_vec(), b"ACK".to_vec(), offset.to_string().into_bytes()]);
+    encode(&[b"REPLCONF".to_vec(), b"ACK".to_vec(), offset.to_string().into_bytes()], &mut v);
     v
 }
 
