@@ -46,6 +46,8 @@ pub struct Engine {
     pub evicted: u64,
     /// Scripts compiled and runs done so far (paces garbage collection).
     gc_count: u64,
+    /// The interpreter's bytes after its last full collection.
+    gc_live: usize,
     /// Function libraries (FUNCTION, FCALL), in their own interpreter as
     /// in Redis, so SCRIPT FLUSH leaves them be.
     pub functions: Functions,
@@ -58,7 +60,7 @@ impl Engine {
     /// `redis.acl_check_cmd`.
     pub fn new(commands: CommandMap) -> Engine {
         let functions = Functions::new(new_vm(&commands));
-        Engine { vm: new_vm(&commands), scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, gc_count: 0, functions, commands }
+        Engine { vm: new_vm(&commands), scripts: HashMap::new(), lru: VecDeque::new(), evicted: 0, gc_count: 0, gc_live: 0, functions, commands }
     }
 
     /// A fresh interpreter for function libraries (FUNCTION FLUSH).
@@ -130,13 +132,29 @@ impl Engine {
         Ok(sha)
     }
 
+    /// SCRIPT FLUSH: a fresh interpreter with no scripts.
+    pub(crate) fn reset_scripts(&mut self) {
+        self.vm = new_vm(&self.commands);
+        self.scripts.clear();
+        self.lru.clear();
+        self.gc_live = 0;
+    }
+
     /// Compiling and running leave garbage; a small collection step every
     /// 50 of them keeps the interpreter from growing in bursts, as Redis
-    /// paces it.
+    /// paces it. Our fresh interpreter is larger than Redis's, so the
+    /// incremental steps alone can let it double before they catch up: a
+    /// full collection then brings it back (its cost is proportional to
+    /// what lives, paid once the heap has doubled, so amortized it is a
+    /// constant per byte allocated).
     pub(crate) fn gc_tick(&mut self) {
         self.gc_count += 1;
         if self.gc_count.is_multiple_of(50) {
             let _ = self.vm.lua.gc_step_kbytes(50);
+            if self.vm.lua.used_memory() > 2 * self.gc_live.max(64 << 10) {
+                let _ = self.vm.lua.gc_collect();
+                self.gc_live = self.vm.lua.used_memory();
+            }
         }
     }
 

@@ -19,7 +19,7 @@ pub mod lua;
 pub mod run;
 
 use engine::{engine, registry_name, NOSCRIPT_ERR};
-use run::{check_numkeys, kill, new_vm, run_script, Call};
+use run::{check_numkeys, kill, run_script, Call};
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, container, is, kf, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, KeysFn, Spec, NO_KEYS};
@@ -161,10 +161,7 @@ fn script_flush(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     // Redis resets the whole interpreter, globals and all; functions have
     // their own.
-    let e = engine(ctx.host);
-    e.vm = new_vm(&e.commands);
-    e.scripts.clear();
-    e.lru.clear();
+    engine(ctx.host).reset_scripts();
     ctx.out().ok();
     Ok(())
 }
