@@ -91,6 +91,8 @@ def test_metrics_match_info(metrics_server):
     assert value(fams, "densekv_commands_processed", "densekv_commands_processed_total") <= info["total_commands_processed"]
     assert value(fams, "densekv_maxmemory") == info["maxmemory"]
     assert value(fams, "densekv_tcp_port") == info["tcp_port"]
+    # The page is rendered for no connection: only the test's client counts.
+    assert value(fams, "densekv_connected_clients") == info["connected_clients"] == 1
     # Per command.
     cs = r.info("commandstats")
     assert value(fams, "densekv_command_calls", "densekv_command_calls_total", cmd="set") == cs["cmdstat_set"]["calls"] == 52

@@ -410,7 +410,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     };
     let has = |n: &str| want.iter().any(|w| w == n);
     let uptime = srv.started.elapsed().as_secs();
-    let nclients = srv.clients.len() + 1;
+    // The caller is out of the table while it runs; id 0 is no connection
+    // (the metrics page renders INFO for nobody).
+    let nclients = srv.clients.len() + usize::from(c.id != 0);
     // The freeing thread publishes its frees before a job stops counting as
     // pending, so its counters are read first: a reply that shows no pending
     // objects shows their memory gone too.
