@@ -4,24 +4,8 @@ installs) in both directions, for every type and the encodings Redis picks."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import redis
-
-from conftest import Server
-
-
-@pytest.fixture(scope="module")
-def real_redis():
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (the test command installs it)")
-    s = Server(binary).start()
-    try:
-        yield redis.Redis(host=s.host, port=s.port)
-    finally:
-        s.cleanup()
 
 
 def content(c: redis.Redis, k):

@@ -306,3 +306,14 @@ def test_replicas_share_a_running_full_sync(servers):
         assert f.read().count("Starting BGSAVE for SYNC") == 1
     for r in (r1, r2):
         assert client(r).dbsize() == 101 and client(r).get("during") == b"1"
+
+
+def test_unbuilt_sync_settings_are_refused(r):
+    """What densekv does is the only value these accept until the rest exists."""
+    assert r.config_get("repl-diskless-sync-delay") == {"repl-diskless-sync-delay": "0"}
+    for name, value in (("repl-diskless-sync-delay", "5"), ("repl-diskless-load", "swapdb"),
+                        ("repl-diskless-load", "on-empty-db"), ("repl-diskless-sync-max-replicas", "2")):
+        with pytest.raises(redis.ResponseError):
+            r.config_set(name, value)
+    r.config_set("repl-diskless-load", "disabled")
+    assert r.config_get("repl-diskless-load") == {"repl-diskless-load": "disabled"}

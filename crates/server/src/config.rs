@@ -286,11 +286,15 @@ pub static PARAMS: &[Param] = &[
     p("replica-announced", B, "yes"),
     p("replica-ignore-disk-write-errors", B, "no").ignored(),
     p("repl-diskless-sync", B, "yes"),
-    p("repl-diskless-sync-delay", UI, "5"),
-    p("repl-diskless-sync-max-replicas", UI, "0"),
+    // A full sync starts at once (Redis waits 5 s for more replicas):
+    // only that is accepted until the wait exists.
+    p("repl-diskless-sync-delay", UI, "0").ignored(),
+    p("repl-diskless-sync-max-replicas", UI, "0").ignored(),
     // Every value loads the same way: the image is received into memory
     // whole, then the data is flushed and it loads (`link.rs`).
-    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled"),
+    // The image is received whole, then the data flushed and loaded: only
+    // "disabled" says what happens.
+    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled").ignored(),
     p("repl-ping-replica-period", Kind::Int(1, INT_MAX), "10").alias(&["repl-ping-slave-period"]),
     p("repl-timeout", Kind::Int(1, INT_MAX), "60"),
     p("repl-disable-tcp-nodelay", B, "no"),
