@@ -12,6 +12,12 @@ use resp::{Parser, Reply};
 
 use crate::acl::UserRef;
 
+/// A vector's header (pointer, capacity, length).
+const VEC: usize = std::mem::size_of::<Vec<u8>>();
+/// What one name costs in a table beside its bytes and header: the node or
+/// bucket holding it and the client id filed under it.
+const TABLE_ENTRY: usize = 32;
+
 /// A client's numeric id, unique for the life of the process.
 pub type ClientId = u64;
 
@@ -236,6 +242,13 @@ pub struct Client {
     /// (the parser consumes a large one over several reads), which count
     /// into the offset and go on to sub-replicas once it ran.
     pub repl_cmd: Vec<u8>,
+    /// `qbuf` is the event loop's shared read buffer, lent for this
+    /// serve: its room is not this client's memory.
+    pub qbuf_shared: bool,
+    /// The memory this client was last counted at in the clients' total
+    /// that client eviction (maxmemory-clients) compares with its limit;
+    /// 0 while not counted.
+    pub mem_counted: usize,
 }
 
 impl Client {
@@ -286,7 +299,29 @@ impl Client {
             authenticated: true,
             repl_role: ReplRole::None,
             repl_cmd: Vec::new(),
+            qbuf_shared: false,
+            mem_counted: 0,
         }
+    }
+
+    /// Bytes held by the commands MULTI queued (CLIENT LIST `multi-mem`):
+    /// each argument with its vector header, each command's vector.
+    pub fn multi_mem(&self) -> usize {
+        self.multi.as_ref().map_or(0, |queued| queued.iter().map(|argv| VEC + argv.iter().map(|a| VEC + a.capacity()).sum::<usize>()).sum())
+    }
+
+    /// The memory this connection holds (CLIENT LIST `tot-mem`, what
+    /// maxmemory-clients limits): the client itself, its query buffer's
+    /// allocation (not the shared read buffer's), its reply buffer, the
+    /// commands MULTI queued, and its share of the WATCH, Pub/Sub and
+    /// tracking-prefix tables (the name and one entry on each side).
+    pub fn memory(&self) -> usize {
+        let qbuf = if self.qbuf_shared { self.qbuf.len() } else { self.qbuf.capacity() };
+        let entry = |name: &Vec<u8>| 2 * (VEC + name.len()) + TABLE_ENTRY;
+        let watched: usize = self.watched.iter().map(|(_, k, _)| entry(k)).sum();
+        let subs: usize = self.pubsub.as_deref().map_or(0, |s| s.channels.iter().chain(&s.patterns).chain(&s.shard).map(entry).sum::<usize>() + std::mem::size_of::<Subscriptions>());
+        let prefixes: usize = self.tracking.as_deref().map_or(0, |t| t.prefixes.iter().map(entry).sum::<usize>() + std::mem::size_of::<ClientTracking>());
+        std::mem::size_of::<Client>() + qbuf + self.reply.buf.capacity() + self.multi_mem() + watched + subs + prefixes
     }
 
     /// Bytes of reply not yet written; a TLS client whose session still
@@ -368,7 +403,7 @@ impl Client {
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
         let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread=0",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread=0",
             self.id,
             self.addr,
             self.laddr,
@@ -385,8 +420,9 @@ impl Client {
             self.watched.len(),
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
+            self.multi_mem(),
             self.reply.buf.len() - self.sent,
-            self.qbuf.capacity() + self.reply.buf.capacity(),
+            self.memory(),
             self.last_cmd,
             self.user_name(),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),

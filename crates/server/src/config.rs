@@ -717,6 +717,9 @@ pub struct Config {
     pub latency_threshold: u64,
     /// maxmemory in bytes (0: unlimited).
     pub maxmemory: u64,
+    /// maxmemory-clients in bytes, a percentage already applied to
+    /// maxmemory (0: no client eviction).
+    pub maxmemory_clients: u64,
     /// maxmemory-policy and the settings eviction reads on every command.
     pub eviction: Eviction,
     /// Hash encoding thresholds (hash-max-listpack-entries/-value).
@@ -767,6 +770,7 @@ impl Default for Config {
             slowlog_max_len: 0,
             latency_threshold: 0,
             maxmemory: 0,
+            maxmemory_clients: 0,
             eviction: Eviction::default(),
             hash: HashConfig::default(),
             list: ListConfig::default(),
@@ -984,6 +988,10 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len") as usize;
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
         self.maxmemory = self.num("maxmemory") as u64;
+        self.maxmemory_clients = match self.get("maxmemory-clients").unwrap_or("0").strip_suffix('%') {
+            Some(pct) => self.maxmemory * pct.parse::<u64>().unwrap_or(0) / 100,
+            None => parse_memory(self.get("maxmemory-clients").unwrap_or("0")).unwrap_or(0).max(0) as u64,
+        };
         self.eviction = Eviction {
             policy: Policy::parse(self.get("maxmemory-policy").unwrap_or("noeviction")),
             samples: self.num("maxmemory-samples").clamp(1, 64) as usize,

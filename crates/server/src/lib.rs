@@ -24,7 +24,8 @@
 //!    (replication ids and offsets, the backlog, replicas, the primary)
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`, `evict`
-//!    (eviction under maxmemory)
+//!    (eviction under maxmemory), `clientevict` (client eviction under
+//!    maxmemory-clients)
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
@@ -47,6 +48,7 @@ pub mod bgsave;
 pub mod blocking;
 pub mod check_rdb;
 pub mod client;
+pub mod clientevict;
 pub mod command;
 pub mod commands;
 pub mod config;

@@ -234,6 +234,7 @@ impl EventLoop {
             if now >= next_cron && !srv.cron_paused {
                 srv.el.sample();
                 cron::tick(srv);
+                crate::clientevict::recount(srv, None);
                 if srv.tracking.has_broadcast() {
                     crate::publish::broadcast_invalidations(srv);
                 }
@@ -371,9 +372,11 @@ impl EventLoop {
         let borrowed = c.qbuf.capacity() == 0;
         if borrowed {
             std::mem::swap(&mut c.qbuf, &mut self.shared_qbuf);
+            c.qbuf_shared = true;
         }
         let more = self.serve_client(srv, &mut c);
         if borrowed {
+            c.qbuf_shared = false;
             // process_input drained what ran; keep only a leftover, privately.
             let rest = if c.qbuf.is_empty() { Vec::new() } else { c.qbuf.clone() };
             c.qbuf.clear();
@@ -476,6 +479,9 @@ impl EventLoop {
             srv.config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
             return false;
         }
+        if crate::clientevict::after_turn(srv, c) {
+            return false;
+        }
         if srv.aof.has_pending() {
             self.held.push(c.id);
         } else {
@@ -529,6 +535,7 @@ impl EventLoop {
                 flush(srv, &mut c);
                 srv.clients.insert(id, c);
             }
+            crate::clientevict::after_push(srv, id);
         }
     }
 }
@@ -589,6 +596,7 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
         if let Some(mut s) = c.sock.take() {
             let _ = registry.deregister(&mut s);
         }
+        crate::clientevict::forget(srv, &mut c);
         srv.unwatch_all(&mut c);
         srv.pubsub.forget(&mut c);
         if srv.tracking.disable(&mut c) {

@@ -389,6 +389,11 @@ pub struct Server {
     pub expired_subkeys: u64,
     /// Keys evicted under maxmemory (INFO evicted_keys).
     pub evicted_keys: u64,
+    /// Clients evicted under maxmemory-clients (INFO evicted_clients).
+    pub evicted_clients: u64,
+    /// The clients' memory client eviction compares with
+    /// maxmemory-clients: the sum of every client's `mem_counted`.
+    pub client_mem: usize,
     /// Eviction's state between calls (`evict.rs`).
     pub evict: EvictState,
     /// Microseconds spent in active expiry cycles (INFO
@@ -567,6 +572,8 @@ impl Server {
             expired_keys: 0,
             expired_subkeys: 0,
             evicted_keys: 0,
+            evicted_clients: 0,
+            client_mem: 0,
             evict: EvictState::default(),
             expire_cycle_us: 0,
             expire_cap_reached: 0,
@@ -845,6 +852,7 @@ impl Server {
         self.rejected_connections = 0;
         self.expired_keys = 0;
         self.evicted_keys = 0;
+        self.evicted_clients = 0;
         self.expired_subkeys = 0;
         self.expire_cycle_us = 0;
         self.expire_cap_reached = 0;

@@ -22,7 +22,7 @@ const SERVER: &[&[&str]] = &[
     &["config", "client", "aofcore::check"],
     &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl"],
     &["server"],
-    &["publish", "cron", "evict"],
+    &["publish", "cron", "evict", "clientevict"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof", "replication"],
     &["commands"],
     &["script"],

@@ -7,6 +7,7 @@
 use crate::command::flags::*;
 use crate::command::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::bgsave::Purpose;
+use crate::client::Client;
 use crate::memory;
 use crate::server::{unix_ms, unix_us};
 
@@ -266,6 +267,8 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if ctx.srv.config.maxmemory != 0 {
         ctx.srv.evict.unfinished = true;
     }
+    // So does a lower maxmemory-clients: clients over it go at once.
+    crate::clientevict::recount(ctx.srv, Some(ctx.client));
     ctx.srv.acl.pubsub_all = ctx.srv.config.get("acl-pubsub-default") == Some("allchannels");
     // requirepass is the default user's password (setting it replaces its
     // passwords; clearing it makes it nopass).
@@ -474,7 +477,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("memory") {
         section(&mut s, "Memory");
-        let clients_mem: usize = srv.clients.values().map(|x| x.qbuf.capacity() + x.reply.buf.capacity()).sum::<usize>() + c.qbuf.capacity() + c.reply.buf.capacity();
+        let clients_mem: usize = srv.clients.values().map(Client::memory).sum::<usize>() + c.memory();
         let maxmem = srv.config.maxmemory;
         let total_sys = std::fs::read_to_string("/proc/meminfo")
             .ok()
@@ -604,7 +607,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "expired_time_cap_reached_count", &srv.expire_cap_reached);
         line(&mut s, "expire_cycle_cpu_milliseconds", &(srv.expire_cycle_us / 1000));
         line(&mut s, "evicted_keys", &srv.evicted_keys);
-        line(&mut s, "evicted_clients", &0);
+        line(&mut s, "evicted_clients", &srv.evicted_clients);
         line(&mut s, "evicted_scripts", &si.evicted_scripts);
         for k in [
             "total_eviction_exceeded_time",

@@ -1,0 +1,123 @@
+//! Client eviction under maxmemory-clients (Redis's evictClients): when
+//! the memory of all normal and Pub/Sub connections together reaches the
+//! limit, the largest evictable ones are closed until it is under again.
+//!
+//! Each client is counted at `Client::memory` into `Server::client_mem`
+//! (`mem_counted` remembers its share): after each of its turns, after a
+//! flush of replies others pushed to it (Pub/Sub, invalidations, MONITOR),
+//! in cron, and all at once when maxmemory-clients or maxmemory changes.
+//! Replicas, the primary and internal clients are not counted; clients
+//! with CLIENT NO-EVICT are counted but never chosen. An evicted client
+//! loses its unsent replies and is closed at the end of the loop turn.
+
+use std::time::Instant;
+
+use crate::client::{Client, ClientId, ReplRole};
+use crate::server::Server;
+
+/// True if a client's memory counts in the total.
+fn counted(c: &Client) -> bool {
+    c.sock.is_some() && c.repl_role == ReplRole::None && !c.close_asap
+}
+
+/// True if the client may be chosen.
+fn evictable(c: &Client) -> bool {
+    counted(c) && !c.no_evict
+}
+
+/// True if maxmemory-clients is set.
+pub fn enabled(srv: &Server) -> bool {
+    srv.config.maxmemory_clients > 0
+}
+
+/// Brings `c`'s share of the total up to date.
+pub fn account(srv: &mut Server, c: &mut Client) {
+    let now = if counted(c) { c.memory() } else { 0 };
+    srv.client_mem = srv.client_mem - c.mem_counted + now;
+    c.mem_counted = now;
+}
+
+/// Takes a closing client's share out of the total.
+pub fn forget(srv: &mut Server, c: &mut Client) {
+    srv.client_mem -= c.mem_counted;
+    c.mem_counted = 0;
+}
+
+/// Counts the running client `c` (out of the registry) after its turn
+/// and evicts if the total reached the limit. True if `c` was evicted.
+pub fn after_turn(srv: &mut Server, c: &mut Client) -> bool {
+    if !enabled(srv) || c.close_asap {
+        return false;
+    }
+    account(srv, c);
+    evict(srv, Some(c));
+    c.close_asap
+}
+
+/// Counts client `id` (in the registry) again and evicts if needed: after
+/// replies pushed by others were flushed to it.
+pub fn after_push(srv: &mut Server, id: ClientId) {
+    if !enabled(srv) {
+        return;
+    }
+    if let Some(mut c) = srv.clients.remove(&id) {
+        account(srv, &mut c);
+        srv.clients.insert(id, c);
+    }
+    evict(srv, None);
+}
+
+/// Counts every client afresh (cron; a new limit) and evicts if needed.
+/// `current` is the running client, out of the registry, if any.
+pub fn recount(srv: &mut Server, mut current: Option<&mut Client>) {
+    if !enabled(srv) {
+        return;
+    }
+    let mut total = 0;
+    for c in srv.clients.values_mut() {
+        c.mem_counted = if counted(c) { c.memory() } else { 0 };
+        total += c.mem_counted;
+    }
+    if let Some(c) = current.as_deref_mut() {
+        c.mem_counted = if counted(c) { c.memory() } else { 0 };
+        total += c.mem_counted;
+    }
+    srv.client_mem = total;
+    evict(srv, current);
+}
+
+/// Closes the largest evictable clients while the total is at or over
+/// the limit. `current` is the running client, out of the registry.
+fn evict(srv: &mut Server, mut current: Option<&mut Client>) {
+    let limit = srv.config.maxmemory_clients as usize;
+    if limit == 0 || srv.client_mem < limit {
+        return;
+    }
+    let mut candidates: Vec<(usize, ClientId)> = srv.clients.values().filter(|c| evictable(c)).map(|c| (c.mem_counted, c.id)).collect();
+    if let Some(c) = current.as_deref().filter(|c| evictable(c)) {
+        candidates.push((c.mem_counted, c.id));
+    }
+    // Largest first; among equals, the newest connection.
+    candidates.sort_unstable_by(|a, b| b.cmp(a));
+    let now = Instant::now();
+    for (_, id) in candidates {
+        if srv.client_mem < limit {
+            break;
+        }
+        let c = match current.as_deref_mut() {
+            Some(c) if c.id == id => c,
+            _ => match srv.clients.get_mut(&id) {
+                Some(c) => c,
+                None => continue,
+            },
+        };
+        let line = c.info_line(now);
+        c.reply.buf.truncate(c.sent);
+        c.close_asap = true;
+        let mem = std::mem::take(&mut c.mem_counted);
+        srv.client_mem -= mem;
+        srv.config.log.verbose(&format!("Evicting client: {line}"));
+        srv.evicted_clients += 1;
+        srv.sweep_clients = true;
+    }
+}
