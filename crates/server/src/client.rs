@@ -7,10 +7,10 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use mio::net::TcpStream;
 use resp::{Parser, Reply};
 
 use crate::acl::UserRef;
+use crate::conn::Conn;
 
 /// A vector's header (pointer, capacity, length).
 const VEC: usize = std::mem::size_of::<Vec<u8>>();
@@ -151,7 +151,7 @@ pub struct Client {
     /// Unique id.
     pub id: ClientId,
     /// The socket; None for the internal client used by tests and scripts.
-    pub sock: Option<TcpStream>,
+    pub sock: Option<Conn>,
     /// The TLS session of a client that came through tls-port; None for a
     /// plain one.
     pub tls: Option<Box<crate::tls::Session>>,
@@ -243,17 +243,20 @@ pub struct Client {
     /// into the offset and go on to sub-replicas once it ran.
     pub repl_cmd: Vec<u8>,
     /// `qbuf` is the event loop's shared read buffer, lent for this
-    /// serve: its room is not this client's memory.
+    /// serve: the client holds it only until its turn ends.
     pub qbuf_shared: bool,
     /// The memory this client was last counted at in the clients' total
     /// that client eviction (maxmemory-clients) compares with its limit;
     /// 0 while not counted.
     pub mem_counted: usize,
+    /// When the unsent output first reached the soft output buffer limit
+    /// (`obuf`); None while under it.
+    pub obuf_soft_since: Option<std::time::Instant>,
 }
 
 impl Client {
     /// A fresh connection.
-    pub fn new(id: ClientId, sock: Option<TcpStream>, addr: String, laddr: String) -> Client {
+    pub fn new(id: ClientId, sock: Option<Conn>, addr: String, laddr: String) -> Client {
         let now = Instant::now();
         Client {
             id,
@@ -301,6 +304,7 @@ impl Client {
             repl_cmd: Vec::new(),
             qbuf_shared: false,
             mem_counted: 0,
+            obuf_soft_since: None,
         }
     }
 
@@ -312,11 +316,23 @@ impl Client {
 
     /// The memory this connection holds (CLIENT LIST `tot-mem`, what
     /// maxmemory-clients limits): the client itself, its query buffer's
-    /// allocation (not the shared read buffer's), its reply buffer, the
+    /// allocation (the shared read buffer's while it holds it), its reply buffer, the
     /// commands MULTI queued, and its share of the WATCH, Pub/Sub and
     /// tracking-prefix tables (the name and one entry on each side).
     pub fn memory(&self) -> usize {
-        let qbuf = if self.qbuf_shared { self.qbuf.len() } else { self.qbuf.capacity() };
+        self.memory_with_qbuf(self.qbuf.capacity())
+    }
+
+    /// `memory` as it stands once the running client's turn ends: the
+    /// shared read buffer goes back to the event loop and the client keeps
+    /// only a copy of an unfinished request (what eviction counts, as Redis
+    /// counts a client after its command, not while it holds the buffer).
+    pub fn memory_kept(&self) -> usize {
+        let qbuf = if self.qbuf_shared { self.qbuf.len().saturating_sub(self.qpos) } else { self.qbuf.capacity() };
+        self.memory_with_qbuf(qbuf)
+    }
+
+    fn memory_with_qbuf(&self, qbuf: usize) -> usize {
         let entry = |name: &Vec<u8>| 2 * (VEC + name.len()) + TABLE_ENTRY;
         let watched: usize = self.watched.iter().map(|(_, k, _)| entry(k)).sum();
         let subs: usize = self.pubsub.as_deref().map_or(0, |s| s.channels.iter().chain(&s.patterns).chain(&s.shard).map(entry).sum::<usize>() + std::mem::size_of::<Subscriptions>());
@@ -388,6 +404,9 @@ impl Client {
         }
         if self.no_touch {
             f.push('T');
+        }
+        if self.sock.as_ref().is_some_and(Conn::is_unix) {
+            f.push('U');
         }
         if f.is_empty() {
             f.push('N');

@@ -2,10 +2,12 @@
 //! the memory of all normal and Pub/Sub connections together reaches the
 //! limit, the largest evictable ones are closed until it is under again.
 //!
-//! Each client is counted at `Client::memory` into `Server::client_mem`
+//! Each client is counted at `Client::memory_kept` into `Server::client_mem`
 //! (`mem_counted` remembers its share): after each of its turns, after a
 //! flush of replies others pushed to it (Pub/Sub, invalidations, MONITOR),
-//! in cron, and all at once when maxmemory-clients or maxmemory changes.
+//! in cron, and all at once at the end of the turn that changed
+//! maxmemory-clients or maxmemory (as Redis evicts after the command, with
+//! the running client counted as its turn leaves it).
 //! Replicas, the primary and internal clients are not counted; clients
 //! with CLIENT NO-EVICT are counted but never chosen. An evicted client
 //! loses its unsent replies and is closed at the end of the loop turn.
@@ -32,7 +34,7 @@ pub fn enabled(srv: &Server) -> bool {
 
 /// Brings `c`'s share of the total up to date.
 pub fn account(srv: &mut Server, c: &mut Client) {
-    let now = if counted(c) { c.memory() } else { 0 };
+    let now = if counted(c) { c.memory_kept() } else { 0 };
     srv.client_mem = srv.client_mem - c.mem_counted + now;
     c.mem_counted = now;
 }
@@ -46,6 +48,10 @@ pub fn forget(srv: &mut Server, c: &mut Client) {
 /// Counts the running client `c` (out of the registry) after its turn
 /// and evicts if the total reached the limit. True if `c` was evicted.
 pub fn after_turn(srv: &mut Server, c: &mut Client) -> bool {
+    if std::mem::take(&mut srv.client_mem_stale) {
+        recount(srv, Some(c));
+        return c.close_asap;
+    }
     if !enabled(srv) || c.close_asap {
         return false;
     }
@@ -75,11 +81,11 @@ pub fn recount(srv: &mut Server, mut current: Option<&mut Client>) {
     }
     let mut total = 0;
     for c in srv.clients.values_mut() {
-        c.mem_counted = if counted(c) { c.memory() } else { 0 };
+        c.mem_counted = if counted(c) { c.memory_kept() } else { 0 };
         total += c.mem_counted;
     }
     if let Some(c) = current.as_deref_mut() {
-        c.mem_counted = if counted(c) { c.memory() } else { 0 };
+        c.mem_counted = if counted(c) { c.memory_kept() } else { 0 };
         total += c.mem_counted;
     }
     srv.client_mem = total;

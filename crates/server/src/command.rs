@@ -474,6 +474,17 @@ pub trait Host {
         true
     }
 
+    /// Listens on `port` and `tls_port` at every address of `bind` in place
+    /// of the current TCP and TLS sockets (CONFIG SET port, tls-port,
+    /// bind); on failure the current sockets stay. Hosts without
+    /// listeners refuse.
+    ///
+    /// Errors: Redis's CONFIG SET reason.
+    fn relisten(&mut self, srv: &mut Server, bind: &str, port: u16, tls_port: u16) -> Result<(), &'static str> {
+        let _ = (srv, bind, port, tls_port);
+        Err("Unable to listen on this port. Check server logs.")
+    }
+
     /// True if a SIGINT came since the signals were last read (and takes
     /// the signals that came): a save on this thread during a shutdown asks,
     /// as a second SIGINT means "exit now". Hosts without signals say no.

@@ -143,13 +143,13 @@ pub static PARAMS: &[Param] = &[
     // back (Redis's own suite does) meet only settings Redis has.
     p("metrics-port", PORT, "0").fixed().hidden(),
     p("metrics-bind", S, "127.0.0.1").fixed().hidden(),
-    p("bind-source-addr", S, "").ignored(),
+    p("bind-source-addr", S, ""),
     p("protected-mode", B, "yes"),
     p("tcp-backlog", UI, "511").fixed(),
     p("tcp-keepalive", UI, "300").ignored(),
     p("socket-mark-id", Kind::Int(0, u32::MAX as i64), "0").fixed().ignored(),
-    p("unixsocket", S, "").fixed().ignored(),
-    p("unixsocketperm", Kind::Octal(0o777), "0").fixed().ignored(),
+    p("unixsocket", S, "").fixed(),
+    p("unixsocketperm", Kind::Octal(0o777), "0").fixed(),
     p("timeout", UI, "0"),
     p("maxclients", Kind::Int(1, u32::MAX as i64), "10000"),
     p("max-new-connections-per-cycle", Kind::Int(1, 1000), "10"),
@@ -563,6 +563,43 @@ fn obuf_limits(current: &str, words: &[&str]) -> Result<String, String> {
     Ok(classes.iter().map(|(n, [h, s, t])| format!("{n} {h} {s} {t}")).collect::<Vec<_>>().join(" "))
 }
 
+/// One class's client-output-buffer-limit: a client is closed once its
+/// unsent output reaches `hard` bytes, or stays at or above `soft` bytes
+/// for more than `soft_secs` seconds (0: that limit is off).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObufLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
+}
+
+/// client-output-buffer-limit for the three client classes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObufConfig {
+    pub normal: ObufLimit,
+    pub replica: ObufLimit,
+    pub pubsub: ObufLimit,
+}
+
+impl ObufConfig {
+    /// Reads the canonical value (`normal h s t slave h s t pubsub h s t`).
+    fn parse(value: &str) -> ObufConfig {
+        let mut out = ObufConfig::default();
+        let words: Vec<&str> = value.split_whitespace().collect();
+        for c in words.chunks(4) {
+            let [name, h, s, t] = c else { continue };
+            let limit = ObufLimit { hard: h.parse().unwrap_or(0), soft: s.parse().unwrap_or(0), soft_secs: t.parse().unwrap_or(0) };
+            match *name {
+                "normal" => out.normal = limit,
+                "slave" => out.replica = limit,
+                "pubsub" => out.pubsub = limit,
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
 /// notify-keyspace-events: checks the class letters and prints them the
 /// way Redis does (`A` for all classes, then `K`, `E`, `m`).
 fn keyspace_events(value: &str) -> Result<String, String> {
@@ -722,6 +759,8 @@ pub struct Config {
     pub maxmemory_clients: u64,
     /// maxmemory-policy and the settings eviction reads on every command.
     pub eviction: Eviction,
+    /// client-output-buffer-limit, per client class.
+    pub obuf: ObufConfig,
     /// Hash encoding thresholds (hash-max-listpack-entries/-value).
     pub hash: HashConfig,
     /// List node fill (list-max-listpack-size).
@@ -772,6 +811,7 @@ impl Default for Config {
             maxmemory: 0,
             maxmemory_clients: 0,
             eviction: Eviction::default(),
+            obuf: ObufConfig::default(),
             hash: HashConfig::default(),
             list: ListConfig::default(),
             set: SetConfig::default(),
@@ -941,11 +981,6 @@ impl Config {
             // Redis clamps an out-of-range hz rather than refusing it.
             v = v.parse::<i64>().map_or(v, |hz| hz.clamp(1, 500).to_string());
         }
-        if !startup && (p.name == "port" || p.name == "tls-port" || p.name == "bind") && self.values[p.name] != v {
-            // The listener is bound once; a different address is refused the
-            // way Redis refuses one it cannot bind.
-            return Err(format!("Unable to listen on this {}: changing it at run time is not supported", p.name));
-        }
         if !startup && p.ignored && canonical(p, p.default).is_ok_and(|d| d != v) {
             // Not accepted and ignored: a value that would change nothing here
             // is refused (a config file's is named in the start-up warning).
@@ -988,6 +1023,7 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len") as usize;
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
         self.maxmemory = self.num("maxmemory") as u64;
+        self.obuf = ObufConfig::parse(self.get("client-output-buffer-limit").unwrap_or(""));
         self.maxmemory_clients = match self.get("maxmemory-clients").unwrap_or("0").strip_suffix('%') {
             Some(pct) => self.maxmemory * pct.parse::<u64>().unwrap_or(0) / 100,
             None => parse_memory(self.get("maxmemory-clients").unwrap_or("0")).unwrap_or(0).max(0) as u64,

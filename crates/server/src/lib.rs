@@ -25,7 +25,7 @@
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`, `evict`
 //!    (eviction under maxmemory), `clientevict` (client eviction under
-//!    maxmemory-clients)
+//!    maxmemory-clients), `obuf` (client-output-buffer-limit)
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
 //!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
@@ -52,6 +52,7 @@ pub mod clientevict;
 pub mod command;
 pub mod commands;
 pub mod config;
+pub mod conn;
 pub mod cron;
 pub mod digest;
 pub mod dispatch;
@@ -69,6 +70,7 @@ pub mod memreport;
 pub mod metrics;
 pub mod net;
 pub mod notify;
+pub mod obuf;
 pub mod persist;
 pub mod process;
 pub mod publish;

@@ -89,7 +89,7 @@ pub fn poll(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
                 srv.config.log.warning(&format!("Unable to connect to MASTER: {}:{}", p.host, p.port));
                 return None;
             };
-            match TcpStream::connect(addr) {
+            match connect(addr, srv.config.get("bind-source-addr").unwrap_or("")) {
                 Ok(mut s) => {
                     if registry.register(&mut s, token, Interest::READABLE | Interest::WRITABLE).is_err() {
                         return None;
@@ -411,11 +411,11 @@ fn become_client(srv: &mut Server, registry: &Registry, link: &mut Link) -> Clie
     let _ = registry.reregister(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE);
     let addr = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let mut c = Client::new(id, Some(sock), addr, laddr);
+    let mut c = Client::new(id, Some(crate::conn::Conn::Tcp(sock)), addr, laddr);
     c.repl_role = ReplRole::Primary;
     c.authenticated = true;
     c.qbuf = std::mem::take(&mut link.buf);
-    srv.clients.insert(id, c);
+    srv.clients.insert(id, Box::new(c));
     srv.repl.cached = true;
     if let Some(p) = srv.repl.primary.as_mut() {
         p.client = Some(id);
@@ -424,4 +424,25 @@ fn become_client(srv: &mut Server, registry: &Registry, link: &mut Link) -> Clie
     }
     link.reset(registry);
     id
+}
+
+/// Starts a non-blocking connection to `addr`, from `source` (bind-source-addr,
+/// an IP address; empty: the system chooses) when set.
+///
+/// Errors: the socket, the bind to `source`, or the connect failed.
+fn connect(addr: std::net::SocketAddr, source: &str) -> std::io::Result<TcpStream> {
+    if source.is_empty() {
+        return TcpStream::connect(addr);
+    }
+    use socket2::{Domain, Socket, Type};
+    let ip: std::net::IpAddr = source.parse().map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.bind(&std::net::SocketAddr::new(ip, 0).into())?;
+    sock.set_nonblocking(true)?;
+    match sock.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(115) || e.kind() == std::io::ErrorKind::WouldBlock => {} // EINPROGRESS
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(sock.into()))
 }

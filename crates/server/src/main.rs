@@ -184,6 +184,8 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     let tls_port: u16 = config.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0);
     let bind = config.get("bind").unwrap_or("").to_string();
     let backlog = config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
+    let unixsocket = config.get("unixsocket").unwrap_or("").to_string();
+    let unixperm = config.get("unixsocketperm").and_then(|v| u32::from_str_radix(v, 8).ok()).unwrap_or(0);
     let renames = config.renames.clone();
     let pidfile = config.get("pidfile").unwrap_or("").to_string();
     let metrics_port: u16 = config.get("metrics-port").and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -222,10 +224,18 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     }
     let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
     let tls_listeners = net::listen(&bind, tls_port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {tls_port} (tls), aborting.")))?;
-    if listeners.is_empty() && tls_listeners.is_empty() {
+    let unix = if unixsocket.is_empty() {
+        None
+    } else {
+        match net::listen_unix(&unixsocket, unixperm) {
+            Ok(l) => Some((l, unixsocket.clone())),
+            Err(e) => return Err(fail(&format!("Failed opening Unix socket: {}", config::strerror(&e)))),
+        }
+    };
+    if listeners.is_empty() && tls_listeners.is_empty() && unix.is_none() {
         return Err(fail("Configured to not listen anywhere, exiting."));
     }
-    let mut ev = EventLoop::new(listeners, tls_listeners, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
+    let mut ev = EventLoop::new(listeners, tls_listeners, unix, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
     // ACL rules name commands as the table defines them, whatever
     // rename-command did (Redis works from its original table too).
     if metrics_port != 0 {
@@ -286,12 +296,20 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     if tls_port != 0 {
         log.notice("Ready to accept connections tls");
     }
+    if !unixsocket.is_empty() {
+        log.notice("Ready to accept connections unix");
+    }
     if systemd {
         process::notify_systemd("STATUS=Ready to accept connections\n");
         process::notify_systemd("READY=1\n");
     }
-    ev.run(&mut srv).map_err(|e| {
+    let ran = ev.run(&mut srv).map_err(|e| {
         log.warning(&format!("Event loop failed: {}", config::strerror(&e)));
         1
-    })
+    });
+    if !unixsocket.is_empty() {
+        log.notice("Removing the unix socket file.");
+        let _ = std::fs::remove_file(&unixsocket);
+    }
+    ran
 }

@@ -26,13 +26,14 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token};
 use resp::{Limits, Parsed};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
 use crate::client::{Client, ClientId, ReplRole};
+use crate::conn::Conn;
 use crate::command::{CmdError, CommandMap, Host, Scripts};
 use crate::registry::registry;
 use crate::script::engine::Engine;
@@ -47,6 +48,8 @@ const SIGNALS: Token = Token(usize::MAX);
 const LINK: Token = Token(LISTENER0 - MAX_LISTENERS);
 /// The metrics thread's waker: a scrape is waiting.
 const METRICS: Token = Token(usize::MAX - 64);
+/// The `unixsocket` listener.
+const UNIX: Token = Token(usize::MAX - 65);
 /// The first listener's token; the others count down from it.
 const LISTENER0: usize = usize::MAX - 1;
 /// At most this many listeners (Redis's limit on bind addresses).
@@ -65,9 +68,35 @@ const REPORT_SLICE: Duration = Duration::from_millis(3);
 /// clients can be accepted while a timed-out script runs too.
 pub struct Acceptor {
     listeners: Vec<TcpListener>,
+    /// The `unixsocket` listener and its path.
+    unix: Option<(UnixListener, String)>,
     /// `listeners` from this index on are tls-port's.
     tls_from: usize,
     registry: mio::Registry,
+}
+
+impl Acceptor {
+    /// Serves `tcp` and then `tls` listeners in place of the current ones.
+    ///
+    /// Errors: registering a socket failed; the current ones stay.
+    fn replace(&mut self, tcp: Vec<std::net::TcpListener>, tls: Vec<std::net::TcpListener>) -> io::Result<()> {
+        let tls_from = tcp.len().min(MAX_LISTENERS);
+        let mut fresh = Vec::new();
+        for (i, l) in tcp.into_iter().chain(tls).take(MAX_LISTENERS).enumerate() {
+            l.set_nonblocking(true)?;
+            fresh.push((i, TcpListener::from_std(l)));
+        }
+        for l in &mut self.listeners {
+            let _ = self.registry.deregister(l);
+        }
+        self.listeners.clear();
+        for (i, mut l) in fresh {
+            self.registry.register(&mut l, Token(LISTENER0 - i), Interest::READABLE)?;
+            self.listeners.push(l);
+        }
+        self.tls_from = tls_from;
+        Ok(())
+    }
 }
 
 /// What the event loop lends to dispatch for every call (`command::Host`):
@@ -101,6 +130,29 @@ impl Host for Shell {
 
     fn sigint_pending(&mut self) -> bool {
         self.signals.pending().any(|sig| sig == SIGINT)
+    }
+
+    fn relisten(&mut self, srv: &mut Server, bind: &str, port: u16, tls_port: u16) -> Result<(), &'static str> {
+        // Redis's reasons: a bind change that fails names the addresses,
+        // a port change the port.
+        let old_bind = srv.config.get("bind").unwrap_or("").to_string();
+        let reason = if old_bind != bind { "Failed to bind to specified addresses." } else { "Unable to listen on this port. Check server logs." };
+        let (old_port, old_tls) = (srv.config.port, srv.config.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0));
+        let backlog = srv.config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
+        let log = &srv.config.log;
+        let open = |bind: &str, port: u16, tls_port: u16| Ok::<_, ListenFailed>((listen(bind, port, backlog, log)?, listen(bind, tls_port, backlog, log)?));
+        // The current sockets close first, so that the new ones may take an
+        // address they held; on failure they are opened again.
+        self.acceptor.replace(Vec::new(), Vec::new()).map_err(|_| reason)?;
+        match open(bind, port, tls_port) {
+            Ok((tcp, tls)) => self.acceptor.replace(tcp, tls).map_err(|_| reason),
+            Err(_) => {
+                if let Ok((tcp, tls)) = open(&old_bind, old_port, old_tls) {
+                    let _ = self.acceptor.replace(tcp, tls);
+                }
+                Err(reason)
+            }
+        }
     }
 
     fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
@@ -146,7 +198,7 @@ impl EventLoop {
     ///
     /// Errors: the bind error (port busy, bad address).
     pub fn bind(addr: SocketAddr) -> io::Result<EventLoop> {
-        EventLoop::new(vec![std::net::TcpListener::bind(addr)?], Vec::new(), &[])
+        EventLoop::new(vec![std::net::TcpListener::bind(addr)?], Vec::new(), None, &[])
     }
 
     /// Serves `listeners` (and `tls_listeners`, whose clients speak TLS
@@ -155,7 +207,7 @@ impl EventLoop {
     /// scripting engine, and takes over SIGTERM and SIGINT.
     ///
     /// Errors: registering a socket or the signal handlers failed.
-    pub fn new(listeners: Vec<std::net::TcpListener>, tls_listeners: Vec<std::net::TcpListener>, renames: &[(String, String)]) -> io::Result<EventLoop> {
+    pub fn new(listeners: Vec<std::net::TcpListener>, tls_listeners: Vec<std::net::TcpListener>, unix: Option<(std::os::unix::net::UnixListener, String)>, renames: &[(String, String)]) -> io::Result<EventLoop> {
         let poll = Poll::new()?;
         let mut ours = Vec::new();
         let tls_from = listeners.len().min(MAX_LISTENERS);
@@ -167,7 +219,16 @@ impl EventLoop {
         }
         let mut signals = Signals::new([SIGTERM, SIGINT])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
-        let acceptor = Acceptor { listeners: ours, tls_from, registry: poll.registry().try_clone()? };
+        let unix = match unix {
+            Some((l, path)) => {
+                l.set_nonblocking(true)?;
+                let mut l = UnixListener::from_std(l);
+                poll.registry().register(&mut l, UNIX, Interest::READABLE)?;
+                Some((l, path))
+            }
+            None => None,
+        };
+        let acceptor = Acceptor { listeners: ours, unix, tls_from, registry: poll.registry().try_clone()? };
         let mut table = registry();
         if !renames.is_empty() {
             let map = std::rc::Rc::make_mut(&mut table);
@@ -234,6 +295,7 @@ impl EventLoop {
             if now >= next_cron && !srv.cron_paused {
                 srv.el.sample();
                 cron::tick(srv);
+                crate::obuf::cron(srv);
                 crate::clientevict::recount(srv, None);
                 if srv.tracking.has_broadcast() {
                     crate::publish::broadcast_invalidations(srv);
@@ -310,6 +372,8 @@ impl EventLoop {
                     for sig in self.shell.signals.pending() {
                         shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
                     }
+                } else if ev.token() == UNIX {
+                    accept_unix(srv, &self.shell.acceptor);
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
                     accept(srv, &self.shell.acceptor);
                 } else {
@@ -470,13 +534,9 @@ impl EventLoop {
             }
         }
         let ran_all = process_input(srv, &mut self.shell, c);
-        if over_output_limit(srv, c) {
+        if crate::obuf::enforce(srv, c) {
             // The replies never leave: the client is dropped, as Redis
-            // drops one whose output passes the hard limit.
-            c.reply.buf.truncate(c.sent);
-            c.close_asap = true;
-            srv.obuf_kills += 1;
-            srv.config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
+            // drops one whose output passes its limit.
             return false;
         }
         if crate::clientevict::after_turn(srv, c) {
@@ -538,23 +598,6 @@ impl EventLoop {
             crate::clientevict::after_push(srv, id);
         }
     }
-}
-
-/// Reply bytes a client holds before they count against its output
-/// buffer limit: Redis's fixed per-client reply buffer, which its limit
-/// does not count either.
-const REPLY_BUF_FREE: usize = 16 * 1024;
-
-/// True if a normal client's unsent replies pass the `normal` class's hard
-/// limit of client-output-buffer-limit. (Pub/Sub deliveries are checked
-/// where they are queued, `publish`.)
-fn over_output_limit(srv: &Server, c: &Client) -> bool {
-    let out = c.pending_out();
-    if out <= REPLY_BUF_FREE || c.pubsub.is_some() {
-        return false;
-    }
-    let (hard, _) = crate::publish::obuf_limits(srv, "normal");
-    hard > 0 && (out - REPLY_BUF_FREE) as u64 > hard
 }
 
 /// Reads and decrypts what a TLS client sent into its query buffer.
@@ -768,7 +811,7 @@ fn flush_tls(srv: &mut Server, c: &mut Client) {
     settle_reply(c);
 }
 
-fn write_some(sock: &mut TcpStream, buf: &[u8]) -> io::Result<usize> {
+fn write_some(sock: &mut Conn, buf: &[u8]) -> io::Result<usize> {
     sock.write(buf)
 }
 
@@ -852,6 +895,53 @@ pub fn accept(srv: &mut Server, a: &Acceptor) {
     for (i, listener) in a.listeners.iter().enumerate() {
         accept_from(srv, listener, &a.registry, i >= a.tls_from);
     }
+    accept_unix(srv, a);
+}
+
+/// Accepts what waits on the `unixsocket` listener. Such clients are
+/// local: protected mode does not apply; their address is the path.
+fn accept_unix(srv: &mut Server, a: &Acceptor) {
+    let Some((listener, path)) = &a.unix else { return };
+    loop {
+        match listener.accept() {
+            Ok((mut sock, _)) => {
+                if srv.clients.len() >= srv.config.maxclients {
+                    let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
+                    srv.rejected_connections += 1;
+                    continue;
+                }
+                let id = srv.new_client_id();
+                let mut conn = Conn::Unix(sock);
+                if a.registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                    continue;
+                }
+                srv.total_connections += 1;
+                let addr = format!("{path}:0");
+                let mut c = Client::new(id, Some(conn), addr.clone(), addr);
+                c.user = Some(srv.acl.default_user());
+                c.authenticated = !srv.acl.auth_required();
+                srv.clients.insert(id, Box::new(c));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+}
+
+/// Opens the `unixsocket` listener at `path` (a stale socket file there is
+/// removed first, as Redis does) and gives it mode `perm` when not 0.
+///
+/// Errors: the bind or the chmod failed.
+pub fn listen_unix(path: &str, perm: u32) -> io::Result<std::os::unix::net::UnixListener> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
+    }
+    let l = std::os::unix::net::UnixListener::bind(path)?;
+    if perm != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
+    }
+    Ok(l)
 }
 
 fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registry, tls: bool) {
@@ -884,11 +974,11 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                     continue;
                 }
                 srv.total_connections += 1;
-                let mut c = Client::new(id, Some(sock), peer.to_string(), laddr);
+                let mut c = Client::new(id, Some(Conn::Tcp(sock)), peer.to_string(), laddr);
                 c.user = Some(srv.acl.default_user());
                 c.authenticated = !srv.acl.auth_required();
                 c.tls = session;
-                srv.clients.insert(id, c);
+                srv.clients.insert(id, Box::new(c));
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,

@@ -50,21 +50,6 @@ pub fn confirm(srv: &mut Server, c: &mut Client, word: &[u8], name: Option<&[u8]
     srv.pending_push.extend_from_slice(&tmp.buf);
 }
 
-/// The pubsub class of client-output-buffer-limit: (hard, soft) bytes.
-fn pubsub_limits(srv: &Server) -> (u64, u64) {
-    obuf_limits(srv, "pubsub")
-}
-
-/// One class (`normal`, `replica`, `pubsub`) of client-output-buffer-limit:
-/// (hard, soft) bytes, 0 for no limit.
-pub fn obuf_limits(srv: &Server, class: &str) -> (u64, u64) {
-    let spec = srv.config.get("client-output-buffer-limit").unwrap_or("");
-    let words: Vec<&str> = spec.split_whitespace().collect();
-    let at = words.iter().position(|w| w.eq_ignore_ascii_case(class));
-    let num = |i: usize| words.get(i).and_then(|w| crate::config::parse_memory(w)).map_or(0, |v| v.max(0) as u64);
-    at.map_or((0, 0), |i| (num(i + 1), num(i + 2)))
-}
-
 /// Publishes `msg` on `channel` (a shard channel when `shard`) to every
 /// subscriber and matching pattern; `cur` is the client running the
 /// command. Returns the number of deliveries (PUBLISH's reply).
@@ -78,12 +63,11 @@ pub fn publish_from(srv: &mut Server, cur: Option<(ClientId, bool)>, channel: &[
     if srv.pubsub.is_empty() {
         return 0;
     }
-    let (hard, _soft) = pubsub_limits(srv);
     let mut n = 0;
     let (kind, word): (Kind, &[u8]) = if shard { (Kind::Shard, b"smessage") } else { (Kind::Channel, b"message") };
     let direct: Vec<ClientId> = srv.pubsub.map_ref(kind).get(channel).cloned().unwrap_or_default();
     for id in direct {
-        deliver(srv, cur, id, hard, &[word, channel, msg]);
+        deliver(srv, cur, id, &[word, channel, msg]);
         n += 1;
     }
     let patterns = srv.pubsub.map_ref(Kind::Pattern);
@@ -94,7 +78,7 @@ pub fn publish_from(srv: &mut Server, cur: Option<(ClientId, bool)>, channel: &[
             .flat_map(|(p, ids)| ids.iter().map(move |&id| (p.clone(), id)))
             .collect();
         for (pat, id) in hits {
-            deliver(srv, cur, id, hard, &[b"pmessage", &pat, channel, msg]);
+            deliver(srv, cur, id, &[b"pmessage", &pat, channel, msg]);
             n += 1;
         }
     }
@@ -102,8 +86,8 @@ pub fn publish_from(srv: &mut Server, cur: Option<(ClientId, bool)>, channel: &[
 }
 
 /// Appends one push message to client `id`'s output and has it flushed.
-/// A client whose output passes the pubsub hard limit is closed.
-fn deliver(srv: &mut Server, cur: Option<(ClientId, bool)>, id: ClientId, hard: u64, parts: &[&[u8]]) {
+/// A client over its output buffer limit is closed (`obuf`).
+fn deliver(srv: &mut Server, cur: Option<(ClientId, bool)>, id: ClientId, parts: &[&[u8]]) {
     if let Some((_, resp3)) = cur.filter(|c| c.0 == id) {
         let mut r = Reply::new();
         r.resp3 = resp3;
@@ -111,14 +95,24 @@ fn deliver(srv: &mut Server, cur: Option<(ClientId, bool)>, id: ClientId, hard: 
         srv.pending_push.extend_from_slice(&r.buf);
         return;
     }
-    let Some(c) = srv.clients.get_mut(&id) else { return };
+    let Server { clients, config, .. } = srv;
+    let Some(c) = clients.get_mut(&id) else { return };
     if c.close_asap {
         return;
     }
     write_push(&mut c.reply, parts);
-    if hard > 0 && c.pending_out() as u64 > hard {
-        c.close_asap = true;
-        srv.obuf_kills += 1;
+    let over = crate::obuf::reached(&config.obuf, c);
+    pushed(srv, id, over);
+}
+
+/// Client `id` (in the registry) got output pushed: it is closed if that
+/// took it `over` its output buffer limit, and flushed at the turn's end.
+fn pushed(srv: &mut Server, id: ClientId, over: bool) {
+    if over {
+        if let Some(mut c) = srv.clients.remove(&id) {
+            crate::obuf::close(srv, &mut c);
+            srv.clients.insert(id, c);
+        }
     }
     srv.wake(id);
 }
@@ -237,7 +231,7 @@ fn to_running(srv: &mut Server, running: &Client, f: impl FnOnce(&mut Reply) -> 
 fn send_invalidation(srv: &mut Server, running: Option<&mut Client>, target: ClientId, what: Invalid<'_>) {
     let is_running = running.as_ref().is_some_and(|c| c.id == target);
     let (redirect, resp3) = {
-        let t = if is_running { running.as_deref() } else { srv.clients.get(&target) };
+        let t = if is_running { running.as_deref() } else { srv.clients.get(&target).map(|t| &**t) };
         let Some(t) = t else { return };
         (t.tracking.as_ref().map_or(0, |x| x.redirect), t.reply.resp3)
     };
@@ -247,7 +241,8 @@ fn send_invalidation(srv: &mut Server, running: Option<&mut Client>, target: Cli
             to_running(srv, c, |r| write_invalidation(r, resp3, false, false, what));
         } else if let Some(c) = srv.clients.get_mut(&target) {
             if write_invalidation(&mut c.reply, resp3, false, false, what) {
-                srv.wake(target);
+                let over = crate::obuf::reached(&srv.config.obuf, c);
+                pushed(srv, target, over);
             }
         }
         return;
@@ -261,7 +256,8 @@ fn send_invalidation(srv: &mut Server, running: Option<&mut Client>, target: Cli
     if let Some(c) = srv.clients.get_mut(&redirect) {
         let (resp3, pubsub) = (c.reply.resp3, c.pubsub.is_some());
         if write_invalidation(&mut c.reply, resp3, pubsub, true, what) {
-            srv.wake(redirect);
+            let over = crate::obuf::reached(&srv.config.obuf, c);
+            pushed(srv, redirect, over);
         }
         return;
     }

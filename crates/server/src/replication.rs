@@ -93,10 +93,11 @@ pub fn feed_raw(srv: &mut Server, bytes: &[u8]) {
 
 /// Moves online replicas' pending bytes into their output buffers (a
 /// replica that is the running client gets them at the next call). A
-/// replica whose unsent bytes pass the `replica` class's hard
-/// client-output-buffer-limit is cut off, as Redis cuts it: it resyncs.
+/// replica whose unsent bytes pass the `replica` class's
+/// client-output-buffer-limit (hard, or soft for too long) is cut off, as
+/// Redis cuts it: it resyncs.
 pub fn deliver(srv: &mut Server) {
-    let (hard, _) = crate::publish::obuf_limits(srv, "slave");
+    let limit = srv.config.obuf.replica;
     let Server { repl, clients, woken, config, obuf_kills, sweep_clients, .. } = srv;
     for (id, r) in repl.replicas.iter_mut() {
         if r.pending.is_empty() || r.state == ReplicaState::WaitBgsaveStart {
@@ -106,7 +107,7 @@ pub fn deliver(srv: &mut Server) {
         if c.close_asap {
             continue;
         }
-        if hard > 0 && (r.pending.len() + c.pending_out()) as u64 > hard {
+        if crate::obuf::over(limit, (r.pending.len() + c.pending_out()) as u64, &mut c.obuf_soft_since) {
             config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
             c.close_asap = true;
             *obuf_kills += 1;
@@ -228,7 +229,7 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, pendi
         let plain = r.plain_sync;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),
-            None => srv.clients.get_mut(&id),
+            None => srv.clients.get_mut(&id).map(|c| &mut **c),
         };
         if let Some(c) = c {
             if !plain {

@@ -349,7 +349,7 @@ pub struct Server {
     /// tls-port is 0); CONFIG SET of a tls-* setting replaces it.
     pub tls: Option<crate::tls::Config>,
     /// Connected clients, except the one currently executing.
-    pub clients: HashMap<ClientId, Client>,
+    pub clients: HashMap<ClientId, Box<Client>>,
     /// Next client id.
     pub next_client_id: ClientId,
     /// Changes since start (a proxy for Redis's dirty counter).
@@ -394,6 +394,9 @@ pub struct Server {
     /// The clients' memory client eviction compares with
     /// maxmemory-clients: the sum of every client's `mem_counted`.
     pub client_mem: usize,
+    /// maxmemory-clients or maxmemory changed: every client is counted
+    /// afresh (and the limit applied) when the running turn ends.
+    pub client_mem_stale: bool,
     /// Eviction's state between calls (`evict.rs`).
     pub evict: EvictState,
     /// Microseconds spent in active expiry cycles (INFO
@@ -574,6 +577,7 @@ impl Server {
             evicted_keys: 0,
             evicted_clients: 0,
             client_mem: 0,
+            client_mem_stale: false,
             evict: EvictState::default(),
             expire_cycle_us: 0,
             expire_cap_reached: 0,

@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 /// The server crate, bottom up. A module path names that module and,
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
-    &["glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble"],
+    &["conn", "glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble"],
     &["config", "client", "aofcore::check"],
     &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl"],
     &["server"],
-    &["publish", "cron", "evict", "clientevict"],
+    &["publish", "obuf", "cron", "evict", "clientevict"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof", "replication"],
     &["commands"],
     &["script"],

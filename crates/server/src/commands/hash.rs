@@ -460,6 +460,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         seed ^= seed << 17;
         seed
     };
+    let hard = ctx.srv.config.obuf.normal.hard;
     let (h, out) = ctx.read_out::<Hash>(key)?;
     let Some(l) = count else {
         match h.and_then(|h| h.random_field(now, &mut rng)) {
@@ -489,9 +490,14 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         for _ in 0..n {
             let (f, v) = h.random_field(now, &mut rng).expect("hash has live fields");
             emit(out, f, v);
-            if out.buf.len() > MAX_SAMPLE_REPLY {
+            if hard > 0 && out.buf.len() as u64 >= hard {
                 // Redis stops here when the output limit closes the client;
-                // we close it rather than build an unbounded reply.
+                // so do we (dispatch drops the reply and closes it).
+                break;
+            }
+            if out.buf.len() > MAX_SAMPLE_REPLY {
+                // With no limit set: we close it rather than build an
+                // unbounded reply.
                 ctx.client.close_asap = true;
                 break;
             }

@@ -185,7 +185,7 @@ fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     } else if args.len() != 2 {
         return Err(CmdError::Syntax);
     }
-    let mut all: Vec<&Client> = ctx.srv.clients.values().collect();
+    let mut all: Vec<&Client> = ctx.srv.clients.values().map(|c| &**c).collect();
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
     let mut s = String::new();

@@ -742,7 +742,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let resident = memory::resident();
     let rss = memory::rss();
     let peak = ctx.srv.peak_memory.max(allocated);
-    let clients: u64 = ctx.srv.clients.values().chain(std::iter::once(&*ctx.client)).map(|c| (c.qbuf.capacity() + c.reply.buf.capacity()) as u64).sum();
+    let clients: u64 = ctx.srv.clients.values().map(|c| &**c).chain(std::iter::once(&*ctx.client)).map(|c| (c.qbuf.capacity() + c.reply.buf.capacity()) as u64).sum();
     let dbs: Vec<(usize, usize)> = ctx.srv.dbs.iter().enumerate().filter(|(_, d)| !d.is_empty()).map(|(i, d)| (i, d.len())).collect();
     let keys: u64 = dbs.iter().map(|&(_, n)| n as u64).sum();
     let overhead = clients;

@@ -7,7 +7,6 @@
 use crate::command::flags::*;
 use crate::command::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::bgsave::Purpose;
-use crate::client::Client;
 use crate::memory;
 use crate::server::{unix_ms, unix_us};
 
@@ -259,6 +258,20 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs.")));
         }
     }
+    // New addresses are listened on before the change is kept (the event
+    // loop swaps its sockets), as Redis rebinds on CONFIG SET.
+    let addr = |c: &crate::config::Config| (c.get("bind").unwrap_or("").to_string(), c.port, c.get("tls-port").and_then(|v| v.parse::<u16>().ok()).unwrap_or(0));
+    let (bind, port, tls_port) = addr(&ctx.srv.config);
+    if (bind.clone(), port, tls_port) != addr(&before) {
+        let name = ["bind", "port", "tls-port"].into_iter().find(|n| seen.contains(n)).unwrap_or("port");
+        let now = std::mem::replace(&mut ctx.srv.config, before);
+        if let Err(e) = ctx.host.relisten(ctx.srv, &bind, port, tls_port) {
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {e}")));
+        }
+        ctx.srv.config = now;
+    } else {
+        drop(before);
+    }
     ctx.srv.apply_db_settings();
     crate::replication::config_changed(ctx.srv);
     // A lower maxmemory (or a policy that can now evict) takes effect at
@@ -267,8 +280,9 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if ctx.srv.config.maxmemory != 0 {
         ctx.srv.evict.unfinished = true;
     }
-    // So does a lower maxmemory-clients: clients over it go at once.
-    crate::clientevict::recount(ctx.srv, Some(ctx.client));
+    // So does a lower maxmemory-clients: clients over it go once this
+    // command's turn ends.
+    ctx.srv.client_mem_stale = true;
     ctx.srv.acl.pubsub_all = ctx.srv.config.get("acl-pubsub-default") == Some("allchannels");
     // requirepass is the default user's password (setting it replaces its
     // passwords; clearing it makes it nopass).
@@ -477,7 +491,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("memory") {
         section(&mut s, "Memory");
-        let clients_mem: usize = srv.clients.values().map(Client::memory).sum::<usize>() + c.memory();
+        let clients_mem: usize = srv.clients.values().map(|x| x.memory()).sum::<usize>() + c.memory();
         let maxmem = srv.config.maxmemory;
         let total_sys = std::fs::read_to_string("/proc/meminfo")
             .ok()
