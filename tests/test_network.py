@@ -1,0 +1,205 @@
+"""Where the server listens and how it limits clients, as Redis does:
+unixsocket, CONFIG SET port/bind at run time, bind-source-addr,
+client-output-buffer-limit's soft limit, and maxmemory-clients eviction."""
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import time
+
+import pytest
+import redis
+
+from conftest import free_port
+
+
+def wait_for(cond, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def clients_named(r: redis.Redis, name: str) -> list[dict]:
+    return [c for c in r.client_list() if c.get("name") == name]
+
+
+def test_unixsocket_serves_clients_and_is_removed_at_exit(start_server, tmp_path):
+    path = str(tmp_path / "s.sock")
+    s = start_server("--unixsocket", path, "--unixsocketperm", "700")
+    assert stat.S_ISSOCK(os.stat(path).st_mode)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    u = redis.Redis(unix_socket_path=path)
+    assert u.set("k", "v") and u.get("k") == b"v"
+    u.client_setname("viaunix")
+    mine = clients_named(u, "viaunix")[0]
+    assert "U" in mine["flags"] and mine["addr"] == f"{path}:0"
+    out = subprocess.run(["redis-cli", "-s", path, "get", "k"], capture_output=True, text=True, timeout=10)
+    assert out.stdout.strip() == "v"
+    u.close()
+    s.stop()
+    assert not os.path.exists(path)
+    assert "Removing the unix socket file." in open(s.log_path, errors="replace").read()
+
+
+def test_unixsocket_that_cannot_be_opened_stops_the_start(tmp_path):
+    from conftest import server_binary
+    port = free_port()
+    p = subprocess.run([server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                        "--unixsocket", str(tmp_path / "missing-dir" / "s.sock")],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 1
+    assert "Failed opening Unix socket" in p.stdout
+
+
+def test_config_set_port_moves_the_listener(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    new_port = free_port()
+    assert r.config_set("port", new_port)
+    r2 = redis.Redis(host=s.host, port=new_port)
+    assert r2.ping()
+    assert refused(s.port)
+    assert r2.config_get("port") == {"port": str(new_port)}
+    # A port someone else holds: refused with Redis's reason, and the
+    # server still listens where it did.
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    with pytest.raises(redis.ResponseError, match="Unable to listen on this port"):
+        r2.config_set("port", taken.getsockname()[1])
+    taken.close()
+    assert redis.Redis(host=s.host, port=new_port).ping()
+    assert r2.config_get("port") == {"port": str(new_port)}
+
+
+def test_config_set_bind(start_server, tmp_path):
+    path = str(tmp_path / "s.sock")
+    s = start_server("--unixsocket", path)
+    r = redis.Redis(host=s.host, port=s.port)
+    with pytest.raises(redis.ResponseError, match="Failed to bind to specified addresses"):
+        r.config_set("bind", "999.999.999.999")
+    assert redis.Redis(host=s.host, port=s.port).ping()
+    assert r.config_get("bind") == {"bind": "127.0.0.1"}
+    # No TCP address at all: only the Unix socket answers.
+    assert r.config_set("bind", "")
+    assert refused(s.port)
+    u = redis.Redis(unix_socket_path=path)
+    assert u.config_get("bind") == {"bind": ""}
+    assert u.config_set("bind", "127.0.0.1")
+    assert redis.Redis(host=s.host, port=s.port).ping()
+
+
+def test_bind_source_addr_is_used_for_the_link_to_the_primary(start_server):
+    primary = start_server()
+    # An address this host does not have: the link's bind fails locally,
+    # which shows the setting is applied (no packet leaves).
+    replica = start_server("--bind-source-addr", "192.0.2.1")
+    rr = redis.Redis(host=replica.host, port=replica.port)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: "Unable to connect to MASTER" in open(replica.log_path, errors="replace").read(),
+             what="the failed connect")
+    assert rr.info("replication")["master_link_status"] == "down"
+    # From a local address it links up.
+    rr.config_set("bind-source-addr", "127.0.0.1")
+    wait_for(lambda: rr.info("replication")["master_link_status"] == "up", what="link up")
+    slave0 = redis.Redis(host=primary.host, port=primary.port).info("replication")["slave0"]
+    assert slave0["ip"] == "127.0.0.1"
+
+
+def fill_subscriber(r: redis.Redis, name: str, limit: int) -> None:
+    """Publish 1 KB messages until `name`'s unsent output passes `limit`."""
+    for _ in range(100_000):
+        r.publish("ch", "x" * 1000)
+        c = clients_named(r, name)
+        if not c or c[0]["omem"] and int(c[0]["omem"]) > limit:
+            return
+    raise AssertionError("the subscriber's output never grew")
+
+
+def idle_subscriber(s, name: str) -> socket.socket:
+    sub = socket.create_connection((s.host, s.port))
+    sub.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sub.sendall(b"CLIENT SETNAME %s\r\nSUBSCRIBE ch\r\n" % name.encode())
+    return sub
+
+
+def test_soft_output_limit_closes_after_its_seconds_without_traffic(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.config_set("client-output-buffer-limit", "pubsub 0 100000 2")
+    sub = idle_subscriber(s, "slow")
+    wait_for(lambda: clients_named(r, "slow") and "P" in clients_named(r, "slow")[0]["flags"], what="subscribed")
+    fill_subscriber(r, "slow", 100_000)
+    started = time.monotonic()
+    # Over the soft limit but not for 2 s yet: still connected.
+    time.sleep(0.5)
+    assert clients_named(r, "slow")
+    # Nothing more is published; cron closes it once the 2 s have passed.
+    wait_for(lambda: not clients_named(r, "slow"), timeout=6, what="soft-limit close")
+    assert time.monotonic() - started >= 1.9
+    assert r.info("stats")["client_output_buffer_limit_disconnections"] == 1
+    sub.close()
+
+
+def test_hard_output_limit_stops_hrandfield_mid_reply(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.config_set("client-output-buffer-limit", "normal 1000000 0 0")
+    r.hset("h", "a", "b")
+    victim = socket.create_connection((s.host, s.port), timeout=10)
+    victim.sendall(b"HRANDFIELD h -999999999\r\n")
+    assert victim.recv(100) == b""
+    assert r.info("stats")["client_output_buffer_limit_disconnections"] == 1
+    assert r.ping()
+
+
+def test_maxmemory_clients_evicts_the_largest_client(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.client_setname("control")
+    r.client_no_evict("on")
+    r.config_set("maxmemory-clients", "2mb")
+    small = socket.create_connection((s.host, s.port))
+    small.sendall(b"CLIENT SETNAME small\r\n")
+    big = socket.create_connection((s.host, s.port))
+    big.sendall(b"CLIENT SETNAME big\r\n")
+    wait_for(lambda: clients_named(r, "big") and clients_named(r, "small"), what="clients")
+    # An unfinished 3 MB argument grows big's query buffer past the limit.
+    big.sendall(b"*2\r\n$3000000\r\n" + b"v" * 2_500_000)
+    wait_for(lambda: not clients_named(r, "big"), what="big evicted")
+    assert clients_named(r, "small") and clients_named(r, "control")
+    assert r.info("stats")["evicted_clients"] == 1
+    # Under the limit nothing more goes.
+    time.sleep(0.3)
+    assert clients_named(r, "small")
+    small.close()
+    big.close()
+
+
+def test_no_evict_client_is_never_chosen(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.client_no_evict("on")
+    r.config_set("maxmemory-clients", "1mb")
+    keep = socket.create_connection((s.host, s.port))
+    keep.sendall(b"CLIENT SETNAME keep\r\nCLIENT NO-EVICT on\r\n")
+    wait_for(lambda: clients_named(r, "keep") and "e" in clients_named(r, "keep")[0]["flags"], what="no-evict")
+    keep.sendall(b"*2\r\n$3000000\r\n" + b"v" * 1_500_000)
+    wait_for(lambda: int(clients_named(r, "keep")[0]["tot-mem"]) > 1_000_000, what="keep grows")
+    time.sleep(0.3)
+    assert clients_named(r, "keep")
+    assert r.info("stats")["evicted_clients"] == 0
+    keep.close()
