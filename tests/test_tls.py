@@ -214,3 +214,23 @@ def test_protocols_ciphersuites_and_ca_dir(start_server, certs, tmp_path):
     assert conn.read_response() == b"PONG"
     assert conn._sock.version() == "TLSv1.3"
     assert conn._sock.cipher()[0] == "TLS_CHACHA20_POLY1305_SHA256"
+
+
+def test_key_file_pass_decrypts_an_encrypted_key(start_server, certs, tmp_path):
+    # The server key, encrypted with a passphrase (PKCS#8, PBES2 with AES-256).
+    enc = tmp_path / "server-enc.key"
+    _run("openssl", "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", str(certs / "server.key"),
+         "-out", str(enc), "-passout", "pass:s3cret", cwd=tmp_path)
+    assert "ENCRYPTED PRIVATE KEY" in enc.read_text()
+    s, port = started(start_server, certs, "--tls-key-file", str(enc), "--tls-key-file-pass", "s3cret")
+    c = tls_client(certs, port)
+    assert c.ping() is True
+    c.close()
+    # A wrong passphrase, or none, is refused at start with the file named.
+    log = tmp_path / "log"
+    for extra in (["--tls-key-file-pass", "wrong"], []):
+        args = [server_binary(), "--port", "0", "--bind", HOST, "--save", "", "--logfile", str(log),
+                *tls_args(certs, free_port(), "--tls-key-file", str(enc), *extra)]
+        assert subprocess.run(args, cwd=tmp_path, timeout=10).returncode == 1
+        assert f"Failed to load private key: {enc}: " in log.read_text()
+        log.unlink()

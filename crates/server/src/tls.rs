@@ -56,10 +56,7 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
     if certs.is_empty() {
         return Err(format!("Failed to load certificate: {cert_file}: no certificate found"));
     }
-    if !get("tls-key-file-pass").is_empty() {
-        return Err(format!("Failed to load private key: {key_file}: encrypted private keys are not supported"));
-    }
-    let key = PrivateKeyDer::from_pem_file(&key_file).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    let key = load_key(&key_file, &get("tls-key-file-pass")).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
 
     let mut roots = RootCertStore::empty();
     let ca_err = |e: String| format!("Failed to configure CA certificate(s) file/directory: {e}");
@@ -101,6 +98,24 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
         cfg.session_storage = ServerSessionMemoryCache::new(if size == 0 { 1 << 20 } else { size });
     }
     Ok(Arc::new(cfg))
+}
+
+/// Reads the private key in `path` (PEM): a PKCS#8 key encrypted with a
+/// passphrase (`ENCRYPTED PRIVATE KEY`, PBES2) is decrypted with `pass`
+/// (tls-key-file-pass); any other key is read as it is, `pass` unused, as
+/// OpenSSL does.
+fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        if pass.is_empty() {
+            return Err("the key is encrypted and tls-key-file-pass is not set".into());
+        }
+        let (_, doc) = pkcs8::SecretDocument::from_pem(&text).map_err(|e| e.to_string())?;
+        let info = pkcs8::EncryptedPrivateKeyInfo::try_from(doc.as_bytes()).map_err(|e| e.to_string())?;
+        let plain = info.decrypt(pass).map_err(|_| "bad decrypt (wrong tls-key-file-pass?)".to_string())?;
+        return Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()));
+    }
+    PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| e.to_string())
 }
 
 fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
