@@ -240,9 +240,13 @@ struct AddTrim {
     id: Option<AddId>,
     /// XADD IDMP producer-id idempotent-id (Some) or IDMPAUTO producer-id
     /// (None), with the argv range the option took.
-    idmp: Option<(Vec<u8>, Option<Vec<u8>>, std::ops::Range<usize>)>,
+    idmp: Option<IdmpArg>,
     fields_at: usize,
 }
+
+/// XADD's IDMP option: producer ID, idempotent ID (None for IDMPAUTO) and
+/// the argv range it took.
+type IdmpArg = (Vec<u8>, Option<Vec<u8>>, std::ops::Range<usize>);
 
 /// Parses XADD's (`xadd`) or XTRIM's options, as Redis does.
 fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Result<AddTrim, CmdError> {

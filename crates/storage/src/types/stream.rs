@@ -145,8 +145,11 @@ pub struct Idmp {
     pub iids_added: u64,
     /// XADDs answered from the record instead of adding.
     pub iids_duplicates: u64,
-    producers: Vec<(Box<[u8]>, VecDeque<(Box<[u8]>, StreamId, i64)>)>,
+    producers: Vec<(Box<[u8]>, IidQueue)>,
 }
+
+/// One producer's idempotent IDs, oldest first: (ID, entry made, when).
+type IidQueue = VecDeque<(Box<[u8]>, StreamId, i64)>;
 
 impl Idmp {
     /// The duration (ms) and per-producer size in force under `cfg`.
@@ -223,7 +226,7 @@ impl Idmp {
     /// pids-tracked and iids-tracked).
     pub fn tracked(&self, now: i64, cfg: &StreamConfig) -> (usize, usize) {
         let (ttl, _) = self.limits(cfg);
-        let live = |q: &VecDeque<(Box<[u8]>, StreamId, i64)>| q.iter().filter(|(_, _, at)| now.saturating_sub(*at) < ttl).count();
+        let live = |q: &IidQueue| q.iter().filter(|(_, _, at)| now.saturating_sub(*at) < ttl).count();
         let counts: Vec<usize> = self.producers.iter().map(|(_, q)| live(q)).filter(|n| *n > 0).collect();
         (counts.len(), counts.iter().sum())
     }
