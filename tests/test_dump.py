@@ -232,9 +232,12 @@ def pairs(flat) -> dict:
 
 def xinfo_full(c: redis.Redis, k) -> dict:
     """XINFO STREAM FULL as nested dicts, without what Redis 7.0 does not
-    report (consumers' active-time) or counts its radix tree differently."""
+    report (consumers' active-time, 8.6's idempotency fields) or counts its
+    radix tree differently."""
     d = pairs(c.execute_command("XINFO", "STREAM", k, "FULL"))
     d.pop(b"radix-tree-nodes")
+    for f in (b"idmp-duration", b"idmp-maxsize", b"pids-tracked", b"iids-tracked", b"iids-added", b"iids-duplicates"):
+        d.pop(f, None)
     groups = []
     for g in d[b"groups"]:
         g = pairs(g)

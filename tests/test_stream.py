@@ -380,7 +380,8 @@ def test_xinfo_resp2(r):
     info = x(r, "XINFO", "STREAM", "s")
     keys = info[0::2]
     assert keys == [b"length", b"radix-tree-keys", b"radix-tree-nodes", b"last-generated-id", b"max-deleted-entry-id",
-                    b"entries-added", b"recorded-first-entry-id", b"groups", b"first-entry", b"last-entry"]
+                    b"entries-added", b"recorded-first-entry-id", b"idmp-duration", b"idmp-maxsize", b"pids-tracked",
+                    b"iids-tracked", b"iids-added", b"iids-duplicates", b"groups", b"first-entry", b"last-entry"]
     d = dict(zip(info[0::2], info[1::2]))
     assert d[b"length"] == 3 and d[b"groups"] == 1
     assert d[b"first-entry"] == [b"1-0", [b"f", b"1"]] and d[b"last-entry"] == [b"3-0", [b"f", b"3"]]
@@ -415,8 +416,8 @@ def test_xinfo_resp3_maps(raw, r):
     groups = c.call("XINFO", "GROUPS", "s")
     assert groups.startswith(b"*1\r\n%6\r\n$4\r\nname\r\n$1\r\ng\r\n")
     assert groups.endswith(b"$12\r\nentries-read\r\n_\r\n$3\r\nlag\r\n:0\r\n")
-    assert c.call("XINFO", "STREAM", "s").startswith(b"%10\r\n$6\r\nlength\r\n:1\r\n")
-    assert c.call("XINFO", "STREAM", "s", "FULL").startswith(b"%9\r\n")
+    assert c.call("XINFO", "STREAM", "s").startswith(b"%16\r\n$6\r\nlength\r\n:1\r\n")
+    assert c.call("XINFO", "STREAM", "s", "FULL").startswith(b"%15\r\n")
 
 
 def test_xinfo_resp3_client(r3):

@@ -157,6 +157,18 @@ impl Reply {
         }
     }
 
+    /// A double already printed as text (a long double's human form):
+    /// `,text` in RESP3, a bulk string in RESP2.
+    pub fn double_text(&mut self, s: &[u8]) {
+        if self.resp3 {
+            self.buf.push(b',');
+            self.buf.extend_from_slice(s);
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(s);
+        }
+    }
+
     /// A boolean: `#t`/`#f` in RESP3, `:1`/`:0` in RESP2.
     pub fn boolean(&mut self, b: bool) {
         if self.resp3 {

@@ -245,6 +245,8 @@ pub static PARAMS: &[Param] = &[
     p("list-compress-depth", UI, "0"),
     p("stream-node-max-bytes", M, "4096"),
     p("stream-node-max-entries", U, "100"),
+    p("stream-idmp-duration", Kind::Int(1, 86400), "100"),
+    p("stream-idmp-maxsize", Kind::Int(1, 10000), "100"),
     p("hll-sparse-max-bytes", M, "3000"),
     p("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no"),
     // Snapshots.
@@ -1052,7 +1054,12 @@ impl Config {
             max_listpack_value: size("zset-max-listpack-value"),
             ..ZsetConfig::default()
         };
-        let stream = StreamConfig { node_max_bytes: size("stream-node-max-bytes"), node_max_entries: size("stream-node-max-entries") };
+        let stream = StreamConfig {
+            node_max_bytes: size("stream-node-max-bytes"),
+            node_max_entries: size("stream-node-max-entries"),
+            idmp_duration: size("stream-idmp-duration") as u64,
+            idmp_maxsize: size("stream-idmp-maxsize") as u64,
+        };
         let list = ListConfig { fill: self.num("list-max-listpack-size") };
         let hll_sparse_max_bytes = size("hll-sparse-max-bytes");
         (self.hash, self.set, self.zset, self.stream, self.list) = (hash, set, zset, stream, list);

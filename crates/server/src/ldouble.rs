@@ -117,6 +117,29 @@ impl Ext {
         }
     }
 
+    /// The value with its sign flipped.
+    pub fn negated(self) -> Ext {
+        match self {
+            Ext::Nan => Ext::Nan,
+            Ext::Inf { neg } => Ext::Inf { neg: !neg },
+            Ext::Finite { neg, m, e } => Ext::Finite { neg: !neg && m != 0, m, e },
+        }
+    }
+
+    /// `self - other`, rounded as `plus` rounds.
+    pub fn minus(self, other: Ext) -> Ext {
+        self.plus(other.negated())
+    }
+
+    /// Orders two values that are not NaN (None if either is).
+    pub fn compare(self, other: Ext) -> Option<Ordering> {
+        match self.minus(other) {
+            Ext::Nan => None,
+            Ext::Finite { m: 0, .. } => Some(Ordering::Equal),
+            Ext::Inf { neg } | Ext::Finite { neg, .. } => Some(if neg { Ordering::Less } else { Ordering::Greater }),
+        }
+    }
+
     /// Redis's human format: `%.17Lf` (17 digits after the point, rounded
     /// to nearest even), then trailing zeros and a bare point removed, and
     /// `-0` written `0`. Infinities print as `inf`/`-inf`, NaN as `nan`.

@@ -31,7 +31,7 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::stream::{AddError, AddId, ClaimedEntry, Entry, Group, RefPolicy, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
+use storage::types::stream::{AddError, AddId, ClaimedEntry, Entry, Group, NackMode, RefPolicy, Retry, Stream, StreamId, Trim, INVALID_ENTRIES_READ, MAX_ENTRY_BYTES};
 use storage::ValueRef;
 
 use crate::access::Write;
@@ -72,6 +72,10 @@ pub fn table() -> Vec<Spec> {
             .key_specs(one(RW_DELETE, 1)),
         s("xackdel", -6, WRITE | FAST, k1, xackdel, WF, "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.", "8.2.0")
             .key_specs(one(&["RW", "update", "delete"], 1)),
+        s("xnack", -7, WRITE | FAST, k1, xnack, WF, "Releases pending messages back to the group's PEL without acknowledging them, making them available for re-delivery.", "8.8.0")
+            .key_specs(one(&["RW", "update"], 1)),
+        s("xcfgset", -2, WRITE | FAST, k1, xcfgset, WF, "Sets the IDMP configuration parameters for a stream.", "8.6.0").key_specs(one(&["RW", "update"], 1)),
+        s("xidmprecord", 5, WRITE | FAST, k1, xidmprecord, WF, "An internal command for replicating idempotent stream IDs.", "8.6.0").key_specs(one(&["RW", "update"], 1)),
         s("xack", -4, WRITE | FAST, k1, xack, WF, "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", "5.0.0"),
         s("xpending", -3, READONLY, k1, xpending, RS, "Returns the information and entries from a stream consumer group's pending entries list.", "5.0.0"),
         s("xclaim", -6, WRITE | FAST, k1, xclaim, WF, "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", "5.0.0"),
@@ -234,8 +238,15 @@ struct AddTrim {
     policy: RefPolicy,
     /// XADD's ID (None: `*`) and the index of the first field.
     id: Option<AddId>,
+    /// XADD IDMP producer-id idempotent-id (Some) or IDMPAUTO producer-id
+    /// (None), with the argv range the option took.
+    idmp: Option<IdmpArg>,
     fields_at: usize,
 }
+
+/// XADD's IDMP option: producer ID, idempotent ID (None for IDMPAUTO) and
+/// the argv range it took.
+type IdmpArg = (Vec<u8>, Option<Vec<u8>>, std::ops::Range<usize>);
 
 /// Parses XADD's (`xadd`) or XTRIM's options, as Redis does.
 fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Result<AddTrim, CmdError> {
@@ -283,6 +294,23 @@ fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Resu
             policy_given = true;
         } else if xadd && is(a, "nomkstream") {
             o.nomkstream = true;
+        } else if xadd && ((is(a, "idmp") && more >= 2) || (is(a, "idmpauto") && more >= 1)) {
+            if o.idmp.is_some() {
+                return Err(CmdError::err("IDMP/IDMPAUTO specified multiple times"));
+            }
+            let auto = is(a, "idmpauto");
+            let pid = args[i + 1].clone();
+            let name = if auto { "IDMPAUTO" } else { "IDMP" };
+            if pid.is_empty() {
+                return Err(CmdError::err(format!("{name} requires a non-empty producer ID")));
+            }
+            let iid = if auto { None } else { Some(args[i + 2].clone()) };
+            if iid.as_ref().is_some_and(Vec::is_empty) {
+                return Err(CmdError::err("IDMP requires a non-empty idempotent ID"));
+            }
+            let took = if auto { 2 } else { 3 };
+            o.idmp = Some((pid, iid, i..i + took));
+            i += took - 1;
         } else if xadd {
             let (ms, seq) = parse_id_parts(a, 0, true, true)?;
             o.id = Some(match seq {
@@ -296,6 +324,9 @@ fn parse_add_trim(args: &[Vec<u8>], xadd: bool, node_max_entries: usize) -> Resu
         i += 1;
     }
     o.fields_at = i + 1;
+    if o.idmp.is_some() && o.id.is_some() {
+        return Err(CmdError::err("IDMP/IDMPAUTO can be used only with auto-generated IDs"));
+    }
     if o.limit != 0 && o.trim.is_none() {
         return Err(CmdError::err("syntax error, LIMIT cannot be used without specifying a trimming strategy"));
     }
@@ -355,12 +386,24 @@ fn check_entry_size(pairs: &[Vec<u8>]) -> CmdResult {
 fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>], args: &[Vec<u8>]) -> CmdResult {
     let (cfg, now) = (w.ctx().srv.config.stream, w.ctx().now);
     let (s, out) = w.parts();
+    let idmp = o.idmp.as_ref().map(|(pid, iid, _)| (pid, iid.clone().unwrap_or_else(|| auto_iid(pairs))));
+    if let Some((pid, iid)) = &idmp {
+        if let Some(id) = s.idmp.lookup(pid, iid, now, &cfg) {
+            // Sent before: the entry it made, and nothing changes.
+            reply_id(out, id);
+            w.ctx().srv.feed.skip_current();
+            return Ok(());
+        }
+    }
     let id = s.next_id(o.id.unwrap_or(AddId::Auto), now.max(0) as u64).map_err(|e| match e {
         AddError::Exhausted => CmdError::err("The stream has exhausted the last possible ID, unable to add more items"),
         AddError::NotGreater => CmdError::err("The ID specified in XADD is equal or smaller than the target stream top item"),
     })?;
     check_entry_size(pairs)?;
     s.append(id, pairs, &cfg);
+    if let Some((pid, iid)) = &idmp {
+        s.idmp.record(pid, iid, id, now, &cfg);
+    }
     let trimmed = o.trim.map_or(0, |t| s.trim_with(t, o.approx, o.limit, o.policy));
     reply_id(out, id);
     w.changed("xadd");
@@ -368,11 +411,87 @@ fn append(mut w: Write<Stream>, o: &AddTrim, pairs: &[Vec<u8>], args: &[Vec<u8>]
         w.changed("xtrim");
     }
     // Replayed with the ID it got, as Redis rewrites `*` and `ms-*`.
+    // With IDMP, as the plain XADD and an XIDMPRECORD of what it made
+    // (IDMPAUTO's ID is computed once, here).
     if !w.ctx().srv.feed.is_empty() {
         let mut argv = args.to_vec();
         argv[o.fields_at - 1] = id.to_string().into_bytes();
-        w.ctx().srv.feed.replace_current(argv);
+        match (&o.idmp, idmp) {
+            (Some((_, _, took)), Some((pid, iid))) => {
+                argv.drain(took.clone());
+                let record = vec![b"XIDMPRECORD".to_vec(), args[1].clone(), pid.clone(), iid, id.to_string().into_bytes()];
+                let c = w.ctx();
+                let db = c.client.db;
+                c.srv.feed.skip_current();
+                c.srv.feed.push(db, argv);
+                c.srv.feed.push(db, record);
+            }
+            _ => w.ctx().srv.feed.replace_current(argv),
+        }
     }
+    Ok(())
+}
+
+/// IDMPAUTO's idempotent ID: a hash of the entry's field-value pairs that
+/// does not depend on their order.
+fn auto_iid(pairs: &[Vec<u8>]) -> Vec<u8> {
+    let mut kv: Vec<(&[u8], &[u8])> = pairs.chunks(2).map(|c| (c[0].as_slice(), c[1].as_slice())).collect();
+    kv.sort_unstable();
+    let mut buf = Vec::new();
+    for (k, v) in kv {
+        buf.extend_from_slice(&(k.len() as u64).to_le_bytes());
+        buf.extend_from_slice(k);
+        buf.extend_from_slice(&(v.len() as u64).to_le_bytes());
+        buf.extend_from_slice(v);
+    }
+    xxhash_rust::xxh3::xxh3_128(&buf).to_be_bytes().to_vec()
+}
+
+/// XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE count] (Redis 8.6):
+/// the stream's idempotency settings; changing either forgets the IDs
+/// remembered so far.
+pub fn xcfgset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() == 2 {
+        return Err(CmdError::err("At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) is required"));
+    }
+    let (mut duration, mut maxsize) = (None, None);
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        let Some(v) = args.get(i + 1).filter(|_| is(a, "idmp-duration") || is(a, "idmp-maxsize")) else { return Err(CmdError::Syntax) };
+        let n = arg_i64(v)?;
+        if is(a, "idmp-duration") {
+            if !(1..=86400).contains(&n) {
+                return Err(CmdError::err("IDMP-DURATION must be between 1 and 86400 seconds"));
+            }
+            duration = Some(n as u64);
+        } else {
+            if !(1..=10000).contains(&n) {
+                return Err(CmdError::err("IDMP-MAXSIZE must be between 1 and 10000 entries"));
+            }
+            maxsize = Some(n as u64);
+        }
+        i += 2;
+    }
+    let cfg = ctx.srv.config.stream;
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else { return Err(CmdError::err("no such key")) };
+    let (s, out) = w.parts();
+    s.idmp.configure(duration, maxsize, &cfg);
+    out.ok();
+    w.ctx().srv.dirty += 1;
+    Ok(())
+}
+
+/// XIDMPRECORD key producer-id idempotent-id id: records that the
+/// producer's idempotent ID made entry `id` (how XADD IDMP is replayed).
+pub fn xidmprecord(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let id = arg_strict_id(&args[4])?;
+    let (cfg, now) = (ctx.srv.config.stream, ctx.now);
+    let Some(mut w) = ctx.write::<Stream>(&args[1], notify::STREAM)? else { return Err(CmdError::err("no such key")) };
+    let (s, out) = w.parts();
+    s.idmp.record(&args[2], &args[3], id, now, &cfg);
+    out.ok();
+    w.ctx().srv.dirty += 1;
     Ok(())
 }
 
@@ -540,6 +659,71 @@ pub fn xackdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if deleted > 0 {
         srv.dirty += deleted - 1;
         w.changed("xdel");
+    }
+    Ok(())
+}
+
+/// XNACK key group SILENT|FAIL|FATAL IDS numids id [id ...] [RETRYCOUNT n]
+/// [FORCE] (Redis 8.8): releases pending entries back to the group
+/// unowned and at once claimable; replies how many were released.
+/// Replayed as sent: the result depends on the group's state only.
+pub fn xnack(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let mode = if is(&args[3], "silent") {
+        NackMode::Silent
+    } else if is(&args[3], "fail") {
+        NackMode::Fail
+    } else if is(&args[3], "fatal") {
+        NackMode::Fatal
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    if !is(&args[4], "ids") {
+        return Err(CmdError::Syntax);
+    }
+    let n = arg_i64(&args[5]).ok().filter(|n| *n > 0).ok_or_else(|| CmdError::err("Number of IDs must be a positive integer"))?;
+    if n as u64 > (args.len() - 6) as u64 {
+        return Err(CmdError::err("The `numids` parameter must match the number of arguments"));
+    }
+    let ids_end = 6 + n as usize;
+    let (mut retry, mut force) = (None, false);
+    let mut j = ids_end;
+    while j < args.len() {
+        if is(&args[j], "retrycount") && j + 1 < args.len() && retry.is_none() {
+            let c = arg_i64_msg(&args[j + 1], "Invalid RETRYCOUNT option argument for XNACK")?;
+            if c < 0 {
+                return Err(CmdError::err("Invalid RETRYCOUNT option argument for XNACK"));
+            }
+            retry = Some(c as u64);
+            j += 2;
+        } else if is(&args[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let ids = args[6..ids_end].iter().map(|a| arg_strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let (key, group) = (&args[1], &args[2]);
+    let Some(mut w) = ctx.write::<Stream>(key, notify::STREAM)? else { return Err(no_group(key, group)) };
+    let (s, out) = w.parts();
+    if s.group(group).is_none() {
+        return Err(no_group(key, group));
+    }
+    let mut released = 0i64;
+    for id in ids {
+        let create = force && s.contains(id);
+        if s.group_mut(group).is_some_and(|g| g.release(id, mode, retry, create)) {
+            released += 1;
+        }
+    }
+    out.int(released);
+    if released > 0 {
+        // Released entries are claimable now: a blocked XREADGROUP ...
+        // CLAIM on the key re-runs.
+        let c = w.ctx();
+        c.srv.dirty += released as u64;
+        let db = c.client.db;
+        c.srv.blocking.signal(db, key);
     }
     Ok(())
 }
@@ -1268,11 +1452,12 @@ pub fn xpending(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     break;
                 }
                 let Some(n) = g.nack(id) else { continue };
-                let idle = now - n.delivery_time;
-                if min_idle != 0 && idle < min_idle {
+                // Released by XNACK: never delivered since; shown idle -1.
+                let idle = if n.delivery_time == 0 { -1 } else { (now - n.delivery_time).max(0) };
+                if min_idle != 0 && idle != -1 && idle < min_idle {
                     continue;
                 }
-                rows.push((id, n.consumer.clone().unwrap_or_default(), idle.max(0), n.delivery_count));
+                rows.push((id, n.consumer.clone().unwrap_or_default(), idle, n.delivery_count));
             }
             out.array(rows.len());
             for (id, c, idle, n) in rows {
@@ -1513,8 +1698,9 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         let n = if opts.len() == 3 { arg_i64(&opts[2])? } else { 10 };
         full = Some(if n < 0 { 10 } else { n as usize });
     }
+    let (cfg, now) = (ctx.srv.config.stream, ctx.now);
     let (s, out) = info_target(ctx, &args[2])?;
-    out.map(if full.is_some() { 9 } else { 10 });
+    out.map(if full.is_some() { 15 } else { 16 });
     out.bulk(b"length");
     out.int(s.len() as i64);
     out.bulk(b"radix-tree-keys");
@@ -1529,6 +1715,20 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     out.int(s.entries_added() as i64);
     out.bulk(b"recorded-first-entry-id");
     reply_id(out, s.first_id());
+    // Redis 8.6's idempotent production.
+    let (ttl, max) = s.idmp.limits(&cfg);
+    let (pids, iids) = s.idmp.tracked(now, &cfg);
+    for (name, v) in [
+        (b"idmp-duration".as_slice(), ttl / 1000),
+        (b"idmp-maxsize", max as i64),
+        (b"pids-tracked", pids as i64),
+        (b"iids-tracked", iids as i64),
+        (b"iids-added", s.idmp.iids_added as i64),
+        (b"iids-duplicates", s.idmp.iids_duplicates as i64),
+    ] {
+        out.bulk(name);
+        out.int(v);
+    }
     match full {
         None => {
             out.bulk(b"groups");

@@ -81,6 +81,8 @@ pub fn table() -> Vec<Spec> {
             .getkeys(delex_keys),
         s("msetex", -4, WRITE | DENYOOM, crate::keyspec::NO_KEYS, msetex, WS, "Atomically sets multiple string keys with a shared expiration in a single operation. Supports flexible argument parsing where condition and expiration flags can appear in any order.", "8.4.0")
             .key_specs(vec![KeySpec { flags: kf::OW_UPDATE, begin: Begin::Index(1), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 2 } }]),
+        s("increx", -2, WRITE | DENYOOM | FAST, k1, increx, WF, "Increments the numeric value of a key by a number and sets its expiration time. Uses 0 as initial value if the key doesn't exist.", "8.8.0")
+            .key_specs(vec![range_spec(kf::RW_ACCESS_UPDATE, 1, 0, 1)]),
         s("delifeq", 3, WRITE, k1, delifeq, WS, "Delete key if value matches string.", "9.0.0")
             .key_specs(vec![range_spec(&["RM", "access", "delete"], 1, 0, 1)]),
     ]
@@ -672,6 +674,223 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // differently elsewhere (Redis's replicas use long doubles).
     ctx.out().bulk(text.as_bytes());
     ctx.srv.feed.replace_current(vec![b"SET".to_vec(), key.clone(), text.into_bytes(), b"KEEPTTL".to_vec()]);
+    Ok(())
+}
+
+/// INCREX's options, as parsed (values still text where the mode decides
+/// how to read them).
+#[derive(Default)]
+struct IncrexOpts<'a> {
+    /// BYINT (false) or BYFLOAT (true) and its text; None: BYINT 1.
+    by: Option<(bool, &'a [u8])>,
+    lbound: Option<&'a [u8]>,
+    ubound: Option<&'a [u8]>,
+    saturate: bool,
+    expire: Option<(ExpireKind, &'a [u8])>,
+    persist: bool,
+    enx: bool,
+}
+
+fn parse_increx(args: &[Vec<u8>]) -> Result<IncrexOpts<'_>, CmdError> {
+    let mut o = IncrexOpts::default();
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        let next = args.get(i + 1).map(Vec::as_slice);
+        let kind = [("ex", ExpireKind::Ex), ("px", ExpireKind::Px), ("exat", ExpireKind::ExAt), ("pxat", ExpireKind::PxAt)]
+            .into_iter()
+            .find(|(w, _)| is(a, w))
+            .map(|(_, k)| k);
+        match (kind, next) {
+            (Some(k), Some(v)) if o.expire.is_none() && !o.persist => {
+                o.expire = Some((k, v));
+                i += 2;
+                continue;
+            }
+            (Some(_), _) => return Err(CmdError::Syntax),
+            (None, _) => {}
+        }
+        if (is(a, "byint") || is(a, "byfloat")) && o.by.is_none() && next.is_some() {
+            o.by = Some((is(a, "byfloat"), next.unwrap_or_default()));
+            i += 1;
+        } else if is(a, "lbound") && o.lbound.is_none() && next.is_some() {
+            o.lbound = next;
+            i += 1;
+        } else if is(a, "ubound") && o.ubound.is_none() && next.is_some() {
+            o.ubound = next;
+            i += 1;
+        } else if is(a, "saturate") && !o.saturate {
+            o.saturate = true;
+        } else if is(a, "persist") && !o.persist && o.expire.is_none() && !o.enx {
+            o.persist = true;
+        } else if is(a, "enx") && !o.enx && !o.persist {
+            o.enx = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if o.enx && o.expire.is_none() {
+        return Err(CmdError::err("ENX flag requires an expiration option (EX, PX, EXAT or PXAT)"));
+    }
+    Ok(o)
+}
+
+/// INCREX's result: the value and the applied increment, as integers or
+/// as long doubles printed.
+enum Increx {
+    Int(i64, i64),
+    Float(String, String),
+}
+
+/// INCREX's arithmetic on one kind of number: the value after the
+/// increment (None: refused, the key stays as it is) and the increment
+/// that value amounts to.
+fn increx_int(cur: i64, by: i64, lo: i64, hi: i64, saturate: bool) -> Result<Option<(i64, i64)>, CmdError> {
+    let next = match cur.checked_add(by) {
+        Some(v) if (lo..=hi).contains(&v) => v,
+        _ if !saturate => return Ok(None),
+        Some(v) => v.clamp(lo, hi),
+        None if by > 0 => hi,
+        None => lo,
+    };
+    let applied = next.checked_sub(cur).ok_or_else(|| CmdError::err("applied increment would overflow"))?;
+    Ok(Some((next, applied)))
+}
+
+fn increx_float(cur: Ext, by: Ext, lo: Option<Ext>, hi: Option<Ext>, saturate: bool) -> Result<Option<(Ext, Ext)>, CmdError> {
+    use std::cmp::Ordering::{Greater, Less};
+    let v = cur.plus(by);
+    let below = lo.filter(|l| v.compare(*l) == Some(Less));
+    let above = hi.filter(|h| v.compare(*h) == Some(Greater));
+    let next = match (below, above) {
+        (None, None) if v.is_finite() => v,
+        _ if !saturate => return Ok(None),
+        (Some(l), _) => l,
+        (_, Some(h)) => h,
+        // Past the type's range with no bound on that side.
+        (None, None) => return Err(CmdError::err("increment would produce NaN or Infinity")),
+    };
+    Ok(Some((next, next.minus(cur))))
+}
+
+/// INCREX key [BYINT n | BYFLOAT f] [LBOUND l] [UBOUND u] [SATURATE]
+/// [EX s | PX ms | EXAT ts | PXAT ts | PERSIST] [ENX] (Redis 8.8): adds to
+/// the number at `key` (0 if absent), refusing a result outside the bounds
+/// or the type's range (reply `[value, 0]`, nothing changes) or, with
+/// SATURATE, stopping at the bound; sets the TTL in the same step (ENX:
+/// only when the key has none). Replies `[new value, applied increment]`,
+/// integers or doubles by mode. Replayed as the SET of the result (or a
+/// DEL when the deadline has passed), as Redis propagates it.
+pub fn increx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let key = &args[1];
+    let o = parse_increx(args)?;
+    let float = o.by.is_some_and(|(f, _)| f);
+    let now = ctx.now;
+    let deadline = match o.expire {
+        Some((kind, arg)) => Some(expire_deadline("increx", kind, arg, now)?),
+        None => None,
+    };
+    let bad_bound = |name: &str| CmdError::err(format!("{name} is not {}", if float { "a valid float" } else { "an integer" }));
+    let bound_gt = || CmdError::err("LBOUND can't be greater than UBOUND");
+    let (done, applied) = if float {
+        let by = Ext::parse(o.by.map_or(b"1".as_slice(), |(_, t)| t)).ok_or_else(|| CmdError::err("Increment is not a valid float"))?;
+        if !by.is_finite() {
+            return Err(CmdError::err("BYFLOAT increment cannot be Infinity"));
+        }
+        let bound = |b: Option<&[u8]>, name: &str| b.map(|t| Ext::parse(t).filter(|v| v.is_finite()).ok_or_else(|| bad_bound(name))).transpose();
+        let (lo, hi) = (bound(o.lbound, "LBOUND")?, bound(o.ubound, "UBOUND")?);
+        if let (Some(l), Some(h)) = (lo, hi) {
+            if l.compare(h) == Some(std::cmp::Ordering::Greater) {
+                return Err(bound_gt());
+            }
+        }
+        let cur = match ctx.read_str(key)?.0 {
+            None => Ext::from_i64(0),
+            Some(StrRef::Int(v)) => Ext::from_i64(v),
+            Some(StrRef::Bytes(b)) => Ext::parse(b).ok_or(CmdError::NotFloat)?,
+        };
+        if !cur.is_finite() {
+            return Err(CmdError::err("value cannot be Infinity"));
+        }
+        match increx_float(cur, by, lo, hi, o.saturate)? {
+            None => (Increx::Float(cur.to_human(), "0".into()), false),
+            Some((v, d)) => (Increx::Float(v.to_human(), d.to_human()), true),
+        }
+    } else {
+        let by = match o.by {
+            Some((_, t)) => arg_i64(t).map_err(|_| CmdError::err("Increment is not an integer"))?,
+            None => 1,
+        };
+        let bound = |b: Option<&[u8]>, name: &str, dflt: i64| b.map_or(Ok(dflt), |t| arg_i64(t).map_err(|_| bad_bound(name)));
+        let (lo, hi) = (bound(o.lbound, "LBOUND", i64::MIN)?, bound(o.ubound, "UBOUND", i64::MAX)?);
+        if lo > hi {
+            return Err(bound_gt());
+        }
+        let cur = match ctx.read_str(key)?.0 {
+            None => 0,
+            Some(StrRef::Int(v)) => v,
+            Some(StrRef::Bytes(_)) => return Err(CmdError::NotInt),
+        };
+        match increx_int(cur, by, lo, hi, o.saturate)? {
+            None => (Increx::Int(cur, 0), false),
+            Some((v, d)) => (Increx::Int(v, d), true),
+        }
+    };
+    let out = ctx.out();
+    out.array(2);
+    let text = match done {
+        Increx::Int(v, d) => {
+            out.int(v);
+            out.int(d);
+            v.to_string()
+        }
+        Increx::Float(v, d) => {
+            out.double_text(v.as_bytes());
+            out.double_text(d.as_bytes());
+            v
+        }
+    };
+    if !applied {
+        // Out of range: the key, its TTL and the replicas see nothing.
+        ctx.srv.feed.skip_current();
+        return Ok(());
+    }
+    let old_ttl = ctx.db().expire_of(key, now).flatten();
+    // ENX leaves a key's TTL alone; otherwise the option decides.
+    let deadline = deadline.filter(|_| !(o.enx && old_ttl.is_some()));
+    let event = if float { "incrbyfloat" } else { "incrby" };
+    if deadline.is_some_and(|t| t <= now) {
+        // Already expired: the key goes, as SET with a past deadline would.
+        if ctx.db().remove(key, now).is_some() {
+            ctx.modified(key, notify::GENERIC, "del");
+            ctx.srv.feed.replace_current(vec![b"DEL".to_vec(), key.clone()]);
+        } else {
+            ctx.srv.feed.skip_current();
+        }
+        return Ok(());
+    }
+    let ttl = match (deadline, o.persist) {
+        (Some(t), _) => Ttl::At(t),
+        (None, true) => Ttl::Clear,
+        (None, false) => Ttl::Keep,
+    };
+    ctx.set_value(key, Value::string(text.as_bytes()), ttl);
+    ctx.notify(notify::STRING, event, key);
+    let mut replay = vec![b"SET".to_vec(), key.clone(), text.into_bytes()];
+    match (deadline, o.persist) {
+        (Some(t), _) => {
+            ctx.notify(notify::GENERIC, "expire", key);
+            replay.extend([b"PXAT".to_vec(), t.to_string().into_bytes()]);
+        }
+        (None, true) => {
+            if old_ttl.is_some() {
+                ctx.notify(notify::GENERIC, "persist", key);
+            }
+        }
+        (None, false) => replay.push(b"KEEPTTL".to_vec()),
+    }
+    ctx.srv.feed.replace_current(replay);
     Ok(())
 }
 

@@ -276,7 +276,7 @@ fn assert_same_stream(a: &Value, b: &Value) {
 /// A stream built through the public API: several nodes, entries with and
 /// without the master fields, deletions, two groups with pending entries.
 fn busy_stream(active_differs: bool) -> Stream {
-    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 3 };
+    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 3, ..StreamConfig::default() };
     let mut s = Stream::new();
     for i in 0..10u64 {
         let pairs: Vec<Vec<u8>> = if i % 4 == 3 {

@@ -118,11 +118,121 @@ pub struct StreamConfig {
     pub node_max_bytes: usize,
     /// Most entries a node takes.
     pub node_max_entries: usize,
+    /// Seconds an idempotent ID is remembered unless the stream sets its
+    /// own (`stream-idmp-duration`, XCFGSET IDMP-DURATION).
+    pub idmp_duration: u64,
+    /// Idempotent IDs remembered per producer, likewise
+    /// (`stream-idmp-maxsize`, XCFGSET IDMP-MAXSIZE).
+    pub idmp_maxsize: u64,
 }
 
 impl Default for StreamConfig {
     fn default() -> Self {
-        StreamConfig { node_max_bytes: 4096, node_max_entries: 100 }
+        StreamConfig { node_max_bytes: 4096, node_max_entries: 100, idmp_duration: 100, idmp_maxsize: 100 }
+    }
+}
+
+/// Redis 8.6's idempotent production (XADD IDMP / IDMPAUTO, XCFGSET): per
+/// producer, the idempotent IDs it sent lately, each with the entry it
+/// made and when, oldest first; and the stream's settings and counters.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Idmp {
+    /// XCFGSET's IDMP-DURATION (seconds); None: the server's default.
+    pub duration: Option<u64>,
+    /// XCFGSET's IDMP-MAXSIZE; None: the server's default.
+    pub maxsize: Option<u64>,
+    /// Idempotent IDs ever recorded (kept across XCFGSET's clearing).
+    pub iids_added: u64,
+    /// XADDs answered from the record instead of adding.
+    pub iids_duplicates: u64,
+    producers: Vec<(Box<[u8]>, IidQueue)>,
+}
+
+/// One producer's idempotent IDs, oldest first: (ID, entry made, when).
+type IidQueue = VecDeque<(Box<[u8]>, StreamId, i64)>;
+
+impl Idmp {
+    /// The duration (ms) and per-producer size in force under `cfg`.
+    pub fn limits(&self, cfg: &StreamConfig) -> (i64, usize) {
+        let secs = self.duration.unwrap_or(cfg.idmp_duration);
+        (secs.saturating_mul(1000).min(i64::MAX as u64) as i64, self.maxsize.unwrap_or(cfg.idmp_maxsize) as usize)
+    }
+
+    fn producer(&self, pid: &[u8]) -> Result<usize, usize> {
+        self.producers.binary_search_by(|(p, _)| (**p).cmp(pid))
+    }
+
+    /// Forgets the IDs of producer `pid` older than `ttl_ms` at `now`,
+    /// and the producer once it has none.
+    fn expire(&mut self, pid: &[u8], now: i64, ttl_ms: i64) {
+        let Ok(i) = self.producer(pid) else { return };
+        let q = &mut self.producers[i].1;
+        while q.front().is_some_and(|(_, _, at)| now.saturating_sub(*at) >= ttl_ms) {
+            q.pop_front();
+        }
+        if q.is_empty() {
+            self.producers.remove(i);
+        }
+    }
+
+    /// The entry producer `pid` made with idempotent ID `iid`, if it is
+    /// still remembered; a hit counts as a duplicate.
+    pub fn lookup(&mut self, pid: &[u8], iid: &[u8], now: i64, cfg: &StreamConfig) -> Option<StreamId> {
+        let (ttl, _) = self.limits(cfg);
+        self.expire(pid, now, ttl);
+        let i = self.producer(pid).ok()?;
+        let id = self.producers[i].1.iter().find(|(k, _, _)| **k == *iid).map(|(_, id, _)| *id)?;
+        self.iids_duplicates += 1;
+        Some(id)
+    }
+
+    /// Remembers that `pid` made entry `id` with `iid` at `now`, dropping
+    /// the producer's oldest past the size limit.
+    pub fn record(&mut self, pid: &[u8], iid: &[u8], id: StreamId, now: i64, cfg: &StreamConfig) {
+        let (ttl, max) = self.limits(cfg);
+        self.expire(pid, now, ttl);
+        let i = match self.producer(pid) {
+            Ok(i) => i,
+            Err(i) => {
+                self.producers.insert(i, (pid.into(), VecDeque::new()));
+                i
+            }
+        };
+        let q = &mut self.producers[i].1;
+        q.retain(|(k, _, _)| **k != *iid);
+        q.push_back((iid.into(), id, now));
+        while q.len() > max.max(1) {
+            q.pop_front();
+        }
+        self.iids_added += 1;
+    }
+
+    /// XCFGSET: sets what is given; a change of either value forgets every
+    /// producer's IDs (the counters stay).
+    pub fn configure(&mut self, duration: Option<u64>, maxsize: Option<u64>, cfg: &StreamConfig) {
+        let before = self.limits(cfg);
+        if duration.is_some() {
+            self.duration = duration;
+        }
+        if maxsize.is_some() {
+            self.maxsize = maxsize;
+        }
+        if self.limits(cfg) != before {
+            self.producers.clear();
+        }
+    }
+
+    /// Producers and idempotent IDs remembered at `now` (XINFO STREAM's
+    /// pids-tracked and iids-tracked).
+    pub fn tracked(&self, now: i64, cfg: &StreamConfig) -> (usize, usize) {
+        let (ttl, _) = self.limits(cfg);
+        let live = |q: &IidQueue| q.iter().filter(|(_, _, at)| now.saturating_sub(*at) < ttl).count();
+        let counts: Vec<usize> = self.producers.iter().map(|(_, q)| live(q)).filter(|n| *n > 0).collect();
+        (counts.len(), counts.iter().sum())
+    }
+
+    fn mem_usage(&self) -> usize {
+        self.producers.iter().map(|(p, q)| alloc_size(p.len()) + q.iter().map(|(k, _, _)| alloc_size(k.len()) + 40).sum::<usize>()).sum()
     }
 }
 
@@ -199,6 +309,17 @@ pub struct Nack {
     pub delivery_count: u64,
     /// Owner; None only for an entry claimed with FORCE by no consumer yet.
     pub consumer: Option<Box<[u8]>>,
+}
+
+/// How XNACK (Redis 8.8) changes a released entry's delivery count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NackMode {
+    /// One less: the delivery does not count.
+    Silent,
+    /// Unchanged.
+    Fail,
+    /// The largest count (`i64::MAX`): the entry failed for good.
+    Fatal,
 }
 
 /// A consumer of a group.
@@ -389,6 +510,37 @@ impl Group {
                 self.unlink(&o, id);
             }
             self.link(consumer, id);
+        }
+        true
+    }
+
+    /// XNACK: gives pending `id` back to the group: no owner, delivery
+    /// time 0 (idle for any claim, which takes it before entries that were
+    /// delivered), the count changed by `mode` or set to `retry`. An entry
+    /// not pending is created unowned when `force` (the caller checks it is
+    /// stored), with count 0, `retry`, or the largest for FATAL. False if
+    /// nothing was released.
+    pub fn release(&mut self, id: StreamId, mode: NackMode, retry: Option<u64>, force: bool) -> bool {
+        const FATAL: u64 = i64::MAX as u64;
+        let p = match self.pel.binary_search_by_key(&id, |(k, _)| *k) {
+            Ok(p) => p,
+            Err(p) if force => {
+                let count = retry.unwrap_or(if mode == NackMode::Fatal { FATAL } else { 0 });
+                self.pel.insert(p, (id, Nack { delivery_time: 0, delivery_count: count, consumer: None }));
+                return true;
+            }
+            Err(_) => return false,
+        };
+        let n = &mut self.pel[p].1;
+        n.delivery_time = 0;
+        n.delivery_count = match (retry, mode) {
+            (Some(c), _) => c,
+            (None, NackMode::Silent) => n.delivery_count.saturating_sub(1),
+            (None, NackMode::Fail) => n.delivery_count,
+            (None, NackMode::Fatal) => FATAL,
+        };
+        if let Some(o) = n.consumer.take() {
+            self.unlink(&o, id);
         }
         true
     }
@@ -630,6 +782,8 @@ pub struct Stream {
     max_deleted_id: StreamId,
     entries_added: u64,
     groups: Vec<Group>,
+    /// Idempotent production's record and settings.
+    pub idmp: Idmp,
 }
 
 impl Stream {
@@ -1185,6 +1339,7 @@ impl Stream {
             + self.nodes.iter().map(|(_, n)| alloc_size(n.buf.capacity())).sum::<usize>()
             + alloc_size(self.groups.capacity() * size_of::<Group>())
             + self.groups.iter().map(Group::mem_usage).sum::<usize>()
+            + self.idmp.mem_usage()
     }
 
     /// What Redis's OBJECT ENCODING answers.

@@ -70,7 +70,7 @@ fn hash(n: usize, ttls: &[(usize, i64)]) -> Value {
 }
 
 fn stream(active_differs: bool) -> Value {
-    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 5 };
+    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 5, ..StreamConfig::default() };
     let mut s = Stream::new();
     for i in 0..23u64 {
         let v = format!("reading {i} {}", "x".repeat(i as usize * 3));

@@ -47,7 +47,7 @@ fn next_id_rules() {
 
 #[test]
 fn packs_same_fields_densely() {
-    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 0 };
+    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 0, ..StreamConfig::default() };
     let mut s = Stream::new();
     for i in 0..1000u64 {
         let v = i.to_string();
@@ -85,7 +85,7 @@ fn elements_round_trip_as_ints_or_strings() {
 
 #[test]
 fn nodes_follow_limits() {
-    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 5 };
+    let cfg = StreamConfig { node_max_bytes: 4096, node_max_entries: 5, ..StreamConfig::default() };
     let mut s = Stream::new();
     for i in 1..=12 {
         s.append(id(i, 0), &pairs(&["f", "v"]), &cfg);
@@ -97,7 +97,7 @@ fn nodes_follow_limits() {
         s.append(id(i, 0), &pairs(&["f", "v"]), &cfg);
     }
     assert_eq!(s.node_count(), 4);
-    let small = StreamConfig { node_max_bytes: 20, node_max_entries: 0 };
+    let small = StreamConfig { node_max_bytes: 20, node_max_entries: 0, ..StreamConfig::default() };
     let mut t = Stream::new();
     for i in 1..=10 {
         t.append(id(i, 0), &pairs(&["field", "value"]), &small);
@@ -107,7 +107,7 @@ fn nodes_follow_limits() {
 
 #[test]
 fn trim_whole_nodes_like_redis() {
-    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 10 };
+    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 10, ..StreamConfig::default() };
     let mut s = Stream::new();
     for i in 1..=100 {
         s.append(id(i, 0), &pairs(&["f", "v"]), &cfg);
@@ -189,7 +189,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
     fn matches_btreemap(max_entries in 0usize..6, max_bytes in prop::sample::select(vec![0usize, 16, 64, 4096]), ops in prop::collection::vec(op(), 1..150)) {
-        let cfg = StreamConfig { node_max_bytes: max_bytes, node_max_entries: max_entries };
+        let cfg = StreamConfig { node_max_bytes: max_bytes, node_max_entries: max_entries, ..StreamConfig::default() };
         let mut s = Stream::new();
         let mut m: BTreeMap<StreamId, Vec<Vec<u8>>> = BTreeMap::new();
         let mut t = 0u64;
@@ -267,7 +267,7 @@ fn empty_stream_stays_a_key() {
 /// A stream of entries 1-0..=n-0 in nodes of two, with group `g` delivered
 /// up to `delivered` and consumer `c` holding those entries pending.
 fn referenced_stream(n: u64, delivered: u64) -> Stream {
-    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 2 };
+    let cfg = StreamConfig { node_max_bytes: 0, node_max_entries: 2, ..StreamConfig::default() };
     let mut s = Stream::new();
     for i in 1..=n {
         s.append(id(i, 0), &pairs(&["f", "v"]), &cfg);
