@@ -200,10 +200,25 @@ fn log_replicas(srv: &Server) {
 fn finish(srv: &mut Server, host: &mut dyn Host, flags: Flags) -> Result<(), Failed> {
     log_replicas(srv);
     // A background save stops here (its temp file goes with it), as
-    // Redis kills its child.
+    // Redis kills its child; but not the first rewrite of an AOF turned
+    // on at run time: no file holds the data set yet.
     match persist::bgsave_running(srv) {
         Some(crate::bgsave::Purpose::Rdb | crate::bgsave::Purpose::Repl) => srv.config.log.warning("There is a child saving an .rdb. Killing it!"),
-        Some(crate::bgsave::Purpose::AofBase) => srv.config.log.notice("There is a child rewriting the AOF. Killing it!"),
+        Some(crate::bgsave::Purpose::AofBase) => {
+            if srv.aof.wait_rewrite {
+                if flags.force {
+                    srv.config.log.warning("Writing initial AOF. Exit anyway.");
+                } else {
+                    srv.config.log.warning("Writing initial AOF, can't exit.");
+                    if srv.supervised_systemd {
+                        process::notify_systemd("STATUS=Writing initial AOF, can't exit.\n");
+                    }
+                    srv.config.log.warning("Errors trying to shut down the server. Check the logs for more information.");
+                    return Err(Failed);
+                }
+            }
+            srv.config.log.warning("There is a child rewriting the AOF. Killing it!");
+        }
         None => {}
     }
     persist::bgsave_abort(srv);
