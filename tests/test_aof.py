@@ -142,6 +142,9 @@ def test_config_set_appendonly_turns_it_on_and_off(workdir):
         assert r.info("persistence")["aof_enabled"] == 0
         r.config_set("appendonly", "yes")
         assert r.info("persistence")["aof_enabled"] == 1
+        # The first rewrite runs in the background; the manifest names the
+        # files once it is complete.
+        wait_rewrite(r)
         assert os.path.exists(os.path.join(workdir, MANIFEST))
         r.set("during", "2")
         r.config_set("appendonly", "no")
@@ -681,3 +684,72 @@ def test_bgrewriteaof_with_the_aof_off_writes_a_base_in_the_background(workdir):
         assert r.dbsize() == 3000 and r.get("after") == b"later" and r.get("k0") is None
     finally:
         s.stop()
+
+
+def test_appendonly_yes_at_run_time_rewrites_in_the_background(workdir):
+    """As Redis's AOF_WAIT_REWRITE: the first rewrite is a background one;
+    writes meanwhile go to a temporary incremental file that becomes the
+    first incremental file when the base is complete."""
+    s = Server(server_binary(), (), workdir=workdir).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        for i in range(3):
+            r.set(f"k{i}", i)
+        r.config_set("rdb-key-save-delay", 300_000)
+        assert r.config_set("appendonly", "yes")
+        info = r.info("persistence")
+        assert info["aof_enabled"] == 1 and info["aof_rewrite_in_progress"] == 1
+        temp = os.path.join(workdir, AOF_DIR, "temp-appendonly.aof.incr")
+        assert os.path.exists(temp)
+        assert not os.path.exists(os.path.join(workdir, MANIFEST))
+        r.set("during", "the rewrite")
+        with open(temp, "rb") as f:
+            assert b"during" in f.read()
+        wait_rewrite(r)
+        assert manifest(workdir) == ["file appendonly.aof.1.base.rdb seq 1 type b",
+                                     "file appendonly.aof.1.incr.aof seq 1 type i"]
+        assert not os.path.exists(temp)
+        log = open(s.log_path, errors="replace").read()
+        assert "Creating AOF incr file temp-appendonly.aof.incr on background rewrite" in log
+        assert "Successfully renamed the temporary AOF incr file temp-appendonly.aof.incr into appendonly.aof.1.incr.aof" in log
+        r.set("after", "it")
+    finally:
+        kill(s)
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert [r.get(f"k{i}") for i in range(3)] == [b"0", b"1", b"2"]
+        assert r.get("during") == b"the rewrite" and r.get("after") == b"it"
+    finally:
+        s.stop()
+
+
+def test_shutdown_is_refused_while_the_first_aof_rewrite_runs(workdir):
+    """No file holds the data set until that rewrite completes: SIGTERM and
+    SHUTDOWN fail (FORCE goes ahead), as in Redis."""
+    s = Server(server_binary(), (), workdir=workdir).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        for i in range(10):
+            r.set(f"k{i}", i)
+        r.config_set("rdb-key-save-delay", 1_000_000)
+        r.config_set("appendonly", "yes")
+        assert r.info("persistence")["aof_rewrite_in_progress"] == 1
+        s.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while "Writing initial AOF, can't exit." not in open(s.log_path, errors="replace").read():
+            assert time.monotonic() < deadline, "no refusal logged"
+            time.sleep(0.05)
+        assert r.ping()
+        with pytest.raises(redis.ResponseError, match="Errors trying to SHUTDOWN. Check logs."):
+            r.shutdown()
+        assert r.ping()
+        try:
+            r.shutdown(nosave=True, force=True)
+        except redis.ConnectionError:
+            pass
+        s.proc.wait(timeout=10)
+        assert s.proc.returncode == 0
+        assert "Writing initial AOF. Exit anyway." in open(s.log_path, errors="replace").read()
+    finally:
+        s.cleanup()

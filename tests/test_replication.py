@@ -10,13 +10,16 @@ ROLE and INFO replication.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
 import time
 
 import pytest
 import redis
 
-from conftest import Server, server_binary
+from conftest import RawConn, Server, server_binary
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -317,3 +320,106 @@ def test_unbuilt_sync_settings_are_refused(r):
             r.config_set(name, value)
     r.config_set("repl-diskless-load", "disabled")
     assert r.config_get("repl-diskless-load") == {"repl-diskless-load": "disabled"}
+
+
+# Shutting down a primary whose replicas lag: Redis waits (up to
+# shutdown-timeout) for them to acknowledge the whole stream, holding writes
+# meanwhile, and blocks SHUTDOWN's callers.
+
+def stopped_replica(servers, *primary_args: str):
+    """A primary with k=1 and a synced replica, then the replica stopped
+    (SIGSTOP) and k incremented: the replica cannot acknowledge the INCR."""
+    primary = servers(server_binary(), *primary_args)
+    replica = servers(server_binary())
+    pr = client(primary)
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.set("k", "1")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    pr.incr("k")
+    return primary, replica
+
+
+def log_text(s: Server) -> str:
+    with open(s.log_path, "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def test_shutdown_waits_for_a_lagging_replica(servers):
+    primary, replica = stopped_replica(servers)
+    pr = client(primary)
+    try:
+        # A stopped replica's stream accumulates in its output buffer.
+        i = 0
+        while pr.info("memory")["mem_total_replication_buffers"] < 2 << 20 and i < 64:
+            pr.set(f"junk{i}", "x" * (1 << 20))
+            i += 1
+        assert pr.info("memory")["mem_total_replication_buffers"] >= 2 << 20
+        pr.incr("k")
+        caller = RawConn(primary.port)
+        caller.cmd("SHUTDOWN")
+        wait_for(lambda: pr.info("server").get("shutdown_in_milliseconds", 0) > 0, what="shutdown waiting")
+        clients = pr.info("clients")
+        assert clients["blocked_clients"] == 1
+        # The replica is not a client there; the test client and the caller are.
+        assert clients["connected_clients"] == 2
+        # Writes are held while it waits; reads are served.
+        assert pr.get("k") == b"3"
+        writer = RawConn(primary.port)
+        writer.cmd("SET", "late", "1")
+        with pytest.raises(Exception):
+            writer.read_reply(timeout=0.5)
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    primary.proc.wait(timeout=20)
+    assert primary.proc.returncode == 0
+    assert client(replica).get("k") == b"3"
+    assert client(replica).get("late") is None
+    text = log_text(primary)
+    assert "Waiting for replicas before shutting down." in text
+    assert "1 of 1 replicas are in sync when shutting down." in text
+    assert "Lagging replica" not in text
+
+
+def test_shutdown_gives_up_on_a_replica_after_shutdown_timeout(servers):
+    primary, replica = stopped_replica(servers, "--shutdown-timeout", "1")
+    try:
+        started = time.monotonic()
+        os.kill(primary.proc.pid, signal.SIGTERM)
+        primary.proc.wait(timeout=10)
+        assert primary.proc.returncode == 0
+        assert time.monotonic() - started >= 0.9
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    text = log_text(primary)
+    assert re.search(r"Lagging replica 127\.0\.0\.1:\d+ reported offset \d+ behind master, lag=\d+, state=online\.", text), text
+    assert "0 of 1 replicas are in sync when shutting down." in text
+
+
+def test_shutdown_abort_answers_the_waiting_callers(servers):
+    primary, replica = stopped_replica(servers)
+    pr = client(primary)
+    try:
+        callers = [RawConn(primary.port) for _ in range(2)]
+        for c in callers:
+            c.cmd("SHUTDOWN")
+        wait_for(lambda: pr.info("clients")["blocked_clients"] == 2, what="both callers blocked")
+        assert pr.execute_command("SHUTDOWN", "ABORT") is True
+        for c in callers:
+            assert c.read_reply() == b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
+        assert "shutdown_in_milliseconds" not in pr.info("server")
+        assert pr.set("after", "1")
+        with pytest.raises(redis.ResponseError, match="No shutdown in progress"):
+            pr.execute_command("SHUTDOWN", "ABORT")
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    assert primary.alive()
+    assert "Shutdown manually aborted." in log_text(primary)
+    wait_for(lambda: client(replica).get("after") == b"1", what="writes stream again")
+    # With NOW it does not wait.
+    try:
+        pr.execute_command("SHUTDOWN", "NOW")
+    except redis.ConnectionError:
+        pass
+    primary.proc.wait(timeout=10)

@@ -27,7 +27,7 @@ pub fn tick(srv: &mut Server) {
         }
     }
     // A replica deletes what its primary tells it to, nothing on its own.
-    if srv.active_expire_enabled && srv.pause.is_none() && !srv.repl.is_replica() {
+    if srv.active_expire_enabled && srv.paused_at(now).is_none() && !srv.repl.is_replica() {
         let start = Instant::now();
         if !active_expire(srv, now) {
             srv.expire_cap_reached += 1;

@@ -23,13 +23,11 @@ fn runs_in_multi(name: &str) -> bool {
     matches!(name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset")
 }
 
-/// True if `argv` (looked up as `spec`) must wait because of CLIENT PAUSE.
+/// True if `argv` (looked up as `spec`) must wait because of CLIENT PAUSE
+/// or a shutdown waiting for replicas.
 pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
-    let Some(p) = srv.pause else { return false };
-    if now >= p.until {
-        return false;
-    }
-    if !p.write_only {
+    let Some(write_only) = srv.paused_at(now) else { return false };
+    if !write_only {
         return true;
     }
     // WRITE mode holds writes and commands that may write; EXEC of a
@@ -139,7 +137,7 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         return true;
     }
     let paused = if name == "exec" {
-        srv.pause.is_some_and(|p| now < p.until)
+        srv.paused_at(now).is_some()
             && c.multi.as_ref().is_some_and(|q| {
                 q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if is_paused(srv, &*host, s, a, now)))
             })
@@ -307,6 +305,9 @@ pub enum Release {
     Timeout,
     /// `-UNBLOCKED client unblocked via CLIENT UNBLOCK`.
     Error,
+    /// The command failed after all: `-ERR` with this text (a SHUTDOWN
+    /// that waited for replicas, then was aborted or could not save).
+    Failed(&'static str),
 }
 
 /// Releases blocked client `id` (which must not be the running client);
@@ -333,6 +334,10 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
         }
         Release::Error => {
             exec::reply_error(srv, &mut c, &CmdError::Custom("UNBLOCKED client unblocked via CLIENT UNBLOCK".into()));
+            true
+        }
+        Release::Failed(msg) => {
+            exec::reply_error(srv, &mut c, &CmdError::err(msg));
             true
         }
     };

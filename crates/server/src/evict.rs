@@ -67,7 +67,7 @@ pub fn perform(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> 
     // Not while loading, inside a script that lent the server to others
     // (its writes must stay atomic), or while CLIENT PAUSE holds writes
     // (a pause must not change data), as Redis.
-    let paused = srv.pause.is_some_and(|p| now < p.until);
+    let paused = srv.paused_at(now).is_some();
     if max == 0 || srv.persist.loading.is_some() || srv.script.is_some() || paused {
         srv.evict.unfinished = false;
         return Outcome::Ok;

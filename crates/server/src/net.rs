@@ -269,7 +269,9 @@ impl EventLoop {
         let r = crate::persist::load_serving(srv, &mut self.shell);
         if matches!(r, Err(crate::persist::LoadError::Interrupted)) && !srv.shutdown {
             srv.shutdown_signal = None;
-            let flags = shutdown::Flags { nosave: true, ..shutdown::Flags::default() };
+            // The process exits after this whatever happens: no waiting
+            // for replicas.
+            let flags = shutdown::Flags { nosave: true, now: true, ..shutdown::Flags::default() };
             let _ = shutdown::prepare(srv, &mut self.shell, flags);
         }
         r
@@ -301,7 +303,9 @@ impl EventLoop {
                     crate::publish::broadcast_invalidations(srv);
                 }
                 persist::on_cron(srv, &mut self.shell);
-                shutdown::on_cron(srv, &mut self.shell);
+                for id in shutdown::on_cron(srv, &mut self.shell) {
+                    dispatch::release(srv, &self.shell.table, id, dispatch::Release::Failed(shutdown::FAILED));
+                }
                 crate::aof::cron(srv, &mut self.shell);
                 crate::replication::cron(srv, &mut self.shell);
                 self.poll_link(srv);
@@ -309,7 +313,7 @@ impl EventLoop {
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
-                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none()).map(|c| c.id));
+                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none()).map(|c| c.id));
             }
             if srv.shutdown {
                 crate::aof::shutdown(srv);

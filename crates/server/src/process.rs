@@ -19,6 +19,41 @@ pub const DAEMON_ENV: &str = "DENSEKV_DAEMONIZED";
 /// Where Redis puts the pid file of a daemon that names none.
 pub const DEFAULT_PIDFILE: &str = "/var/run/redis.pid";
 
+/// SHUTDOWN's modifiers, also the words of shutdown-on-sigterm/-sigint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    /// Save even without save points.
+    pub save: bool,
+    /// Do not save even with save points.
+    pub nosave: bool,
+    /// Do not wait for lagging replicas.
+    pub now: bool,
+    /// Exit even if saving failed.
+    pub force: bool,
+}
+
+impl ShutdownFlags {
+    /// Flags from words (`save`, `nosave`, `now`, `force`; others ignored).
+    pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> ShutdownFlags {
+        let mut f = ShutdownFlags::default();
+        for w in words {
+            match w.to_ascii_lowercase().as_str() {
+                "save" => f.save = true,
+                "nosave" => f.nosave = true,
+                "now" => f.now = true,
+                "force" => f.force = true,
+                _ => {}
+            }
+        }
+        f
+    }
+
+    /// True if any flag is set.
+    pub fn any(self) -> bool {
+        self.save || self.nosave || self.now || self.force
+    }
+}
+
 /// A signal that asks the server to shut down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {

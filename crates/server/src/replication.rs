@@ -308,7 +308,10 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     start_full_sync(srv, host, None);
     let now = Instant::now();
     let timeout = secs(srv, "repl-timeout", 60);
-    if !srv.repl.replicas.is_empty() && !srv.repl.is_replica() && now.duration_since(srv.repl.last_ping) >= secs(srv, "repl-ping-replica-period", 10) {
+    // No PING while writes are held (CLIENT PAUSE WRITE/ALL, a shutdown
+    // waiting for replicas): the offset stays where replicas can reach it.
+    let held = srv.paused_at(crate::server::unix_ms()).is_some();
+    if !srv.repl.replicas.is_empty() && !srv.repl.is_replica() && !held && now.duration_since(srv.repl.last_ping) >= secs(srv, "repl-ping-replica-period", 10) {
         srv.repl.last_ping = now;
         drain(srv);
         let mut v = Vec::new();

@@ -248,6 +248,19 @@ pub struct Pause {
     pub write_only: bool,
 }
 
+/// A shutdown waiting for lagging replicas to catch up (Redis's
+/// shutdown_mstime): writes are held meanwhile, and cron finishes it when
+/// every replica acknowledged the offset or the deadline passed.
+#[derive(Debug, Clone)]
+pub struct ShutdownWait {
+    /// When it goes ahead anyway (now + shutdown-timeout), Unix ms.
+    pub deadline: i64,
+    /// The flags it runs with (SHUTDOWN's, or shutdown-on-sig*'s).
+    pub flags: crate::process::ShutdownFlags,
+    /// Clients blocked in SHUTDOWN: told of a failure or an abort.
+    pub clients: Vec<ClientId>,
+}
+
 /// The running script's state that other clients' commands can see
 /// (SCRIPT KILL, FUNCTION KILL, -BUSY while it is timed out).
 #[derive(Debug, Default, Clone, Copy)]
@@ -430,6 +443,8 @@ pub struct Server {
     /// A SIGTERM or SIGINT scheduled a shutdown that the next cron tick
     /// carries out (SHUTDOWN ABORT can still cancel it).
     pub shutdown_signal: Option<crate::process::Signal>,
+    /// A shutdown that waits for replicas (`ShutdownWait`).
+    pub shutdown_wait: Option<ShutdownWait>,
     /// DEBUG PAUSE-CRON: periodic work, a signalled shutdown included, waits.
     pub cron_paused: bool,
     /// Started under systemd supervision (`supervised systemd`, or `auto`
@@ -592,6 +607,7 @@ impl Server {
             rng: seed | 1,
             shutdown: false,
             shutdown_signal: None,
+            shutdown_wait: None,
             cron_paused: false,
             supervised_systemd: false,
             peak_memory: 0,
@@ -908,10 +924,24 @@ impl Server {
         self.apply_expire_mode();
     }
 
-    /// Due keys read as absent but stay stored while a pause holds and on
-    /// a replica (which waits for its primary's DEL, as Redis's does).
+    /// The pause holding commands at `now` (Unix ms): CLIENT PAUSE's, and
+    /// a shutdown waiting for replicas, which holds writes (Redis pauses
+    /// for both purposes at once and holds what either holds). Some(true)
+    /// when only writes wait.
+    pub fn paused_at(&self, now: i64) -> Option<bool> {
+        let client = self.pause.filter(|p| now < p.until).map(|p| p.write_only);
+        match (client, self.shutdown_wait.is_some()) {
+            (Some(write_only), _) => Some(write_only),
+            (None, true) => Some(true),
+            (None, false) => None,
+        }
+    }
+
+    /// Due keys read as absent but stay stored while a pause holds (a
+    /// shutdown's included) and on a replica (which waits for its
+    /// primary's DEL, as Redis's does).
     pub fn apply_expire_mode(&mut self) {
-        let keep = self.pause.is_some() || self.repl.is_replica();
+        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.is_replica();
         for db in &mut self.dbs {
             db.keep_expired = keep;
         }

@@ -14,8 +14,11 @@
 //! A rewrite writes a new base file (the RDB writer's image, or commands
 //! with aof-use-rdb-preamble no), opens a new incremental file, publishes
 //! both in the manifest (temp file, fsync, rename, fsync of the
-//! directory) and deletes what they replaced. It runs synchronously, on
-//! the executor; a fork-free background snapshot will take its place.
+//! directory) and deletes what they replaced. With an RDB preamble the
+//! base is a fork-free background snapshot (`rewrite_background`); a base
+//! of commands is written on the executor. CONFIG SET appendonly yes
+//! starts such a rewrite with the writes going to a temporary incremental
+//! file until the base is complete (`AofState::wait_rewrite`).
 //!
 //! Parts: `manifest` (the manifest's text), `reader` (the command part's
 //! bytes), `check` (redis-check-aof), `state` (what `Server` keeps),
@@ -212,10 +215,23 @@ pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), Strin
     }
     let want = srv.config.flag("appendonly");
     if want && !srv.aof.on {
+        // Until its first rewrite completes, writes are not in any file the
+        // manifest names (Redis's AOF_WAIT_REWRITE).
+        if srv.bgsave.is_some() && crate::persist::bgsave_running(srv) != Some(Purpose::AofBase) {
+            // One background save at a time: the rewrite starts from cron
+            // once BGSAVE (or a replica's sync) is done; writes meanwhile
+            // are in the data set the base will hold.
+            srv.aof.on = true;
+            srv.aof.wait_rewrite = true;
+            srv.aof.rewrite_scheduled = true;
+            log(srv).notice("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+            return Ok(());
+        }
         if srv.feed.depth() > 1 {
             // Inside EXEC or a script: what the transaction propagated so
             // far would reach the new file after the base that holds it.
             srv.aof.on = true;
+            srv.aof.wait_rewrite = true;
             srv.aof.rewrite_scheduled = true;
             log(srv).notice("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
             return Ok(());
@@ -226,8 +242,11 @@ pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), Strin
             kill_rewrite(srv);
         }
         srv.aof.on = true;
-        if let Err(e) = rewrite(srv, host) {
+        srv.aof.wait_rewrite = true;
+        if let Err(e) = rewrite_background(srv, host) {
             srv.aof.on = false;
+            srv.aof.wait_rewrite = false;
+            srv.aof.file = None;
             srv.feed.detach("aof");
             log(srv).warning(&e);
             log(srv).warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
@@ -250,9 +269,16 @@ pub fn stop(srv: &mut Server) {
         let _ = f.sync_data();
     }
     srv.aof.on = false;
+    srv.aof.wait_rewrite = false;
     srv.aof.rewrite_scheduled = false;
     srv.aof.pending.borrow_mut().buf.clear();
     srv.feed.detach("aof");
+}
+
+/// The temporary incremental file that takes the writes while the first
+/// rewrite of an AOF turned on at run time is written.
+fn temp_incr_name(fname: &str) -> String {
+    format!("temp-{fname}.incr")
 }
 
 /// Ends a background rewrite before it completes (the AOF was turned
@@ -407,7 +433,7 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
 ///
 /// Errors: what failed; the manifest then still describes the data.
 pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
-    if !srv.config.flag("aof-use-rdb-preamble") || (srv.aof.on && srv.aof.file.is_none()) {
+    if !srv.config.flag("aof-use-rdb-preamble") || (srv.aof.on && srv.aof.file.is_none() && !srv.aof.wait_rewrite) {
         return rewrite(srv, host);
     }
     if srv.bgsave.is_some() {
@@ -422,8 +448,23 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
     let mut m = srv.aof.manifest.clone();
     // With the AOF on, writes from now on go to a new incremental file;
     // with it off (BGREWRITEAOF still writes a base, as Redis does) there
-    // is none.
-    if srv.aof.on {
+    // is none. The first rewrite of an AOF just turned on writes them to a
+    // temporary one, which becomes the incremental file when the base is
+    // complete (the manifest must not name an incremental file without
+    // the base that precedes it).
+    if srv.aof.wait_rewrite {
+        let name = temp_incr_name(&fname);
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.join(&name))
+            .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))?;
+        log(srv).notice(&format!("Creating AOF incr file {name} on background rewrite"));
+        srv.aof.file = Some(f);
+        srv.aof.unsynced = false;
+        start(srv);
+    } else if srv.aof.on {
         flush(srv);
         if let Some(f) = srv.aof.file.as_ref() {
             let _ = f.sync_data();
@@ -441,6 +482,11 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
     }
     let base = m.new_base(&fname, true);
     if let Err(e) = crate::persist::aof_base_start(srv, host, dir.join(&base)) {
+        if srv.aof.wait_rewrite {
+            let _ = fs::remove_file(dir.join(temp_incr_name(&fname)));
+            srv.aof.file = None;
+            srv.aof.pending.borrow_mut().buf.clear();
+        }
         rewrite_ended(srv, Err(e.clone()));
         return Err(e);
     }
@@ -471,15 +517,27 @@ pub fn rewrite_poll(srv: &mut Server) {
     let Some(base) = srv.aof.rewrite_base.take() else { return };
     let dir = aof_dir(srv);
     let fname = file_name(srv);
+    let wait_rewrite = srv.aof.wait_rewrite;
     let result = outcome.and_then(|_| {
         let mut m = srv.aof.manifest.clone();
         if m.new_base(&fname, true) != base {
             return Err("the AOF changed during the rewrite".to_string());
         }
-        // The AOF is on now if and only if it was at the start (turning it
-        // off or on ends a running rewrite): then the newest incremental
-        // file, made at the start, stays.
-        m.retire_incr(usize::from(srv.aof.on));
+        if wait_rewrite {
+            // The writes made since the start become the first incremental
+            // file; incremental files of an earlier time the AOF was on are
+            // history (the base holds them).
+            let temp = temp_incr_name(&fname);
+            let incr = m.new_incr(&fname);
+            fs::rename(dir.join(&temp), dir.join(&incr)).map_err(|e| format!("Error trying to rename the temporary AOF incr file {temp} into {incr}: {}", errno_text(&e)))?;
+            log(srv).notice(&format!("Successfully renamed the temporary AOF incr file {temp} into {incr}"));
+            m.retire_incr(1);
+        } else {
+            // The AOF is on now if and only if it was at the start (turning
+            // it off or on ends a running rewrite): then the newest
+            // incremental file, made at the start, stays.
+            m.retire_incr(usize::from(srv.aof.on));
+        }
         persist_manifest(srv, &m).map_err(|_| "Error persisting the AOF manifest".to_string())?;
         for h in std::mem::take(&mut m.history) {
             log(srv).notice(&format!("Removing the history file {} in the background", h.name));
@@ -496,7 +554,22 @@ pub fn rewrite_poll(srv: &mut Server) {
     if result.is_err() {
         let _ = fs::remove_file(dir.join(&base));
     }
+    let ok = result.is_ok();
     rewrite_ended(srv, result);
+    if wait_rewrite && srv.aof.on {
+        if ok {
+            srv.aof.wait_rewrite = false;
+        } else {
+            // The writes of the failed attempt go with its temporary file;
+            // the next attempt starts from a new snapshot, as Redis retries.
+            let temp = temp_incr_name(&fname);
+            log(srv).notice(&format!("Removing the temp incr aof file {temp} in the background"));
+            let _ = fs::remove_file(dir.join(&temp));
+            srv.aof.file = None;
+            srv.aof.pending.borrow_mut().buf.clear();
+            srv.aof.rewrite_scheduled = true;
+        }
+    }
 }
 
 /// Counts and logs the end of a rewrite.
@@ -534,6 +607,9 @@ pub fn rewrite(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     srv.aof.rewrite_started = Some(Instant::now());
     flush(srv);
     let result = rewrite_files(srv, host);
+    if result.is_ok() {
+        srv.aof.wait_rewrite = false;
+    }
     rewrite_ended(srv, result.clone().map_err(|_| String::new()));
     result
 }

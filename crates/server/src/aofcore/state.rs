@@ -137,6 +137,11 @@ impl Syncer {
 pub struct AofState {
     /// The AOF is on: writes are logged (Redis's AOF_ON).
     pub on: bool,
+    /// Turned on at run time and its first rewrite not complete yet
+    /// (Redis's AOF_WAIT_REWRITE): writes go to a temporary incremental
+    /// file that the manifest names only once the base is written. A
+    /// shutdown now would lose the data set, so it is refused.
+    pub wait_rewrite: bool,
     /// Shared with the attached sink.
     pub pending: Rc<RefCell<Pending>>,
     /// The incremental file being appended to.
@@ -186,6 +191,7 @@ impl Default for AofState {
     fn default() -> Self {
         AofState {
             on: false,
+            wait_rewrite: false,
             pending: Rc::default(),
             file: None,
             dir: PathBuf::new(),

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::blocking::BlockRequest;
 use crate::dispatch::{self, Release};
 use crate::client::{Client, ReplyMode};
 use crate::server::{unix_us, Pause};
@@ -1200,6 +1201,9 @@ fn lastsave(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
 /// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: runs the shutdown
 /// sequence (`crate::shutdown`); on success the client sees its connection
 /// close, as with Redis, and the event loop stops after this command.
+/// While replicas catch up the caller is blocked (so is any other caller
+/// meanwhile); it sees the connection close when the server exits, or an
+/// error if the shutdown is aborted or fails.
 fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut abort = false;
     let mut words = Vec::new();
@@ -1212,25 +1216,40 @@ fn shutdown(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
-    let mut flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
+    let flags = crate::shutdown::Flags::from_words(words.iter().map(String::as_str));
     if (abort && flags.any()) || (flags.save && flags.nosave) {
         return Err(CmdError::Syntax);
     }
-    if ctx.srv.persist.loading.is_some() {
-        // The databases are half loaded: never save them (as Redis).
-        (flags.save, flags.nosave) = (false, true);
-    }
     if abort {
-        crate::shutdown::abort(ctx.srv).map_err(|_| CmdError::err("No shutdown in progress."))?;
+        let waiters = crate::shutdown::abort(ctx.srv).map_err(|_| CmdError::err("No shutdown in progress."))?;
+        for id in waiters {
+            dispatch::release(ctx.srv, ctx.host.table(), id, Release::Failed(crate::shutdown::FAILED));
+        }
         ctx.out().ok();
         return Ok(());
+    }
+    if !flags.now && !ctx.may_block() {
+        return Err(CmdError::err("SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client"));
     }
     if !flags.nosave && ctx.srv.script.is_some_and(|s| s.timed_out) {
         // Only SHUTDOWN NOSAVE may end a busy script.
         return Err(CmdError::Custom(ctx.srv.busy_error().into()));
     }
-    crate::shutdown::prepare(ctx.srv, ctx.host, flags).map_err(|_| CmdError::err("Errors trying to SHUTDOWN. Check logs."))?;
-    ctx.client.close_asap = true;
+    let shutdown_block = BlockRequest::on_keys(Vec::new(), None, |_| false);
+    if crate::shutdown::join(ctx.srv, ctx.client.id) {
+        // A shutdown already waits for replicas: this caller waits with it.
+        ctx.block(shutdown_block);
+        return Ok(());
+    }
+    // The offset replicas must reach includes every write so far.
+    crate::replication::drain(ctx.srv);
+    match crate::shutdown::prepare(ctx.srv, ctx.host, flags).map_err(|_| CmdError::err(crate::shutdown::FAILED))? {
+        crate::shutdown::Progress::Exiting => ctx.client.close_asap = true,
+        crate::shutdown::Progress::Waiting => {
+            crate::shutdown::join(ctx.srv, ctx.client.id);
+            ctx.block(shutdown_block);
+        }
+    }
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 use crate::command::flags::*;
 use crate::command::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::bgsave::Purpose;
+use crate::client::ReplRole;
 use crate::memory;
 use crate::server::{unix_ms, unix_us};
 
@@ -428,8 +429,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     let has = |n: &str| want.iter().any(|w| w == n);
     let uptime = srv.started.elapsed().as_secs();
     // The caller is out of the table while it runs; id 0 is no connection
-    // (the metrics page renders INFO for nobody).
-    let nclients = srv.clients.len() + usize::from(c.id != 0);
+    // (the metrics page renders INFO for nobody). Replicas are not counted,
+    // as in Redis (they are connected_slaves).
+    let nclients = srv.clients.values().filter(|x| x.repl_role != ReplRole::Replica).count() + usize::from(c.id != 0);
     // The freeing thread publishes its frees before a job stops counting as
     // pending, so its counters are read first: a reply that shows no pending
     // objects shows their memory gone too.
@@ -467,6 +469,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
         line(&mut s, "config_file", &srv.config.file.clone().unwrap_or_default());
         line(&mut s, "io_threads_active", &0);
+        if let Some(ms) = crate::shutdown::remaining_ms(srv) {
+            line(&mut s, "shutdown_in_milliseconds", &ms);
+        }
         line(&mut s, "listener0", &format!("name=tcp,bind={},port={}", srv.config.get("bind").unwrap_or(""), srv.config.port));
     }
     if has("clients") {
@@ -545,9 +550,14 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_fragmentation_ratio", &format!("{frag:.2}"));
         line(&mut s, "mem_fragmentation_bytes", &(rss as i64 - used as i64));
         line(&mut s, "mem_not_counted_for_evict", &srv.mem_not_counted_for_evict());
-        line(&mut s, "mem_replication_backlog", &0);
-        line(&mut s, "mem_total_replication_buffers", &0);
-        line(&mut s, "mem_clients_slaves", &0);
+        // The stream held for replicas: the backlog, and what each replica
+        // has not taken yet (waiting for its image, or in its output
+        // buffer because its socket is full).
+        let backlog = if srv.repl.backlog.active { srv.repl.backlog.histlen() as usize } else { 0 };
+        let to_replicas: usize = srv.repl.replicas.iter().map(|(id, r)| r.pending.len() + srv.clients.get(id).filter(|x| x.repl_role == ReplRole::Replica).map_or(0, |x| x.pending_out())).sum();
+        line(&mut s, "mem_replication_backlog", &backlog);
+        line(&mut s, "mem_total_replication_buffers", &(backlog + to_replicas));
+        line(&mut s, "mem_clients_slaves", &to_replicas);
         line(&mut s, "mem_clients_normal", &clients_mem);
         line(&mut s, "mem_cluster_links", &0);
         line(&mut s, "mem_aof_buffer", &srv.aof.buffered());
