@@ -632,8 +632,12 @@ def test_debug_loadaof_with_a_slow_script_answers_loading(workdir):
         with open(incr_path(workdir), "ab") as f:
             for cmd in (["SELECT", "0"], ["EVAL", script, "1", "x"]):
                 f.write(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(w)}\r\n{w}\r\n".encode() for w in cmd))
-        loader = redis.Redis(host=s.host, port=s.port)
-        t = threading.Thread(target=lambda: loader.execute_command("DEBUG", "LOADAOF"))
+        # The load runs the script for seconds on a busy machine: the loader
+        # waits for it (redis-py's default timeout would resend DEBUG LOADAOF,
+        # which then meets the running script's -BUSY).
+        loader = redis.Redis(host=s.host, port=s.port, socket_timeout=120, retry=Retry(NoBackoff(), 0))
+        done = []
+        t = threading.Thread(target=lambda: done.append(loader.execute_command("DEBUG", "LOADAOF")))
         t.start()
         try:
             deadline = time.time() + 10
@@ -647,6 +651,7 @@ def test_debug_loadaof_with_a_slow_script_answers_loading(workdir):
                 pytest.fail("no -LOADING while the AOF's script ran")
         finally:
             t.join(30)
+        assert done == [b"OK"]
         assert r.get("x") == b"y"
         assert "Slow script detected: still in execution after" in open(s.log_path, errors="replace").read()
     finally:

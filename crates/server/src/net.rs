@@ -908,23 +908,9 @@ fn accept_unix(srv: &mut Server, a: &Acceptor) {
     let Some((listener, path)) = &a.unix else { return };
     loop {
         match listener.accept() {
-            Ok((mut sock, _)) => {
-                if srv.clients.len() >= srv.config.maxclients {
-                    let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
-                    srv.rejected_connections += 1;
-                    continue;
-                }
-                let id = srv.new_client_id();
-                let mut conn = Conn::Unix(sock);
-                if a.registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
-                    continue;
-                }
-                srv.total_connections += 1;
+            Ok((sock, _)) => {
                 let addr = format!("{path}:0");
-                let mut c = Client::new(id, Some(conn), addr.clone(), addr);
-                c.user = Some(srv.acl.default_user());
-                c.authenticated = !srv.acl.auth_required();
-                srv.clients.insert(id, Box::new(c));
+                admit(srv, &a.registry, Conn::Unix(sock), addr.clone(), addr, None);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => break,
@@ -952,11 +938,6 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
     loop {
         match listener.accept() {
             Ok((mut sock, peer)) => {
-                if srv.clients.len() >= srv.config.maxclients {
-                    let _ = sock.write_all(b"-ERR max number of clients reached\r\n");
-                    srv.rejected_connections += 1;
-                    continue;
-                }
                 if srv.config.flag("protected-mode") && srv.acl.default_user().borrow().nopass && !peer.ip().is_loopback() {
                     // Protected mode: with no password, only loopback clients.
                     let _ = sock.write_all(PROTECTED_MODE_DENIED);
@@ -973,22 +954,33 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                 };
                 let _ = sock.set_nodelay(true);
                 let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = srv.new_client_id();
-                if registry.register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
-                    continue;
-                }
-                srv.total_connections += 1;
-                let mut c = Client::new(id, Some(Conn::Tcp(sock)), peer.to_string(), laddr);
-                c.user = Some(srv.acl.default_user());
-                c.authenticated = !srv.acl.auth_required();
-                c.tls = session;
-                srv.clients.insert(id, Box::new(c));
+                admit(srv, registry, Conn::Tcp(sock), peer.to_string(), laddr, session);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => break,
         }
     }
+}
+
+/// Makes an accepted connection a client (with its TLS `session`, if any),
+/// or refuses it with Redis's error once maxclients are connected.
+fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: String, laddr: String, session: Option<Box<crate::tls::Session>>) {
+    if srv.clients.len() >= srv.config.maxclients {
+        let _ = conn.write_all(b"-ERR max number of clients reached\r\n");
+        srv.rejected_connections += 1;
+        return;
+    }
+    let id = srv.new_client_id();
+    if registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+        return;
+    }
+    srv.total_connections += 1;
+    let mut c = Client::new(id, Some(conn), addr, laddr);
+    c.user = Some(srv.acl.default_user());
+    c.authenticated = !srv.acl.auth_required();
+    c.tls = session;
+    srv.clients.insert(id, Box::new(c));
 }
 
 /// Serves every other client once while a script is timed out: reads what

@@ -454,12 +454,7 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
     // the base that precedes it).
     if srv.aof.wait_rewrite {
         let name = temp_incr_name(&fname);
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(dir.join(&name))
-            .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))?;
+        let f = create_aof_file(&dir, &name)?;
         log(srv).notice(&format!("Creating AOF incr file {name} on background rewrite"));
         srv.aof.file = Some(f);
         srv.aof.unsynced = false;
@@ -500,13 +495,20 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
 /// Errors: it could not be created, in Redis's words.
 fn new_incr_file(m: &mut Manifest, dir: &Path, fname: &str) -> Result<(File, String), String> {
     let name = m.new_incr(fname);
-    let f = OpenOptions::new()
+    let f = create_aof_file(dir, &name)?;
+    Ok((f, name))
+}
+
+/// Creates (or empties) the AOF file `name` in `dir`.
+///
+/// Errors: it could not be created, in Redis's words.
+fn create_aof_file(dir: &Path, name: &str) -> Result<File, String> {
+    OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .open(dir.join(&name))
-        .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))?;
-    Ok((f, name))
+        .open(dir.join(name))
+        .map_err(|e| format!("Can't open the append-only file {name}: {}", errno_text(&e)))
 }
 
 /// Takes the end of a background rewrite's base, if it came: switches
