@@ -6,15 +6,27 @@
 //! Checked where output grows (after a client's own commands, when a
 //! publish or an invalidation is pushed to it) and in cron, so that a soft
 //! limit expires on a client nobody writes to any more. What counts is
-//! every unsent reply byte: densekv holds a client's replies in one buffer,
-//! where Redis leaves its first 16 KiB out. Replicas are held to the
-//! replica class on their stream by `replication`, through `over`.
+//! the unsent reply bytes beyond the first `REPLY_BUF_FREE`: Redis keeps
+//! that much in a fixed per-client buffer its limit does not count, so a
+//! reply that fits there never closes a client, whatever the limit.
+//! Replicas are held to the replica class on their stream by
+//! `replication`, through `over`.
 
 use std::time::Instant;
 
 use crate::client::{Client, ClientId, ReplRole};
 use crate::config::{ObufConfig, ObufLimit};
 use crate::server::Server;
+
+/// Unsent reply bytes a client holds before they count against its limit
+/// (Redis's fixed reply buffer).
+pub const REPLY_BUF_FREE: usize = 16 * 1024;
+
+/// The output of `pending` unsent reply bytes that counts against a
+/// normal or Pub/Sub client's limit.
+pub fn usage(pending: usize) -> u64 {
+    pending.saturating_sub(REPLY_BUF_FREE) as u64
+}
 
 /// The limits of `c`'s class; None for replicas and the primary.
 fn limits(cfg: &ObufConfig, c: &Client) -> Option<ObufLimit> {
@@ -28,7 +40,7 @@ fn limits(cfg: &ObufConfig, c: &Client) -> Option<ObufLimit> {
 /// True if `c` passed its class's limit (replicas: see `over`).
 pub fn reached(cfg: &ObufConfig, c: &mut Client) -> bool {
     let Some(l) = limits(cfg, c) else { return false };
-    over(l, c.pending_out() as u64, &mut c.obuf_soft_since)
+    over(l, usage(c.pending_out()), &mut c.obuf_soft_since)
 }
 
 /// True if output of `used` bytes passed limit `l`. Starts the soft-limit
