@@ -15,20 +15,29 @@
 //!                              CHUNK_ENTRIES entries / CHUNK_BYTES bytes;
 //!                              chunk i's entries all sort before chunk i+1's
 //!         fen:    Vec<u32>     Fenwick tree of chunk lengths (rank <-> chunk)
-//!         index:  tags: Vec<u8> + scores: Vec<f64>
+//!         index:  tags: Vec<u8> + ids: Vec<u16> (Vec<u32> past 65,536 chunks)
 //!                              open addressing by member hash, linear
-//!                              probing: a 1-byte hash tag and the member's
-//!                              score, no member bytes; any capacity
-//!                              (fastrange), load kept in 3/4..7/8, so
-//!                              about 11 bytes a member
+//!                              probing: a 1-byte hash tag and the id of the
+//!                              chunk holding the member, no member bytes
+//!                              and no score; any capacity (fastrange),
+//!                              load kept in 3/4..7/8, so about 4 bytes a
+//!                              member
+//!         pos:    Vec<u32>     chunk id -> position in `chunks`
 //! ```
 //!
-//! The index finds a member's score in O(1) without storing the member a
-//! second time: a tag match yields a candidate score, confirmed by looking
-//! up (score, member) in the chunks (binary search on each chunk's first
-//! entry, then a scan of one chunk). Removal leaves a tombstone; the index
+//! The index finds a member without storing it a second time: a tag match
+//! names a chunk, which is scanned for the member (at most CHUNK_ENTRIES
+//! entries); the scan yields its score. Chunk ids are stable while chunks
+//! before them split and merge; a split or merge relabels the index slots
+//! of the entries it moves (`index_move`, which explains why relabelling
+//! the first matching slot is exact). Removal leaves a tombstone; the index
 //! is rebuilt from the chunks when it grows, shrinks or fills with
 //! tombstones, so it is always a function of the chunks' contents.
+//!
+//! Why chunk ids and not scores: an index of (tag, f64 score) cost about
+//! 11 bytes a member, more than the entries themselves for typical
+//! members (seed 003's 365 (day, count) members: 8.5 bytes of entry, 24
+//! bytes a member in all); with two-byte ids it is about 4.
 //!
 //! Complexity (n members, c = n / ~CHUNK_ENTRIES chunks): score lookup,
 //! insert, remove, rank and seek-by-rank are O(log c + CHUNK_ENTRIES); a
@@ -222,12 +231,62 @@ fn insert_at(buf: &mut Vec<u8>, at: usize, score: f64, member: &[u8]) {
 struct Chunk {
     buf: Vec<u8>,
     len: u32,
+    /// Stable name of this chunk in the index (its position changes as
+    /// chunks before it split or merge; this does not).
+    id: u32,
 }
 
 impl Chunk {
     fn first(&self) -> (f64, &[u8]) {
         let (s, m, _) = decode(&self.buf, 0);
         (s, m)
+    }
+
+    /// (score, offset, end) of `member` in this chunk.
+    fn find(&self, member: &[u8]) -> Option<(f64, usize, usize)> {
+        packed(&self.buf, 0).find(|e| e.1 == member).map(|(s, m, at)| (s, at, at + entry_len(s, m)))
+    }
+}
+
+/// The index's chunk ids: two bytes each while every id fits, four after.
+#[derive(Debug, Clone)]
+enum Ids {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Ids {
+    fn new(cap: usize, widest: u32) -> Ids {
+        if widest <= u16::MAX as u32 { Ids::Narrow(vec![0; cap]) } else { Ids::Wide(vec![0; cap]) }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> u32 {
+        match self {
+            Ids::Narrow(v) => v[i] as u32,
+            Ids::Wide(v) => v[i],
+        }
+    }
+
+    fn set(&mut self, i: usize, id: u32) {
+        match self {
+            Ids::Narrow(v) => match u16::try_from(id) {
+                Ok(x) => v[i] = x,
+                Err(_) => {
+                    let mut wide: Vec<u32> = v.iter().map(|&x| x as u32).collect();
+                    wide[i] = id;
+                    *self = Ids::Wide(wide);
+                }
+            },
+            Ids::Wide(v) => v[i] = id,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Ids::Narrow(v) => alloc_size(v.capacity() * 2),
+            Ids::Wide(v) => alloc_size(v.capacity() * 4),
+        }
     }
 }
 
@@ -237,11 +296,19 @@ struct Large {
     fen: Vec<u32>,
     len: usize,
     flags: u8,
+    /// Index slots: a tag each (EMPTY, TOMB or hash-derived) ...
     tags: Vec<u8>,
-    scores: Vec<f64>,
+    /// ... and the id of the chunk holding the slot's member.
+    ids: Ids,
     /// Slots holding a member or a tombstone.
     used: usize,
+    /// Chunk id -> position in `chunks` (FREE_ID: unused id).
+    pos: Vec<u32>,
+    /// Unused ids, reused first so ids stay small.
+    free: Vec<u32>,
 }
+
+const FREE_ID: u32 = u32::MAX;
 
 /// The slot a hash starts probing at: `h` scaled onto [0, cap), so the
 /// capacity need not be a power of two and can grow in small steps.
@@ -255,10 +322,18 @@ fn tag_of(h: u64) -> u8 {
 }
 
 impl Large {
+    fn with_chunks(chunks: Vec<Chunk>, len: usize, flags: u8) -> Large {
+        let mut l = Large { chunks, fen: Vec::new(), len, flags, tags: Vec::new(), ids: Ids::Narrow(Vec::new()), used: 0, pos: Vec::new(), free: Vec::new() };
+        for i in 0..l.chunks.len() {
+            l.chunks[i].id = i as u32;
+        }
+        l.pos = (0..l.chunks.len() as u32).collect();
+        l
+    }
+
     fn from_chunk(buf: Vec<u8>, len: usize, flags: u8) -> Large {
-        let mut l = Large { chunks: vec![Chunk { buf, len: len as u32 }], fen: Vec::new(), len, flags, tags: Vec::new(), scores: Vec::new(), used: 0 };
-        while l.chunks.iter().any(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)) {
-            let i = l.chunks.iter().position(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)).expect("found above");
+        let mut l = Large::with_chunks(vec![Chunk { buf, len: len as u32, id: 0 }], len, flags);
+        while let Some(i) = l.chunks.iter().position(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)) {
             l.split(i);
         }
         l.rebuild_fen();
@@ -277,7 +352,7 @@ impl Large {
             let mut buf = Vec::new();
             reserve_class(&mut buf, bytes.len());
             buf.extend_from_slice(bytes);
-            chunks.push(Chunk { buf, len: n });
+            chunks.push(Chunk { buf, len: n, id: 0 });
         };
         let (mut start, mut n) = (0, 0);
         for (s, m, at) in packed(run, 0) {
@@ -290,7 +365,7 @@ impl Large {
         if n > 0 {
             cut(&mut chunks, &run[start..], n);
         }
-        let mut l = Large { chunks, fen: Vec::new(), len, flags, tags: Vec::new(), scores: Vec::new(), used: 0 };
+        let mut l = Large::with_chunks(chunks, len, flags);
         l.rebuild_fen();
         l.rebuild_index();
         l
@@ -365,25 +440,10 @@ impl Large {
         (self.prefix(ci - 1) + k, ci - 1, off)
     }
 
-    /// Finds (score, member): (chunk, byte offset, entry end).
-    fn locate(&self, score: f64, member: &[u8]) -> Option<(usize, usize, usize)> {
-        let ci = self.chunks.partition_point(|c| {
-            let (s, m) = c.first();
-            cmp_entry(s, m, score, member) != Ordering::Greater
-        });
-        let c = &self.chunks[ci.checked_sub(1)?];
-        for (s, m, at) in packed(&c.buf, 0) {
-            match cmp_entry(s, m, score, member) {
-                Ordering::Less => {}
-                Ordering::Equal => return Some((ci - 1, at, at + entry_len(s, m))),
-                Ordering::Greater => return None,
-            }
-        }
-        None
-    }
-
-    /// Index slot and score of `member`.
-    fn find(&self, member: &[u8]) -> Option<(usize, f64)> {
+    /// `member`'s index slot, chunk position, byte range in the chunk and
+    /// score. Every slot whose tag matches sends us to one chunk, which is
+    /// scanned for the member.
+    fn find(&self, member: &[u8]) -> Option<(usize, usize, usize, usize, f64)> {
         if self.tags.is_empty() {
             return None;
         }
@@ -393,15 +453,20 @@ impl Large {
         loop {
             match self.tags[i] {
                 EMPTY => return None,
-                t if t == tag && self.locate(self.scores[i], member).is_some() => return Some((i, self.scores[i])),
+                t if t == tag => {
+                    let ci = self.pos[self.ids.get(i) as usize] as usize;
+                    if let Some((s, at, end)) = self.chunks[ci].find(member) {
+                        return Some((i, ci, at, end, s));
+                    }
+                }
                 _ => {}
             }
             i = if i + 1 == cap { 0 } else { i + 1 };
         }
     }
 
-    /// Adds `member`, just inserted into the chunks, to the index.
-    fn index_add(&mut self, member: &[u8], score: f64) {
+    /// Adds `member`, just inserted into chunk `id`, to the index.
+    fn index_add(&mut self, member: &[u8], id: u32) {
         if (self.used + 1) * 8 > self.tags.len() * 7 {
             // The rebuild reads the chunks, which already hold the member.
             self.rebuild_index();
@@ -415,30 +480,75 @@ impl Large {
         }
         self.used += usize::from(self.tags[i] == EMPTY);
         self.tags[i] = tag_of(h);
-        self.scores[i] = score;
+        self.ids.set(i, id);
+    }
+
+    /// Points the index at chunk `to` for `member`, which moved there from
+    /// chunk `from`: relabels the first slot with its tag and `from` on its
+    /// probe path. That slot may be another member's of the same tag that
+    /// stayed in `from`; that member then still finds the moved member's
+    /// own slot further along its path (both lie in one probe run), so
+    /// every member keeps a slot naming its chunk.
+    fn index_move(&mut self, member: &[u8], from: u32, to: u32) {
+        let h = hash(member);
+        let (tag, cap) = (tag_of(h), self.tags.len());
+        let mut i = home(h, cap);
+        loop {
+            match self.tags[i] {
+                EMPTY => unreachable!("a member of chunk {from} has no index slot"),
+                t if t == tag && self.ids.get(i) == from => {
+                    self.ids.set(i, to);
+                    return;
+                }
+                _ => {}
+            }
+            i = if i + 1 == cap { 0 } else { i + 1 };
+        }
     }
 
     /// Rebuilds the index from the chunks at a load of about 3/4.
     fn rebuild_index(&mut self) {
         let cap = self.len + self.len / 3 + 8;
         self.tags = vec![EMPTY; cap];
-        self.scores = vec![0.0; cap];
+        self.ids = Ids::new(cap, self.pos.len().saturating_sub(1) as u32);
         self.used = 0;
         for c in &self.chunks {
-            for (s, m, _) in packed(&c.buf, 0) {
+            for (_, m, _) in packed(&c.buf, 0) {
                 let h = hash(m);
                 let mut i = home(h, cap);
                 while self.tags[i] != EMPTY {
                     i = if i + 1 == cap { 0 } else { i + 1 };
                 }
                 self.tags[i] = tag_of(h);
-                self.scores[i] = s;
+                self.ids.set(i, c.id);
                 self.used += 1;
             }
         }
     }
 
+    fn new_id(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.pos.push(FREE_ID);
+            self.pos.len() as u32 - 1
+        })
+    }
+
+    fn free_id(&mut self, id: u32) {
+        self.pos[id as usize] = FREE_ID;
+        self.free.push(id);
+    }
+
+    /// Records the positions of chunks `from..`.
+    fn renumber(&mut self, from: usize) {
+        for (i, c) in self.chunks.iter().enumerate().skip(from) {
+            self.pos[c.id as usize] = i as u32;
+        }
+    }
+
+    /// Moves the upper half of chunk `ci` into a new chunk after it (the
+    /// Fenwick tree is the caller's to rebuild).
     fn split(&mut self, ci: usize) {
+        let id = self.new_id();
         let c = &mut self.chunks[ci];
         let half = c.len as usize / 2;
         let (_, _, at) = packed(&c.buf, 0).nth(half).expect("half < len");
@@ -449,13 +559,22 @@ impl Large {
         shrink_class(&mut c.buf);
         let moved = c.len - half as u32;
         c.len = half as u32;
-        self.chunks.insert(ci + 1, Chunk { buf: tail, len: moved });
+        let from = c.id;
+        if !self.tags.is_empty() {
+            for (_, m, _) in packed(&tail, 0) {
+                self.index_move(m, from, id);
+            }
+        }
+        self.chunks.insert(ci + 1, Chunk { buf: tail, len: moved, id });
+        self.renumber(ci + 1);
     }
 
-    /// Inserts a new (absent) member into chunk order.
-    fn insert_sorted(&mut self, score: f64, member: &[u8]) {
+    /// Inserts a new (absent) member into chunk order and the index.
+    fn insert(&mut self, score: f64, member: &[u8]) {
         if self.chunks.is_empty() {
-            self.chunks.push(Chunk::default());
+            let id = self.new_id();
+            self.chunks.push(Chunk { id, ..Chunk::default() });
+            self.renumber(0);
             self.rebuild_fen();
         }
         let (_, ci, off) = self.partition(&|s, m| cmp_entry(s, m, score, member) == Ordering::Less);
@@ -463,7 +582,9 @@ impl Large {
         insert_at(&mut c.buf, off, score, member);
         c.len += 1;
         self.len += 1;
-        if c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1) {
+        let (id, full) = (c.id, c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1));
+        self.index_add(member, id);
+        if full {
             self.split(ci);
             self.rebuild_fen();
         } else {
@@ -471,35 +592,49 @@ impl Large {
         }
     }
 
-    /// Removes the entry at (chunk, offset..end), merging small neighbours.
-    fn remove_at(&mut self, ci: usize, at: usize, end: usize) {
+    /// Removes the member at index slot `slot`, chunk `ci`, bytes
+    /// at..end, merging small neighbours.
+    fn remove(&mut self, slot: usize, ci: usize, at: usize, end: usize) {
+        self.tags[slot] = TOMB;
         let c = &mut self.chunks[ci];
         c.buf.drain(at..end);
         c.len -= 1;
         self.len -= 1;
         if c.len == 0 {
+            let id = c.id;
             self.chunks.remove(ci);
+            self.free_id(id);
+            self.renumber(ci);
             self.rebuild_fen();
-            return;
+        } else {
+            let merge = |a: &Chunk, b: &Chunk| (a.len + b.len) as usize <= CHUNK_ENTRIES / 2 && a.buf.len() + b.buf.len() <= CHUNK_BYTES / 2;
+            let with = if ci + 1 < self.chunks.len() && merge(&self.chunks[ci], &self.chunks[ci + 1]) {
+                Some(ci)
+            } else if ci > 0 && merge(&self.chunks[ci - 1], &self.chunks[ci]) {
+                Some(ci - 1)
+            } else {
+                None
+            };
+            if let Some(a) = with {
+                let b = self.chunks.remove(a + 1);
+                let to = self.chunks[a].id;
+                for (_, m, _) in packed(&b.buf, 0) {
+                    self.index_move(m, b.id, to);
+                }
+                let c = &mut self.chunks[a];
+                reserve_class(&mut c.buf, b.buf.len());
+                c.buf.extend_from_slice(&b.buf);
+                c.len += b.len;
+                self.free_id(b.id);
+                self.renumber(a + 1);
+                self.rebuild_fen();
+            } else {
+                shrink_class(&mut self.chunks[ci].buf);
+                self.fen_add(ci, -1);
+            }
         }
-        let merge = |a: &Chunk, b: &Chunk| (a.len + b.len) as usize <= CHUNK_ENTRIES / 2 && a.buf.len() + b.buf.len() <= CHUNK_BYTES / 2;
-        let with = if ci + 1 < self.chunks.len() && merge(&self.chunks[ci], &self.chunks[ci + 1]) {
-            Some(ci)
-        } else if ci > 0 && merge(&self.chunks[ci - 1], &self.chunks[ci]) {
-            Some(ci - 1)
-        } else {
-            None
-        };
-        if let Some(a) = with {
-            let b = self.chunks.remove(a + 1);
-            let c = &mut self.chunks[a];
-            reserve_class(&mut c.buf, b.buf.len());
-            c.buf.extend_from_slice(&b.buf);
-            c.len += b.len;
-            self.rebuild_fen();
-        } else {
-            shrink_class(&mut self.chunks[ci].buf);
-            self.fen_add(ci, -1);
+        if self.len > 16 && self.len * 3 < self.tags.len() {
+            self.rebuild_index();
         }
     }
 
@@ -509,7 +644,9 @@ impl Large {
             + self.chunks.iter().map(|c| alloc_size(c.buf.capacity())).sum::<usize>()
             + alloc_size(self.fen.capacity() * 4)
             + alloc_size(self.tags.capacity())
-            + alloc_size(self.scores.capacity() * 8)
+            + self.ids.bytes()
+            + alloc_size(self.pos.capacity() * 4)
+            + alloc_size(self.free.capacity() * 4)
     }
 }
 
@@ -592,7 +729,7 @@ impl ZSet {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Small(b) => packed(b, HDR).find(|e| e.1 == member).map(|e| e.0),
-            Repr::Large(l) => l.find(member).map(|(_, s)| s),
+            Repr::Large(l) => l.find(member).map(|f| f.4),
         }
     }
 
@@ -655,10 +792,7 @@ impl ZSet {
                 let n = u16::from_le_bytes([b[1], b[2]]) as usize + 1;
                 Self::set_small_len(b, n);
             }
-            Repr::Large(l) => {
-                l.insert_sorted(score, member);
-                l.index_add(member, score);
-            }
+            Repr::Large(l) => l.insert(score, member),
         }
         if member.len() > cfg.max_listpack_value {
             self.set_flag(F_SKIPLIST);
@@ -679,13 +813,8 @@ impl ZSet {
                 shrink_class(b);
             }
             Repr::Large(l) => {
-                let Some((i, _)) = l.find(member) else { return };
-                let (ci, at, end) = l.locate(score, member).expect("indexed member is in a chunk");
-                l.remove_at(ci, at, end);
-                l.tags[i] = TOMB;
-                if l.len > 16 && l.len * 3 < l.tags.len() {
-                    l.rebuild_index();
-                }
+                let Some((slot, ci, at, end, _)) = l.find(member) else { return };
+                l.remove(slot, ci, at, end);
             }
         }
     }

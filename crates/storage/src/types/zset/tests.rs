@@ -39,6 +39,17 @@ fn check(z: &ZSet, m: &BTreeMap<Vec<u8>, f64>) {
         assert_eq!(l.chunks.iter().map(|c| c.len as usize).sum::<usize>(), l.len);
         assert!(l.chunks.iter().all(|c| c.len > 0));
         assert_eq!(l.tags.iter().filter(|&&t| t > TOMB).count(), l.len);
+        // Every chunk is named by exactly as many index slots as it has
+        // entries, and its id leads back to its position.
+        let mut named = vec![0usize; l.pos.len()];
+        for i in (0..l.tags.len()).filter(|&i| l.tags[i] > TOMB) {
+            named[l.ids.get(i) as usize] += 1;
+        }
+        for (ci, c) in l.chunks.iter().enumerate() {
+            assert_eq!(l.pos[c.id as usize] as usize, ci);
+            assert_eq!(named[c.id as usize], c.len as usize, "chunk {ci} (id {})", c.id);
+        }
+        assert_eq!(l.chunks.len() + l.free.len(), l.pos.len());
     }
 }
 
@@ -235,4 +246,38 @@ fn bytes_per_member() {
         }
         prev = per;
     }
+}
+
+/// Past 65,536 chunks the index's chunk ids widen to four bytes, and
+/// lookups, inserts and removals still find every member.
+#[test]
+fn wide_chunk_ids() {
+    let cfg = ZsetConfig::default();
+    let n = 3_300_000usize;
+    let members: Vec<Vec<u8>> = (0..n).map(|i| format!("{i:08}").into_bytes()).collect();
+    let mut z = ZSet::from_sorted(members.iter().enumerate().map(|(i, m)| (m.as_slice(), i as f64)), &cfg);
+    let Repr::Large(l) = &z.repr else { panic!("large") };
+    assert!(l.chunks.len() > 65_536, "{} chunks", l.chunks.len());
+    assert!(matches!(l.ids, Ids::Wide(_)));
+    for i in (0..n).step_by(997) {
+        assert_eq!(z.score(&members[i]), Some(i as f64));
+    }
+    for i in (0..n).step_by(1009) {
+        assert_eq!(z.insert(&members[i], -(i as f64), &cfg), Some(i as f64));
+        assert_eq!(z.score(&members[i]), Some(-(i as f64)));
+    }
+    for i in (0..n).step_by(2003) {
+        assert!(z.remove(&members[i]).is_some());
+        assert_eq!(z.score(&members[i]), None);
+    }
+    assert_eq!(z.score(&members[1]), Some(1.0));
+}
+
+#[test]
+fn ids_widen_in_place() {
+    let mut ids = Ids::new(4, 10);
+    ids.set(1, 7);
+    ids.set(2, 70_000);
+    assert!(matches!(ids, Ids::Wide(_)));
+    assert_eq!((ids.get(0), ids.get(1), ids.get(2)), (0, 7, 70_000));
 }
