@@ -14,6 +14,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py cache      [--keys 2000000] [--maxmemory 64mb] [--zipf 1.0] [--workers 3] [--seconds 20]
   bench/compare.py tls        [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py aggregate  [--keys 10000] [--days 365] [--inputs 5000] [--rounds 5]
+  bench/compare.py seeds      [--cases partitioned,uuid16,chars24] [--sizes 100,1000,...]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -70,6 +71,11 @@ aggregate   seed 003's time series: --keys ZSETs `agg:<i>` of --days (day, count
             member; then ZUNIONSTORE and ZINTERSTORE of the same random --inputs keys with
             AGGREGATE SUM on both servers, alternating, --rounds times: median ms and ratio;
             and the longest round trip a concurrent 1-per-ms PING probe sees during them
+seeds       used_memory delta per entry of the seeds' layouts: seed 002's iteration 4
+            (1,000,000 sessions as HSET session:data:<4 hex> <18 bytes> <15-byte msgpack>
+            plus ZADD session:expiry:<4 hex> <expiry> <18 bytes>, 65,536 partitions),
+            seed 001 (one SET of 1,000,000 random 16-byte members) and seed 000 (SETs of
+            N random 24-char members, 200,000/N sets side by side); each with its target
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
 redis-server checks the script itself. Standard library only (plus cc for `cache`);
@@ -1330,6 +1336,129 @@ def cmd_aggregate(args) -> None:
         stop_servers(servers)
 
 
+# ---------------------------------------------------------------- seed memory layouts
+
+SEED_SESSIONS = 1_000_000
+SEED_SET_SIZES = [100, 1000, 10000, 100000, 1000000]
+
+
+def msgpack_uint(n: int) -> bytes:
+    """MessagePack's shortest encoding of a non-negative integer."""
+    if n < 0x80:
+        return bytes([n])
+    if n < 0x100:
+        return b"\xcc" + n.to_bytes(1, "big")
+    if n < 0x10000:
+        return b"\xcd" + n.to_bytes(2, "big")
+    return b"\xce" + n.to_bytes(4, "big")
+
+
+def partitioned_session_commands(n: int, seed: int = 2):
+    """Seed 002's iteration 4: a session id of 40 random hex digits; its first 4 digits
+    name the partition (65,536 of them); HSET session:data:<p> <the other 36 digits as
+    18 bytes> <msgpack {i: identity_id, x: expires_at}> and ZADD session:expiry:<p>
+    <expires_at> <the same 18 bytes>. Sessions are created over time, each expiring 30
+    days after its creation."""
+    rng = random.Random(seed)
+    start = 1_800_000_000
+    for lo in range(0, n, 5_000):
+        cmds = []
+        for i in range(lo, min(n, lo + 5_000)):
+            sid = rng.getrandbits(160).to_bytes(20, "big").hex()
+            expires = start + 30 * 86_400 + i // 10
+            sub = bytes.fromhex(sid[4:])
+            data = b"\x82\xa1i" + msgpack_uint(i) + b"\xa1x" + msgpack_uint(expires)
+            cmds.append(encode("HSET", "session:data:" + sid[:4], sub, data))
+            cmds.append(encode("ZADD", "session:expiry:" + sid[:4], expires, sub))
+        yield b"".join(cmds), len(cmds)
+
+
+def set_member_commands(kind: str, n: int, copies: int, per_cmd: int = 500):
+    """SADD of n members into each of `copies` sets: kind "uuid16" is 16 random bytes
+    (seed 001's binary UUIDs), "chars24" 24 random characters of [a-z0-9] (seed 000)."""
+    alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789"
+    for copy in range(copies):
+        rng = random.Random(copy + 1)
+        key = b"s%d" % copy
+        for lo in range(0, n, per_cmd * 20):
+            cmds = []
+            for j in range(lo, min(n, lo + per_cmd * 20), per_cmd):
+                m = min(per_cmd, n - j)
+                if kind == "uuid16":
+                    members = [rng.getrandbits(128).to_bytes(16, "big") for _ in range(m)]
+                else:
+                    members = [bytes(rng.choices(alphabet, k=24)) for _ in range(m)]
+                cmds.append(encode("SADD", key, *members))
+            yield b"".join(cmds), len(cmds)
+
+
+def measure_load(s: Server, commands, entries: int, check) -> tuple[float, str]:
+    """used_memory delta per entry of loading `commands` into a flushed server, and
+    what `check(conn)` returns (it raises when the data is not what was meant)."""
+    with Conn(s.port) as c:
+        c.call("FLUSHALL")
+        c.call("SET", "seed", "1")  # first-key costs are not the workload's
+    time.sleep(0.3)
+    before = int(s.info("memory")["used_memory"])
+    with Conn(s.port) as c:  # closed before measuring: its buffers are not data
+        for data, count in commands:
+            c.send_counted(data, count)
+    time.sleep(0.3)
+    after = int(s.info("memory")["used_memory"])
+    with Conn(s.port) as c:
+        note = check(c)
+        c.call("FLUSHALL")
+    return (after - before) / entries, note
+
+
+def cmd_seeds(args) -> None:
+    header("densekv vs redis: the seeds' own layouts, used_memory delta per entry", args)
+    cases = []
+    if "partitioned" in args.cases:
+        n = args.n or SEED_SESSIONS
+
+        def check_sessions(c):
+            keys = int(c.call("DBSIZE")) - 1
+            zcard = sum(int(c.call("ZCARD", b"session:expiry:%04x" % p)) for p in range(0, 65536, 4096))
+            if keys != 2 * 65536 or zcard == 0:
+                raise SystemExit(f"{keys} partition keys, expected {2 * 65536}")
+            h = c.call("OBJECT", "ENCODING", "session:data:0000").decode()
+            z = c.call("OBJECT", "ENCODING", "session:expiry:0000").decode()
+            return f"{keys:,} keys, {h} + {z}"
+        cases.append((f"seed 002 partitioned sessions (HASH + ZSET per partition), per session", n,
+                      lambda n=n: partitioned_session_commands(n), check_sessions, 60.0))
+    for kind, sizes, bar in (("uuid16", [1_000_000], 18.0), ("chars24", args.sizes, 28.0)):
+        if kind not in args.cases:
+            continue
+        for size in sizes:
+            copies = max(1, 200_000 // size)
+
+            def check_set(c, size=size, copies=copies):
+                got = int(c.call("SCARD", "s0"))
+                if got != size or int(c.call("DBSIZE")) - 1 != copies:
+                    raise SystemExit(f"set holds {got}, expected {size}")
+                return c.call("OBJECT", "ENCODING", "s0").decode()
+            label = ("seed 001 one SET of 16-byte members" if kind == "uuid16"
+                     else f"seed 000 SETs of 24-char members ({copies:,} sets)")
+            cases.append((label + ", per member", size * copies,
+                          lambda kind=kind, size=size, copies=copies: set_member_commands(kind, size, copies),
+                          check_set, bar))
+    servers = start_servers(args)
+    try:
+        rows = []
+        for label, entries, commands, check, bar in cases:
+            got = {s.name: measure_load(s, commands(), entries, check) for s in servers}
+            d, r = got["densekv"], got["redis"]
+            rows.append([label, f"{entries:,}", f"{d[0]:.1f}", d[1], f"{r[0]:.1f}", r[1],
+                         ratio(d[0], r[0]), f"{bar:.0f}", "met" if d[0] <= bar else "not met"])
+            print(f"- {label}: densekv {d[0]:.1f}, redis {r[0]:.1f}", flush=True)
+        print()
+        table(["workload", "entries", "densekv B", "densekv layout", "redis B", "redis layout",
+               "densekv/redis", "target B", ""], rows)
+    finally:
+        stop_servers(servers)
+
+
 def cmd_cache(args) -> None:
     header("Cache under eviction: Zipf keys, GET / SET on miss, allkeys-lru", args)
     print(f"- keys ids {args.keys:,}, Zipf s={args.zipf}, maxmemory {args.maxmemory}, "
@@ -1387,6 +1516,13 @@ def main() -> None:
     p.add_argument("--settle", type=float, default=12.0,
                    help="seconds to wait after a load before sampling (allocator decay)")
     p.set_defaults(func=cmd_memory)
+
+    p = sub.add_parser("seeds", parents=[common], help="the seeds' layouts, bytes per entry")
+    p.add_argument("--cases", type=lambda v: v.split(","), default=["partitioned", "uuid16", "chars24"],
+                   help="partitioned,uuid16,chars24")
+    p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=SEED_SET_SIZES,
+                   help="members per SET for chars24")
+    p.set_defaults(func=cmd_seeds)
 
     p = sub.add_parser("throughput", parents=[common], help="redis-benchmark requests/s")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
