@@ -15,6 +15,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py tls        [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py aggregate  [--keys 10000] [--days 365] [--inputs 5000] [--rounds 5]
   bench/compare.py seeds      [--cases partitioned,uuid16,chars24] [--sizes 100,1000,...]
+  bench/compare.py repl       [-n N] [--pipeline 16,1] [--rounds 3]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -76,6 +77,10 @@ seeds       used_memory delta per entry of the seeds' layouts: seed 002's iterat
             plus ZADD session:expiry:<4 hex> <expiry> <18 bytes>, 65,536 partitions),
             seed 001 (one SET of 1,000,000 random 16-byte members) and seed 000 (SETs of
             N random 24-char members, 200,000/N sets side by side); each with its target
+repl        N=10,000,000 keys (the rdb workload) in a primary, then a fresh replica of the same
+            server: full sync time (REPLICAOF to master_link_status:up) and the primary's
+            PSS peak (with any forked child) against its steady state; then a primary with
+            two replicas attached under redis-benchmark -t set: requests/s and the ratio
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
 redis-server checks the script itself. Standard library only (plus cc for `cache`);
@@ -1459,6 +1464,95 @@ def cmd_seeds(args) -> None:
         stop_servers(servers)
 
 
+# ---------------------------------------------------------------- replication
+
+
+def link_status(s: Server) -> str:
+    return s.info("replication").get("master_link_status", "")
+
+
+def cmd_repl(args) -> None:
+    header("densekv vs redis: full sync to a fresh replica, and SET throughput with two replicas", args)
+    n = args.n or 10_000_000
+    sync_args = ["--repl-diskless-sync-delay", "0"]
+    rows = []
+    for name, binary in (("densekv", args.densekv_bin), ("redis", args.redis_bin)):
+        extra = [] if name == "densekv" else ["--daemonize", "no"]
+        primary = Server(name, [binary, *extra, *sync_args]).start()
+        replica = Server(name + "-replica", [binary, *extra, *sync_args])
+        try:
+            load_checked(primary, "mixed", n)
+            time.sleep(args.settle)
+            steady = int(statistics.median(pss_samples(primary, 5)))
+            replica.start()
+            stop, got = threading.Event(), []
+            sampler = threading.Thread(target=pss_sampler, args=(primary, stop, got))
+            sampler.start()
+            try:
+                t0 = time.perf_counter()
+                with Conn(replica.port) as c:
+                    c.call("REPLICAOF", HOST, str(primary.port))
+                while link_status(replica) != "up":
+                    if time.perf_counter() - t0 > args.timeout:
+                        raise SystemExit(f"{name}: no sync within {args.timeout} s; see {replica.log}")
+                    time.sleep(0.01)
+                secs = time.perf_counter() - t0
+            finally:
+                stop.set()
+                sampler.join()
+            check_dbsize(replica, n)
+            peak = max(got)
+            rows.append([name, f"{secs:.2f}", f"{steady / 2**20:,.0f}", f"{peak / 2**20:,.0f}", f"{peak / steady:.2f}"])
+        finally:
+            replica.stop()
+            primary.stop()
+    print(f"N={n:,} keys (`SET k:<n> <20 bytes>` / `HSET h:<n>` with 3 fields), loaded into the primary; "
+          "then REPLICAOF on a fresh replica of the same server, timed until master_link_status:up "
+          "(the replica has loaded the image); the primary's PSS, with any child it forked, sampled "
+          "every 50 ms meanwhile. repl-diskless-sync-delay 0 on both, other settings their defaults. "
+          "One server pair at a time.\n")
+    table(["server", "full sync s", "primary steady MiB", "primary peak MiB", "peak/steady"], rows)
+    d, r = float(rows[0][1]), float(rows[1][1])
+    print(f"full sync time densekv/redis: {ratio(d, r)} (target <= 1.0); "
+          f"densekv peak/steady {rows[0][4]} (target <= 1.10)\n", flush=True)
+
+    # Throughput of the primary with two replicas attached.
+    groups = []
+    try:
+        for name, binary in (("densekv", args.densekv_bin), ("redis", args.redis_bin)):
+            extra = [] if name == "densekv" else ["--daemonize", "no"]
+            group = [Server(name, [binary, *extra, *sync_args]).start()]
+            groups.append(group)
+            for i in range(2):
+                rep = Server(f"{name}-replica{i}", [binary, *extra, *sync_args]).start()
+                group.append(rep)
+                with Conn(rep.port) as c:
+                    c.call("REPLICAOF", HOST, str(group[0].port))
+            for rep in group[1:]:
+                while link_status(rep) != "up":
+                    time.sleep(0.05)
+        results: dict[tuple[str, int], list[float]] = {}
+        for pipeline in args.pipeline:
+            for rnd in range(args.rounds):
+                for group in groups if rnd % 2 == 0 else groups[::-1]:
+                    p = group[0]
+                    count = 2_000_000 if pipeline > 1 else 300_000
+                    r = run_benchmark(bench_argv(p, "set", args.clients, count, 1_000_000, pipeline, "-d", "100"),
+                                      p, args.timeout)["SET"]
+                    results.setdefault((p.name, pipeline), []).append(float(r[0]))
+        trows = []
+        for pipeline in args.pipeline:
+            a = statistics.median(results[("densekv", pipeline)])
+            b = statistics.median(results[("redis", pipeline)])
+            trows.append(["SET -d 100", pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b)])
+        print(f"redis-benchmark -t set -d 100 -r 1,000,000 -c {args.clients} against a primary with two "
+              f"replicas attached; servers alternating, median of {args.rounds} rounds (target >= 0.9)\n")
+        table(["test", "-P", "densekv req/s", "redis req/s", "densekv/redis"], trows)
+    finally:
+        for group in groups:
+            stop_servers(group)
+
+
 def cmd_cache(args) -> None:
     header("Cache under eviction: Zipf keys, GET / SET on miss, allkeys-lru", args)
     print(f"- keys ids {args.keys:,}, Zipf s={args.zipf}, maxmemory {args.maxmemory}, "
@@ -1523,6 +1617,13 @@ def main() -> None:
     p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=SEED_SET_SIZES,
                    help="members per SET for chars24")
     p.set_defaults(func=cmd_seeds)
+
+    p = sub.add_parser("repl", parents=[common], help="full sync and throughput with replicas")
+    p.add_argument("--settle", type=float, default=3.0)
+    p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")], default=[16, 1])
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(func=cmd_repl)
 
     p = sub.add_parser("throughput", parents=[common], help="redis-benchmark requests/s")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
