@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::{notify, publish};
 use crate::server::{unix_ms, Server};
+use storage::value::Kind;
 
 /// Share of one tick the active expiry cycle may use, in percent, at effort 1
 /// (Redis uses 25%); each effort step adds 2 points.
@@ -93,7 +94,7 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let ndb = srv.dbs.len();
     let first = srv.expire_db_cursor % ndb.max(1);
     let flags = srv.config.notify_flags;
-    let (tell_keys, tell_fields) = (notify::wanted(flags, notify::EXPIRED), notify::wanted(flags, notify::HASH | notify::GENERIC));
+    let (tell_keys, tell_fields) = (notify::wanted(flags, notify::EXPIRED), notify::wanted(flags, notify::HASH | notify::SET | notify::ZSET | notify::GENERIC));
     // Expired keys are invalidated for the clients that may cache them.
     let track = srv.tracking.clients > 0;
     // Expired keys leave the write stream as DEL (UNLINK with
@@ -104,8 +105,18 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     // Keys to publish events for, filled by the storage callbacks only
     // when someone may hear them.
     let mut hit: Vec<Box<[u8]>> = Vec::new();
-    // HDELs to propagate, filled only when the write stream has a consumer.
+    // Their types, for the event names (hash, set or sorted set).
+    let mut hit_kind: Vec<Kind> = Vec::new();
+    // HDELs (SREMs, ZREMs) to propagate, filled only when the write stream
+    // has a consumer.
     let mut hdels: Vec<Vec<Vec<u8>>> = Vec::new();
+    for d in 0..ndb {
+        // Lazy member expiry recorded outside a command (eviction's
+        // lookups): counted and replayed now.
+        if srv.dbs[d].has_member_expiry() {
+            publish::member_expiry(srv, None, d);
+        }
+    }
     for k in 0..ndb {
         let i = (first + k) % ndb;
         let min_sweep = srv.dbs[i].len() / hz as usize;
@@ -116,12 +127,18 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
                 return false;
             }
             let replay = !srv.feed.is_empty();
-            let (fields, keys) = srv.dbs[i].active_expire_fields(now, FIELD_BATCH, |key, field| {
+            let (fields, keys) = srv.dbs[i].active_expire_members(now, FIELD_BATCH, |kind, key, field| {
                 if want_fields && hit.last().is_none_or(|k| **k != *key) {
                     hit.push(key.into());
+                    hit_kind.push(kind);
                 }
                 if replay {
-                    hdels.push(vec![b"HDEL".to_vec(), key.to_vec(), field.to_vec()]);
+                    let cmd: &[u8] = match kind {
+                        Kind::Set => b"SREM",
+                        Kind::ZSet => b"ZREM",
+                        _ => b"HDEL",
+                    };
+                    hdels.push(vec![cmd.to_vec(), key.to_vec(), field.to_vec()]);
                 }
             });
             // Each expired field is replayed as its own HDEL, as Redis does.
@@ -130,16 +147,22 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
             }
             srv.expired_subkeys += fields as u64;
             srv.expired_keys += keys as u64;
-            for key in hit.drain(..) {
+            for (key, kind) in hit.drain(..).zip(hit_kind.drain(..)) {
                 if track {
                     publish::invalidate_key(srv, None, None, &key, true);
                 }
                 if !tell_fields {
                     continue;
                 }
-                // One `hexpired` per hash per batch, then `del` if the
-                // hash went (a lookup that neither touches nor expires).
-                publish::emit(srv, None, i, notify::HASH, "hexpired", &key);
+                // One `hexpired` (`sexpired`, `zexpired`) per key per
+                // batch, then `del` if the key went (a lookup that neither
+                // touches nor expires).
+                let (class, event) = match kind {
+                    Kind::Set => (notify::SET, "sexpired"),
+                    Kind::ZSet => (notify::ZSET, "zexpired"),
+                    _ => (notify::HASH, "hexpired"),
+                };
+                publish::emit(srv, None, i, class, event, &key);
                 if srv.dbs[i].idle_secs(&key, now).is_none() {
                     publish::emit(srv, None, i, notify::GENERIC, "del", &key);
                 }

@@ -162,6 +162,13 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     if srv.repl.sink_attached && (srv.dbs[db].has_events() || srv.dbs[c.db].has_events()) {
         propagate_lazy_expiry(srv, db, c.db);
     }
+    if srv.dbs[db].has_member_expiry() {
+        crate::publish::member_expiry(srv, Some(&mut *c), db);
+    }
+    if c.db != db && srv.dbs[c.db].has_member_expiry() {
+        let d = c.db;
+        crate::publish::member_expiry(srv, Some(&mut *c), d);
+    }
     if srv.dirty != dirty_before && spec.has(flags::WRITE) && !srv.feed.is_empty() {
         match (rewrite, crate::feed::replay_form(argv, now)) {
             (Some(Rewrite::Skip), _) => {}

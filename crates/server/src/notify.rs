@@ -106,6 +106,9 @@ pub fn db_log_bits(flags: u32) -> u8 {
     if wanted(flags, NEW) {
         bits |= storage::keyspace::LOG_NEW;
     }
+    if wanted(flags, SET | ZSET | GENERIC) {
+        bits |= storage::keyspace::LOG_MEMBERS;
+    }
     bits
 }
 

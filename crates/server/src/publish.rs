@@ -149,8 +149,41 @@ pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
         let (class, name) = match ev {
             storage::KeyEvent::Expired => (notify::EXPIRED, "expired"),
             storage::KeyEvent::New => (notify::NEW, "new"),
+            storage::KeyEvent::MembersExpired(storage::value::Kind::ZSet) => (notify::ZSET, "zexpired"),
+            storage::KeyEvent::MembersExpired(_) => (notify::SET, "sexpired"),
+            storage::KeyEvent::Emptied => (notify::GENERIC, "del"),
         };
         publish_event(srv, cur.as_deref_mut(), db, class, name, &key);
+    }
+}
+
+/// Members of sets and sorted sets that reaching a key found past their
+/// TTL and removed (lazy member expiry, in the keyspace) in database `d`:
+/// counted in expired_subkeys (and the key in expired_keys when it went
+/// with them), replayed as one SREM / ZREM per member before the command
+/// itself, as hash fields' expiry goes out as HDELs, and signalled as a
+/// change of the key (WATCH, client tracking). Their keyspace events
+/// (`sexpired` / `zexpired`, then `del`) come through the database's event
+/// log, ahead of the command's own. `cur` is the client whose command
+/// reached the keys (None from cron).
+pub fn member_expiry(srv: &mut Server, mut cur: Option<&mut Client>, d: usize) {
+    for e in srv.dbs[d].take_member_expiry() {
+        srv.expired_subkeys += e.members.len() as u64;
+        srv.expired_keys += u64::from(e.deleted);
+        if !srv.feed.is_empty() {
+            let cmd: &[u8] = if e.kind == storage::value::Kind::ZSet { b"ZREM" } else { b"SREM" };
+            for m in e.members {
+                srv.feed.push(d, vec![cmd.to_vec(), e.key.to_vec(), m.into_vec()]);
+            }
+        }
+        match cur.as_deref_mut() {
+            Some(c) => srv.touch_watched(d, &e.key, c),
+            None => srv.touch_watched_all(d, &e.key),
+        }
+        if srv.tracking.clients > 0 {
+            let by = cur.as_deref().map(|c| c.id);
+            invalidate_key(srv, cur.as_deref(), by, &e.key, true);
+        }
     }
 }
 

@@ -31,6 +31,6 @@ pub mod value;
 
 pub use access::Access;
 pub use eviction::{EvictionPool, Rank};
-pub use keyspace::{Db, IncrError, KeyEvent, SnapshotSink, Ttl};
+pub use keyspace::{Db, IncrError, KeyEvent, MemberExpiry, SnapshotSink, Ttl};
 pub use strref::StrRef;
 pub use value::{Value, ValueMut, ValueRef};

@@ -27,9 +27,8 @@ use storage::StrRef;
 use crate::command::flags::*;
 use crate::commands::string::with_bytes;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::commands::subexpire::{self, expire_generic, name_of, parse_deadline, persist_generic, propagate_dels, ttl_generic, NUMFIELDS_POSITIVE};
 
-/// Largest field deadline Redis accepts from a command: 2^46 - 1 ms.
-const MAX_FIELD_MS: i64 = (1 << 46) - 1;
 /// A HRANDFIELD with a huge negative count stops (and the client is closed)
 /// once its reply passes this size.
 const MAX_SAMPLE_REPLY: usize = 1 << 30;
@@ -110,26 +109,13 @@ fn reclaim<'f>(ctx: &mut Ctx, key: &[u8], fields: impl Iterator<Item = &'f [u8]>
     let gone = h.is_empty();
     // Dropped unchanged: the hash is synced (deleted if empty), nothing raised.
     drop(w);
-    propagate_hdels(ctx, key, gone_fields);
+    propagate_dels::<Hash, _>(ctx, key, gone_fields);
     if n > 0 {
         ctx.srv.expired_subkeys += n as u64;
         ctx.key_touched(key);
         fields_expired(ctx, key, if per_field { n } else { 1 }, gone);
     }
     Ok(())
-}
-
-/// Propagates the deletion of expired (or past-deadline) `fields` of the
-/// hash at `key`: one HDEL per field, as Redis replays field expiry, so a
-/// replica or AOF replay deletes exactly what expired here.
-fn propagate_hdels<F: AsRef<[u8]>>(ctx: &mut Ctx, key: &[u8], fields: impl IntoIterator<Item = F>) {
-    if ctx.srv.feed.is_empty() {
-        return;
-    }
-    let db = ctx.client.db;
-    for f in fields {
-        ctx.srv.feed.push(db, vec![b"HDEL".to_vec(), key.to_vec(), f.as_ref().to_vec()]);
-    }
 }
 
 /// Calls `f` with the hash at `key` (None: absent) and the reply buffer,
@@ -181,48 +167,9 @@ fn bulk_str(out: &mut Reply, v: StrRef) {
     }
 }
 
-/// Parses `FIELDS numfields field...` where `args[at]` should be FIELDS;
-/// returns the fields. `bad_count` is the command's text for a numfields
-/// that is not a positive integer.
+/// Parses `FIELDS numfields field...` where `args[at]` should be FIELDS.
 fn fields_arg<'a>(args: &'a [Vec<u8>], at: usize, bad_count: &str) -> Result<&'a [Vec<u8>], CmdError> {
-    if at >= args.len() || !is(&args[at], "fields") {
-        return Err(CmdError::err("Mandatory argument FIELDS is missing or not at the right position"));
-    }
-    let n = args.get(at + 1).and_then(|a| resp::num::parse_i64(a)).filter(|&n| n >= 1).ok_or_else(|| CmdError::err(bad_count))?;
-    let rest = &args[at + 2..];
-    if usize::try_from(n).ok() != Some(rest.len()) {
-        return Err(CmdError::err("The `numfields` parameter must match the number of arguments"));
-    }
-    Ok(rest)
-}
-
-const NUMFIELDS_POSITIVE: &str = "Number of fields must be a positive integer";
-
-/// A field deadline from a command argument: `secs` scales by 1000, `base`
-/// is added (now for relative forms, 0 for absolute ones). Errors as Redis.
-fn parse_deadline(name: &str, arg: &[u8], secs: bool, base: i64) -> Result<i64, CmdError> {
-    let v = arg_i64(arg)?;
-    if v < 0 {
-        return Err(CmdError::err("invalid expire time, must be >= 0"));
-    }
-    let bad = || CmdError::err(format!("invalid expire time in '{name}' command"));
-    let ms = if secs {
-        if v > MAX_FIELD_MS / 1000 {
-            return Err(bad());
-        }
-        v * 1000
-    } else {
-        v
-    };
-    if ms > MAX_FIELD_MS - base {
-        return Err(bad());
-    }
-    Ok(ms + base)
-}
-
-/// Lower-case command name for error texts.
-fn name_of(args: &[Vec<u8>]) -> String {
-    String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
+    subexpire::fields_arg(args, at, bad_count, "FIELDS")
 }
 
 /// HSET key field value [field value ...] / HMSET (replies OK).
@@ -419,7 +366,7 @@ fn expire_all(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let n = h.expire_due_with(now, usize::MAX, |f| gone_fields.push(f.to_vec()));
     let gone = h.is_empty();
     drop(w);
-    propagate_hdels(ctx, key, gone_fields);
+    propagate_dels::<Hash, _>(ctx, key, gone_fields);
     if n > 0 {
         ctx.srv.expired_subkeys += n as u64;
         ctx.key_touched(key);
@@ -558,153 +505,49 @@ pub fn hscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Replies with one integer code per field.
-fn reply_codes(out: &mut Reply, codes: &[i64]) {
-    out.array(codes.len());
-    codes.iter().for_each(|&c| out.int(c));
-}
-
-/// HEXPIRE family: `secs` scales the time, `relative` adds now.
-fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -> CmdResult {
-    let now = ctx.now;
-    let (codes, at, deadline) = {
-        // The key's type is checked before the arguments, as in Redis.
-        let w = ctx.write::<Hash>(&args[1], notify::HASH)?;
-        let deadline = parse_deadline(&name_of(args), &args[2], secs, if relative { now } else { 0 })?;
-        let cond = [("nx", ExpireCond::Nx), ("xx", ExpireCond::Xx), ("gt", ExpireCond::Gt), ("lt", ExpireCond::Lt)]
-            .into_iter()
-            .find(|(w, _)| is(&args[3], w))
-            .map(|(_, c)| c);
-        let at = if cond.is_some() { 4 } else { 3 };
-        let fields = fields_arg(args, at, "Parameter `numFields` should be greater than 0")?;
-        let codes = match w {
-            None => vec![-2; fields.len()],
-            Some(mut w) => {
-                let h = w.get();
-                let codes: Vec<i64> = fields.iter().map(|f| h.set_expire(f, deadline, cond.unwrap_or(ExpireCond::Always), now)).collect();
-                // A deadline in the past deletes the fields (code 2): `hdel` then.
-                if codes.contains(&2) {
-                    w.changed("hdel");
-                } else if codes.contains(&1) {
-                    w.changed("hexpire");
-                }
-                codes
-            }
-        };
-        (codes, at, deadline)
-    };
-    if codes.iter().any(|&c| c == 1 || c == 2) {
-        propagate_field_expire(ctx, args, at, &codes, deadline);
-    }
-    reply_codes(ctx.out(), &codes);
-    Ok(())
-}
-
-/// How an HEXPIRE-family command is replayed, as Redis does: fields it
-/// deleted (a deadline in the past) as HDELs, the fields whose deadline it
-/// set as HPEXPIREAT with the absolute deadline in milliseconds (keeping
-/// the NX/XX/GT/LT word), and fields it left alone not at all, so a replay
-/// never depends on the state or the clock it meets.
-fn propagate_field_expire(ctx: &mut Ctx, args: &[Vec<u8>], fields_at: usize, codes: &[i64], deadline: i64) {
-    if ctx.srv.feed.is_empty() {
-        return;
-    }
-    let fields = &args[fields_at + 2..];
-    propagate_hdels(ctx, &args[1], fields.iter().zip(codes).filter(|(_, &c)| c == 2).map(|(f, _)| f));
-    let set: Vec<&Vec<u8>> = fields.iter().zip(codes).filter(|(_, &c)| c == 1).map(|(f, _)| f).collect();
-    if set.is_empty() {
-        ctx.srv.feed.skip_current();
-        return;
-    }
-    let mut argv = vec![b"HPEXPIREAT".to_vec(), args[1].clone(), deadline.to_string().into_bytes()];
-    // The condition word, if any, sits between the time and FIELDS.
-    argv.extend(args[3..fields_at].iter().cloned());
-    argv.push(b"FIELDS".to_vec());
-    argv.push(set.len().to_string().into_bytes());
-    argv.extend(set.into_iter().cloned());
-    ctx.srv.feed.replace_current(argv);
-}
-
 /// HEXPIRE key seconds [NX|XX|GT|LT] FIELDS numfields field...
 pub fn hexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    expire_generic(ctx, args, true, true)
+    expire_generic::<Hash>(ctx, args, true, true)
 }
 
 /// HPEXPIRE key milliseconds [NX|XX|GT|LT] FIELDS numfields field...
 pub fn hpexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    expire_generic(ctx, args, false, true)
+    expire_generic::<Hash>(ctx, args, false, true)
 }
 
 /// HEXPIREAT key unix-seconds [NX|XX|GT|LT] FIELDS numfields field...
 pub fn hexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    expire_generic(ctx, args, true, false)
+    expire_generic::<Hash>(ctx, args, true, false)
 }
 
 /// HPEXPIREAT key unix-ms [NX|XX|GT|LT] FIELDS numfields field...
 pub fn hpexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    expire_generic(ctx, args, false, false)
-}
-
-/// HTTL family: remaining time (`relative`) or deadline, in seconds
-/// (rounded up, as Redis) or ms; -2 no such field, -1 no TTL.
-fn ttl_generic(ctx: &mut Ctx, args: &[Vec<u8>], secs: bool, relative: bool) -> CmdResult {
-    let now = ctx.now;
-    let (h, out) = ctx.read_out::<Hash>(&args[1])?;
-    let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
-    let base = if relative { now } else { 0 };
-    out.array(fields.len());
-    for f in fields {
-        out.int(match h.and_then(|h| h.expire_of(f, now)) {
-            None => -2,
-            Some(None) => -1,
-            Some(Some(d)) if d <= now => -2,
-            Some(Some(d)) if secs => (d + 999 - base) / 1000,
-            Some(Some(d)) => d - base,
-        });
-    }
-    Ok(())
+    expire_generic::<Hash>(ctx, args, false, false)
 }
 
 /// HTTL key FIELDS numfields field...
 pub fn httl(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    ttl_generic(ctx, args, true, true)
+    ttl_generic::<Hash>(ctx, args, true, true)
 }
 
 /// HPTTL key FIELDS numfields field...
 pub fn hpttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    ttl_generic(ctx, args, false, true)
+    ttl_generic::<Hash>(ctx, args, false, true)
 }
 
 /// HEXPIRETIME key FIELDS numfields field...
 pub fn hexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    ttl_generic(ctx, args, true, false)
+    ttl_generic::<Hash>(ctx, args, true, false)
 }
 
 /// HPEXPIRETIME key FIELDS numfields field...
 pub fn hpexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    ttl_generic(ctx, args, false, false)
+    ttl_generic::<Hash>(ctx, args, false, false)
 }
 
 /// HPERSIST key FIELDS numfields field...
 pub fn hpersist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let codes = {
-        let w = ctx.write::<Hash>(&args[1], notify::HASH)?;
-        let fields = fields_arg(args, 2, NUMFIELDS_POSITIVE)?;
-        match w {
-            None => vec![-2; fields.len()],
-            Some(mut w) => {
-                let h = w.get();
-                let codes: Vec<i64> = fields.iter().map(|f| h.persist(f, now)).collect();
-                if codes.contains(&1) {
-                    w.changed("hpersist");
-                }
-                codes
-            }
-        }
-    };
-    reply_codes(ctx.out(), &codes);
-    Ok(())
+    persist_generic::<Hash>(ctx, args)
 }
 
 /// Replies with one null per field (HGETDEL/HGETEX on a missing key).
@@ -884,36 +727,4 @@ pub fn hsetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         w.changed(if d <= now { "hdel" } else { "hexpire" });
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn argv(s: &str) -> Vec<Vec<u8>> {
-        s.split(' ').map(|w| w.as_bytes().to_vec()).collect()
-    }
-
-    #[test]
-    fn fields_argument_errors() {
-        let a = argv("httl k FIELDS 2 a b");
-        assert_eq!(fields_arg(&a, 2, NUMFIELDS_POSITIVE).unwrap().len(), 2);
-        let e = |s: &str| fields_arg(&argv(s), 2, NUMFIELDS_POSITIVE).unwrap_err().message();
-        assert_eq!(e("httl k FIELDS 3 a b"), "ERR The `numfields` parameter must match the number of arguments");
-        assert_eq!(e("httl k FIELDS 0 a"), "ERR Number of fields must be a positive integer");
-        assert_eq!(e("httl k FIELDS x a"), "ERR Number of fields must be a positive integer");
-        assert_eq!(e("httl k FIELD 1 a"), "ERR Mandatory argument FIELDS is missing or not at the right position");
-    }
-
-    #[test]
-    fn deadlines_are_bounded() {
-        assert_eq!(parse_deadline("hexpire", b"10", true, 5), Ok(10_005));
-        assert_eq!(parse_deadline("hpexpire", b"-1", false, 0).unwrap_err().message(), "ERR invalid expire time, must be >= 0");
-        assert_eq!(
-            parse_deadline("hexpire", b"70368744177", true, 1000).unwrap_err().message(),
-            "ERR invalid expire time in 'hexpire' command"
-        );
-        assert_eq!(parse_deadline("hpexpireat", b"70368744177663", false, 0), Ok(MAX_FIELD_MS));
-        assert_eq!(parse_deadline("hexpire", b"x", true, 0), Err(CmdError::NotInt));
-    }
 }

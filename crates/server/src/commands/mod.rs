@@ -22,6 +22,7 @@ pub mod set;
 pub mod sort;
 pub mod stream;
 pub mod string;
+pub mod subexpire;
 pub mod transaction;
 pub mod zset;
 
@@ -47,6 +48,7 @@ pub fn table() -> Vec<Spec> {
     all.extend(stream::table());
     all.extend(server::table());
     all.extend(string::table());
+    all.extend(subexpire::table());
     all.extend(transaction::table());
     all.extend(zset::table());
     all

@@ -19,6 +19,8 @@ use storage::types::set::{Set, SetConfig};
 use storage::{StrRef, Ttl, Value};
 
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
+use crate::commands::subexpire;
+use storage::types::hash::ExpireCond;
 use crate::command::flags::*;
 use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
@@ -58,6 +60,17 @@ pub fn table() -> Vec<Spec> {
         s("sunionstore", -3, WRITE | DENYOOM, store, sunionstore, WS, "Stores the union of multiple sets in a key.", "1.0.0").key_specs(stores()),
         s("sdiff", -2, READONLY, all, sdiff, RS, "Returns the difference of multiple sets.", "1.0.0"),
         s("sdiffstore", -3, WRITE | DENYOOM, store, sdiffstore, WS, "Stores the difference of multiple sets in a key.", "1.0.0").key_specs(stores()),
+        // Member TTLs: a densekv extension shaped like HEXPIRE (subexpire.rs).
+        s("sexpire", -6, WRITE | DENYOOM | FAST, k1, sexpire, WF, "Set expiry for set members using relative time to expire (seconds)", "7.4.0"),
+        s("spexpire", -6, WRITE | DENYOOM | FAST, k1, spexpire, WF, "Set expiry for set members using relative time to expire (milliseconds)", "7.4.0"),
+        s("sexpireat", -6, WRITE | DENYOOM | FAST, k1, sexpireat, WF, "Set expiry for set members using an absolute Unix timestamp (seconds)", "7.4.0"),
+        s("spexpireat", -6, WRITE | DENYOOM | FAST, k1, spexpireat, WF, "Set expiry for set members using an absolute Unix timestamp (milliseconds)", "7.4.0"),
+        s("sttl", -5, READONLY | FAST, k1, sttl, RF, "Returns the TTL in seconds of set members.", "7.4.0"),
+        s("spttl", -5, READONLY | FAST, k1, spttl, RF, "Returns the TTL in milliseconds of set members.", "7.4.0"),
+        s("sexpiretime", -5, READONLY | FAST, k1, sexpiretime, RF, "Returns the expiration time of set members as a Unix timestamp, in seconds.", "7.4.0"),
+        s("spexpiretime", -5, READONLY | FAST, k1, spexpiretime, RF, "Returns the expiration time of set members as a Unix timestamp, in msec.", "7.4.0"),
+        s("spersist", -5, WRITE | FAST, k1, spersist, WF, "Removes the expiration time of set members.", "7.4.0"),
+        s("saddex", -4, WRITE | DENYOOM | FAST, k1, saddex, WF, "Adds members that expire after a number of seconds (Dragonfly's SADDEX).", "7.4.0"),
     ]
 }
 
@@ -86,10 +99,123 @@ pub fn sadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if !created {
         s.reserve_hint(hint, &cfg);
     }
-    let added = args[2..].iter().filter(|m| s.insert(m, &cfg)).count();
+    // Re-adding a member drops its TTL, as HSET drops a field's: a change
+    // even when nothing is added, which must be replayed.
+    let ttls = s.min_deadline().is_some();
+    let mut persisted = false;
+    let added = args[2..]
+        .iter()
+        .filter(|m| {
+            persisted |= ttls && matches!(s.expire_of(m), Some(Some(_)));
+            s.insert(m, &cfg)
+        })
+        .count();
     out.int(added as i64);
     if added > 0 {
         w.added("sadd");
+    }
+    if persisted {
+        w.touched();
+    }
+    Ok(())
+}
+
+/// SEXPIRE key seconds [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn sexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<Set>(ctx, args, true, true)
+}
+
+/// SPEXPIRE key milliseconds [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn spexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<Set>(ctx, args, false, true)
+}
+
+/// SEXPIREAT key unix-seconds [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn sexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<Set>(ctx, args, true, false)
+}
+
+/// SPEXPIREAT key unix-ms [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn spexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<Set>(ctx, args, false, false)
+}
+
+/// STTL key MEMBERS numfields member...
+pub fn sttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<Set>(ctx, args, true, true)
+}
+
+/// SPTTL key MEMBERS numfields member...
+pub fn spttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<Set>(ctx, args, false, true)
+}
+
+/// SEXPIRETIME key MEMBERS numfields member...
+pub fn sexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<Set>(ctx, args, true, false)
+}
+
+/// SPEXPIRETIME key MEMBERS numfields member...
+pub fn spexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<Set>(ctx, args, false, false)
+}
+
+/// SPERSIST key MEMBERS numfields member...
+pub fn spersist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::persist_generic::<Set>(ctx, args)
+}
+
+/// SADDEX key [KEEPTTL] seconds member [member ...] (Dragonfly's): adds the
+/// members with a TTL of `seconds`; members already there get the TTL too,
+/// unless KEEPTTL, which leaves theirs (or their lack of one) alone.
+/// Replies the number of members added. `seconds` must be positive. Replayed as SADD of the new
+/// members and SPEXPIREAT of those whose deadline it set.
+pub fn saddex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let (key, cfg, now) = (&args[1], ctx.srv.config.set, ctx.now);
+    let keep = is(&args[2], "keepttl");
+    let at = if keep { 3 } else { 2 };
+    let members = args.get(at + 1..).filter(|m| !m.is_empty()).ok_or_else(|| CmdError::Arity("saddex".into()))?;
+    let deadline = subexpire::parse_deadline("saddex", &args[at], true, now)?;
+    if deadline <= now {
+        // A member that would be gone at once is refused, not added.
+        return Err(CmdError::err("invalid expire time in 'saddex' command"));
+    }
+    let mut w = ctx.write_or_create(key, notify::SET, || Set::with_hint(&members[0], members.len(), &cfg))?;
+    let (s, out) = w.parts();
+    let (mut added, mut timed) = (Vec::new(), Vec::new());
+    for m in members {
+        // Not `insert` for a member already there: that would drop its TTL.
+        let new = !s.contains(m) && s.insert(m, &cfg);
+        if new {
+            added.push(m.clone());
+        }
+        if (new || !keep) && s.set_expire(m, deadline, ExpireCond::Always, now, &cfg) == 1 {
+            timed.push(m.clone());
+        }
+    }
+    out.int(added.len() as i64);
+    if !added.is_empty() {
+        w.changed("sadd");
+    }
+    if !timed.is_empty() {
+        w.changed("sexpire");
+    }
+    drop(w);
+    if !ctx.srv.feed.is_empty() {
+        let db = ctx.client.db;
+        if !added.is_empty() {
+            let mut sadd = vec![b"SADD".to_vec(), key.clone()];
+            sadd.extend(added);
+            ctx.srv.feed.push(db, sadd);
+        }
+        if timed.is_empty() {
+            ctx.srv.feed.skip_current();
+        } else {
+            let mut argv = vec![b"SPEXPIREAT".to_vec(), key.clone(), deadline.to_string().into_bytes(), b"MEMBERS".to_vec()];
+            argv.push(timed.len().to_string().into_bytes());
+            argv.extend(timed);
+            ctx.srv.feed.replace_current(argv);
+        }
     }
     Ok(())
 }

@@ -26,6 +26,7 @@ use storage::types::zset::{cmp_entry, ZSet};
 use storage::{StrRef, Ttl, Value, ValueRef};
 
 use crate::commands::members::Members;
+use crate::commands::subexpire;
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::command::flags::*;
 use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
@@ -84,6 +85,16 @@ pub fn table() -> Vec<Spec> {
             .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, -2, 1)]),
         s("bzpopmax", -3, WRITE | FAST | BLOCKING, keys(1, -2, 1), bzpopmax, &["write", "sortedset", "fast", "blocking"], "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "5.0.0")
             .key_specs(vec![range_spec(kf::RW_ACCESS_DELETE, 1, -2, 1)]),
+        // Member TTLs: a densekv extension shaped like HEXPIRE (subexpire.rs).
+        s("zexpire", -6, WRITE | DENYOOM | FAST, k1, zexpire, WF, "Set expiry for sorted set members using relative time to expire (seconds)", "7.4.0"),
+        s("zpexpire", -6, WRITE | DENYOOM | FAST, k1, zpexpire, WF, "Set expiry for sorted set members using relative time to expire (milliseconds)", "7.4.0"),
+        s("zexpireat", -6, WRITE | DENYOOM | FAST, k1, zexpireat, WF, "Set expiry for sorted set members using an absolute Unix timestamp (seconds)", "7.4.0"),
+        s("zpexpireat", -6, WRITE | DENYOOM | FAST, k1, zpexpireat, WF, "Set expiry for sorted set members using an absolute Unix timestamp (milliseconds)", "7.4.0"),
+        s("zttl", -5, READONLY | FAST, k1, zttl, RF, "Returns the TTL in seconds of sorted set members.", "7.4.0"),
+        s("zpttl", -5, READONLY | FAST, k1, zpttl, RF, "Returns the TTL in milliseconds of sorted set members.", "7.4.0"),
+        s("zexpiretime", -5, READONLY | FAST, k1, zexpiretime, RF, "Returns the expiration time of sorted set members as a Unix timestamp, in seconds.", "7.4.0"),
+        s("zpexpiretime", -5, READONLY | FAST, k1, zpexpiretime, RF, "Returns the expiration time of sorted set members as a Unix timestamp, in msec.", "7.4.0"),
+        s("zpersist", -5, WRITE | FAST, k1, zpersist, WF, "Removes the expiration time of sorted set members.", "7.4.0"),
         s("bzmpop", -5, WRITE | BLOCKING, NO_KEYS, bzmpop, &["write", "sortedset", "slow", "blocking"], "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "7.0.0").key_specs(vec![numkeys_spec(kf::RW_ACCESS_DELETE, 2)]),
     ]
 }
@@ -428,6 +439,9 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
     let mut last = 0.0;
     let mut nan = false;
+    // ZADD of a member drops its TTL, as HSET drops a field's, even at the
+    // same score; INCR keeps it, as HINCRBY does.
+    let mut persisted = false;
     for (pair, &score) in rest.chunks(2).zip(&scores) {
         let member = &pair[1];
         match z.score(member) {
@@ -446,8 +460,14 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
                 processed += 1;
                 last = new;
                 if new != cur {
-                    z.insert(member, new, &cfg);
+                    if incr {
+                        z.insert_keep_ttl(member, new, &cfg);
+                    } else {
+                        z.insert(member, new, &cfg);
+                    }
                     updated += 1;
+                } else if !incr && z.persist(member, i64::MIN) == 1 {
+                    persisted = true;
                 }
             }
             None => {
@@ -473,7 +493,55 @@ fn add_generic(ctx: &mut Ctx, args: &[Vec<u8>], mut incr: bool) -> CmdResult {
     if added + updated > 0 {
         w.added(if incr { "zincr" } else { "zadd" });
     }
+    if persisted {
+        w.touched();
+    }
     Ok(())
+}
+
+/// ZEXPIRE key seconds [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn zexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<ZSet>(ctx, args, true, true)
+}
+
+/// ZPEXPIRE key milliseconds [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn zpexpire(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<ZSet>(ctx, args, false, true)
+}
+
+/// ZEXPIREAT key unix-seconds [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn zexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<ZSet>(ctx, args, true, false)
+}
+
+/// ZPEXPIREAT key unix-ms [NX|XX|GT|LT] MEMBERS numfields member...
+pub fn zpexpireat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::expire_generic::<ZSet>(ctx, args, false, false)
+}
+
+/// ZTTL key MEMBERS numfields member...
+pub fn zttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<ZSet>(ctx, args, true, true)
+}
+
+/// ZPTTL key MEMBERS numfields member...
+pub fn zpttl(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<ZSet>(ctx, args, false, true)
+}
+
+/// ZEXPIRETIME key MEMBERS numfields member...
+pub fn zexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<ZSet>(ctx, args, true, false)
+}
+
+/// ZPEXPIRETIME key MEMBERS numfields member...
+pub fn zpexpiretime(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::ttl_generic::<ZSet>(ctx, args, false, false)
+}
+
+/// ZPERSIST key MEMBERS numfields member...
+pub fn zpersist(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    subexpire::persist_generic::<ZSet>(ctx, args)
 }
 
 /// ZSCORE key member

@@ -8,13 +8,25 @@
 //! `KeyEvent` and the `LOG_*` bits are declared in mod.rs, with the other
 //! types of `Db`'s fields.
 
-use super::{Db, KeyEvent};
+use super::{Db, KeyEvent, MemberExpiry};
 
 impl Db {
     /// Number of keys lazy expiry deleted (on access) since the last call;
     /// resets the count. Active expiry is counted by its own return value.
     pub fn take_lazy_expired(&mut self) -> u64 {
         std::mem::take(&mut self.lazy_expired)
+    }
+
+    /// Members lazy member expiry removed since the last call, per key,
+    /// oldest first (always recorded: the server counts and replays them).
+    pub fn take_member_expiry(&mut self) -> Vec<MemberExpiry> {
+        std::mem::take(&mut self.member_expired)
+    }
+
+    /// True if lazy member expiry removed members since the last
+    /// `take_member_expiry`.
+    pub fn has_member_expiry(&self) -> bool {
+        !self.member_expired.is_empty()
     }
 
     /// Records `event` for `key` if `bit` of `log_events` asks for it.

@@ -17,12 +17,12 @@
 //! hash ends with `Db::sync_object` (mod.rs), which re-registers it.
 //! `active_expire_fields` pops due hashes from the front of either half.
 
-use super::objects::Obj;
 use super::{Db, Pending};
 use crate::blob::{self, Body};
 use crate::encoding::fieldpack;
 use crate::segment::addr_of;
 use crate::types::hash::Hash;
+use crate::value::Kind;
 
 /// Earliest field deadline of an inline hash body.
 pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
@@ -72,6 +72,13 @@ impl Db {
             return;
         }
         let old_key = have.and_then(|t| self.fexp.remove(&(t, i)));
+        if have.is_some() != want.is_some() && self.obj(i).expires_on_access() {
+            if want.is_some() {
+                self.member_ttl += 1;
+            } else {
+                self.member_ttl -= 1;
+            }
+        }
         match want {
             Some(t) => {
                 self.fexp.insert((t, i), old_key.unwrap_or_else(|| key.into()));
@@ -83,17 +90,25 @@ impl Db {
         }
     }
 
-    /// Number of hashes with at least one field TTL (INFO's subexpiry).
+    /// Number of hashes with at least one field TTL, and of sets and
+    /// sorted sets with a member TTL (INFO's subexpiry).
     pub fn field_expiry_len(&self) -> usize {
         self.fexp.len() + self.inline_ttl
     }
 
-    /// Active field expiry: removes up to `max` due fields (deadline before
-    /// `now`) from the hashes at the front of the field-expiry index,
-    /// calling `on_field(key, field)` for each, deletes hashes left empty
-    /// and re-registers the others by their new earliest deadline.
-    /// Returns (fields removed, keys deleted).
+    /// `active_expire_members` for callers that need not know the type:
+    /// `on_field(key, field or member)`.
     pub fn active_expire_fields(&mut self, now: i64, max: usize, mut on_field: impl FnMut(&[u8], &[u8])) -> (usize, usize) {
+        self.active_expire_members(now, max, |_, k, f| on_field(k, f))
+    }
+
+    /// Active field and member expiry: removes up to `max` due fields or
+    /// members (deadline before `now`) from the hashes, sets and sorted
+    /// sets at the front of the field-expiry index, calling
+    /// `on_field(type, key, field or member)` for each, deletes those left
+    /// empty and re-registers the others by their new earliest deadline.
+    /// Returns (fields and members removed, keys deleted).
+    pub fn active_expire_members(&mut self, now: i64, max: usize, mut on_field: impl FnMut(Kind, &[u8], &[u8])) -> (usize, usize) {
         self.flush();
         let (mut fields, mut keys) = (0, 0);
         while fields < max {
@@ -104,7 +119,7 @@ impl Db {
             let (i, key) = match (seg_front, obj_front) {
                 (None, None) => break,
                 (Some((ts, si)), o) if o.is_none_or(|(&(to, _), _)| ts <= to) => {
-                    let (n, k) = self.expire_segment_fields(si as usize, now, max - fields, &mut on_field);
+                    let (n, k) = self.expire_segment_fields(si as usize, now, max - fields, &mut |k: &[u8], f: &[u8]| on_field(Kind::Hash, k, f));
                     fields += n;
                     keys += k;
                     continue;
@@ -113,8 +128,9 @@ impl Db {
                 (Some(_), None) => unreachable!("taken by the arm above"),
             };
             self.pre_write_key(&key);
-            let Some(Obj::Hash(h)) = self.objs[i as usize].as_mut() else { unreachable!("only hashes have field deadlines") };
-            let n = h.expire_due_with(now, max - fields, |f| on_field(&key, f));
+            let obj = self.objs[i as usize].as_mut().expect("indexed objects are live");
+            let kind = obj.kind();
+            let n = obj.expire_due_with(now, max - fields, |f| on_field(kind, &key, f));
             fields += n;
             if self.sync_object(&key) {
                 keys += 1;

@@ -47,7 +47,7 @@ use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, S
 use crate::slab::{jemalloc_size, Slab};
 use crate::strref::{parse_canonical_i64, StrRef};
 use crate::types::hash::Hash;
-use crate::value::{Value, ValueMut, ValueRef};
+use crate::value::{Kind, Value, ValueMut, ValueRef};
 use objects::Obj;
 
 mod events;
@@ -114,6 +114,11 @@ pub const LOG_EXPIRED: u8 = 1;
 /// `Db::log_events` bit: record keys created.
 pub const LOG_NEW: u8 = 2;
 
+/// `Db::log_events` bit: record members of sets and sorted sets removed
+/// on access because their TTL passed (and the key's deletion with its
+/// last member).
+pub const LOG_MEMBERS: u8 = 4;
+
 /// A key event the server may turn into a keyspace notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyEvent {
@@ -121,6 +126,26 @@ pub enum KeyEvent {
     Expired,
     /// Created: stored where no live key was.
     New,
+    /// Members of a set (`Kind::Set`) or sorted set (`Kind::ZSet`) found
+    /// past their TTL on access and removed (`sexpired` / `zexpired`).
+    MembersExpired(Kind),
+    /// The key went with its last member (`del`), after `MembersExpired`.
+    Emptied,
+}
+
+/// Members of one set or sorted set that lazy member expiry removed when
+/// a command reached the key (`Db::take_member_expiry`): the server
+/// counts them, and replays them as SREM / ZREM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberExpiry {
+    /// `Kind::Set` or `Kind::ZSet`.
+    pub kind: Kind,
+    /// The key.
+    pub key: Box<[u8]>,
+    /// The members removed, in the order removed.
+    pub members: Vec<Box<[u8]>>,
+    /// True if the key went with its last member.
+    pub deleted: bool,
 }
 
 /// Where a snapshot's image goes (`Db::snapshot_begin`): the keyspace
@@ -208,6 +233,11 @@ pub struct Db {
     fexp_segs: BTreeSet<(i64, u32)>,
     /// Inline hashes with at least one field TTL.
     inline_ttl: usize,
+    /// Sets and sorted sets registered in `fexp` (member TTLs): while
+    /// zero, reaching a key costs no member-expiry check at all.
+    member_ttl: usize,
+    /// Lazy member expiry since the last `take_member_expiry`.
+    member_expired: Vec<MemberExpiry>,
     /// The inline hash lent out by the last `get`/`get_mut`, if any.
     pending: Option<Pending>,
     /// Snapshot epoch, bumped by each `snapshot_begin`.
@@ -250,6 +280,8 @@ impl Default for Db {
             fexp_at: HashMap::new(),
             fexp_segs: BTreeSet::new(),
             inline_ttl: 0,
+            member_ttl: 0,
+            member_expired: Vec::new(),
             pending: None,
             epoch: 0,
             marks: vec![0],
@@ -404,6 +436,9 @@ impl Db {
     fn take_obj(&mut self, i: u32) -> Obj {
         if let Some(t) = self.fexp_at.remove(&i) {
             self.fexp.remove(&(t, i));
+            if self.obj(i).expires_on_access() {
+                self.member_ttl -= 1;
+            }
         }
         self.free_objs.push(i);
         self.objs[i as usize].take().expect("live object")
@@ -426,11 +461,44 @@ impl Db {
             self.log(LOG_EXPIRED, KeyEvent::Expired, key);
             return None;
         }
+        if self.member_ttl > 0 && !self.keep_expired && self.expire_members(si, pos, key, now) {
+            return None;
+        }
         if !self.no_touch {
             let field = self.touched(clock_of(s), now);
             self.segs[si].slots[pos] = with_clock(s, field);
         }
         Some((si, pos))
+    }
+
+    /// Lazy member expiry: if the key at (si, pos) holds a set or sorted
+    /// set with members past their deadline, removes them all, records
+    /// them (`member_expired`, and the event log), and deletes the key if
+    /// none is left (returns true then).
+    fn expire_members(&mut self, si: usize, pos: usize, key: &[u8], now: i64) -> bool {
+        let Body::Obj(i) = self.blob(self.segs[si].slots[pos]).body() else { return false };
+        if !self.obj(i).expires_on_access() || self.fexp_at.get(&i).is_none_or(|&t| t >= now) {
+            return false;
+        }
+        self.pre_write_slot(si, pos);
+        let obj = self.objs[i as usize].as_mut().expect("live object");
+        let kind = obj.kind();
+        let mut members = Vec::new();
+        obj.expire_due_with(now, usize::MAX, |m| members.push(m.into()));
+        let deleted = obj.is_empty();
+        if deleted {
+            self.delete(si, pos);
+        } else {
+            self.reindex(i, key);
+        }
+        if !members.is_empty() {
+            self.log(LOG_MEMBERS, KeyEvent::MembersExpired(kind), key);
+            if deleted {
+                self.log(LOG_MEMBERS, KeyEvent::Emptied, key);
+            }
+            self.member_expired.push(MemberExpiry { kind, key: key.into(), members, deleted });
+        }
+        deleted
     }
 
     /// Removes the slot at (si, pos) and frees its blob; returns the

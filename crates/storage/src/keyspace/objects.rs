@@ -20,13 +20,14 @@ use crate::types::list::List;
 use crate::types::set::Set;
 use crate::types::stream::Stream;
 use crate::types::zset::ZSet;
-use crate::value::{Value, ValueMut, ValueRef};
+use crate::value::{Kind, Value, ValueMut, ValueRef};
 
 /// A collection in the object table. Hashes sit in the slot itself; other
 /// types are boxed so that a slot stays 24 bytes (`Option<Obj>` uses the
 /// niche of the hash's buffer; a `Set` alone is 32 bytes); a boxed
 /// collection pays one more jemalloc block. A new type adds a variant
-/// here and an arm in each method below; only hashes have field TTLs.
+/// here and an arm in each method below; hashes, sets and sorted sets have
+/// field or member TTLs.
 #[derive(Debug, Clone)]
 pub(super) enum Obj {
     Hash(Hash),
@@ -103,11 +104,37 @@ impl Obj {
         }
     }
 
-    /// Earliest field deadline (only hashes have field TTLs).
+    /// Earliest field or member deadline (hashes, sets and sorted sets
+    /// have them).
     pub(super) fn min_deadline(&self) -> Option<i64> {
         match self {
             Obj::Hash(h) => h.min_deadline(),
-            Obj::List(_) | Obj::Set(_) | Obj::ZSet(_) | Obj::Stream(_) => None,
+            Obj::Set(s) => s.min_deadline(),
+            Obj::ZSet(z) => z.min_deadline(),
+            Obj::List(_) | Obj::Stream(_) => None,
+        }
+    }
+
+    /// True for the types whose members past their deadline the keyspace
+    /// removes as soon as the key is reached (sets and sorted sets; a
+    /// hash's commands hide and reclaim expired fields themselves).
+    pub(super) fn expires_on_access(&self) -> bool {
+        matches!(self, Obj::Set(_) | Obj::ZSet(_))
+    }
+
+    /// The collection's type.
+    pub(super) fn kind(&self) -> Kind {
+        self.as_ref().kind()
+    }
+
+    /// Removes up to `max` fields or members whose deadline is before
+    /// `now`, calling `f` with each; returns how many.
+    pub(super) fn expire_due_with(&mut self, now: i64, max: usize, f: impl FnMut(&[u8])) -> usize {
+        match self {
+            Obj::Hash(h) => h.expire_due_with(now, max, f),
+            Obj::Set(s) => s.expire_due_with(now, max, f),
+            Obj::ZSet(z) => z.expire_due_with(now, max, f),
+            Obj::List(_) | Obj::Stream(_) => 0,
         }
     }
 }

@@ -1121,3 +1121,58 @@ fn slack_counts_unused_slab_bytes() {
     // Freed slots stay in their pages but count as slack, not as used.
     assert!(db.slack_bytes() >= before + 5_000 * 16, "{} -> {}", before, db.slack_bytes());
 }
+
+/// A set or sorted set with member TTLs: due members vanish as soon as the
+/// key is reached (recorded for the server), the key goes with its last
+/// member, the index counts such keys, and active expiry reclaims members
+/// of keys nobody reaches, telling each member's type.
+#[test]
+fn member_ttls_expire_on_access_and_actively() {
+    use crate::types::hash::ExpireCond;
+    use crate::types::set::{Set, SetConfig};
+    use crate::types::zset::{ZSet, ZsetConfig};
+    let (scfg, zcfg) = (SetConfig::default(), ZsetConfig::default());
+    let mut db = Db::new();
+    db.log_events = LOG_MEMBERS;
+    let mut s = Set::new_listpack();
+    for m in [&b"a"[..], b"b", b"c"] {
+        s.insert(m, &scfg);
+    }
+    s.set_expire(b"a", 100, ExpireCond::Always, 0, &scfg);
+    s.set_expire(b"b", 200, ExpireCond::Always, 0, &scfg);
+    db.insert(b"s", Value::Set(Box::new(s)), Ttl::Clear, 0);
+    let mut z = ZSet::new();
+    z.insert(b"x", 1.0, &zcfg);
+    z.set_expire(b"x", 100, ExpireCond::Always, 0);
+    db.insert(b"z", Value::ZSet(Box::new(z)), Ttl::Clear, 0);
+    assert_eq!(db.member_ttl, 2);
+    assert_eq!(db.field_expiry_len(), 2);
+    // Nothing is due at 100 (a member lives through its deadline's ms).
+    assert!(matches!(db.get(b"s", 100), Some(ValueRef::Set(s)) if s.len() == 3));
+    assert!(!db.has_member_expiry());
+    // At 101 "a" is gone before the set is lent out.
+    assert!(matches!(db.get(b"s", 101), Some(ValueRef::Set(s)) if s.len() == 2 && !s.contains(b"a")));
+    let e = db.take_member_expiry();
+    assert_eq!(e, vec![MemberExpiry { kind: Kind::Set, key: b"s"[..].into(), members: vec![b"a"[..].into()], deleted: false }]);
+    assert_eq!(db.take_events(), vec![(KeyEvent::MembersExpired(Kind::Set), b"s"[..].into())]);
+    // The sorted set's last member goes: so does the key.
+    assert!(!db.contains(b"z", 101));
+    let e = db.take_member_expiry();
+    assert!(e[0].deleted && e[0].kind == Kind::ZSet);
+    assert_eq!(db.take_events().len(), 2);
+    assert_eq!((db.len(), db.member_ttl), (1, 1));
+    // Active expiry, with nobody reaching the key.
+    let mut got = Vec::new();
+    assert_eq!(db.active_expire_members(1_000, 100, |k, key, m| got.push((k, key.to_vec(), m.to_vec()))), (1, 0));
+    assert_eq!(got, vec![(Kind::Set, b"s".to_vec(), b"b".to_vec())]);
+    assert_eq!((db.member_ttl, db.field_expiry_len()), (0, 0));
+    assert!(matches!(db.get(b"s", 1_000), Some(ValueRef::Set(s)) if s.len() == 1));
+    // Deleting a key with member TTLs leaves the index empty.
+    let mut s = Set::new_listpack();
+    s.insert(b"q", &scfg);
+    s.set_expire(b"q", 5_000, ExpireCond::Always, 0, &scfg);
+    db.insert(b"t", Value::Set(Box::new(s)), Ttl::Clear, 0);
+    assert_eq!(db.member_ttl, 1);
+    db.remove(b"t", 0);
+    assert_eq!((db.member_ttl, db.field_expiry_len()), (0, 0));
+}

@@ -9,6 +9,11 @@
 //! holds field TTLs, which 7.0 cannot represent. Streams use Redis 7's
 //! listpack layouts (see `stream`), again at the lowest version that holds
 //! what the stream carries.
+//! Sets and sorted sets with member TTLs (a densekv extension) use
+//! densekv's own type bytes 224 and 225, shaped like HASH_METADATA (the
+//! earliest deadline, then each member's TTL relative to it plus one, 0 for
+//! none): Redis refuses them as an unknown type instead of loading them
+//! without their TTLs; without member TTLs the plain layouts are written.
 //!
 //! Reading accepts everything Redis 7.x and 8 write for strings, lists,
 //! sets, sorted sets, hashes and streams: integer and LZF-compressed

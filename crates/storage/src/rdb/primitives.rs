@@ -77,6 +77,10 @@ pub(super) mod ty {
     pub const HASH_LISTPACK_EX_PRE_GA: u8 = 23;
     pub const HASH_METADATA: u8 = 24;
     pub const HASH_LISTPACK_EX: u8 = 25;
+    /// densekv's own: a set with member TTLs (Redis refuses the type).
+    pub const SET_TTL: u8 = 224;
+    /// densekv's own: a sorted set with member TTLs.
+    pub const ZSET_TTL: u8 = 225;
 }
 
 /// The newest RDB version this codec reads (Redis 7.4 and 8 write 12).

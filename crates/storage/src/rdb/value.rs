@@ -68,6 +68,40 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
                 put_strref(out, e);
             }
         }
+        ValueRef::Set(s) if s.min_deadline().is_some() => {
+            // densekv's own layout (Redis refuses it): the earliest
+            // deadline, then each member with its TTL relative to it plus
+            // one (0: none), as HASH_METADATA does; members already past
+            // their deadline are left out.
+            let min = s.min_deadline().unwrap_or(0);
+            let live: Vec<_> = s.iter_ttl().filter(|(_, d)| d.is_none_or(|d| d >= now)).collect();
+            out.push(ty::SET_TTL);
+            out.extend_from_slice(&min.to_le_bytes());
+            put_len(out, live.len() as u64);
+            for (m, d) in live {
+                put_len(out, d.map_or(0, |t| (t - min) as u64 + 1));
+                put_strref(out, m);
+            }
+            return RDB_VERSION;
+        }
+        ValueRef::ZSet(z) if z.min_deadline().is_some() => {
+            let min = z.min_deadline().unwrap_or(0);
+            let mut live = Vec::new();
+            z.for_each_ttl(|m, score, d| {
+                if d.is_none_or(|d| d >= now) {
+                    live.push((m, score, d));
+                }
+            });
+            out.push(ty::ZSET_TTL);
+            out.extend_from_slice(&min.to_le_bytes());
+            put_len(out, live.len() as u64);
+            for (m, score, d) in live {
+                put_len(out, d.map_or(0, |t| (t - min) as u64 + 1));
+                put_str(out, m);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+            return RDB_VERSION;
+        }
         ValueRef::Set(s) => {
             out.push(ty::SET);
             put_len(out, s.len() as u64);
@@ -315,6 +349,34 @@ impl Reader<'_> {
                 }
                 hash_of(fields, shapes, now)?
             }
+            ty::SET_TTL | ty::ZSET_TTL => {
+                let min = self.millis()?;
+                if !(0..=MAX_FIELD_DEADLINE).contains(&min) {
+                    return Err(RdbError::BAD);
+                }
+                let n = self.count(if t == ty::SET_TTL { 2 } else { 10 })?;
+                let (mut members, mut pairs) = (Vec::new(), Vec::new());
+                for _ in 0..n {
+                    let at = match self.len()? {
+                        0 => None,
+                        x => Some(i64::try_from(x - 1).map_err(|_| RdbError::BAD)?.checked_add(min).ok_or(RdbError::BAD)?),
+                    };
+                    if at.is_some_and(|a| a > MAX_FIELD_DEADLINE) {
+                        return Err(RdbError::BAD);
+                    }
+                    let m = self.string()?;
+                    if t == ty::SET_TTL {
+                        members.push((m, at));
+                    } else {
+                        pairs.push((m, self.binary_double()?, at));
+                    }
+                }
+                if t == ty::SET_TTL {
+                    set_with_ttls(members, shapes, now)?
+                } else {
+                    zset_with_ttls(pairs, shapes, now)?
+                }
+            }
             ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => self.stream(t)?,
             _ => return Err(RdbError::BAD),
         };
@@ -347,6 +409,41 @@ fn set_of(members: Vec<Vec<u8>>, shapes: &Shapes) -> Result<Value, RdbError> {
         }
     }
     Ok(Value::Set(Box::new(s)))
+}
+
+/// A set from (member, deadline) pairs (densekv's SET_TTL layout): members
+/// due at `now` are left out, and a set left with none is an error.
+fn set_with_ttls(members: Vec<(Vec<u8>, Option<i64>)>, shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
+    let Some((first, _)) = members.first() else { return Err(RdbError::EMPTY) };
+    let mut s = Set::with_hint(first, members.len(), &shapes.set);
+    for (m, at) in &members {
+        if !s.insert(m, &shapes.set) {
+            return Err(RdbError::because("Duplicate set members detected"));
+        }
+        if let Some(t) = *at {
+            s.set_expire(m, t, ExpireCond::Always, now, &shapes.set);
+        }
+    }
+    if s.is_empty() {
+        return Err(RdbError::ALL_EXPIRED);
+    }
+    Ok(Value::Set(Box::new(s)))
+}
+
+/// A sorted set from (member, score, deadline) triples (densekv's ZSET_TTL
+/// layout): members due at `now` are left out.
+fn zset_with_ttls(triples: Vec<(Vec<u8>, f64, Option<i64>)>, shapes: &Shapes, now: i64) -> Result<Value, RdbError> {
+    let pairs = triples.iter().map(|(m, s, _)| (m.clone(), *s)).collect();
+    let Value::ZSet(mut z) = zset_of(pairs, shapes)? else { unreachable!("zset_of makes a sorted set") };
+    for (m, _, at) in &triples {
+        if let Some(t) = *at {
+            z.set_expire(m, t, ExpireCond::Always, now);
+        }
+    }
+    if z.is_empty() {
+        return Err(RdbError::ALL_EXPIRED);
+    }
+    Ok(Value::ZSet(z))
 }
 
 fn zset_of(pairs: Vec<(Vec<u8>, f64)>, shapes: &Shapes) -> Result<Value, RdbError> {

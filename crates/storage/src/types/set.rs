@@ -32,6 +32,18 @@
 //! in this file (`insert`, `reserve_hint`, `maybe_to_intset`,
 //! `fit_shape`).
 //!
+//! Member TTLs (a densekv extension, SEXPIRE family): a member's deadline
+//! is the fieldpack entry's own 6-byte deadline, so a TTL costs 6 bytes on
+//! the member that has one and nothing elsewhere; the large shape's
+//! min-tree (8 bytes a bucket, allocated with the first TTL) gives the
+//! set's earliest deadline in O(1). An intset holds no deadline, so the
+//! first TTL moves it to the packed shapes (named "listpack" or
+//! "hashtable" by the rule a string member joining it follows). Reads here
+//! do not hide members past their deadline: the keyspace removes them
+//! (`expire_due_with`) before any command sees the set, so every command
+//! sees only live members without knowing about TTLs. Re-adding a member
+//! drops its TTL, as HSET drops a field's.
+//!
 //! Memory (`mem_usage`): heap bytes this set owns, each block rounded to
 //! jemalloc's size class; the `size_of::<Set>()` bytes where the owner
 //! embeds it are the owner's to count.
@@ -41,9 +53,13 @@ use crate::encoding::fieldpack;
 use crate::encoding::fieldtable::Table;
 use crate::encoding::intset::IntSet;
 use crate::strref::{parse_canonical_i64, StrRef};
+use crate::types::hash::ExpireCond;
 
 /// Redis would report "hashtable" rather than "listpack".
 const F_HASHTABLE: u8 = 1;
+/// A member of the small shape got a TTL once (so `min_deadline` scans the
+/// buffer only for sets that may have one).
+const F_TTL: u8 = 2;
 /// Small header: flags, then the member count as u16 LE.
 const HDR: usize = 3;
 /// The value stored with every member: empty bytes (one tag byte).
@@ -197,8 +213,9 @@ impl Set {
         }
     }
 
-    /// Adds `member`; true if it was not there. May change the shape or
-    /// the Redis-visible encoding (see the module header).
+    /// Adds `member`; true if it was not there. A member already there
+    /// loses its TTL, if it had one (as HSET drops a field's). May change
+    /// the shape or the Redis-visible encoding (see the module header).
     pub fn insert(&mut self, member: &[u8], cfg: &SetConfig) -> bool {
         if let Repr::Ints(s) = &mut self.repr {
             if let Some(v) = parse_canonical_i64(member) {
@@ -221,15 +238,26 @@ impl Set {
         let n = self.len();
         let added = match &mut self.repr {
             Repr::Ints(_) => unreachable!("converted above"),
-            Repr::Small(b) => {
-                let new = fieldpack::find(b, HDR, member).is_none();
-                if new {
+            Repr::Small(b) => match fieldpack::find(b, HDR, member).map(|e| (e.start, e.deadline)) {
+                None => {
                     fieldpack::push(b, member, NO_VALUE, None);
                     set_small_count(b, n + 1);
+                    true
                 }
-                new
-            }
-            Repr::Large(t) => t.get(member).is_none() && t.insert(member, NO_VALUE).is_none(),
+                Some((start, Some(_))) => {
+                    fieldpack::set_deadline(b, start, None);
+                    false
+                }
+                Some((_, None)) => false,
+            },
+            Repr::Large(t) => match t.get(member).map(|e| e.deadline) {
+                None => t.insert(member, NO_VALUE).is_none(),
+                Some(Some(_)) => {
+                    t.set_deadline(member, None);
+                    false
+                }
+                Some(None) => false,
+            },
         };
         if added && (n >= cfg.max_listpack_entries || member.len() > cfg.max_listpack_value) {
             self.set_flag(F_HASHTABLE);
@@ -312,10 +340,10 @@ impl Set {
     }
 
     /// Rebuilds the set as an intset when every member is a canonical
-    /// integer and there are few enough (Redis does this to a stored
-    /// intersection). Returns true if it converted.
+    /// integer, there are few enough and none has a TTL (Redis does this
+    /// to a stored intersection). Returns true if it converted.
     pub fn maybe_to_intset(&mut self, cfg: &SetConfig) -> bool {
-        if matches!(self.repr, Repr::Ints(_)) || self.len() > cfg.intset_cap() {
+        if matches!(self.repr, Repr::Ints(_)) || self.len() > cfg.intset_cap() || self.min_deadline().is_some() {
             return false;
         }
         let mut s = IntSet::new();
@@ -330,6 +358,141 @@ impl Set {
         }
         self.repr = Repr::Ints(s);
         true
+    }
+
+    /// The deadline of `member`: `None` if absent, `Some(None)` if it has no
+    /// TTL, `Some(Some(ms))` (past or not: see the module header).
+    pub fn expire_of(&self, member: &[u8]) -> Option<Option<i64>> {
+        match &self.repr {
+            Repr::Ints(s) => parse_canonical_i64(member).filter(|&v| s.contains(v)).map(|_| None),
+            Repr::Small(b) => fieldpack::find(b, HDR, member).map(|e| e.deadline),
+            Repr::Large(t) => t.get(member).map(|e| e.deadline),
+        }
+    }
+
+    /// SEXPIRE-family update of one member, as `Hash::set_expire` does for
+    /// a field. Returns the reply code: -2 no such member (or one past its
+    /// deadline), 0 condition not met, 1 deadline set, 2 member removed
+    /// because `deadline <= now`.
+    ///
+    /// Panics: if `deadline > fieldpack::MAX_DEADLINE` (callers reject
+    /// such times with Redis's error first).
+    pub fn set_expire(&mut self, member: &[u8], deadline: i64, cond: ExpireCond, now: i64, cfg: &SetConfig) -> i64 {
+        assert!(deadline <= fieldpack::MAX_DEADLINE, "member deadline out of range: {deadline}");
+        let old = match self.expire_of(member) {
+            None => return -2,
+            Some(Some(d)) if d < now => return -2,
+            Some(d) => d,
+        };
+        let met = match (old, cond) {
+            (_, ExpireCond::Always) => true,
+            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
+            (Some(_), ExpireCond::Nx) => false,
+            (Some(_), ExpireCond::Xx) => true,
+            (Some(o), ExpireCond::Gt) => deadline > o,
+            (Some(o), ExpireCond::Lt) => deadline < o,
+        };
+        if !met {
+            return 0;
+        }
+        if deadline <= now {
+            self.remove(member);
+            return 2;
+        }
+        self.set_deadline(member, Some(deadline), cfg);
+        1
+    }
+
+    /// SPERSIST of one member: -2 no such (live) member, -1 it has no TTL,
+    /// 1 TTL removed.
+    pub fn persist(&mut self, member: &[u8], now: i64, cfg: &SetConfig) -> i64 {
+        match self.expire_of(member) {
+            None => -2,
+            Some(Some(d)) if d < now => -2,
+            Some(None) => -1,
+            Some(Some(_)) => {
+                self.set_deadline(member, None, cfg);
+                1
+            }
+        }
+    }
+
+    /// Sets or clears the deadline of a member known to be present; an
+    /// intset first moves to the packed shapes, which can hold one.
+    fn set_deadline(&mut self, member: &[u8], deadline: Option<i64>, cfg: &SetConfig) {
+        if let Repr::Ints(s) = &self.repr {
+            if deadline.is_none() {
+                return;
+            }
+            let widest = s.bounds().map_or(0, |(lo, hi)| crate::strref::int_len(lo).max(crate::strref::int_len(hi)));
+            let fits = s.len() <= cfg.max_listpack_entries && widest <= cfg.max_listpack_value;
+            self.ints_to_packed(if fits { 0 } else { F_HASHTABLE }, cfg);
+        }
+        match &mut self.repr {
+            Repr::Ints(_) => unreachable!("converted above"),
+            Repr::Small(b) => {
+                let start = fieldpack::find(b, HDR, member).expect("member checked by caller").start;
+                fieldpack::set_deadline(b, start, deadline);
+                if deadline.is_some() {
+                    b[0] |= F_TTL;
+                }
+            }
+            Repr::Large(t) => {
+                t.set_deadline(member, deadline);
+            }
+        }
+    }
+
+    /// The earliest member deadline (past ones included), by which the
+    /// keyspace indexes the set: O(1) for the intset and large shapes and
+    /// for a small set that never had a TTL, else a scan of its buffer.
+    pub fn min_deadline(&self) -> Option<i64> {
+        match &self.repr {
+            Repr::Ints(_) => None,
+            Repr::Small(b) if b[0] & F_TTL == 0 => None,
+            Repr::Small(b) => fieldpack::min_deadline(b, HDR),
+            Repr::Large(t) => t.min_deadline(),
+        }
+    }
+
+    /// Removes up to `max` members whose deadline is before `now`, calling
+    /// `f` with each; returns how many. The large shape visits only the
+    /// buckets that hold one.
+    pub fn expire_due_with(&mut self, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        match &mut self.repr {
+            Repr::Ints(_) => 0,
+            Repr::Small(b) if b[0] & F_TTL == 0 => 0,
+            Repr::Small(b) => {
+                let mut budget = max;
+                let gone = fieldpack::retain(b, HDR, |e, _| {
+                    let due = budget > 0 && !e.live(now);
+                    if due {
+                        f(e.field);
+                        budget -= 1;
+                    }
+                    !due
+                });
+                let n = small_count(b) - gone;
+                set_small_count(b, n);
+                gone
+            }
+            Repr::Large(t) => t.expire_due(now, max, f),
+        }
+    }
+
+    /// The members with their deadlines (for DUMP and RDB files), in
+    /// `iter`'s order.
+    pub fn iter_ttl(&self) -> impl Iterator<Item = (StrRef<'_>, Option<i64>)> {
+        let packed: Box<dyn Iterator<Item = fieldpack::Entry<'_>>> = match &self.repr {
+            Repr::Ints(_) => Box::new(std::iter::empty()),
+            Repr::Small(b) => Box::new(fieldpack::iter(b, HDR)),
+            Repr::Large(t) => Box::new(t.iter()),
+        };
+        let ints = match &self.repr {
+            Repr::Ints(s) => Some(s.iter().map(|v| (StrRef::Int(v), None))),
+            _ => None,
+        };
+        ints.into_iter().flatten().chain(packed.map(|e| (StrRef::Bytes(e.field), e.deadline)))
     }
 
     /// Heap bytes owned by this set, each block rounded to jemalloc's size

@@ -4,16 +4,19 @@
 //! Two shapes over one packed entry format:
 //!
 //! ```text
-//! entry:  score [member len: LEB128] member
+//! entry:  [0xf3 deadline: 6 bytes LE]? score [member len: LEB128] member
 //!   score tag  0x00..=0xef  the integer score 0..=239, no payload
 //!              0xf0 i16 LE | 0xf1 i32 LE | 0xf2 f64 LE (any other score)
+//!   0xf3       (densekv member TTL) the member's deadline in Unix ms, 48
+//!              bits, before its score: 7 bytes on members with a TTL only
 //!
 //! Small:  Vec<u8> = [flags u8][count u16 LE][entry][entry]...
 //!         sorted by (score, member); linear scan
 //! Large:  Box<Large> =
 //!         chunks: Vec<Chunk>   sorted runs of packed entries, each at most
 //!                              CHUNK_ENTRIES entries / CHUNK_BYTES bytes;
-//!                              chunk i's entries all sort before chunk i+1's
+//!                              chunk i's entries all sort before chunk i+1's;
+//!                              each with its earliest member deadline
 //!         fen:    Vec<u32>     Fenwick tree of chunk lengths (rank <-> chunk)
 //!         index:  tags: Vec<u8> + ids: Vec<u16> (Vec<u32> past 65,536 chunks)
 //!                              open addressing by member hash, linear
@@ -54,6 +57,15 @@
 //! Scores are never NaN (callers reject NaN). -0.0 and 0.0 compare equal,
 //! as in Redis, and are stored as given.
 //!
+//! Member TTLs (densekv's ZEXPIRE family): the 0xf3 prefix holds a
+//! member's deadline; a flag (`F_TTL`) records that a member got one, so
+//! sets that never had a TTL answer `min_deadline` at once, and each chunk
+//! keeps its earliest deadline, so active expiry reads only chunks with a
+//! due member. Reads here do not hide members past their deadline: the
+//! keyspace removes them (`expire_due_with`) before a command sees the
+//! set. `insert` (ZADD) drops the member's TTL, as HSET drops a field's;
+//! `insert_keep_ttl` (ZINCRBY, ZADD INCR) keeps it, as HINCRBY does.
+//!
 //! Memory (`mem_usage`): heap bytes this set owns, each block rounded to
 //! jemalloc's size class; the owner counts `size_of::<ZSet>()`.
 
@@ -66,6 +78,14 @@ use crate::segment::hash;
 const HDR: usize = 3;
 /// Redis would report "skiplist".
 const F_SKIPLIST: u8 = 1;
+/// A member got a TTL once.
+const F_TTL: u8 = 2;
+/// Tag of the deadline prefix of an entry with a TTL.
+const TTL_TAG: u8 = 0xf3;
+/// Bytes of that prefix: the tag and a 48-bit deadline.
+const TTL_LEN: usize = 7;
+/// The largest deadline an entry holds (2^48 - 1 ms).
+pub const MAX_DEADLINE: i64 = (1 << 48) - 1;
 /// Most entries in one chunk of the large shape.
 const CHUNK_ENTRIES: usize = 64;
 /// Most bytes in one chunk (a chunk holding a single larger entry is fine).
@@ -164,9 +184,58 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
     out.extend_from_slice(member);
 }
 
+/// The deadline of the entry at `off`, if it has one.
+fn deadline_at(b: &[u8], off: usize) -> Option<i64> {
+    (b[off] == TTL_TAG).then(|| {
+        let mut d = [0u8; 8];
+        d[..6].copy_from_slice(&b[off + 1..off + TTL_LEN]);
+        u64::from_le_bytes(d) as i64
+    })
+}
+
+/// Sets or clears the deadline of the entry at `off`; returns the change
+/// in the buffer's length.
+fn set_deadline_at(b: &mut Vec<u8>, off: usize, deadline: Option<i64>) -> isize {
+    let has = b[off] == TTL_TAG;
+    match deadline {
+        Some(d) => {
+            assert!((0..=MAX_DEADLINE).contains(&d), "member deadline out of range: {d}");
+            let bytes = (d as u64).to_le_bytes();
+            if has {
+                b[off + 1..off + TTL_LEN].copy_from_slice(&bytes[..6]);
+                0
+            } else {
+                reserve_class(b, TTL_LEN);
+                b.splice(off..off, std::iter::once(TTL_TAG).chain(bytes[..6].iter().copied()));
+                TTL_LEN as isize
+            }
+        }
+        None if has => {
+            b.drain(off..off + TTL_LEN);
+            shrink_class(b);
+            -(TTL_LEN as isize)
+        }
+        None => 0,
+    }
+}
+
+/// The earliest deadline of the entries of `b` from `from` (i64::MAX: none).
+fn min_deadline_in(b: &[u8], from: usize) -> i64 {
+    let mut min = i64::MAX;
+    let mut off = from;
+    while off < b.len() {
+        if let Some(d) = deadline_at(b, off) {
+            min = min.min(d);
+        }
+        off = decode(b, off).2;
+    }
+    min
+}
+
 /// Decodes the entry at `off`: (score, member, offset past it).
 #[inline(always)]
 fn decode(b: &[u8], off: usize) -> (f64, &[u8], usize) {
+    let off = if b[off] == TTL_TAG { off + TTL_LEN } else { off };
     let (score, mut p) = match b[off] {
         t @ 0..=0xef => (t as f64, off + 1),
         0xf0 => (i16::from_le_bytes([b[off + 1], b[off + 2]]) as f64, off + 3),
@@ -227,16 +296,29 @@ fn insert_at(buf: &mut Vec<u8>, at: usize, score: f64, member: &[u8]) {
 
 // ---- large shape -----------------------------------------------------------
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Chunk {
     buf: Vec<u8>,
     len: u32,
     /// Stable name of this chunk in the index (its position changes as
     /// chunks before it split or merge; this does not).
     id: u32,
+    /// Earliest member deadline in `buf` (i64::MAX: none).
+    min: i64,
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Chunk { buf: Vec::new(), len: 0, id: 0, min: i64::MAX }
+    }
 }
 
 impl Chunk {
+    fn new(buf: Vec<u8>, len: u32) -> Chunk {
+        let min = min_deadline_in(&buf, 0);
+        Chunk { buf, len, id: 0, min }
+    }
+
     fn first(&self) -> (f64, &[u8]) {
         let (s, m, _) = decode(&self.buf, 0);
         (s, m)
@@ -244,7 +326,7 @@ impl Chunk {
 
     /// (score, offset, end) of `member` in this chunk.
     fn find(&self, member: &[u8]) -> Option<(f64, usize, usize)> {
-        packed(&self.buf, 0).find(|e| e.1 == member).map(|(s, m, at)| (s, at, at + entry_len(s, m)))
+        packed(&self.buf, 0).find(|e| e.1 == member).map(|(s, _, at)| (s, at, decode(&self.buf, at).2))
     }
 }
 
@@ -332,7 +414,7 @@ impl Large {
     }
 
     fn from_chunk(buf: Vec<u8>, len: usize, flags: u8) -> Large {
-        let mut l = Large::with_chunks(vec![Chunk { buf, len: len as u32, id: 0 }], len, flags);
+        let mut l = Large::with_chunks(vec![Chunk::new(buf, len as u32)], len, flags);
         while let Some(i) = l.chunks.iter().position(|c| c.len as usize > CHUNK_ENTRIES || (c.buf.len() > CHUNK_BYTES && c.len > 1)) {
             l.split(i);
         }
@@ -352,7 +434,7 @@ impl Large {
             let mut buf = Vec::new();
             reserve_class(&mut buf, bytes.len());
             buf.extend_from_slice(bytes);
-            chunks.push(Chunk { buf, len: n, id: 0 });
+            chunks.push(Chunk::new(buf, n));
         };
         let (mut start, mut n) = (0, 0);
         for (s, m, at) in packed(run, 0) {
@@ -559,13 +641,18 @@ impl Large {
         shrink_class(&mut c.buf);
         let moved = c.len - half as u32;
         c.len = half as u32;
+        let had_ttl = c.min != i64::MAX;
+        if had_ttl {
+            c.min = min_deadline_in(&c.buf, 0);
+        }
+        let tail_min = if had_ttl { min_deadline_in(&tail, 0) } else { i64::MAX };
         let from = c.id;
         if !self.tags.is_empty() {
             for (_, m, _) in packed(&tail, 0) {
                 self.index_move(m, from, id);
             }
         }
-        self.chunks.insert(ci + 1, Chunk { buf: tail, len: moved, id });
+        self.chunks.insert(ci + 1, Chunk { buf: tail, len: moved, id, min: tail_min });
         self.renumber(ci + 1);
     }
 
@@ -597,9 +684,13 @@ impl Large {
     fn remove(&mut self, slot: usize, ci: usize, at: usize, end: usize) {
         self.tags[slot] = TOMB;
         let c = &mut self.chunks[ci];
+        let had = deadline_at(&c.buf, at);
         c.buf.drain(at..end);
         c.len -= 1;
         self.len -= 1;
+        if had == Some(c.min) {
+            c.min = min_deadline_in(&c.buf, 0);
+        }
         if c.len == 0 {
             let id = c.id;
             self.chunks.remove(ci);
@@ -625,6 +716,7 @@ impl Large {
                 reserve_class(&mut c.buf, b.buf.len());
                 c.buf.extend_from_slice(&b.buf);
                 c.len += b.len;
+                c.min = c.min.min(b.min);
                 self.free_id(b.id);
                 self.renumber(a + 1);
                 self.rebuild_fen();
@@ -770,8 +862,8 @@ impl ZSet {
         ZSet { repr: Repr::Large(Box::new(Large::from_run(&buf[HDR..], n, flags))) }
     }
 
-    /// Sets `member`'s score (NaN is a caller bug). Returns the previous
-    /// score, None if the member is new.
+    /// Sets `member`'s score (NaN is a caller bug) and drops its TTL, as
+    /// ZADD does. Returns the previous score, None if the member is new.
     pub fn insert(&mut self, member: &[u8], score: f64, cfg: &ZsetConfig) -> Option<f64> {
         debug_assert!(!score.is_nan());
         let listpack = self.flags() & F_SKIPLIST == 0 && self.len() < cfg.max_listpack_entries && member.len() <= cfg.max_listpack_value;
@@ -779,9 +871,12 @@ impl ZSet {
         let old = self.score(member);
         if let Some(o) = old {
             if o == score && o.is_sign_negative() == score.is_sign_negative() {
+                if self.flags() & F_TTL != 0 {
+                    self.set_deadline(member, None);
+                }
                 return old;
             }
-            self.remove_entry(member, o);
+            self.remove_entry(member);
         }
         match &mut self.repr {
             Repr::Small(b) => {
@@ -801,29 +896,191 @@ impl ZSet {
         old
     }
 
-    /// Removes `member`, whose score is `score`, from the order and the index.
-    fn remove_entry(&mut self, member: &[u8], score: f64) {
+    /// `insert`, keeping the member's TTL if it has one (ZINCRBY, ZADD INCR,
+    /// as HINCRBY keeps a field's).
+    pub fn insert_keep_ttl(&mut self, member: &[u8], score: f64, cfg: &ZsetConfig) -> Option<f64> {
+        let dl = if self.flags() & F_TTL != 0 { self.expire_of(member).flatten() } else { None };
+        let old = self.insert(member, score, cfg);
+        if dl.is_some() {
+            self.set_deadline(member, dl);
+        }
+        old
+    }
+
+    /// The deadline of `member`: `None` if absent, `Some(None)` if it has
+    /// no TTL, `Some(Some(ms))` (past or not: see the module header).
+    pub fn expire_of(&self, member: &[u8]) -> Option<Option<i64>> {
+        match &self.repr {
+            Repr::Small(b) => packed(b, HDR).find(|e| e.1 == member).map(|e| deadline_at(b, e.2)),
+            Repr::Large(l) => {
+                let (_, ci, at, _, _) = l.find(member)?;
+                Some(deadline_at(&l.chunks[ci].buf, at))
+            }
+        }
+    }
+
+    /// ZEXPIRE-family update of one member, as `Hash::set_expire` does for
+    /// a field. Returns the reply code: -2 no such member (or one past its
+    /// deadline), 0 condition not met, 1 deadline set, 2 member removed
+    /// because `deadline <= now`.
+    ///
+    /// Panics: if `deadline > MAX_DEADLINE` (callers reject such times
+    /// with Redis's error first).
+    pub fn set_expire(&mut self, member: &[u8], deadline: i64, cond: crate::types::hash::ExpireCond, now: i64) -> i64 {
+        use crate::types::hash::ExpireCond;
+        assert!(deadline <= MAX_DEADLINE, "member deadline out of range: {deadline}");
+        let old = match self.expire_of(member) {
+            None => return -2,
+            Some(Some(d)) if d < now => return -2,
+            Some(d) => d,
+        };
+        let met = match (old, cond) {
+            (_, ExpireCond::Always) => true,
+            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
+            (Some(_), ExpireCond::Nx) => false,
+            (Some(_), ExpireCond::Xx) => true,
+            (Some(o), ExpireCond::Gt) => deadline > o,
+            (Some(o), ExpireCond::Lt) => deadline < o,
+        };
+        if !met {
+            return 0;
+        }
+        if deadline <= now {
+            self.remove(member);
+            return 2;
+        }
+        self.set_deadline(member, Some(deadline));
+        1
+    }
+
+    /// ZPERSIST of one member: -2 no such (live) member, -1 it has no TTL,
+    /// 1 TTL removed.
+    pub fn persist(&mut self, member: &[u8], now: i64) -> i64 {
+        match self.expire_of(member) {
+            None => -2,
+            Some(Some(d)) if d < now => -2,
+            Some(None) => -1,
+            Some(Some(_)) => {
+                self.set_deadline(member, None);
+                1
+            }
+        }
+    }
+
+    /// Sets or clears the deadline of `member`, if present.
+    fn set_deadline(&mut self, member: &[u8], deadline: Option<i64>) {
+        if deadline.is_some() {
+            self.set_flag(F_TTL);
+        }
         match &mut self.repr {
             Repr::Small(b) => {
                 let Some((_, _, at)) = packed(b, HDR).find(|e| e.1 == member) else { return };
-                let end = at + entry_len(score, member);
+                set_deadline_at(b, at, deadline);
+            }
+            Repr::Large(l) => {
+                let Some((_, ci, at, _, _)) = l.find(member) else { return };
+                let c = &mut l.chunks[ci];
+                set_deadline_at(&mut c.buf, at, deadline);
+                c.min = min_deadline_in(&c.buf, 0);
+                if c.buf.len() > CHUNK_BYTES && c.len > 1 {
+                    l.split(ci);
+                    l.rebuild_fen();
+                }
+            }
+        }
+    }
+
+    /// The earliest member deadline (past ones included), by which the
+    /// keyspace indexes the set: O(1) for a set that never had a TTL, else
+    /// a scan of the small buffer or of the chunks' own minimums.
+    pub fn min_deadline(&self) -> Option<i64> {
+        if self.flags() & F_TTL == 0 {
+            return None;
+        }
+        let min = match &self.repr {
+            Repr::Small(b) => min_deadline_in(b, HDR),
+            Repr::Large(l) => l.chunks.iter().map(|c| c.min).min().unwrap_or(i64::MAX),
+        };
+        (min != i64::MAX).then_some(min)
+    }
+
+    /// Removes up to `max` members whose deadline is before `now`, calling
+    /// `f` with each; returns how many. The large shape reads only chunks
+    /// holding one.
+    pub fn expire_due_with(&mut self, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        if self.flags() & F_TTL == 0 {
+            return 0;
+        }
+        let mut due: Vec<Vec<u8>> = Vec::new();
+        let collect = |b: &[u8], from: usize, due: &mut Vec<Vec<u8>>| {
+            let mut off = from;
+            while off < b.len() && due.len() < max {
+                let (_, m, end) = decode(b, off);
+                if deadline_at(b, off).is_some_and(|d| d < now) {
+                    due.push(m.to_vec());
+                }
+                off = end;
+            }
+        };
+        match &self.repr {
+            Repr::Small(b) => collect(b, HDR, &mut due),
+            Repr::Large(l) => {
+                for c in l.chunks.iter().filter(|c| c.min < now) {
+                    if due.len() >= max {
+                        break;
+                    }
+                    collect(&c.buf, 0, &mut due);
+                }
+            }
+        }
+        for m in &due {
+            f(m);
+            self.remove_entry(m);
+        }
+        due.len()
+    }
+
+    /// Calls `f` with every member, its score and its deadline, in
+    /// ascending order (for DUMP and RDB files).
+    pub fn for_each_ttl<'s>(&'s self, mut f: impl FnMut(&'s [u8], f64, Option<i64>)) {
+        let mut walk = |buf: &'s [u8], from: usize| {
+            let mut off = from;
+            while off < buf.len() {
+                let (s, m, end) = decode(buf, off);
+                f(m, s, deadline_at(buf, off));
+                off = end;
+            }
+        };
+        match &self.repr {
+            Repr::Small(b) => walk(b, HDR),
+            Repr::Large(l) => l.chunks.iter().for_each(|c| walk(&c.buf, 0)),
+        }
+    }
+
+    /// Removes `member` from the order and the index; returns its score if
+    /// it was present.
+    fn remove_entry(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.repr {
+            Repr::Small(b) => {
+                let (score, _, at) = packed(b, HDR).find(|e| e.1 == member)?;
+                let end = decode(b, at).2;
                 b.drain(at..end);
                 let n = u16::from_le_bytes([b[1], b[2]]) as usize - 1;
                 Self::set_small_len(b, n);
                 shrink_class(b);
+                Some(score)
             }
             Repr::Large(l) => {
-                let Some((slot, ci, at, end, _)) = l.find(member) else { return };
+                let (slot, ci, at, end, score) = l.find(member)?;
                 l.remove(slot, ci, at, end);
+                Some(score)
             }
         }
     }
 
     /// Removes `member`; returns its score if it was present.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let s = self.score(member)?;
-        self.remove_entry(member, s);
-        Some(s)
+        self.remove_entry(member)
     }
 
     /// Number of members for which `before(score, member)` holds, given

@@ -305,6 +305,8 @@ fn type_name(t: u8) -> Option<&'static str> {
         ty::SET_LISTPACK => "listpack set",
         ty::HASH_METADATA | ty::HASH_METADATA_PRE_GA => "hash with field TTLs",
         ty::HASH_LISTPACK_EX | ty::HASH_LISTPACK_EX_PRE_GA => "listpack hash with field TTLs",
+        ty::SET_TTL => "set with member TTLs",
+        ty::ZSET_TTL => "sorted set with member TTLs",
         _ => return None,
     })
 }

@@ -94,6 +94,8 @@ impl From<io::Error> for RdbWriteError {
 pub fn value_version(v: ValueRef) -> u16 {
     match v {
         ValueRef::Hash(h) if h.min_deadline().is_some() => 12,
+        ValueRef::Set(s) if s.min_deadline().is_some() => 12,
+        ValueRef::ZSet(z) if z.min_deadline().is_some() => 12,
         ValueRef::Stream(s) => {
             let active = s.groups().iter().flat_map(|g| g.consumers()).any(|c| c.active_time != c.seen_time);
             if active {
@@ -357,8 +359,8 @@ impl<W: Write> RdbWriter<W> {
     }
 
     /// `v` into `body` in the layouts `write_value` uses, with long strings
-    /// compressed; hashes with field TTLs and streams go to `write_value`
-    /// unchanged. Returns the version needed.
+    /// compressed; hashes with field TTLs, sets and sorted sets with member
+    /// TTLs and streams go to `write_value` unchanged. Returns the version needed.
     fn value_compressed(&mut self, v: ValueRef, now: i64) -> u16 {
         let out = &mut self.body;
         match v {
@@ -373,14 +375,14 @@ impl<W: Write> RdbWriter<W> {
                     put_strref_lzf(out, e);
                 }
             }
-            ValueRef::Set(s) => {
+            ValueRef::Set(s) if s.min_deadline().is_none() => {
                 out.push(ty::SET);
                 put_len(out, s.len() as u64);
                 for m in s.iter() {
                     put_strref_lzf(out, m);
                 }
             }
-            ValueRef::ZSet(z) => {
+            ValueRef::ZSet(z) if z.min_deadline().is_none() => {
                 out.push(ty::ZSET_2);
                 put_len(out, z.len() as u64);
                 for (m, score) in z.iter() {
@@ -397,7 +399,8 @@ impl<W: Write> RdbWriter<W> {
                     put_strref_lzf(out, v);
                 }
             }
-            ValueRef::Hash(_) | ValueRef::Stream(_) => return write_value(out, v, now),
+            // Field and member TTLs (their own layouts) and streams.
+            ValueRef::Hash(_) | ValueRef::Set(_) | ValueRef::ZSet(_) | ValueRef::Stream(_) => return write_value(out, v, now),
         }
         MIN_WRITE_VERSION
     }

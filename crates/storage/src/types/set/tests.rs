@@ -373,3 +373,140 @@ fn measure_set() {
     });
     println!("worst step ratio: {worst_step:.3}; 1M inserts (with measuring) {:?}", t.elapsed());
 }
+
+// ---- member TTLs ------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum TtlOp {
+    Insert(u8),
+    Remove(u8),
+    Expire(u8, i64, u8),
+    Persist(u8),
+    /// Removes members due at this time, at most this many.
+    ExpireDue(i64, u8),
+}
+
+fn ttl_op() -> impl Strategy<Value = TtlOp> {
+    prop_oneof![
+        4 => any::<u8>().prop_map(TtlOp::Insert),
+        1 => any::<u8>().prop_map(TtlOp::Remove),
+        3 => (any::<u8>(), 0i64..1000, 0u8..5).prop_map(|(m, d, c)| TtlOp::Expire(m, d, c)),
+        1 => any::<u8>().prop_map(TtlOp::Persist),
+        1 => (0i64..1000, 1u8..20).prop_map(|(t, n)| TtlOp::ExpireDue(t, n)),
+    ]
+}
+
+/// Integers (intset candidates) and strings, some long.
+fn ttl_member(k: u8) -> Vec<u8> {
+    match k % 3 {
+        0 => (k as i64 - 100).to_string().into_bytes(),
+        1 => format!("m{k}").into_bytes(),
+        _ => format!("member-with-a-longer-name-{k}").into_bytes(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// Member TTLs against a model (member -> deadline) through every shape
+    /// and conversion: reply codes, deadlines, the earliest deadline,
+    /// bounded expiry of due members, and the members themselves.
+    #[test]
+    fn member_ttls_match_model(ops in prop::collection::vec(ttl_op(), 1..300), tiny in any::<bool>()) {
+        use crate::types::hash::ExpireCond;
+        let cfg = if tiny { small_cfg() } else { SetConfig::default() };
+        let mut s = Set::new();
+        let mut m: std::collections::BTreeMap<Vec<u8>, Option<i64>> = Default::default();
+        let now = 500;
+        for op in &ops {
+            match *op {
+                TtlOp::Insert(k) => {
+                    let v = ttl_member(k);
+                    let new = !m.contains_key(&v);
+                    prop_assert_eq!(s.insert(&v, &cfg), new);
+                    m.insert(v, None); // re-adding drops the TTL
+                }
+                TtlOp::Remove(k) => {
+                    let v = ttl_member(k);
+                    prop_assert_eq!(s.remove(&v), m.remove(&v).is_some());
+                }
+                TtlOp::Expire(k, d, c) => {
+                    let v = ttl_member(k);
+                    let cond = [ExpireCond::Always, ExpireCond::Nx, ExpireCond::Xx, ExpireCond::Gt, ExpireCond::Lt][c as usize];
+                    let want = match m.get(&v) {
+                        None => -2,
+                        Some(Some(old)) if *old < now => -2,
+                        Some(old) => {
+                            let met = match (cond, old) {
+                                (ExpireCond::Always, _) => true,
+                                (ExpireCond::Nx, o) => o.is_none(),
+                                (ExpireCond::Xx, o) => o.is_some(),
+                                (ExpireCond::Gt, o) => o.is_some_and(|o| d > o),
+                                (ExpireCond::Lt, o) => o.is_none_or(|o| d < o),
+                            };
+                            if !met { 0 } else if d <= now { 2 } else { 1 }
+                        }
+                    };
+                    prop_assert_eq!(s.set_expire(&v, d, cond, now, &cfg), want);
+                    match want {
+                        1 => { m.insert(v, Some(d)); }
+                        2 => { m.remove(&v); }
+                        _ => {}
+                    }
+                }
+                TtlOp::Persist(k) => {
+                    let v = ttl_member(k);
+                    let want = match m.get(&v) {
+                        None => -2,
+                        Some(Some(d)) if *d < now => -2,
+                        Some(None) => -1,
+                        Some(Some(_)) => 1,
+                    };
+                    prop_assert_eq!(s.persist(&v, now, &cfg), want);
+                    if want == 1 {
+                        m.insert(v, None);
+                    }
+                }
+                TtlOp::ExpireDue(t, max) => {
+                    let mut gone = Vec::new();
+                    let n = s.expire_due_with(t, max as usize, |x| gone.push(x.to_vec()));
+                    let due = m.iter().filter(|(_, d)| d.is_some_and(|d| d < t)).count();
+                    prop_assert_eq!(n, due.min(max as usize));
+                    prop_assert_eq!(gone.len(), n);
+                    for g in gone {
+                        let d = m.remove(&g).expect("removed a member of the model");
+                        prop_assert!(d.is_some_and(|d| d < t));
+                    }
+                }
+            }
+            prop_assert_eq!(s.len(), m.len());
+            prop_assert_eq!(s.min_deadline(), m.values().flatten().min().copied(), "after {:?}", op);
+            let got: std::collections::BTreeMap<Vec<u8>, Option<i64>> = s.iter_ttl().map(|(v, d)| (v.to_vec(), d)).collect();
+            prop_assert_eq!(&got, &m);
+            for (v, d) in &m {
+                prop_assert_eq!(s.expire_of(v), Some(*d));
+                prop_assert!(s.contains(v));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_member_ttl_costs_six_bytes_in_the_large_shape() {
+    let cfg = SetConfig::default();
+    // The benchmark's shape (bench/compare.py member-ttl): 1M 8-byte members.
+    let n = 1_000_000;
+    let (mut plain, mut timed) = (Set::new(), Set::new());
+    for i in 0..n {
+        let m = format!("m{i:07}");
+        plain.insert(m.as_bytes(), &cfg);
+        timed.insert(m.as_bytes(), &cfg);
+        timed.set_expire(m.as_bytes(), 1_000_000 + i as i64, crate::types::hash::ExpireCond::Always, 0, &cfg);
+    }
+    let extra = (timed.mem_usage() as f64 - plain.mem_usage() as f64) / n as f64;
+    println!("{extra:.2} bytes per member TTL");
+    assert!(extra > 5.0 && extra <= 8.0, "{extra} bytes per member TTL");
+    assert_eq!(timed.min_deadline(), Some(1_000_000));
+    let mut gone = 0;
+    while timed.expire_due_with(1_000_000 + n as i64, 4096, |_| gone += 1) > 0 {}
+    assert_eq!((gone, timed.len()), (n, 0));
+}

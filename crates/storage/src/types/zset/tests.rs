@@ -281,3 +281,142 @@ fn ids_widen_in_place() {
     assert!(matches!(ids, Ids::Wide(_)));
     assert_eq!((ids.get(0), ids.get(1), ids.get(2)), (0, 7, 70_000));
 }
+
+// ---- member TTLs ------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum TtlOp {
+    Insert(u16, i32),
+    IncrKeep(u16),
+    Remove(u16),
+    Expire(u16, i64),
+    Persist(u16),
+    /// Removes members due at this time, at most this many.
+    ExpireDue(i64, u8),
+}
+
+fn ttl_op() -> impl Strategy<Value = TtlOp> {
+    prop_oneof![
+        4 => (0u16..200, -300i32..300).prop_map(|(k, s)| TtlOp::Insert(k, s)),
+        1 => (0u16..200).prop_map(TtlOp::IncrKeep),
+        1 => (0u16..200).prop_map(TtlOp::Remove),
+        3 => (0u16..200, 0i64..1000).prop_map(|(k, d)| TtlOp::Expire(k, d)),
+        1 => (0u16..200).prop_map(TtlOp::Persist),
+        1 => (0i64..1000, 1u8..40).prop_map(|(t, n)| TtlOp::ExpireDue(t, n)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Member TTLs against a model (member -> (score, deadline)) across
+    /// both shapes: the order, ranks and scores (`check`), every deadline,
+    /// the earliest one, and bounded expiry of due members.
+    #[test]
+    fn member_ttls_match_model(ops in proptest::collection::vec(ttl_op(), 1..800), small in any::<bool>()) {
+        use crate::types::hash::ExpireCond;
+        let cfg = if small { small_cfg() } else { ZsetConfig::default() };
+        let mut z = ZSet::new();
+        let mut m: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+        let mut ttl: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+        let now = 500;
+        for op in &ops {
+            match *op {
+                TtlOp::Insert(k, s) => {
+                    let v = member(k);
+                    prop_assert_eq!(z.insert(&v, s as f64, &cfg), m.insert(v.clone(), s as f64));
+                    ttl.remove(&v);
+                }
+                TtlOp::IncrKeep(k) => {
+                    let v = member(k);
+                    let s = m.get(&v).copied().unwrap_or(0.0) + 1.5;
+                    prop_assert_eq!(z.insert_keep_ttl(&v, s, &cfg), m.insert(v.clone(), s));
+                }
+                TtlOp::Remove(k) => {
+                    let v = member(k);
+                    prop_assert_eq!(z.remove(&v), m.remove(&v));
+                    ttl.remove(&v);
+                }
+                TtlOp::Expire(k, d) => {
+                    let v = member(k);
+                    let want = match (m.contains_key(&v), ttl.get(&v)) {
+                        (false, _) => -2,
+                        (true, Some(&old)) if old < now => -2,
+                        _ if d <= now => 2,
+                        _ => 1,
+                    };
+                    prop_assert_eq!(z.set_expire(&v, d, ExpireCond::Always, now), want);
+                    if want == 1 {
+                        ttl.insert(v, d);
+                    } else if want == 2 {
+                        m.remove(&v);
+                        ttl.remove(&v);
+                    }
+                }
+                TtlOp::Persist(k) => {
+                    let v = member(k);
+                    let want = match (m.contains_key(&v), ttl.get(&v)) {
+                        (false, _) => -2,
+                        (true, Some(&d)) if d < now => -2,
+                        (true, None) => -1,
+                        (true, Some(_)) => 1,
+                    };
+                    prop_assert_eq!(z.persist(&v, now), want);
+                    if want == 1 {
+                        ttl.remove(&v);
+                    }
+                }
+                TtlOp::ExpireDue(t, max) => {
+                    let mut gone = Vec::new();
+                    let n = z.expire_due_with(t, max as usize, |x| gone.push(x.to_vec()));
+                    let due = ttl.values().filter(|&&d| d < t).count();
+                    prop_assert_eq!(n, due.min(max as usize));
+                    for g in gone {
+                        prop_assert!(ttl.remove(&g).is_some_and(|d| d < t));
+                        prop_assert!(m.remove(&g).is_some());
+                    }
+                }
+            }
+            check(&z, &m);
+            prop_assert_eq!(z.min_deadline(), ttl.values().min().copied(), "after {:?}", op);
+            for (v, _) in m.iter() {
+                prop_assert_eq!(z.expire_of(v), Some(ttl.get(v).copied()));
+            }
+            let mut walked = Vec::new();
+            z.for_each_ttl(|v, s, d| walked.push((v.to_vec(), s, d)));
+            prop_assert_eq!(walked.len(), m.len());
+            for (v, s, d) in walked {
+                prop_assert_eq!(m.get(&v), Some(&s));
+                prop_assert_eq!(d, ttl.get(&v).copied());
+            }
+            if let Repr::Large(l) = &z.repr {
+                for c in &l.chunks {
+                    prop_assert_eq!(c.min, min_deadline_in(&c.buf, 0));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_member_ttl_costs_seven_bytes_and_rounding() {
+    let cfg = ZsetConfig::default();
+    // The benchmark's shape (bench/compare.py member-ttl): 1M 8-byte members.
+    let n = 1_000_000;
+    let (mut plain, mut timed) = (ZSet::new(), ZSet::new());
+    for i in 0..n {
+        let m = format!("m{i:07}");
+        plain.insert(m.as_bytes(), i as f64, &cfg);
+        timed.insert(m.as_bytes(), i as f64, &cfg);
+        timed.set_expire(m.as_bytes(), 1_000_000 + i as i64, crate::types::hash::ExpireCond::Always, 0);
+    }
+    let extra = (timed.mem_usage() as f64 - plain.mem_usage() as f64) / n as f64;
+    println!("{extra:.2} bytes per member TTL");
+    // 7 bytes a member plus the allocator's rounding of the chunks: in
+    // this sequential load the chunks stay half full at exactly a size
+    // class (448 bytes), and the TTLs move them to 768: 9.9 bytes.
+    assert!(extra > 6.0 && extra <= 10.0, "{extra} bytes per member TTL");
+    assert_eq!(timed.min_deadline(), Some(1_000_000));
+    let mut gone = 0;
+    while timed.expire_due_with(1_000_000 + n as i64, 4096, |_| gone += 1) > 0 {}
+    assert_eq!((gone, timed.len()), (n, 0));
+}
