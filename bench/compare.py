@@ -16,6 +16,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py aggregate  [--keys 10000] [--days 365] [--inputs 5000] [--rounds 5]
   bench/compare.py seeds      [--cases partitioned,uuid16,chars24] [--sizes 100,1000,...]
   bench/compare.py repl       [-n N] [--pipeline 16,1] [--rounds 3]
+  bench/compare.py member-ttl [-n N] [--ttl-ms 3000] [--rounds 3]
 
 memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
             /proc/PID/status VmRSS deltas / N) after loading a workload:
@@ -81,6 +82,13 @@ repl        N=10,000,000 keys (the rdb workload) in a primary, then a fresh repl
             server: full sync time (REPLICAOF to master_link_status:up) and the primary's
             PSS peak (with any forked child) against its steady state; then a primary with
             two replicas attached under redis-benchmark -t set: requests/s and the ratio
+member-ttl  densekv's member TTLs: one SET of N=1,000,000 members (8 bytes each); used_memory
+            delta per member without TTLs and with a distinct SPEXPIREAT deadline on every
+            member (Redis's plain SET alongside, for reference); then, with nobody touching
+            the set, how long after the last deadline active expiry takes to reclaim it all
+            (DBSIZE of its database polled every 50 ms: DBSIZE reads no key), while a
+            redis-benchmark SET writer (-P 16, another database) runs across the deadline;
+            its requests/s is compared with the same run without TTLs
 Options common to all: --densekv-bin (default $DENSEKV_BIN or target/release/densekv-server),
 --redis-bin (default $REDIS_SERVER_BIN or redis-server). Pointing --densekv-bin at
 redis-server checks the script itself. Standard library only (plus cc for `cache`);
@@ -1591,6 +1599,109 @@ def cmd_cache(args) -> None:
 # ---------------------------------------------------------------- main
 
 
+# ---------------------------------------------------------------- member TTLs
+
+
+def member_names(n: int) -> list[bytes]:
+    return [b"m%07d" % i for i in range(n)]
+
+
+def load_set(c: Conn, key: str, members: list[bytes]) -> None:
+    for i in range(0, len(members), 50_000):
+        part = members[i:i + 50_000]
+        cmds = [encode("SADD", key, *part[j:j + 500]) for j in range(0, len(part), 500)]
+        c.send_counted(b"".join(cmds), len(cmds))
+
+
+def member_ttl_run(args, s: Server, expire: bool) -> dict:
+    """Loads the set (with a TTL on each member if `expire`); runs the writer across the
+    last deadline; returns bytes per member, reclaim lag and the writer's requests/s."""
+    n = args.n or 1_000_000
+    members = member_names(n)
+    with Conn(s.port) as c:
+        c.call("FLUSHALL")
+        time.sleep(0.2)
+        base = int(s.info("memory")["used_memory"])
+        load_set(c, "ttlset", members)
+        plain = int(s.info("memory")["used_memory"]) - base
+        timed = None
+        if expire:
+            def set_deadlines(end_ms: int) -> float:
+                """SPEXPIREAT on each member, its own deadline spread over the second
+                before end_ms; returns the seconds it took."""
+                t0 = time.time()
+                for i in range(0, n, 50_000):
+                    cmds = [encode("SPEXPIREAT", "ttlset", end_ms - 1000 + (i + j) * 1000 // n,
+                                   "MEMBERS", 1, members[i + j]) for j in range(min(50_000, n - i))]
+                    c.send_counted(b"".join(cmds), len(cmds))
+                return time.time() - t0
+
+            # First far deadlines, to measure memory with every TTL in place; then
+            # the real ones, with room for the pass itself (twice the first one's
+            # time), so that no deadline passes before the last one is set.
+            took = set_deadlines(int(time.time() * 1000) + 3_600_000)
+            timed = int(s.info("memory")["used_memory"]) - base
+            end_ms = int((time.time() + 2 * took) * 1000) + args.ttl_ms
+            set_deadlines(end_ms)
+            last_deadline = end_ms / 1000
+        else:
+            last_deadline = time.time() + args.ttl_ms / 1000
+    # The writer starts shortly before the last deadline and runs about 3 s.
+    time.sleep(max(0.0, last_deadline - 0.3 - time.time()))
+    argv = bench_argv(s, "set", 4, args.writer_n, 100_000, 16, "--dbnum", "1")
+    result: dict = {}
+    writer = threading.Thread(target=lambda: result.update(run_benchmark(argv, s, args.timeout)))
+    writer.start()
+    zero_at = None
+    with Conn(s.port) as poll:
+        while expire and time.time() < last_deadline + args.give_up:
+            if int(poll.call("DBSIZE")) == 0:
+                zero_at = time.time()
+                break
+            time.sleep(0.05)
+    writer.join()
+    return {"plain": plain / n, "timed": None if timed is None else timed / n,
+            "lag": None if zero_at is None else zero_at - last_deadline,
+            "rate": float(result.get("SET", ["0"])[0])}
+
+
+def cmd_member_ttl(args) -> None:
+    header("densekv: per-member TTLs on a SET", args)
+    servers = start_servers(args)
+    rows, kept, redis_plain = [], [], None
+    n = args.n or 1_000_000
+    try:
+        dk, rd = servers
+        with Conn(rd.port) as c:
+            c.call("FLUSHALL")
+            time.sleep(0.2)
+            base = int(rd.info("memory")["used_memory"])
+            load_set(c, "ttlset", member_names(n))
+            redis_plain = (int(rd.info("memory")["used_memory"]) - base) / n
+        rd.stop()
+        for rnd in range(1, args.rounds + 1):
+            got = {}
+            for label, expire in (("with TTLs", True), ("without TTLs", False)):
+                r = got[label] = member_ttl_run(args, dk, expire)
+                lag = "-" if not expire else "never" if r["lag"] is None else f"{max(r['lag'], 0) * 1000:.0f} ms"
+                rows.append([rnd, label, f"{r['plain']:.1f}", "-" if r["timed"] is None else f"{r['timed']:.1f}",
+                             "-" if r["timed"] is None else f"{r['timed'] - r['plain']:.1f}", lag, f"{r['rate']:,.0f}"])
+            kept.append(got["with TTLs"]["rate"] / max(got["without TTLs"]["rate"], 1))
+    finally:
+        stop_servers(servers)
+    print(f"{n:,} members of 8 bytes in one SET; with TTLs, SPEXPIREAT gives each member its own "
+          f"deadline (first an hour away, to measure memory; then spread over the second before "
+          f"the end of a window of twice that pass's time plus {args.ttl_ms} ms); "
+          f"Redis 7's plain SET for reference: {redis_plain:.1f} bytes/member.\n")
+    table(["round", "run", "B/member plain", "B/member with TTLs", "TTL cost B/member",
+           "DBSIZE 0 after last deadline", "writer SET/s"], rows)
+    print(f"- writer kept {statistics.median(kept):.0%} of its SET/s during reclamation "
+          f"(median of {len(kept)}: {', '.join(f'{k:.0%}' for k in kept)})")
+    print("\nWriter: redis-benchmark -t set -P 16 -c 4 -r 100000 --dbnum 1, started 0.3 s before "
+          "the last deadline (the same moment in the run without TTLs). The set's database is "
+          "polled with DBSIZE every 50 ms, so the lag includes up to 50 ms of polling.\n", flush=True)
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run `finally`: stop servers
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -1694,6 +1805,13 @@ def main() -> None:
     p.add_argument("--inputs", type=int, default=5_000, help="input keys per ZUNIONSTORE/ZINTERSTORE")
     p.add_argument("--rounds", type=int, default=5)
     p.set_defaults(func=cmd_aggregate)
+
+    p = sub.add_parser("member-ttl", parents=[common], help="per-member TTLs on a 1M-member SET")
+    p.add_argument("--ttl-ms", type=int, default=3000)
+    p.add_argument("--give-up", type=float, default=30, help="seconds after the deadline")
+    p.add_argument("--writer-n", type=int, default=1_000_000, help="the writer's redis-benchmark -n")
+    p.add_argument("--rounds", type=int, default=3, help="with/without-TTL pairs (median)")
+    p.set_defaults(func=cmd_member_ttl)
 
     p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],

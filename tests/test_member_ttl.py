@@ -458,3 +458,21 @@ def test_active_expiry_raises_events(r, new_client, events):
         got += drain(sub, 0.1)
     assert (b"sexpired", b"s") in got
     assert r.smembers("s") == {b"b"}
+
+
+def test_redis_refuses_payloads_with_member_ttls_and_loads_plain_ones(r, real_redis):
+    r.sadd("s", "a", "b")
+    r.execute_command("SEXPIRE", "s", 100, "MEMBERS", 1, "a")
+    r.zadd("z", {"a": 1})
+    r.execute_command("ZEXPIRE", "z", 100, "MEMBERS", 1, "a")
+    for k in ("s", "z"):
+        with pytest.raises(redis.ResponseError, match="payload version|Bad data format"):
+            real_redis.restore(k, 0, r.dump(k), replace=True)
+        assert real_redis.exists(k) == 0
+    # Without member TTLs the payload is Redis's own and loads there.
+    r.execute_command("SPERSIST", "s", "MEMBERS", 1, "a")
+    r.execute_command("ZPERSIST", "z", "MEMBERS", 1, "a")
+    real_redis.restore("s", 0, r.dump("s"), replace=True)
+    real_redis.restore("z", 0, r.dump("z"), replace=True)
+    assert real_redis.smembers("s") == {b"a", b"b"}
+    assert real_redis.zrange("z", 0, -1, withscores=True) == [(b"a", 1.0)]
