@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import threading
 import time
 
 import pytest
@@ -423,3 +424,49 @@ def test_shutdown_abort_answers_the_waiting_callers(servers):
     except redis.ConnectionError:
         pass
     primary.proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("diskless", ["no", "yes"])
+def test_an_image_larger_than_the_replica_output_limit_still_syncs(servers, diskless):
+    """The image goes out from the file as the socket drains, not through the
+    replica's output buffer: a dataset whose RDB is far past the replica class's
+    client-output-buffer-limit still syncs, in one full sync, while writes the
+    replica gets after it stay within the limit."""
+    primary = servers(server_binary(), "--repl-diskless-sync", diskless,
+                      "--client-output-buffer-limit", "replica 1mb 0 0", "--rdbcompression", "no")
+    replica = servers(server_binary())
+    pr = client(primary)
+    pipe = pr.pipeline(transaction=False)
+    for i in range(20_000):
+        pipe.set(f"big:{i}", f"{i:08d}" + "x" * 392)
+    pipe.execute()
+    # A writer keeps the stream going while the image is on its way, so the
+    # limit is checked while most of the image is unsent.
+    stop = threading.Event()
+
+    def write():
+        w = client(primary)
+        i = 0
+        while not stop.is_set():
+            w.set(f"w:{i % 100}", i)
+            i += 1
+            time.sleep(0.001)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        client(replica).replicaof(primary.host, primary.port)
+        wait_for(lambda: link_up(replica), timeout=30, what="full sync of an 8 MB image")
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        writer.join()
+    pr.set("after", "1")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets after the sync")
+    assert client(replica).dbsize() == pr.dbsize() == 20_101
+    assert client(replica).get("big:19999") == b"00019999" + b"x" * 392
+    assert pr.info("stats")["sync_full"] == 1
+    names = [f"big:{i}" for i in range(20_000)] + [f"w:{i}" for i in range(100)]
+    assert client(replica).mget(names) == pr.mget(names)
+    line = pr.info("replication")["slave0"]
+    assert line["state"] == "online"

@@ -252,9 +252,61 @@ pub struct Client {
     /// When the unsent output first reached the soft output buffer limit
     /// (`obuf`); None while under it.
     pub obuf_soft_since: Option<std::time::Instant>,
+    /// A file on its way to this client behind its reply (a full sync's
+    /// image to a replica), read a slice at a time as the socket drains.
+    pub bulk: Option<Bulk>,
 }
 
+/// A file sent to a client in slices, so that it never sits in the reply
+/// buffer whole: a replica's full-sync image can be far larger than the
+/// replica output buffer limit, and a copy of it per replica would double
+/// the primary's memory.
+#[derive(Debug)]
+pub struct Bulk {
+    /// The open file (it may already be unlinked).
+    pub file: std::fs::File,
+    /// Bytes of it still to send.
+    pub left: u64,
+    /// Bytes sent after the file (the EOF mark of a diskless transfer).
+    pub suffix: Vec<u8>,
+}
+
+/// Bytes of a bulk file read into the reply buffer at a time.
+const BULK_SLICE: usize = 256 * 1024;
+
 impl Client {
+    /// Tops the reply buffer up from `bulk` once all of it was written:
+    /// one slice of the file, or the suffix once the file is through
+    /// (then `bulk` ends). Returns false when there was nothing to add.
+    ///
+    /// Errors: reading the file failed or it ended early.
+    pub fn refill_bulk(&mut self) -> std::io::Result<bool> {
+        use std::io::Read;
+        if self.sent < self.reply.buf.len() {
+            return Ok(false);
+        }
+        let Some(b) = self.bulk.as_mut() else { return Ok(false) };
+        if b.left == 0 {
+            let suffix = std::mem::take(&mut b.suffix);
+            self.reply.raw(&suffix);
+            self.bulk = None;
+            return Ok(!suffix.is_empty());
+        }
+        let want = (b.left as usize).min(BULK_SLICE);
+        let start = self.reply.buf.len();
+        self.reply.buf.resize(start + want, 0);
+        let got = b.file.read(&mut self.reply.buf[start..]);
+        let n = match got {
+            Ok(0) => Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file ended early")),
+            Ok(n) => Ok(n),
+            Err(e) => Err(e),
+        };
+        self.reply.buf.truncate(start + *n.as_ref().unwrap_or(&0));
+        let n = n?;
+        b.left -= n as u64;
+        Ok(true)
+    }
+
     /// A fresh connection.
     pub fn new(id: ClientId, sock: Option<Conn>, addr: String, laddr: String) -> Client {
         let now = Instant::now();
@@ -305,6 +357,7 @@ impl Client {
             qbuf_shared: false,
             mem_counted: 0,
             obuf_soft_since: None,
+            bulk: None,
         }
     }
 
@@ -341,10 +394,10 @@ impl Client {
     }
 
     /// Bytes of reply not yet written; a TLS client whose session still
-    /// holds ciphertext counts one more, so that it is not closed before
-    /// that leaves.
+    /// holds ciphertext, or one with a bulk file still to send, counts one
+    /// more, so that it is not closed before that leaves.
     pub fn pending_out(&self) -> usize {
-        self.reply.buf.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write()))
+        self.reply.buf.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write())) + usize::from(self.bulk.is_some())
     }
 
     /// The RESP version (2 or 3).

@@ -754,12 +754,44 @@ fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, arg
     true
 }
 
-/// Writes as much pending reply as the socket takes.
+/// Most bytes of a bulk file one flush reads into a reply: the socket
+/// normally stops taking them well before; past this the client is woken
+/// for the next turn, so one fast reader cannot hold the event loop.
+const BULK_PER_FLUSH: usize = 32 << 20;
+
+/// Writes as much pending reply as the socket takes, then as much of a
+/// bulk file (`Client::bulk`) as it goes on taking.
 pub fn flush(srv: &mut Server, c: &mut Client) {
-    if c.tls.is_some() {
-        flush_tls(srv, c);
-        return;
+    let mut budget = BULK_PER_FLUSH;
+    loop {
+        if c.tls.is_some() {
+            flush_tls(srv, c);
+        } else {
+            flush_plain(srv, c);
+        }
+        if c.bulk.is_none() || c.close_asap || c.sent < c.reply.buf.len() {
+            return;
+        }
+        if budget == 0 {
+            srv.woken.push(c.id);
+            return;
+        }
+        let before = c.reply.buf.len();
+        match c.refill_bulk() {
+            Ok(true) => budget = budget.saturating_sub(c.reply.buf.len() - before),
+            Ok(false) => return,
+            Err(e) => {
+                srv.config.log.warning(&format!("Failed to send the image to client {}: {e}", c.addr));
+                c.bulk = None;
+                c.close_asap = true;
+                srv.sweep_clients = true;
+                return;
+            }
+        }
     }
+}
+
+fn flush_plain(srv: &mut Server, c: &mut Client) {
     let Some(sock) = c.sock.as_mut() else { return };
     while c.sent < c.reply.buf.len() {
         match write_some(sock, &c.reply.buf[c.sent..]) {

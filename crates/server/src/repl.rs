@@ -37,6 +37,9 @@ pub enum ReplicaState {
     /// Got +FULLRESYNC; waits for the RDB image (the stream meanwhile
     /// accumulates in `Replica::pending`).
     WaitBgsaveEnd,
+    /// The image is on its way (`Client::bulk`); the stream accumulates in
+    /// `Replica::pending` until it is through.
+    SendBulk,
     /// Synchronized: the stream goes straight into its output buffer.
     Online,
 }
@@ -46,6 +49,7 @@ impl ReplicaState {
     pub fn name(self) -> &'static str {
         match self {
             ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd => "wait_bgsave",
+            ReplicaState::SendBulk => "send_bulk",
             ReplicaState::Online => "online",
         }
     }

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::blocking::TimeoutReply;
-use crate::client::{Client, ClientId, ReplRole};
+use crate::client::{Bulk, Client, ClientId, ReplRole};
 use crate::command::{CmdError, CommandMap, Host};
 use crate::repl::{encode, LinkState, Primary, Replica, ReplicaState, StreamSink};
 use crate::server::Server;
@@ -129,6 +129,9 @@ pub fn deliver(srv: &mut Server) {
 pub fn after_turn(srv: &mut Server) {
     if !srv.repl.sink_attached {
         return;
+    }
+    if srv.repl.replicas.values().any(|r| r.state == ReplicaState::SendBulk) {
+        bulk_sent(srv);
     }
     if srv.repl.get_ack && !srv.repl.is_replica() {
         srv.repl.get_ack = false;
@@ -252,17 +255,23 @@ fn attach_to_running(srv: &mut Server, cur: Option<&mut Client>) {
     await_image(srv, cur, &line, &pending);
 }
 
-/// A full sync's image is ready (or failed): the waiting replicas get it,
-/// then what was written meanwhile, and go online.
+/// A full sync's image is ready (or failed): each waiting replica gets it
+/// streamed from the file as its socket drains (`Client::bulk`: never
+/// whole in memory, and not counted against its output buffer limit, as
+/// Redis sends it), then what was written meanwhile, and goes online.
 fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
     let Some(done) = srv.repl.rdb_done.take() else { return };
     let waiting: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveEnd).map(|(&id, _)| id).collect();
-    let image = match done.and_then(|path| {
-        let b = std::fs::read(&path).map_err(|e| e.to_string());
+    let opened = done.and_then(|path| {
+        // One handle per replica; the file itself goes at once (open
+        // handles keep its bytes until the last transfer ends).
+        let files: Result<Vec<std::fs::File>, String> = waiting.iter().map(|_| std::fs::File::open(&path).map_err(|e| e.to_string())).collect();
+        let size = std::fs::metadata(&path).map(|m| m.len()).map_err(|e| e.to_string());
         let _ = std::fs::remove_file(&path);
-        b
-    }) {
-        Ok(b) => b,
+        Ok((files?, size?))
+    });
+    let (files, size) = match opened {
+        Ok(f) => f,
         Err(e) => {
             srv.config.log.warning(&format!("Background transfer error: {e}"));
             for id in waiting {
@@ -277,27 +286,41 @@ fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
     };
     srv.config.log.notice("Background RDB transfer terminated with success");
     let diskless = srv.config.flag("repl-diskless-sync");
-    for id in waiting {
+    for (id, file) in waiting.into_iter().zip(files) {
         let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
         let Some(c) = srv.clients.get_mut(&id) else { continue };
         if diskless && r.capa_eof {
             let mark = crate::repl::random_id();
             c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
-            c.reply.raw(&image);
-            c.reply.raw(mark.as_bytes());
+            c.bulk = Some(Bulk { file, left: size, suffix: mark.into_bytes() });
+            // Online once it acknowledges the image it loaded.
+            r.state = ReplicaState::Online;
             r.wait_ack = true;
+            srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
         } else {
-            c.reply.raw(format!("${}\r\n", image.len()).as_bytes());
-            c.reply.raw(&image);
-            c.reply.raw(&r.pending);
-            r.pending.clear();
+            c.reply.raw(format!("${size}\r\n").as_bytes());
+            c.bulk = Some(Bulk { file, left: size, suffix: Vec::new() });
+            r.state = ReplicaState::SendBulk;
         }
-        r.state = ReplicaState::Online;
         r.ack_time = Instant::now();
         srv.woken.push(id);
-        srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
     }
     start_full_sync(srv, host, None);
+}
+
+/// Replicas whose image went out in full go online: what was written
+/// meanwhile follows it.
+fn bulk_sent(srv: &mut Server) {
+    let sent: Vec<ClientId> = srv.repl.replicas.iter().filter(|(id, r)| r.state == ReplicaState::SendBulk && srv.clients.get(id).is_none_or(|c| c.bulk.is_none())).map(|(&id, _)| id).collect();
+    for id in sent {
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+        r.state = ReplicaState::Online;
+        r.ack_time = Instant::now();
+        if let Some(c) = srv.clients.get(&id) {
+            srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
+        }
+    }
+    deliver(srv);
 }
 
 /// Periodic work, `hz` times a second: full syncs to start or finish,
