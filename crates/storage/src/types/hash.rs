@@ -96,6 +96,21 @@ pub enum ExpireCond {
     Lt,
 }
 
+impl ExpireCond {
+    /// Whether `deadline` may replace `old` (None: no TTL) under this
+    /// condition.
+    pub fn met(self, old: Option<i64>, deadline: i64) -> bool {
+        match (old, self) {
+            (_, ExpireCond::Always) => true,
+            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
+            (Some(_), ExpireCond::Nx) => false,
+            (Some(_), ExpireCond::Xx) => true,
+            (Some(o), ExpireCond::Gt) => deadline > o,
+            (Some(o), ExpireCond::Lt) => deadline < o,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Repr {
     Small(Vec<u8>),
@@ -266,15 +281,7 @@ impl Hash {
         let Some(e) = self.live_entry(field, now) else {
             return -2;
         };
-        let met = match (e.deadline, cond) {
-            (_, ExpireCond::Always) => true,
-            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
-            (Some(_), ExpireCond::Nx) => false,
-            (Some(_), ExpireCond::Xx) => true,
-            (Some(old), ExpireCond::Gt) => deadline > old,
-            (Some(old), ExpireCond::Lt) => deadline < old,
-        };
-        if !met {
+        if !cond.met(e.deadline, deadline) {
             return 0;
         }
         if deadline <= now {

@@ -384,15 +384,7 @@ impl Set {
             Some(Some(d)) if d < now => return -2,
             Some(d) => d,
         };
-        let met = match (old, cond) {
-            (_, ExpireCond::Always) => true,
-            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
-            (Some(_), ExpireCond::Nx) => false,
-            (Some(_), ExpireCond::Xx) => true,
-            (Some(o), ExpireCond::Gt) => deadline > o,
-            (Some(o), ExpireCond::Lt) => deadline < o,
-        };
-        if !met {
+        if !cond.met(old, deadline) {
             return 0;
         }
         if deadline <= now {

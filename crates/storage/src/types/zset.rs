@@ -927,22 +927,13 @@ impl ZSet {
     /// Panics: if `deadline > MAX_DEADLINE` (callers reject such times
     /// with Redis's error first).
     pub fn set_expire(&mut self, member: &[u8], deadline: i64, cond: crate::types::hash::ExpireCond, now: i64) -> i64 {
-        use crate::types::hash::ExpireCond;
         assert!(deadline <= MAX_DEADLINE, "member deadline out of range: {deadline}");
         let old = match self.expire_of(member) {
             None => return -2,
             Some(Some(d)) if d < now => return -2,
             Some(d) => d,
         };
-        let met = match (old, cond) {
-            (_, ExpireCond::Always) => true,
-            (None, c) => matches!(c, ExpireCond::Nx | ExpireCond::Lt),
-            (Some(_), ExpireCond::Nx) => false,
-            (Some(_), ExpireCond::Xx) => true,
-            (Some(o), ExpireCond::Gt) => deadline > o,
-            (Some(o), ExpireCond::Lt) => deadline < o,
-        };
-        if !met {
+        if !cond.met(old, deadline) {
             return 0;
         }
         if deadline <= now {
