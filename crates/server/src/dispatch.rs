@@ -147,7 +147,14 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     if paused {
         return false;
     }
+    let end_before = srv.repl.end_offset();
     run(srv, host, c, spec, &argv, now, start);
+    // The stream offset of the client's last write: what its WAIT and
+    // WAITAOF wait for (Redis's c->woff).
+    let end = srv.repl.end_offset();
+    if end != end_before {
+        c.woff = end;
+    }
     // Clients blocked on keys this command (or EXEC) made ready; not in the
     // middle of a timed-out script, whose writes must stay atomic.
     if srv.script.is_none() {
@@ -308,6 +315,10 @@ pub enum Release {
     /// The command failed after all: `-ERR` with this text (a SHUTDOWN
     /// that waited for replicas, then was aborted or could not save).
     Failed(&'static str),
+    /// An error of its own (this text, its first word the code): a
+    /// server turned replica releases its blocked clients with
+    /// `-UNBLOCKED ...`.
+    Unblocked(&'static str),
 }
 
 /// Releases blocked client `id` (which must not be the running client);
@@ -338,6 +349,10 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
         }
         Release::Failed(msg) => {
             exec::reply_error(srv, &mut c, &CmdError::err(msg));
+            true
+        }
+        Release::Unblocked(msg) => {
+            exec::reply_error(srv, &mut c, &CmdError::Custom(msg.into()));
             true
         }
     };

@@ -307,13 +307,14 @@ impl EventLoop {
                     dispatch::release(srv, &self.shell.table, id, dispatch::Release::Failed(shutdown::FAILED));
                 }
                 crate::aof::cron(srv, &mut self.shell);
+                crate::replication::aof_progress(srv, &self.shell.table);
                 crate::replication::cron(srv, &mut self.shell);
                 self.poll_link(srv);
                 crate::replication::after_turn(srv);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
-                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none()).map(|c| c.id));
+                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none()).map(|c| c.id));
             }
             if srv.shutdown {
                 crate::aof::shutdown(srv);
@@ -413,6 +414,8 @@ impl EventLoop {
             let aof_start = Instant::now();
             crate::aof::flush(srv);
             srv.el.aof_ns += aof_start.elapsed().as_nanos() as u64;
+            crate::replication::aof_progress(srv, &self.shell.table);
+            self.pending.extend(srv.blocking.take_woken());
             for id in std::mem::take(&mut self.held) {
                 if let Some(mut c) = srv.clients.remove(&id) {
                     flush(srv, &mut c);
@@ -743,7 +746,7 @@ fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, arg
     }
     c.reply.buf.truncate(mark.max(c.sent));
     if getack {
-        c.reply.raw(&crate::replication::ack_command(offset_before));
+        c.reply.raw(&crate::replication::ack_command(offset_before, srv.repl.fsynced));
     }
     crate::replication::drain(srv);
     let bytes = std::mem::take(&mut c.repl_cmd);

@@ -930,7 +930,9 @@ impl Server {
     /// when only writes wait.
     pub fn paused_at(&self, now: i64) -> Option<bool> {
         let client = self.pause.filter(|p| now < p.until).map(|p| p.write_only);
-        match (client, self.shutdown_wait.is_some()) {
+        // A shutdown waiting for replicas and a coordinated failover hold
+        // writes, as Redis pauses them.
+        match (client, self.shutdown_wait.is_some() || self.repl.failover.is_some()) {
             (Some(write_only), _) => Some(write_only),
             (None, true) => Some(true),
             (None, false) => None,
@@ -941,7 +943,7 @@ impl Server {
     /// shutdown's included) and on a replica (which waits for its
     /// primary's DEL, as Redis's does).
     pub fn apply_expire_mode(&mut self) {
-        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.is_replica();
+        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.failover.is_some() || self.repl.is_replica();
         for db in &mut self.dbs {
             db.keep_expired = keep;
         }
