@@ -887,6 +887,10 @@ impl Server {
         self.net_writes = 0;
         self.el.reset();
         self.obuf_kills = 0;
+        // INFO's sync_full, sync_partial_ok, sync_partial_err, as Redis resets them.
+        self.repl.sync_full = 0;
+        self.repl.sync_partial_ok = 0;
+        self.repl.sync_partial_err = 0;
         self.peak_memory = self.used_memory();
         self.stat_reset = unix_ms() / 1000;
     }
