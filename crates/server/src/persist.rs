@@ -282,7 +282,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
     }
     if serve {
         restore_repl_info(srv, &loaded.aux);
-        if srv.repl.restored && !srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
+        if srv.repl.restored && srv.config.get("replicaof").is_none_or(str::is_empty) {
             // Its replicas may hold the keys that expired while it was
             // down: they go out as DELs once its stream starts.
             srv.repl.expired_at_load = loaded.expired_keys;
