@@ -554,6 +554,17 @@ def test_promotion_makes_replicas_continue_under_the_new_id(servers):
     wait_for(lambda: client(c).get("y") == b"2", what="stream from the new primary")
 
 
+def test_config_resetstat_resets_the_sync_counters(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr = client(primary)
+    assert pr.info("stats")["sync_full"] == 1
+    pr.config_resetstat()
+    stats = pr.info("stats")
+    assert (stats["sync_full"], stats["sync_partial_ok"], stats["sync_partial_err"]) == (0, 0, 0)
+
+
 def test_becoming_a_replica_releases_blocked_clients(servers):
     primary, other = servers(server_binary()), servers(server_binary())
     blocked = RawConn(other.port)
@@ -714,3 +725,88 @@ def test_wait_counts_the_callers_last_write(servers):
     finally:
         os.kill(replica.proc.pid, signal.SIGCONT)
     assert pr.wait(1, 5000) == 1
+
+
+# What a replica does with keys and with its primary's stream.
+
+def test_writable_replica_expires_the_keys_its_clients_gave_a_ttl(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    rr = client(replica, 5)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    rr.config_set("replica-read-only", "no")
+    rr.set("local", "1", px=200)
+    rr.set("kept", "1")
+    assert rr.dbsize() == 2
+    wait_for(lambda: rr.dbsize() == 1, timeout=5, what="the local key expired")
+    assert rr.get("kept") == b"1"
+
+
+def test_primary_stream_sees_keys_the_replica_finds_due(servers):
+    """A key due on the replica but not yet deleted by its primary is live to
+    the primary's commands (the primary decides, as Redis's replica treats
+    keys): INCR arriving late keeps the key and its TTL."""
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    pr.set("k", "1", px=300)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        assert pr.incr("k") == 2
+        time.sleep(0.4)
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets after INCR")
+    assert rr.exists("k") == 0
+    assert rr.dbsize() == 1
+    assert rr.execute_command("DEBUG", "OBJECT", "k")
+
+
+def test_spop_with_count_replays_as_srem_batches_of_1024(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.sadd("s", *range(4000))
+    for n in (1023, 1024, 1025):
+        pr.spop("s", n)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    assert rr.scard("s") == 928 and sorted(rr.smembers("s")) == sorted(pr.smembers("s"))
+    assert rr.info("commandstats")["cmdstat_srem"]["calls"] == 4
+
+
+def test_replica_logs_an_error_its_primary_stream_caused(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+    pr.set("after", "1")
+    wait_for(lambda: client(replica).get("after") == b"1", what="stream goes on")
+    text = log_text(replica)
+    assert text.count("== CRITICAL ==") == 1
+    assert "This replica is sending an error to its master: 'ERR unknown command 'fake-command-1'" in text
+    assert pr.get("fake-command-1") is None
+
+
+def test_a_replica_that_sends_a_command_with_a_reply_is_disconnected(servers):
+    """A replica's connection carries the stream: a command of its that
+    replies (or touches the keyspace, which it may not) closes it."""
+    primary = servers(server_binary())
+    pr = client(primary)
+    with pytest.raises(redis.ResponseError, match="value is not an integer or out of range"):
+        pr.execute_command("PSYNC", "replicationid", "offset_str")
+    assert "asks for synchronization but with a wrong offset" in log_text(primary)
+    assert pr.ping()
+    c = RawConn(primary.port)
+    c.cmd("PSYNC", "replicationid", "-1")
+    assert c.read_line().startswith(b"+FULLRESYNC ")
+    c.cmd("GET", "foo")
+    c.expect_closed(timeout=10)
+    text = log_text(primary)
+    assert "== CRITICAL == This master is sending an error to its replica: 'ERR Replica can't interact with the keyspace' after processing the command 'get'" in text
+    assert "Replica generated a reply to command 'get', disconnecting it: " in text
+    assert pr.ping()

@@ -260,6 +260,9 @@ pub struct Repl {
     /// The id and offset came from the RDB file loaded at start-up: a
     /// replica continues that history, a primary starts its backlog there.
     pub restored: bool,
+    /// Keys (database, key) that clients of this writable replica gave a
+    /// TTL: the replica expires them itself.
+    pub local_keys: std::collections::HashSet<(usize, Vec<u8>)>,
     /// Keys (database, key) a restarted primary found expired in its RDB
     /// file: its stream begins with their DELs.
     pub expired_at_load: Vec<(usize, Vec<u8>)>,
@@ -351,6 +354,7 @@ impl Repl {
             cached: false,
             restored: false,
             expired_at_load: Vec::new(),
+            local_keys: std::collections::HashSet::new(),
             min_replicas: 0,
             primary_db: 0,
             waiting: Vec::new(),

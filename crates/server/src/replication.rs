@@ -91,6 +91,19 @@ pub fn drain(srv: &mut Server) {
     feed_raw(srv, &bytes);
 }
 
+/// DEBUG REPLICATE: `argv` goes to the replicas (and the backlog) only,
+/// not to the AOF and not run here, so tests can make a replica diverge.
+/// A replica, whose stream is its primary's, sends nothing.
+pub fn replicate_only(srv: &mut Server, argv: &[Vec<u8>]) {
+    if srv.repl.is_replica() {
+        return;
+    }
+    drain(srv);
+    let mut v = Vec::new();
+    encode(argv, &mut v);
+    feed_raw(srv, &v);
+}
+
 /// Appends `bytes` to the stream: the backlog, the offset, every replica
 /// (online ones get them now, the others after their image).
 pub fn feed_raw(srv: &mut Server, bytes: &[u8]) {

@@ -52,7 +52,10 @@ pub fn sync(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 /// backlog holds it and `replid` is this stream's history, else a full
 /// sync. FAILOVER: this server's primary hands over (FAILOVER on it).
 pub fn psync(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let offset = arg_i64(&args[2])?;
+    let offset = arg_i64(&args[2]).inspect_err(|_| {
+        let line = format!("Replica {} asks for synchronization but with a wrong offset", ctx.client.addr);
+        ctx.srv.config.log.warning(&line);
+    })?;
     let failover = args.len() > 3 && is(&args[3], "failover");
     replication::sync_request(ctx.srv, ctx.host, ctx.client, Some((args[1].clone(), offset)), failover)
 }
