@@ -446,3 +446,21 @@ def start_server():
     yield make
     for s in made:
         s.cleanup()
+
+
+@pytest.fixture
+def servers():
+    """Starts servers of any binary on free ports (`servers(binary, *args)`); stops
+    them all at the end of the test."""
+    made = []
+
+    def make(binary: str, *args: str) -> Server:
+        # As Redis's own test servers: a diskless sync starts at once
+        # unless a test asks for the delay.
+        s = Server(binary, ("--repl-diskless-sync-delay", "0") + tuple(args))
+        made.append(s)
+        return s.start()
+
+    yield make
+    for s in made:
+        s.cleanup()

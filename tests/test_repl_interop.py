@@ -16,7 +16,7 @@ import time
 import pytest
 import redis
 
-from conftest import Server, server_binary
+from conftest import server_binary
 from test_replication import client, contents, link_up, offsets_equal, populate, wait_for
 
 REDIS_SERVER = shutil.which("redis-server")
@@ -108,23 +108,9 @@ def check_under_load(primary: Server, replica: Server) -> None:
     assert contents(replica) == contents(primary)
 
 
-@pytest.fixture
-def servers():
-    made = []
-
-    def make(binary: str, *args: str) -> Server:
-        s = Server(binary, tuple(args))
-        made.append(s)
-        return s.start()
-
-    yield make
-    for s in made:
-        s.cleanup()
-
-
 @pytest.mark.timeout(240)
 def test_densekv_follows_redis_under_load(servers):
-    primary = servers(REDIS_SERVER, "--repl-diskless-sync-delay", "0", "--repl-backlog-size", "64mb")
+    primary = servers(REDIS_SERVER, "--repl-backlog-size", "64mb")
     check_under_load(primary, servers(server_binary()))
 
 

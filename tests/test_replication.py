@@ -14,13 +14,15 @@ import os
 import re
 import shutil
 import signal
+import socket
+import subprocess
 import threading
 import time
 
 import pytest
 import redis
 
-from conftest import RawConn, Server, server_binary
+from conftest import RawConn, Server, ping, server_binary
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -166,20 +168,6 @@ def check_pair(primary: Server, replica: Server) -> None:
     assert client(replica).get("written:while:down") == b"1"
 
 
-@pytest.fixture
-def servers():
-    made = []
-
-    def make(binary: str, *args: str) -> Server:
-        s = Server(binary, tuple(args))
-        made.append(s)
-        return s.start()
-
-    yield make
-    for s in made:
-        s.cleanup()
-
-
 def test_densekv_to_densekv(servers):
     check_pair(servers(server_binary()), servers(server_binary()))
 
@@ -310,17 +298,6 @@ def test_replicas_share_a_running_full_sync(servers):
         assert f.read().count("Starting BGSAVE for SYNC") == 1
     for r in (r1, r2):
         assert client(r).dbsize() == 101 and client(r).get("during") == b"1"
-
-
-def test_unbuilt_sync_settings_are_refused(r):
-    """What densekv does is the only value these accept until the rest exists."""
-    assert r.config_get("repl-diskless-sync-delay") == {"repl-diskless-sync-delay": "0"}
-    for name, value in (("repl-diskless-sync-delay", "5"), ("repl-diskless-load", "swapdb"),
-                        ("repl-diskless-load", "on-empty-db"), ("repl-diskless-sync-max-replicas", "2")):
-        with pytest.raises(redis.ResponseError):
-            r.config_set(name, value)
-    r.config_set("repl-diskless-load", "disabled")
-    assert r.config_get("repl-diskless-load") == {"repl-diskless-load": "disabled"}
 
 
 # Shutting down a primary whose replicas lag: Redis waits (up to
@@ -470,3 +447,395 @@ def test_an_image_larger_than_the_replica_output_limit_still_syncs(servers, disk
     assert client(replica).mget(names) == pr.mget(names)
     line = pr.info("replication")["slave0"]
     assert line["state"] == "online"
+
+
+# Full syncs: the diskless delay, the image's load, the backlog's TTL.
+
+def test_diskless_sync_waits_for_more_replicas(servers):
+    """repl-diskless-sync-delay holds a diskless sync so that replicas arriving
+    within it share one image; repl-diskless-sync-max-replicas starts it as soon
+    as that many wait."""
+    primary = servers(server_binary(), "--repl-diskless-sync-delay", "2")
+    r1, r2 = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    pr.set("k", "v")
+    started = time.monotonic()
+    client(r1).replicaof(primary.host, primary.port)
+    wait_for(lambda: "slave0" in pr.info("replication"), what="first replica waiting")
+    assert pr.info("replication")["slave0"]["state"] == "wait_bgsave"
+    client(r2).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(r1) and link_up(r2), what="both synced")
+    assert time.monotonic() - started >= 1.9
+    assert log_text(primary).count("Starting BGSAVE for SYNC") == 1
+    assert "Delay next BGSAVE for diskless SYNC" in log_text(primary)
+    # Enough replicas waiting: no delay.
+    pr.config_set("repl-diskless-sync-delay", 60)
+    pr.config_set("repl-diskless-sync-max-replicas", 2)
+    client(r1).replicaof("no", "one")
+    client(r2).replicaof("no", "one")
+    client(r1).flushall()
+    client(r2).flushall()
+    client(r1).replicaof(primary.host, primary.port)
+    client(r2).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(r1) and link_up(r2), timeout=10, what="both synced again")
+    assert client(r1).get("k") == b"v" and client(r2).get("k") == b"v"
+    # A disk-based sync never waits.
+    pr.config_set("repl-diskless-sync", "no")
+    client(r1).replicaof("no", "one")
+    client(r1).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(r1), timeout=10, what="disk-based sync")
+
+
+class FakePrimary:
+    """A primary that answers a replica's handshake and sends `image` as its RDB."""
+
+    def __init__(self, image: bytes):
+        self.image = image
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        conn, _ = self.sock.accept()
+        # The replica sends one handshake command at a time and waits for
+        # its reply: PING, REPLCONF ..., PSYNC.
+        while True:
+            data = conn.recv(4096)
+            if not data or b"PSYNC" in data:
+                break
+            conn.sendall(b"+PONG\r\n" if b"PING" in data else b"+OK\r\n")
+        conn.sendall(b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n")
+        conn.sendall(b"$%d\r\n" % len(self.image) + self.image)
+        time.sleep(2)
+        conn.close()
+
+
+@pytest.mark.parametrize("mode,kept", [("disabled", False), ("on-empty-db", False), ("swapdb", True)])
+def test_diskless_load_swapdb_keeps_the_data_when_the_image_fails(servers, mode, kept):
+    """With swapdb the image loads beside the old data, which stays when the
+    image is refused; otherwise the old data is flushed before the load."""
+    replica = servers(server_binary(), "--repl-diskless-load", mode)
+    rr = client(replica)
+    rr.set("old", "data")
+    fake = FakePrimary(b"REDIS0011 this is not an RDB image")
+    rr.replicaof("127.0.0.1", fake.port)
+    wait_for(lambda: "Failed trying to load the MASTER synchronization DB" in log_text(replica), what="refused image")
+    rr.replicaof("no", "one")
+    assert (rr.get("old") == b"data") == kept
+
+
+def test_swapdb_load_replaces_the_data_on_success(servers):
+    primary = servers(server_binary())
+    replica = servers(server_binary(), "--repl-diskless-load", "swapdb")
+    client(primary).set("new", "1")
+    client(replica).set("old", "1")
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    assert client(replica).get("new") == b"1" and client(replica).get("old") is None
+
+
+def test_backlog_is_freed_after_repl_backlog_ttl(servers):
+    """A primary without replicas frees its backlog after repl-backlog-ttl
+    seconds and takes a new id: a returning replica syncs in full."""
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.set("k", "v")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    old_id = pr.info("replication")["master_replid"]
+    pr.config_set("repl-backlog-ttl", 1)
+    rr.replicaof("no", "one")
+    wait_for(lambda: pr.info("replication")["repl_backlog_active"] == 0, timeout=10, what="backlog freed")
+    info = pr.info("replication")
+    # redis-py reads forty zeros as the number 0.
+    assert info["master_replid"] != old_id and info["master_replid2"] in (0, "0" * 40)
+    assert "Replication backlog freed after 1 seconds without connected replicas." in log_text(primary)
+    full = pr.info("stats")["sync_full"]
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync again")
+    assert pr.info("stats")["sync_full"] == full + 1
+    assert pr.info("replication")["repl_backlog_active"] == 1
+
+
+# Changes of role: promotion, REPLICAOF, a restart, FAILOVER.
+
+def test_promotion_makes_replicas_continue_under_the_new_id(servers):
+    """A replica promoted with REPLICAOF NO ONE disconnects its own replicas;
+    they come back by PSYNC and take its new id, without a full sync."""
+    a, b, c = servers(server_binary()), servers(server_binary()), servers(server_binary())
+    client(b).replicaof(a.host, a.port)
+    wait_for(lambda: link_up(b), what="b synced")
+    client(c).replicaof(b.host, b.port)
+    wait_for(lambda: link_up(c), what="c synced")
+    client(a).set("x", "1")
+    wait_for(lambda: client(c).get("x") == b"1", what="chain")
+    full = client(b).info("stats")["sync_full"]
+    partial = client(b).info("stats")["sync_partial_ok"]
+    client(b).replicaof("no", "one")
+    new_id = client(b).info("replication")["master_replid"]
+    wait_for(lambda: link_up(c) and client(c).info("replication")["master_replid"] == new_id, what="c took the new id")
+    assert client(b).info("stats")["sync_full"] == full
+    assert client(b).info("stats")["sync_partial_ok"] == partial + 1
+    client(b).set("y", "2")
+    wait_for(lambda: client(c).get("y") == b"2", what="stream from the new primary")
+
+
+def test_config_resetstat_resets_the_sync_counters(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr = client(primary)
+    assert pr.info("stats")["sync_full"] == 1
+    pr.config_resetstat()
+    stats = pr.info("stats")
+    assert (stats["sync_full"], stats["sync_partial_ok"], stats["sync_partial_err"]) == (0, 0, 0)
+
+
+def test_becoming_a_replica_releases_blocked_clients(servers):
+    primary, other = servers(server_binary()), servers(server_binary())
+    blocked = RawConn(other.port)
+    blocked.cmd("BLPOP", "list", "0")
+    wait_for(lambda: client(other).info("clients")["blocked_clients"] == 1, what="blocked")
+    client(other).replicaof(primary.host, primary.port)
+    assert blocked.read_reply() == b"-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"
+    blocked.expect_closed()
+
+
+def restart_on_same_port(s: Server) -> None:
+    """SHUTDOWN NOW SAVE `s` (NOW: no GETACK moves the offset first) and
+    start it again on its port, in its directory."""
+    try:
+        client(s).execute_command("SHUTDOWN", "NOW", "SAVE")
+    except redis.ConnectionError:
+        pass
+    s.proc.wait(timeout=10)
+    args = [s.binary, "--port", str(s.port), "--bind", s.host, "--appendonly", "no", *s.extra_args,
+            "--save", "3600 1"]
+    with open(s.log_path, "ab") as log:
+        s.proc = subprocess.Popen(args, cwd=s.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    wait_for(lambda: (ping(s.port) or b"").startswith(b"+PONG"), what="restart")
+
+
+def test_restarted_primary_continues_its_history(servers):
+    """A primary saves its replication id and offset in the RDB file (AUX
+    fields); restarted from it, it keeps them as its second id, so its
+    replica continues by PSYNC."""
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    pr.config_set("save", "3600 1")
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    for i in range(50):
+        pr.set(f"k{i}", i)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    before = pr.info("replication")
+    restart_on_same_port(primary)
+    pr = client(primary)
+    info = pr.info("replication")
+    assert info["master_replid2"] == before["master_replid"]
+    assert info["master_replid"] != before["master_replid"]
+    assert info["master_repl_offset"] == before["master_repl_offset"]
+    assert info["second_repl_offset"] == before["master_repl_offset"] + 1
+    assert info["repl_backlog_active"] == 1 and info["repl_backlog_histlen"] == 0
+    wait_for(lambda: link_up(replica), timeout=20, what="replica back")
+    assert pr.info("stats")["sync_partial_ok"] == 1 and pr.info("stats")["sync_full"] == 0
+    pr.set("after", "1")
+    wait_for(lambda: client(replica).get("after") == b"1", what="stream after restart")
+
+
+def test_restarted_replica_continues_its_history(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.config_set("save", "3600 1")
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.set("k", "v")
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    # The replica's config file names its primary, as CONFIG REWRITE would.
+    replica.extra_args = replica.extra_args + ("--replicaof", primary.host, str(primary.port))
+    restart_on_same_port(replica)
+    wait_for(lambda: link_up(replica), timeout=20, what="replica back")
+    assert pr.info("stats")["sync_partial_ok"] == 1 and pr.info("stats")["sync_full"] == 1
+    assert client(replica).get("k") == b"v"
+
+
+def test_failover_hands_the_primary_role_to_a_replica(servers):
+    a, b = servers(server_binary()), servers(server_binary())
+    ar, br = client(a), client(b)
+    with pytest.raises(redis.ResponseError, match="FAILOVER requires connected replicas."):
+        ar.execute_command("FAILOVER")
+    br.replicaof(a.host, a.port)
+    wait_for(lambda: link_up(b), what="sync")
+    wait_for(lambda: ar.info("replication").get("slave0", {}).get("state") == "online", what="online")
+    with pytest.raises(redis.ResponseError, match="FAILOVER target HOST and PORT is not a replica."):
+        ar.execute_command("FAILOVER", "TO", "nohost", b.port)
+    with pytest.raises(redis.ResponseError, match="FAILOVER with force option requires both a timeout and target HOST and IP."):
+        ar.execute_command("FAILOVER", "TO", b.host, b.port, "FORCE")
+    with pytest.raises(redis.ResponseError, match="FAILOVER is not valid when server is a replica."):
+        br.execute_command("FAILOVER")
+    with pytest.raises(redis.ResponseError, match="No failover in progress."):
+        ar.execute_command("FAILOVER", "ABORT")
+    ar.set("k", "1")
+    assert ar.execute_command("FAILOVER", "TO", b.host, b.port) in (True, b"OK")
+    wait_for(lambda: ar.info("replication")["master_failover_state"] == "no-failover", what="failover done")
+    wait_for(lambda: link_up(a), what="old primary follows")
+    assert ar.info("replication")["role"] == "slave" and br.info("replication")["role"] == "master"
+    assert br.info("stats")["sync_partial_ok"] == 1 and br.info("stats")["sync_full"] == 0
+    br.set("k", "2")
+    wait_for(lambda: ar.get("k") == b"2", what="stream from the new primary")
+    # A failover that times out is aborted; writes go on.
+    stopped = servers(server_binary())
+    client(stopped).replicaof(b.host, b.port)
+    wait_for(lambda: link_up(stopped), what="sync")
+    os.kill(stopped.proc.pid, signal.SIGSTOP)
+    try:
+        ar.replicaof("no", "one")
+        br.set("lag", "1")
+        assert br.execute_command("FAILOVER", "TO", stopped.host, stopped.port, "TIMEOUT", 300) in (True, b"OK")
+        assert br.info("replication")["master_failover_state"] == "waiting-for-sync"
+        wait_for(lambda: br.info("replication")["master_failover_state"] == "no-failover", what="timed out")
+        assert "Replica never caught up before timeout" in log_text(b)
+        assert br.set("after", "1")
+    finally:
+        os.kill(stopped.proc.pid, signal.SIGCONT)
+
+
+# WAITAOF: the local AOF's fsynced offset and the replicas' (REPLCONF ACK ... FACK).
+
+def test_waitaof_counts_fsynced_aofs(servers):
+    primary = servers(server_binary(), "--appendonly", "yes", "--appendfsync", "always")
+    pr = client(primary)
+    wait_for(lambda: pr.info("persistence")["aof_rewrite_in_progress"] == 0, what="initial rewrite")
+    with pytest.raises(redis.ResponseError, match="numlocal is set but appendonly is disabled"):
+        client(servers(server_binary())).execute_command("WAITAOF", 1, 0, 0)
+    pr.incr("foo")
+    assert pr.execute_command("WAITAOF", 1, 0, 0) == [1, 0]
+    pr.config_set("appendfsync", "no")
+    pr.incr("foo")
+    assert pr.execute_command("WAITAOF", 1, 0, 50) == [0, 0]
+    pr.config_set("appendfsync", "everysec")
+    assert pr.execute_command("WAITAOF", 1, 0, 0) == [1, 0]
+    # A replica with an AOF acknowledges what it fsynced.
+    replica = servers(server_binary(), "--appendonly", "yes", "--appendfsync", "always")
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.incr("foo")
+    assert pr.execute_command("WAITAOF", 1, 1, 5000) == [1, 1]
+    # Its AOF turned off: it acknowledges nothing.
+    client(replica).config_set("appendonly", "no")
+    pr.incr("foo")
+    assert pr.execute_command("WAITAOF", 0, 1, 300)[1] == 0
+    # A blocked WAITAOF that counts the local AOF fails when it is turned off.
+    waiter = RawConn(primary.port)
+    pr.config_set("appendfsync", "no")
+    waiter.call("INCR", "foo")
+    waiter.cmd("WAITAOF", 1, 0, 0)
+    wait_for(lambda: pr.info("clients")["blocked_clients"] == 1, what="blocked")
+    pr.config_set("appendonly", "no")
+    assert waiter.read_reply() == b"-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n"
+
+
+def test_wait_counts_the_callers_last_write(servers):
+    """WAIT waits for the offset of the caller's own last write: a client
+    that wrote nothing is answered at once."""
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        pr.set("k", "v")
+        assert pr.wait(1, 200) == 0
+        reader = client(primary)
+        assert reader.wait(1, 0) == 1
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    assert pr.wait(1, 5000) == 1
+
+
+# What a replica does with keys and with its primary's stream.
+
+def test_writable_replica_expires_the_keys_its_clients_gave_a_ttl(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    rr = client(replica, 5)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    rr.config_set("replica-read-only", "no")
+    rr.set("local", "1", px=200)
+    rr.set("kept", "1")
+    assert rr.dbsize() == 2
+    wait_for(lambda: rr.dbsize() == 1, timeout=5, what="the local key expired")
+    assert rr.get("kept") == b"1"
+
+
+def test_primary_stream_sees_keys_the_replica_finds_due(servers):
+    """A key due on the replica but not yet deleted by its primary is live to
+    the primary's commands (the primary decides, as Redis's replica treats
+    keys): INCR arriving late keeps the key and its TTL."""
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    pr.set("k", "1", px=300)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        assert pr.incr("k") == 2
+        time.sleep(0.4)
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets after INCR")
+    assert rr.exists("k") == 0
+    assert rr.dbsize() == 1
+    assert rr.execute_command("DEBUG", "OBJECT", "k")
+
+
+def test_spop_with_count_replays_as_srem_batches_of_1024(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.sadd("s", *range(4000))
+    for n in (1023, 1024, 1025):
+        pr.spop("s", n)
+    wait_for(lambda: offsets_equal(primary, replica), what="offsets")
+    assert rr.scard("s") == 928 and sorted(rr.smembers("s")) == sorted(pr.smembers("s"))
+    assert rr.info("commandstats")["cmdstat_srem"]["calls"] == 4
+
+
+def test_replica_logs_an_error_its_primary_stream_caused(servers):
+    primary, replica = servers(server_binary()), servers(server_binary())
+    pr = client(primary)
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pr.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+    pr.set("after", "1")
+    wait_for(lambda: client(replica).get("after") == b"1", what="stream goes on")
+    text = log_text(replica)
+    assert text.count("== CRITICAL ==") == 1
+    assert "This replica is sending an error to its master: 'ERR unknown command 'fake-command-1'" in text
+    assert pr.get("fake-command-1") is None
+
+
+def test_a_replica_that_sends_a_command_with_a_reply_is_disconnected(servers):
+    """A replica's connection carries the stream: a command of its that
+    replies (or touches the keyspace, which it may not) closes it."""
+    primary = servers(server_binary())
+    pr = client(primary)
+    with pytest.raises(redis.ResponseError, match="value is not an integer or out of range"):
+        pr.execute_command("PSYNC", "replicationid", "offset_str")
+    assert "asks for synchronization but with a wrong offset" in log_text(primary)
+    assert pr.ping()
+    c = RawConn(primary.port)
+    c.cmd("PSYNC", "replicationid", "-1")
+    assert c.read_line().startswith(b"+FULLRESYNC ")
+    c.cmd("GET", "foo")
+    c.expect_closed(timeout=10)
+    text = log_text(primary)
+    assert "== CRITICAL == This master is sending an error to its replica: 'ERR Replica can't interact with the keyspace' after processing the command 'get'" in text
+    assert "Replica generated a reply to command 'get', disconnecting it: " in text
+    assert pr.ping()

@@ -65,6 +65,9 @@ pub struct Plan<'a> {
     pub redis_ver: &'a str,
     pub ctime_secs: i64,
     pub used_mem: u64,
+    /// The replication AUX fields (repl-stream-db, repl-id, repl-offset),
+    /// when this server's replication history may be continued.
+    pub repl: Option<(usize, String, i64)>,
     /// Function libraries' code.
     pub functions: &'a [Vec<u8>],
     /// Per database: keys and keys with a deadline, at the start (RESIZEDB).
@@ -160,6 +163,9 @@ impl Job {
         let mut w = RdbWriter::new(chunks, RDB_VERSION, opts).map_err(|e| e.to_string())?;
         let mut head = || -> Result<(), rdb::RdbWriteError> {
             w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, plan.purpose == Purpose::AofBase)?;
+            if let Some((db, id, offset)) = &plan.repl {
+                w.repl_aux(*db, id, *offset)?;
+            }
             w.functions(plan.functions.iter().map(|c| c.as_slice()))
         };
         head().map_err(|e| e.to_string())?;

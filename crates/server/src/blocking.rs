@@ -229,6 +229,11 @@ impl Blocking {
         }
     }
 
+    /// Every blocked client, in no particular order.
+    pub fn parked_ids(&self) -> Vec<ClientId> {
+        self.parked.keys().copied().collect()
+    }
+
     /// True if `id` is blocked.
     pub fn is_blocked(&self, id: ClientId) -> bool {
         self.parked.contains_key(&id)

@@ -242,6 +242,9 @@ pub struct Client {
     /// (the parser consumes a large one over several reads), which count
     /// into the offset and go on to sub-replicas once it ran.
     pub repl_cmd: Vec<u8>,
+    /// The replication stream's offset right after this client's last
+    /// command that wrote to it (WAIT and WAITAOF wait for it).
+    pub woff: i64,
     /// `qbuf` is the event loop's shared read buffer, lent for this
     /// serve: the client holds it only until its turn ends.
     pub qbuf_shared: bool,
@@ -354,6 +357,7 @@ impl Client {
             authenticated: true,
             repl_role: ReplRole::None,
             repl_cmd: Vec::new(),
+            woff: 0,
             qbuf_shared: false,
             mem_counted: 0,
             obuf_soft_since: None,

@@ -288,20 +288,19 @@ pub static PARAMS: &[Param] = &[
     p("replica-announced", B, "yes"),
     p("replica-ignore-disk-write-errors", B, "no").ignored(),
     p("repl-diskless-sync", B, "yes"),
-    // A full sync starts at once (Redis waits 5 s for more replicas):
-    // only that is accepted until the wait exists.
-    p("repl-diskless-sync-delay", UI, "0").ignored(),
-    p("repl-diskless-sync-max-replicas", UI, "0").ignored(),
-    // Every value loads the same way: the image is received into memory
-    // whole, then the data is flushed and it loads (`link.rs`).
-    // The image is received whole, then the data flushed and loaded: only
-    // "disabled" says what happens.
-    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled").ignored(),
+    // A diskless full sync waits this long for more replicas to share it
+    // (`replication::sync_due`).
+    p("repl-diskless-sync-delay", UI, "5"),
+    p("repl-diskless-sync-max-replicas", UI, "0"),
+    // The image is received whole into memory, then loaded: "swapdb"
+    // loads it beside the old data, which stays if the load fails
+    // (`persist::load_replica_image`).
+    p("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled"),
     p("repl-ping-replica-period", Kind::Int(1, INT_MAX), "10").alias(&["repl-ping-slave-period"]),
     p("repl-timeout", Kind::Int(1, INT_MAX), "60"),
     p("repl-disable-tcp-nodelay", B, "no"),
     p("repl-backlog-size", M, "1048576"),
-    p("repl-backlog-ttl", U, "3600").ignored(),
+    p("repl-backlog-ttl", U, "3600"),
     p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]),
     p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]),
     p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),

@@ -18,6 +18,29 @@ const EXPIRE_BATCH: usize = 256;
 /// Hash fields reclaimed between clock reads (about 50 ns each).
 const FIELD_BATCH: usize = 2048;
 
+/// A writable replica deletes the keys its own clients gave a TTL once
+/// due, as Redis's replica does (expireSlaveKeys): its primary, which
+/// deletes every other key, never heard of them. A key that lost its TTL
+/// or went away is forgotten.
+fn expire_local_keys(srv: &mut Server, now: i64) {
+    let keys = std::mem::take(&mut srv.repl.local_keys);
+    for (db, key) in keys {
+        let d = &mut srv.dbs[db];
+        let stored = d.stored(&key);
+        let kept = d.keep_expired;
+        d.keep_expired = false;
+        let ttl = d.expire_of(&key, now);
+        d.keep_expired = kept;
+        match ttl {
+            Some(Some(_)) => {
+                srv.repl.local_keys.insert((db, key));
+            }
+            None if stored => srv.expired_keys += 1,
+            _ => {}
+        }
+    }
+}
+
 /// One cron tick.
 pub fn tick(srv: &mut Server) {
     srv.rebase_clock();
@@ -36,6 +59,9 @@ pub fn tick(srv: &mut Server) {
         let us = start.elapsed().as_micros() as u64;
         srv.expire_cycle_us += us;
         srv.latency_sample("expire-cycle", us / 1000);
+    }
+    if srv.repl.is_replica() && !srv.repl.local_keys.is_empty() {
+        expire_local_keys(srv, now);
     }
     if srv.config.timeout > 0 {
         let limit = Duration::from_secs(srv.config.timeout);

@@ -88,6 +88,12 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     if srv.tracking.clients > 0 {
         crate::publish::limit_tracking_table(srv, Some(&mut *c));
     }
+    // A replica of this server reads no data: its connection carries the
+    // stream, and what it sends must not be answered with data (Redis).
+    if c.repl_role == ReplRole::Replica && spec.flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0 {
+        reject(srv, c, spec, &CmdError::err("Replica can't interact with the keyspace"));
+        return true;
+    }
     if srv.repl.is_replica() && c.repl_role != ReplRole::Primary {
         if let Some(e) = replica_refusal(srv, &*host, &table, c, spec, &argv) {
             reject(srv, c, spec, &CmdError::Custom(e.into()));
@@ -147,13 +153,35 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
     if paused {
         return false;
     }
+    let end_before = srv.repl.end_offset();
     run(srv, host, c, spec, &argv, now, start);
+    // The stream offset of the client's last write: what its WAIT and
+    // WAITAOF wait for (Redis's c->woff).
+    let end = srv.repl.end_offset();
+    if end != end_before {
+        c.woff = end;
+    }
+    if c.repl_role != ReplRole::Primary && srv.repl.is_replica() && spec.has(flags::WRITE) {
+        note_local_ttls(srv, c.db, spec, &argv, now);
+    }
     // Clients blocked on keys this command (or EXEC) made ready; not in the
     // middle of a timed-out script, whose writes must stay atomic.
     if srv.script.is_none() {
         serve_ready(srv, host);
     }
     true
+}
+
+/// A writable replica's own client wrote: the keys it left with a TTL are
+/// this replica's to expire (its primary knows nothing of them), as
+/// Redis's replica remembers them (`cron::expire_local_keys`).
+fn note_local_ttls(srv: &mut Server, db: usize, spec: &Spec, argv: &[Vec<u8>], now: i64) {
+    for (i, _) in spec.find_keys(argv) {
+        let Some(key) = argv.get(i) else { continue };
+        if matches!(srv.dbs[db].expire_of(key, now), Some(Some(_))) {
+            srv.repl.local_keys.insert((db, key.clone()));
+        }
+    }
 }
 
 /// Why a replica refuses `spec` from an ordinary client, if it does: a
@@ -308,6 +336,10 @@ pub enum Release {
     /// The command failed after all: `-ERR` with this text (a SHUTDOWN
     /// that waited for replicas, then was aborted or could not save).
     Failed(&'static str),
+    /// An error of its own (this text, its first word the code): a
+    /// server turned replica releases its blocked clients with
+    /// `-UNBLOCKED ...`.
+    Unblocked(&'static str),
 }
 
 /// Releases blocked client `id` (which must not be the running client);
@@ -338,6 +370,10 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
         }
         Release::Failed(msg) => {
             exec::reply_error(srv, &mut c, &CmdError::err(msg));
+            true
+        }
+        Release::Unblocked(msg) => {
+            exec::reply_error(srv, &mut c, &CmdError::Custom(msg.into()));
             true
         }
     };

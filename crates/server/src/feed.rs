@@ -64,6 +64,11 @@ impl Feed {
         self.db = None;
     }
 
+    /// The database the sinks last saw selected, if any.
+    pub fn selected(&self) -> Option<usize> {
+        self.db
+    }
+
     /// True if a consumer called `name` is attached.
     pub fn has(&self, name: &str) -> bool {
         self.sinks.iter().any(|s| s.name() == name)

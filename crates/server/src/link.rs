@@ -264,10 +264,24 @@ fn handshake(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &
             } else {
                 srv.config.log.notice(&format!("Trying a partial resynchronization (request {id}:{off})."));
             }
-            link.send(&[b"PSYNC", id.as_bytes(), off.as_bytes()]);
+            // A primary failing over to this link's end asks it to take over.
+            if replication::failover_in_progress(srv) {
+                link.send(&[b"PSYNC", id.as_bytes(), off.as_bytes(), b"FAILOVER"]);
+            } else {
+                link.send(&[b"PSYNC", id.as_bytes(), off.as_bytes()]);
+            }
             set_state(srv, LinkState::Handshake(Step::Psync));
         }
         Step::Psync => {
+            if replication::failover_in_progress(srv) {
+                if text.starts_with("+FULLRESYNC") || text.starts_with("+CONTINUE") {
+                    replication::failover_done(srv);
+                } else {
+                    replication::failover_abort(srv, "Failover target rejected psync request");
+                    link.reset(registry);
+                    return Ok(None);
+                }
+            }
             if let Some(rest) = text.strip_prefix("+FULLRESYNC") {
                 let mut w = rest.split_whitespace();
                 let id = w.next().unwrap_or("").to_string();
@@ -288,7 +302,7 @@ fn handshake(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &
                     // stays valid as the second one, up to here.
                     srv.repl.replid2 = std::mem::replace(&mut srv.repl.replid, new_id.to_string());
                     srv.repl.second_offset = srv.repl.offset + 1;
-                    drop_replicas(srv);
+                    replication::disconnect_replicas(srv);
                 }
                 replication::ensure_stream(srv);
                 let db = srv.repl.primary_db;
@@ -369,9 +383,7 @@ fn transfer(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
     if !done {
         return Ok(None);
     }
-    srv.config.log.notice("MASTER <-> REPLICA sync: Flushing old data");
     let rdb = std::mem::take(&mut link.rdb);
-    srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
     crate::persist::load_replica_image(srv, host, &rdb).map_err(|e| format!("Failed trying to load the MASTER synchronization DB from socket: {e}"))?;
     let (id, off) = link.full.take().unwrap_or_default();
     srv.repl.replid = id;
@@ -382,25 +394,15 @@ fn transfer(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
     srv.repl.backlog.reset(size, off);
     srv.repl.stream.borrow_mut().clear();
     srv.repl.primary_db = 0;
-    drop_replicas(srv);
+    replication::disconnect_replicas(srv);
     srv.config.log.notice("MASTER <-> REPLICA sync: Finished with success");
+    if let Err(e) = crate::aof::restart_after_sync(srv, host) {
+        srv.config.log.warning(&format!("Failed enabling the AOF after successful master synchronization! {e}"));
+    }
     let id = become_client(srv, registry, link);
     // Right away: a primary that sent the EOF form waits for it.
     replication::send_ack(srv);
     Ok(Some(id))
-}
-
-/// Our own replicas must sync again: the history they follow changed.
-fn drop_replicas(srv: &mut Server) {
-    let ids: Vec<ClientId> = srv.repl.replicas.keys().copied().collect();
-    for id in ids {
-        if let Some(c) = srv.clients.get_mut(&id) {
-            if c.repl_role == ReplRole::Replica {
-                c.close_asap = true;
-            }
-        }
-    }
-    srv.sweep_clients = true;
 }
 
 /// The socket becomes the primary's client; what came after the image is

@@ -282,13 +282,18 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         return Err(fail_quiet());
     }
     server::replication::config_changed(&mut srv);
-    // `replicaof` in the config file: the link starts with the loop.
+    // `replicaof` in the config file: the link starts with the loop; it
+    // continues the history the RDB file carried, if it did.
     let primary = srv.config.get("replicaof").unwrap_or("").to_string();
     if let Some((host, p)) = primary.split_once(' ') {
         if let Ok(p) = p.parse::<u16>() {
             server::replication::set_primary(&mut srv, host.to_string(), p);
-            srv.repl.cached = false;
+            srv.repl.cached = srv.repl.restored;
         }
+    }
+    if srv.repl.restored && !srv.repl.is_replica() {
+        // Replicas of this primary before its restart continue by PSYNC.
+        server::replication::start_restored(&mut srv);
     }
     if port != 0 {
         log.notice("Ready to accept connections tcp");

@@ -307,13 +307,14 @@ impl EventLoop {
                     dispatch::release(srv, &self.shell.table, id, dispatch::Release::Failed(shutdown::FAILED));
                 }
                 crate::aof::cron(srv, &mut self.shell);
+                crate::replication::aof_progress(srv, &self.shell.table);
                 crate::replication::cron(srv, &mut self.shell);
                 self.poll_link(srv);
                 crate::replication::after_turn(srv);
                 self.close_marked(srv, None);
                 next_cron = now + Duration::from_millis(1000 / srv.config.hz);
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
-                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none()).map(|c| c.id));
+                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none()).map(|c| c.id));
             }
             if srv.shutdown {
                 crate::aof::shutdown(srv);
@@ -413,6 +414,8 @@ impl EventLoop {
             let aof_start = Instant::now();
             crate::aof::flush(srv);
             srv.el.aof_ns += aof_start.elapsed().as_nanos() as u64;
+            crate::replication::aof_progress(srv, &self.shell.table);
+            self.pending.extend(srv.blocking.take_woken());
             for id in std::mem::take(&mut self.held) {
                 if let Some(mut c) = srv.clients.remove(&id) {
                     flush(srv, &mut c);
@@ -688,10 +691,10 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
                     continue;
                 }
                 c.cur_cmd_len = c.qpos - start;
-                let ran = if c.repl_role == ReplRole::Primary {
-                    apply_from_primary(srv, host, c, argv)
-                } else {
-                    dispatch::call(srv, host, c, argv)
+                let ran = match c.repl_role {
+                    ReplRole::Primary => apply_from_primary(srv, host, c, argv),
+                    ReplRole::Replica => from_replica(srv, host, c, argv),
+                    ReplRole::None => dispatch::call(srv, host, c, argv),
                 };
                 c.cur_cmd_len = 0;
                 if !ran {
@@ -725,25 +728,68 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     all
 }
 
+/// Runs a command a replica of this server sent. Its connection carries
+/// the stream, so a command that replies (anything but REPLCONF) gets the
+/// replica disconnected, with Redis's warnings; the reply is dropped.
+fn from_replica(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    let mark = c.reply.buf.len().max(c.sent);
+    let name = match exec::lookup(host.table(), &argv) {
+        exec::Lookup::Found(spec) => spec.full_name,
+        _ => "<unknown>",
+    };
+    let ran = dispatch::call(srv, host, c, argv);
+    if c.reply.buf.len() <= mark {
+        return ran;
+    }
+    let reply = &c.reply.buf[mark..];
+    let first = &reply[..reply.windows(2).position(|w| w == b"\r\n").unwrap_or(reply.len()).min(4096)];
+    let text = String::from_utf8_lossy(first).into_owned();
+    if let Some(err) = text.strip_prefix('-') {
+        srv.config.log.warning(&format!("== CRITICAL == This master is sending an error to its replica: '{err}' after processing the command '{name}'"));
+    }
+    srv.config.log.warning(&format!("Replica generated a reply to command '{name}', disconnecting it: {text}"));
+    c.reply.buf.truncate(mark);
+    c.close_asap = true;
+    srv.sweep_clients = true;
+    ran
+}
+
 /// Runs one command of the primary's stream: no reply goes back (but
-/// REPLCONF GETACK's ACK), due keys are seen and deleted as the primary
-/// wants them, and the command's bytes count into the offset and go on
-/// to this server's backlog and replicas, as they came.
+/// REPLCONF GETACK's ACK), due keys are live to it (the primary decides
+/// when a key expires and sends a DEL then, as Redis's replica treats
+/// keys for its primary), and the command's bytes count into the offset
+/// and go on to this server's backlog and replicas, as they came.
 fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let mark = c.reply.buf.len();
     let offset_before = srv.repl.offset;
     for db in &mut srv.dbs {
-        db.keep_expired = false;
+        db.ignore_deadlines = true;
     }
     let getack = argv.len() >= 2 && argv[0].eq_ignore_ascii_case(b"replconf") && argv[1].eq_ignore_ascii_case(b"getack");
+    let name = match exec::lookup(host.table(), &argv) {
+        exec::Lookup::Found(spec) => spec.full_name,
+        _ => "<unknown>",
+    };
     let ran = if getack { true } else { dispatch::call(srv, host, c, argv) };
-    srv.apply_expire_mode();
+    for db in &mut srv.dbs {
+        db.ignore_deadlines = false;
+    }
     if !ran {
         return false;
     }
-    c.reply.buf.truncate(mark.max(c.sent));
+    // An error in reply to the primary's stream means the data diverged:
+    // Redis logs it (propagation-error-behavior decides whether it also
+    // stops; densekv only logs).
+    let start = mark.max(c.sent);
+    if c.reply.buf.get(start) == Some(&b'-') {
+        let rest = &c.reply.buf[start + 1..];
+        let end = rest.windows(2).position(|w| w == b"\r\n").unwrap_or(rest.len()).min(4096);
+        let text = String::from_utf8_lossy(&rest[..end]).into_owned();
+        srv.config.log.warning(&format!("== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{name}'"));
+    }
+    c.reply.buf.truncate(start);
     if getack {
-        c.reply.raw(&crate::replication::ack_command(offset_before));
+        c.reply.raw(&crate::replication::ack_command(offset_before, srv.repl.fsynced));
     }
     crate::replication::drain(srv);
     let bytes = std::mem::take(&mut c.repl_cmd);

@@ -86,6 +86,9 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
     let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), rdb::RDB_VERSION, opts).map_err(|e| e.to_string())?;
     w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), aof_base).map_err(|e| e.to_string())?;
+    if let Some((db, id, offset)) = repl_save_info(srv) {
+        w.repl_aux(db, &id, offset).map_err(|e| e.to_string())?;
+    }
     if !codes.is_empty() {
         w.functions(codes.iter().map(|c| c.as_slice())).map_err(|e| e.to_string())?;
     }
@@ -123,6 +126,49 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
     file.seek(SeekFrom::Start(0)).and_then(|_| file.write_all(&header)).map_err(|e| format!("write: {e}"))?;
     file.sync_all().map_err(|e| format!("fsync: {e}"))?;
     Ok(())
+}
+
+/// The replication AUX fields an image carries, as Redis's
+/// rdbPopulateSaveInfo decides: on a primary with a backlog, its id, its
+/// offset and the database its stream has selected (0 if none yet); on a
+/// replica with a history (synchronized now or before), that history and
+/// the database its primary's stream has selected. None otherwise: nobody
+/// could continue this server's history.
+pub fn repl_save_info(srv: &Server) -> Option<(usize, String, i64)> {
+    let r = &srv.repl;
+    let db = match &r.primary {
+        Some(p) if r.cached => p.client.and_then(|id| srv.clients.get(&id)).map_or(r.primary_db, |c| c.db),
+        Some(_) => return None,
+        None if r.backlog.active => srv.feed.selected().unwrap_or(0),
+        None => return None,
+    };
+    Some((db, r.replid.clone(), r.end_offset()))
+}
+
+/// At start-up, the replication history an RDB file's AUX fields carry
+/// (Redis's loadDataFromDisk). A replica (replicaof set) takes it as its
+/// own, to continue it by PSYNC; a primary keeps it as its second id, up
+/// to the offset the file was saved at, and goes on from that offset, so
+/// its replicas can continue after its restart. The primary's backlog is
+/// started by the caller (`Repl::restored`).
+fn restore_repl_info(srv: &mut Server, aux: &[(Vec<u8>, Vec<u8>)]) {
+    let field = |name: &[u8]| aux.iter().find(|(k, _)| k == name).map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+    let (Some(id), Some(offset), Some(db)) = (field(b"repl-id"), field(b"repl-offset").and_then(|o| o.parse::<i64>().ok()), field(b"repl-stream-db").and_then(|d| d.parse::<usize>().ok())) else { return };
+    if id.len() != 40 || offset < 0 || db >= srv.dbs.len() {
+        return;
+    }
+    let r = &mut srv.repl;
+    if srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
+        r.replid = id;
+        r.offset = offset;
+        r.primary_db = db;
+    } else {
+        r.replid2 = id;
+        r.second_offset = offset + 1;
+        r.offset = offset;
+        r.no_replicas_since = Instant::now();
+    }
+    r.restored = true;
 }
 
 fn cwd() -> String {
@@ -233,6 +279,14 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
     }
     for key in &loaded.empty_keys {
         srv.config.log.notice(&format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key)));
+    }
+    if serve {
+        restore_repl_info(srv, &loaded.aux);
+        if srv.repl.restored && srv.config.get("replicaof").is_none_or(str::is_empty) {
+            // Its replicas may hold the keys that expired while it was
+            // down: they go out as DELs once its stream starts.
+            srv.repl.expired_at_load = loaded.expired_keys;
+        }
     }
     host.scripts().load_functions(loaded.functions).map_err(|e| LoadError::Failed(format!("{} ({}): {e}", "loading functions", path.display())))?;
     let stats = LoadStats { keys: loaded.inserted, expired: loaded.expired_skipped, empty: loaded.summary.empty_skipped };
@@ -348,24 +402,38 @@ pub fn repl_save_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Stri
 }
 
 /// Replaces every database with the image a primary sent (a replica's
-/// full sync): the old data goes first, then the image and its function
-/// libraries load, as Redis's replica loads the RDB it received.
+/// full sync), as Redis's replica loads the RDB it received. With
+/// `repl-diskless-load swapdb` the image loads into databases of its own
+/// and replaces the old ones only once it loaded, so a refused image
+/// leaves the old data in place; otherwise the old data goes first.
 ///
-/// Errors: the image was refused (the databases are left empty).
+/// Errors: the image was refused (the databases are left empty, or as
+/// they were with swapdb).
 pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -> Result<LoadStats, String> {
     bgsave_abort(srv);
-    for db in &mut srv.dbs {
-        db.clear();
-    }
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
     let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
-    let loaded = match rdb::load_into(bytes, &mut srv.dbs, &opts) {
-        Ok(l) => l,
-        Err(e) => {
-            for db in &mut srv.dbs {
-                db.clear();
+    let loaded = if srv.config.get("repl-diskless-load") == Some("swapdb") {
+        srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        let mut fresh: Vec<storage::Db> = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
+        let loaded = rdb::load_into(bytes, &mut fresh, &opts).map_err(|e| e.to_string())?;
+        srv.config.log.notice("MASTER <-> REPLICA sync: Discarding the old data");
+        srv.dbs = fresh;
+        loaded
+    } else {
+        srv.config.log.notice("MASTER <-> REPLICA sync: Flushing old data");
+        for db in &mut srv.dbs {
+            db.clear();
+        }
+        srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        match rdb::load_into(bytes, &mut srv.dbs, &opts) {
+            Ok(l) => l,
+            Err(e) => {
+                for db in &mut srv.dbs {
+                    db.clear();
+                }
+                return Err(e.to_string());
             }
-            return Err(e.to_string());
         }
     };
     host.scripts().load_functions(loaded.functions).map_err(|e| format!("loading functions: {e}"))?;
@@ -398,6 +466,7 @@ fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path:
         redis_ver: crate::REDIS_VERSION,
         ctime_secs: now / 1000,
         used_mem: crate::memory::allocated(),
+        repl: repl_save_info(srv),
         functions: &codes,
         sizes: srv.dbs.iter().map(|d| (d.len() as u64, d.volatile_len() as u64)).collect(),
     };

@@ -80,6 +80,11 @@ pub struct Replica {
     /// Stream bytes not yet in its output buffer (while it waits for the
     /// RDB, or while it is the client running a command).
     pub pending: Vec<u8>,
+    /// When it began to wait for a full sync (repl-diskless-sync-delay).
+    pub wait_since: Instant,
+    /// The offset its AOF has fsynced (REPLCONF ACK ... FACK), -1 when it
+    /// has not said (no AOF there).
+    pub aof_ack: i64,
 }
 
 impl Replica {
@@ -96,6 +101,8 @@ impl Replica {
             plain_sync: false,
             wait_ack: false,
             pending: Vec::new(),
+            wait_since: Instant::now(),
+            aof_ack: -1,
         }
     }
 }
@@ -254,10 +261,19 @@ pub struct Repl {
     /// lost: a partial resync continues the stream, which does not repeat
     /// the SELECT (Redis's cached master keeps it too).
     pub primary_db: usize,
+    /// The id and offset came from the RDB file loaded at start-up: a
+    /// replica continues that history, a primary starts its backlog there.
+    pub restored: bool,
+    /// Keys (database, key) that clients of this writable replica gave a
+    /// TTL: the replica expires them itself.
+    pub local_keys: std::collections::HashSet<(usize, Vec<u8>)>,
+    /// Keys (database, key) a restarted primary found expired in its RDB
+    /// file: its stream begins with their DELs.
+    pub expired_at_load: Vec<(usize, Vec<u8>)>,
     /// min-replicas-to-write, kept here so the write path reads no string.
     pub min_replicas: usize,
-    /// WAIT callers: (client, offset to reach, replicas wanted).
-    pub waiting: Vec<(ClientId, i64, i64)>,
+    /// WAIT and WAITAOF callers, in the order they blocked.
+    pub waiting: Vec<Waiter>,
     /// A WAIT wants fresh acknowledgements: REPLCONF GETACK goes out
     /// before the event loop sleeps.
     pub get_ack: bool,
@@ -275,6 +291,54 @@ pub struct Repl {
     pub rdb_offset: i64,
     /// The file the running full-sync save writes.
     pub rdb_path: Option<std::path::PathBuf>,
+    /// The coordinated failover running, if one is.
+    pub failover: Option<Failover>,
+    /// Since when no replica is attached (repl-backlog-ttl).
+    pub no_replicas_since: Instant,
+    /// The stream offset up to which the AOF is fsynced (Redis's
+    /// fsynced_reploff): what WAITAOF counts locally and a replica
+    /// acknowledges as FACK. -1 while the AOF is off.
+    pub fsynced: i64,
+}
+
+/// A coordinated failover (FAILOVER) in progress on a primary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failover {
+    /// The replica to fail over to (host, port); None: the first that
+    /// catches up.
+    pub target: Option<(String, u16)>,
+    /// When to give up, or with `force` to fail over anyway (Unix ms).
+    pub deadline: Option<i64>,
+    /// FORCE: fail over at the deadline even if the target lags.
+    pub force: bool,
+    /// False while waiting for a replica to acknowledge the whole stream
+    /// (writes held); true once this server asked the target to take over
+    /// (PSYNC ... FAILOVER), as its replica.
+    pub in_progress: bool,
+}
+
+impl Failover {
+    /// INFO's master_failover_state.
+    pub fn state_name(f: Option<&Failover>) -> &'static str {
+        match f {
+            None => "no-failover",
+            Some(f) if f.in_progress => "failover-in-progress",
+            Some(_) => "waiting-for-sync",
+        }
+    }
+}
+
+/// A client blocked in WAIT or WAITAOF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiter {
+    /// The blocked client.
+    pub client: ClientId,
+    /// The stream offset of its last write.
+    pub offset: i64,
+    /// Replicas it waits for.
+    pub replicas: i64,
+    /// WAITAOF's numlocal (0 or 1); None for WAIT.
+    pub aof_local: Option<i64>,
 }
 
 impl Repl {
@@ -292,6 +356,9 @@ impl Repl {
             sink_attached: false,
             primary: None,
             cached: false,
+            restored: false,
+            expired_at_load: Vec::new(),
+            local_keys: std::collections::HashSet::new(),
             min_replicas: 0,
             primary_db: 0,
             waiting: Vec::new(),
@@ -304,6 +371,9 @@ impl Repl {
             rdb_done: None,
             rdb_offset: 0,
             rdb_path: None,
+            no_replicas_since: now,
+            failover: None,
+            fsynced: -1,
         }
     }
 
@@ -320,6 +390,22 @@ impl Repl {
     /// Replicas that acknowledged `offset` or later.
     pub fn acked(&self, offset: i64) -> i64 {
         self.replicas.values().filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset).count() as i64
+    }
+
+    /// Replicas whose AOF fsynced `offset` or later (REPLCONF FACK).
+    pub fn aof_acked(&self, offset: i64) -> i64 {
+        self.replicas.values().filter(|r| r.state == ReplicaState::Online && r.aof_ack >= offset).count() as i64
+    }
+
+    /// The offset the stream will be at once what the feed encoded so far
+    /// is drained: on a primary the stream's pending bytes count, on a
+    /// replica (whose stream is its primary's) they do not.
+    pub fn end_offset(&self) -> i64 {
+        if self.primary.is_some() {
+            self.offset
+        } else {
+            self.offset + self.stream.borrow().len() as i64
+        }
     }
 
     /// Online replicas that acknowledged within `max_lag` seconds.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::blocking::TimeoutReply;
 use crate::client::{Bulk, Client, ClientId, ReplRole};
 use crate::command::{CmdError, CommandMap, Host};
-use crate::repl::{encode, LinkState, Primary, Replica, ReplicaState, StreamSink};
+use crate::repl::{encode, Failover, LinkState, Primary, Replica, ReplicaState, StreamSink, Waiter};
 use crate::server::Server;
 
 
@@ -44,15 +44,36 @@ pub fn config_changed(srv: &mut Server) {
 /// on every write is encoded for replicas (as Redis keeps its backlog
 /// after the last replica left).
 pub fn ensure_stream(srv: &mut Server) {
-    if !srv.repl.sink_attached {
-        srv.feed.attach(Box::new(StreamSink(srv.repl.stream.clone())));
-        srv.repl.sink_attached = true;
-        srv.apply_notify_flags();
-    }
+    ensure_sink(srv);
     if !srv.repl.backlog.active {
         let (size, end) = (backlog_size(srv), srv.repl.offset);
         srv.repl.backlog.reset(size, end);
         srv.repl.backlog.active = true;
+    }
+}
+
+/// A primary restarted from an RDB file that carried its replication
+/// history: its backlog starts at the saved offset, and the keys the file
+/// held that expired meanwhile go out as DELs (UNLINK under
+/// lazyfree-lazy-expire) first, as Redis feeds them while it loads, so
+/// replicas that continue by PSYNC drop them too.
+pub fn start_restored(srv: &mut Server) {
+    ensure_stream(srv);
+    let cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
+    for (db, key) in std::mem::take(&mut srv.repl.expired_at_load) {
+        srv.feed.push(db, vec![cmd.to_vec(), key]);
+    }
+    drain(srv);
+}
+
+/// Attaches the stream's sink, once, without a backlog: the offset then
+/// counts every write, which WAITAOF needs with the AOF on even when no
+/// replica ever attached (Redis counts its offset for the AOF then too).
+pub fn ensure_sink(srv: &mut Server) {
+    if !srv.repl.sink_attached {
+        srv.feed.attach(Box::new(StreamSink(srv.repl.stream.clone())));
+        srv.repl.sink_attached = true;
+        srv.apply_notify_flags();
     }
 }
 
@@ -68,6 +89,19 @@ pub fn drain(srv: &mut Server) {
         return;
     }
     feed_raw(srv, &bytes);
+}
+
+/// DEBUG REPLICATE: `argv` goes to the replicas (and the backlog) only,
+/// not to the AOF and not run here, so tests can make a replica diverge.
+/// A replica, whose stream is its primary's, sends nothing.
+pub fn replicate_only(srv: &mut Server, argv: &[Vec<u8>]) {
+    if srv.repl.is_replica() {
+        return;
+    }
+    drain(srv);
+    let mut v = Vec::new();
+    encode(argv, &mut v);
+    feed_raw(srv, &v);
 }
 
 /// Appends `bytes` to the stream: the backlog, the offset, every replica
@@ -133,7 +167,9 @@ pub fn after_turn(srv: &mut Server) {
     if srv.repl.replicas.values().any(|r| r.state == ReplicaState::SendBulk) {
         bulk_sent(srv);
     }
-    if srv.repl.get_ack && !srv.repl.is_replica() {
+    // Not while writes are held (CLIENT PAUSE WRITE/ALL): a GETACK moves
+    // the offset; it goes out once the pause ends.
+    if srv.repl.get_ack && !srv.repl.is_replica() && srv.paused_at(crate::server::unix_ms()).is_none() {
         srv.repl.get_ack = false;
         drain(srv);
         let mut v = Vec::new();
@@ -152,12 +188,30 @@ pub fn replica_entry(srv: &mut Server, id: ClientId) -> &mut Replica {
 
 /// SYNC or PSYNC from `c`: `psync` is (replid, offset) for PSYNC.
 /// Answers +CONTINUE with the backlog's bytes when they are there, else
-/// starts (or waits for) a full sync.
+/// starts (or waits for) a full sync. `failover` (PSYNC ... FAILOVER) is
+/// this server's primary handing over in a coordinated failover: it is
+/// promoted first, when the id is its own, and the old primary continues
+/// as its replica.
 ///
-/// Errors: this server is a replica whose own link is down.
-pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync: Option<(Vec<u8>, i64)>) -> Result<(), CmdError> {
+/// Errors: this server is a replica whose own link is down, is failing
+/// over itself, or a FAILOVER request that does not fit.
+pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync: Option<(Vec<u8>, i64)>, failover: bool) -> Result<(), CmdError> {
     if c.repl_role == ReplRole::Replica {
         return Ok(());
+    }
+    if let (true, Some((replid, _))) = (failover, &psync) {
+        srv.config.log.notice(&format!("Failover request received for replid {}.", String::from_utf8_lossy(replid)));
+        if !srv.repl.is_replica() {
+            return Err(CmdError::err("PSYNC FAILOVER can't be sent to a master."));
+        }
+        if *replid != srv.repl.replid.as_bytes() {
+            return Err(CmdError::err("PSYNC FAILOVER replid must match my replid."));
+        }
+        promote(srv);
+        srv.config.log.notice(&format!("MASTER MODE enabled (failover request from '{}')", c.info_line(Instant::now())));
+    }
+    if srv.repl.failover.is_some() {
+        return Err(CmdError::Custom("NOMASTERLINK Can't SYNC while failing over".into()));
     }
     if srv.repl.primary.as_ref().is_some_and(|p| p.state != LinkState::Connected) {
         return Err(CmdError::Custom("NOMASTERLINK Can't SYNC while not connected with my master".into()));
@@ -190,8 +244,12 @@ pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync
     r.state = ReplicaState::WaitBgsaveStart;
     r.pending.clear();
     r.plain_sync = psync.is_none();
+    r.wait_since = Instant::now();
     srv.repl.sync_full += 1;
     srv.config.log.notice(&format!("Replica {} asks for synchronization", c.addr));
+    if srv.bgsave.is_none() && !sync_due(srv) {
+        srv.config.log.notice("Delay next BGSAVE for diskless SYNC");
+    }
     start_full_sync(srv, host, Some(c));
     Ok(())
 }
@@ -205,6 +263,9 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
     }
     if srv.bgsave.is_some() {
         attach_to_running(srv, cur);
+        return;
+    }
+    if !sync_due(srv) {
         return;
     }
     drain(srv);
@@ -241,6 +302,25 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, pendi
             srv.woken.push(id);
         }
     }
+}
+
+/// Whether the replicas waiting for a full sync get it now. A disk-based
+/// sync starts at once. A diskless one (repl-diskless-sync, and every
+/// waiting replica takes the EOF-marked form) waits, as Redis's does, until
+/// the first of them has waited repl-diskless-sync-delay seconds, or
+/// repl-diskless-sync-max-replicas (when not 0) are waiting, so that
+/// replicas arriving together share one image.
+fn sync_due(srv: &Server) -> bool {
+    let waiting: Vec<&Replica> = srv.repl.replicas.values().filter(|r| r.state == ReplicaState::WaitBgsaveStart).collect();
+    if waiting.is_empty() || !srv.config.flag("repl-diskless-sync") || !waiting.iter().all(|r| r.capa_eof) {
+        return true;
+    }
+    let max: usize = srv.config.get("repl-diskless-sync-max-replicas").and_then(|v| v.parse().ok()).unwrap_or(0);
+    if max > 0 && waiting.len() >= max {
+        return true;
+    }
+    let delay = secs(srv, "repl-diskless-sync-delay", 5);
+    waiting.iter().map(|r| r.wait_since.elapsed()).max().is_some_and(|idle| idle >= delay)
 }
 
 /// Replicas asking for a full sync while a full sync's save runs share its
@@ -327,6 +407,7 @@ fn bulk_sent(srv: &mut Server) {
 /// PINGs to replicas every repl-ping-replica-period, replicas silent past
 /// repl-timeout cut off; on a replica, an ACK to the primary every second.
 pub fn cron(srv: &mut Server, host: &mut dyn Host) {
+    failover_cron(srv, host);
     finish_full_sync(srv, host);
     start_full_sync(srv, host, None);
     let now = Instant::now();
@@ -341,6 +422,7 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
         encode(&[b"PING".to_vec()], &mut v);
         feed_raw(srv, &v);
     }
+    expire_backlog(srv);
     let late: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::Online && !r.plain_sync && now.duration_since(r.ack_time) > timeout).map(|(&id, _)| id).collect();
     for id in late {
         if let Some(c) = srv.clients.get_mut(&id) {
@@ -364,28 +446,60 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     }
 }
 
-/// REPLCONF ACK <offset> to the primary.
+/// A primary without replicas frees its backlog after repl-backlog-ttl
+/// seconds (0: never), as Redis does, and takes a new replication id with
+/// no second one: writes it takes from now on are in no backlog, so no
+/// replica may continue its history by PSYNC. A replica keeps its backlog
+/// (it may be promoted and asked to continue).
+fn expire_backlog(srv: &mut Server) {
+    let ttl: u64 = srv.config.get("repl-backlog-ttl").and_then(|v| v.parse().ok()).unwrap_or(3600);
+    if ttl == 0 || !srv.repl.backlog.active || srv.repl.is_replica() || !srv.repl.replicas.is_empty() {
+        return;
+    }
+    if srv.repl.no_replicas_since.elapsed().as_secs() <= ttl {
+        return;
+    }
+    srv.repl.replid = crate::repl::random_id();
+    srv.repl.clear_replid2();
+    let size = srv.repl.backlog.size();
+    srv.repl.backlog.reset(size, srv.repl.offset);
+    srv.repl.backlog.active = false;
+    srv.config.log.notice(&format!("Replication backlog freed after {ttl} seconds without connected replicas."));
+}
+
+/// REPLCONF ACK <offset> [FACK <aof offset>] to the primary: FACK when
+/// the AOF is on, the offset up to which it is fsynced (WAITAOF).
 pub fn send_ack(srv: &mut Server) {
     srv.repl.last_ack = Instant::now();
     let Some(id) = srv.repl.primary_client() else { return };
-    let offset = srv.repl.offset;
+    let bytes = ack_command(srv.repl.offset, srv.repl.fsynced);
     if let Some(c) = srv.clients.get_mut(&id) {
-        c.reply.raw(&ack_command(offset));
+        c.reply.raw(&bytes);
         srv.woken.push(id);
     }
 }
 
-/// The bytes of REPLCONF ACK <offset>.
-pub fn ack_command(offset: i64) -> Vec<u8> {
+/// The bytes of REPLCONF ACK <offset>, with FACK <fsynced> unless
+/// `fsynced` is -1 (no AOF).
+pub fn ack_command(offset: i64, fsynced: i64) -> Vec<u8> {
+    let mut argv = vec![b"REPLCONF".to_vec(), b"ACK".to_vec(), offset.to_string().into_bytes()];
+    if fsynced != -1 {
+        argv.push(b"FACK".to_vec());
+        argv.push(fsynced.to_string().into_bytes());
+    }
     let mut v = Vec::new();
-    encode(&[b"REPLCONF".to_vec(), b"ACK".to_vec(), offset.to_string().into_bytes()], &mut v);
+    encode(&argv, &mut v);
     v
 }
 
-/// REPLCONF ACK from replica `id`: WAIT callers it satisfies are answered.
-pub fn on_ack(srv: &mut Server, table: &CommandMap, id: ClientId, offset: i64) {
+/// REPLCONF ACK from replica `id` (with its AOF's FACK, if it sent one):
+/// WAIT and WAITAOF callers it satisfies are answered.
+pub fn on_ack(srv: &mut Server, table: &CommandMap, id: ClientId, offset: i64, fack: Option<i64>) {
     if let Some(r) = srv.repl.replicas.get_mut(&id) {
         r.ack_offset = r.ack_offset.max(offset);
+        if let Some(f) = fack {
+            r.aof_ack = r.aof_ack.max(f);
+        }
         r.ack_time = Instant::now();
         if r.wait_ack {
             r.wait_ack = false;
@@ -395,24 +509,59 @@ pub fn on_ack(srv: &mut Server, table: &CommandMap, id: ClientId, offset: i64) {
     check_waiting(srv, table);
 }
 
-/// Answers the WAIT callers whose replicas caught up; the others' timeout
-/// reply is brought up to date.
+/// Answers the WAIT and WAITAOF callers whose replicas (and, for
+/// WAITAOF, local AOF) caught up; the others' timeout reply is brought up
+/// to date. A WAITAOF that counts the local AOF fails once the AOF is off.
 pub fn check_waiting(srv: &mut Server, table: &CommandMap) {
     if srv.repl.waiting.is_empty() {
         return;
     }
     let waiting = std::mem::take(&mut srv.repl.waiting);
-    for (id, offset, want) in waiting {
-        if !srv.blocking.is_blocked(id) {
+    for w in waiting {
+        if !srv.blocking.is_blocked(w.client) {
             continue;
         }
-        let acked = srv.repl.acked(offset);
-        srv.blocking.set_timeout_reply(id, TimeoutReply::Int(acked));
-        if acked >= want {
-            crate::dispatch::release(srv, table, id, crate::dispatch::Release::Timeout);
+        let done = match w.aof_local {
+            None => {
+                let acked = srv.repl.acked(w.offset);
+                srv.blocking.set_timeout_reply(w.client, TimeoutReply::Int(acked));
+                acked >= w.replicas
+            }
+            Some(local) if local > 0 && srv.repl.fsynced == -1 => {
+                crate::dispatch::release(srv, table, w.client, crate::dispatch::Release::Failed(WAITAOF_NO_AOF));
+                continue;
+            }
+            Some(local) => {
+                let acked = srv.repl.aof_acked(w.offset);
+                let here = i64::from(srv.repl.fsynced >= w.offset);
+                srv.blocking.set_timeout_reply(w.client, TimeoutReply::Pair(here, acked));
+                acked >= w.replicas && here >= local
+            }
+        };
+        if done {
+            crate::dispatch::release(srv, table, w.client, crate::dispatch::Release::Timeout);
         } else {
-            srv.repl.waiting.push((id, offset, want));
+            srv.repl.waiting.push(w);
         }
+    }
+}
+
+/// WAITAOF's error when it counts the local AOF and there is none.
+pub const WAITAOF_NO_AOF: &str = "WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
+
+/// Blocks the running client in WAIT (`aof_local` None) or WAITAOF until
+/// `replicas` replicas (and the local AOF) reached `offset`, and asks the
+/// replicas for acknowledgements.
+pub fn wait_for(srv: &mut Server, client: ClientId, offset: i64, replicas: i64, aof_local: Option<i64>) {
+    srv.repl.waiting.push(Waiter { client, offset, replicas, aof_local });
+    srv.repl.get_ack = true;
+}
+
+/// After the AOF was written (and maybe fsynced): WAITAOF callers that the
+/// fsynced offset satisfies now are answered.
+pub fn aof_progress(srv: &mut Server, table: &CommandMap) {
+    if srv.repl.waiting.iter().any(|w| w.aof_local.is_some()) {
+        check_waiting(srv, table);
     }
 }
 
@@ -420,7 +569,9 @@ pub fn check_waiting(srv: &mut Server, table: &CommandMap) {
 /// primary, go back to connecting (PSYNC will ask to continue from the
 /// offset reached).
 pub fn client_closed(srv: &mut Server, c: &Client) {
-    srv.repl.replicas.remove(&c.id);
+    if srv.repl.replicas.remove(&c.id).is_some() && srv.repl.replicas.is_empty() {
+        srv.repl.no_replicas_since = Instant::now();
+    }
     if c.repl_role == ReplRole::Primary {
         if let Some(p) = srv.repl.primary.as_mut().filter(|p| p.client == Some(c.id)) {
             p.client = None;
@@ -431,6 +582,20 @@ pub fn client_closed(srv: &mut Server, c: &Client) {
             srv.config.log.notice("Connection with master lost.");
         }
     }
+}
+
+/// A server becoming a replica (REPLICAOF) releases its blocked clients
+/// (WAIT, blocking pops ...) with an error and closes them after it, as
+/// Redis does: what they wait for may never happen on a replica.
+pub fn release_blocked(srv: &mut Server, table: &CommandMap) {
+    for id in srv.blocking.parked_ids() {
+        if crate::dispatch::release(srv, table, id, crate::dispatch::Release::Unblocked(UNBLOCKED_ROLE)) {
+            if let Some(c) = srv.clients.get_mut(&id) {
+                c.close_after_reply = true;
+            }
+        }
+    }
+    srv.repl.waiting.clear();
 }
 
 /// REPLICAOF host port: becomes (or moves to be) a replica of host:port.
@@ -450,6 +615,9 @@ pub fn set_primary(srv: &mut Server, host: String, port: u16) -> bool {
     // It continues from its own history (PSYNC2): its id and offset.
     srv.repl.cached = true;
     srv.config.log.notice(&format!("Connecting to MASTER {host}:{port}"));
+    // CONFIG GET and CONFIG REWRITE show the primary REPLICAOF set, as
+    // Redis's replicaof reads the server's state.
+    let _ = srv.config.set("replicaof", &format!("{host} {port}"), true);
     srv.repl.primary = Some(Primary::new(host, port));
     srv.config.log.role = 'S';
     srv.apply_expire_mode();
@@ -472,9 +640,132 @@ pub fn promote(srv: &mut Server) {
     srv.repl.stream.borrow_mut().clear();
     srv.repl.shift_replid();
     srv.feed.reselect();
+    // Its replicas must learn the new id: they reconnect and continue by
+    // PSYNC (+CONTINUE <new id>), as Redis disconnects them.
+    disconnect_replicas(srv);
+    srv.repl.no_replicas_since = Instant::now();
+    let _ = srv.config.set("replicaof", "", true);
     srv.config.log.role = 'M';
     srv.apply_expire_mode();
-    srv.config.log.notice("MASTER MODE enabled (user request from client)");
+}
+
+/// Where replica `id` listens, as FAILOVER TO and ROLE name it: the
+/// address it announced, else its connection's, and its listening port.
+fn replica_addr(srv: &Server, id: ClientId, r: &Replica) -> (String, u16) {
+    let ip = r.ip.clone().or_else(|| srv.clients.get(&id).map(|c| c.addr.rsplit_once(':').map_or(c.addr.clone(), |(h, _)| h.to_string()))).unwrap_or_default();
+    (ip, r.port)
+}
+
+/// FAILOVER's checks of its target: Ok when `host:port` is an online
+/// replica of this server.
+///
+/// Errors: Redis's words for a target that is not a replica, or not online.
+pub fn failover_target_check(srv: &Server, host: &str, port: i64) -> Result<(), CmdError> {
+    let found = srv.repl.replicas.iter().find(|(id, r)| {
+        let (ip, p) = replica_addr(srv, **id, r);
+        srv.clients.get(id).is_some_and(|c| c.repl_role == ReplRole::Replica) && ip.eq_ignore_ascii_case(host) && i64::from(p) == port
+    });
+    match found {
+        None => Err(CmdError::err("FAILOVER target HOST and PORT is not a replica.")),
+        Some((_, r)) if r.state != ReplicaState::Online => Err(CmdError::err("FAILOVER target replica is not online.")),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Starts a coordinated failover: writes are held until a replica (the
+/// target, or any) acknowledged the whole stream, then this server
+/// becomes its replica and asks it to take over (`failover_cron`).
+pub fn failover_start(srv: &mut Server, f: Failover) {
+    match &f.target {
+        Some((h, p)) => srv.config.log.notice(&format!("FAILOVER requested to {h}:{p}.")),
+        None => srv.config.log.notice("FAILOVER requested to any replica."),
+    }
+    srv.repl.failover = Some(f);
+    srv.apply_expire_mode();
+}
+
+/// Ends a failover that failed or was aborted: a server that already
+/// became its target's replica is a primary again (with a new id, as
+/// after REPLICAOF NO ONE), and writes go on.
+pub fn failover_abort(srv: &mut Server, why: &str) {
+    let Some(f) = srv.repl.failover.take() else { return };
+    match &f.target {
+        Some((h, p)) => srv.config.log.notice(&format!("FAILOVER to {h}:{p} aborted: {why}")),
+        None => srv.config.log.notice(&format!("FAILOVER to any replica aborted: {why}")),
+    }
+    if f.in_progress {
+        promote(srv);
+    }
+    srv.apply_expire_mode();
+}
+
+/// The target accepted (or answered PSYNC ... FAILOVER with a full sync):
+/// the failover is over and this server goes on as its replica.
+pub fn failover_done(srv: &mut Server) {
+    if srv.repl.failover.take().is_some() {
+        srv.apply_expire_mode();
+    }
+}
+
+/// True while this server, failing over, asks its target to take over.
+pub fn failover_in_progress(srv: &Server) -> bool {
+    srv.repl.failover.as_ref().is_some_and(|f| f.in_progress)
+}
+
+/// The failover's periodic check: its timeout (abort, or with FORCE fail
+/// over anyway), else whether the target (or any replica) acknowledged
+/// the whole stream, in which case this server becomes its replica and
+/// the link sends PSYNC ... FAILOVER.
+fn failover_cron(srv: &mut Server, host: &mut dyn Host) {
+    let Some(f) = srv.repl.failover.clone() else { return };
+    if f.in_progress {
+        return;
+    }
+    if f.deadline.is_some_and(|d| d <= crate::server::unix_ms()) {
+        match (f.force, f.target) {
+            (true, Some((h, p))) => {
+                srv.config.log.notice(&format!("FAILOVER to {h}:{p} time out exceeded, failing over."));
+                failover_begin(srv, host, h, p);
+            }
+            _ => failover_abort(srv, "Replica never caught up before timeout"),
+        }
+        return;
+    }
+    drain(srv);
+    let offset = srv.repl.offset;
+    let synced = srv.repl.replicas.iter().filter(|(id, r)| r.state == ReplicaState::Online && r.ack_offset == offset && srv.clients.contains_key(id)).map(|(id, r)| replica_addr(srv, *id, r)).find(|(ip, p)| f.target.as_ref().is_none_or(|(h, tp)| h.eq_ignore_ascii_case(ip) && tp == p));
+    if let Some((h, p)) = synced {
+        srv.config.log.notice(&format!("Failover target {h}:{p} is synced, failing over."));
+        failover_begin(srv, host, h, p);
+    }
+}
+
+fn failover_begin(srv: &mut Server, host: &mut dyn Host, h: String, p: u16) {
+    if let Some(f) = srv.repl.failover.as_mut() {
+        f.in_progress = true;
+        f.target = Some((h.clone(), p));
+    }
+    set_primary(srv, h, p);
+    let table = host.table().clone();
+    release_blocked(srv, &table);
+}
+
+/// The error a client blocked on a server that becomes a replica gets.
+pub const UNBLOCKED_ROLE: &str = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+
+/// Closes the connections of this server's replicas: the history they
+/// follow changed (a promotion, a new primary's different history), so
+/// they reconnect and ask again.
+pub fn disconnect_replicas(srv: &mut Server) {
+    let ids: Vec<ClientId> = srv.repl.replicas.keys().copied().collect();
+    for id in ids {
+        if let Some(c) = srv.clients.get_mut(&id) {
+            if c.repl_role == ReplRole::Replica {
+                c.close_asap = true;
+                srv.sweep_clients = true;
+            }
+        }
+    }
 }
 
 /// The link's state as INFO's master_link_status and ROLE name it.
@@ -529,7 +820,7 @@ pub fn info(srv: &Server) -> String {
         let ip = x.ip.clone().or_else(|| srv.clients.get(id).map(|c| c.addr.rsplit_once(':').map_or(c.addr.clone(), |(h, _)| h.to_string()))).unwrap_or_default();
         line(&format!("slave{i}"), &format!("ip={ip},port={},state={},offset={},lag={}", x.port, x.state.name(), x.ack_offset, x.ack_time.elapsed().as_secs()));
     }
-    line("master_failover_state", &"no-failover");
+    line("master_failover_state", &Failover::state_name(r.failover.as_ref()));
     line("master_replid", &r.replid);
     line("master_replid2", &r.replid2);
     line("master_repl_offset", &r.offset);

@@ -887,6 +887,10 @@ impl Server {
         self.net_writes = 0;
         self.el.reset();
         self.obuf_kills = 0;
+        // INFO's sync_full, sync_partial_ok, sync_partial_err, as Redis resets them.
+        self.repl.sync_full = 0;
+        self.repl.sync_partial_ok = 0;
+        self.repl.sync_partial_err = 0;
         self.peak_memory = self.used_memory();
         self.stat_reset = unix_ms() / 1000;
     }
@@ -930,7 +934,9 @@ impl Server {
     /// when only writes wait.
     pub fn paused_at(&self, now: i64) -> Option<bool> {
         let client = self.pause.filter(|p| now < p.until).map(|p| p.write_only);
-        match (client, self.shutdown_wait.is_some()) {
+        // A shutdown waiting for replicas and a coordinated failover hold
+        // writes, as Redis pauses them.
+        match (client, self.shutdown_wait.is_some() || self.repl.failover.is_some()) {
             (Some(write_only), _) => Some(write_only),
             (None, true) => Some(true),
             (None, false) => None,
@@ -941,7 +947,7 @@ impl Server {
     /// shutdown's included) and on a replica (which waits for its
     /// primary's DEL, as Redis's does).
     pub fn apply_expire_mode(&mut self) {
-        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.is_replica();
+        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.failover.is_some() || self.repl.is_replica();
         for db in &mut self.dbs {
             db.keep_expired = keep;
         }

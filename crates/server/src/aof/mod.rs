@@ -183,6 +183,7 @@ pub fn open_at_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), Logged
     srv.aof.manifest = m;
     srv.aof.file = Some(file);
     start(srv);
+    note_synced(srv, 0);
     log(srv).notice(&format!("{} AOF incr file {name} on server start", if had_incr { "Opening" } else { "Creating" }));
     Ok(())
 }
@@ -193,6 +194,8 @@ fn start(srv: &mut Server) {
     srv.aof.on = true;
     srv.feed.detach("aof");
     srv.feed.attach(Box::new(AofSink(srv.aof.pending.clone())));
+    // The stream's offset measures how far the AOF is fsynced (WAITAOF).
+    crate::replication::ensure_sink(srv);
 }
 
 /// Mirrors appendfsync and aof-timestamp-enabled into the running state.
@@ -215,6 +218,12 @@ pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), Strin
     }
     let want = srv.config.flag("appendonly");
     if want && !srv.aof.on {
+        // What is written from here is fsynced from here, but WAITAOF
+        // counts nothing local until the first rewrite holds the data set
+        // (Redis's AOF_WAIT_REWRITE).
+        srv.aof.synced_off = srv.repl.end_offset();
+        srv.aof.fsync_inflight = None;
+        srv.repl.fsynced = 0;
         // Until its first rewrite completes, writes are not in any file the
         // manifest names (Redis's AOF_WAIT_REWRITE).
         if srv.bgsave.is_some() && crate::persist::bgsave_running(srv) != Some(Purpose::AofBase) {
@@ -246,6 +255,7 @@ pub fn config_changed(srv: &mut Server, host: &mut dyn Host) -> Result<(), Strin
         if let Err(e) = rewrite_background(srv, host) {
             srv.aof.on = false;
             srv.aof.wait_rewrite = false;
+            srv.repl.fsynced = -1;
             srv.aof.file = None;
             srv.feed.detach("aof");
             log(srv).warning(&e);
@@ -272,7 +282,31 @@ pub fn stop(srv: &mut Server) {
     srv.aof.wait_rewrite = false;
     srv.aof.rewrite_scheduled = false;
     srv.aof.pending.borrow_mut().buf.clear();
+    srv.aof.fsync_inflight = None;
+    srv.repl.fsynced = -1;
     srv.feed.detach("aof");
+}
+
+/// After a replica loaded its primary's image: the AOF, which holds the
+/// data set the image replaced, starts over from a rewrite of the new
+/// one, as Redis's replica restarts its AOF after a full sync.
+///
+/// Errors: the AOF could not be turned on again (logged).
+pub fn restart_after_sync(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+    if !srv.aof.on {
+        return Ok(());
+    }
+    stop(srv);
+    config_changed(srv, host)
+}
+
+/// The file is fsynced up to stream offset `off`: WAITAOF counts it (and a
+/// replica acknowledges it) unless the first rewrite is still pending.
+fn note_synced(srv: &mut Server, off: i64) {
+    srv.aof.synced_off = off;
+    if !srv.aof.wait_rewrite {
+        srv.repl.fsynced = off;
+    }
 }
 
 /// The temporary incremental file that takes the writes while the first
@@ -310,6 +344,9 @@ pub fn flush(srv: &mut Server) {
     if !srv.aof.on {
         return;
     }
+    // The buffer and the replication stream are fed together: what is
+    // written now reaches this offset of the stream.
+    let end = srv.repl.end_offset();
     let buf = std::mem::take(&mut srv.aof.pending.borrow_mut().buf);
     if !buf.is_empty() {
         let Some(file) = srv.aof.file.as_mut() else {
@@ -345,13 +382,26 @@ pub fn flush(srv: &mut Server) {
             }
         }
     }
-    sync_if_due(srv, false);
+    sync_if_due(srv, false, end);
 }
 
 /// The fsync part of `flush` (also run from cron, so a quiet everysec
-/// server syncs its last writes within a second or two).
-fn sync_if_due(srv: &mut Server, cron: bool) {
+/// server syncs its last writes within a second or two). `end` is the
+/// stream offset the written data reaches, which becomes the fsynced
+/// offset once an fsync covers it; when everything written is fsynced
+/// (and the policy fsyncs at all), the fsynced offset follows the stream,
+/// which also carries what the AOF does not (PINGs to replicas).
+fn sync_if_due(srv: &mut Server, cron: bool, end: i64) {
+    if let Some(off) = srv.aof.fsync_inflight {
+        if srv.aof.syncer.as_ref().is_none_or(|s| !s.busy()) {
+            srv.aof.fsync_inflight = None;
+            note_synced(srv, off);
+        }
+    }
     if !srv.aof.unsynced {
+        if srv.aof.fsync != Fsync::No && srv.aof.fsync_inflight.is_none() && srv.aof.pending.borrow().buf.is_empty() && srv.aof.file.is_some() {
+            note_synced(srv, end);
+        }
         return;
     }
     let Some(file) = srv.aof.file.as_ref() else { return };
@@ -363,12 +413,14 @@ fn sync_if_due(srv: &mut Server, cron: bool) {
             }
             srv.aof.unsynced = false;
             srv.aof.last_fsync = Instant::now();
+            note_synced(srv, end);
         }
         Fsync::EverySec if srv.aof.last_fsync.elapsed() >= Duration::from_secs(1) => {
             let s = srv.aof.syncer.get_or_insert_with(Syncer::start);
             if s.request(file) {
                 srv.aof.unsynced = false;
                 srv.aof.last_fsync = Instant::now();
+                srv.aof.fsync_inflight = Some(end);
             }
         }
         _ => {}
@@ -392,7 +444,8 @@ pub fn shutdown(srv: &mut Server) {
 /// its base and is at least auto-aof-rewrite-min-size.
 pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     flush(srv);
-    sync_if_due(srv, true);
+    let end = srv.repl.end_offset();
+    sync_if_due(srv, true, end);
     if srv.aof.syncer.as_ref().is_some_and(Syncer::failed) {
         srv.aof.last_write_ok = false;
     }
@@ -561,6 +614,7 @@ pub fn rewrite_poll(srv: &mut Server) {
     if wait_rewrite && srv.aof.on {
         if ok {
             srv.aof.wait_rewrite = false;
+            srv.repl.fsynced = srv.aof.synced_off;
         } else {
             // The writes of the failed attempt go with its temporary file;
             // the next attempt starts from a new snapshot, as Redis retries.
@@ -609,8 +663,9 @@ pub fn rewrite(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     srv.aof.rewrite_started = Some(Instant::now());
     flush(srv);
     let result = rewrite_files(srv, host);
-    if result.is_ok() {
+    if result.is_ok() && srv.aof.wait_rewrite {
         srv.aof.wait_rewrite = false;
+        srv.repl.fsynced = srv.aof.synced_off;
     }
     rewrite_ended(srv, result.clone().map_err(|_| String::new()));
     result

@@ -158,6 +158,12 @@ pub struct AofState {
     pub unsynced: bool,
     /// The everysec thread, started on first use.
     pub syncer: Option<Syncer>,
+    /// The stream offset the data handed to the everysec thread reaches,
+    /// while its fsync runs.
+    pub fsync_inflight: Option<i64>,
+    /// The stream offset up to which the file is known fsynced; it
+    /// becomes `Repl::fsynced` once no first rewrite is pending.
+    pub synced_off: i64,
     /// Size of base + incremental files (INFO aof_current_size).
     pub current_size: u64,
     /// Size at the last rewrite (INFO aof_base_size).
@@ -200,6 +206,8 @@ impl Default for AofState {
             last_fsync: Instant::now(),
             unsynced: false,
             syncer: None,
+            fsync_inflight: None,
+            synced_off: 0,
             current_size: 0,
             base_size: 0,
             rewrite_scheduled: false,

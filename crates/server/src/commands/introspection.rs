@@ -1550,6 +1550,29 @@ fn atoi(a: &[u8]) -> i64 {
     }
 }
 
+/// DEBUG OBJECT's line for `key`.
+///
+/// Errors: no such key.
+fn debug_object(ctx: &mut Ctx, key: &[u8], now: i64) -> Result<String, CmdError> {
+    let idle = ctx.db().idle_secs(key, now);
+    let Some(v) = ctx.db().get(key, now) else { return Err(CmdError::NoSuchKey) };
+    let (enc, len) = match v {
+        storage::ValueRef::Str(storage::StrRef::Int(n)) => ("int", storage::strref::int_len(n)),
+        storage::ValueRef::Str(s) => (crate::commands::keys::encoding_name(v), s.len()),
+        storage::ValueRef::Hash(h) => (h.encoding_name(), h.mem_usage()),
+        storage::ValueRef::ZSet(z) => (z.encoding_name(), z.mem_usage()),
+        storage::ValueRef::List(l) => (l.encoding_name(), l.mem_usage()),
+        storage::ValueRef::Set(s) => (s.encoding_name(), s.mem_usage()),
+        storage::ValueRef::Stream(s) => (s.encoding_name(), s.mem_usage()),
+    };
+    Ok(format!(
+        "Value at:0x{:012x} refcount:1 encoding:{enc} serializedlength:{} lru:0 lru_seconds_idle:{}",
+        ctx.srv.random() & 0xffff_ffff_fff0,
+        len + 1,
+        idle.unwrap_or(0)
+    ))
+}
+
 fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if !ctx.srv.config.allows("enable-debug-command", &ctx.client.addr) {
         return Err(CmdError::err(not_allowed("DEBUG", "enable-debug-command")));
@@ -1568,27 +1591,23 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ("aof-flush-sleep", 3) => ctx.srv.aof.flush_sleep_us = u64::try_from(crate::command::arg_i64(&args[2])?).unwrap_or(0),
         ("object", 3) => {
             let now = ctx.now;
-            let idle = ctx.db().idle_secs(&args[2], now);
-            let Some(v) = ctx.db().get(&args[2], now) else { return Err(CmdError::NoSuchKey) };
-            let (enc, len) = match v {
-                storage::ValueRef::Str(storage::StrRef::Int(n)) => ("int", storage::strref::int_len(n)),
-                storage::ValueRef::Str(s) => (crate::commands::keys::encoding_name(v), s.len()),
-                storage::ValueRef::Hash(h) => (h.encoding_name(), h.mem_usage()),
-                storage::ValueRef::ZSet(z) => (z.encoding_name(), z.mem_usage()),
-                storage::ValueRef::List(l) => (l.encoding_name(), l.mem_usage()),
-                storage::ValueRef::Set(s) => (s.encoding_name(), s.mem_usage()),
-                storage::ValueRef::Stream(s) => (s.encoding_name(), s.mem_usage()),
-            };
-            let line = format!(
-                "Value at:0x{:012x} refcount:1 encoding:{enc} serializedlength:{} lru:0 lru_seconds_idle:{}",
-                ctx.srv.random() & 0xffff_ffff_fff0,
-                len + 1,
-                idle.unwrap_or(0)
-            );
+            // The key as stored, due or not (Redis's DEBUG OBJECT finds it
+            // in the dictionary without expiring it).
+            ctx.db().ignore_deadlines = true;
+            let found = debug_object(ctx, &args[2], now);
+            ctx.db().ignore_deadlines = false;
+            let line = found?;
             ctx.out().simple(&line);
             return Ok(());
         }
-        ("change-repl-id", 2) | ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
+        ("change-repl-id", 2) => {
+            // A new history: nobody may continue the old one (Redis's
+            // changeReplicationId + clearReplicationId2).
+            ctx.srv.repl.replid = crate::repl::random_id();
+            ctx.srv.repl.clear_replid2();
+        }
+        ("replicate", n) if n >= 3 => crate::replication::replicate_only(ctx.srv, &args[2..]),
+        ("quicklist-packed-threshold", 3) | ("stringmatch-len", _) | ("set-disable-deny-scripts", 3) => {}
         ("listpack", 3) | ("quicklist", 3 | 4) => return debug_packed(ctx, &sub, args),
         ("protocol", 3) => return debug_protocol(ctx, &args[2]),
         ("reload" | "populate", _) if ctx.srv.persist.loading.is_some() => return Err(CmdError::Custom(crate::dispatch::LOADING_ERROR.into())),

@@ -1,12 +1,14 @@
 //! Replication's commands: SYNC, PSYNC, REPLCONF, REPLICAOF (SLAVEOF),
-//! ROLE, WAIT and WAITAOF. The work is in `crate::replication`.
+//! FAILOVER, ROLE, WAIT and WAITAOF. The work is in `crate::replication`.
 //!
-//! WAIT answers at once when enough replicas acknowledged the offset the
-//! stream is at, else blocks through the generic blocked-client machinery
-//! (`crate::blocking`) until REPLCONF ACKs bring enough or its timeout
-//! passes; it asks the replicas for acknowledgements (REPLCONF GETACK).
-//! WAITAOF counts no replica AOFs. Inside MULTI or a script neither
-//! blocks: they answer with the current counts.
+//! WAIT answers at once when enough replicas acknowledged the offset of
+//! the caller's last write, else blocks through the generic blocked-client
+//! machinery (`crate::blocking`) until REPLCONF ACKs bring enough or its
+//! timeout passes; it asks the replicas for acknowledgements (REPLCONF
+//! GETACK). WAITAOF does the same with the offsets AOFs fsynced: this
+//! server's own and those replicas report (REPLCONF ACK ... FACK).
+//! Inside MULTI or a script neither blocks: they answer with the current
+//! counts.
 
 use crate::args::is;
 use crate::client::ReplRole;
@@ -25,6 +27,7 @@ pub fn table() -> Vec<Spec> {
         spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, replconf).acl(adm).doc("An internal command for configuring the replication stream.", "3.0.0"),
         spec("replicaof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, replicaof).acl(adm).doc("Configures a server as replica of another, or promotes it to a master.", "5.0.0"),
         spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, replicaof).acl(adm).doc("Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0"),
+        spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, failover).acl(adm).group("server").doc("Starts a coordinated failover from a server to one of its replicas.", "6.2.0"),
         spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, role).acl(&["admin", "fast", "dangerous"]).doc("Returns the replication role.", "2.8.12"),
         spec("wait", 3, BLOCKING, NO_KEYS, wait)
             .acl(&["slow", "connection", "blocking"])
@@ -42,14 +45,19 @@ fn never(_: Option<storage::ValueRef<'_>>) -> bool {
 
 /// SYNC: a full sync, without the +FULLRESYNC line (pre-PSYNC replicas).
 pub fn sync(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    replication::sync_request(ctx.srv, ctx.host, ctx.client, None)
+    replication::sync_request(ctx.srv, ctx.host, ctx.client, None, false)
 }
 
-/// PSYNC replid offset: continues from `offset` when the backlog holds it
-/// and `replid` is this stream's history, else a full sync.
+/// PSYNC replid offset [FAILOVER]: continues from `offset` when the
+/// backlog holds it and `replid` is this stream's history, else a full
+/// sync. FAILOVER: this server's primary hands over (FAILOVER on it).
 pub fn psync(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let offset = arg_i64(&args[2])?;
-    replication::sync_request(ctx.srv, ctx.host, ctx.client, Some((args[1].clone(), offset)))
+    let offset = arg_i64(&args[2]).inspect_err(|_| {
+        let line = format!("Replica {} asks for synchronization but with a wrong offset", ctx.client.addr);
+        ctx.srv.config.log.warning(&line);
+    })?;
+    let failover = args.len() > 3 && is(&args[3], "failover");
+    replication::sync_request(ctx.srv, ctx.host, ctx.client, Some((args[1].clone(), offset)), failover)
 }
 
 /// REPLCONF option value ...: what a replica tells its primary (its port
@@ -65,9 +73,11 @@ pub fn replconf(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         if is(opt, "ack") || is(opt, "fack") {
             // Never answered: the replica does not read replies.
             if is(opt, "ack") && ctx.client.repl_role == ReplRole::Replica {
-                let offset = std::str::from_utf8(val).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+                let num = |v: &[u8]| std::str::from_utf8(v).ok().and_then(|v| v.parse::<i64>().ok());
+                let offset = num(val).unwrap_or(0);
+                let fack = (args.len() > i + 3 && is(&args[i + 2], "fack")).then(|| num(&args[i + 3])).flatten();
                 let table = ctx.host.table().clone();
-                replication::on_ack(ctx.srv, &table, id, offset);
+                replication::on_ack(ctx.srv, &table, id, offset, fack);
             }
             return Ok(());
         } else if is(opt, "getack") {
@@ -98,9 +108,14 @@ pub fn replconf(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
 pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.repl.failover.is_some() {
+        return Err(CmdError::err("REPLICAOF not allowed while failing over."));
+    }
     if is(&args[1], "no") && is(&args[2], "one") {
         if ctx.srv.repl.is_replica() {
             replication::promote(ctx.srv);
+            let line = format!("MASTER MODE enabled (user request from '{}')", ctx.client.info_line(std::time::Instant::now()));
+            ctx.srv.config.log.notice(&line);
         }
         ctx.out().ok();
         return Ok(());
@@ -117,8 +132,64 @@ pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ctx.out().simple("OK Already connected to specified master");
         return Ok(());
     }
+    let table = ctx.host.table().clone();
+    replication::release_blocked(ctx.srv, &table);
     let line = format!("REPLICAOF {host}:{port} enabled (user request from '{}')", ctx.client.info_line(std::time::Instant::now()));
     ctx.srv.config.log.notice(&line);
+    ctx.out().ok();
+    Ok(())
+}
+
+/// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | ABORT: a coordinated
+/// failover to a replica (`replication::failover_start`).
+pub fn failover(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args.len() == 2 && is(&args[1], "abort") {
+        if ctx.srv.repl.failover.is_none() {
+            return Err(CmdError::err("No failover in progress."));
+        }
+        replication::failover_abort(ctx.srv, "Failover manually aborted");
+        ctx.out().ok();
+        return Ok(());
+    }
+    let (mut timeout, mut force, mut target) = (0i64, false, None::<(String, i64)>);
+    let mut j = 1;
+    while j < args.len() {
+        if is(&args[j], "timeout") && j + 1 < args.len() && timeout == 0 {
+            timeout = arg_i64(&args[j + 1])?;
+            if timeout <= 0 {
+                return Err(CmdError::err("FAILOVER timeout must be greater than 0"));
+            }
+            j += 2;
+        } else if is(&args[j], "to") && j + 2 < args.len() && target.is_none() {
+            let port = arg_i64(&args[j + 2])?;
+            target = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));
+            j += 3;
+        } else if is(&args[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let srv = &mut *ctx.srv;
+    if srv.repl.failover.is_some() {
+        return Err(CmdError::err("FAILOVER already in progress."));
+    }
+    if srv.repl.is_replica() {
+        return Err(CmdError::err("FAILOVER is not valid when server is a replica."));
+    }
+    if !srv.repl.replicas.keys().any(|id| srv.clients.get(id).is_some_and(|c| c.repl_role == ReplRole::Replica)) {
+        return Err(CmdError::err("FAILOVER requires connected replicas."));
+    }
+    if force && (timeout == 0 || target.is_none()) {
+        return Err(CmdError::err("FAILOVER with force option requires both a timeout and target HOST and IP."));
+    }
+    if let Some((host, port)) = &target {
+        replication::failover_target_check(srv, host, *port)?;
+    }
+    let deadline = (timeout > 0).then(|| ctx.now.saturating_add(timeout));
+    let target = target.map(|(h, p)| (h, p as u16));
+    replication::failover_start(srv, crate::repl::Failover { target, deadline, force, in_progress: false });
     ctx.out().ok();
     Ok(())
 }
@@ -138,15 +209,14 @@ pub fn wait(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let numreplicas = arg_i64(&args[1])?;
     let deadline = parse_timeout_ms(&args[2], ctx.now)?;
     replication::drain(ctx.srv);
-    let offset = ctx.srv.repl.offset;
+    let offset = ctx.client.woff;
     let acked = ctx.srv.repl.acked(offset);
     if acked >= numreplicas || !ctx.may_block() {
         ctx.out().int(acked);
         return Ok(());
     }
     ctx.block(BlockRequest { on_timeout: TimeoutReply::Int(acked), ..BlockRequest::on_keys(Vec::new(), deadline, never) });
-    ctx.srv.repl.waiting.push((ctx.client.id, offset, numreplicas));
-    ctx.srv.repl.get_ack = true;
+    replication::wait_for(ctx.srv, ctx.client.id, offset, numreplicas, None);
     Ok(())
 }
 
@@ -161,19 +231,24 @@ pub fn waitaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::err("value is out of range, must be positive"));
     }
     let deadline = parse_timeout_ms(&args[3], ctx.now)?;
-    let aof = ctx.srv.config.get("appendonly") == Some("yes");
-    if numlocal > 0 && !aof {
-        return Err(CmdError::err("WAITAOF cannot be used when numlocal is set but appendonly is disabled."));
+    if ctx.srv.repl.is_replica() {
+        return Err(CmdError::err("WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated."));
     }
-    // Every write is in the AOF by the time the next command runs.
-    let acklocal = i64::from(aof);
-    if (acklocal >= numlocal && numreplicas == 0) || !ctx.may_block() {
+    if numlocal > 0 && ctx.srv.repl.fsynced == -1 {
+        return Err(CmdError::err(replication::WAITAOF_NO_AOF));
+    }
+    replication::drain(ctx.srv);
+    let offset = ctx.client.woff;
+    let acklocal = i64::from(ctx.srv.repl.fsynced >= offset);
+    let acked = ctx.srv.repl.aof_acked(offset);
+    if (acked >= numreplicas && acklocal >= numlocal) || !ctx.may_block() {
         let out = ctx.out();
         out.array(2);
         out.int(acklocal);
-        out.int(0);
+        out.int(acked);
         return Ok(());
     }
-    ctx.block(BlockRequest { on_timeout: TimeoutReply::Pair(acklocal, 0), ..BlockRequest::on_keys(Vec::new(), deadline, never) });
+    ctx.block(BlockRequest { on_timeout: TimeoutReply::Pair(acklocal, acked), ..BlockRequest::on_keys(Vec::new(), deadline, never) });
+    replication::wait_for(ctx.srv, ctx.client.id, offset, numreplicas, Some(numlocal));
     Ok(())
 }

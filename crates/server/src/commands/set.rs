@@ -414,6 +414,9 @@ fn distinct_sample(s: &Set, n: usize, rng: &mut impl FnMut() -> u64) -> Vec<Vec<
     out
 }
 
+/// Members per SREM that SPOP with a count is replayed as.
+const SPOP_BATCH: usize = 1024;
+
 /// SPOP key [count]
 pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 3 {
@@ -439,19 +442,32 @@ pub fn spop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mark = out.buf.len();
     let popped = pop_members(s, out, count, &cfg, &mut || next_random(&mut state));
     // Replayed as SREM of the members it took (random elsewhere), read
-    // back from the reply just written.
+    // back from the reply just written, 1024 members per SREM as Redis
+    // batches them.
     let srem = (popped && !w.ctx().srv.feed.is_empty()).then(|| {
         let reply = w.ctx().client.reply.buf[mark..].to_vec();
-        let mut argv = vec![b"SREM".to_vec(), key.clone()];
-        argv.extend(reply_members(&reply));
-        argv
+        reply_members(&reply)
+            .chunks(SPOP_BATCH)
+            .map(|members| {
+                let mut argv = vec![b"SREM".to_vec(), key.clone()];
+                argv.extend_from_slice(members);
+                argv
+            })
+            .collect::<Vec<_>>()
     });
     if popped {
         w.changed("spop");
     }
     drop(w);
-    if let Some(argv) = srem {
-        ctx.srv.feed.replace_current(argv);
+    match srem {
+        Some(mut cmds) if cmds.len() == 1 => ctx.srv.feed.replace_current(cmds.remove(0)),
+        Some(cmds) => {
+            ctx.srv.feed.skip_current();
+            for argv in cmds {
+                ctx.srv.feed.push(ctx.client.db, argv);
+            }
+        }
+        None => {}
     }
     ctx.srv.rng = state;
     Ok(())

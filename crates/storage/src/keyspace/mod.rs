@@ -212,6 +212,10 @@ pub struct Db {
     /// When true, due keys read as absent but are not deleted (expiry is
     /// held while CLIENT PAUSE holds writes: a pause must not change data).
     pub keep_expired: bool,
+    /// When true, due keys read as live (a replica applying its primary's
+    /// stream: the primary decides when a key expires, and says so with a
+    /// DEL).
+    pub ignore_deadlines: bool,
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
     /// Which key events to record for `take_events` (`LOG_EXPIRED`,
@@ -271,6 +275,7 @@ impl Default for Db {
             hand: Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX },
             no_touch: false,
             keep_expired: false,
+            ignore_deadlines: false,
             lazy_expired: 0,
             log_events: 0,
             events: Vec::new(),
@@ -451,7 +456,7 @@ impl Db {
         let (_, si, pos) = self.find(key);
         let pos = pos?;
         let s = self.segs[si].slots[pos];
-        if s & TTL_BIT != 0 && matches!(self.blob(s).deadline, Some(t) if t <= now) {
+        if s & TTL_BIT != 0 && !self.ignore_deadlines && matches!(self.blob(s).deadline, Some(t) if t <= now) {
             if self.keep_expired {
                 return None;
             }

@@ -325,6 +325,9 @@ pub struct Loaded {
     pub inserted: u64,
     /// Keys skipped because their deadline had passed at `now`.
     pub expired_skipped: u64,
+    /// Those keys, with their database (a primary's replicas may hold them
+    /// and must be told they are gone).
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
     /// Keys skipped because they were empty (`summary.empty_skipped` of them).
     pub empty_keys: Vec<Vec<u8>>,
 }
@@ -344,9 +347,9 @@ pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress
     // A key takes at least 3 bytes of the file (type, key length, value):
     // RESIZEDB hints beyond that are not believed.
     let max_keys = bytes.len() / 3;
-    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: 0, empty: Vec::new(), progress, db: 0, max_keys };
+    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: Vec::new(), empty: Vec::new(), progress, db: 0, max_keys };
     let summary = load(bytes, opts, &mut into)?;
-    Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired, empty_keys: into.empty })
+    Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired.len() as u64, expired_keys: into.expired, empty_keys: into.empty })
 }
 
 struct IntoDbs<'a> {
@@ -355,7 +358,7 @@ struct IntoDbs<'a> {
     aux: Vec<(Vec<u8>, Vec<u8>)>,
     functions: Vec<Vec<u8>>,
     inserted: u64,
-    expired: u64,
+    expired: Vec<(usize, Vec<u8>)>,
     empty: Vec<Vec<u8>>,
     progress: &'a mut dyn FnMut(usize) -> bool,
     /// The database the last SELECTDB named (RESIZEDB's).
@@ -406,7 +409,7 @@ impl RdbVisitor for IntoDbs<'_> {
     fn entry(&mut self, e: LoadedEntry) -> Result<(), String> {
         let i = self.check_db(e.db)?;
         if e.expire_ms.is_some_and(|t| t <= self.now) {
-            self.expired += 1;
+            self.expired.push((i, e.key));
             return Ok(());
         }
         let db = &mut self.dbs[i];

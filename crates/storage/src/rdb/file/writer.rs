@@ -203,6 +203,15 @@ impl<W: Write> RdbWriter<W> {
         self.emit(false)
     }
 
+    /// Writes the AUX fields of a replication history a restarted server
+    /// may continue by PSYNC: repl-stream-db (the database the stream had
+    /// selected), repl-id and repl-offset, as Redis writes them.
+    pub fn repl_aux(&mut self, stream_db: usize, replid: &str, offset: i64) -> Result<(), RdbWriteError> {
+        self.aux(b"repl-stream-db", stream_db.to_string().as_bytes())?;
+        self.aux(b"repl-id", replid.as_bytes())?;
+        self.aux(b"repl-offset", offset.to_string().as_bytes())
+    }
+
     /// Writes the AUX fields Redis puts first in every file: redis-ver
     /// (the version densekv reports), redis-bits, ctime (Unix seconds),
     /// used-mem and aof-base (1 in an AOF's base file, else 0).
