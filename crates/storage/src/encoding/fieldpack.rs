@@ -392,6 +392,20 @@ pub fn retain(buf: &mut Vec<u8>, base: usize, mut keep: impl FnMut(&Entry, &[u8]
     dropped
 }
 
+/// Drops up to `max` entries whose deadline is before `now`, calling `f`
+/// with each one's field; returns how many went.
+pub fn retain_live(buf: &mut Vec<u8>, base: usize, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+    let mut budget = max;
+    retain(buf, base, |e, _| {
+        let due = budget > 0 && !e.live(now);
+        if due {
+            f(e.field);
+            budget -= 1;
+        }
+        !due
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,6 +97,23 @@ pub enum ExpireCond {
 }
 
 impl ExpireCond {
+    /// One member's HEXPIRE-family step, given its current deadline
+    /// (`None`: no such member; `Some(None)`: no TTL): `Err(code)` is the
+    /// reply with nothing to change (-2 absent or already past its
+    /// deadline, 0 condition not met), `Ok(true)` removes it (reply 2,
+    /// the time is now or past), `Ok(false)` sets the deadline (reply 1).
+    pub fn step(self, current: Option<Option<i64>>, deadline: i64, now: i64) -> Result<bool, i64> {
+        let old = match current {
+            None => return Err(-2),
+            Some(Some(d)) if d < now => return Err(-2),
+            Some(d) => d,
+        };
+        if !self.met(old, deadline) {
+            return Err(0);
+        }
+        Ok(deadline <= now)
+    }
+
     /// Whether `deadline` may replace `old` (None: no TTL) under this
     /// condition.
     pub fn met(self, old: Option<i64>, deadline: i64) -> bool {
@@ -343,15 +360,7 @@ impl Hash {
     pub fn expire_due_with(&mut self, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         match &mut self.repr {
             Repr::Small(b) => {
-                let mut budget = max;
-                let gone = fieldpack::retain(b, HDR, |e, _| {
-                    let due = budget > 0 && !e.live(now);
-                    if due {
-                        f(e.field);
-                        budget -= 1;
-                    }
-                    !due
-                });
+                let gone = fieldpack::retain_live(b, HDR, now, max, &mut f);
                 let n = u16::from_le_bytes([b[1], b[2]]) - gone as u16;
                 b[1..3].copy_from_slice(&n.to_le_bytes());
                 gone

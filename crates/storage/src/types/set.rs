@@ -379,20 +379,17 @@ impl Set {
     /// such times with Redis's error first).
     pub fn set_expire(&mut self, member: &[u8], deadline: i64, cond: ExpireCond, now: i64, cfg: &SetConfig) -> i64 {
         assert!(deadline <= fieldpack::MAX_DEADLINE, "member deadline out of range: {deadline}");
-        let old = match self.expire_of(member) {
-            None => return -2,
-            Some(Some(d)) if d < now => return -2,
-            Some(d) => d,
-        };
-        if !cond.met(old, deadline) {
-            return 0;
+        match cond.step(self.expire_of(member), deadline, now) {
+            Err(code) => code,
+            Ok(true) => {
+                self.remove(member);
+                2
+            }
+            Ok(false) => {
+                self.set_deadline(member, Some(deadline), cfg);
+                1
+            }
         }
-        if deadline <= now {
-            self.remove(member);
-            return 2;
-        }
-        self.set_deadline(member, Some(deadline), cfg);
-        1
     }
 
     /// SPERSIST of one member: -2 no such (live) member, -1 it has no TTL,
@@ -455,15 +452,7 @@ impl Set {
             Repr::Ints(_) => 0,
             Repr::Small(b) if b[0] & F_TTL == 0 => 0,
             Repr::Small(b) => {
-                let mut budget = max;
-                let gone = fieldpack::retain(b, HDR, |e, _| {
-                    let due = budget > 0 && !e.live(now);
-                    if due {
-                        f(e.field);
-                        budget -= 1;
-                    }
-                    !due
-                });
+                let gone = fieldpack::retain_live(b, HDR, now, max, &mut f);
                 let n = small_count(b) - gone;
                 set_small_count(b, n);
                 gone

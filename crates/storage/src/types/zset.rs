@@ -928,20 +928,17 @@ impl ZSet {
     /// with Redis's error first).
     pub fn set_expire(&mut self, member: &[u8], deadline: i64, cond: crate::types::hash::ExpireCond, now: i64) -> i64 {
         assert!(deadline <= MAX_DEADLINE, "member deadline out of range: {deadline}");
-        let old = match self.expire_of(member) {
-            None => return -2,
-            Some(Some(d)) if d < now => return -2,
-            Some(d) => d,
-        };
-        if !cond.met(old, deadline) {
-            return 0;
+        match cond.step(self.expire_of(member), deadline, now) {
+            Err(code) => code,
+            Ok(true) => {
+                self.remove(member);
+                2
+            }
+            Ok(false) => {
+                self.set_deadline(member, Some(deadline));
+                1
+            }
         }
-        if deadline <= now {
-            self.remove(member);
-            return 2;
-        }
-        self.set_deadline(member, Some(deadline));
-        1
     }
 
     /// ZPERSIST of one member: -2 no such (live) member, -1 it has no TTL,
