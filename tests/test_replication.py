@@ -839,3 +839,12 @@ def test_a_replica_that_sends_a_command_with_a_reply_is_disconnected(servers):
     assert "== CRITICAL == This master is sending an error to its replica: 'ERR Replica can't interact with the keyspace' after processing the command 'get'" in text
     assert "Replica generated a reply to command 'get', disconnecting it: " in text
     assert pr.ping()
+
+
+def test_propagation_error_behavior_panic_is_refused(r):
+    """Only `ignore` (log and go on) is built: the panic values are refused."""
+    assert r.config_get("propagation-error-behavior") == {"propagation-error-behavior": "ignore"}
+    r.config_set("propagation-error-behavior", "ignore")
+    with pytest.raises(redis.ResponseError, match="only its default value is accepted"):
+        r.config_set("propagation-error-behavior", "panic")
+    assert r.config_get("propagation-error-behavior") == {"propagation-error-behavior": "ignore"}

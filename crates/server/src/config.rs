@@ -303,7 +303,7 @@ pub static PARAMS: &[Param] = &[
     p("repl-backlog-ttl", U, "3600"),
     p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]),
     p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]),
-    p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
+    p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore").ignored(),
     // Cluster: not implemented.
     p("cluster-enabled", B, "no").fixed().ignored(),
     p("cluster-config-file", S, "nodes.conf").fixed().ignored(),

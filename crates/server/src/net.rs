@@ -778,8 +778,8 @@ fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, arg
         return false;
     }
     // An error in reply to the primary's stream means the data diverged:
-    // Redis logs it (propagation-error-behavior decides whether it also
-    // stops; densekv only logs).
+    // Redis logs it and, under propagation-error-behavior ignore (the only
+    // value densekv accepts), goes on.
     let start = mark.max(c.sent);
     if c.reply.buf.get(start) == Some(&b'-') {
         let rest = &c.reply.buf[start + 1..];
