@@ -240,6 +240,7 @@ impl Blocking {
     }
 
     /// Marks `key` of `db` as possibly ready; a no-op unless someone waits on it.
+    #[inline]
     pub fn signal(&mut self, db: usize, key: &[u8]) {
         if self.waiters.is_empty() {
             return;
@@ -300,6 +301,12 @@ impl Blocking {
     /// True while a blocked client's command is being re-run.
     pub fn rerunning(&self) -> bool {
         self.resumed.is_some()
+    }
+
+    /// True if some signalled key waits to be served.
+    #[inline]
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// The next signalled key to serve, in signal order; keys signalled

@@ -25,6 +25,7 @@ fn runs_in_multi(name: &str) -> bool {
 
 /// True if `argv` (looked up as `spec`) must wait because of CLIENT PAUSE
 /// or a shutdown waiting for replicas.
+#[inline]
 pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
     let Some(write_only) = srv.paused_at(now) else { return false };
     if !write_only {
@@ -59,7 +60,7 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
             if let Some(n) = argv.first() {
                 let full = String::from_utf8_lossy(n).to_ascii_lowercase();
                 if let Some(s) = table.get(&full) {
-                    srv.cmdstats.entry(s.full_name).or_default().rejected += 1;
+                    srv.cmdstats.entry(s.id, s.full_name).rejected += 1;
                 }
             }
             reply_error(srv, c, &e);
@@ -231,7 +232,7 @@ fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, 
 /// Refuses a command before it runs: counts it as rejected, flags an open
 /// transaction, and for EXEC discards the transaction with EXECABORT.
 fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
-    srv.cmdstats.entry(spec.full_name).or_default().rejected += 1;
+    srv.cmdstats.entry(spec.id, spec.full_name).rejected += 1;
     // A refused EXEC always answers EXECABORT, even outside MULTI (Redis).
     if spec.full_name == "exec" {
         c.multi = None;
@@ -250,7 +251,11 @@ fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
 /// Serves the clients waiting on signalled keys (see the module header).
 /// Called after each top-level command; the running client is not in
 /// `srv.clients` and is never one of the waiters served.
+#[inline]
 pub fn serve_ready(srv: &mut Server, host: &mut dyn Host) {
+    if !srv.blocking.has_ready() {
+        return;
+    }
     while let Some(k) = srv.blocking.pop_ready() {
         serve_key(srv, host, &k);
     }

@@ -297,14 +297,15 @@ fn propagate_lazy_expiry(srv: &mut Server, db: usize, cur_db: usize) {
 pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], usec: u64, failed: bool) {
     srv.total_commands += 1;
     c.commands += 1;
-    let st = srv.cmdstats.entry(spec.full_name).or_default();
+    let st = srv.cmdstats.entry(spec.id, spec.full_name);
     st.calls += 1;
     st.usec += usec;
     st.record(usec);
     if failed {
         st.failed += 1;
     }
-    if !spec.has(flags::SKIP_SLOWLOG) {
+    let threshold = srv.config.slowlog_slower_than;
+    if !spec.has(flags::SKIP_SLOWLOG) && threshold >= 0 && usec as i64 >= threshold {
         match redacted(spec, argv) {
             Some(r) => slowlog_push(srv, c, &r, usec),
             None => slowlog_push(srv, c, argv, usec),
@@ -363,11 +364,9 @@ pub fn redacted(spec: &Spec, argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
     Some(out)
 }
 
+/// Adds an entry to the slow log (the caller checked the threshold).
+#[cold]
 fn slowlog_push(srv: &mut Server, c: &Client, argv: &[Vec<u8>], usec: u64) {
-    let threshold = srv.config.slowlog_slower_than;
-    if threshold < 0 || (usec as i64) < threshold {
-        return;
-    }
     let mut args: Vec<Vec<u8>> = Vec::new();
     let max_args = 32;
     for (i, a) in argv.iter().enumerate() {

@@ -228,12 +228,9 @@ pub fn render(srv: &mut Server, host: &mut dyn Host) -> String {
         }
     }
     // Per-command latency: LATENCY HISTOGRAM's buckets, [2^i, 2^(i+1)) µs.
-    let mut names: Vec<&'static str> = srv.cmdstats.keys().copied().collect();
-    names.sort_unstable();
     let fam = "densekv_command_latency_seconds";
     let help = "Command latency (LATENCY HISTOGRAM's power-of-two microsecond buckets).";
-    for n in names {
-        let st = &srv.cmdstats[n];
+    for (n, st) in srv.cmdstats.sorted() {
         let count: u64 = st.histogram.iter().sum();
         if count == 0 {
             continue;

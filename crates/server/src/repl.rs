@@ -400,6 +400,7 @@ impl Repl {
     /// The offset the stream will be at once what the feed encoded so far
     /// is drained: on a primary the stream's pending bytes count, on a
     /// replica (whose stream is its primary's) they do not.
+    #[inline]
     pub fn end_offset(&self) -> i64 {
         if self.primary.is_some() {
             self.offset

@@ -155,6 +155,37 @@ pub struct CmdStat {
     pub fine: Vec<u64>,
 }
 
+/// Per-command counters, in slots indexed by the command table's ids
+/// (`Spec::id`): counting a call is one index, not a hash of its name.
+#[derive(Debug, Default)]
+pub struct CmdStats {
+    slots: Vec<Option<(&'static str, CmdStat)>>,
+}
+
+impl CmdStats {
+    /// The counters of the command with table id `id` and full name `name`,
+    /// created at its first use.
+    #[inline]
+    pub fn entry(&mut self, id: usize, name: &'static str) -> &mut CmdStat {
+        if id >= self.slots.len() {
+            self.slots.resize_with(id + 1, || None);
+        }
+        &mut self.slots[id].get_or_insert_with(|| (name, CmdStat::default())).1
+    }
+
+    /// Every command counted since the last reset, sorted by name.
+    pub fn sorted(&self) -> Vec<(&'static str, &CmdStat)> {
+        let mut v: Vec<(&'static str, &CmdStat)> = self.slots.iter().flatten().map(|(n, st)| (*n, st)).collect();
+        v.sort_unstable_by_key(|(n, _)| *n);
+        v
+    }
+
+    /// Forgets every counter (CONFIG RESETSTAT).
+    pub fn clear(&mut self) {
+        self.slots.clear();
+    }
+}
+
 /// Fine buckets: durations up to 2^36 µs (19 hours) have their own; longer
 /// ones share the last.
 const FINE_BUCKETS: usize = 16 + 32 * 16;
@@ -370,7 +401,7 @@ pub struct Server {
     /// WATCHed keys: (db, key) -> clients watching.
     pub watched: HashMap<(usize, Vec<u8>), Vec<ClientId>>,
     /// Per-command statistics, keyed by full name (`config|get`).
-    pub cmdstats: HashMap<&'static str, CmdStat, rustc_hash::FxBuildHasher>,
+    pub cmdstats: CmdStats,
     /// Error counts by error code (ERR, WRONGTYPE...); see `count_error`.
     pub errorstats: HashMap<String, u64>,
     /// False once `errorstats` reached `ERRORSTATS_MAX` codes: until CONFIG
@@ -529,6 +560,7 @@ pub const MISCONF_RDB: &str = "MISCONF Redis is configured to save RDB snapshots
 
 impl Server {
     /// Why writes are refused for a disk error, if they are (MISCONF).
+    #[inline]
     pub fn disk_error(&self) -> Option<&'static str> {
         let rdb_failed = !self.persist.last_save_ok && self.config.flag("stop-writes-on-bgsave-error") && !self.config.save_points().is_empty();
         rdb_failed.then_some(MISCONF_RDB)
@@ -538,9 +570,18 @@ impl Server {
     /// primary with `min-replicas-to-write` and `min-replicas-max-lag`
     /// both set, fewer good replicas (online, acknowledged within the lag)
     /// than asked for stop writes, as Redis's NOREPLICAS does.
+    #[inline]
     pub fn replicas_error(&self) -> Option<&'static str> {
+        if self.repl.min_replicas == 0 {
+            return None;
+        }
+        self.replicas_short()
+    }
+
+    #[cold]
+    fn replicas_short(&self) -> Option<&'static str> {
         let min = self.repl.min_replicas;
-        if min == 0 || self.repl.is_replica() {
+        if self.repl.is_replica() {
             return None;
         }
         let max_lag = self.config.get("min-replicas-max-lag").and_then(|v| v.parse::<u64>().ok()).unwrap_or(10);
@@ -574,7 +615,7 @@ impl Server {
             next_client_id: 1,
             dirty: 0,
             watched: HashMap::new(),
-            cmdstats: HashMap::default(),
+            cmdstats: CmdStats::default(),
             errorstats: HashMap::new(),
             errorstats_enabled: true,
             slowlog: VecDeque::new(),
@@ -748,6 +789,7 @@ impl Server {
 
     /// Marks every client watching (db, key) as dirty; `current` is the
     /// client running the command (not in `clients` while it runs).
+    #[inline]
     pub fn touch_watched(&mut self, db: usize, key: &[u8], current: &mut Client) {
         if self.watched.is_empty() {
             return;
@@ -808,11 +850,17 @@ impl Server {
     }
 
     /// Records a latency sample if it crosses the monitor threshold.
+    #[inline]
     pub fn latency_sample(&mut self, event: &str, ms: u64) {
         let threshold = self.config.latency_threshold;
         if threshold == 0 || ms < threshold {
             return;
         }
+        self.latency_record(event, ms);
+    }
+
+    #[cold]
+    fn latency_record(&mut self, event: &str, ms: u64) {
         let now = unix_ms() / 1000;
         let s = self.latency.entry(event.to_string()).or_default();
         if let Some(last) = s.samples.back_mut() {
@@ -932,6 +980,7 @@ impl Server {
     /// a shutdown waiting for replicas, which holds writes (Redis pauses
     /// for both purposes at once and holds what either holds). Some(true)
     /// when only writes wait.
+    #[inline]
     pub fn paused_at(&self, now: i64) -> Option<bool> {
         let client = self.pause.filter(|p| now < p.until).map(|p| p.write_only);
         // A shutdown waiting for replicas and a coordinated failover hold

@@ -1105,10 +1105,7 @@ fn latency_graph(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn latency_histogram(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut rows: Vec<(String, u64, Vec<u64>)> = Vec::new();
     let wanted: Option<Vec<String>> = (args.len() > 2).then(|| args[2..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect());
-    let mut names: Vec<&'static str> = ctx.srv.cmdstats.keys().copied().collect();
-    names.sort();
-    for n in names {
-        let st = &ctx.srv.cmdstats[&n];
+    for (n, st) in ctx.srv.cmdstats.sorted() {
         if st.calls == 0 {
             continue;
         }

@@ -699,8 +699,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     if has("modules") || has("module_list") {
         section(&mut s, "Modules");
     }
-    let mut stats: Vec<(&&'static str, &crate::server::CmdStat)> = srv.cmdstats.iter().filter(|(_, st)| st.calls + st.rejected + st.failed > 0).collect();
-    stats.sort_by(|a, b| a.0.cmp(b.0));
+    let mut stats = srv.cmdstats.sorted();
+    stats.retain(|(_, st)| st.calls + st.rejected + st.failed > 0);
     if has("commandstats") {
         section(&mut s, "Commandstats");
         for (n, st) in &stats {

@@ -167,7 +167,7 @@ impl Run<'_> {
     /// A command refused before running: counted as Redis counts it.
     fn reject(&mut self, spec: Option<&Spec>, msg: &str) -> Vec<u8> {
         if let Some(s) = spec {
-            self.srv.cmdstats.entry(s.full_name).or_default().rejected += 1;
+            self.srv.cmdstats.entry(s.id, s.full_name).rejected += 1;
         }
         exec::reply_error(self.srv, &mut self.sc, &CmdError::Custom(msg.into()));
         std::mem::take(&mut self.sc.reply.buf)
@@ -387,7 +387,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         } else {
             exec::reply_error(ctx.srv, ctx.client, &CmdError::Custom(e.msg));
         }
-        ctx.srv.cmdstats.entry(cmd).or_default().failed += 1;
+        if let Some(s) = ctx.host.table().get(cmd) {
+            ctx.srv.cmdstats.entry(s.id, s.full_name).failed += 1;
+        }
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use super::{Db, KeyEvent, MemberExpiry};
 impl Db {
     /// Number of keys lazy expiry deleted (on access) since the last call;
     /// resets the count. Active expiry is counted by its own return value.
+    #[inline]
     pub fn take_lazy_expired(&mut self) -> u64 {
         std::mem::take(&mut self.lazy_expired)
     }
@@ -25,6 +26,7 @@ impl Db {
 
     /// True if lazy member expiry removed members since the last
     /// `take_member_expiry`.
+    #[inline]
     pub fn has_member_expiry(&self) -> bool {
         !self.member_expired.is_empty()
     }
@@ -44,6 +46,7 @@ impl Db {
     }
 
     /// True if key events wait in the log.
+    #[inline]
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
     }

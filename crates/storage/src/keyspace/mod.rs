@@ -753,10 +753,14 @@ impl Db {
     /// Records a write of `key` at `now` in its access field when the field
     /// counts writes (`Access::Lrm`); otherwise the access that found the
     /// key already counted. Does not reclaim or touch anything else.
+    #[inline]
     pub fn modified(&mut self, key: &[u8], now: i64) {
-        if self.access != Access::Lrm {
-            return;
+        if self.access == Access::Lrm {
+            self.modified_lrm(key, now);
         }
+    }
+
+    fn modified_lrm(&mut self, key: &[u8], now: i64) {
         self.flush();
         let (_, si, pos) = self.find(key);
         if let Some(pos) = pos {
