@@ -536,6 +536,24 @@ def test_swapdb_load_replaces_the_data_on_success(servers):
     assert client(replica).get("new") == b"1" and client(replica).get("old") is None
 
 
+@pytest.mark.parametrize("load", ["disabled", "swapdb"])
+def test_replica_lazy_flush_frees_the_old_data_on_the_freeing_thread(servers, load):
+    """With replica-lazy-flush the data a full sync replaces is freed in
+    the background and counted in lazyfreed_objects; without it, it is
+    freed in place and not counted."""
+    primary = servers(server_binary())
+    client(primary).set("new", "1")
+    for lazy, counted in (("yes", 1000), ("no", 0)):
+        replica = servers(server_binary(), "--repl-diskless-load", load, "--replica-lazy-flush", lazy)
+        rr = client(replica)
+        rr.execute_command("DEBUG", "POPULATE", 1000)
+        rr.replicaof(primary.host, primary.port)
+        wait_for(lambda: link_up(replica), what="sync")
+        wait_for(lambda: rr.info("memory")["lazyfree_pending_objects"] == 0, what="the freeing thread")
+        assert rr.info("memory")["lazyfreed_objects"] == counted
+        assert rr.dbsize() == 1 and rr.get("new") == b"1"
+
+
 def test_backlog_is_freed_after_repl_backlog_ttl(servers):
     """A primary without replicas frees its backlog after repl-backlog-ttl
     seconds and takes a new id: a returning replica syncs in full."""

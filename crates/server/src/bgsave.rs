@@ -21,7 +21,7 @@
 use std::fs::{self, File};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -88,6 +88,10 @@ pub struct Job {
     done: Receiver<Result<Saved, String>>,
     /// Set when the job is dropped: the thread stops at the next key.
     stop: Arc<AtomicBool>,
+    /// `rdb-key-save-delay` as the writer reads it before each key's wait
+    /// and between its slices: a CONFIG SET reaches a running save (there
+    /// is no child holding its own copy of the config).
+    key_delay: Arc<AtomicI64>,
     tmp: PathBuf,
     /// True once every snapshot ended and the rest went to the writer.
     pub sealed: bool,
@@ -170,13 +174,15 @@ impl Job {
         };
         head().map_err(|e| e.to_string())?;
         let (path, tmp, delay) = (plan.path, plan.tmp.clone(), plan.key_delay_us);
+        let key_delay = Arc::new(AtomicI64::new(delay));
+        let live_delay = key_delay.clone();
         let flight = in_flight.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         std::thread::Builder::new()
             .name("bgsave".into())
             .spawn(move || {
-                let r = write_file(rx, &tmp, &path, &flight, delay, &stopped);
+                let r = write_file(rx, &tmp, &path, &flight, &live_delay, &stopped);
                 if r.is_err() {
                     let _ = fs::remove_file(&tmp);
                 }
@@ -196,7 +202,13 @@ impl Job {
             keys: 0,
         };
         let pace = Pace { credit_ns: 0, last_served: std::time::Instant::now() };
-        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, tmp: plan.tmp, sealed: false, purpose: plan.purpose, pace })
+        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, key_delay, tmp: plan.tmp, sealed: false, purpose: plan.purpose, pace })
+    }
+
+    /// A new `rdb-key-save-delay` for the keys still to write, and for the
+    /// wait in progress.
+    pub fn set_key_delay(&self, us: i64) {
+        self.key_delay.store(us, Ordering::Relaxed);
     }
 
     /// The snapshot sink for database `db`.
@@ -339,7 +351,7 @@ impl Write for Chunks {
 /// the header; at `Finish`, the settled header and checksum, fsync, and
 /// the rename onto `path`. Returns when finished, or when the job was
 /// dropped (an abort: the caller removes `tmp`).
-fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: i64, stop: &AtomicBool) -> Result<Saved, String> {
+fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool) -> Result<Saved, String> {
     let mut file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
     let (mut crc, mut len) = (0u64, 0u64);
     let mut delayed = 0u64;
@@ -390,18 +402,24 @@ fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsiz
 
 /// `rdb-key-save-delay` for the `n`-th key: `us` microseconds, or for a
 /// negative -k, one microsecond about once in k keys. Long waits are cut
-/// into slices so that an abort (`stop`) ends them promptly.
-fn key_delay(us: i64, n: u64, stop: &AtomicBool) {
-    let mut wait = Duration::from_micros(match us {
-        0 => 0,
-        u if u > 0 => u as u64,
-        u => u64::from(n.is_multiple_of(u.unsigned_abs())),
-    });
+/// into slices so that an abort (`stop`) ends them promptly, and the
+/// setting is read again after each, so lowering it shortens the wait in
+/// progress.
+fn key_delay(us: &AtomicI64, n: u64, stop: &AtomicBool) {
     let slice = Duration::from_millis(10);
-    while !wait.is_zero() && !stop.load(Ordering::Relaxed) {
-        let d = wait.min(slice);
+    let mut waited = Duration::ZERO;
+    loop {
+        let want = Duration::from_micros(match us.load(Ordering::Relaxed) {
+            0 => 0,
+            u if u > 0 => u as u64,
+            u => u64::from(n.is_multiple_of(u.unsigned_abs())),
+        });
+        if waited >= want || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let d = (want - waited).min(slice);
         std::thread::sleep(d);
-        wait -= d;
+        waited += d;
     }
 }
 

@@ -280,7 +280,7 @@ pub static PARAMS: &[Param] = &[
     p("masteruser", S, ""),
     p("replica-serve-stale-data", B, "yes").alias(&["slave-serve-stale-data"]),
     p("replica-read-only", B, "yes").alias(&["slave-read-only"]),
-    p("replica-lazy-flush", B, "no").alias(&["slave-lazy-flush"]).ignored(),
+    p("replica-lazy-flush", B, "no").alias(&["slave-lazy-flush"]),
     p("replica-ignore-maxmemory", B, "yes").alias(&["slave-ignore-maxmemory"]).ignored(),
     p("replica-priority", UI, "100").alias(&["slave-priority"]),
     p("replica-announce-ip", S, "").alias(&["slave-announce-ip"]),
