@@ -487,10 +487,15 @@ def test_diskless_sync_waits_for_more_replicas(servers):
 
 
 class FakePrimary:
-    """A primary that answers a replica's handshake and sends `image` as its RDB."""
+    """A primary that answers a replica's handshake and sends `image` as its
+    RDB; with `hold`, it sends the EOF-marked preamble and `image` and then
+    nothing more until `release()`, when it drops the connection."""
 
-    def __init__(self, image: bytes):
+    def __init__(self, image: bytes, replid: bytes = b"a" * 40, hold: bool = False):
         self.image = image
+        self.replid = replid
+        self.hold = hold
+        self.released = threading.Event()
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(1)
@@ -506,10 +511,17 @@ class FakePrimary:
             if not data or b"PSYNC" in data:
                 break
             conn.sendall(b"+PONG\r\n" if b"PING" in data else b"+OK\r\n")
-        conn.sendall(b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n")
-        conn.sendall(b"$%d\r\n" % len(self.image) + self.image)
-        time.sleep(2)
+        conn.sendall(b"+FULLRESYNC " + self.replid + b" 0\r\n")
+        if self.hold:
+            conn.sendall(b"$EOF:" + b"m" * 40 + b"\r\n" + self.image)
+            self.released.wait(30)
+        else:
+            conn.sendall(b"$%d\r\n" % len(self.image) + self.image)
+            time.sleep(2)
         conn.close()
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @pytest.mark.parametrize("mode,kept", [("disabled", False), ("on-empty-db", False), ("swapdb", True)])
@@ -524,6 +536,36 @@ def test_diskless_load_swapdb_keeps_the_data_when_the_image_fails(servers, mode,
     wait_for(lambda: "Failed trying to load the MASTER synchronization DB" in log_text(replica), what="refused image")
     rr.replicaof("no", "one")
     assert (rr.get("old") == b"data") == kept
+
+
+@pytest.mark.parametrize("same_history", [False, True])
+def test_a_diskless_load_reports_loading_while_the_image_arrives(servers, same_history):
+    """While a swapdb replica receives an image it reports loading and
+    answers -LOADING; when the image continues its own history it keeps
+    serving the old data instead (async_loading) and refuses only what
+    must not run meanwhile (REPLICAOF). A transfer that breaks off ends
+    either state and leaves the old data."""
+    replica = servers(server_binary(), "--repl-diskless-load", "swapdb")
+    rr = client(replica)
+    rr.set("old", "data")
+    replid = rr.info("replication")["master_replid"].encode() if same_history else b"a" * 40
+    fake = FakePrimary(b"REDIS0011", replid=replid, hold=True)
+    rr.replicaof("127.0.0.1", fake.port)
+    flag = "async_loading" if same_history else "loading"
+    wait_for(lambda: rr.info("persistence")[flag] == 1, what=flag)
+    info = rr.info("persistence")
+    assert info["loading" if same_history else "async_loading"] == 0
+    if same_history:
+        assert rr.get("old") == b"data"
+        with pytest.raises(redis.exceptions.BusyLoadingError):
+            rr.replicaof("no", "one")
+    else:
+        with pytest.raises(redis.exceptions.BusyLoadingError):
+            rr.get("old")
+    fake.release()
+    wait_for(lambda: (lambda i: i["loading"] == 0 and i["async_loading"] == 0)(rr.info("persistence")), what="the load to end")
+    rr.replicaof("no", "one")
+    assert rr.get("old") == b"data" and rr.dbsize() == 1
 
 
 def test_swapdb_load_replaces_the_data_on_success(servers):

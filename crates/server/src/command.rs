@@ -73,6 +73,9 @@ pub mod flags {
     /// Valid with zero keys (EVAL with numkeys 0): COMMAND GETKEYS answers an
     /// empty array instead of an error.
     pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    /// Refused with -LOADING while a replica loads a full sync's image
+    /// beside the data it still serves (async loading).
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
 
     /// Names in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -91,6 +94,7 @@ pub mod flags {
         (NO_AUTH, "no_auth"),
         // may_replicate is hidden from COMMAND INFO, as in Redis.
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),

@@ -105,6 +105,10 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         reject(srv, c, spec, &CmdError::Custom(LOADING_ERROR.into()));
         return true;
     }
+    if srv.repl.transfer_loading == Some(true) && no_async_loading(&table, c, spec) {
+        reject(srv, c, spec, &CmdError::Custom(LOADING_ERROR.into()));
+        return true;
+    }
     if srv.script.is_some_and(|r| r.timed_out) && !spec.has(flags::ALLOW_BUSY) {
         reject(srv, c, spec, &CmdError::Custom(srv.busy_error().into()));
         return true;
@@ -198,6 +202,13 @@ fn replica_refusal(srv: &Server, host: &dyn Host, table: &CommandMap, c: &Client
         return Some(crate::repl::READONLY_ERROR);
     }
     None
+}
+
+/// True if `spec` must wait out an async load: commands flagged so, and
+/// EXEC of a transaction that queued one (Redis).
+fn no_async_loading(table: &CommandMap, c: &Client, spec: &Spec) -> bool {
+    spec.has(flags::NO_ASYNC_LOADING)
+        || (spec.full_name == "exec" && c.multi.as_ref().is_some_and(|q| q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::NO_ASYNC_LOADING)))))
 }
 
 /// Commands a RESP2 client in Pub/Sub mode may run.

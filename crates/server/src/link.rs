@@ -69,8 +69,13 @@ pub fn poll(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
         if link.sock.is_some() {
             link.reset(registry);
         }
+        end_transfer_loading(srv);
         return None;
     };
+    if p.state != LinkState::Transfer && srv.repl.transfer_loading.is_some() {
+        end_transfer_loading(srv);
+    }
+    let p = srv.repl.primary.as_ref()?;
     match p.state {
         LinkState::Connected => {
             if link.sock.is_some() {
@@ -128,7 +133,32 @@ pub fn poll(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
 
 fn fail(srv: &mut Server, registry: &Registry, link: &mut Link) {
     link.reset(registry);
+    end_transfer_loading(srv);
     set_state(srv, LinkState::Connect);
+}
+
+/// The image's preamble came: a diskless load reports loading (or, for
+/// swapdb continuing this replica's history, async loading) until the
+/// image is loaded or the transfer fails.
+fn begin_transfer_loading(srv: &mut Server, link: &Link, size: i64) {
+    let mode = srv.config.get("repl-diskless-load").unwrap_or("disabled");
+    let diskless = mode == "swapdb" || (mode == "on-empty-db" && srv.dbs.iter().all(|d| d.is_empty()));
+    if !diskless || srv.repl.transfer_loading.is_some() || srv.persist.loading.is_some() {
+        return;
+    }
+    let same_history = mode == "swapdb" && link.full.as_ref().is_some_and(|(id, _)| *id == srv.repl.replid);
+    if !same_history {
+        let start_secs = crate::server::unix_ms() / 1000;
+        srv.persist.loading = Some(crate::server::Loading { start_secs, total_bytes: size.max(0) as u64, loaded_bytes: 0, rdb_used_mem: 0 });
+    }
+    srv.repl.transfer_loading = Some(same_history);
+}
+
+/// Ends what `begin_transfer_loading` reported.
+fn end_transfer_loading(srv: &mut Server) {
+    if srv.repl.transfer_loading.take() == Some(false) {
+        srv.persist.loading = None;
+    }
 }
 
 /// One round: connect completion, writes, reads, and every reply line or
@@ -356,6 +386,7 @@ fn transfer(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
             p.transfer_size = link.size.unwrap_or(-1);
         }
         srv.config.log.notice("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        begin_transfer_loading(srv, link, link.size.unwrap_or(-1));
     }
     let size = link.size.unwrap_or(-1);
     let done = if size >= 0 {
@@ -380,11 +411,16 @@ fn transfer(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
     if let Some(p) = srv.repl.primary.as_mut() {
         p.transfer_read = link.rdb.len() as u64;
     }
+    if let (Some(false), Some(l)) = (srv.repl.transfer_loading, srv.persist.loading.as_mut()) {
+        l.loaded_bytes = link.rdb.len() as u64;
+    }
     if !done {
         return Ok(None);
     }
     let rdb = std::mem::take(&mut link.rdb);
-    crate::persist::load_replica_image(srv, host, &rdb).map_err(|e| format!("Failed trying to load the MASTER synchronization DB from socket: {e}"))?;
+    let loaded = crate::persist::load_replica_image(srv, host, &rdb);
+    end_transfer_loading(srv);
+    loaded.map_err(|e| format!("Failed trying to load the MASTER synchronization DB from socket: {e}"))?;
     let (id, off) = link.full.take().unwrap_or_default();
     srv.repl.replid = id;
     srv.repl.offset = off;

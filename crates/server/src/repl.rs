@@ -295,6 +295,13 @@ pub struct Repl {
     pub failover: Option<Failover>,
     /// Since when no replica is attached (repl-backlog-ttl).
     pub no_replicas_since: Instant,
+    /// A full sync's image is arriving for a diskless load
+    /// (`repl-diskless-load` swapdb, or on-empty-db with no data):
+    /// `Some(true)` while the old data is still served (swapdb continuing
+    /// this replica's own history: INFO async_loading), `Some(false)`
+    /// while clients are told -LOADING (INFO loading), as Redis's replica
+    /// reports the load it does while reading the socket.
+    pub transfer_loading: Option<bool>,
     /// The stream offset up to which the AOF is fsynced (Redis's
     /// fsynced_reploff): what WAITAOF counts locally and a replica
     /// acknowledges as FACK. -1 while the AOF is off.
@@ -372,6 +379,7 @@ impl Repl {
             rdb_offset: 0,
             rdb_path: None,
             no_replicas_since: now,
+            transfer_loading: None,
             failover: None,
             fsynced: -1,
         }

@@ -22,11 +22,11 @@ use crate::blocking::{BlockRequest, TimeoutReply};
 pub fn table() -> Vec<Spec> {
     let adm: &[&str] = &["admin", "slow", "dangerous"];
     vec![
-        spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, sync).acl(adm).doc("An internal command used in replication.", "1.0.0"),
-        spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, psync).acl(adm).doc("An internal command used in replication.", "2.8.0"),
+        spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING, NO_KEYS, sync).acl(adm).doc("An internal command used in replication.", "1.0.0"),
+        spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING, NO_KEYS, psync).acl(adm).doc("An internal command used in replication.", "2.8.0"),
         spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, replconf).acl(adm).doc("An internal command for configuring the replication stream.", "3.0.0"),
-        spec("replicaof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, replicaof).acl(adm).doc("Configures a server as replica of another, or promotes it to a master.", "5.0.0"),
-        spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, replicaof).acl(adm).doc("Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0"),
+        spec("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, replicaof).acl(adm).doc("Configures a server as replica of another, or promotes it to a master.", "5.0.0"),
+        spec("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, NO_KEYS, replicaof).acl(adm).doc("Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0"),
         spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, failover).acl(adm).group("server").doc("Starts a coordinated failover from a server to one of its replicas.", "6.2.0"),
         spec("role", 1, NOSCRIPT | LOADING | STALE | FAST, NO_KEYS, role).acl(&["admin", "fast", "dangerous"]).doc("Returns the replication role.", "2.8.12"),
         spec("wait", 3, BLOCKING, NO_KEYS, wait)

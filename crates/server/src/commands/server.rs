@@ -27,9 +27,9 @@ pub fn table() -> Vec<Spec> {
                 spec("help", 2, LOADING | STALE, NO_KEYS, config_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         ),
-        spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, save).acl(&["admin", "slow", "dangerous"]).group("server").doc("Synchronously saves the database(s) to disk.", "1.0.0"),
-        spec("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, bgsave).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously saves the database(s) to disk.", "1.0.0"),
-        spec("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, bgrewriteaof).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously rewrites the append-only file to disk.", "1.0.0"),
+        spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING, NO_KEYS, save).acl(&["admin", "slow", "dangerous"]).group("server").doc("Synchronously saves the database(s) to disk.", "1.0.0"),
+        spec("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, bgsave).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously saves the database(s) to disk.", "1.0.0"),
+        spec("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, bgrewriteaof).acl(&["admin", "slow", "dangerous"]).group("server").doc("Asynchronously rewrites the append-only file to disk.", "1.0.0"),
         spec("info", -1, LOADING | STALE, NO_KEYS, info).acl(&["slow", "dangerous"]).group("server").doc("Returns information and statistics about the server.", "1.0.0"),
     ]
 }
@@ -571,7 +571,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     if has("persistence") {
         section(&mut s, "Persistence");
         line(&mut s, "loading", &u8::from(srv.persist.loading.is_some()));
-        line(&mut s, "async_loading", &0);
+        line(&mut s, "async_loading", &u8::from(srv.repl.transfer_loading == Some(true)));
         // No fork, so no copy-on-write to report.
         for k in ["current_cow_peak", "current_cow_size", "current_cow_size_age"] {
             line(&mut s, k, &0);
