@@ -134,6 +134,25 @@ def test_rewrite_switches_files_and_keeps_data(workdir):
         s.stop()
 
 
+def test_a_write_to_an_expired_key_replays_onto_a_fresh_key(workdir):
+    """The AOF gets the DEL of a key a write found expired before the write
+    itself, so replaying it does not add to the old key and its past
+    deadline (which would lose the new value at load)."""
+    s = start(workdir, "--appendfsync", "always")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        r.sadd("s", "old")
+        r.pexpire("s", 1)
+        time.sleep(0.01)
+        r.sadd("s", "new")
+        assert r.execute_command("DEBUG", "LOADAOF") == b"OK"
+        assert r.smembers("s") == {b"new"}
+        assert r.pttl("s") == -1
+    finally:
+        s.stop()
+
+
 def test_config_set_appendonly_turns_it_on_and_off(workdir):
     s = Server(server_binary(), (), workdir=workdir).start()
     try:

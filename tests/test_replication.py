@@ -262,6 +262,29 @@ def test_expiry_reaches_the_replica_as_del(servers):
     wait_for(lambda: rr.dbsize() == 0, what="active expiry's DEL")
 
 
+def test_a_write_to_an_expired_key_reaches_the_replica_after_its_del(servers):
+    """A write that finds its key expired (here SADD, whose keyspace event
+    publishing used to swallow the lazy expiry) sends DEL first: the
+    replica, which keeps due keys until told, must not add to the old key
+    and keep its TTL."""
+    primary = servers(server_binary(), "--notify-keyspace-events", "KEA")
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    for s in (pr, rr):
+        s.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    for cmd in (("SADD", "s", "foo"), ("HSET", "h", "f", "v"), ("RPUSH", "l", "x"), ("ZADD", "z", "1", "m")):
+        pr.execute_command(*cmd)
+        pr.pexpire(cmd[1], 1)
+        time.sleep(0.01)
+        pr.execute_command(*cmd)
+    assert pr.execute_command("WAIT", 1, 0) == 1
+    for key, kind in (("s", b"set"), ("h", b"hash"), ("l", b"list"), ("z", b"zset")):
+        assert rr.type(key) == kind, key
+        assert rr.pttl(key) == -1, key
+
+
 def test_min_replicas_to_write(servers):
     primary = servers(server_binary())
     replica = servers(server_binary())

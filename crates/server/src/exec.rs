@@ -159,15 +159,20 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         (spec.handler)(&mut ctx, argv)
     };
     let rewrite = srv.feed.take_rewrite();
-    if srv.repl.sink_attached && (srv.dbs[db].has_events() || srv.dbs[c.db].has_events()) {
-        propagate_lazy_expiry(srv, db, c.db);
-    }
     if srv.dbs[db].has_member_expiry() {
         crate::publish::member_expiry(srv, Some(&mut *c), db);
     }
     if c.db != db && srv.dbs[c.db].has_member_expiry() {
         let d = c.db;
         crate::publish::member_expiry(srv, Some(&mut *c), d);
+    }
+    // Lazy expiry and key creation recorded after the command's last event
+    // are published, and keys it found expired go out as DEL ahead of the
+    // command itself, as Redis propagates them the moment they expire.
+    for d in [db, c.db] {
+        if srv.dbs[d].has_events() {
+            crate::publish::flush_db_log(srv, Some(&mut *c), d);
+        }
     }
     if srv.dirty != dirty_before && spec.has(flags::WRITE) && !srv.feed.is_empty() {
         match (rewrite, crate::feed::replay_form(argv, now)) {
@@ -187,12 +192,6 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     srv.expired_keys += srv.dbs[db].take_lazy_expired();
     if c.db != db {
         srv.expired_keys += srv.dbs[c.db].take_lazy_expired();
-    }
-    // Lazy expiry and key creation recorded after the command's last event.
-    for d in [db, c.db] {
-        if srv.dbs[d].has_events() {
-            crate::publish::flush_db_log(srv, Some(&mut *c), d);
-        }
     }
     c.last_interaction = end;
     // Fed after the call, as Redis does: EXEC shows after what it ran. A
@@ -273,23 +272,6 @@ pub fn propagate(srv: &mut Server, db: usize, argv: &[Vec<u8>]) {
         return;
     }
     srv.feed.push(db, argv.to_vec());
-}
-
-/// Keys the command found expired and deleted go out as DEL (UNLINK with
-/// lazyfree-lazy-expire) before the command itself, as Redis propagates
-/// them the moment they expire: a replica keeps due keys until told.
-fn propagate_lazy_expiry(srv: &mut Server, db: usize, cur_db: usize) {
-    let cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
-    let dbs = if db == cur_db { vec![db] } else { vec![db, cur_db] };
-    for d in dbs {
-        if !srv.dbs[d].has_events() {
-            continue;
-        }
-        let keys: Vec<Vec<u8>> = srv.dbs[d].logged_expired().map(<[u8]>::to_vec).collect();
-        for k in keys {
-            srv.feed.push(d, vec![cmd.to_vec(), k]);
-        }
-    }
 }
 
 /// Counts a command that replied: commandstats, the slow log, the latency

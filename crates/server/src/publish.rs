@@ -143,8 +143,18 @@ pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
         return;
     }
     for (ev, key) in srv.dbs[db].take_events() {
-        if ev == storage::KeyEvent::Expired && srv.tracking.clients > 0 {
-            invalidate_key(srv, cur.as_deref(), None, &key, true);
+        if ev == storage::KeyEvent::Expired {
+            // A key found expired goes to the AOF and replicas as DEL
+            // (UNLINK with lazyfree-lazy-expire) when found, so ahead of
+            // the command that found it: a replica keeps due keys until
+            // told, and an AOF replays the command onto the old key.
+            if !srv.feed.is_empty() {
+                let cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
+                srv.feed.push(db, vec![cmd.to_vec(), key.to_vec()]);
+            }
+            if srv.tracking.clients > 0 {
+                invalidate_key(srv, cur.as_deref(), None, &key, true);
+            }
         }
         let (class, name) = match ev {
             storage::KeyEvent::Expired => (notify::EXPIRED, "expired"),

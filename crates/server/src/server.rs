@@ -756,8 +756,8 @@ impl Server {
     /// recorded are kept.
     pub fn apply_notify_flags(&mut self) {
         let mut bits = crate::notify::db_log_bits(self.config.notify_flags);
-        // Lazily expired keys are also replayed as DEL to replicas.
-        if self.tracking.clients > 0 || self.repl.sink_attached {
+        // Lazily expired keys are also replayed as DEL to the AOF and replicas.
+        if self.tracking.clients > 0 || !self.feed.is_empty() {
             bits |= storage::keyspace::LOG_EXPIRED;
         }
         for db in &mut self.dbs {

@@ -39,12 +39,6 @@ impl Db {
         }
     }
 
-    /// The keys lazy expiry deleted that wait in the log (when it records
-    /// `LOG_EXPIRED`), oldest first, without taking them.
-    pub fn logged_expired(&self) -> impl Iterator<Item = &[u8]> {
-        self.events.iter().filter(|(e, _)| *e == KeyEvent::Expired).map(|(_, k)| &k[..])
-    }
-
     /// True if key events wait in the log.
     #[inline]
     pub fn has_events(&self) -> bool {
