@@ -284,7 +284,9 @@ fn set_generic(ctx: &mut Ctx, cmd: &str, o: &StrOpts, key: &[u8], val: &[u8], re
         // The old value is the reply whatever happens next.
         reply_get(ctx, key)?;
     }
-    let found = ctx.db().contains(key, now);
+    // Only the conditions read whether the key exists: a plain SET does
+    // not pay a second lookup of it.
+    let found = (o.nx || o.xx || o.cond.is_some()) && ctx.db().contains(key, now);
     let mut refused = (o.nx && found) || ((o.xx || o.cond.is_some_and(|(c, _)| c.needs_key())) && !found);
     if let (Some((c, arg)), true, false) = (o.cond, found, refused) {
         // The condition reads the old value, which must then be a string
