@@ -126,7 +126,7 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     // Expired keys leave the write stream as DEL (UNLINK with
     // lazyfree-lazy-expire), as Redis propagates them to replicas and the AOF.
     let replay_keys = !srv.feed.is_empty();
-    let expire_cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
+    let expire_cmd = srv.expire_cmd();
     let (tell_keys, want_fields) = (tell_keys || track || replay_keys, tell_fields || track);
     // Keys to publish events for, filled by the storage callbacks only
     // when someone may hear them.

@@ -208,7 +208,13 @@ fn replica_refusal(srv: &Server, host: &dyn Host, table: &CommandMap, c: &Client
 /// EXEC of a transaction that queued one (Redis).
 fn no_async_loading(table: &CommandMap, c: &Client, spec: &Spec) -> bool {
     spec.has(flags::NO_ASYNC_LOADING)
-        || (spec.full_name == "exec" && c.multi.as_ref().is_some_and(|q| q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::NO_ASYNC_LOADING)))))
+        || (spec.full_name == "exec" && queued_has(table, c, flags::NO_ASYNC_LOADING))
+}
+
+/// True if the client's open transaction queued a command flagged `flag`
+/// (what a check of EXEC judges it by).
+fn queued_has(table: &CommandMap, c: &Client, flag: u32) -> bool {
+    c.multi.as_ref().is_some_and(|q| q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flag))))
 }
 
 /// Commands a RESP2 client in Pub/Sub mode may run.
@@ -222,9 +228,7 @@ fn allowed_in_pubsub(name: &str) -> bool {
 /// DISCARD, QUIT or RESET themselves.
 fn oom_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> bool {
     match spec.full_name {
-        "exec" => c.multi.as_ref().is_some_and(|q| {
-            q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::DENYOOM)))
-        }),
+        "exec" => queued_has(table, c, flags::DENYOOM),
         "discard" | "quit" | "reset" => false,
         _ => host.scripts_ref().command_flags(spec, argv) & flags::DENYOOM != 0 || c.multi.is_some(),
     }
@@ -234,7 +238,7 @@ fn oom_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, a
 /// EXEC of a transaction that queued one, and PING, as Redis does.
 fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>]) -> bool {
     match spec.full_name {
-        "exec" => c.multi.as_ref().is_some_and(|q| q.iter().any(|a| matches!(lookup(table, a), Lookup::Found(s) if s.has(flags::WRITE)))),
+        "exec" => queued_has(table, c, flags::WRITE),
         "ping" => true,
         _ => host.scripts_ref().command_flags(spec, argv) & flags::WRITE != 0,
     }

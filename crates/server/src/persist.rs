@@ -81,7 +81,7 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
     // rdb-key-save-delay slows an RDB save on this thread too (SAVE, the
     // shutdown's save), as Redis's; not a base for the AOF, which this
     // thread writes only when the AOF is turned on.
-    let key_delay = if aof_base { 0 } else { srv.config.get("rdb-key-save-delay").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) };
+    let key_delay = if aof_base { 0 } else { key_save_delay(srv).max(0) as u64 };
     let shutting_down = srv.shutdown_signal.is_some();
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
     let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), rdb::RDB_VERSION, opts).map_err(|e| e.to_string())?;
@@ -419,14 +419,15 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
         let loaded = rdb::load_into(bytes, &mut fresh, &opts).map_err(|e| e.to_string())?;
         srv.config.log.notice("MASTER <-> REPLICA sync: Discarding the old data");
         let old = std::mem::replace(&mut srv.dbs, fresh);
-        if srv.config.flag("replica-lazy-flush") {
-            let n = old.iter().map(|d| d.len() as u64).sum();
-            srv.lazyfree.free(Box::new(old), n);
-        }
+        discard_replaced(srv, old);
         loaded
     } else {
         srv.config.log.notice("MASTER <-> REPLICA sync: Flushing old data");
-        flush_for_sync(srv);
+        let fresh = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
+        let old = std::mem::replace(&mut srv.dbs, fresh);
+        discard_replaced(srv, old);
+        srv.apply_db_settings();
+        srv.apply_expire_mode();
         srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
         match rdb::load_into(bytes, &mut srv.dbs, &opts) {
             Ok(l) => l,
@@ -444,20 +445,14 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
     Ok(LoadStats { keys: loaded.inserted, expired: loaded.expired_skipped, empty: loaded.summary.empty_skipped })
 }
 
-/// Empties every database before a full sync's image loads: on the
-/// freeing thread with `replica-lazy-flush` (counted in lazyfreed_objects,
-/// as Redis counts a lazy flush), here otherwise.
-fn flush_for_sync(srv: &mut Server) {
-    let lazy = srv.config.flag("replica-lazy-flush");
-    for db in &mut srv.dbs {
-        let n = db.len() as u64;
-        if lazy && n > 0 {
-            if let Some(old) = db.detach() {
-                srv.lazyfree.free(Box::new(old), n);
-            }
-        } else {
-            db.clear();
-        }
+/// Frees the databases a full sync's image replaced (no save runs: the
+/// load aborted it): on the freeing thread with `replica-lazy-flush`
+/// (counted in lazyfreed_objects, as Redis counts a lazy flush), here
+/// otherwise. The new databases take their settings at the load's end.
+fn discard_replaced(srv: &mut Server, old: Vec<storage::Db>) {
+    let n: u64 = old.iter().map(|d| d.len() as u64).sum();
+    if srv.config.flag("replica-lazy-flush") && n > 0 {
+        srv.lazyfree.free(Box::new(old), n);
     }
 }
 
@@ -475,8 +470,14 @@ fn next_job() -> u64 {
 /// the delay is what ends the slow save).
 pub fn config_changed(srv: &mut Server) {
     if let Some(job) = &srv.bgsave {
-        job.set_key_delay(srv.config.get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0));
+        job.set_key_delay(key_save_delay(srv));
     }
+}
+
+/// `rdb-key-save-delay`, in microseconds per key (negative -k: about one
+/// microsecond every k keys).
+fn key_save_delay(srv: &Server) -> i64 {
+    srv.config.get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path: PathBuf, tmp: PathBuf) -> Result<(), String> {
@@ -490,7 +491,7 @@ fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path:
         path,
         tmp,
         opts: WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") },
-        key_delay_us: srv.config.get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0),
+        key_delay_us: key_save_delay(srv),
         now,
         redis_ver: crate::REDIS_VERSION,
         ctime_secs: now / 1000,

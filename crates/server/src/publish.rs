@@ -149,8 +149,8 @@ pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
             // the command that found it: a replica keeps due keys until
             // told, and an AOF replays the command onto the old key.
             if !srv.feed.is_empty() {
-                let cmd: &[u8] = if srv.config.flag("lazyfree-lazy-expire") { b"UNLINK" } else { b"DEL" };
-                srv.feed.push(db, vec![cmd.to_vec(), key.to_vec()]);
+                let cmd = srv.expire_cmd().to_vec();
+                srv.feed.push(db, vec![cmd, key.to_vec()]);
             }
             if srv.tracking.clients > 0 {
                 invalidate_key(srv, cur.as_deref(), None, &key, true);

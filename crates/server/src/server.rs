@@ -559,6 +559,16 @@ pub struct Server {
 pub const MISCONF_RDB: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 impl Server {
+    /// How a key that expired leaves the write stream: DEL, or UNLINK with
+    /// lazyfree-lazy-expire, as Redis propagates it.
+    pub fn expire_cmd(&self) -> &'static [u8] {
+        if self.config.flag("lazyfree-lazy-expire") {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        }
+    }
+
     /// Why writes are refused for a disk error, if they are (MISCONF).
     #[inline]
     pub fn disk_error(&self) -> Option<&'static str> {
