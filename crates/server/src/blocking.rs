@@ -240,11 +240,15 @@ impl Blocking {
     }
 
     /// Marks `key` of `db` as possibly ready; a no-op unless someone waits on it.
-    #[inline]
+    #[inline(always)]
     pub fn signal(&mut self, db: usize, key: &[u8]) {
-        if self.waiters.is_empty() {
-            return;
+        if !self.waiters.is_empty() {
+            self.signal_waited(db, key);
         }
+    }
+
+    #[inline(never)]
+    fn signal_waited(&mut self, db: usize, key: &[u8]) {
         let k = (db, key.to_vec());
         if self.waiters.contains_key(&k) && self.ready_set.insert(k.clone()) {
             self.ready.push_back(k);
@@ -406,7 +410,13 @@ impl Blocking {
     /// parks `c` (keeping `argv` and the `usec` this run took) and returns
     /// true; the command is then not accounted yet. A request from a handler
     /// that failed (`ok` false) is dropped.
+    #[inline(always)]
     pub fn park_if_requested(&mut self, c: &mut Client, argv: &[Vec<u8>], usec: u64, ok: bool) -> bool {
+        self.request.is_some() && self.park(c, argv, usec, ok)
+    }
+
+    #[inline(never)]
+    fn park(&mut self, c: &mut Client, argv: &[Vec<u8>], usec: u64, ok: bool) -> bool {
         let Some(mut req) = self.request.take() else { return false };
         if !ok {
             return false;

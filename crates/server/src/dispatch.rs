@@ -27,6 +27,16 @@ fn runs_in_multi(name: &str) -> bool {
 /// or a shutdown waiting for replicas.
 #[inline]
 pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
+    // Nothing pauses: one test of three fields on every command.
+    if srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none() {
+        return false;
+    }
+    is_paused_slow(srv, host, spec, argv, now)
+}
+
+#[cold]
+#[inline(never)]
+fn is_paused_slow(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
     let Some(write_only) = srv.paused_at(now) else { return false };
     if !write_only {
         return true;
@@ -266,11 +276,15 @@ fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
 /// Serves the clients waiting on signalled keys (see the module header).
 /// Called after each top-level command; the running client is not in
 /// `srv.clients` and is never one of the waiters served.
-#[inline]
+#[inline(always)]
 pub fn serve_ready(srv: &mut Server, host: &mut dyn Host) {
-    if !srv.blocking.has_ready() {
-        return;
+    if srv.blocking.has_ready() {
+        serve_all_ready(srv, host);
     }
+}
+
+#[inline(never)]
+fn serve_all_ready(srv: &mut Server, host: &mut dyn Host) {
     while let Some(k) = srv.blocking.pop_ready() {
         serve_key(srv, host, &k);
     }

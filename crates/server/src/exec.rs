@@ -183,10 +183,11 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     }
     srv.feed.leave();
     let end = Instant::now();
-    let usec = end.duration_since(start).as_micros() as u64;
+    let took = end.duration_since(start);
+    let usec = took.as_micros() as u64;
     if srv.feed.depth() == 0 {
         // Top level only: EXEC and scripts include what they ran.
-        srv.el.cmd_ns += end.duration_since(start).as_nanos() as u64;
+        srv.el.cmd_ns += took.as_nanos() as u64;
     }
     // Keys the command found expired and deleted count as expired (INFO expired_keys).
     srv.expired_keys += srv.dbs[db].take_lazy_expired();

@@ -799,11 +799,15 @@ impl Server {
 
     /// Marks every client watching (db, key) as dirty; `current` is the
     /// client running the command (not in `clients` while it runs).
-    #[inline]
+    #[inline(always)]
     pub fn touch_watched(&mut self, db: usize, key: &[u8], current: &mut Client) {
-        if self.watched.is_empty() {
-            return;
+        if !self.watched.is_empty() {
+            self.touch_watchers(db, key, current);
         }
+    }
+
+    #[inline(never)]
+    fn touch_watchers(&mut self, db: usize, key: &[u8], current: &mut Client) {
         if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
             for id in ids {
                 if *id == current.id {
