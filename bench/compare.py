@@ -5,6 +5,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
+  bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py latency    [-n N] [--probe get|ping]
   bench/compare.py hash       [--sizes 100,511,...] [--no-ttl]
   bench/compare.py hash-expiry [-n N] [--ttl-ms 3000] [--rounds 3]
@@ -24,6 +25,9 @@ memory      bytes per key (INFO used_memory delta / N, INFO used_memory_rss and
               intkeys   SET key:<n> <n>                                  (N=1,000,000)
 throughput  redis-benchmark -t set,get,incr,mset -c 50 -n 2000000 -r 1000000 -P {1,16},
             alternating between the servers; requests/s and the ratio densekv/redis
+instructions  the server's user-space instructions per request under callgrind
+            (valgrind), redis-benchmark -P 16 over -r 100,000: an A/B of two builds that
+            a busy machine does not move (runs agree within a few percent), for few-percent questions
 cpu         the server's main-thread CPU per request (/proc) under redis-benchmark -P 16,
             alternating servers: an A/B of two builds (old binary as --redis-bin) that
             a shared machine's noise does not swamp, as it does requests/s
@@ -106,6 +110,7 @@ import io
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -901,6 +906,75 @@ def cmd_cpu(args) -> None:
     table(["test", "-P", "densekv ns/req", "redis ns/req", "densekv/redis"], rows)
     tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
     print(f"(median of {args.rounds} rounds; CPU is read in clock ticks: resolution {tick:.0f} ns/req)\n")
+
+
+def callgrind_per_request(binary: str, test: str, n: int, clients: int, pipeline: int, timeout: float) -> float:
+    """User-space instructions per request of `binary` (Redis or densekv) under
+    redis-benchmark, counted by callgrind over `n` requests after a warm-up;
+    the counters are zeroed after start-up and the warm-up, then dumped."""
+    port = free_port()
+    d = tempfile.mkdtemp(prefix="bench-callgrind-")
+    out = os.path.join(d, "cg.out")
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary,
+            "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(argv, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with socket.create_connection((HOST, port), timeout=2) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline or proc.poll() is not None:
+                raise SystemExit(f"{binary} did not start under valgrind")
+            time.sleep(0.3)
+        bench = ["redis-benchmark", "-h", HOST, "-p", str(port), "-t", test, "-c", str(clients),
+                 "-r", "100000", "-P", str(pipeline), "-q"]
+        subprocess.run([*bench, "-n", str(max(n // 5, 1000))], capture_output=True, timeout=timeout, check=True)
+        subprocess.run(["callgrind_control", "-z", str(proc.pid)], capture_output=True, check=True)
+        subprocess.run([*bench, "-n", str(n)], capture_output=True, timeout=timeout, check=True)
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], capture_output=True, check=True)
+        for name in sorted(os.listdir(d)):
+            text = Path(d, name).read_text(errors="replace") if name.startswith("cg.out.") else ""
+            if "Trigger: dump" in text:
+                m = re.search(r"^summary: (\d+)", text, re.M)
+                if m:
+                    return int(m.group(1)) / n
+        raise SystemExit(f"no callgrind dump for {binary}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def cmd_instructions(args) -> None:
+    """Instructions per request, an A/B of two builds (old binary as
+    --redis-bin) that no noise of a shared machine moves: callgrind counts
+    the server's user-space instructions exactly; what varies between runs
+    is how requests batch into event-loop turns and how many keys are new
+    (a few percent; take the median of --rounds). System
+    calls are the kernel's and the same for both, so this measures the
+    server's own code per request, not requests/s."""
+    header("densekv vs other build: user-space instructions per request (callgrind)", args)
+    n = args.n or 100_000
+    rows = []
+    for test in args.tests.split(","):
+        per: dict[str, list[float]] = {"densekv": [], "redis": []}
+        for _ in range(args.rounds):
+            per["densekv"].append(callgrind_per_request(args.densekv_bin, test, n, args.clients, args.pipeline, args.timeout))
+            per["redis"].append(callgrind_per_request(args.redis_bin, test, n, args.clients, args.pipeline, args.timeout))
+        a, b = statistics.median(per["densekv"]), statistics.median(per["redis"])
+        rows.append([test, args.pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b)])
+    table(["test", "-P", "densekv instr/req", "other instr/req", "densekv/other"], rows)
+    print(f"(median of {args.rounds} runs of {n:,} requests each, after a warm-up of {max(n // 5, 1000):,}; "
+          "needs valgrind)\n")
 
 
 # ---------------------------------------------------------------- latency
@@ -1750,6 +1824,14 @@ def main() -> None:
     p.add_argument("--tests", default="set,get,incr,mset")
     p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
     p.set_defaults(func=cmd_throughput)
+
+    p = sub.add_parser("instructions", parents=[common],
+                       help="user-space instructions per request under callgrind (A/B of builds)")
+    p.add_argument("--pipeline", type=int, default=16)
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--tests", default="set,get,incr,mset")
+    p.add_argument("--rounds", type=int, default=1, help="runs per server and test (median)")
+    p.set_defaults(func=cmd_instructions)
 
     p = sub.add_parser("cpu", parents=[common], help="server CPU per request (A/B of builds)")
     p.add_argument("--pipeline", type=int, default=16)
