@@ -473,6 +473,14 @@ impl Client {
 
     /// One CLIENT LIST / CLIENT INFO line (without the trailing newline).
     pub fn info_line(&self, now: Instant) -> String {
+        self.info_line_with(now, 0)
+    }
+
+    /// `info_line` for a replica with `stream` bytes of the replication
+    /// stream not sent yet: they count in its `omem` and `tot-mem`, as the
+    /// shared buffer holds them for it.
+    pub fn info_line_with(&self, now: Instant, stream: u64) -> String {
+        let stream = stream as usize;
         let name = self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let lib_name = self.lib_name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let lib_ver = self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
@@ -497,8 +505,8 @@ impl Client {
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
             self.multi_mem(),
-            self.reply.buf.len() - self.sent,
-            self.memory(),
+            self.reply.buf.len() - self.sent + stream,
+            self.memory() + stream,
             self.last_cmd,
             self.user_name(),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),

@@ -806,17 +806,39 @@ fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, arg
 const BULK_PER_FLUSH: usize = 32 << 20;
 
 /// Writes as much pending reply as the socket takes, then as much of a
-/// bulk file (`Client::bulk`) as it goes on taking.
+/// bulk file (`Client::bulk`) or, for a replica, of the replication
+/// stream it has not been sent (`replication::refill`) as it goes on
+/// taking.
 pub fn flush(srv: &mut Server, c: &mut Client) {
     let mut budget = BULK_PER_FLUSH;
+    let mut streamed = false;
     loop {
         if c.tls.is_some() {
             flush_tls(srv, c);
         } else {
             flush_plain(srv, c);
         }
-        if c.bulk.is_none() || c.close_asap || c.sent < c.reply.buf.len() {
-            return;
+        if c.close_asap || c.sent < c.reply.buf.len() {
+            break;
+        }
+        if c.bulk.is_none() {
+            if c.repl_role != ReplRole::Replica {
+                return;
+            }
+            // A replica: the next chunk of the stream, from the shared
+            // buffer. Past the budget it waits in the output buffer, and
+            // the client is woken to write it.
+            let n = crate::replication::refill(srv, c, crate::replication::REFILL);
+            if n == 0 {
+                break;
+            }
+            streamed = true;
+            if budget <= n {
+                srv.woken.push(c.id);
+                break;
+            }
+            budget -= n;
+            continue;
         }
         if budget == 0 {
             srv.woken.push(c.id);
@@ -834,6 +856,10 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
                 return;
             }
         }
+    }
+    if streamed {
+        // The blocks it was the last to need go.
+        crate::replication::trim(srv);
     }
 }
 

@@ -35,12 +35,12 @@ pub enum ReplicaState {
     /// Asked for a full sync; waits for a background save to start.
     WaitBgsaveStart,
     /// Got +FULLRESYNC; waits for the RDB image (the stream meanwhile
-    /// accumulates in `Replica::pending`).
+    /// stays in the shared buffer, from `Replica::pos` on).
     WaitBgsaveEnd,
-    /// The image is on its way (`Client::bulk`); the stream accumulates in
-    /// `Replica::pending` until it is through.
+    /// The image is on its way (`Client::bulk`); the stream waits in the
+    /// shared buffer until it is through.
     SendBulk,
-    /// Synchronized: the stream goes straight into its output buffer.
+    /// Synchronized: the stream goes from the shared buffer to its socket.
     Online,
 }
 
@@ -77,9 +77,11 @@ pub struct Replica {
     pub wait_ack: bool,
     /// It sent SYNC, not PSYNC: no +FULLRESYNC line, no ACKs expected.
     pub plain_sync: bool,
-    /// Stream bytes not yet in its output buffer (while it waits for the
-    /// RDB, or while it is the client running a command).
-    pub pending: Vec<u8>,
+    /// Its position in the shared buffer (`Backlog`): the offset of the
+    /// last stream byte copied into its output buffer. What follows is
+    /// what it has not been sent yet; while it waits for its image this
+    /// is the image's offset. Unused before +FULLRESYNC.
+    pub pos: i64,
     /// When it began to wait for a full sync (repl-diskless-sync-delay).
     pub wait_since: Instant,
     /// The offset its AOF has fsynced (REPLCONF ACK ... FACK), -1 when it
@@ -100,7 +102,7 @@ impl Replica {
             capa_psync2: false,
             plain_sync: false,
             wait_ack: false,
-            pending: Vec::new(),
+            pos: 0,
             wait_since: Instant::now(),
             aof_ack: -1,
         }
@@ -113,56 +115,115 @@ impl Default for Replica {
     }
 }
 
-/// The replication backlog: the last `size` bytes of the stream, so that
-/// a replica that lost its link can continue from its offset.
+/// Bytes a block of the shared replication buffer holds: a longer write
+/// spans blocks, so the buffer is released in steps of this size at most.
+pub const BLOCK: usize = 16 * 1024;
+
+/// One block of the shared replication buffer.
+#[derive(Debug)]
+struct Block {
+    /// Stream offset of the byte before its first one.
+    at: i64,
+    bytes: Vec<u8>,
+}
+
+/// The replication buffer: the stream, appended once, as a list of
+/// blocks that the backlog and every replica share. The backlog is the
+/// whole list (INFO repl_backlog_histlen); a replica is a position in it
+/// (`Replica::pos`), not a copy. The oldest blocks are released only when
+/// no replica still needs them and what stays holds at least the
+/// configured `repl-backlog-size`, so a slow replica makes the backlog
+/// grow past that size, and a PSYNC may continue from any offset still
+/// held.
 #[derive(Debug, Default)]
 pub struct Backlog {
-    buf: VecDeque<u8>,
-    size: usize,
-    /// Stream offset of the byte after the last one held.
+    blocks: VecDeque<Block>,
+    /// Stream offset of the byte before the first one held.
+    start: i64,
+    /// Stream offset of the last byte held.
     end: i64,
+    /// Configured size (repl-backlog-size).
+    size: usize,
+    /// Bytes the blocks allocated.
+    mem: usize,
+    /// Room a new block makes (`BLOCK`; 0 reads as `BLOCK`; tests use
+    /// small blocks).
+    block: usize,
     /// False until the first replica attaches (INFO repl_backlog_active).
     pub active: bool,
 }
 
 impl Backlog {
-    /// An empty backlog holding up to `size` bytes, whose next byte is at
-    /// offset `end + 1` (Redis's offsets count from 1).
+    /// An empty buffer keeping at least `size` bytes, whose next byte is
+    /// at offset `end + 1` (Redis's offsets count from 1).
     pub fn reset(&mut self, size: usize, end: i64) {
-        self.buf.clear();
+        self.blocks.clear();
+        self.mem = 0;
         self.size = size.max(1);
+        self.start = end;
         self.end = end;
     }
 
-    /// Resizes (CONFIG SET repl-backlog-size), keeping the newest bytes.
-    pub fn resize(&mut self, size: usize) {
+    /// Sets the size to keep (CONFIG SET repl-backlog-size); `trim`
+    /// releases what a smaller one no longer keeps.
+    pub fn set_size(&mut self, size: usize) {
         self.size = size.max(1);
-        while self.buf.len() > self.size {
-            self.buf.pop_front();
+    }
+
+    /// Appends stream bytes: into the room the newest block has left,
+    /// the rest into new blocks.
+    pub fn append(&mut self, bytes: &[u8]) {
+        let mut at = self.end;
+        self.end += bytes.len() as i64;
+        let mut rest = bytes;
+        if let Some(last) = self.blocks.back_mut() {
+            let n = (last.bytes.capacity() - last.bytes.len()).min(rest.len());
+            last.bytes.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            at += n as i64;
+        }
+        let block = if self.block == 0 { BLOCK } else { self.block };
+        while !rest.is_empty() {
+            let n = rest.len().min(block);
+            let mut b = Vec::with_capacity(block);
+            b.extend_from_slice(&rest[..n]);
+            self.mem += b.capacity();
+            self.blocks.push_back(Block { at, bytes: b });
+            rest = &rest[n..];
+            at += n as i64;
         }
     }
 
-    /// Appends stream bytes, dropping the oldest past the size.
-    pub fn append(&mut self, bytes: &[u8]) {
-        self.end += bytes.len() as i64;
-        if bytes.len() >= self.size {
-            self.buf.clear();
-            self.buf.extend(&bytes[bytes.len() - self.size..]);
-            return;
+    /// Releases the oldest blocks that no replica needs (`hold`: the
+    /// lowest offset a replica was given up to; `i64::MAX` for none) and
+    /// that the configured size does not keep: what stays holds at least
+    /// `size` bytes, and at least one block.
+    pub fn trim(&mut self, hold: i64) {
+        while self.blocks.len() > 1 {
+            let first = &self.blocks[0];
+            let len = first.bytes.len() as i64;
+            if self.histlen() - len < self.size as i64 || hold < first.at + len {
+                break;
+            }
+            self.mem -= first.bytes.capacity();
+            self.start += len;
+            self.blocks.pop_front();
         }
-        let over = (self.buf.len() + bytes.len()).saturating_sub(self.size);
-        self.buf.drain(..over);
-        self.buf.extend(bytes);
     }
 
     /// Bytes held (INFO repl_backlog_histlen).
     pub fn histlen(&self) -> i64 {
-        self.buf.len() as i64
+        self.end - self.start
     }
 
     /// Offset of the oldest byte held (INFO repl_backlog_first_byte_offset).
     pub fn first_offset(&self) -> i64 {
-        self.end - self.buf.len() as i64 + 1
+        self.start + 1
+    }
+
+    /// Offset of the last byte held.
+    pub fn end(&self) -> i64 {
+        self.end
     }
 
     /// Configured size.
@@ -170,14 +231,37 @@ impl Backlog {
         self.size
     }
 
-    /// The bytes from offset `from` to the end, if the backlog still
-    /// holds them.
-    pub fn since(&self, from: i64) -> Option<Vec<u8>> {
-        if !self.active || from < self.first_offset() || from > self.end + 1 {
+    /// Bytes the blocks allocated (INFO mem_total_replication_buffers).
+    pub fn memory(&self) -> usize {
+        self.mem
+    }
+
+    /// True if a replica can continue from offset `from` (the first byte
+    /// it lacks): the bytes from there on are all held.
+    pub fn holds(&self, from: i64) -> bool {
+        self.active && from > self.start && from <= self.end + 1
+    }
+
+    /// Appends to `out` up to `max` bytes that follow offset `pos` (a
+    /// replica's position); returns how many. None if bytes after `pos`
+    /// are no longer held.
+    pub fn read(&self, pos: i64, max: usize, out: &mut Vec<u8>) -> Option<usize> {
+        if pos < self.start || pos > self.end {
             return None;
         }
-        let skip = (from - self.first_offset()) as usize;
-        Some(self.buf.iter().skip(skip).copied().collect())
+        let mut i = self.blocks.partition_point(|b| b.at + b.bytes.len() as i64 <= pos);
+        let mut at = pos;
+        let mut left = max;
+        while left > 0 && i < self.blocks.len() {
+            let b = &self.blocks[i];
+            let from = (at - b.at) as usize;
+            let n = (b.bytes.len() - from).min(left);
+            out.extend_from_slice(&b.bytes[from..from + n]);
+            at += n as i64;
+            left -= n;
+            i += 1;
+        }
+        Some((at - pos) as usize)
     }
 }
 
@@ -479,25 +563,60 @@ impl Sink for StreamSink {
 mod tests {
     use super::*;
 
+    fn read_all(b: &Backlog, pos: i64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        b.read(pos, usize::MAX, &mut out).map(|_| out)
+    }
+
     #[test]
-    fn backlog_keeps_the_newest_bytes_and_their_offsets() {
-        let mut b = Backlog::default();
+    fn backlog_keeps_the_newest_blocks_and_their_offsets() {
+        let mut b = Backlog { block: 4, ..Backlog::default() };
         b.reset(8, 0);
         b.active = true;
         assert_eq!(b.first_offset(), 1);
         b.append(b"abcde");
         assert_eq!((b.first_offset(), b.histlen()), (1, 5));
-        assert_eq!(b.since(3).as_deref(), Some(&b"cde"[..]));
-        assert_eq!(b.since(6).as_deref(), Some(&b""[..]));
-        assert_eq!(b.since(7), None);
+        assert!(b.holds(3) && b.holds(6) && !b.holds(7) && !b.holds(0));
+        assert_eq!(read_all(&b, 2).as_deref(), Some(&b"cde"[..]));
+        assert_eq!(read_all(&b, 5).as_deref(), Some(&b""[..]));
+        assert_eq!(read_all(&b, 6), None);
+        let mut two = Vec::new();
+        assert_eq!(b.read(1, 2, &mut two), Some(2));
+        assert_eq!(two, b"bc");
         b.append(b"fghij");
-        assert_eq!((b.first_offset(), b.histlen()), (3, 8));
-        assert_eq!(b.since(2), None);
-        assert_eq!(b.since(9).as_deref(), Some(&b"ij"[..]));
+        b.trim(i64::MAX);
+        // Dropping the first block would leave fewer than 8 bytes.
+        assert_eq!((b.first_offset(), b.histlen()), (1, 10));
+        assert_eq!(read_all(&b, 8).as_deref(), Some(&b"ij"[..]));
         b.append(b"0123456789");
-        assert_eq!(b.first_offset(), 13);
-        assert_eq!(b.since(13).as_deref(), Some(&b"23456789"[..]));
-        assert_eq!(b.since(12), None);
+        b.trim(i64::MAX);
+        assert_eq!((b.first_offset(), b.histlen()), (13, 8));
+        assert_eq!(read_all(&b, 12).as_deref(), Some(&b"23456789"[..]));
+        assert!(!b.holds(12) && b.holds(13));
+        assert_eq!(read_all(&b, 11), None);
+        assert_eq!(b.memory(), 8);
+    }
+
+    #[test]
+    fn a_replica_position_holds_blocks_past_the_size() {
+        let mut b = Backlog { block: 4, ..Backlog::default() };
+        b.reset(4, 100);
+        b.active = true;
+        for _ in 0..10 {
+            b.append(b"wxyz");
+            // A replica was given nothing past offset 102.
+            b.trim(102);
+        }
+        assert_eq!((b.first_offset(), b.histlen(), b.memory()), (101, 40, 40));
+        assert!(b.holds(103));
+        assert_eq!(read_all(&b, 102).map(|v| v.len()), Some(38));
+        // It moved on: only the configured size stays.
+        b.trim(140);
+        assert_eq!((b.first_offset(), b.histlen(), b.memory()), (137, 4, 4));
+        b.set_size(100);
+        b.append(&[b'x'; 10]);
+        b.trim(i64::MAX);
+        assert_eq!((b.histlen(), b.memory()), (14, 16));
     }
 
     #[test]

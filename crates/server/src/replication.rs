@@ -7,10 +7,15 @@
 //! primary is an ordinary client whose commands run through dispatch
 //! (`net::process_input` counts their bytes into the offset).
 //!
+//! The stream is kept once, in the shared buffer (`repl::Backlog`): the
+//! backlog and every replica read it, each replica from its own position
+//! (`Replica::pos`), copied into its output buffer a chunk at a time as
+//! its socket takes it (`refill`).
+//!
 //! A full sync never forks nor blocks: the image is a background save
 //! (`persist::repl_save_start`, the same snapshot BGSAVE uses) started at
-//! a known offset; what is written meanwhile accumulates in each waiting
-//! replica's `pending` and follows the image into its output buffer.
+//! a known offset; what is written meanwhile stays in the shared buffer,
+//! held by each waiting replica's position, and follows the image.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -36,7 +41,8 @@ pub fn config_changed(srv: &mut Server) {
     srv.repl.min_replicas = srv.config.get("min-replicas-to-write").and_then(|v| v.parse().ok()).unwrap_or(0);
     let size = backlog_size(srv);
     if srv.repl.backlog.active && srv.repl.backlog.size() != size {
-        srv.repl.backlog.resize(size);
+        srv.repl.backlog.set_size(size);
+        trim(srv);
     }
 }
 
@@ -104,8 +110,9 @@ pub fn replicate_only(srv: &mut Server, argv: &[Vec<u8>]) {
     feed_raw(srv, &v);
 }
 
-/// Appends `bytes` to the stream: the backlog, the offset, every replica
-/// (online ones get them now, the others after their image).
+/// Appends `bytes` to the stream: the offset and the shared buffer, which
+/// every replica reads from its position (online ones now, the others
+/// after their image).
 pub fn feed_raw(srv: &mut Server, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
@@ -115,47 +122,129 @@ pub fn feed_raw(srv: &mut Server, bytes: &[u8]) {
         srv.repl.backlog.append(bytes);
     }
     if srv.repl.replicas.is_empty() {
+        trim(srv);
         return;
-    }
-    for r in srv.repl.replicas.values_mut() {
-        if r.state != ReplicaState::WaitBgsaveStart {
-            r.pending.extend_from_slice(bytes);
-        }
     }
     deliver(srv);
 }
 
-/// Moves online replicas' pending bytes into their output buffers (a
-/// replica that is the running client gets them at the next call). A
-/// replica whose unsent bytes pass the `replica` class's
-/// client-output-buffer-limit (hard, or soft for too long) is cut off, as
-/// Redis cuts it: it resyncs.
+/// Stream bytes copied into a replica's output buffer at a time: the rest
+/// stays in the shared buffer until its socket took these.
+pub const REFILL: usize = 64 * 1024;
+
+/// True for a replica whose position holds the shared buffer: it got
+/// +FULLRESYNC or +CONTINUE.
+fn holds(r: &Replica) -> bool {
+    r.state != ReplicaState::WaitBgsaveStart
+}
+
+/// The stream bytes `r` has not been given yet.
+fn unsent(repl: &crate::repl::Repl, r: &Replica) -> u64 {
+    if holds(r) {
+        (repl.backlog.end() - r.pos).max(0) as u64
+    } else {
+        0
+    }
+}
+
+/// What counts against replica `id`'s client-output-buffer-limit, and
+/// what CLIENT LIST adds to its `omem`: the stream it was not sent yet,
+/// beyond its output buffer.
+pub fn replica_unsent(srv: &Server, id: ClientId) -> u64 {
+    srv.repl.replicas.get(&id).map_or(0, |r| unsent(&srv.repl, r))
+}
+
+/// The `replica` class's limit as it applies: a hard limit below
+/// repl-backlog-size counts as that size, as in Redis, since a replica
+/// may be sent that much at once by a partial resync (and the bytes are
+/// the backlog's anyway).
+fn replica_limit(srv: &Server) -> crate::config::ObufLimit {
+    let mut l = srv.config.obuf.replica;
+    let size = srv.repl.backlog.size() as u64;
+    if l.hard > 0 && l.hard < size {
+        l.hard = size;
+    }
+    l
+}
+
+/// Gives online replicas with an empty output buffer the next chunk of
+/// the stream (a replica that is the running client gets it when its
+/// reply is written). A replica whose unsent stream and output pass the
+/// `replica` class's client-output-buffer-limit (hard, or soft for too
+/// long) is cut off, as Redis cuts it: it resyncs. Then releases the
+/// blocks nobody needs.
 pub fn deliver(srv: &mut Server) {
-    let limit = srv.config.obuf.replica;
+    let limit = replica_limit(srv);
     let Server { repl, clients, woken, config, obuf_kills, sweep_clients, .. } = srv;
+    let end = repl.backlog.end();
     for (id, r) in repl.replicas.iter_mut() {
-        if r.pending.is_empty() || r.state == ReplicaState::WaitBgsaveStart {
+        if !holds(r) {
             continue;
         }
         let Some(c) = clients.get_mut(id) else { continue };
         if c.close_asap {
             continue;
         }
-        if crate::obuf::over(limit, (r.pending.len() + c.pending_out()) as u64, &mut c.obuf_soft_since) {
-            config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line(Instant::now())));
+        let left = (end - r.pos).max(0) as u64;
+        if left == 0 && c.obuf_soft_since.is_none() {
+            continue;
+        }
+        if crate::obuf::over(limit, left + c.pending_out() as u64, &mut c.obuf_soft_since) {
+            config.log.warning(&format!("Client {} scheduled to be closed ASAP for overcoming of output buffer limits.", c.info_line_with(Instant::now(), left)));
             c.close_asap = true;
             *obuf_kills += 1;
             *sweep_clients = true;
-            r.pending.clear();
             continue;
         }
-        if r.state != ReplicaState::Online || r.wait_ack {
+        if left == 0 || r.state != ReplicaState::Online || r.wait_ack || c.bulk.is_some() || c.pending_out() > 0 {
             continue;
         }
-        c.reply.raw(&r.pending);
-        r.pending.clear();
+        match repl.backlog.read(r.pos, REFILL, &mut c.reply.buf) {
+            Some(n) => r.pos += n as i64,
+            None => lost_position(config, c, sweep_clients),
+        }
         woken.push(*id);
     }
+    trim(srv);
+}
+
+/// A replica whose position fell out of the shared buffer (it was reset
+/// under it) cannot be continued: it is closed, and resyncs.
+fn lost_position(config: &crate::config::Config, c: &mut Client, sweep: &mut bool) {
+    config.log.warning(&format!("Replica {} lost its place in the replication buffer; closing it", c.addr));
+    c.close_asap = true;
+    *sweep = true;
+}
+
+/// From `flush`, once replica `c`'s output buffer is written: copies up
+/// to `max` more bytes of the stream it has not been given into it.
+/// Returns how many.
+pub fn refill(srv: &mut Server, c: &mut Client, max: usize) -> usize {
+    if c.repl_role != ReplRole::Replica || c.bulk.is_some() || c.close_asap {
+        return 0;
+    }
+    let Some(r) = srv.repl.replicas.get_mut(&c.id) else { return 0 };
+    if r.state != ReplicaState::Online || r.wait_ack || r.pos >= srv.repl.backlog.end() {
+        return 0;
+    }
+    match srv.repl.backlog.read(r.pos, max, &mut c.reply.buf) {
+        Some(n) => {
+            r.pos += n as i64;
+            n
+        }
+        None => {
+            lost_position(&srv.config, c, &mut srv.sweep_clients);
+            0
+        }
+    }
+}
+
+/// Releases the shared buffer's oldest blocks that no replica needs and
+/// the configured backlog size does not keep. A replica being closed no
+/// longer holds anything.
+pub fn trim(srv: &mut Server) {
+    let hold = srv.repl.replicas.iter().filter(|(id, r)| holds(r) && srv.clients.get(id).is_none_or(|c| !c.close_asap)).map(|(_, r)| r.pos).min().unwrap_or(i64::MAX);
+    srv.repl.backlog.trim(hold);
 }
 
 /// The work after each event loop turn: the stream reaches the replicas;
@@ -221,19 +310,20 @@ pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync
     let id = c.id;
     if let Some((replid, offset)) = &psync {
         let ours = *replid == srv.repl.replid.as_bytes() || (*replid == srv.repl.replid2.as_bytes() && *offset <= srv.repl.second_offset);
-        if ours {
-            if let Some(bytes) = srv.repl.backlog.since(*offset) {
-                c.repl_role = ReplRole::Replica;
-                let r = replica_entry(srv, id);
-                r.state = ReplicaState::Online;
-                r.ack_time = Instant::now();
-                let line = if r.capa_psync2 { format!("+CONTINUE {}\r\n", srv.repl.replid) } else { "+CONTINUE\r\n".to_string() };
-                c.reply.raw(line.as_bytes());
-                c.reply.raw(&bytes);
-                srv.repl.sync_partial_ok += 1;
-                srv.config.log.notice(&format!("Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {offset}.", c.addr, bytes.len()));
-                return Ok(());
-            }
+        if ours && srv.repl.backlog.holds(*offset) {
+            // It continues from its offset in the shared buffer: the
+            // bytes follow +CONTINUE as its socket takes them.
+            c.repl_role = ReplRole::Replica;
+            let r = replica_entry(srv, id);
+            r.state = ReplicaState::Online;
+            r.pos = *offset - 1;
+            r.ack_time = Instant::now();
+            let line = if r.capa_psync2 { format!("+CONTINUE {}\r\n", srv.repl.replid) } else { "+CONTINUE\r\n".to_string() };
+            c.reply.raw(line.as_bytes());
+            srv.repl.sync_partial_ok += 1;
+            let len = srv.repl.backlog.end() - (*offset - 1);
+            srv.config.log.notice(&format!("Partial resynchronization request from {} accepted. Sending {len} bytes of backlog starting from offset {offset}.", c.addr));
+            return Ok(());
         }
         if replid.as_slice() != b"?" {
             srv.repl.sync_partial_err += 1;
@@ -242,7 +332,6 @@ pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync
     c.repl_role = ReplRole::Replica;
     let r = replica_entry(srv, id);
     r.state = ReplicaState::WaitBgsaveStart;
-    r.pending.clear();
     r.plain_sync = psync.is_none();
     r.wait_since = Instant::now();
     srv.repl.sync_full += 1;
@@ -277,19 +366,19 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
     srv.feed.reselect();
     srv.repl.rdb_offset = srv.repl.offset;
     let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.offset);
-    await_image(srv, cur, &line, &[]);
+    let at = srv.repl.offset;
+    await_image(srv, cur, &line, at);
 }
 
 /// Moves the replicas waiting for a save to waiting for its image, each
-/// starting with `pending` (what the stream carried since the image's
-/// offset), and tells them `line` (+FULLRESYNC; not a plain SYNC's).
-fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, pending: &[u8]) {
+/// at position `at` (the image's offset: the stream after it follows the
+/// image), and tells them `line` (+FULLRESYNC; not a plain SYNC's).
+fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i64) {
     let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
     for id in ids {
         let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
         r.state = ReplicaState::WaitBgsaveEnd;
-        r.pending.clear();
-        r.pending.extend_from_slice(pending);
+        r.pos = at;
         let plain = r.plain_sync;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),
@@ -324,15 +413,18 @@ fn sync_due(srv: &Server) -> bool {
 }
 
 /// Replicas asking for a full sync while a full sync's save runs share its
-/// image: they start from its offset, with a copy of what a replica
-/// already waiting for it has accumulated since.
+/// image: they start from its offset, whose stream a replica already
+/// waiting for it keeps in the shared buffer.
 fn attach_to_running(srv: &mut Server, cur: Option<&mut Client>) {
     if crate::persist::bgsave_running(srv) != Some(crate::bgsave::Purpose::Repl) {
         return;
     }
-    let Some(pending) = srv.repl.replicas.values().find(|r| r.state == ReplicaState::WaitBgsaveEnd).map(|r| r.pending.clone()) else { return };
-    let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, srv.repl.rdb_offset);
-    await_image(srv, cur, &line, &pending);
+    let at = srv.repl.rdb_offset;
+    if !srv.repl.replicas.values().any(|r| r.state == ReplicaState::WaitBgsaveEnd) || !srv.repl.backlog.holds(at + 1) {
+        return;
+    }
+    let line = format!("+FULLRESYNC {} {}\r\n", srv.repl.replid, at);
+    await_image(srv, cur, &line, at);
 }
 
 /// A full sync's image is ready (or failed): each waiting replica gets it
@@ -569,8 +661,12 @@ pub fn aof_progress(srv: &mut Server, table: &CommandMap) {
 /// primary, go back to connecting (PSYNC will ask to continue from the
 /// offset reached).
 pub fn client_closed(srv: &mut Server, c: &Client) {
-    if srv.repl.replicas.remove(&c.id).is_some() && srv.repl.replicas.is_empty() {
-        srv.repl.no_replicas_since = Instant::now();
+    if srv.repl.replicas.remove(&c.id).is_some() {
+        if srv.repl.replicas.is_empty() {
+            srv.repl.no_replicas_since = Instant::now();
+        }
+        // What it alone held goes.
+        trim(srv);
     }
     if c.repl_role == ReplRole::Primary {
         if let Some(p) = srv.repl.primary.as_mut().filter(|p| p.client == Some(c.id)) {
@@ -609,6 +705,11 @@ pub fn set_primary(srv: &mut Server, host: String, port: u16) -> bool {
             c.close_asap = true;
             c.repl_role = ReplRole::None;
             srv.sweep_clients = true;
+            // A partial resync (with this primary again, or one that
+            // continues its history) continues the stream where it was,
+            // in the database it had selected, as Redis's cached master
+            // keeps it.
+            srv.repl.primary_db = c.db;
         }
     }
     drain(srv);

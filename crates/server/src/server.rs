@@ -727,10 +727,13 @@ impl Server {
     }
 
     /// Memory not counted against maxmemory (INFO
-    /// mem_not_counted_for_evict): the AOF buffer, as Redis leaves out its
-    /// AOF and replication buffers, which eviction cannot shrink.
+    /// mem_not_counted_for_evict): the AOF buffer and the replication
+    /// buffer beyond the backlog's size, as Redis leaves them out:
+    /// eviction cannot shrink them.
     pub fn mem_not_counted_for_evict(&self) -> u64 {
-        if self.aof.on { self.aof.buffered() as u64 } else { 0 }
+        let aof = if self.aof.on { self.aof.buffered() as u64 } else { 0 };
+        let repl = if self.repl.backlog.active { self.repl.backlog.memory().saturating_sub(self.repl.backlog.size()) as u64 } else { 0 };
+        aof + repl
     }
 
     /// The TLS configuration the tls-* settings describe.

@@ -190,8 +190,9 @@ fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
     let mut s = String::new();
+    let srv = &*ctx.srv;
     let mut add = |c: &Client| {
-        s.push_str(&c.info_line(now));
+        s.push_str(&c.info_line_with(now, crate::replication::replica_unsent(srv, c.id)));
         s.push('\n');
     };
     match &ids {

@@ -551,14 +551,16 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_fragmentation_ratio", &format!("{frag:.2}"));
         line(&mut s, "mem_fragmentation_bytes", &(rss as i64 - used as i64));
         line(&mut s, "mem_not_counted_for_evict", &srv.mem_not_counted_for_evict());
-        // The stream held for replicas: the backlog, and what each replica
-        // has not taken yet (waiting for its image, or in its output
-        // buffer because its socket is full).
-        let backlog = if srv.repl.backlog.active { srv.repl.backlog.histlen() as usize } else { 0 };
-        let to_replicas: usize = srv.repl.replicas.iter().map(|(id, r)| r.pending.len() + srv.clients.get(id).filter(|x| x.repl_role == ReplRole::Replica).map_or(0, |x| x.pending_out())).sum();
+        // The stream held for replicas: the shared buffer, counted once.
+        // As Redis splits it, the backlog's share is up to its configured
+        // size while replicas are attached, and the rest is theirs, with
+        // the chunks copied into their output buffers.
+        let shared = if srv.repl.backlog.active { srv.repl.backlog.memory() } else { 0 };
+        let backlog = if srv.repl.replicas.is_empty() { shared } else { shared.min(srv.repl.backlog.size()) };
+        let copied: usize = srv.repl.replicas.keys().filter_map(|id| srv.clients.get(id)).filter(|x| x.repl_role == ReplRole::Replica).map(|x| x.pending_out()).sum();
         line(&mut s, "mem_replication_backlog", &backlog);
-        line(&mut s, "mem_total_replication_buffers", &(backlog + to_replicas));
-        line(&mut s, "mem_clients_slaves", &to_replicas);
+        line(&mut s, "mem_total_replication_buffers", &shared);
+        line(&mut s, "mem_clients_slaves", &(shared - backlog + copied));
         line(&mut s, "mem_clients_normal", &clients_mem);
         line(&mut s, "mem_cluster_links", &0);
         line(&mut s, "mem_aof_buffer", &srv.aof.buffered());
