@@ -593,3 +593,29 @@ def test_min_replicas_to_write_refuses_writes_without_replicas(r):
         r.config_set("min-replicas-to-write", 0)
         r.config_set("min-replicas-max-lag", 10)
     assert r.set("x", "v")
+
+
+def test_dynamic_hz_raises_the_effective_hz_with_many_clients(start_server):
+    """With dynamic-hz (the default) the configured hz is a baseline: while
+    more than 200 clients per tick are connected the effective hz doubles
+    (INFO hz), configured_hz stays; with dynamic-hz no it stays put."""
+    s = start_server("--hz", "1")
+    r = redis.Redis(host=s.host, port=s.port)
+    info = r.info("server")
+    assert info["hz"] == 1 and info["configured_hz"] == 1
+    socks = [socket.create_connection((s.host, s.port)) for _ in range(450)]
+    try:
+        deadline = time.monotonic() + 5
+        while r.info("server")["hz"] != 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        info = r.info("server")
+        assert info["hz"] == 4 and info["configured_hz"] == 1
+        r.config_set("dynamic-hz", "no")
+        assert r.config_get("dynamic-hz") == {"dynamic-hz": "no"}
+        info = r.info("server")
+        assert info["hz"] == 1 and info["configured_hz"] == 1
+        r.config_set("dynamic-hz", "yes")
+        assert r.info("server")["hz"] == 4
+    finally:
+        for c in socks:
+            c.close()

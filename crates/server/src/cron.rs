@@ -18,6 +18,32 @@ const EXPIRE_BATCH: usize = 256;
 /// Hash fields reclaimed between clock reads (about 50 ns each).
 const FIELD_BATCH: usize = 2048;
 
+/// Clients per cron tick above which `dynamic-hz` raises the frequency.
+const CLIENTS_PER_TICK: u64 = 200;
+/// The highest frequency `dynamic-hz` goes to (`hz`'s own maximum).
+const MAX_HZ: u64 = 500;
+
+/// The cron frequency for `configured` hz and `clients` connected: with
+/// `dynamic` on, the configured value doubled for as long as each tick
+/// would still have more than `CLIENTS_PER_TICK` clients to look at, up to
+/// `MAX_HZ`, so per-client periodic work keeps its pace when many connect
+/// (Redis's dynamic-hz); otherwise the configured value.
+pub fn effective_hz(configured: u64, clients: usize, dynamic: bool) -> u64 {
+    let mut hz = configured.clamp(1, MAX_HZ);
+    if dynamic {
+        while clients as u64 / hz > CLIENTS_PER_TICK && hz < MAX_HZ {
+            hz = (hz * 2).min(MAX_HZ);
+        }
+    }
+    hz
+}
+
+/// Settles the frequency in effect (`Server::hz`, INFO's `hz`) for the
+/// clients connected now: at every tick, and after CONFIG SET.
+pub fn update_hz(srv: &mut Server) {
+    srv.hz = effective_hz(srv.config.hz, srv.clients.len(), srv.config.flag("dynamic-hz"));
+}
+
 /// A writable replica deletes the keys its own clients gave a TTL once
 /// due, as Redis's replica does (expireSlaveKeys): its primary, which
 /// deletes every other key, never heard of them. A key that lost its TTL
@@ -114,7 +140,7 @@ pub fn tick(srv: &mut Server) {
 /// Returns false if it stopped at the time budget with work left.
 pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     let effort = srv.config.active_expire_effort.clamp(1, 10);
-    let hz = srv.config.hz.max(1);
+    let hz = srv.hz.max(1);
     let budget = Duration::from_micros((1_000_000 / hz) * (EXPIRE_CPU_PERCENT + 2 * (effort - 1)) / 100);
     let start = Instant::now();
     let ndb = srv.dbs.len();
@@ -228,4 +254,21 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     }
     srv.expire_db_cursor = (first + 1) % ndb.max(1);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective_hz;
+
+    #[test]
+    fn dynamic_hz_doubles_with_clients_up_to_the_maximum() {
+        assert_eq!(effective_hz(10, 0, true), 10);
+        assert_eq!(effective_hz(10, 2000, true), 10);
+        assert_eq!(effective_hz(10, 2010, true), 20);
+        assert_eq!(effective_hz(10, 10_000, true), 80);
+        assert_eq!(effective_hz(10, 1_000_000, true), 500);
+        assert_eq!(effective_hz(300, 1_000_000, true), 500);
+        assert_eq!(effective_hz(10, 1_000_000, false), 10);
+        assert_eq!(effective_hz(500, 0, false), 500);
+    }
 }

@@ -282,6 +282,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         return Err(fail_quiet());
     }
     server::replication::config_changed(&mut srv);
+    server::cron::update_hz(&mut srv);
     // `replicaof` in the config file: the link starts with the loop; it
     // continues the history the RDB file carried, if it did.
     let primary = srv.config.get("replicaof").unwrap_or("").to_string();

@@ -312,7 +312,8 @@ impl EventLoop {
                 self.poll_link(srv);
                 crate::replication::after_turn(srv);
                 self.close_marked(srv, None);
-                next_cron = now + Duration::from_millis(1000 / srv.config.hz);
+                crate::cron::update_hz(srv);
+                next_cron = now + Duration::from_millis(1000 / srv.hz.max(1));
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
                 self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none()).map(|c| c.id));
             }

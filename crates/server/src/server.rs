@@ -466,6 +466,9 @@ pub struct Server {
     pub skip_checksum_validation: bool,
     /// Where the active expiry cycle continues: database index.
     pub expire_db_cursor: usize,
+    /// The cron frequency in effect: `hz`, or with `dynamic-hz` a multiple
+    /// of it while many clients are connected (`cron::update_hz`).
+    pub hz: u64,
     /// Random state (xorshift).
     pub rng: u64,
     /// The shutdown sequence finished: the event loop returns and the
@@ -655,6 +658,7 @@ impl Server {
             active_expire_enabled: true,
             skip_checksum_validation: false,
             expire_db_cursor: 0,
+            hz: 10,
             rng: seed | 1,
             shutdown: false,
             shutdown_signal: None,

@@ -274,6 +274,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         drop(before);
     }
     ctx.srv.apply_db_settings();
+    crate::cron::update_hz(ctx.srv);
     crate::replication::config_changed(ctx.srv);
     crate::persist::config_changed(ctx.srv);
     // A lower maxmemory (or a policy that can now evict) takes effect at
@@ -464,7 +465,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "server_time_usec", &unix_us());
         line(&mut s, "uptime_in_seconds", &uptime);
         line(&mut s, "uptime_in_days", &(uptime / 86400));
-        line(&mut s, "hz", &srv.config.hz);
+        line(&mut s, "hz", &srv.hz);
         line(&mut s, "configured_hz", &srv.config.hz);
         line(&mut s, "lru_clock", &((unix_ms() / 1000) & 0xff_ffff));
         line(&mut s, "executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
