@@ -931,3 +931,22 @@ def test_propagation_error_behavior_panic_is_refused(r):
     with pytest.raises(redis.ResponseError, match="only its default value is accepted"):
         r.config_set("propagation-error-behavior", "panic")
     assert r.config_get("propagation-error-behavior") == {"propagation-error-behavior": "ignore"}
+
+
+def test_a_diskless_load_cut_short_logs_an_rdb_error(servers):
+    """A diskless load whose image breaks off mid-way is a short read of the
+    RDB: the replica logs it with Redis's "Internal error in RDB" wording
+    (operators grep for it), leaves loading at once and keeps its data."""
+    replica = servers(server_binary(), "--repl-diskless-load", "swapdb")
+    rr = client(replica)
+    rr.set("old", "data")
+    fake = FakePrimary(b"REDIS0011", replid=b"b" * 40, hold=True)
+    rr.replicaof("127.0.0.1", fake.port)
+    wait_for(lambda: rr.info("persistence")["loading"] == 1, what="loading")
+    assert "Loading DB in memory" in log_text(replica)
+    fake.release()
+    wait_for(lambda: "Internal error in RDB" in log_text(replica), what="the short read logged")
+    info = rr.info("persistence")
+    assert info["loading"] == 0 and info["async_loading"] == 0
+    rr.replicaof("no", "one")
+    assert rr.get("old") == b"data"

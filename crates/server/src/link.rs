@@ -132,6 +132,12 @@ pub fn poll(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
 }
 
 fn fail(srv: &mut Server, registry: &Registry, link: &mut Link) {
+    if srv.repl.transfer_loading.is_some() {
+        // A diskless load whose image broke off: a short read of the RDB,
+        // worded so that operators grepping for Redis's line find it.
+        srv.config.log.warning(&format!("Internal error in RDB reading: the image from MASTER ended after {} bytes, before its end (short read)", link.rdb.len()));
+        srv.config.log.warning("Failed trying to load the MASTER synchronization DB from socket, check server logs.");
+    }
     link.reset(registry);
     end_transfer_loading(srv);
     set_state(srv, LinkState::Connect);
@@ -152,6 +158,7 @@ fn begin_transfer_loading(srv: &mut Server, link: &Link, size: i64) {
         srv.persist.loading = Some(crate::server::Loading { start_secs, total_bytes: size.max(0) as u64, loaded_bytes: 0, rdb_used_mem: 0 });
     }
     srv.repl.transfer_loading = Some(same_history);
+    srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
 }
 
 /// Ends what `begin_transfer_loading` reported.

@@ -413,8 +413,12 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
     bgsave_abort(srv);
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
     let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
+    // A diskless load said so when its image began to arrive.
+    let said = srv.repl.transfer_loading.is_some();
     let loaded = if srv.config.get("repl-diskless-load") == Some("swapdb") {
-        srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        if !said {
+            srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        }
         let mut fresh: Vec<storage::Db> = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
         let loaded = rdb::load_into(bytes, &mut fresh, &opts).map_err(|e| e.to_string())?;
         srv.config.log.notice("MASTER <-> REPLICA sync: Discarding the old data");
@@ -428,7 +432,9 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
         discard_replaced(srv, old);
         srv.apply_db_settings();
         srv.apply_expire_mode();
-        srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        if !said {
+            srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
+        }
         match rdb::load_into(bytes, &mut srv.dbs, &opts) {
             Ok(l) => l,
             Err(e) => {
