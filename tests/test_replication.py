@@ -950,3 +950,41 @@ def test_a_diskless_load_cut_short_logs_an_rdb_error(servers):
     assert info["loading"] == 0 and info["async_loading"] == 0
     rr.replicaof("no", "one")
     assert rr.get("old") == b"data"
+
+
+@pytest.mark.parametrize("same_history", [False, True])
+def test_a_diskless_primary_streams_its_image_while_the_save_runs(servers, same_history):
+    """A densekv primary doing a diskless sync sends the EOF-marked image as
+    its save writes it: with rdb-key-save-delay slowing the save, the
+    replica is already loading (or async loading, when the sync continues
+    its history) while the primary's save is still in progress, and the
+    finished image loads whole."""
+    primary = servers(server_binary(), "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
+    replica = servers(server_binary(), "--repl-diskless-load", "swapdb")
+    pr, rr = client(primary), client(replica)
+    if same_history:
+        rr.replicaof(primary.host, primary.port)
+        wait_for(lambda: link_up(replica), what="first sync")
+    pr.execute_command("DEBUG", "POPULATE", 200, "key", 1000)
+    pr.config_set("rdbcompression", "no")
+    pr.config_set("rdb-key-save-delay", 10000)  # 200 keys: about 2 s
+    if same_history:
+        full = pr.info("stats")["sync_full"]
+        # The replica reconnects past what the backlog holds: a full sync.
+        tx = pr.pipeline(transaction=True)
+        tx.execute_command("CLIENT", "KILL", "TYPE", "replica")
+        tx.config_set("repl-backlog-size", 16384)
+        for i in range(10):
+            tx.set(f"fill{i}", "A" * 16384)
+        tx.execute()
+        wait_for(lambda: pr.info("stats")["sync_full"] > full, what="a second full sync")
+    else:
+        rr.replicaof(primary.host, primary.port)
+    flag = "async_loading" if same_history else "loading"
+    wait_for(lambda: rr.info("persistence")[flag] == 1, timeout=10, what=flag)
+    assert pr.info("persistence")["rdb_bgsave_in_progress"] == 1
+    pr.config_set("rdb-key-save-delay", 0)
+    wait_for(lambda: link_up(replica) and rr.dbsize() == pr.dbsize(), what="the sync to finish")
+    info = rr.info("persistence")
+    assert info["loading"] == 0 and info["async_loading"] == 0
+    assert rr.execute_command("DEBUG", "DIGEST") == pr.execute_command("DEBUG", "DIGEST")

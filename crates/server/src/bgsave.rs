@@ -17,11 +17,19 @@
 //! checksums what follows the header and `rdb::sealed` gives the final
 //! header and checksum, which it writes before syncing and renaming the
 //! file into place.
+//!
+//! A diskless full sync's image is read while it is written: its header's
+//! version is settled before the first key (`Plan::stream_version`, from
+//! what the dataset holds at the save's start, which is what the image
+//! holds), and the thread publishes how many bytes are in the file
+//! (`Progress`), so the replicas' transfers follow the save instead of
+//! waiting for its end. A key needing more than that version fails the
+//! save rather than going out in a form the header does not announce.
 
 use std::fs::{self, File};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -72,6 +80,26 @@ pub struct Plan<'a> {
     pub functions: &'a [Vec<u8>],
     /// Per database: keys and keys with a deadline, at the start (RESIZEDB).
     pub sizes: Vec<(u64, u64)>,
+    /// The version the header declares from the start, for an image read
+    /// while it is written; None settles it at the end.
+    pub stream_version: Option<u16>,
+}
+
+/// How far the writer thread got: bytes in the file, and whether the file
+/// is complete (checksum included). Readers of a streamed image follow it.
+#[derive(Debug, Default)]
+pub struct Progress {
+    written: AtomicU64,
+    complete: AtomicBool,
+}
+
+impl Progress {
+    /// Bytes in the file, and whether that is all of it. Complete is read
+    /// first: once it is set, the count is final.
+    pub fn get(&self) -> (u64, bool) {
+        let complete = self.complete.load(Ordering::Acquire);
+        (self.written.load(Ordering::Acquire), complete)
+    }
 }
 
 /// A save that finished: the file's size.
@@ -93,6 +121,10 @@ pub struct Job {
     /// is no child holding its own copy of the config).
     key_delay: Arc<AtomicI64>,
     tmp: PathBuf,
+    /// What the writer thread wrote so far.
+    progress: Arc<Progress>,
+    /// The header's version when it was settled at the start.
+    stream_version: Option<u16>,
     /// True once every snapshot ended and the rest went to the writer.
     pub sealed: bool,
     /// What the file is for.
@@ -140,9 +172,9 @@ struct Chunks {
 enum Msg {
     /// Bytes, and how many keys they end (for `rdb-key-save-delay`).
     Bytes(Vec<u8>, u64),
-    /// Every byte was sent: settle the header for `version`, checksum if
-    /// asked, sync, rename.
-    Finish { version: u16, checksum: bool },
+    /// Every byte was sent: settle the header for `version` (unless it was
+    /// declared from the start), checksum if asked, sync, rename.
+    Finish { version: u16, checksum: bool, settled: bool },
 }
 
 /// One database's snapshot sink: keys go into the shared image under
@@ -162,9 +194,10 @@ impl Job {
         let (done_tx, done) = mpsc::channel();
         let in_flight = Arc::new(AtomicUsize::new(0));
         let chunks = Chunks { buf: Vec::with_capacity(CHUNK), keys: 0, tx, in_flight: in_flight.clone() };
-        // The header declares the newest version until the thread settles it.
+        // The header declares the newest version until the thread settles
+        // it, or the one settled up front for an image read as it grows.
         let opts = WriteOptions { compression: plan.opts.compression, checksum: false };
-        let mut w = RdbWriter::new(chunks, RDB_VERSION, opts).map_err(|e| e.to_string())?;
+        let mut w = RdbWriter::new(chunks, plan.stream_version.unwrap_or(RDB_VERSION), opts).map_err(|e| e.to_string())?;
         let mut head = || -> Result<(), rdb::RdbWriteError> {
             w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, plan.purpose == Purpose::AofBase)?;
             if let Some((db, id, offset)) = &plan.repl {
@@ -179,10 +212,15 @@ impl Job {
         let flight = in_flight.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
+        let progress = Arc::new(Progress::default());
+        let shown = progress.clone();
+        // Created here, not by the thread: a streamed image's readers open
+        // it as soon as the save started.
+        let file = File::create(&tmp).map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
         std::thread::Builder::new()
             .name("bgsave".into())
             .spawn(move || {
-                let r = write_file(rx, &tmp, &path, &flight, &live_delay, &stopped);
+                let r = write_file(rx, file, &tmp, &path, &flight, &live_delay, &stopped, &shown);
                 if r.is_err() {
                     let _ = fs::remove_file(&tmp);
                 }
@@ -202,7 +240,7 @@ impl Job {
             keys: 0,
         };
         let pace = Pace { credit_ns: 0, last_served: std::time::Instant::now() };
-        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, key_delay, tmp: plan.tmp, sealed: false, purpose: plan.purpose, pace })
+        Ok(Job { image: Arc::new(Mutex::new(image)), in_flight, done, stop, key_delay, tmp: plan.tmp, progress, stream_version: plan.stream_version, sealed: false, purpose: plan.purpose, pace })
     }
 
     /// A new `rdb-key-save-delay` for the keys still to write, and for the
@@ -222,6 +260,13 @@ impl Job {
         self.in_flight.load(Ordering::Relaxed) > MAX_IN_FLIGHT
     }
 
+    /// For an image whose header was settled at the start: the file being
+    /// written (readable from its first byte while it grows) and the
+    /// writer's progress through it.
+    pub fn stream(&self) -> Option<(PathBuf, Arc<Progress>)> {
+        self.stream_version.map(|_| (self.tmp.clone(), self.progress.clone()))
+    }
+
     /// Keys serialized so far.
     pub fn keys_done(&self) -> u64 {
         self.image().keys
@@ -233,12 +278,15 @@ impl Job {
     pub fn seal(&mut self) {
         let mut im = self.image();
         let Some(w) = im.w.take() else { return };
-        let version = rdb::min_file_version(w.needed_version(), false);
+        // A settled header already declares a version every key fitted
+        // in (the writer refuses a key needing more).
+        let version = self.stream_version.unwrap_or_else(|| rdb::min_file_version(w.needed_version(), false));
+        let settled = self.stream_version.is_some();
         let checksum = im.checksum;
         match w.finish_unsealed() {
             Ok(mut chunks) => {
                 chunks.ship();
-                let _ = chunks.tx.send(Msg::Finish { version, checksum });
+                let _ = chunks.tx.send(Msg::Finish { version, checksum, settled });
             }
             Err(e) => {
                 im.err.get_or_insert(e.to_string());
@@ -347,12 +395,12 @@ impl Write for Chunks {
     }
 }
 
-/// The writer thread: bytes to `tmp` as they come, checksumming all but
+/// The writer thread: bytes to `file` (at `tmp`) as they come, checksumming all but
 /// the header; at `Finish`, the settled header and checksum, fsync, and
 /// the rename onto `path`. Returns when finished, or when the job was
 /// dropped (an abort: the caller removes `tmp`).
-fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool) -> Result<Saved, String> {
-    let mut file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
+#[allow(clippy::too_many_arguments)]
+fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool, progress: &Progress) -> Result<Saved, String> {
     let (mut crc, mut len) = (0u64, 0u64);
     let mut delayed = 0u64;
     loop {
@@ -373,10 +421,12 @@ fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsiz
                     len += buf.len() as u64;
                     if let Err(e) = f.write_all(&buf) {
                         file = Err(format!("Write error saving DB on disk: {e}"));
+                    } else {
+                        progress.written.store(len, Ordering::Release);
                     }
                 }
             }
-            Msg::Finish { version, checksum } => {
+            Msg::Finish { version, checksum, settled } => {
                 let mut f = file?;
                 if stop.load(Ordering::Relaxed) {
                     return Err("Background saving aborted".into());
@@ -386,8 +436,15 @@ fn write_file(rx: Receiver<Msg>, tmp: &Path, path: &Path, in_flight: &AtomicUsiz
                 let sum = if checksum { sum } else { 0 };
                 let io = |e: io::Error| format!("Write error saving DB on disk: {e}");
                 f.write_all(&sum.to_le_bytes()).map_err(io)?;
-                f.seek(SeekFrom::Start(0)).map_err(io)?;
-                f.write_all(&header).map_err(io)?;
+                if settled {
+                    // The header written first is this one: readers may
+                    // have it already, and every byte is in place.
+                    progress.written.store(len + 8, Ordering::Release);
+                    progress.complete.store(true, Ordering::Release);
+                } else {
+                    f.seek(SeekFrom::Start(0)).map_err(io)?;
+                    f.write_all(&header).map_err(io)?;
+                }
                 f.sync_all().map_err(io)?;
                 drop(f);
                 fs::rename(tmp, path).map_err(|e| format!("Error moving temp DB file {} on the final destination {} (in server root dir {}): {e}", tmp.display(), path.display(), cwd()))?;

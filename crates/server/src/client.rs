@@ -272,6 +272,12 @@ pub struct Bulk {
     pub left: u64,
     /// Bytes sent after the file (the EOF mark of a diskless transfer).
     pub suffix: Vec<u8>,
+    /// For a file still being written (a diskless sync's image as the
+    /// save produces it): the writer's progress, which bounds what may be
+    /// read; `left` then counts nothing and `read` what was taken.
+    pub growing: Option<std::sync::Arc<crate::bgsave::Progress>>,
+    /// Bytes of a growing file read so far.
+    pub read: u64,
 }
 
 /// Bytes of a bulk file read into the reply buffer at a time.
@@ -289,13 +295,22 @@ impl Client {
             return Ok(false);
         }
         let Some(b) = self.bulk.as_mut() else { return Ok(false) };
-        if b.left == 0 {
+        let avail = match &b.growing {
+            Some(p) => match p.get() {
+                (written, _) if written > b.read => written - b.read,
+                (_, true) => 0,
+                // Caught up with the writer: more comes later.
+                (_, false) => return Ok(false),
+            },
+            None => b.left,
+        };
+        if avail == 0 {
             let suffix = std::mem::take(&mut b.suffix);
             self.reply.raw(&suffix);
             self.bulk = None;
             return Ok(!suffix.is_empty());
         }
-        let want = (b.left as usize).min(BULK_SLICE);
+        let want = (avail as usize).min(BULK_SLICE);
         let start = self.reply.buf.len();
         self.reply.buf.resize(start + want, 0);
         let got = b.file.read(&mut self.reply.buf[start..]);
@@ -306,7 +321,11 @@ impl Client {
         };
         self.reply.buf.truncate(start + *n.as_ref().unwrap_or(&0));
         let n = n?;
-        b.left -= n as u64;
+        if b.growing.is_some() {
+            b.read += n as u64;
+        } else {
+            b.left -= n as u64;
+        }
         Ok(true)
     }
 

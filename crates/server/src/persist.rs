@@ -369,7 +369,7 @@ const RETRY_DELAY_SECS: i64 = 5;
 pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     let path = rdb_path(srv);
     let tmp = path.with_file_name(format!("temp-bg-{}-{}.rdb", std::process::id(), next_job()));
-    snapshot_start(srv, host, Purpose::Rdb, path, tmp)?;
+    snapshot_start(srv, host, Purpose::Rdb, path, tmp, None)?;
     srv.persist.bg_scheduled = false;
     srv.config.log.notice(&format!("Background saving started by pid {}", std::process::id()));
     Ok(())
@@ -383,22 +383,55 @@ pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String>
 pub fn aof_base_start(srv: &mut Server, host: &mut dyn Host, path: PathBuf) -> Result<(), String> {
     let tmp = path.with_file_name(format!("temp-rewriteaof-bg-{}-{}.aof", std::process::id(), next_job()));
     srv.aof_base_done = None;
-    snapshot_start(srv, host, Purpose::AofBase, path, tmp)
+    snapshot_start(srv, host, Purpose::AofBase, path, tmp, None)
 }
 
 /// Starts a full sync's image for replicas in the background, to a temp
-/// file of its own in `dir`; its end is left in `Repl::rdb_done`.
+/// file of its own in `dir`; its end is left in `Repl::rdb_done`. With
+/// `stream` (a diskless sync) the header's version is settled now, so
+/// the file can be sent while it is written (`Job::stream`).
 ///
 /// Errors: a background save is running, or the thread could not start.
-pub fn repl_save_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
+pub fn repl_save_start(srv: &mut Server, host: &mut dyn Host, stream: bool) -> Result<(), String> {
     let n = next_job();
     let path = rdb_path(srv).with_file_name(format!("temp-repl-{}-{n}.rdb", std::process::id()));
     let tmp = path.with_file_name(format!("temp-repl-bg-{}-{n}.rdb", std::process::id()));
     srv.repl.rdb_done = None;
-    snapshot_start(srv, host, Purpose::Repl, path.clone(), tmp)?;
+    let version = stream.then(|| stream_version(srv, !host.scripts_ref().function_codes().is_empty()));
+    snapshot_start(srv, host, Purpose::Repl, path.clone(), tmp, version)?;
     srv.repl.rdb_path = Some(path);
-    srv.config.log.notice(&format!("Starting BGSAVE for SYNC with target: disk (pid {})", std::process::id()));
+    let target = if stream { "replicas sockets" } else { "disk" };
+    srv.config.log.notice(&format!("Starting BGSAVE for SYNC with target: {target} (pid {})", std::process::id()));
     Ok(())
+}
+
+/// The lowest RDB version the data holds now needs, for an image whose
+/// header goes out before its keys: 12 with any hash field or member TTL
+/// (counted by the keyspace), else what its values need (streams: 10, or
+/// 11 when a consumer's active time differs from its seen time), at least
+/// 10 with functions. Without field TTLs that takes a walk over the keys
+/// (a type check each, no element visited), stopping at the first one
+/// that needs 11; a Redis 7.0 replica, which loads up to 10, so still gets
+/// a file it loads whenever the data allows. The snapshot begins right
+/// after, with no command between: the image holds exactly this data.
+fn stream_version(srv: &Server, functions: bool) -> u16 {
+    if srv.dbs.iter().any(|d| d.field_expiry_len() > 0) {
+        return rdb::RDB_VERSION;
+    }
+    let mut needed = 0;
+    'dbs: for db in &srv.dbs {
+        let mut cursor = 0;
+        loop {
+            cursor = db.scan(cursor, 1024, |_, v, _| needed = needed.max(rdb::value_version(v)));
+            if cursor == 0 {
+                break;
+            }
+            if needed >= 11 {
+                break 'dbs;
+            }
+        }
+    }
+    rdb::min_file_version(needed, functions)
 }
 
 /// Replaces every database with the image a primary sent (a replica's
@@ -486,7 +519,7 @@ fn key_save_delay(srv: &Server) -> i64 {
     srv.config.get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path: PathBuf, tmp: PathBuf) -> Result<(), String> {
+fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path: PathBuf, tmp: PathBuf, stream_version: Option<u16>) -> Result<(), String> {
     if srv.bgsave.is_some() {
         return Err("Background save already in progress".into());
     }
@@ -505,6 +538,7 @@ fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path:
         repl: repl_save_info(srv),
         functions: &codes,
         sizes: srv.dbs.iter().map(|d| (d.len() as u64, d.volatile_len() as u64)).collect(),
+        stream_version,
     };
     if purpose == Purpose::Rdb {
         srv.persist.last_bg_try = now / 1000;

@@ -253,6 +253,9 @@ pub fn after_turn(srv: &mut Server) {
     if !srv.repl.sink_attached {
         return;
     }
+    if srv.bgsave.as_ref().is_some_and(|j| j.purpose == crate::bgsave::Purpose::Repl) {
+        wake_streaming(srv);
+    }
     if srv.repl.replicas.values().any(|r| r.state == ReplicaState::SendBulk) {
         bulk_sent(srv);
     }
@@ -358,7 +361,9 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
         return;
     }
     drain(srv);
-    if let Err(e) = crate::persist::repl_save_start(srv, host) {
+    // Diskless: the image goes out EOF-marked as the save writes it.
+    let stream = srv.config.flag("repl-diskless-sync") && srv.repl.replicas.values().filter(|r| r.state == ReplicaState::WaitBgsaveStart).all(|r| r.capa_eof);
+    if let Err(e) = crate::persist::repl_save_start(srv, host, stream) {
         srv.config.log.warning(&format!("BGSAVE for replication failed: {e}"));
         return;
     }
@@ -372,14 +377,19 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
 
 /// Moves the replicas waiting for a save to waiting for its image, each
 /// at position `at` (the image's offset: the stream after it follows the
-/// image), and tells them `line` (+FULLRESYNC; not a plain SYNC's).
+/// image), and tells them `line` (+FULLRESYNC; not a plain SYNC's). When
+/// the save streams its image (a diskless sync), a replica that takes the
+/// EOF-marked form starts receiving it now, from the file's first byte,
+/// and follows the writer (`Bulk::growing`).
 fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i64) {
+    let stream = srv.bgsave.as_ref().and_then(|j| j.stream());
     let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
     for id in ids {
         let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
         r.state = ReplicaState::WaitBgsaveEnd;
         r.pos = at;
         let plain = r.plain_sync;
+        let eof = r.capa_eof;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),
             None => srv.clients.get_mut(&id).map(|c| &mut **c),
@@ -388,7 +398,38 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i
             if !plain {
                 c.reply.raw(line.as_bytes());
             }
+            if let (Some((path, progress)), true) = (&stream, eof) {
+                match std::fs::File::open(path) {
+                    Ok(file) => {
+                        let mark = crate::repl::random_id();
+                        c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
+                        c.bulk = Some(Bulk { file, left: 0, suffix: mark.into_bytes(), growing: Some(progress.clone()), read: 0 });
+                        srv.config.log.notice(&format!("Streamed RDB transfer with replica {} started", c.addr));
+                    }
+                    Err(e) => {
+                        srv.config.log.warning(&format!("Can't open the image being written for replica {}: {e}", c.addr));
+                        c.close_asap = true;
+                        srv.sweep_clients = true;
+                    }
+                }
+            }
             srv.woken.push(id);
+        }
+    }
+}
+
+/// Replicas receiving an image as the save writes it that caught up with
+/// the writer are looked at again each turn, for what it wrote since.
+fn wake_streaming(srv: &mut Server) {
+    let Server { repl, clients, woken, .. } = srv;
+    for (id, r) in repl.replicas.iter() {
+        if r.state != ReplicaState::WaitBgsaveEnd {
+            continue;
+        }
+        if let Some(c) = clients.get(id) {
+            if c.bulk.as_ref().is_some_and(|b| b.growing.is_some()) && c.sent == c.reply.buf.len() {
+                woken.push(*id);
+            }
         }
     }
 }
@@ -434,6 +475,31 @@ fn attach_to_running(srv: &mut Server, cur: Option<&mut Client>) {
 fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
     let Some(done) = srv.repl.rdb_done.take() else { return };
     let waiting: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveEnd).map(|(&id, _)| id).collect();
+    // Those already receiving the image as it was written.
+    let streamed = |srv: &Server, id: &ClientId| srv.clients.get(id).is_some_and(|c| c.bulk.as_ref().is_some_and(|b| b.growing.is_some()));
+    let (streaming, waiting): (Vec<ClientId>, Vec<ClientId>) = waiting.into_iter().partition(|id| streamed(srv, id));
+    if let Err(e) = &done {
+        // Their transfer breaks off: the image will not be complete.
+        for id in &streaming {
+            srv.repl.replicas.remove(id);
+            if let Some(c) = srv.clients.get_mut(id) {
+                srv.config.log.warning(&format!("Background transfer error for replica {}: {e}", c.addr));
+                c.close_asap = true;
+            }
+            srv.sweep_clients = true;
+        }
+    } else {
+        for id in streaming {
+            let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+            let Some(c) = srv.clients.get(&id) else { continue };
+            // Online once it acknowledges the image it loaded.
+            r.state = ReplicaState::Online;
+            r.wait_ack = true;
+            r.ack_time = Instant::now();
+            srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
+            srv.woken.push(id);
+        }
+    }
     let opened = done.and_then(|path| {
         // One handle per replica; the file itself goes at once (open
         // handles keep its bytes until the last transfer ends).
@@ -464,14 +530,14 @@ fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
         if diskless && r.capa_eof {
             let mark = crate::repl::random_id();
             c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
-            c.bulk = Some(Bulk { file, left: size, suffix: mark.into_bytes() });
+            c.bulk = Some(Bulk { file, left: size, suffix: mark.into_bytes(), growing: None, read: 0 });
             // Online once it acknowledges the image it loaded.
             r.state = ReplicaState::Online;
             r.wait_ack = true;
             srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
         } else {
             c.reply.raw(format!("${size}\r\n").as_bytes());
-            c.bulk = Some(Bulk { file, left: size, suffix: Vec::new() });
+            c.bulk = Some(Bulk { file, left: size, suffix: Vec::new(), growing: None, read: 0 });
             r.state = ReplicaState::SendBulk;
         }
         r.ack_time = Instant::now();
