@@ -87,6 +87,9 @@ pub struct Replica {
     /// The offset its AOF has fsynced (REPLCONF ACK ... FACK), -1 when it
     /// has not said (no AOF there).
     pub aof_ack: i64,
+    /// It receives the running save's image as it is written (a diskless
+    /// sync), not once the save ended.
+    pub streamed: bool,
 }
 
 impl Replica {
@@ -105,6 +108,7 @@ impl Replica {
             pos: 0,
             wait_since: Instant::now(),
             aof_ack: -1,
+            streamed: false,
         }
     }
 }

@@ -389,7 +389,12 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i
         r.state = ReplicaState::WaitBgsaveEnd;
         r.pos = at;
         let plain = r.plain_sync;
-        let eof = r.capa_eof;
+        let eof = r.capa_eof && stream.is_some();
+        // A streamed image's end may reach the replica, and its ACK come
+        // back, before this server notices the save ended: the stream after
+        // the image waits for that ACK from now on.
+        r.wait_ack = eof;
+        r.streamed = false;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),
             None => srv.clients.get_mut(&id).map(|c| &mut **c),
@@ -404,6 +409,9 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i
                         let mark = crate::repl::random_id();
                         c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
                         c.bulk = Some(Bulk { file, left: 0, suffix: mark.into_bytes(), growing: Some(progress.clone()), read: 0 });
+                        if let Some(r) = srv.repl.replicas.get_mut(&id) {
+                            r.streamed = true;
+                        }
                         srv.config.log.notice(&format!("Streamed RDB transfer with replica {} started", c.addr));
                     }
                     Err(e) => {
@@ -476,8 +484,7 @@ fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
     let Some(done) = srv.repl.rdb_done.take() else { return };
     let waiting: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveEnd).map(|(&id, _)| id).collect();
     // Those already receiving the image as it was written.
-    let streamed = |srv: &Server, id: &ClientId| srv.clients.get(id).is_some_and(|c| c.bulk.as_ref().is_some_and(|b| b.growing.is_some()));
-    let (streaming, waiting): (Vec<ClientId>, Vec<ClientId>) = waiting.into_iter().partition(|id| streamed(srv, id));
+    let (streaming, waiting): (Vec<ClientId>, Vec<ClientId>) = waiting.into_iter().partition(|id| srv.repl.replicas.get(id).is_some_and(|r| r.streamed));
     if let Err(e) = &done {
         // Their transfer breaks off: the image will not be complete.
         for id in &streaming {
@@ -491,14 +498,16 @@ fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
     } else {
         for id in streaming {
             let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+            r.streamed = false;
             let Some(c) = srv.clients.get(&id) else { continue };
-            // Online once it acknowledges the image it loaded.
+            // Its stream goes out once it acknowledged the image, which may
+            // have happened already (`wait_ack` was set when it began).
             r.state = ReplicaState::Online;
-            r.wait_ack = true;
             r.ack_time = Instant::now();
             srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
             srv.woken.push(id);
         }
+        deliver(srv);
     }
     let opened = done.and_then(|path| {
         // One handle per replica; the file itself goes at once (open
@@ -659,6 +668,17 @@ pub fn on_ack(srv: &mut Server, table: &CommandMap, id: ClientId, offset: i64, f
             r.aof_ack = r.aof_ack.max(f);
         }
         r.ack_time = Instant::now();
+        if r.streamed && r.state == ReplicaState::WaitBgsaveEnd {
+            // It loaded a streamed image, so it read the end mark, which
+            // goes out only once the file is complete: it is online,
+            // whether or not this server has seen the save end yet.
+            r.streamed = false;
+            r.state = ReplicaState::Online;
+            if let Some(c) = srv.clients.get(&id) {
+                srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
+            }
+        }
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { return };
         if r.wait_ack {
             r.wait_ack = false;
             deliver(srv);
