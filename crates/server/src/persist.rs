@@ -407,28 +407,23 @@ pub fn repl_save_start(srv: &mut Server, host: &mut dyn Host, stream: bool) -> R
 
 /// The lowest RDB version the data holds now needs, for an image whose
 /// header goes out before its keys: 12 with any hash field or member TTL
-/// (counted by the keyspace), else what its values need (streams: 10, or
-/// 11 when a consumer's active time differs from its seen time), at least
-/// 10 with functions. Without field TTLs that takes a walk over the keys
-/// (a type check each, no element visited), stopping at the first one
-/// that needs 11; a Redis 7.0 replica, which loads up to 10, so still gets
-/// a file it loads whenever the data allows. The snapshot begins right
-/// after, with no command between: the image holds exactly this data.
+/// (counted by the keyspace), else what its collections need (streams:
+/// 10, or 11 when a consumer's active time differs from its seen time),
+/// at least 10 with functions. Without field TTLs that walks the object
+/// tables (collections only, no key or string visited) and stops at the
+/// first value needing 11; a Redis 7.0 replica, which loads up to 10, so
+/// still gets a file it loads whenever the data allows. The snapshot
+/// begins right after, with no command between: the image holds exactly
+/// this data.
 fn stream_version(srv: &Server, functions: bool) -> u16 {
     if srv.dbs.iter().any(|d| d.field_expiry_len() > 0) {
         return rdb::RDB_VERSION;
     }
     let mut needed = 0;
-    'dbs: for db in &srv.dbs {
-        let mut cursor = 0;
-        loop {
-            cursor = db.scan(cursor, 1024, |_, v, _| needed = needed.max(rdb::value_version(v)));
-            if cursor == 0 {
-                break;
-            }
-            if needed >= 11 {
-                break 'dbs;
-            }
+    for v in srv.dbs.iter().flat_map(|d| d.objects()) {
+        needed = needed.max(rdb::value_version(v));
+        if needed >= 11 {
+            break;
         }
     }
     rdb::min_file_version(needed, functions)

@@ -319,6 +319,14 @@ impl Db {
         self.volatile
     }
 
+    /// Every collection in the object table (each HASH, LIST, SET, ZSET
+    /// and STREAM not stored inline in its key's blob), in table order,
+    /// expired keys' included: a walk without keys or strings, for
+    /// questions about what the data holds (the RDB version it needs).
+    pub fn objects(&self) -> impl Iterator<Item = ValueRef<'_>> {
+        self.objs.iter().flatten().map(Obj::as_ref)
+    }
+
     /// Bytes this database holds from the allocator: slab pages, large blobs,
     /// segment slot arrays, the directory, the object table and every
     /// object's heap bytes, with jemalloc's rounding, and what a running
