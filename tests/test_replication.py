@@ -988,3 +988,34 @@ def test_a_diskless_primary_streams_its_image_while_the_save_runs(servers, same_
     info = rr.info("persistence")
     assert info["loading"] == 0 and info["async_loading"] == 0
     assert rr.execute_command("DEBUG", "DIGEST") == pr.execute_command("DEBUG", "DIGEST")
+
+
+def streamed_image_header(s: Server) -> bytes:
+    """Asks `s` for a full sync as a replica that takes the EOF-marked form
+    would, and returns the image's first nine bytes (magic and version)."""
+    sock = socket.create_connection((s.host, s.port), timeout=10)
+    try:
+        sock.sendall(b"REPLCONF capa eof capa psync2\r\nPSYNC ? -1\r\n")
+        f = sock.makefile("rb")
+        while not (line := f.readline().lstrip(b"\n")).startswith(b"$EOF:"):
+            assert line, "closed before the image"  # +OK, +FULLRESYNC ...
+        return f.read(9)
+    finally:
+        sock.close()
+
+
+def test_a_streamed_image_declares_the_version_its_data_needs(servers):
+    """A diskless sync's header goes out before its keys, so its version is
+    settled from what the data holds: 9 for strings and plain collections
+    (Redis 6 and 7.0 replicas load it), 10 with a stream, 12 with a field
+    TTL."""
+    primary = servers(server_binary(), "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
+    pr = client(primary)
+    pr.execute_command("DEBUG", "POPULATE", 1000, "key", 10)
+    pr.hset("h", mapping={"a": 1, "b": 2})
+    pr.sadd("s", "x", "y")
+    assert streamed_image_header(primary) == b"REDIS0009"
+    pr.xadd("st", {"f": "v"})
+    assert streamed_image_header(primary) == b"REDIS0010"
+    pr.execute_command("HEXPIRE", "h", 1000, "FIELDS", 1, "a")
+    assert streamed_image_header(primary) == b"REDIS0012"
