@@ -1019,3 +1019,23 @@ def test_a_streamed_image_declares_the_version_its_data_needs(servers):
     assert streamed_image_header(primary) == b"REDIS0010"
     pr.execute_command("HEXPIRE", "h", 1000, "FIELDS", 1, "a")
     assert streamed_image_header(primary) == b"REDIS0012"
+
+
+def test_a_streamed_save_stops_when_its_last_replica_drops(servers):
+    """A diskless sync's save serves only the sockets receiving it: when the
+    last of them closes the save stops at once (as Redis kills the child),
+    and the next replica gets a fresh image instead of waiting for the
+    abandoned one."""
+    primary = servers(server_binary(), "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
+    pr = client(primary)
+    pr.execute_command("DEBUG", "POPULATE", 200, "key", 1000)
+    pr.config_set("rdbcompression", "no")
+    pr.config_set("rdb-key-save-delay", 100000)  # 200 keys: 20 s
+    assert streamed_image_header(primary) == b"REDIS0009"  # and closes
+    wait_for(lambda: pr.info("persistence")["rdb_bgsave_in_progress"] == 0, timeout=5, what="the save to stop")
+    assert "last replica dropped" in log_text(primary)
+    pr.config_set("rdb-key-save-delay", 0)
+    replica = servers(server_binary())
+    rr = client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica) and rr.dbsize() == 200, what="a fresh sync")

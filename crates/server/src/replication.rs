@@ -753,6 +753,7 @@ pub fn client_closed(srv: &mut Server, c: &Client) {
         }
         // What it alone held goes.
         trim(srv);
+        abandon_streamed_save(srv);
     }
     if c.repl_role == ReplRole::Primary {
         if let Some(p) = srv.repl.primary.as_mut().filter(|p| p.client == Some(c.id)) {
@@ -763,6 +764,18 @@ pub fn client_closed(srv: &mut Server, c: &Client) {
             srv.repl.primary_db = c.db;
             srv.config.log.notice("Connection with master lost.");
         }
+    }
+}
+
+/// A diskless sync's save that no replica receives any more is stopped,
+/// as Redis kills the child of a diskless transfer once its last replica
+/// dropped: its image is for the sockets alone, and a replica coming back
+/// gets a new one at once instead of waiting for this one to end.
+fn abandon_streamed_save(srv: &mut Server) {
+    let streamed = srv.bgsave.as_ref().is_some_and(|j| j.purpose == crate::bgsave::Purpose::Repl && j.stream().is_some());
+    if streamed && !srv.repl.replicas.values().any(|r| r.state == ReplicaState::WaitBgsaveEnd) {
+        srv.config.log.warning("Diskless rdb transfer, last replica dropped: stopping the save.");
+        crate::persist::bgsave_abort(srv);
     }
 }
 
