@@ -146,13 +146,16 @@ class Server:
         self.log = os.path.join(self.dir, "server.log")
         self.proc: subprocess.Popen | None = None
         self.port = 0
+        # A command the server runs under (taskset, for --pin); it execs
+        # the server, so the PID is the server's.
+        self.wrap: list[str] = []
 
     def start(self, attempts: int = 5, ready_within: float = 15) -> "Server":
         """Start on a free port in self.dir (an RDB file there is loaded) and wait for the
         first PING answered (not -LOADING); self.ready_secs is the time from spawning."""
         for _ in range(attempts):
             self.port = free_port()
-            argv = [*self.argv_prefix[:1], "--port", str(self.port), "--bind", HOST,
+            argv = [*self.wrap, *self.argv_prefix[:1], "--port", str(self.port), "--bind", HOST,
                     "--save", "", "--appendonly", "no", *self.argv_prefix[1:]]
             t0 = time.perf_counter()
             with open(self.log, "ab") as log:
@@ -774,13 +777,28 @@ def run_benchmark(argv: list[str], s: Server, timeout: float) -> dict[str, list[
 
 def benchmark(args, s: Server, pipeline: int) -> dict[str, float]:
     argv = bench_argv(s, args.tests, args.clients, args.n or 2_000_000, 1_000_000, pipeline)
+    if getattr(args, "pin", False):
+        argv = ["taskset", "-c", "1", *argv]
     return {test: float(r[0]) for test, r in run_benchmark(argv, s, args.timeout).items()}
 
 
 def cmd_throughput(args) -> None:
     header("densekv vs redis: throughput (redis-benchmark)", args)
     print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
-    servers = start_servers(args)
+    servers = new_servers(args)
+    if args.pin:
+        # Server on CPU 0, load generator on CPU 1: neither build shares
+        # a core with the benchmark or migrates, which on a 2-core
+        # machine moved single rounds by up to 30%.
+        print("- pinned: server on CPU 0, redis-benchmark on CPU 1\n")
+        for s in servers:
+            s.wrap = ["taskset", "-c", "0"]
+    try:
+        for s in servers:
+            s.start()
+    except BaseException:
+        stop_servers(servers)
+        raise
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     try:
         for pipeline in args.pipeline:
@@ -1823,6 +1841,8 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--tests", default="set,get,incr,mset")
     p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
+    p.add_argument("--pin", action="store_true",
+                   help="server on CPU 0 and redis-benchmark on CPU 1 (taskset; needs 2 CPUs)")
     p.set_defaults(func=cmd_throughput)
 
     p = sub.add_parser("instructions", parents=[common],
