@@ -988,6 +988,8 @@ def test_a_diskless_primary_streams_its_image_while_the_save_runs(servers, same_
     info = rr.info("persistence")
     assert info["loading"] == 0 and info["async_loading"] == 0
     assert rr.execute_command("DEBUG", "DIGEST") == pr.execute_command("DEBUG", "DIGEST")
+    # The line Redis's suite and operators wait for at the image's end.
+    wait_for(lambda: "Diskless rdb transfer, done reading from pipe, 1 replicas still up" in log_text(primary), what="the end logged")
 
 
 def streamed_image_header(s: Server) -> bytes:

@@ -357,6 +357,9 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
         attach_to_running(srv, cur);
         return;
     }
+    // A save that ended and was not reported yet is reported first: its
+    // replicas' flags and its result must not meet the next save's.
+    finish_full_sync(srv, host);
     if !sync_due(srv) {
         return;
     }
@@ -482,31 +485,37 @@ fn attach_to_running(srv: &mut Server, cur: Option<&mut Client>) {
 /// Redis sends it), then what was written meanwhile, and goes online.
 fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
     let Some(done) = srv.repl.rdb_done.take() else { return };
-    let waiting: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveEnd).map(|(&id, _)| id).collect();
-    // Those already receiving the image as it was written.
-    let (streaming, waiting): (Vec<ClientId>, Vec<ClientId>) = waiting.into_iter().partition(|id| srv.repl.replicas.get(id).is_some_and(|r| r.streamed));
-    if let Err(e) = &done {
-        // Their transfer breaks off: the image will not be complete.
-        for id in &streaming {
-            srv.repl.replicas.remove(id);
-            if let Some(c) = srv.clients.get_mut(id) {
-                srv.config.log.warning(&format!("Background transfer error for replica {}: {e}", c.addr));
-                c.close_asap = true;
-            }
+    // Those that received the image as it was written (some may have
+    // loaded it and gone online on their first ACK already).
+    let streaming: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.streamed).map(|(&id, _)| id).collect();
+    let waiting: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveEnd && !r.streamed).map(|(&id, _)| id).collect();
+    if !streaming.is_empty() && done.is_ok() {
+        // Redis's wording, which the suite and operators wait for.
+        srv.config.log.notice(&format!("Diskless rdb transfer, done reading from pipe, {} replicas still up.", streaming.len()));
+    }
+    for id in streaming {
+        let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
+        r.streamed = false;
+        if r.state != ReplicaState::WaitBgsaveEnd {
+            continue;
+        }
+        let Some(c) = srv.clients.get_mut(&id) else { continue };
+        if let Err(e) = &done {
+            // Its transfer breaks off: the image will not be complete.
+            srv.config.log.warning(&format!("Background transfer error for replica {}: {e}", c.addr));
+            c.close_asap = true;
             srv.sweep_clients = true;
+            srv.repl.replicas.remove(&id);
+            continue;
         }
-    } else {
-        for id in streaming {
-            let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
-            r.streamed = false;
-            let Some(c) = srv.clients.get(&id) else { continue };
-            // Its stream goes out once it acknowledged the image, which may
-            // have happened already (`wait_ack` was set when it began).
-            r.state = ReplicaState::Online;
-            r.ack_time = Instant::now();
-            srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
-            srv.woken.push(id);
-        }
+        // Its stream goes out once it acknowledged the image (`wait_ack`
+        // was set when it began).
+        r.state = ReplicaState::Online;
+        r.ack_time = Instant::now();
+        srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
+        srv.woken.push(id);
+    }
+    if done.is_ok() {
         deliver(srv);
     }
     let opened = done.and_then(|path| {
@@ -671,8 +680,8 @@ pub fn on_ack(srv: &mut Server, table: &CommandMap, id: ClientId, offset: i64, f
         if r.streamed && r.state == ReplicaState::WaitBgsaveEnd {
             // It loaded a streamed image, so it read the end mark, which
             // goes out only once the file is complete: it is online,
-            // whether or not this server has seen the save end yet.
-            r.streamed = false;
+            // whether or not this server has seen the save end yet
+            // (which clears `streamed`).
             r.state = ReplicaState::Online;
             if let Some(c) = srv.clients.get(&id) {
                 srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
@@ -773,8 +782,10 @@ pub fn client_closed(srv: &mut Server, c: &Client) {
 /// gets a new one at once instead of waiting for this one to end.
 fn abandon_streamed_save(srv: &mut Server) {
     let streamed = srv.bgsave.as_ref().is_some_and(|j| j.purpose == crate::bgsave::Purpose::Repl && j.stream().is_some());
-    if streamed && !srv.repl.replicas.values().any(|r| r.state == ReplicaState::WaitBgsaveEnd) {
-        srv.config.log.warning("Diskless rdb transfer, last replica dropped: stopping the save.");
+    if streamed && !srv.repl.replicas.values().any(|r| r.streamed || r.state == ReplicaState::WaitBgsaveEnd) {
+        // Redis's wording, which the suite and operators wait for (there
+        // is no child here: the save's snapshot and thread stop).
+        srv.config.log.warning("Diskless rdb transfer, last replica dropped, killing fork child.");
         crate::persist::bgsave_abort(srv);
     }
 }
