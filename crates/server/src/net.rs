@@ -349,6 +349,9 @@ impl EventLoop {
             if let Some(wait) = persist::bgsave_step(srv, served) {
                 timeout = timeout.min(wait);
             }
+            // A full sync's save that just ended is reported in the same
+            // turn: no client sees it ended before its replicas do.
+            crate::replication::save_ended(srv, &mut self.shell);
             crate::aof::rewrite_poll(srv);
             if let Some(at) = srv.blocking.next_deadline() {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));

@@ -247,6 +247,15 @@ pub fn trim(srv: &mut Server) {
     srv.repl.backlog.trim(hold);
 }
 
+/// A full sync's save that ended (`Repl::rdb_done`) goes to its replicas
+/// now: the image to those waiting for it, online for those that received
+/// it as it was written.
+pub fn save_ended(srv: &mut Server, host: &mut dyn Host) {
+    if srv.repl.rdb_done.is_some() {
+        finish_full_sync(srv, host);
+    }
+}
+
 /// The work after each event loop turn: the stream reaches the replicas;
 /// a WAIT asks them for acknowledgements.
 pub fn after_turn(srv: &mut Server) {
