@@ -246,9 +246,12 @@ def new_servers(args) -> list[Server]:
             Server("redis", [args.redis_bin, "--daemonize", "no"])]
 
 
-def start_servers(args) -> list[Server]:
-    """Start densekv and redis; both are stopped at exit (including SIGINT/SIGTERM)."""
+def start_servers(args, wrap: list[str] | None = None) -> list[Server]:
+    """Start densekv and redis (each under `wrap`, e.g. taskset, if given); both are
+    stopped at exit (including SIGINT/SIGTERM)."""
     servers = new_servers(args)
+    for s in servers:
+        s.wrap = wrap or []
     try:
         for s in servers:
             s.start()
@@ -785,20 +788,12 @@ def benchmark(args, s: Server, pipeline: int) -> dict[str, float]:
 def cmd_throughput(args) -> None:
     header("densekv vs redis: throughput (redis-benchmark)", args)
     print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
-    servers = new_servers(args)
     if args.pin:
         # Server on CPU 0, load generator on CPU 1: neither build shares
         # a core with the benchmark or migrates, which on a 2-core
         # machine moved single rounds by up to 30%.
         print("- pinned: server on CPU 0, redis-benchmark on CPU 1\n")
-        for s in servers:
-            s.wrap = ["taskset", "-c", "0"]
-    try:
-        for s in servers:
-            s.start()
-    except BaseException:
-        stop_servers(servers)
-        raise
+    servers = start_servers(args, ["taskset", "-c", "0"] if args.pin else None)
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     try:
         for pipeline in args.pipeline:
