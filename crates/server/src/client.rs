@@ -268,16 +268,34 @@ pub struct Client {
 pub struct Bulk {
     /// The open file (it may already be unlinked).
     pub file: std::fs::File,
-    /// Bytes of it still to send.
-    pub left: u64,
+    /// Bytes of it sent so far.
+    pub read: u64,
+    /// Where the file ends.
+    pub end: BulkEnd,
     /// Bytes sent after the file (the EOF mark of a diskless transfer).
     pub suffix: Vec<u8>,
-    /// For a file still being written (a diskless sync's image as the
-    /// save produces it): the writer's progress, which bounds what may be
-    /// read; `left` then counts nothing and `read` what was taken.
-    pub growing: Option<std::sync::Arc<crate::bgsave::Progress>>,
-    /// Bytes of a growing file read so far.
-    pub read: u64,
+}
+
+/// Where a bulk file ends.
+#[derive(Debug)]
+pub enum BulkEnd {
+    /// A finished file of this many bytes.
+    Size(u64),
+    /// A file still being written (a diskless sync's image as the save
+    /// produces it): the writer's progress bounds what may be read.
+    Growing(std::sync::Arc<crate::bgsave::Progress>),
+}
+
+impl Bulk {
+    /// `file`, sent from its first byte up to `end`, then `suffix`.
+    pub fn new(file: std::fs::File, end: BulkEnd, suffix: Vec<u8>) -> Bulk {
+        Bulk { file, read: 0, end, suffix }
+    }
+
+    /// True while the file is still being written.
+    pub fn growing(&self) -> bool {
+        matches!(self.end, BulkEnd::Growing(_))
+    }
 }
 
 /// Bytes of a bulk file read into the reply buffer at a time.
@@ -295,14 +313,14 @@ impl Client {
             return Ok(false);
         }
         let Some(b) = self.bulk.as_mut() else { return Ok(false) };
-        let avail = match &b.growing {
-            Some(p) => match p.get() {
+        let avail = match &b.end {
+            BulkEnd::Size(size) => size - b.read,
+            BulkEnd::Growing(p) => match p.get() {
                 (written, _) if written > b.read => written - b.read,
                 (_, true) => 0,
                 // Caught up with the writer: more comes later.
                 (_, false) => return Ok(false),
             },
-            None => b.left,
         };
         if avail == 0 {
             let suffix = std::mem::take(&mut b.suffix);
@@ -321,11 +339,7 @@ impl Client {
         };
         self.reply.buf.truncate(start + *n.as_ref().unwrap_or(&0));
         let n = n?;
-        if b.growing.is_some() {
-            b.read += n as u64;
-        } else {
-            b.left -= n as u64;
-        }
+        b.read += n as u64;
         Ok(true)
     }
 

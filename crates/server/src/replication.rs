@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::blocking::TimeoutReply;
-use crate::client::{Bulk, Client, ClientId, ReplRole};
+use crate::client::{Bulk, BulkEnd, Client, ClientId, ReplRole};
 use crate::command::{CmdError, CommandMap, Host};
 use crate::repl::{encode, Failover, LinkState, Primary, Replica, ReplicaState, StreamSink, Waiter};
 use crate::server::Server;
@@ -392,7 +392,7 @@ fn start_full_sync(srv: &mut Server, host: &mut dyn Host, cur: Option<&mut Clien
 /// image), and tells them `line` (+FULLRESYNC; not a plain SYNC's). When
 /// the save streams its image (a diskless sync), a replica that takes the
 /// EOF-marked form starts receiving it now, from the file's first byte,
-/// and follows the writer (`Bulk::growing`).
+/// and follows the writer (`BulkEnd::Growing`).
 fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i64) {
     let stream = srv.bgsave.as_ref().and_then(|j| j.stream());
     let ids: Vec<ClientId> = srv.repl.replicas.iter().filter(|(_, r)| r.state == ReplicaState::WaitBgsaveStart).map(|(&id, _)| id).collect();
@@ -418,9 +418,7 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i
             if let (Some((path, progress)), true) = (&stream, eof) {
                 match std::fs::File::open(path) {
                     Ok(file) => {
-                        let mark = crate::repl::random_id();
-                        c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
-                        c.bulk = Some(Bulk { file, left: 0, suffix: mark.into_bytes(), growing: Some(progress.clone()), read: 0 });
+                        send_eof_marked(c, file, BulkEnd::Growing(progress.clone()));
                         if let Some(r) = srv.repl.replicas.get_mut(&id) {
                             r.streamed = true;
                         }
@@ -438,6 +436,15 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i
     }
 }
 
+/// Starts sending image `file` in the EOF-marked form (`$EOF:<mark>`, the
+/// file up to `end`, the mark again), for a replica that announced
+/// `capa eof`.
+fn send_eof_marked(c: &mut Client, file: std::fs::File, end: BulkEnd) {
+    let mark = crate::repl::random_id();
+    c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
+    c.bulk = Some(Bulk::new(file, end, mark.into_bytes()));
+}
+
 /// Replicas receiving an image as the save writes it that caught up with
 /// the writer are looked at again each turn, for what it wrote since.
 fn wake_streaming(srv: &mut Server) {
@@ -447,7 +454,7 @@ fn wake_streaming(srv: &mut Server) {
             continue;
         }
         if let Some(c) = clients.get(id) {
-            if c.bulk.as_ref().is_some_and(|b| b.growing.is_some()) && c.sent == c.reply.buf.len() {
+            if c.bulk.as_ref().is_some_and(Bulk::growing) && c.sent == c.reply.buf.len() {
                 woken.push(*id);
             }
         }
@@ -555,16 +562,14 @@ fn finish_full_sync(srv: &mut Server, host: &mut dyn Host) {
         let Some(r) = srv.repl.replicas.get_mut(&id) else { continue };
         let Some(c) = srv.clients.get_mut(&id) else { continue };
         if diskless && r.capa_eof {
-            let mark = crate::repl::random_id();
-            c.reply.raw(format!("$EOF:{mark}\r\n").as_bytes());
-            c.bulk = Some(Bulk { file, left: size, suffix: mark.into_bytes(), growing: None, read: 0 });
+            send_eof_marked(c, file, BulkEnd::Size(size));
             // Online once it acknowledges the image it loaded.
             r.state = ReplicaState::Online;
             r.wait_ack = true;
             srv.config.log.notice(&format!("Synchronization with replica {} succeeded", c.addr));
         } else {
             c.reply.raw(format!("${size}\r\n").as_bytes());
-            c.bulk = Some(Bulk { file, left: size, suffix: Vec::new(), growing: None, read: 0 });
+            c.bulk = Some(Bulk::new(file, BulkEnd::Size(size), Vec::new()));
             r.state = ReplicaState::SendBulk;
         }
         r.ack_time = Instant::now();
