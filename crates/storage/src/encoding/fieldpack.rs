@@ -8,6 +8,7 @@
 //! buffer: [ caller's header: `base` bytes ][ entry ][ entry ] ...
 //!
 //! entry:  hdr [deadline: 6 bytes LE]? [field len: LEB128]? field value
+//!         (a set's member entry, `Members`, ends at the field: no value)
 //!   hdr   bit 7: a deadline follows (the field has a TTL)
 //!         bits 0-6: field length 0..=126, or 127 = LEB128 length follows
 //!   deadline  Unix ms, 48 bits (Redis's own limit for field TTLs)
@@ -19,7 +20,10 @@
 //! ```
 //!
 //! A 24-byte field with value "1" costs 26 bytes; a TTL adds 6, only to the
-//! fields that have one. Integers are kept only when the bytes are the
+//! fields that have one. The layout is a type parameter: a hash's buffers
+//! are `Fields` (every entry has a value), a set's are `Members` (no value
+//! and no tag byte: a 16-byte member is 17 bytes), so a buffer is always
+//! read with the layout it was written in. Integers are kept only when the bytes are the
 //! canonical decimal form, so values read back byte-exact.
 //!
 //! Invariants: entries are well formed and fields are unique within a
@@ -40,6 +44,17 @@ const DEADLINE_LEN: usize = 6;
 /// The largest deadline an entry can hold: 2^48 - 1 ms (Redis rejects
 /// larger field expiry times with "invalid expire time").
 pub const MAX_DEADLINE: i64 = (1 << 48) - 1;
+
+/// The entry layout of a buffer: `VALUES` says whether each entry carries a
+/// value after its field. The functions of this module are its associated
+/// functions.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout<const VALUES: bool>;
+
+/// A hash's entries: field, then value.
+pub type Fields = Layout<true>;
+/// A set's entries: the member alone (values passed in are empty).
+pub type Members = Layout<false>;
 
 /// One decoded entry, borrowed from its buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,27 +130,8 @@ fn value_len(v: StrRef) -> usize {
     }
 }
 
-/// Encoded size of an entry.
-pub fn entry_len(field: &[u8], value: StrRef, has_deadline: bool) -> usize {
-    let flen = if field.len() < LONG_FIELD as usize { 0 } else { varint_len(field.len()) };
-    1 + if has_deadline { DEADLINE_LEN } else { 0 } + flen + field.len() + value_len(value)
-}
-
-/// Appends an entry (the caller has reserved room, or accepts Vec growth).
-fn encode(out: &mut Vec<u8>, field: &[u8], value: StrRef, deadline: Option<i64>) {
-    let long = field.len() >= LONG_FIELD as usize;
-    let mut hdr = if long { LONG_FIELD } else { field.len() as u8 };
-    if deadline.is_some() {
-        hdr |= TTL_BIT;
-    }
-    out.push(hdr);
-    if let Some(d) = deadline {
-        out.extend_from_slice(&(d as u64).to_le_bytes()[..DEADLINE_LEN]);
-    }
-    if long {
-        put_varint(out, field.len());
-    }
-    out.extend_from_slice(field);
+/// Appends a value: tag, then payload.
+fn encode_value(out: &mut Vec<u8>, value: StrRef) {
     match value {
         StrRef::Int(i @ 0..=127) => out.push(i as u8),
         StrRef::Int(i) => {
@@ -169,30 +165,8 @@ fn int_at<const N: usize>(buf: &[u8], p: usize) -> [u8; N] {
     buf[p..p + N].try_into().expect("slice of N bytes")
 }
 
-/// Decodes the entry starting at `pos`.
-///
-/// Panics: if the buffer is malformed (a broken invariant).
-pub fn decode(buf: &[u8], pos: usize) -> Entry<'_> {
-    let hdr = buf[pos];
-    let mut p = pos + 1;
-    let deadline = if hdr & TTL_BIT != 0 {
-        let mut d = [0u8; 8];
-        d[..DEADLINE_LEN].copy_from_slice(&buf[p..p + DEADLINE_LEN]);
-        p += DEADLINE_LEN;
-        Some(u64::from_le_bytes(d) as i64)
-    } else {
-        None
-    };
-    let flen = match hdr & !TTL_BIT {
-        LONG_FIELD => {
-            let (n, q) = get_varint(buf, p);
-            p = q;
-            n
-        }
-        n => n as usize,
-    };
-    let field = &buf[p..p + flen];
-    p += flen;
+/// Decodes the value whose tag is at `p`; returns it and the offset past it.
+fn decode_value(buf: &[u8], mut p: usize) -> (StrRef<'_>, usize) {
     let tag = buf[p];
     p += 1;
     let value = match tag {
@@ -223,34 +197,9 @@ pub fn decode(buf: &[u8], pos: usize) -> Entry<'_> {
             p = q + n;
             StrRef::Bytes(&buf[q..p])
         }
-        _ => panic!("fieldpack: bad value tag {tag:#x} at {pos}"),
+        _ => panic!("fieldpack: bad value tag {tag:#x} at {}", p - 1),
     };
-    Entry { start: pos, end: p, field, value, deadline }
-}
-
-/// Walks the entries of `buf` from `pos`.
-#[derive(Debug, Clone)]
-pub struct Iter<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Iterator for Iter<'a> {
-    type Item = Entry<'a>;
-
-    fn next(&mut self) -> Option<Entry<'a>> {
-        if self.pos >= self.buf.len() {
-            return None;
-        }
-        let e = decode(self.buf, self.pos);
-        self.pos = e.end;
-        Some(e)
-    }
-}
-
-/// The entries of `buf` after a `base`-byte header.
-pub fn iter(buf: &[u8], base: usize) -> Iter<'_> {
-    Iter { buf, pos: base }
+    (value, p)
 }
 
 /// Bytes taken by the value whose tag is at `p` (tag included).
@@ -269,141 +218,214 @@ fn value_size(buf: &[u8], p: usize) -> usize {
     }
 }
 
-/// The entry for `field`, expired or not. The walk reads only headers and
-/// lengths; values are decoded for the match alone.
-pub fn find<'a>(buf: &'a [u8], base: usize, field: &[u8]) -> Option<Entry<'a>> {
-    let mut p = base;
-    while p < buf.len() {
-        let hdr = buf[p];
-        let mut q = p + 1 + if hdr & TTL_BIT != 0 { DEADLINE_LEN } else { 0 };
-        let flen = match hdr & !TTL_BIT {
-            LONG_FIELD => {
-                let (n, r) = get_varint(buf, q);
-                q = r;
-                n
+/// The field's offset and length in the entry starting at `pos`.
+fn field_at(buf: &[u8], pos: usize) -> (usize, usize) {
+    let hdr = buf[pos];
+    let p = pos + 1 + if hdr & TTL_BIT != 0 { DEADLINE_LEN } else { 0 };
+    match hdr & !TTL_BIT {
+        LONG_FIELD => {
+            let (n, q) = get_varint(buf, p);
+            (q, n)
+        }
+        n => (p, n as usize),
+    }
+}
+
+/// Walks the entries of a buffer from `pos`.
+#[derive(Debug, Clone)]
+pub struct Iter<'a, const VALUES: bool> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a, const V: bool> Iterator for Iter<'a, V> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let e = Layout::<V>::decode(self.buf, self.pos);
+        self.pos = e.end;
+        Some(e)
+    }
+}
+
+impl<const V: bool> Layout<V> {
+    /// Encoded size of an entry.
+    pub fn entry_len(field: &[u8], value: StrRef, has_deadline: bool) -> usize {
+        let flen = if field.len() < LONG_FIELD as usize { 0 } else { varint_len(field.len()) };
+        1 + if has_deadline { DEADLINE_LEN } else { 0 } + flen + field.len() + if V { value_len(value) } else { 0 }
+    }
+
+    /// Appends an entry (the caller has reserved room, or accepts Vec growth).
+    fn encode(out: &mut Vec<u8>, field: &[u8], value: StrRef, deadline: Option<i64>) {
+        debug_assert!(V || value == StrRef::Bytes(b""), "a member entry has no value");
+        let long = field.len() >= LONG_FIELD as usize;
+        let mut hdr = if long { LONG_FIELD } else { field.len() as u8 };
+        if deadline.is_some() {
+            hdr |= TTL_BIT;
+        }
+        out.push(hdr);
+        if let Some(d) = deadline {
+            out.extend_from_slice(&(d as u64).to_le_bytes()[..DEADLINE_LEN]);
+        }
+        if long {
+            put_varint(out, field.len());
+        }
+        out.extend_from_slice(field);
+        if V {
+            encode_value(out, value);
+        }
+    }
+
+    /// Decodes the entry starting at `pos` (a member entry's value is empty
+    /// bytes).
+    ///
+    /// Panics: if the buffer is malformed (a broken invariant).
+    pub fn decode(buf: &[u8], pos: usize) -> Entry<'_> {
+        let deadline = (buf[pos] & TTL_BIT != 0).then(|| {
+            let mut d = [0u8; 8];
+            d[..DEADLINE_LEN].copy_from_slice(&buf[pos + 1..pos + 1 + DEADLINE_LEN]);
+            u64::from_le_bytes(d) as i64
+        });
+        let (f, flen) = field_at(buf, pos);
+        let field = &buf[f..f + flen];
+        let (value, end) = if V { decode_value(buf, f + flen) } else { (StrRef::Bytes(&[]), f + flen) };
+        Entry { start: pos, end, field, value, deadline }
+    }
+
+    /// The entries of `buf` after a `base`-byte header.
+    pub fn iter(buf: &[u8], base: usize) -> Iter<'_, V> {
+        Iter { buf, pos: base }
+    }
+
+    /// The entry for `field`, expired or not. The walk reads only headers and
+    /// lengths; values are decoded for the match alone.
+    pub fn find<'a>(buf: &'a [u8], base: usize, field: &[u8]) -> Option<Entry<'a>> {
+        let mut p = base;
+        while p < buf.len() {
+            let (q, flen) = field_at(buf, p);
+            if flen == field.len() && buf[q..q + flen] == *field {
+                return Some(Self::decode(buf, p));
             }
-            n => n as usize,
-        };
-        if flen == field.len() && buf[q..q + flen] == *field {
-            return Some(decode(buf, p));
+            p = q + flen + if V { value_size(buf, q + flen) } else { 0 };
         }
-        q += flen;
-        p = q + value_size(buf, q);
+        None
     }
-    None
-}
 
-/// The earliest deadline in `buf`.
-pub fn min_deadline(buf: &[u8], base: usize) -> Option<i64> {
-    iter(buf, base).filter_map(|e| e.deadline).min()
-}
+    /// The earliest deadline in `buf`.
+    pub fn min_deadline(buf: &[u8], base: usize) -> Option<i64> {
+        Self::iter(buf, base).filter_map(|e| e.deadline).min()
+    }
 
-/// Sets `field` to `value` with no deadline, in place if it exists (order
-/// is kept, as Redis keeps a listpack's). Returns the old entry's deadline
-/// (`Some(None)`: it had none), or `None` if the field is new (appended).
-pub fn upsert(buf: &mut Vec<u8>, base: usize, field: &[u8], value: StrRef) -> Option<Option<i64>> {
-    let new_len = entry_len(field, value, false);
-    match find(buf, base, field).map(|e| (e.start, e.end, e.deadline)) {
-        None => {
-            reserve_class(buf, new_len);
-            encode(buf, field, value, None);
-            None
-        }
-        Some((start, end, old)) => {
-            let mut tmp = Vec::with_capacity(new_len);
-            encode(&mut tmp, field, value, None);
-            reserve_class(buf, new_len.saturating_sub(end - start));
-            buf.splice(start..end, tmp);
-            shrink_class(buf);
-            Some(old)
+    /// Sets `field` to `value` with no deadline, in place if it exists (order
+    /// is kept, as Redis keeps a listpack's). Returns the old entry's deadline
+    /// (`Some(None)`: it had none), or `None` if the field is new (appended).
+    pub fn upsert(buf: &mut Vec<u8>, base: usize, field: &[u8], value: StrRef) -> Option<Option<i64>> {
+        let new_len = Self::entry_len(field, value, false);
+        match Self::find(buf, base, field).map(|e| (e.start, e.end, e.deadline)) {
+            None => {
+                reserve_class(buf, new_len);
+                Self::encode(buf, field, value, None);
+                None
+            }
+            Some((start, end, old)) => {
+                let mut tmp = Vec::with_capacity(new_len);
+                Self::encode(&mut tmp, field, value, None);
+                reserve_class(buf, new_len.saturating_sub(end - start));
+                buf.splice(start..end, tmp);
+                shrink_class(buf);
+                Some(old)
+            }
         }
     }
-}
 
-/// Appends an entry known to be absent (used when moving raw entries is
-/// not possible, e.g. in tests and loaders).
-pub fn push(buf: &mut Vec<u8>, field: &[u8], value: StrRef, deadline: Option<i64>) {
-    reserve_class(buf, entry_len(field, value, deadline.is_some()));
-    encode(buf, field, value, deadline);
-}
+    /// Appends an entry known to be absent (used when moving raw entries is
+    /// not possible, e.g. in tests and loaders).
+    pub fn push(buf: &mut Vec<u8>, field: &[u8], value: StrRef, deadline: Option<i64>) {
+        reserve_class(buf, Self::entry_len(field, value, deadline.is_some()));
+        Self::encode(buf, field, value, deadline);
+    }
 
-/// Removes the entry spanning `start..end`.
-pub fn remove_at(buf: &mut Vec<u8>, start: usize, end: usize) {
-    buf.drain(start..end);
-    shrink_class(buf);
-}
+    /// Removes the entry spanning `start..end`.
+    pub fn remove_at(buf: &mut Vec<u8>, start: usize, end: usize) {
+        buf.drain(start..end);
+        shrink_class(buf);
+    }
 
-/// Removes `field`; returns its deadline (`Some(None)`: none), or `None`
-/// if absent.
-pub fn remove(buf: &mut Vec<u8>, base: usize, field: &[u8]) -> Option<Option<i64>> {
-    let (start, end, dl) = find(buf, base, field).map(|e| (e.start, e.end, e.deadline))?;
-    remove_at(buf, start, end);
-    Some(dl)
-}
+    /// Removes `field`; returns its deadline (`Some(None)`: none), or `None`
+    /// if absent.
+    pub fn remove(buf: &mut Vec<u8>, base: usize, field: &[u8]) -> Option<Option<i64>> {
+        let (start, end, dl) = Self::find(buf, base, field).map(|e| (e.start, e.end, e.deadline))?;
+        Self::remove_at(buf, start, end);
+        Some(dl)
+    }
 
-/// Sets or clears the deadline of the entry starting at `start`.
-///
-/// Panics: if `deadline` is outside `0..=MAX_DEADLINE`.
-pub fn set_deadline(buf: &mut Vec<u8>, start: usize, deadline: Option<i64>) {
-    let has = buf[start] & TTL_BIT != 0;
-    match deadline {
-        Some(d) => {
-            assert!((0..=MAX_DEADLINE).contains(&d), "field deadline out of range: {d}");
-            let bytes = (d as u64).to_le_bytes();
-            if !has {
-                reserve_class(buf, DEADLINE_LEN);
-                buf[start] |= TTL_BIT;
-                buf.splice(start + 1..start + 1, bytes[..DEADLINE_LEN].iter().copied());
+    /// Sets or clears the deadline of the entry starting at `start`.
+    ///
+    /// Panics: if `deadline` is outside `0..=MAX_DEADLINE`.
+    pub fn set_deadline(buf: &mut Vec<u8>, start: usize, deadline: Option<i64>) {
+        let has = buf[start] & TTL_BIT != 0;
+        match deadline {
+            Some(d) => {
+                assert!((0..=MAX_DEADLINE).contains(&d), "field deadline out of range: {d}");
+                let bytes = (d as u64).to_le_bytes();
+                if !has {
+                    reserve_class(buf, DEADLINE_LEN);
+                    buf[start] |= TTL_BIT;
+                    buf.splice(start + 1..start + 1, bytes[..DEADLINE_LEN].iter().copied());
+                } else {
+                    buf[start + 1..start + 1 + DEADLINE_LEN].copy_from_slice(&bytes[..DEADLINE_LEN]);
+                }
+            }
+            None if has => {
+                buf[start] &= !TTL_BIT;
+                buf.drain(start + 1..start + 1 + DEADLINE_LEN);
+                shrink_class(buf);
+            }
+            None => {}
+        }
+    }
+
+    /// Keeps the entries for which `keep` (given the entry and its raw bytes)
+    /// returns true, compacting in place (one pass, no allocation). Returns how
+    /// many were dropped.
+    pub fn retain(buf: &mut Vec<u8>, base: usize, mut keep: impl FnMut(&Entry, &[u8]) -> bool) -> usize {
+        let (mut r, mut w, mut dropped) = (base, base, 0);
+        while r < buf.len() {
+            let (start, end, kept) = {
+                let e = Self::decode(buf, r);
+                (e.start, e.end, keep(&e, &buf[e.start..e.end]))
+            };
+            if kept {
+                if w != start {
+                    buf.copy_within(start..end, w);
+                }
+                w += end - start;
             } else {
-                buf[start + 1..start + 1 + DEADLINE_LEN].copy_from_slice(&bytes[..DEADLINE_LEN]);
+                dropped += 1;
             }
+            r = end;
         }
-        None if has => {
-            buf[start] &= !TTL_BIT;
-            buf.drain(start + 1..start + 1 + DEADLINE_LEN);
-            shrink_class(buf);
-        }
-        None => {}
+        buf.truncate(w);
+        shrink_class(buf);
+        dropped
     }
-}
 
-/// Keeps the entries for which `keep` (given the entry and its raw bytes)
-/// returns true, compacting in place (one pass, no allocation). Returns how
-/// many were dropped.
-pub fn retain(buf: &mut Vec<u8>, base: usize, mut keep: impl FnMut(&Entry, &[u8]) -> bool) -> usize {
-    let (mut r, mut w, mut dropped) = (base, base, 0);
-    while r < buf.len() {
-        let (start, end, kept) = {
-            let e = decode(buf, r);
-            (e.start, e.end, keep(&e, &buf[e.start..e.end]))
-        };
-        if kept {
-            if w != start {
-                buf.copy_within(start..end, w);
+    /// Drops up to `max` entries whose deadline is before `now`, calling `f`
+    /// with each one's field; returns how many went.
+    pub fn retain_live(buf: &mut Vec<u8>, base: usize, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        let mut budget = max;
+        Self::retain(buf, base, |e, _| {
+            let due = budget > 0 && !e.live(now);
+            if due {
+                f(e.field);
+                budget -= 1;
             }
-            w += end - start;
-        } else {
-            dropped += 1;
-        }
-        r = end;
+            !due
+        })
     }
-    buf.truncate(w);
-    shrink_class(buf);
-    dropped
-}
-
-/// Drops up to `max` entries whose deadline is before `now`, calling `f`
-/// with each one's field; returns how many went.
-pub fn retain_live(buf: &mut Vec<u8>, base: usize, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
-    let mut budget = max;
-    retain(buf, base, |e, _| {
-        let due = budget > 0 && !e.live(now);
-        if due {
-            f(e.field);
-            budget -= 1;
-        }
-        !due
-    })
 }
 
 #[cfg(test)]
@@ -413,9 +435,9 @@ mod tests {
     fn roundtrip(field: &[u8], value: &[u8], deadline: Option<i64>) {
         let mut buf = vec![9u8; 2];
         let v = classify(value);
-        push(&mut buf, field, v, deadline);
-        assert_eq!(buf.len() - 2, entry_len(field, v, deadline.is_some()));
-        let e = decode(&buf, 2);
+        Fields::push(&mut buf, field, v, deadline);
+        assert_eq!(buf.len() - 2, Fields::entry_len(field, v, deadline.is_some()));
+        let e = Fields::decode(&buf, 2);
         assert_eq!((e.field, e.value.to_vec(), e.deadline, e.end), (field, value.to_vec(), deadline, buf.len()));
     }
 
@@ -433,33 +455,55 @@ mod tests {
     }
 
     #[test]
+    fn member_entries_carry_no_value() {
+        let long = vec![b'm'; 300];
+        for f in [&b""[..], b"m", &long[..16], &long[..126], &long[..127], &long] {
+            for deadline in [None, Some(0), Some(MAX_DEADLINE)] {
+                let mut buf = vec![7u8; 3];
+                Members::push(&mut buf, b"other", StrRef::Bytes(b""), None);
+                let at = buf.len();
+                Members::push(&mut buf, f, StrRef::Bytes(b""), deadline);
+                assert_eq!(buf.len() - at, Members::entry_len(f, StrRef::Bytes(b""), deadline.is_some()));
+                let e = Members::find(&buf, 3, f).expect("pushed");
+                assert_eq!((e.start, e.end, e.field, e.value, e.deadline), (at, buf.len(), f, StrRef::Bytes(&b""[..]), deadline));
+                assert_eq!(Members::iter(&buf, 3).count(), 2);
+                assert_eq!(Members::remove(&mut buf, 3, b"other"), Some(None));
+                assert_eq!(Members::iter(&buf, 3).map(|e| e.field).collect::<Vec<_>>(), [f]);
+            }
+        }
+        // A 16-byte member is 17 bytes: header and member, no tag.
+        assert_eq!(Members::entry_len(&[0u8; 16], StrRef::Bytes(b""), false), 17);
+        assert_eq!(Fields::entry_len(&[0u8; 16], StrRef::Bytes(b""), false), 18);
+    }
+
+    #[test]
     fn sizes() {
-        assert_eq!(entry_len(&[b'a'; 24], classify(b"1"), false), 26);
-        assert_eq!(entry_len(&[b'a'; 8], classify(b"x"), true), 17);
-        assert_eq!(entry_len(&[b'a'; 127], classify(b"1000"), false), 1 + 1 + 127 + 3);
+        assert_eq!(Fields::entry_len(&[b'a'; 24], classify(b"1"), false), 26);
+        assert_eq!(Fields::entry_len(&[b'a'; 8], classify(b"x"), true), 17);
+        assert_eq!(Fields::entry_len(&[b'a'; 127], classify(b"1000"), false), 1 + 1 + 127 + 3);
     }
 
     #[test]
     fn upsert_remove_deadline() {
         let mut buf = vec![0u8];
-        assert_eq!(upsert(&mut buf, 1, b"a", classify(b"1")), None);
-        assert_eq!(upsert(&mut buf, 1, b"b", classify(b"two")), None);
-        let start = find(&buf, 1, b"a").unwrap().start;
-        set_deadline(&mut buf, start, Some(1000));
-        assert_eq!(find(&buf, 1, b"a").unwrap().deadline, Some(1000));
-        assert_eq!(min_deadline(&buf, 1), Some(1000));
+        assert_eq!(Fields::upsert(&mut buf, 1, b"a", classify(b"1")), None);
+        assert_eq!(Fields::upsert(&mut buf, 1, b"b", classify(b"two")), None);
+        let start = Fields::find(&buf, 1, b"a").unwrap().start;
+        Fields::set_deadline(&mut buf, start, Some(1000));
+        assert_eq!(Fields::find(&buf, 1, b"a").unwrap().deadline, Some(1000));
+        assert_eq!(Fields::min_deadline(&buf, 1), Some(1000));
         // In-place update keeps order and drops the TTL.
-        assert_eq!(upsert(&mut buf, 1, b"a", classify(b"a longer value")), Some(Some(1000)));
-        let fields: Vec<_> = iter(&buf, 1).map(|e| e.field.to_vec()).collect();
+        assert_eq!(Fields::upsert(&mut buf, 1, b"a", classify(b"a longer value")), Some(Some(1000)));
+        let fields: Vec<_> = Fields::iter(&buf, 1).map(|e| e.field.to_vec()).collect();
         assert_eq!(fields, [b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(min_deadline(&buf, 1), None);
-        let start = find(&buf, 1, b"b").unwrap().start;
-        set_deadline(&mut buf, start, Some(5));
-        set_deadline(&mut buf, start, None);
-        assert_eq!(find(&buf, 1, b"b").unwrap().value, StrRef::Bytes(b"two"));
-        assert_eq!(remove(&mut buf, 1, b"a"), Some(None));
-        assert_eq!(remove(&mut buf, 1, b"a"), None);
-        assert_eq!(retain(&mut buf, 1, |_, _| false), 1);
+        assert_eq!(Fields::min_deadline(&buf, 1), None);
+        let start = Fields::find(&buf, 1, b"b").unwrap().start;
+        Fields::set_deadline(&mut buf, start, Some(5));
+        Fields::set_deadline(&mut buf, start, None);
+        assert_eq!(Fields::find(&buf, 1, b"b").unwrap().value, StrRef::Bytes(b"two"));
+        assert_eq!(Fields::remove(&mut buf, 1, b"a"), Some(None));
+        assert_eq!(Fields::remove(&mut buf, 1, b"a"), None);
+        assert_eq!(Fields::retain(&mut buf, 1, |_, _| false), 1);
         assert_eq!(buf, [0]);
     }
 }

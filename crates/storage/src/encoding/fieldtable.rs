@@ -8,7 +8,8 @@
 //!   [0] [1] ... [s-1] | [s] ... [2^L-1] | [2^L] ... [2^L+s-1]
 //!   split: L+1 bits     not yet split:    split images of 0..s:
 //!                       L bits            L+1 bits
-//!   each bucket = fieldpack entries (no header), ~bucket_entries of them,
+//!   each bucket = fieldpack entries (no header) in layout V (a hash's
+//!   fields with values, or a set's bare members), ~bucket_entries of them,
 //!   its capacity a jemalloc size class.
 //!
 //!  mins: Vec<i64>          empty until some field gets a TTL; then a
@@ -52,13 +53,13 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-use super::fieldpack::{self, Entry};
+use super::fieldpack::{Entry, Layout};
 use super::{alloc_size, reserve_class};
 use crate::strref::StrRef;
 
 /// A large hash: see the module header.
 #[derive(Debug, Clone)]
-pub struct Table {
+pub struct Table<const V: bool> {
     buckets: Vec<Vec<u8>>,
     len: usize,
     hasher: RandomState,
@@ -72,10 +73,10 @@ fn floor_log2(n: usize) -> u32 {
     usize::BITS - 1 - n.leading_zeros()
 }
 
-impl Table {
+impl<const V: bool> Table<V> {
     /// A table holding the fieldpack entries `entries` (`len` of them) as
     /// its one bucket, then split down to about `bucket_entries` per bucket.
-    pub fn from_packed(entries: Vec<u8>, len: usize, flags: u8, bucket_entries: usize) -> Table {
+    pub fn from_packed(entries: Vec<u8>, len: usize, flags: u8, bucket_entries: usize) -> Self {
         let mut t = Table {
             buckets: vec![entries],
             len,
@@ -84,7 +85,7 @@ impl Table {
             bucket_entries: bucket_entries.clamp(1, u32::MAX as usize) as u32,
             flags,
         };
-        if fieldpack::min_deadline(&t.buckets[0], 0).is_some() {
+        if Layout::<V>::min_deadline(&t.buckets[0], 0).is_some() {
             t.enable_mins();
         }
         t.grow();
@@ -118,14 +119,14 @@ impl Table {
 
     /// The entry for `field`, expired or not.
     pub fn get(&self, field: &[u8]) -> Option<Entry<'_>> {
-        fieldpack::find(&self.buckets[self.addr(field)], 0, field)
+        Layout::<V>::find(&self.buckets[self.addr(field)], 0, field)
     }
 
     /// Sets `field` to `value`, dropping its TTL. Returns the old deadline
     /// as `fieldpack::upsert` does (`None`: the field is new).
     pub fn insert(&mut self, field: &[u8], value: StrRef) -> Option<Option<i64>> {
         let b = self.addr(field);
-        let old = fieldpack::upsert(&mut self.buckets[b], 0, field, value);
+        let old = Layout::<V>::upsert(&mut self.buckets[b], 0, field, value);
         match old {
             None => {
                 self.len += 1;
@@ -140,7 +141,7 @@ impl Table {
     /// Removes `field`; returns its old deadline, `None` if absent.
     pub fn remove(&mut self, field: &[u8]) -> Option<Option<i64>> {
         let b = self.addr(field);
-        let old = fieldpack::remove(&mut self.buckets[b], 0, field)?;
+        let old = Layout::<V>::remove(&mut self.buckets[b], 0, field)?;
         self.len -= 1;
         if old.is_some() {
             self.refresh(b);
@@ -154,10 +155,10 @@ impl Table {
     /// Panics: if the deadline is outside `0..=MAX_DEADLINE`.
     pub fn set_deadline(&mut self, field: &[u8], deadline: Option<i64>) -> bool {
         let b = self.addr(field);
-        let Some(start) = fieldpack::find(&self.buckets[b], 0, field).map(|e| e.start) else {
+        let Some(start) = Layout::<V>::find(&self.buckets[b], 0, field).map(|e| e.start) else {
             return false;
         };
-        fieldpack::set_deadline(&mut self.buckets[b], start, deadline);
+        Layout::<V>::set_deadline(&mut self.buckets[b], start, deadline);
         if deadline.is_some() {
             self.enable_mins();
         }
@@ -185,7 +186,7 @@ impl Table {
             // The bucket's new earliest deadline comes out of the same walk,
             // so the tree leaf is set without rescanning the bucket.
             let mut earliest = i64::MAX;
-            removed += fieldpack::retain(&mut self.buckets[b], 0, |e, _| {
+            removed += Layout::<V>::retain(&mut self.buckets[b], 0, |e, _| {
                 let due = budget > 0 && !e.live(now);
                 if due {
                     f(e.field);
@@ -206,7 +207,7 @@ impl Table {
 
     /// All entries, bucket by bucket.
     pub fn iter(&self) -> impl Iterator<Item = Entry<'_>> {
-        self.buckets.iter().flat_map(|b| fieldpack::iter(b, 0))
+        self.buckets.iter().flat_map(|b| Layout::<V>::iter(b, 0))
     }
 
     /// The raw buckets, for iterators that walk them directly.
@@ -228,7 +229,7 @@ impl Table {
                 depth = l + 1;
                 b = cursor as usize & ((2 << l) - 1);
             }
-            for e in fieldpack::iter(&self.buckets[b], 0) {
+            for e in Layout::<V>::iter(&self.buckets[b], 0) {
                 f(&e);
                 seen += 1;
             }
@@ -250,9 +251,9 @@ impl Table {
         }
         for _ in 0..64 {
             let b = &self.buckets[(rng() % self.buckets.len() as u64) as usize];
-            let k = fieldpack::iter(b, 0).count();
+            let k = Layout::<V>::iter(b, 0).count();
             if k > 0 {
-                return fieldpack::iter(b, 0).nth((rng() % k as u64) as usize);
+                return Layout::<V>::iter(b, 0).nth((rng() % k as u64) as usize);
             }
         }
         self.iter().next()
@@ -261,7 +262,7 @@ impl Table {
     /// Heap bytes owned, as jemalloc counts them (see `encoding`): the
     /// table struct, the bucket vector, every bucket, the min-tree.
     pub fn mem_usage(&self) -> usize {
-        alloc_size(size_of::<Table>())
+        alloc_size(size_of::<Table<V>>())
             + alloc_size(self.buckets.capacity() * size_of::<Vec<u8>>())
             + self.buckets.iter().map(|b| alloc_size(b.capacity())).sum::<usize>()
             + alloc_size(self.mins.capacity() * size_of::<i64>())
@@ -289,7 +290,7 @@ impl Table {
         let mut old = std::mem::take(&mut self.buckets[s]);
         let mut moved = Vec::new();
         let hasher = &self.hasher;
-        fieldpack::retain(&mut old, 0, |e, raw| {
+        Layout::<V>::retain(&mut old, 0, |e, raw| {
             let stay = (hasher.hash_one(e.field) >> l) & 1 == 0;
             if !stay {
                 reserve_class(&mut moved, raw.len());
@@ -348,7 +349,7 @@ impl Table {
             }
             self.mins = grown;
         }
-        let d = self.buckets.get(b).and_then(|buf| fieldpack::min_deadline(buf, 0)).unwrap_or(i64::MAX);
+        let d = self.buckets.get(b).and_then(|buf| Layout::<V>::min_deadline(buf, 0)).unwrap_or(i64::MAX);
         self.set_min(b, d);
     }
 
@@ -374,7 +375,7 @@ mod tests {
         format!("field:{i}").into_bytes()
     }
 
-    fn table(n: usize, per_bucket: usize) -> Table {
+    fn table(n: usize, per_bucket: usize) -> Table<true> {
         let mut t = Table::from_packed(Vec::new(), 0, 0, per_bucket);
         for i in 0..n {
             assert_eq!(t.insert(&field(i), StrRef::Int(i as i64)), None);

@@ -19,7 +19,7 @@
 
 use super::{Db, Pending};
 use crate::blob::{self, Body};
-use crate::encoding::fieldpack;
+use crate::encoding::fieldpack::Fields;
 use crate::segment::addr_of;
 use crate::types::hash::Hash;
 use crate::value::Kind;
@@ -27,7 +27,7 @@ use crate::value::Kind;
 /// Earliest field deadline of an inline hash body.
 pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
     match body {
-        Body::Hash(e, _) => fieldpack::min_deadline(e, 0),
+        Body::Hash(e, _) => Fields::min_deadline(e, 0),
         Body::Str(_) | Body::Obj(_) => None,
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! Small:  Vec<u8> = [flags u8][count u16 LE][entry][entry]...   linear scan
-//! Large:  Box<Table>  (encoding::fieldtable: linear hashing over
+//! Large:  Box<Table<true>>  (encoding::fieldtable: linear hashing over
 //!                      fieldpack buckets, per-bucket min deadline tree)
 //! ```
 //!
@@ -34,7 +34,7 @@
 //! jemalloc's size class; the `size_of::<Hash>()` bytes where the owner
 //! embeds it are the owner's to count.
 
-use crate::encoding::fieldpack::{self, Entry, MAX_DEADLINE};
+use crate::encoding::fieldpack::{self, Entry, Fields, MAX_DEADLINE};
 use crate::encoding::fieldtable::Table;
 use crate::encoding::{alloc_size, reserve_class};
 use crate::strref::StrRef;
@@ -131,7 +131,7 @@ impl ExpireCond {
 #[derive(Debug, Clone)]
 enum Repr {
     Small(Vec<u8>),
-    Large(Box<Table>),
+    Large(Box<Table<true>>),
 }
 
 /// A hash value: fields to values, each field with an optional deadline.
@@ -183,7 +183,7 @@ impl Hash {
 
     fn entry(&self, field: &[u8]) -> Option<Entry<'_>> {
         match &self.repr {
-            Repr::Small(b) => fieldpack::find(b, HDR, field),
+            Repr::Small(b) => Fields::find(b, HDR, field),
             Repr::Large(t) => t.get(field),
         }
     }
@@ -209,7 +209,7 @@ impl Hash {
         let v = fieldpack::classify(value);
         let new = match &mut self.repr {
             Repr::Small(b) => {
-                let new = fieldpack::upsert(b, HDR, field, v).is_none();
+                let new = Fields::upsert(b, HDR, field, v).is_none();
                 if new {
                     let n = u16::from_le_bytes([b[1], b[2]]) + 1;
                     b[1..3].copy_from_slice(&n.to_le_bytes());
@@ -229,7 +229,7 @@ impl Hash {
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match &mut self.repr {
             Repr::Small(b) => {
-                let gone = fieldpack::remove(b, HDR, field).is_some();
+                let gone = Fields::remove(b, HDR, field).is_some();
                 if gone {
                     let n = u16::from_le_bytes([b[1], b[2]]) - 1;
                     b[1..3].copy_from_slice(&n.to_le_bytes());
@@ -243,8 +243,8 @@ impl Hash {
     /// The live fields and values at `now`.
     pub fn iter(&self, now: i64) -> Iter<'_> {
         match &self.repr {
-            Repr::Small(b) => Iter { cur: fieldpack::iter(b, HDR), rest: [].iter(), now },
-            Repr::Large(t) => Iter { cur: fieldpack::iter(&[], 0), rest: t.buckets().iter(), now },
+            Repr::Small(b) => Iter { cur: Fields::iter(b, HDR), rest: [].iter(), now },
+            Repr::Large(t) => Iter { cur: Fields::iter(&[], 0), rest: t.buckets().iter(), now },
         }
     }
 
@@ -254,7 +254,7 @@ impl Hash {
         let n = self.len();
         for _ in 0..16 {
             let e = match &self.repr {
-                Repr::Small(b) if n > 0 => fieldpack::iter(b, HDR).nth((rng() % n as u64) as usize),
+                Repr::Small(b) if n > 0 => Fields::iter(b, HDR).nth((rng() % n as u64) as usize),
                 Repr::Small(_) => None,
                 Repr::Large(t) => t.random(rng),
             }?;
@@ -274,7 +274,7 @@ impl Hash {
     pub fn scan(&self, cursor: u64, count: usize, now: i64, mut f: impl FnMut(&[u8], StrRef)) -> u64 {
         match &self.repr {
             Repr::Small(b) => {
-                fieldpack::iter(b, HDR).filter(|e| e.live(now)).for_each(|e| f(e.field, e.value));
+                Fields::iter(b, HDR).filter(|e| e.live(now)).for_each(|e| f(e.field, e.value));
                 0
             }
             Repr::Large(t) => t.scan(cursor, count, |e| {
@@ -312,8 +312,8 @@ impl Hash {
     fn set_deadline(&mut self, field: &[u8], deadline: Option<i64>) {
         match &mut self.repr {
             Repr::Small(b) => {
-                let start = fieldpack::find(b, HDR, field).expect("field checked by caller").start;
-                fieldpack::set_deadline(b, start, deadline);
+                let start = Fields::find(b, HDR, field).expect("field checked by caller").start;
+                Fields::set_deadline(b, start, deadline);
             }
             Repr::Large(t) => {
                 t.set_deadline(field, deadline);
@@ -345,7 +345,7 @@ impl Hash {
     /// the buffer when small.
     pub fn min_deadline(&self) -> Option<i64> {
         match &self.repr {
-            Repr::Small(b) => fieldpack::min_deadline(b, HDR),
+            Repr::Small(b) => Fields::min_deadline(b, HDR),
             Repr::Large(t) => t.min_deadline(),
         }
     }
@@ -360,7 +360,7 @@ impl Hash {
     pub fn expire_due_with(&mut self, now: i64, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         match &mut self.repr {
             Repr::Small(b) => {
-                let gone = fieldpack::retain_live(b, HDR, now, max, &mut f);
+                let gone = Fields::retain_live(b, HDR, now, max, &mut f);
                 let n = u16::from_le_bytes([b[1], b[2]]) - gone as u16;
                 b[1..3].copy_from_slice(&n.to_le_bytes());
                 gone
@@ -394,7 +394,7 @@ impl Hash {
     /// Rebuilds a hash from `inline_parts` (the small shape, buffer sized
     /// to its class).
     pub fn from_inline(entries: &[u8], listpack_ex: bool) -> Hash {
-        let n = fieldpack::iter(entries, 0).count();
+        let n = Fields::iter(entries, 0).count();
         let mut buf = Vec::new();
         reserve_class(&mut buf, HDR + entries.len());
         buf.push(if listpack_ex { F_LISTPACK_EX } else { 0 });
@@ -450,7 +450,7 @@ impl Hash {
 /// Live fields of a hash, see `Hash::iter`.
 #[derive(Debug, Clone)]
 pub struct Iter<'a> {
-    cur: fieldpack::Iter<'a>,
+    cur: fieldpack::Iter<'a, true>,
     rest: std::slice::Iter<'a, Vec<u8>>,
     now: i64,
 }
@@ -463,7 +463,7 @@ impl<'a> Iterator for Iter<'a> {
             match self.cur.next() {
                 Some(e) if e.live(self.now) => return Some((e.field, e.value)),
                 Some(_) => {}
-                None => self.cur = fieldpack::iter(self.rest.next()?, 0),
+                None => self.cur = Fields::iter(self.rest.next()?, 0),
             }
         }
     }

@@ -5,15 +5,15 @@
 //! ```text
 //! Ints:   IntSet (encoding::intset: sorted 2/4/8-byte integers)
 //! Small:  Vec<u8> = [flags u8][count u16 LE][entry][entry]...  linear scan
-//! Large:  Box<Table>  (encoding::fieldtable: linear hashing over
+//! Large:  Box<Table<false>>  (encoding::fieldtable: linear hashing over
 //!                      fieldpack buckets)
 //! ```
 //!
-//! Small and Large hold members as `encoding::fieldpack` entries whose
-//! value is empty (one tag byte), so a set shares the hash's compact
-//! table, its SCAN guarantee and (later) its per-entry TTL machinery: a
-//! 36-byte member costs 38 bytes plus its share of bucket rounding, with no
-//! per-member pointer or allocation.
+//! Small and Large hold members as `encoding::fieldpack` entries in the
+//! `Members` layout (a header byte and the member, no value), so a set
+//! shares the hash's compact table, its SCAN guarantee and its per-entry
+//! TTL machinery: a 36-byte member costs 37 bytes plus its share of bucket
+//! rounding, with no per-member pointer or allocation.
 //!
 //! The Ints shape exists exactly while Redis's set would be an intset
 //! (every member a canonical integer, at most `set-max-intset-entries` of
@@ -49,7 +49,7 @@
 //! embeds it are the owner's to count.
 
 use crate::encoding::alloc_size;
-use crate::encoding::fieldpack;
+use crate::encoding::fieldpack::{self, Members};
 use crate::encoding::fieldtable::Table;
 use crate::encoding::intset::IntSet;
 use crate::strref::{parse_canonical_i64, StrRef};
@@ -62,7 +62,8 @@ const F_HASHTABLE: u8 = 1;
 const F_TTL: u8 = 2;
 /// Small header: flags, then the member count as u16 LE.
 const HDR: usize = 3;
-/// The value stored with every member: empty bytes (one tag byte).
+/// The value passed with every member: none (the `Members` layout stores
+/// no value).
 const NO_VALUE: StrRef<'static> = StrRef::Bytes(b"");
 
 /// Thresholds steering encodings. The first three are Redis's config
@@ -109,7 +110,7 @@ impl SetConfig {
 enum Repr {
     Ints(IntSet),
     Small(Vec<u8>),
-    Large(Box<Table>),
+    Large(Box<Table<false>>),
 }
 
 /// A set of byte-string members.
@@ -199,7 +200,7 @@ impl Set {
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {
             Repr::Ints(s) => parse_canonical_i64(member).is_some_and(|v| s.contains(v)),
-            Repr::Small(b) => fieldpack::find(b, HDR, member).is_some(),
+            Repr::Small(b) => Members::find(b, HDR, member).is_some(),
             Repr::Large(t) => t.get(member).is_some(),
         }
     }
@@ -238,14 +239,14 @@ impl Set {
         let n = self.len();
         let added = match &mut self.repr {
             Repr::Ints(_) => unreachable!("converted above"),
-            Repr::Small(b) => match fieldpack::find(b, HDR, member).map(|e| (e.start, e.deadline)) {
+            Repr::Small(b) => match Members::find(b, HDR, member).map(|e| (e.start, e.deadline)) {
                 None => {
-                    fieldpack::push(b, member, NO_VALUE, None);
+                    Members::push(b, member, NO_VALUE, None);
                     set_small_count(b, n + 1);
                     true
                 }
                 Some((start, Some(_))) => {
-                    fieldpack::set_deadline(b, start, None);
+                    Members::set_deadline(b, start, None);
                     false
                 }
                 Some((_, None)) => false,
@@ -273,7 +274,7 @@ impl Set {
         match &mut self.repr {
             Repr::Ints(s) => parse_canonical_i64(member).is_some_and(|v| s.remove(v)),
             Repr::Small(b) => {
-                let gone = fieldpack::remove(b, HDR, member).is_some();
+                let gone = Members::remove(b, HDR, member).is_some();
                 if gone {
                     let n = small_count(b) - 1;
                     set_small_count(b, n);
@@ -288,8 +289,8 @@ impl Set {
     pub fn iter(&self) -> Iter<'_> {
         let inner = match &self.repr {
             Repr::Ints(s) => Inner::Ints(s, 0),
-            Repr::Small(b) => Inner::Packed { cur: fieldpack::iter(b, HDR), rest: [].iter() },
-            Repr::Large(t) => Inner::Packed { cur: fieldpack::iter(&[], 0), rest: t.buckets().iter() },
+            Repr::Small(b) => Inner::Packed { cur: Members::iter(b, HDR), rest: [].iter() },
+            Repr::Large(t) => Inner::Packed { cur: Members::iter(&[], 0), rest: t.buckets().iter() },
         };
         Iter { inner }
     }
@@ -302,7 +303,7 @@ impl Set {
         }
         match &self.repr {
             Repr::Ints(s) => Some(StrRef::Int(s.get((rng() % n) as usize))),
-            Repr::Small(b) => fieldpack::iter(b, HDR).nth((rng() % n) as usize).map(|e| StrRef::Bytes(e.field)),
+            Repr::Small(b) => Members::iter(b, HDR).nth((rng() % n) as usize).map(|e| StrRef::Bytes(e.field)),
             Repr::Large(t) => t.random(rng).map(|e| StrRef::Bytes(e.field)),
         }
     }
@@ -365,7 +366,7 @@ impl Set {
     pub fn expire_of(&self, member: &[u8]) -> Option<Option<i64>> {
         match &self.repr {
             Repr::Ints(s) => parse_canonical_i64(member).filter(|&v| s.contains(v)).map(|_| None),
-            Repr::Small(b) => fieldpack::find(b, HDR, member).map(|e| e.deadline),
+            Repr::Small(b) => Members::find(b, HDR, member).map(|e| e.deadline),
             Repr::Large(t) => t.get(member).map(|e| e.deadline),
         }
     }
@@ -420,8 +421,8 @@ impl Set {
         match &mut self.repr {
             Repr::Ints(_) => unreachable!("converted above"),
             Repr::Small(b) => {
-                let start = fieldpack::find(b, HDR, member).expect("member checked by caller").start;
-                fieldpack::set_deadline(b, start, deadline);
+                let start = Members::find(b, HDR, member).expect("member checked by caller").start;
+                Members::set_deadline(b, start, deadline);
                 if deadline.is_some() {
                     b[0] |= F_TTL;
                 }
@@ -439,7 +440,7 @@ impl Set {
         match &self.repr {
             Repr::Ints(_) => None,
             Repr::Small(b) if b[0] & F_TTL == 0 => None,
-            Repr::Small(b) => fieldpack::min_deadline(b, HDR),
+            Repr::Small(b) => Members::min_deadline(b, HDR),
             Repr::Large(t) => t.min_deadline(),
         }
     }
@@ -452,7 +453,7 @@ impl Set {
             Repr::Ints(_) => 0,
             Repr::Small(b) if b[0] & F_TTL == 0 => 0,
             Repr::Small(b) => {
-                let gone = fieldpack::retain_live(b, HDR, now, max, &mut f);
+                let gone = Members::retain_live(b, HDR, now, max, &mut f);
                 let n = small_count(b) - gone;
                 set_small_count(b, n);
                 gone
@@ -466,7 +467,7 @@ impl Set {
     pub fn iter_ttl(&self) -> impl Iterator<Item = (StrRef<'_>, Option<i64>)> {
         let packed: Box<dyn Iterator<Item = fieldpack::Entry<'_>>> = match &self.repr {
             Repr::Ints(_) => Box::new(std::iter::empty()),
-            Repr::Small(b) => Box::new(fieldpack::iter(b, HDR)),
+            Repr::Small(b) => Box::new(Members::iter(b, HDR)),
             Repr::Large(t) => Box::new(t.iter()),
         };
         let ints = match &self.repr {
@@ -514,7 +515,7 @@ impl Set {
         let mut b = new_small(flags);
         let mut digits = itoa_buf();
         for v in s.iter() {
-            fieldpack::push(&mut b, fmt_i64(v, &mut digits), NO_VALUE, None);
+            Members::push(&mut b, fmt_i64(v, &mut digits), NO_VALUE, None);
         }
         let n = s.len();
         if n < u16::MAX as usize {
@@ -572,7 +573,7 @@ pub struct Iter<'a> {
 #[derive(Debug, Clone)]
 enum Inner<'a> {
     Ints(&'a IntSet, usize),
-    Packed { cur: fieldpack::Iter<'a>, rest: std::slice::Iter<'a, Vec<u8>> },
+    Packed { cur: fieldpack::Iter<'a, false>, rest: std::slice::Iter<'a, Vec<u8>> },
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -588,7 +589,7 @@ impl<'a> Iterator for Iter<'a> {
             Inner::Packed { cur, rest } => loop {
                 match cur.next() {
                     Some(e) => return Some(StrRef::Bytes(e.field)),
-                    None => *cur = fieldpack::iter(rest.next()?, 0),
+                    None => *cur = Members::iter(rest.next()?, 0),
                 }
             },
         }
