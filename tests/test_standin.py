@@ -281,6 +281,81 @@ def test_logfile_and_loglevel(start, workdir):
     assert "Server initialized" not in text
 
 
+# ---- crash reports, SIGALRM, watchdog ---------------------------------------------------
+
+
+def test_a_panic_is_reported_in_the_log_file(start, workdir):
+    # Standard error may go nowhere under a service manager: the report goes
+    # to the configured log, with the message, the command and a stack trace.
+    port = free_port()
+    log = workdir / "server.log"
+    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log))
+    p.wait_ready(port)
+    with pytest.raises(redis.ConnectionError):
+        client(port).execute_command("DEBUG", "PANIC")
+    assert p.wait() not in (0, 1)
+    text = log.read_text()
+    assert re.search(r"# Guru Meditation: DEBUG PANIC called at Unix time \d+ #\S+introspection\.rs:\d+$", text, re.M), text
+    assert "While running the command debug (2 arguments; their values are not logged)" in text
+    trace = text[text.index("------ STACK TRACE ------"):text.index("------ STACK TRACE DONE ------")]
+    assert "server::commands::introspection::debug" in trace, trace
+    assert "DENSEKV BUG REPORT END" in text
+
+
+def test_use_exit_on_panic_exits_1_after_the_report(start, workdir):
+    port = free_port()
+    log = workdir / "server.log"
+    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log), "--use-exit-on-panic", "yes")
+    p.wait_ready(port)
+    with pytest.raises(redis.ConnectionError):
+        client(port).execute_command("DEBUG", "ASSERT")
+    assert p.wait() == 1
+    assert "Guru Meditation: DEBUG ASSERT: an assertion that fails, on request" in log.read_text()
+
+
+def test_crash_log_enabled_no_leaves_the_report_out(start, workdir):
+    port = free_port()
+    log = workdir / "server.log"
+    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log), "--crash-log-enabled", "no")
+    p.wait_ready(port)
+    with pytest.raises(redis.ConnectionError):
+        client(port).execute_command("DEBUG", "PANIC")
+    assert p.wait() != 0
+    text = log.read_text()
+    assert "Ready to accept connections" in text and "Guru Meditation" not in text and "STACK TRACE" not in text
+
+
+def test_sigalrm_is_logged_and_survived(start, workdir):
+    port = free_port()
+    p = start("--port", str(port), "--bind", HOST, "--save", "")
+    p.wait_ready(port)
+    os.kill(p.pid, signal.SIGALRM)
+    p.wait_log("Received SIGALRM")
+    assert re.search(rf"^{p.pid}:signal-handler \(\d+\) Received SIGALRM$", p.out(), re.M), p.out()
+    assert client(port).ping() is True
+
+
+def test_the_watchdog_names_a_stall_and_its_command(start, workdir):
+    port = free_port()
+    p = start("--port", str(port), "--bind", HOST, "--save", "")
+    p.wait_ready(port)
+    c = client(port)
+    c.execute_command("DEBUG", "SLEEP", "0.5")
+    assert "WATCHDOG" not in p.out()  # off by default
+    assert c.config_set("watchdog-period", "200") is True
+    c.execute_command("DEBUG", "SLEEP", "1")
+    p.wait_log("Watchdog: the command that held the event loop was debug, for")
+    msgs = p.messages()
+    assert "--- WATCHDOG TIMER EXPIRED ---" in msgs
+    busy = [m for m in msgs if m.startswith("The event loop has been busy for")]
+    assert len(busy) == 1 and busy[0].endswith("ms (watchdog-period 200 ms)."), msgs
+    assert c.ping() is True
+    # A quick command after a stall is not reported again.
+    c.execute_command("DEBUG", "SLEEP", "0")
+    time.sleep(0.3)
+    assert p.out().count("WATCHDOG TIMER EXPIRED") == 1
+
+
 # ---- pid file, signals, shutdown -------------------------------------------------------
 
 

@@ -165,10 +165,10 @@ pub static PARAMS: &[Param] = &[
     p("syslog-facility", Kind::Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), "local0")
         .fixed()
         .ignored(),
-    p("crash-log-enabled", B, "yes").ignored(),
+    p("crash-log-enabled", B, "yes"),
     p("crash-memcheck-enabled", B, "yes").ignored(),
-    p("use-exit-on-panic", B, "no").hidden().ignored(),
-    p("watchdog-period", UI, "0").hidden().ignored(),
+    p("use-exit-on-panic", B, "no").hidden(),
+    p("watchdog-period", UI, "0").hidden(),
     p("databases", Kind::Int(1, INT_MAX), "16").fixed(),
     p("always-show-logo", B, "no").fixed(),
     p("set-proc-title", B, "yes").fixed().ignored(),

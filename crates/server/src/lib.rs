@@ -52,6 +52,7 @@ pub mod clientevict;
 pub mod command;
 pub mod commands;
 pub mod config;
+pub mod crash;
 pub mod conn;
 pub mod cron;
 pub mod digest;

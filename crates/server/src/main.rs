@@ -102,6 +102,7 @@ Sentinel mode is not supported by densekv.
 ///
 /// Errors: the exit status (1) after the reason was printed or logged.
 fn run(prog: &str, args: &[String]) -> Result<(), u8> {
+    server::crash::install();
     let start_dir = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let src = config::options_text(args);
     let early = Log { role: 'C', ..Log::default() };
@@ -172,6 +173,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     }
 
     let log = config.log.clone();
+    server::crash::configure_from(&config);
     log.notice("monotonic clock: POSIX clock_gettime");
     if config.flag("jemalloc-bg-thread") {
         // As Redis does: a background thread returns freed pages to the OS on

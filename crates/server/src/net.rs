@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token};
 use resp::{Limits, Parsed};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGALRM, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
 use crate::client::{Client, ClientId, ReplRole};
@@ -106,9 +106,23 @@ pub struct Shell {
     table: CommandMap,
     engine: Engine,
     acceptor: Acceptor,
-    /// SIGTERM and SIGINT, delivered as readiness on `SIGNALS` (read
-    /// directly while the RDB file loads).
+    /// SIGTERM, SIGINT and SIGALRM, delivered as readiness on `SIGNALS`
+    /// (read directly while the RDB file loads).
     signals: Signals,
+}
+
+impl Shell {
+    /// Acts on the signals that came: SIGTERM and SIGINT schedule a
+    /// shutdown; SIGALRM is logged and survived, as Redis does (crash.rs).
+    fn take_signals(&mut self, srv: &mut Server) {
+        for sig in self.signals.pending() {
+            match sig {
+                SIGALRM => srv.config.log.signal_line("Received SIGALRM"),
+                SIGINT => shutdown::signal_received(srv, Signal::Int),
+                _ => shutdown::signal_received(srv, Signal::Term),
+            }
+        }
+    }
 }
 
 impl Host for Shell {
@@ -156,9 +170,7 @@ impl Host for Shell {
     }
 
     fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
-        for sig in self.signals.pending() {
-            shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
-        }
+        self.take_signals(srv);
         if srv.shutdown || srv.shutdown_signal.is_some() {
             return false;
         }
@@ -204,7 +216,7 @@ impl EventLoop {
     /// Serves `listeners` (and `tls_listeners`, whose clients speak TLS
     /// with `Server::tls`), builds the command table (with `renames` applied:
     /// rename-command from to, `to` empty removing the command) and the
-    /// scripting engine, and takes over SIGTERM and SIGINT.
+    /// scripting engine, and takes over SIGTERM, SIGINT and SIGALRM.
     ///
     /// Errors: registering a socket or the signal handlers failed.
     pub fn new(listeners: Vec<std::net::TcpListener>, tls_listeners: Vec<std::net::TcpListener>, unix: Option<(std::os::unix::net::UnixListener, String)>, renames: &[(String, String)]) -> io::Result<EventLoop> {
@@ -217,7 +229,7 @@ impl EventLoop {
             poll.registry().register(&mut l, Token(LISTENER0 - i), Interest::READABLE)?;
             ours.push(l);
         }
-        let mut signals = Signals::new([SIGTERM, SIGINT])?;
+        let mut signals = Signals::new([SIGTERM, SIGINT, SIGALRM])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
         let unix = match unix {
             Some((l, path)) => {
@@ -313,6 +325,7 @@ impl EventLoop {
                 crate::replication::after_turn(srv);
                 self.close_marked(srv, None);
                 crate::cron::update_hz(srv);
+                crate::crash::configure_from(&srv.config);
                 next_cron = now + Duration::from_millis(1000 / srv.hz.max(1));
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
                 self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none()).map(|c| c.id));
@@ -357,11 +370,13 @@ impl EventLoop {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }
             busy += now.elapsed();
+            crate::crash::turn_ended();
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
+            crate::crash::turn_started();
             // Clients left from the last turn (woken, paused, unfinished)
             // first, then those with new input in the order the poller saw
             // it arrive, as Redis serves them: a request sent before
@@ -378,9 +393,7 @@ impl EventLoop {
                         crate::metrics::answer(ep, srv, &mut self.shell);
                     }
                 } else if ev.token() == SIGNALS {
-                    for sig in self.shell.signals.pending() {
-                        shutdown::signal_received(srv, if sig == SIGINT { Signal::Int } else { Signal::Term });
-                    }
+                    self.shell.take_signals(srv);
                 } else if ev.token() == UNIX {
                     accept_unix(srv, &self.shell.acceptor);
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {

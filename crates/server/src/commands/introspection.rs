@@ -1624,11 +1624,17 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.srv.persist.dirty_at_save = 0;
         }
         ("replybuffer", 4) => {}
+        // On request, the two ways a bug ends the server: a panic and a
+        // failed assertion, each reported in the log (crash.rs).
+        ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", ctx.now / 1000),
+        ("assert", 2) => assert!(std::hint::black_box(1) == 2, "DEBUG ASSERT: an assertion that fails, on request"),
         ("help", 2) => {
             help_reply(
                 ctx,
                 "debug",
                 &[
+                    "ASSERT",
+                    "    Crash the server with a failed assertion, reported in the log.",
                     "DIGEST",
                     "    Output a hex signature representing the current DB content.",
                     "DIGEST-VALUE <key> [<key> ...]",
@@ -1641,6 +1647,8 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Show low level info about `key` and associated value.",
                     "AOF-FLUSH-SLEEP <microseconds>",
                     "    Wait this long before each write of buffered commands to the AOF (0: never).",
+                    "PANIC",
+                    "    Crash the server with a panic, reported in the log.",
                     "PAUSE-CRON <0|1>",
                     "    Stop periodic cron job processing.",
                     "POPULATE <count> [<prefix>] [<size>]",

@@ -275,6 +275,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     ctx.srv.apply_db_settings();
     crate::cron::update_hz(ctx.srv);
+    crate::crash::configure_from(&ctx.srv.config);
     crate::replication::config_changed(ctx.srv);
     crate::persist::config_changed(ctx.srv);
     // A lower maxmemory (or a policy that can now evict) takes effect at
