@@ -6,7 +6,12 @@
 //! module knows nothing of the server's state.
 //!
 //! The executor serializes keys into 1 MiB chunks and hands them to the
-//! writer thread; `in_flight` counts the bytes handed over and not yet
+//! writer thread, leaving strings plain: the writer compresses them
+//! (`RdbWriter::defer_compression`, `rdb::compress_deferred`), so LZF, a
+//! fair share of a save's work, runs beside the executor rather than on
+//! it, and the file is byte for byte what compressing in place would give.
+//! A chunk is cut only between keys, so no string straddles two.
+//! `in_flight` counts the (plain) bytes handed over and not yet
 //! written, and the stepping stops while it is above `MAX_IN_FLIGHT`, so
 //! the extra memory a save costs is that buffer, not a copy of the data
 //! (writes to parts not yet saved add to it without waiting: they cannot).
@@ -34,7 +39,7 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use storage::rdb::{self, RdbWriter, WriteOptions, HEADER_LEN, RDB_VERSION};
+use storage::rdb::{self, Deferred, RdbWriter, WriteOptions, HEADER_LEN, RDB_VERSION};
 use storage::{SnapshotSink, ValueRef};
 
 /// Bytes the executor gathers before handing them to the writer thread.
@@ -161,17 +166,24 @@ struct Image {
     keys: u64,
 }
 
-/// The writer's output: bytes gathered into chunks for the thread.
+/// The writer's output: bytes gathered into chunks for the thread, with
+/// the strings in them the thread is to compress.
 struct Chunks {
     buf: Vec<u8>,
+    /// Offset in the writer's output of `buf`'s first byte.
+    base: u64,
+    /// Strings in `buf` left for the thread to compress: (prefix, data,
+    /// end) offsets into `buf`.
+    spans: Vec<(usize, usize, usize)>,
     keys: u64,
     tx: Sender<Msg>,
     in_flight: Arc<AtomicUsize>,
 }
 
 enum Msg {
-    /// Bytes, and how many keys they end (for `rdb-key-save-delay`).
-    Bytes(Vec<u8>, u64),
+    /// Bytes with the strings in them to compress, and how many keys they
+    /// end (for `rdb-key-save-delay`).
+    Bytes(Vec<u8>, Vec<(usize, usize, usize)>, u64),
     /// Every byte was sent: settle the header for `version` (unless it was
     /// declared from the start), checksum if asked, sync, rename.
     Finish { version: u16, checksum: bool, settled: bool },
@@ -193,11 +205,14 @@ impl Job {
         let (tx, rx) = mpsc::channel();
         let (done_tx, done) = mpsc::channel();
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let chunks = Chunks { buf: Vec::with_capacity(CHUNK), keys: 0, tx, in_flight: in_flight.clone() };
+        let chunks = Chunks { buf: Vec::with_capacity(CHUNK), base: 0, spans: Vec::new(), keys: 0, tx, in_flight: in_flight.clone() };
         // The header declares the newest version until the thread settles
         // it, or the one settled up front for an image read as it grows.
         let opts = WriteOptions { compression: plan.opts.compression, checksum: false };
         let mut w = RdbWriter::new(chunks, plan.stream_version.unwrap_or(RDB_VERSION), opts).map_err(|e| e.to_string())?;
+        // LZF runs on the thread: the executor's share of a save is then
+        // the encoding alone.
+        w.defer_compression();
         let mut head = || -> Result<(), rdb::RdbWriteError> {
             w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, plan.purpose == Purpose::AofBase)?;
             if let Some((db, id, offset)) = &plan.repl {
@@ -277,7 +292,9 @@ impl Job {
     /// handed them back).
     pub fn seal(&mut self) {
         let mut im = self.image();
-        let Some(w) = im.w.take() else { return };
+        let Some(mut w) = im.w.take() else { return };
+        let (out, deferred) = w.output_and_deferred();
+        out.adopt(deferred);
         // A settled header already declares a version every key fitted
         // in (the writer refuses a key needing more).
         let version = self.stream_version.unwrap_or_else(|| rdb::min_file_version(w.needed_version(), false));
@@ -357,9 +374,10 @@ impl Image {
         match r {
             Ok(_) => {
                 self.keys += 1;
-                let out = w.get_mut();
+                let (out, deferred) = w.output_and_deferred();
+                out.adopt(deferred);
                 out.keys += 1;
-                if self.per_key_chunks {
+                if self.per_key_chunks || out.buf.len() >= CHUNK {
                     out.ship();
                 }
             }
@@ -369,24 +387,31 @@ impl Image {
 }
 
 impl Chunks {
+    /// Takes the writer's list of strings to compress, which are all in
+    /// `buf` (a chunk is shipped only after this).
+    fn adopt(&mut self, deferred: &mut Vec<Deferred>) {
+        let at = |o: u64| (o - self.base) as usize;
+        self.spans.extend(deferred.drain(..).map(|d| (at(d.prefix), at(d.data), at(d.end))));
+    }
+
     /// Hands what was gathered to the writer thread.
     fn ship(&mut self) {
         if self.buf.is_empty() && self.keys == 0 {
             return;
         }
         let buf = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.base += buf.len() as u64;
         self.in_flight.fetch_add(buf.len(), Ordering::Relaxed);
         // A send fails only when the thread is gone; the job reports why.
-        let _ = self.tx.send(Msg::Bytes(buf, std::mem::take(&mut self.keys)));
+        let _ = self.tx.send(Msg::Bytes(buf, std::mem::take(&mut self.spans), std::mem::take(&mut self.keys)));
     }
 }
 
+/// Gathers bytes; the image ships them once a key is complete (`ship`), so
+/// a chunk never splits a string the thread compresses.
 impl Write for Chunks {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.buf.extend_from_slice(data);
-        if self.buf.len() >= CHUNK {
-            self.ship();
-        }
         Ok(data.len())
     }
 
@@ -403,11 +428,21 @@ impl Write for Chunks {
 fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool, progress: &Progress) -> Result<Saved, String> {
     let (mut crc, mut len) = (0u64, 0u64);
     let mut delayed = 0u64;
+    // A chunk with its strings compressed, written into the previous
+    // chunk's buffer: the thread allocates none of its own per chunk.
+    let mut squeezed = Vec::with_capacity(CHUNK);
     loop {
         let Ok(msg) = rx.recv() else { return Err("Background saving aborted".into()) };
         match msg {
-            Msg::Bytes(buf, keys) => {
-                in_flight.fetch_sub(buf.len(), Ordering::Relaxed);
+            Msg::Bytes(plain, spans, keys) => {
+                in_flight.fetch_sub(plain.len(), Ordering::Relaxed);
+                let buf = if spans.is_empty() {
+                    plain
+                } else {
+                    squeezed.clear();
+                    rdb::compress_deferred(&plain, &spans, &mut squeezed);
+                    std::mem::replace(&mut squeezed, plain)
+                };
                 for _ in 0..keys {
                     delayed += 1;
                     key_delay(delay_us, delayed, stop);

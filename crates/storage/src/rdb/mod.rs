@@ -44,7 +44,7 @@ mod value;
 pub use crc64::crc64;
 pub use file::{
     load, load_into, load_into_with, load_reader, min_file_version, value_version, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbFileError, RdbVisitor,
-    RdbWriteError, RdbWriter, WriteOptions, sealed, HEADER_LEN,
+    RdbWriteError, RdbWriter, WriteOptions, sealed, compress_deferred, Deferred, HEADER_LEN,
 };
 pub use functions::{function_codes, function_payload};
 pub use primitives::{RdbError, Reader, RDB_VERSION};

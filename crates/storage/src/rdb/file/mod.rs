@@ -30,7 +30,7 @@ mod writer;
 
 pub use loader::{load, load_into, load_into_with, load_reader, LoadOptions, LoadSummary, Loaded, LoadedEntry, RdbVisitor};
 pub use format::RdbFileError;
-pub use writer::{min_file_version, sealed, value_version, RdbWriteError, RdbWriter, WriteOptions, HEADER_LEN};
+pub use writer::{compress_deferred, min_file_version, sealed, value_version, Deferred, RdbWriteError, RdbWriter, WriteOptions, HEADER_LEN};
 
 #[cfg(test)]
 mod tests;

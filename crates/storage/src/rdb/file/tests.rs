@@ -635,3 +635,52 @@ fn finish_lowest_equals_writing_at_the_lowest_version() {
         }
     }
 }
+
+/// A writer that leaves compression to the thread writing its output
+/// (`defer_compression`) lists the strings it left plain; compressing
+/// them afterwards (`compress_deferred`), in pieces cut anywhere between
+/// strings, gives the very bytes of a writer that compressed as it went.
+#[test]
+fn deferred_compression_gives_the_same_bytes() {
+    let long_key = b"a key long enough to be compressed when compression is on, repeated repeated repeated".to_vec();
+    let mut data = dataset(true);
+    data.push((2, long_key.clone(), Value::Bytes(b"x".repeat(100)), Some(FAR)));
+    data.push((2, b"incompressible".to_vec(), Value::Bytes((0..200u32).map(|i| (i * 7919 % 251) as u8).collect()), None));
+    let opts = WriteOptions { compression: true, checksum: false };
+    let write = |defer: bool| {
+        let mut w = RdbWriter::new(Vec::new(), crate::rdb::RDB_VERSION, opts).unwrap();
+        if defer {
+            w.defer_compression();
+        }
+        w.standard_aux("7.0.15", NOW / 1000, 123_456, false).unwrap();
+        w.functions([&b"#!lua name=lib\nredis.register_function('f', function() return 1 end) -- padding padding"[..]]).unwrap();
+        write_entries(&mut w, &data);
+        let deferred = std::mem::take(w.output_and_deferred().1);
+        (w.finish_unsealed().unwrap(), deferred)
+    };
+    let (direct, none) = write(false);
+    assert!(none.is_empty());
+    let (plain, deferred) = write(true);
+    assert!(deferred.len() >= 5, "{deferred:?}");
+    assert!(plain.len() > direct.len());
+    // Cut the plain output into pieces at string boundaries, as chunks are.
+    for cut in [plain.len(), 1000, 97] {
+        let mut out = Vec::new();
+        let mut at = 0usize;
+        let mut spans = deferred.iter().peekable();
+        while at < plain.len() {
+            let mut end = (at + cut).min(plain.len());
+            // A piece never splits a string: move its end past one that straddles it.
+            if let Some(d) = deferred.iter().find(|d| (d.prefix as usize) < end && (d.end as usize) > end) {
+                end = d.end as usize;
+            }
+            let mut rel = Vec::new();
+            while let Some(d) = spans.next_if(|d| (d.end as usize) <= end) {
+                rel.push((d.prefix as usize - at, d.data as usize - at, d.end as usize - at));
+            }
+            compress_deferred(&plain[at..end], &rel, &mut out);
+            at = end;
+        }
+        assert!(out == direct, "cut {cut}: {} bytes vs {}", out.len(), direct.len());
+    }
+}

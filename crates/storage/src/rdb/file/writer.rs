@@ -151,6 +151,39 @@ pub struct RdbWriter<W: Write> {
     head: Vec<u8>,
     /// The current entry's value: type byte, then body.
     body: Vec<u8>,
+    /// Compression left to whoever writes the output (`defer_compression`).
+    defer: bool,
+    /// Strings left plain in `head` and `body`: (prefix, data, end) offsets.
+    head_spans: Vec<(usize, usize, usize)>,
+    body_spans: Vec<(usize, usize, usize)>,
+    /// Those strings in the output, by absolute offset, until taken.
+    deferred: Vec<Deferred>,
+}
+
+/// A string a writer with deferred compression wrote plain: bytes
+/// `prefix..end` of the output are its plain encoding (length, then the
+/// string from `data`). `compress_deferred` gives it the form a writer
+/// without deferral would have written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deferred {
+    pub prefix: u64,
+    pub data: u64,
+    pub end: u64,
+}
+
+/// Copies `buf` to `out`, writing each string of `spans` ((prefix, data,
+/// end) offsets into `buf`, ascending, as `Deferred` gives them less the
+/// offset of `buf`'s first byte) as `RdbWriter` writes a string when it
+/// compresses: LZF when that is shorter, else unchanged. The result is
+/// byte for byte what a writer without deferral would have written.
+pub fn compress_deferred(buf: &[u8], spans: &[(usize, usize, usize)], out: &mut Vec<u8>) {
+    let mut at = 0;
+    for &(prefix, data, end) in spans {
+        out.extend_from_slice(&buf[at..prefix]);
+        put_str_lzf(out, &buf[data..end], true, None);
+        at = end;
+    }
+    out.extend_from_slice(&buf[at..]);
 }
 
 impl<W: Write> RdbWriter<W> {
@@ -160,11 +193,40 @@ impl<W: Write> RdbWriter<W> {
         if !(MIN_WRITE_VERSION..=RDB_VERSION).contains(&version) {
             return Err(RdbWriteError::UnsupportedVersion(version));
         }
-        let mut me = RdbWriter { w, version, opts, crc: 0, written: 0, needed: MIN_WRITE_VERSION, head: Vec::new(), body: Vec::new() };
+        let mut me = RdbWriter {
+            w,
+            version,
+            opts,
+            crc: 0,
+            written: 0,
+            needed: MIN_WRITE_VERSION,
+            head: Vec::new(),
+            body: Vec::new(),
+            defer: false,
+            head_spans: Vec::new(),
+            body_spans: Vec::new(),
+            deferred: Vec::new(),
+        };
         me.head.extend_from_slice(MAGIC);
         me.head.extend_from_slice(format!("{version:04}").as_bytes());
         me.emit(false)?;
         Ok(me)
+    }
+
+    /// From now on, strings this writer would compress are written plain
+    /// and listed (`output_and_deferred`), for the thread that writes the
+    /// output to compress them (`compress_deferred`) off the caller's
+    /// thread. Only with `compression` on; the checksum must then be the
+    /// writing thread's too (the bytes change), so `checksum` must be off.
+    pub fn defer_compression(&mut self) {
+        debug_assert!(!self.opts.checksum, "a deferred-compression writer's checksum would cover the plain bytes");
+        self.defer = self.opts.compression;
+    }
+
+    /// The output, and the strings left for it to compress (taken by the
+    /// caller before it hands those bytes on).
+    pub fn output_and_deferred(&mut self) -> (&mut W, &mut Vec<Deferred>) {
+        (&mut self.w, &mut self.deferred)
     }
 
     /// The version the header declared.
@@ -275,6 +337,7 @@ impl<W: Write> RdbWriter<W> {
         let needed = if self.opts.compression { self.value_compressed(v, now) } else { write_value(&mut self.body, v, now) };
         if needed > self.version {
             self.body.clear();
+            self.body_spans.clear();
             return Err(RdbWriteError::Version { needed, declared: self.version });
         }
         self.needed = self.needed.max(needed);
@@ -340,6 +403,18 @@ impl<W: Write> RdbWriter<W> {
     /// Writes `head`, then (for an entry) `body` past its type byte, and
     /// folds both into the checksum.
     fn emit(&mut self, with_body: bool) -> Result<(), RdbWriteError> {
+        if self.defer {
+            // Absolute offsets: head goes at `written`, body (past its type
+            // byte) right after it.
+            let head_at = self.written;
+            let body_at = head_at + self.head.len() as u64;
+            let at = |base: u64, skip: usize| move |(p, d, e): (usize, usize, usize)| Deferred { prefix: base + (p - skip) as u64, data: base + (d - skip) as u64, end: base + (e - skip) as u64 };
+            self.deferred.extend(self.head_spans.drain(..).map(at(head_at, 0)));
+            if with_body {
+                self.deferred.extend(self.body_spans.drain(..).map(at(body_at, 1)));
+            }
+            self.body_spans.clear();
+        }
         let body: &[u8] = if with_body { &self.body[1..] } else { &[] };
         for part in [&self.head[..], body] {
             if part.is_empty() {
@@ -364,7 +439,7 @@ impl<W: Write> RdbWriter<W> {
 
     /// A string into `head`, compressed when the options say so.
     fn put_str(&mut self, s: &[u8]) {
-        put_str_lzf(&mut self.head, s, self.opts.compression);
+        put_str_lzf(&mut self.head, s, self.opts.compression, self.defer.then_some(&mut self.head_spans));
     }
 
     /// `v` into `body` in the layouts `write_value` uses, with long strings
@@ -372,30 +447,31 @@ impl<W: Write> RdbWriter<W> {
     /// TTLs and streams go to `write_value` unchanged. Returns the version needed.
     fn value_compressed(&mut self, v: ValueRef, now: i64) -> u16 {
         let out = &mut self.body;
+        let mut spans = self.defer.then_some(&mut self.body_spans);
         match v {
             ValueRef::Str(s) => {
                 out.push(ty::STRING);
-                put_strref_lzf(out, s);
+                put_strref_lzf(out, s, spans.as_deref_mut());
             }
             ValueRef::List(l) => {
                 out.push(ty::LIST);
                 put_len(out, l.len() as u64);
                 for e in l.iter() {
-                    put_strref_lzf(out, e);
+                    put_strref_lzf(out, e, spans.as_deref_mut());
                 }
             }
             ValueRef::Set(s) if s.min_deadline().is_none() => {
                 out.push(ty::SET);
                 put_len(out, s.len() as u64);
                 for m in s.iter() {
-                    put_strref_lzf(out, m);
+                    put_strref_lzf(out, m, spans.as_deref_mut());
                 }
             }
             ValueRef::ZSet(z) if z.min_deadline().is_none() => {
                 out.push(ty::ZSET_2);
                 put_len(out, z.len() as u64);
                 for (m, score) in z.iter() {
-                    put_str_lzf(out, m, true);
+                    put_str_lzf(out, m, true, spans.as_deref_mut());
                     out.extend_from_slice(&score.to_le_bytes());
                 }
             }
@@ -404,8 +480,8 @@ impl<W: Write> RdbWriter<W> {
                 out.push(ty::HASH);
                 put_len(out, fields.len() as u64);
                 for (f, v) in fields {
-                    put_str_lzf(out, f, true);
-                    put_strref_lzf(out, v);
+                    put_str_lzf(out, f, true, spans.as_deref_mut());
+                    put_strref_lzf(out, v, spans.as_deref_mut());
                 }
             }
             // Field and member TTLs (their own layouts) and streams.
@@ -417,8 +493,16 @@ impl<W: Write> RdbWriter<W> {
 
 /// A string, LZF-compressed (encoding 0xC3: compressed length, original
 /// length, data) when `compress`, it is over 20 bytes and that is shorter.
-fn put_str_lzf(out: &mut Vec<u8>, s: &[u8], compress: bool) {
+/// With `defer`, such a string is written plain and its (prefix, data,
+/// end) offsets in `out` are listed there instead.
+fn put_str_lzf(out: &mut Vec<u8>, s: &[u8], compress: bool, defer: Option<&mut Vec<(usize, usize, usize)>>) {
     if compress && s.len() > COMPRESS_OVER {
+        if let Some(spans) = defer {
+            let prefix = out.len();
+            put_str(out, s);
+            spans.push((prefix, out.len() - s.len(), out.len()));
+            return;
+        }
         // Compressed form: 1 + len(clen) + len(ulen) + clen bytes, plain:
         // len(ulen) + ulen; 6 spare bytes cover the longest length field.
         if let Some(c) = lzf_compress::compress(s, s.len() - 6) {
@@ -432,9 +516,9 @@ fn put_str_lzf(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     put_str(out, s);
 }
 
-fn put_strref_lzf(out: &mut Vec<u8>, s: StrRef) {
+fn put_strref_lzf(out: &mut Vec<u8>, s: StrRef, defer: Option<&mut Vec<(usize, usize, usize)>>) {
     match s {
-        StrRef::Bytes(b) => put_str_lzf(out, b, true),
+        StrRef::Bytes(b) => put_str_lzf(out, b, true, defer),
         StrRef::Int(_) => put_strref(out, s),
     }
 }
