@@ -284,17 +284,23 @@ def test_logfile_and_loglevel(start, workdir):
 # ---- crash reports, SIGALRM, watchdog ---------------------------------------------------
 
 
+def crash(start, workdir, debug_sub: str, *args: str) -> tuple[int, str]:
+    """Starts a server logging to a file with `args`, sends DEBUG `debug_sub` (which
+    ends it), and returns its exit status and the log."""
+    port = free_port()
+    log = workdir / "server.log"
+    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log), *args)
+    p.wait_ready(port)
+    with pytest.raises(redis.ConnectionError):
+        client(port).execute_command("DEBUG", debug_sub)
+    return p.wait(), log.read_text()
+
+
 def test_a_panic_is_reported_in_the_log_file(start, workdir):
     # Standard error may go nowhere under a service manager: the report goes
     # to the configured log, with the message, the command and a stack trace.
-    port = free_port()
-    log = workdir / "server.log"
-    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log))
-    p.wait_ready(port)
-    with pytest.raises(redis.ConnectionError):
-        client(port).execute_command("DEBUG", "PANIC")
-    assert p.wait() not in (0, 1)
-    text = log.read_text()
+    status, text = crash(start, workdir, "PANIC")
+    assert status not in (0, 1)
     assert re.search(r"# Guru Meditation: DEBUG PANIC called at Unix time \d+ #\S+introspection\.rs:\d+$", text, re.M), text
     assert "While running the command debug (2 arguments; their values are not logged)" in text
     trace = text[text.index("------ STACK TRACE ------"):text.index("------ STACK TRACE DONE ------")]
@@ -303,25 +309,14 @@ def test_a_panic_is_reported_in_the_log_file(start, workdir):
 
 
 def test_use_exit_on_panic_exits_1_after_the_report(start, workdir):
-    port = free_port()
-    log = workdir / "server.log"
-    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log), "--use-exit-on-panic", "yes")
-    p.wait_ready(port)
-    with pytest.raises(redis.ConnectionError):
-        client(port).execute_command("DEBUG", "ASSERT")
-    assert p.wait() == 1
-    assert "Guru Meditation: DEBUG ASSERT: an assertion that fails, on request" in log.read_text()
+    status, text = crash(start, workdir, "ASSERT", "--use-exit-on-panic", "yes")
+    assert status == 1
+    assert "Guru Meditation: DEBUG ASSERT: an assertion that fails, on request" in text
 
 
 def test_crash_log_enabled_no_leaves_the_report_out(start, workdir):
-    port = free_port()
-    log = workdir / "server.log"
-    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log), "--crash-log-enabled", "no")
-    p.wait_ready(port)
-    with pytest.raises(redis.ConnectionError):
-        client(port).execute_command("DEBUG", "PANIC")
-    assert p.wait() != 0
-    text = log.read_text()
+    status, text = crash(start, workdir, "PANIC", "--crash-log-enabled", "no")
+    assert status != 0
     assert "Ready to accept connections" in text and "Guru Meditation" not in text and "STACK TRACE" not in text
 
 
