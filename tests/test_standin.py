@@ -349,6 +349,15 @@ def test_the_watchdog_names_a_stall_and_its_command(start, workdir):
     c.execute_command("DEBUG", "SLEEP", "0")
     time.sleep(0.3)
     assert p.out().count("WATCHDOG TIMER EXPIRED") == 1
+    # Inside EXEC, the command named is the one that held the loop.
+    tx = c.pipeline(transaction=True)
+    tx.ping().execute_command("DEBUG", "SLEEP", "0.6")
+    assert tx.execute() == [True, "OK"]
+    deadline = time.monotonic() + 5
+    while p.out().count("the command that held the event loop was") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    held = [m for m in p.messages() if m.startswith("Watchdog: the command that held the event loop was")]
+    assert len(held) == 2 and all(" was debug, for " in m for m in held), held
 
 
 # ---- pid file, signals, shutdown -------------------------------------------------------

@@ -119,21 +119,28 @@ pub fn turn_started() {
     TURN_SINCE.store(now_ms() + 1, Ordering::Relaxed);
 }
 
-/// The event loop ends a turn (it is about to wait for events).
+/// The event loop ends a turn (it is about to wait for events). A stall
+/// no command took the blame for (cron, say) is forgotten with its turn.
 pub fn turn_ended() {
     TURN_SINCE.store(0, Ordering::Relaxed);
+    STALLED.store(false, Ordering::Relaxed);
 }
+
+/// The command a thread is running: its name and argument count.
+pub type Running = Option<(&'static str, usize)>;
 
 /// The executor starts `name` with `argc` arguments (name included).
-pub fn running(name: &'static str, argc: usize) {
-    RUNNING.with(|r| r.set(Some((name, argc))));
+/// Returns the command it ran in (EXEC, a script), for `returned`.
+pub fn running(name: &'static str, argc: usize) -> Running {
+    RUNNING.with(|r| r.replace(Some((name, argc))))
 }
 
-/// The executor's command returned after `took`: logged when the watchdog
-/// reported the turn it ran in.
-pub fn returned(took: Duration) {
-    let cmd = RUNNING.with(|r| r.take());
-    if STALLED.load(Ordering::Relaxed) && STALLED.swap(false, Ordering::Relaxed) {
+/// The executor's command returned after `took`, back in `outer`. It is
+/// named in the log when the watchdog reported a stall in its turn and it
+/// took at least the period itself.
+pub fn returned(outer: Running, took: Duration) {
+    let cmd = RUNNING.with(|r| r.replace(outer));
+    if STALLED.load(Ordering::Relaxed) && took.as_millis() as u64 >= WATCHDOG_MS.load(Ordering::Relaxed) && STALLED.swap(false, Ordering::Relaxed) {
         if let (Some(log), Some((name, _))) = (log(), cmd) {
             log.warning(&format!("Watchdog: the command that held the event loop was {name}, for {} ms", took.as_millis()));
         }

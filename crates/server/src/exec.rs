@@ -154,7 +154,7 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
     let dirty_before = srv.dirty;
     srv.feed.enter();
-    crate::crash::running(name, argv.len());
+    let outer = crate::crash::running(name, argv.len());
     let result = {
         let mut ctx = Ctx { srv, host, client: c, now };
         (spec.handler)(&mut ctx, argv)
@@ -185,7 +185,7 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     srv.feed.leave();
     let end = Instant::now();
     let took = end.duration_since(start);
-    crate::crash::returned(took);
+    crate::crash::returned(outer, took);
     let usec = took.as_micros() as u64;
     if srv.feed.depth() == 0 {
         // Top level only: EXEC and scripts include what they ran.
