@@ -153,6 +153,26 @@ def test_a_write_to_an_expired_key_replays_onto_a_fresh_key(workdir):
         s.stop()
 
 
+def test_nothing_expires_while_the_aof_replays(workdir):
+    """As in Redis, a PEXPIREAT already past sets the deadline during the
+    replay instead of deleting the key, so a later RPUSH appends to it;
+    once loaded, the key is expired, elements and all."""
+    write_some(workdir)
+    cmds = [["RPUSH", "list", "foo"], ["PEXPIREAT", "list", "1000"], ["RPUSH", "list", "bar"],
+            ["SET", "kept", "1"], ["PEXPIREAT", "kept", "1000"], ["PERSIST", "kept"]]
+    with open(incr_path(workdir), "ab") as f:
+        for c in cmds:
+            f.write(f"*{len(c)}\r\n".encode() + b"".join(f"${len(a)}\r\n{a}\r\n".encode() for a in c))
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.llen("list") == 0 and r.exists("list") == 0
+        # Deadline set, then removed: the key lives.
+        assert r.get("kept") == b"1" and r.ttl("kept") == -1
+    finally:
+        s.stop()
+
+
 def test_config_set_appendonly_turns_it_on_and_off(workdir):
     s = Server(server_binary(), (), workdir=workdir).start()
     try:

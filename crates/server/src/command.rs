@@ -348,6 +348,15 @@ impl Ctx<'_> {
         &mut self.srv.dbs[self.client.db]
     }
 
+    /// True if a deadline `when` set now is already past, so the key goes
+    /// at once rather than getting it. Not while due keys read as live (a
+    /// replica applying its primary's stream, an AOF being loaded): there
+    /// the deadline is set and the key expires later, as Redis leaves
+    /// expiry out while loading and to the primary on a replica.
+    pub fn already_expired(&self, when: i64) -> bool {
+        when <= self.now && !self.srv.dbs[self.client.db].ignore_deadlines
+    }
+
     /// The reply buffer.
     pub fn out(&mut self) -> &mut Reply {
         &mut self.client.reply

@@ -37,7 +37,7 @@ enum Status {
 /// Loads the manifest's base and incremental files in order. Returns
 /// None when the manifest names no file, Some(total bytes) otherwise.
 /// While loading, the write stream is set aside so replayed commands are
-/// not logged again.
+/// not logged again, and due keys read as live.
 ///
 /// Errors: a file is missing, corrupt, or truncated where that is not
 /// allowed (logged).
@@ -65,6 +65,12 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, debug: bo
     // last file is replayed, also while a slow script from the AOF lets
     // them in; at start-up they are served while the base loads.
     let loading_before = srv.persist.loading.replace(crate::server::Loading { start_secs: unix_ms() / 1000, total_bytes: total, loaded_bytes: 0, rdb_used_mem: 0 });
+    // Nothing expires while the files replay, as in Redis: a key whose
+    // PEXPIREAT is past keeps that deadline, later commands still find it
+    // (an RPUSH appends to it), and expiry takes it once loaded.
+    for db in &mut srv.dbs {
+        db.ignore_deadlines = true;
+    }
     let result = (|| {
         let n = files.len();
         for (i, f) in files.iter().enumerate() {
@@ -85,6 +91,9 @@ pub fn load_files(srv: &mut Server, host: &mut dyn Host, m: &Manifest, debug: bo
         }
         Ok(())
     })();
+    for db in &mut srv.dbs {
+        db.ignore_deadlines = false;
+    }
     srv.feed = feed;
     srv.persist.loading = loading_before;
     if result.is_err() {

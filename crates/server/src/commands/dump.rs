@@ -106,9 +106,10 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         t => Some(t.saturating_add(now)),
     };
     let lfu = ctx.srv.config.eviction.policy.lfu();
+    let past = deadline.is_some_and(|t| ctx.already_expired(t));
     let db = ctx.db();
     let deleted = replace && db.remove(key, now).is_some();
-    if deadline.is_some_and(|t| t <= now) {
+    if past {
         // Already expired: nothing is created (an old key was still replaced).
         if deleted {
             ctx.modified(key, notify::GENERIC, "del");

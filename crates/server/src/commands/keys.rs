@@ -597,12 +597,12 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], cmd: ExpireCmd) -> CmdResult 
         ctx.out().int(0);
         return Ok(());
     }
-    let event = if when <= now {
+    let event = if ctx.already_expired(when) {
         // A deadline already past deletes the key outright (a DEL, not an expiry).
-        db.remove(key, now);
+        ctx.db().remove(key, now);
         "del"
     } else {
-        db.set_expire(key, Some(when), now);
+        ctx.db().set_expire(key, Some(when), now);
         "expire"
     };
     ctx.modified(key, notify::GENERIC, event);

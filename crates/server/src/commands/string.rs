@@ -364,7 +364,7 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     };
     reply_str(out, s);
     match deadline {
-        Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if t <= now => {
+        Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if ctx.already_expired(t) => {
             ctx.db().remove(key, now);
             ctx.modified(key, notify::GENERIC, "del");
         }
@@ -862,7 +862,7 @@ pub fn increx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // ENX leaves a key's TTL alone; otherwise the option decides.
     let deadline = deadline.filter(|_| !(o.enx && old_ttl.is_some()));
     let event = if float { "incrbyfloat" } else { "incrby" };
-    if deadline.is_some_and(|t| t <= now) {
+    if deadline.is_some_and(|t| ctx.already_expired(t)) {
         // Already expired: the key goes, as SET with a past deadline would.
         if ctx.db().remove(key, now).is_some() {
             ctx.modified(key, notify::GENERIC, "del");
