@@ -117,7 +117,9 @@ def test_rewrite_switches_files_and_keeps_data(workdir):
         # A base of commands instead of an RDB image.
         r.config_set("aof-use-rdb-preamble", "no")
         r.bgrewriteaof()
+        wait_rewrite(r)  # in the background too, from a snapshot
         assert manifest(workdir)[0] == "file appendonly.aof.3.base.aof seq 3 type b"
+        assert open(os.path.join(workdir, AOF_DIR, "appendonly.aof.3.base.aof"), "rb").read(2) == b"*2"
         r.set("after2", "x")
         expected = snapshot(r)
     finally:
@@ -521,10 +523,15 @@ def test_scheduled_bgsave_runs_after_the_rewrite(workdir):
 
 
 def aof_commands(path: str) -> list[list[str]]:
-    """The commands an incremental AOF file holds, each as a list of words."""
+    """The commands an AOF file of commands holds, each as a list of words
+    (binary ones, such as RESTORE payloads, decoded with replacements);
+    `#TS:` annotation lines are skipped."""
     data = open(path, "rb").read()
     out, i = [], 0
     while i < len(data):
+        if data[i:i + 1] == b"#":
+            i = data.index(b"\r\n", i) + 2
+            continue
         assert data[i:i + 1] == b"*", data[i:i + 20]
         end = data.index(b"\r\n", i)
         n, i = int(data[i + 1:end]), end + 2
@@ -532,7 +539,7 @@ def aof_commands(path: str) -> list[list[str]]:
         for _ in range(n):
             end = data.index(b"\r\n", i)
             ln = int(data[i + 1:end])
-            words.append(data[end + 2:end + 2 + ln].decode())
+            words.append(data[end + 2:end + 2 + ln].decode(errors="replace"))
             i = end + 2 + ln + 2
         out.append(words)
     return out
@@ -726,6 +733,53 @@ def test_bgrewriteaof_with_the_aof_off_writes_a_base_in_the_background(workdir):
     try:
         r = redis.Redis(host=HOST, port=s.port)
         assert r.dbsize() == 3000 and r.get("after") == b"later" and r.get("k0") is None
+    finally:
+        s.stop()
+
+
+def test_a_base_of_commands_is_written_in_the_background_too(workdir):
+    """aof-use-rdb-preamble no: the base is RESTORE commands (after SELECT
+    and FUNCTION LOAD), written from a snapshot while clients are served,
+    not on the executor in one go; keys keep absolute TTLs, keys already
+    expired are left out, and what was written during it is replayed
+    from the new incremental file."""
+    s = start(workdir, "--aof-use-rdb-preamble", "no", "--aof-timestamp-enabled", "yes")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.function_load("#!lua name=lib\nredis.register_function('f', function() return 7 end)")
+        r.mset({f"k{i}": i for i in range(2000)})
+        r.set("ttl", "v", px=60_000)
+        r.hset("h", mapping={"a": "1", "b": "2"})
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        r.set("gone", "x", px=1)
+        time.sleep(0.01)
+        r.config_set("rdb-key-save-delay", 200)
+        assert r.bgrewriteaof()
+        assert r.info("persistence")["aof_rewrite_in_progress"] == 1
+        r.set("during", "the rewrite")
+        r.delete("k1")
+        assert r.ping(), "served while the base is written"
+        r.config_set("rdb-key-save-delay", 0)
+        wait_rewrite(r)
+        assert r.info("persistence")["aof_last_bgrewrite_status"] == "ok"
+        base = [l for l in manifest(workdir) if l.endswith("type b")][0].split()[1]
+        assert base.endswith(".base.aof"), base
+        cmds = aof_commands(os.path.join(workdir, AOF_DIR, base))
+        assert cmds[0][:2] == ["FUNCTION", "LOAD"] and cmds[1] == ["SELECT", "0"], cmds[:2]
+        restored = {c[1]: c for c in cmds if c[0] == "RESTORE"}
+        assert "gone" not in restored and "during" not in restored and "k1" in restored
+        assert restored["ttl"][4:] == ["REPLACE", "ABSTTL"] and int(restored["ttl"][2]) > time.time() * 1000
+        assert restored["k2"][2:3] == ["0"] and restored["k2"][4:] == ["REPLACE"]
+        assert open(os.path.join(workdir, AOF_DIR, base), "rb").read(4) == b"#TS:"
+        pttl = r.pttl("ttl")
+    finally:
+        kill(s)
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.dbsize() == 2002 and r.get("k1") is None and r.get("during") == b"the rewrite"
+        assert r.hgetall("h") == {b"a": b"1", b"b": b"2"} and 0 < r.pttl("ttl") <= pttl
+        assert r.fcall("f", 0) == 7
     finally:
         s.stop()
 

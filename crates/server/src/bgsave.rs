@@ -42,6 +42,8 @@ use std::time::Duration;
 use storage::rdb::{self, Deferred, RdbWriter, WriteOptions, HEADER_LEN, RDB_VERSION};
 use storage::{SnapshotSink, ValueRef};
 
+use crate::aofcore::reader::{encode, encode_restore};
+
 /// Bytes the executor gathers before handing them to the writer thread.
 const CHUNK: usize = 1 << 20;
 /// Bytes handed over and not yet written above which stepping waits.
@@ -58,10 +60,24 @@ pub enum Purpose {
     Repl,
 }
 
+/// How the image is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// An RDB file.
+    Rdb,
+    /// An AOF base without RDB preamble (`aof-use-rdb-preamble no`):
+    /// FUNCTION LOAD per library, then per database a SELECT and one
+    /// `RESTORE key ttl payload REPLACE [ABSTTL]` per key, as commands;
+    /// with `timestamp` (aof-timestamp-enabled) a `#TS:` line first.
+    Commands { timestamp: bool },
+}
+
 /// What a save needs to know before its first key.
 pub struct Plan<'a> {
     /// What the file is for.
     pub purpose: Purpose,
+    /// How it is written.
+    pub form: Form,
     /// Where the file goes once complete.
     pub path: PathBuf,
     /// Where it is written meanwhile.
@@ -150,10 +166,11 @@ pub struct Pace {
     pub last_served: std::time::Instant,
 }
 
-/// The image being serialized: the RDB writer over the chunk channel, and
-/// which database its last key went to.
+/// The image being serialized: the RDB writer (or, for a base of
+/// commands, the chunks alone) over the chunk channel, and which database
+/// its last key went to.
 struct Image {
-    w: Option<RdbWriter<Chunks>>,
+    out: Option<Out>,
     db: Option<usize>,
     /// Per database: (keys, with deadline) at the start, and whether its
     /// SELECTDB with that hint went out already.
@@ -164,6 +181,12 @@ struct Image {
     checksum: bool,
     err: Option<String>,
     keys: u64,
+}
+
+/// Where an image's keys go, by its `Form`.
+enum Out {
+    Rdb(RdbWriter<Chunks>),
+    Commands(Chunks),
 }
 
 /// The writer's output: bytes gathered into chunks for the thread, with
@@ -184,9 +207,10 @@ enum Msg {
     /// Bytes with the strings in them to compress, and how many keys they
     /// end (for `rdb-key-save-delay`).
     Bytes(Vec<u8>, Vec<(usize, usize, usize)>, u64),
-    /// Every byte was sent: settle the header for `version` (unless it was
-    /// declared from the start), checksum if asked, sync, rename.
-    Finish { version: u16, checksum: bool, settled: bool },
+    /// Every byte was sent: for an RDB file, settle the header for
+    /// `version` (unless it was declared from the start) and add the
+    /// checksum (zero unless asked); then sync, rename.
+    Finish { rdb: bool, version: u16, checksum: bool, settled: bool },
 }
 
 /// One database's snapshot sink: keys go into the shared image under
@@ -205,22 +229,37 @@ impl Job {
         let (tx, rx) = mpsc::channel();
         let (done_tx, done) = mpsc::channel();
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let chunks = Chunks { buf: Vec::with_capacity(CHUNK), base: 0, spans: Vec::new(), keys: 0, tx, in_flight: in_flight.clone() };
-        // The header declares the newest version until the thread settles
-        // it, or the one settled up front for an image read as it grows.
-        let opts = WriteOptions { compression: plan.opts.compression, checksum: false };
-        let mut w = RdbWriter::new(chunks, plan.stream_version.unwrap_or(RDB_VERSION), opts).map_err(|e| e.to_string())?;
-        // LZF runs on the thread: the executor's share of a save is then
-        // the encoding alone.
-        w.defer_compression();
-        let mut head = || -> Result<(), rdb::RdbWriteError> {
-            w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, plan.purpose == Purpose::AofBase)?;
-            if let Some((db, id, offset)) = &plan.repl {
-                w.repl_aux(*db, id, *offset)?;
+        let mut chunks = Chunks { buf: Vec::with_capacity(CHUNK), base: 0, spans: Vec::new(), keys: 0, tx, in_flight: in_flight.clone() };
+        let out = match plan.form {
+            Form::Rdb => {
+                // The header declares the newest version until the thread
+                // settles it, or the one settled up front for an image read
+                // as it grows.
+                let opts = WriteOptions { compression: plan.opts.compression, checksum: false };
+                let mut w = RdbWriter::new(chunks, plan.stream_version.unwrap_or(RDB_VERSION), opts).map_err(|e| e.to_string())?;
+                // LZF runs on the thread: the executor's share of a save
+                // is then the encoding alone.
+                w.defer_compression();
+                let mut head = || -> Result<(), rdb::RdbWriteError> {
+                    w.standard_aux(plan.redis_ver, plan.ctime_secs, plan.used_mem, plan.purpose == Purpose::AofBase)?;
+                    if let Some((db, id, offset)) = &plan.repl {
+                        w.repl_aux(*db, id, *offset)?;
+                    }
+                    w.functions(plan.functions.iter().map(|c| c.as_slice()))
+                };
+                head().map_err(|e| e.to_string())?;
+                Out::Rdb(w)
             }
-            w.functions(plan.functions.iter().map(|c| c.as_slice()))
+            Form::Commands { timestamp } => {
+                if timestamp {
+                    chunks.buf.extend_from_slice(format!("#TS:{}\r\n", plan.now / 1000).as_bytes());
+                }
+                for code in plan.functions {
+                    encode(&[&b"FUNCTION"[..], b"LOAD", code], &mut chunks.buf);
+                }
+                Out::Commands(chunks)
+            }
         };
-        head().map_err(|e| e.to_string())?;
         let (path, tmp, delay) = (plan.path, plan.tmp.clone(), plan.key_delay_us);
         let key_delay = Arc::new(AtomicI64::new(delay));
         let live_delay = key_delay.clone();
@@ -244,7 +283,7 @@ impl Job {
             .map_err(|e| format!("Can't save in background: {e}"))?;
         let n = plan.sizes.len();
         let image = Image {
-            w: Some(w),
+            out: Some(out),
             db: None,
             sizes: plan.sizes,
             selected: vec![false; n],
@@ -292,21 +331,29 @@ impl Job {
     /// handed them back).
     pub fn seal(&mut self) {
         let mut im = self.image();
-        let Some(mut w) = im.w.take() else { return };
-        let (out, deferred) = w.output_and_deferred();
-        out.adopt(deferred);
-        // A settled header already declares a version every key fitted
-        // in (the writer refuses a key needing more).
-        let version = self.stream_version.unwrap_or_else(|| rdb::min_file_version(w.needed_version(), false));
-        let settled = self.stream_version.is_some();
-        let checksum = im.checksum;
-        match w.finish_unsealed() {
-            Ok(mut chunks) => {
+        match im.out.take() {
+            None => return,
+            Some(Out::Commands(mut chunks)) => {
                 chunks.ship();
-                let _ = chunks.tx.send(Msg::Finish { version, checksum, settled });
+                let _ = chunks.tx.send(Msg::Finish { rdb: false, version: 0, checksum: false, settled: true });
             }
-            Err(e) => {
-                im.err.get_or_insert(e.to_string());
+            Some(Out::Rdb(mut w)) => {
+                let (out, deferred) = w.output_and_deferred();
+                out.adopt(deferred);
+                // A settled header already declares a version every key
+                // fitted in (the writer refuses a key needing more).
+                let version = self.stream_version.unwrap_or_else(|| rdb::min_file_version(w.needed_version(), false));
+                let settled = self.stream_version.is_some();
+                let checksum = im.checksum;
+                match w.finish_unsealed() {
+                    Ok(mut chunks) => {
+                        chunks.ship();
+                        let _ = chunks.tx.send(Msg::Finish { rdb: true, version, checksum, settled });
+                    }
+                    Err(e) => {
+                        im.err.get_or_insert(e.to_string());
+                    }
+                }
             }
         }
         drop(im);
@@ -357,7 +404,28 @@ impl Image {
         if self.err.is_some() {
             return;
         }
-        let Some(w) = self.w.as_mut() else { return };
+        let w = match self.out.as_mut() {
+            None => return,
+            Some(Out::Commands(c)) => {
+                // A key already expired is left out, as Redis's rewrite
+                // leaves it; the others carry their absolute deadline.
+                if expire_at_ms.is_some_and(|t| t <= self.now) {
+                    return;
+                }
+                if self.db != Some(db) {
+                    encode(&[&b"SELECT"[..], db.to_string().as_bytes()], &mut c.buf);
+                    self.db = Some(db);
+                }
+                encode_restore(key, &rdb::dump_payload(value, self.now), expire_at_ms, &mut c.buf);
+                self.keys += 1;
+                c.keys += 1;
+                if self.per_key_chunks || c.buf.len() >= CHUNK {
+                    c.ship();
+                }
+                return;
+            }
+            Some(Out::Rdb(w)) => w,
+        };
         let r = (|| {
             if self.db != Some(db) {
                 if self.selected[db] {
@@ -461,20 +529,23 @@ fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, pat
                     }
                 }
             }
-            Msg::Finish { version, checksum, settled } => {
+            Msg::Finish { rdb, version, checksum, settled } => {
                 let mut f = file?;
                 if stop.load(Ordering::Relaxed) {
                     return Err("Background saving aborted".into());
                 }
+                let io = |e: io::Error| format!("Write error saving DB on disk: {e}");
                 let rest = len.saturating_sub(HEADER_LEN as u64);
                 let (header, sum) = rdb::sealed(version, crc, rest);
                 let sum = if checksum { sum } else { 0 };
-                let io = |e: io::Error| format!("Write error saving DB on disk: {e}");
-                f.write_all(&sum.to_le_bytes()).map_err(io)?;
+                if rdb {
+                    f.write_all(&sum.to_le_bytes()).map_err(io)?;
+                    len += 8;
+                }
                 if settled {
                     // The header written first is this one: readers may
                     // have it already, and every byte is in place.
-                    progress.written.store(len + 8, Ordering::Release);
+                    progress.written.store(len, Ordering::Release);
                     progress.complete.store(true, Ordering::Release);
                 } else {
                     f.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -486,7 +557,7 @@ fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, pat
                 if let Some(dir) = path.parent().and_then(|d| File::open(if d.as_os_str().is_empty() { Path::new(".") } else { d }).ok()) {
                     let _ = dir.sync_all();
                 }
-                return Ok(Saved { bytes: len + 8 });
+                return Ok(Saved { bytes: len });
             }
         }
     }

@@ -21,7 +21,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::bgsave::{Job, Plan, Purpose};
+use crate::bgsave::{Form, Job, Plan, Purpose};
 
 use storage::rdb::{self, LoadOptions, RdbWriter, WriteOptions};
 
@@ -369,21 +369,23 @@ const RETRY_DELAY_SECS: i64 = 5;
 pub fn bgsave_start(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
     let path = rdb_path(srv);
     let tmp = path.with_file_name(format!("temp-bg-{}-{}.rdb", std::process::id(), next_job()));
-    snapshot_start(srv, host, Purpose::Rdb, path, tmp, None)?;
+    snapshot_start(srv, host, Purpose::Rdb, Form::Rdb, path, tmp, None)?;
     srv.persist.bg_scheduled = false;
     srv.config.log.notice(&format!("Background saving started by pid {}", std::process::id()));
     Ok(())
 }
 
-/// Starts writing an AOF base (an RDB image marked aof-base) to `path`
-/// in the background, as BGSAVE does; its end is left in
+/// Starts writing an AOF base to `path` in the background, as BGSAVE
+/// does: an RDB image marked aof-base, or with aof-use-rdb-preamble no a
+/// base of commands (`Form::Commands`). Its end is left in
 /// `Server::aof_base_done` for the AOF to take.
 ///
 /// Errors: a background save is running, or the thread could not start.
 pub fn aof_base_start(srv: &mut Server, host: &mut dyn Host, path: PathBuf) -> Result<(), String> {
     let tmp = path.with_file_name(format!("temp-rewriteaof-bg-{}-{}.aof", std::process::id(), next_job()));
     srv.aof_base_done = None;
-    snapshot_start(srv, host, Purpose::AofBase, path, tmp, None)
+    let form = if srv.config.flag("aof-use-rdb-preamble") { Form::Rdb } else { Form::Commands { timestamp: srv.config.flag("aof-timestamp-enabled") } };
+    snapshot_start(srv, host, Purpose::AofBase, form, path, tmp, None)
 }
 
 /// Starts a full sync's image for replicas in the background, to a temp
@@ -398,7 +400,7 @@ pub fn repl_save_start(srv: &mut Server, host: &mut dyn Host, stream: bool) -> R
     let tmp = path.with_file_name(format!("temp-repl-bg-{}-{n}.rdb", std::process::id()));
     srv.repl.rdb_done = None;
     let version = stream.then(|| stream_version(srv, !host.scripts_ref().function_codes().is_empty()));
-    snapshot_start(srv, host, Purpose::Repl, path.clone(), tmp, version)?;
+    snapshot_start(srv, host, Purpose::Repl, Form::Rdb, path.clone(), tmp, version)?;
     srv.repl.rdb_path = Some(path);
     let target = if stream { "replicas sockets" } else { "disk" };
     srv.config.log.notice(&format!("Starting BGSAVE for SYNC with target: {target} (pid {})", std::process::id()));
@@ -514,7 +516,7 @@ fn key_save_delay(srv: &Server) -> i64 {
     srv.config.get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path: PathBuf, tmp: PathBuf, stream_version: Option<u16>) -> Result<(), String> {
+fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, form: Form, path: PathBuf, tmp: PathBuf, stream_version: Option<u16>) -> Result<(), String> {
     if srv.bgsave.is_some() {
         return Err("Background save already in progress".into());
     }
@@ -522,6 +524,7 @@ fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, path:
     let codes = host.scripts_ref().function_codes();
     let plan = Plan {
         purpose,
+        form,
         path,
         tmp,
         opts: WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") },

@@ -474,19 +474,19 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     }
 }
 
-/// BGREWRITEAOF, the automatic rewrite and a scheduled one: with the AOF
-/// on and an RDB preamble, without fork. A new incremental file takes
-/// every write from now on (the manifest lists it at once, after the old
+/// BGREWRITEAOF, the automatic rewrite and a scheduled one, without fork
+/// (a base of commands with aof-use-rdb-preamble no as the RDB image). A
+/// new incremental file takes every write from now on (the manifest lists it at once, after the old
 /// ones, so a crash loses nothing), and the base is written from a
 /// keyspace snapshot taken now, as BGSAVE writes its file; when it is
 /// complete, `rewrite_poll` switches the manifest to the new base and the
 /// new incremental file and deletes what they replace. With the AOF off
 /// it writes only the base, and the manifest names it alone when it is
-/// complete. A base of commands is `rewrite`, on this thread.
+/// complete.
 ///
 /// Errors: what failed; the manifest then still describes the data.
 pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
-    if !srv.config.flag("aof-use-rdb-preamble") || (srv.aof.on && srv.aof.file.is_none() && !srv.aof.wait_rewrite) {
+    if srv.aof.on && srv.aof.file.is_none() && !srv.aof.wait_rewrite {
         return rewrite(srv, host);
     }
     if srv.bgsave.is_some() {
@@ -528,7 +528,7 @@ pub fn rewrite_background(srv: &mut Server, host: &mut dyn Host) -> Result<(), S
         srv.aof.manifest = m.clone();
         start(srv);
     }
-    let base = m.new_base(&fname, true);
+    let base = m.new_base(&fname, srv.config.flag("aof-use-rdb-preamble"));
     if let Err(e) = crate::persist::aof_base_start(srv, host, dir.join(&base)) {
         if srv.aof.wait_rewrite {
             let _ = fs::remove_file(dir.join(temp_incr_name(&fname)));
@@ -575,7 +575,9 @@ pub fn rewrite_poll(srv: &mut Server) {
     let wait_rewrite = srv.aof.wait_rewrite;
     let result = outcome.and_then(|_| {
         let mut m = srv.aof.manifest.clone();
-        if m.new_base(&fname, true) != base {
+        // The base's form (RDB image or commands) is the one it started
+        // with, whatever aof-use-rdb-preamble says now.
+        if m.new_base(&fname, base.ends_with(".rdb")) != base {
             return Err("the AOF changed during the rewrite".to_string());
         }
         if wait_rewrite {
@@ -654,8 +656,8 @@ fn rewrite_ended(srv: &mut Server, result: Result<(), String>) {
 
 /// A rewrite on this thread: a new base from the dataset, a new
 /// incremental file when the AOF is on, the manifest switched to them, the
-/// files they replace deleted. For turning the AOF on (the new files must
-/// be complete before the manifest names them) and bases of commands.
+/// files they replace deleted. For an AOF on without an open file (the
+/// new files must be complete before the manifest names them).
 ///
 /// Errors: what failed; nothing of the manifest changed then.
 pub fn rewrite(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
@@ -757,13 +759,7 @@ fn write_commands(srv: &Server, host: &mut dyn Host, tmp: &Path) -> Result<(), S
             if exp.is_some_and(|e| e <= now) {
                 return;
             }
-            let payload = storage::rdb::dump_payload(v, now);
-            let ttl = exp.map_or(b"0".to_vec(), |e| e.to_string().into_bytes());
-            let mut argv = vec![b"RESTORE".to_vec(), k.to_vec(), ttl, payload, b"REPLACE".to_vec()];
-            if exp.is_some() {
-                argv.push(b"ABSTTL".to_vec());
-            }
-            crate::aofcore::reader::encode(&argv, &mut out);
+            crate::aofcore::reader::encode_restore(k, &storage::rdb::dump_payload(v, now), exp, &mut out);
         });
     }
     let mut f = File::create(tmp).map_err(|e| format!("Opening the temp file for AOF rewrite in rewriteAppendOnlyFile(): {}", errno_text(&e)))?;

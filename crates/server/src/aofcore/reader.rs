@@ -127,12 +127,25 @@ pub fn atol(b: &[u8]) -> i64 {
     }
 }
 
+/// One key of a base of commands (`aof-use-rdb-preamble no`): `RESTORE
+/// key ttl payload REPLACE`, with the absolute deadline and `ABSTTL` when
+/// the key has one, so replaying later does not stretch its TTL.
+pub fn encode_restore(key: &[u8], payload: &[u8], deadline: Option<i64>, out: &mut Vec<u8>) {
+    let ttl = deadline.map_or_else(|| b"0".to_vec(), |t| t.to_string().into_bytes());
+    let mut argv: Vec<&[u8]> = vec![b"RESTORE", key, &ttl, payload, b"REPLACE"];
+    if deadline.is_some() {
+        argv.push(b"ABSTTL");
+    }
+    encode(&argv, out);
+}
+
 /// One command in the form the AOF stores it.
-pub fn encode(argv: &[Vec<u8>], out: &mut Vec<u8>) {
+pub fn encode<A: AsRef<[u8]>>(argv: &[A], out: &mut Vec<u8>) {
     out.push(b'*');
     out.extend_from_slice(argv.len().to_string().as_bytes());
     out.extend_from_slice(b"\r\n");
     for a in argv {
+        let a = a.as_ref();
         out.push(b'$');
         out.extend_from_slice(a.len().to_string().as_bytes());
         out.extend_from_slice(b"\r\n");
