@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
     &["conn", "glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble"],
-    &["config", "client", "aofcore::check"],
+    &["config", "client", "aofcore::check", "crash"],
     &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl"],
     &["server"],
     &["publish", "obuf", "cron", "evict", "clientevict"],
