@@ -114,9 +114,12 @@ fn configure(log: Option<&Log>, exit_on_panic: bool, watchdog_ms: u64, hz: u64) 
     }
 }
 
-/// The event loop starts a turn (its poll returned).
+/// The event loop starts a turn (its poll returned). Only a watchdog
+/// reads the time, so without one the clock is not read.
 pub fn turn_started() {
-    TURN_SINCE.store(now_ms() + 1, Ordering::Relaxed);
+    if WATCHDOG_MS.load(Ordering::Relaxed) != 0 {
+        TURN_SINCE.store(now_ms() + 1, Ordering::Relaxed);
+    }
 }
 
 /// The event loop ends a turn (it is about to wait for events). A stall
