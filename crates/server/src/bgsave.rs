@@ -46,6 +46,10 @@ use crate::aofcore::reader::{encode, encode_restore};
 
 /// Bytes the executor gathers before handing them to the writer thread.
 const CHUNK: usize = 1 << 20;
+/// A chunk's buffer is allocated this much larger than `CHUNK`: it ships
+/// once a key takes it past `CHUNK`, and a buffer of exactly `CHUNK` grew
+/// (copying the whole megabyte) for that last key of every chunk.
+const CHUNK_ROOM: usize = CHUNK + (64 << 10);
 /// Bytes handed over and not yet written above which stepping waits.
 pub const MAX_IN_FLIGHT: usize = 16 << 20;
 
@@ -229,7 +233,7 @@ impl Job {
         let (tx, rx) = mpsc::channel();
         let (done_tx, done) = mpsc::channel();
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let mut chunks = Chunks { buf: Vec::with_capacity(CHUNK), base: 0, spans: Vec::new(), keys: 0, tx, in_flight: in_flight.clone() };
+        let mut chunks = Chunks { buf: Vec::with_capacity(CHUNK_ROOM), base: 0, spans: Vec::new(), keys: 0, tx, in_flight: in_flight.clone() };
         let out = match plan.form {
             Form::Rdb => {
                 // The header declares the newest version until the thread
@@ -467,7 +471,7 @@ impl Chunks {
         if self.buf.is_empty() && self.keys == 0 {
             return;
         }
-        let buf = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let buf = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_ROOM));
         self.base += buf.len() as u64;
         self.in_flight.fetch_add(buf.len(), Ordering::Relaxed);
         // A send fails only when the thread is gone; the job reports why.
@@ -498,7 +502,7 @@ fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, pat
     let mut delayed = 0u64;
     // A chunk with its strings compressed, written into the previous
     // chunk's buffer: the thread allocates none of its own per chunk.
-    let mut squeezed = Vec::with_capacity(CHUNK);
+    let mut squeezed = Vec::with_capacity(CHUNK_ROOM);
     loop {
         let Ok(msg) = rx.recv() else { return Err("Background saving aborted".into()) };
         match msg {

@@ -297,6 +297,28 @@ impl Slab {
         &page.data[i * size..(i + 1) * size]
     }
 
+    /// Asks the CPU to start loading the blob at `addr` into cache, for a
+    /// walk that will read it a few keys from now (a snapshot step's keys
+    /// lie all over the slab; waiting for each in turn was most of a
+    /// save's cost on the executor). A hint only: no effect on any value.
+    #[inline]
+    pub fn prefetch(&self, addr: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let b = self.bytes(addr);
+            // The first 256 bytes: a small blob whole, a large one's head.
+            for line in b.chunks(64).take(4) {
+                // SAFETY: SSE is part of every x86_64 target, and a prefetch
+                // only hints the cache: it reads nothing the program sees and
+                // cannot fault, whatever the address.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = addr;
+    }
+
     /// Mutable bytes of the blob at `addr`.
     pub fn bytes_mut(&mut self, addr: u64) -> &mut [u8] {
         if addr & LARGE != 0 {

@@ -50,6 +50,10 @@ use crate::blob::Body;
 use crate::segment::{addr_of, tag_at, tag_of, BUCKET, TAG_BITS};
 use crate::slab::jemalloc_size;
 
+/// How many slots ahead of the one it serializes a step asks for a blob
+/// (`Slab::prefetch`): enough misses in flight to hide the memory's latency.
+const PREFETCH_AHEAD: usize = 16;
+
 impl Db {
     /// Starts a snapshot into `sink`: from now on, `snapshot_step` feeds
     /// the sink the Db's content as it is now, whatever writes come
@@ -291,8 +295,17 @@ impl Db {
     /// many keys were looked at.
     fn emit_segment(&mut self, si: usize, sink: &mut dyn SnapshotSink) -> usize {
         let written = self.written.get_mut(si).and_then(Option::take);
+        let slots = &self.segs[si].slots;
         let mut n = 0;
-        for &s in self.segs[si].slots.iter().filter(|&&s| s != 0) {
+        for (i, &s) in slots.iter().enumerate() {
+            if let Some(&ahead) = slots.get(i + PREFETCH_AHEAD) {
+                if ahead != 0 {
+                    self.slab.prefetch(addr_of(ahead));
+                }
+            }
+            if s == 0 {
+                continue;
+            }
             n += 1;
             let t = tag_of(s);
             if written.as_ref().is_some_and(|w| w[(t >> 6) as usize] & (1 << (t & 63)) != 0) {
