@@ -43,6 +43,22 @@
 //! with due fields. Any change to a bucket of a table that has a tree
 //! rescans that bucket (O(bucket)) and updates O(log n) tree nodes.
 //!
+//! Fixed-width buckets (sets only): when a set becomes a table and all its
+//! members have one length `width` (1..=64 bytes: UUIDs, hashes, ids), a
+//! bucket can hold its members without their length bytes, back to back
+//! (`Form::Bare`: a 16-byte member costs 16 bytes, not 17), or each after
+//! a 6-byte deadline slot (`Form::Timed`, for buckets where most members
+//! have a TTL: 6 bytes a member where the packed form spends 7 on a TTL'd
+//! one). Buckets of such a table are sized by bytes (`fixed_bytes`, about
+//! 1 KiB) rather than by `bucket_entries`, so bucket headers weigh less.
+//! Two bits per bucket (`fixed`, `timed`) give its form. A member of
+//! another length turns only its own bucket into the packed form (O(bucket),
+//! never the whole table); so does a first TTL in a bare bucket, and a
+//! packed bucket of `width`-byte members goes back to a fixed form when that
+//! is smaller (`settle`): bare with no TTL left, timed once at least 5 in 6
+//! members have one. A split keeps a bucket's form; a merge of two forms
+//! gives the larger one's (packed over timed over bare).
+//!
 //! Hashing: SipHash keyed per table (std's `RandomState`), so clients
 //! cannot aim many fields at one bucket.
 //!
@@ -53,8 +69,8 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-use super::fieldpack::{Entry, Layout};
-use super::{alloc_size, reserve_class};
+use super::fieldpack::{Entry, Layout, MAX_DEADLINE};
+use super::{alloc_size, reserve_class, shrink_class};
 use crate::strref::StrRef;
 
 /// A large hash: see the module header.
@@ -64,32 +80,287 @@ pub struct Table<const V: bool> {
     len: usize,
     hasher: RandomState,
     mins: Vec<i64>,
+    /// Bit b set: bucket b is in a fixed-width form (see the header)...
+    fixed: Vec<u64>,
+    /// ...with a deadline slot before each member.
+    timed: Vec<u64>,
     bucket_entries: u32,
+    /// The members' length in fixed-width buckets; 0 when there are none.
+    width: u8,
     /// Owner's flags, carried through conversion (the table ignores them).
     pub flags: u8,
+}
+
+/// Longest member kept in fixed-width buckets: past it the length byte
+/// saved is under 1.5%.
+const MAX_FIXED_WIDTH: usize = 64;
+
+/// The form of one bucket (see the module header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Fieldpack entries.
+    Packed,
+    /// `width`-byte members back to back.
+    Bare,
+    /// A 6-byte deadline slot (LE, `NO_DEADLINE`: none), then the member.
+    Timed,
+}
+
+/// Bytes of a timed member's deadline slot.
+const SLOT: usize = 6;
+
+/// A slot's "no TTL": the one 48-bit value it cannot hold as a deadline
+/// (a member given exactly `MAX_DEADLINE` moves its bucket to the packed
+/// form, which can).
+const NO_DEADLINE: u64 = MAX_DEADLINE as u64;
+
+/// The members of one bucket, in any form.
+#[derive(Debug, Clone)]
+pub enum BucketIter<'a, const V: bool> {
+    Packed(super::fieldpack::Iter<'a, V>),
+    Fixed { buf: &'a [u8], width: usize, timed: bool, pos: usize },
+}
+
+impl<'a, const V: bool> Iterator for BucketIter<'a, V> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        match self {
+            BucketIter::Packed(it) => it.next(),
+            BucketIter::Fixed { buf, width, timed, pos } => {
+                let e = (*pos < buf.len()).then(|| fixed_entry(buf, *pos, *width, *timed))?;
+                *pos = e.end;
+                Some(e)
+            }
+        }
+    }
+}
+
+/// Every entry of a table, bucket by bucket (`Table::iter`).
+#[derive(Debug, Clone)]
+pub struct Iter<'a, const V: bool> {
+    table: &'a Table<V>,
+    next: usize,
+    cur: BucketIter<'a, V>,
+}
+
+impl<'a, const V: bool> Iterator for Iter<'a, V> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        loop {
+            if let Some(e) = self.cur.next() {
+                return Some(e);
+            }
+            if self.next >= self.table.buckets.len() {
+                return None;
+            }
+            self.cur = self.table.bucket_iter(self.next);
+            self.next += 1;
+        }
+    }
+}
+
+/// The fixed-width member at `pos`, as an entry.
+fn fixed_entry(buf: &[u8], pos: usize, width: usize, timed: bool) -> Entry<'_> {
+    let (deadline, at) = if timed {
+        let mut d = [0u8; 8];
+        d[..SLOT].copy_from_slice(&buf[pos..pos + SLOT]);
+        let d = u64::from_le_bytes(d);
+        ((d != NO_DEADLINE).then_some(d as i64), pos + SLOT)
+    } else {
+        (None, pos)
+    };
+    Entry { start: pos, end: at + width, field: &buf[at..at + width], value: StrRef::Bytes(b""), deadline }
+}
+
+/// Writes a timed member's deadline slot at the start of `out`.
+fn put_slot(out: &mut [u8], deadline: Option<i64>) {
+    let d = deadline.map_or(NO_DEADLINE, |d| d as u64);
+    out[..SLOT].copy_from_slice(&d.to_le_bytes()[..SLOT]);
+}
+
+/// Offset of the record holding `m` among the fixed-width records of `buf`
+/// (members of `m.len()` bytes, after a slot when `timed`). The member's
+/// first eight bytes are compared as one word: random members differ there.
+fn fixed_find(buf: &[u8], m: &[u8], timed: bool) -> Option<usize> {
+    let off = if timed { SLOT } else { 0 };
+    let rec = m.len() + off;
+    let at = if m.len() >= 8 {
+        let head = u64::from_ne_bytes(m[..8].try_into().expect("8 bytes"));
+        buf.chunks_exact(rec).position(|r| u64::from_ne_bytes(r[off..off + 8].try_into().expect("8 bytes")) == head && r[off + 8..] == m[8..])
+    } else {
+        buf.chunks_exact(rec).position(|r| r[off..] == *m)
+    };
+    at.map(|i| i * rec)
+}
+
+/// Keeps the entries of a bucket in `form` for which `keep` (given the
+/// entry and its raw bytes) returns true, compacting in place; returns how
+/// many were dropped.
+fn retain_in<const V: bool>(buf: &mut Vec<u8>, form: Form, width: usize, mut keep: impl FnMut(&Entry, &[u8]) -> bool) -> usize {
+    if form == Form::Packed {
+        return Layout::<V>::retain(buf, 0, keep);
+    }
+    let timed = form == Form::Timed;
+    let rec = width + if timed { SLOT } else { 0 };
+    let (mut kept, mut dropped) = (0, 0);
+    for at in (0..buf.len()).step_by(rec) {
+        if keep(&fixed_entry(buf, at, width, timed), &buf[at..at + rec]) {
+            buf.copy_within(at..at + rec, kept);
+            kept += rec;
+        } else {
+            dropped += 1;
+        }
+    }
+    buf.truncate(kept);
+    shrink_class(buf);
+    dropped
 }
 
 fn floor_log2(n: usize) -> u32 {
     usize::BITS - 1 - n.leading_zeros()
 }
 
+/// Bit `b` of a bitmap.
+fn bit(v: &[u64], b: usize) -> bool {
+    v.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 != 0)
+}
+
+fn set_bit(v: &mut Vec<u64>, b: usize, on: bool) {
+    if on {
+        if v.len() <= b / 64 {
+            v.resize(b / 64 + 1, 0);
+        }
+        v[b / 64] |= 1 << (b % 64);
+    } else if let Some(w) = v.get_mut(b / 64) {
+        *w &= !(1 << (b % 64));
+    }
+}
+
 impl<const V: bool> Table<V> {
     /// A table holding the fieldpack entries `entries` (`len` of them) as
     /// its one bucket, then split down to about `bucket_entries` per bucket.
     pub fn from_packed(entries: Vec<u8>, len: usize, flags: u8, bucket_entries: usize) -> Self {
+        Self::from_packed_fixed(entries, len, flags, bucket_entries, 0)
+    }
+
+    /// `from_packed`, keeping the members in fixed-width buckets of about
+    /// `fixed_bytes` bytes when they all have one length (sets only; 0:
+    /// never).
+    pub fn from_packed_fixed(entries: Vec<u8>, len: usize, flags: u8, bucket_entries: usize, fixed_bytes: usize) -> Self {
         let mut t = Table {
             buckets: vec![entries],
             len,
             hasher: RandomState::new(),
             mins: Vec::new(),
+            fixed: Vec::new(),
+            timed: Vec::new(),
             bucket_entries: bucket_entries.clamp(1, u32::MAX as usize) as u32,
+            width: 0,
             flags,
         };
-        if Layout::<V>::min_deadline(&t.buckets[0], 0).is_some() {
+        let mut all = Layout::<V>::iter(&t.buckets[0], 0);
+        let width = all.clone().next().map_or(0, |e| e.field.len());
+        if !V && fixed_bytes > 0 && (1..=MAX_FIXED_WIDTH).contains(&width) && all.all(|e| e.field.len() == width) {
+            t.width = width as u8;
+            t.bucket_entries = (fixed_bytes / width).clamp(bucket_entries.max(1), u32::MAX as usize) as u32;
+            t.settle(0);
+        }
+        if t.bucket_iter(0).any(|e| e.deadline.is_some()) {
             t.enable_mins();
         }
         t.grow();
         t
+    }
+
+    fn form(&self, b: usize) -> Form {
+        match (bit(&self.fixed, b), bit(&self.timed, b)) {
+            (false, _) => Form::Packed,
+            (true, false) => Form::Bare,
+            (true, true) => Form::Timed,
+        }
+    }
+
+    /// Rewrites bucket `b` in form `to` (O(bucket)). The caller knows its
+    /// members fit: all `width` bytes long for a fixed form, none with a TTL
+    /// for `Bare`, none with `MAX_DEADLINE` for `Timed`.
+    fn convert(&mut self, b: usize, to: Form) {
+        if self.form(b) == to {
+            return;
+        }
+        let w = self.width as usize;
+        let n = self.bucket_iter(b).count();
+        let mut out = Vec::with_capacity(alloc_size(match to {
+            Form::Packed => self.buckets[b].len() + n,
+            Form::Bare => n * w,
+            Form::Timed => n * (w + SLOT),
+        }));
+        for e in self.bucket_iter(b) {
+            match to {
+                Form::Packed => Layout::<V>::push(&mut out, e.field, StrRef::Bytes(b""), e.deadline),
+                Form::Bare => out.extend_from_slice(e.field),
+                Form::Timed => {
+                    let at = out.len();
+                    out.resize(at + SLOT, 0);
+                    put_slot(&mut out[at..], e.deadline);
+                    out.extend_from_slice(e.field);
+                }
+            }
+        }
+        self.buckets[b] = out;
+        set_bit(&mut self.fixed, b, to != Form::Packed);
+        set_bit(&mut self.timed, b, to == Form::Timed);
+    }
+
+    /// Puts bucket `b` of a fixed-width table in its smallest form: a fixed
+    /// one when every member is `width` bytes (bare without TTLs, timed when
+    /// at least 5 in 6 have one), else packed.
+    fn settle(&mut self, b: usize) {
+        if self.width == 0 || b >= self.buckets.len() {
+            return;
+        }
+        let w = self.width as usize;
+        let (mut n, mut timed, mut fits) = (0usize, 0usize, true);
+        for e in self.bucket_iter(b) {
+            n += 1;
+            timed += e.deadline.is_some() as usize;
+            fits &= e.field.len() == w && e.deadline != Some(MAX_DEADLINE);
+        }
+        let to = if !fits {
+            Form::Packed
+        } else if timed == 0 {
+            Form::Bare
+        } else if 6 * timed >= 5 * n {
+            Form::Timed
+        } else {
+            Form::Packed
+        };
+        self.convert(b, to);
+    }
+
+    /// The entries of bucket `b`.
+    fn bucket_iter(&self, b: usize) -> BucketIter<'_, V> {
+        match self.form(b) {
+            Form::Packed => BucketIter::Packed(Layout::<V>::iter(&self.buckets[b], 0)),
+            f => BucketIter::Fixed { buf: &self.buckets[b], width: self.width as usize, timed: f == Form::Timed, pos: 0 },
+        }
+    }
+
+    /// Bytes of one record of fixed-width bucket `b`.
+    fn record_len(&self, b: usize) -> usize {
+        self.width as usize + if self.form(b) == Form::Timed { SLOT } else { 0 }
+    }
+
+    /// Offset of `field`'s record in fixed-width bucket `b`.
+    fn find_fixed(&self, b: usize, field: &[u8]) -> Option<usize> {
+        (field.len() == self.width as usize).then(|| fixed_find(&self.buckets[b], field, self.form(b) == Form::Timed))?
+    }
+
+    /// `retain_in` on bucket `b`.
+    fn retain_bucket(&mut self, b: usize, keep: impl FnMut(&Entry, &[u8]) -> bool) -> usize {
+        let form = self.form(b);
+        retain_in::<V>(&mut self.buckets[b], form, self.width as usize, keep)
     }
 
     /// Number of fields (expired ones not yet removed included).
@@ -119,13 +390,43 @@ impl<const V: bool> Table<V> {
 
     /// The entry for `field`, expired or not.
     pub fn get(&self, field: &[u8]) -> Option<Entry<'_>> {
-        Layout::<V>::find(&self.buckets[self.addr(field)], 0, field)
+        let b = self.addr(field);
+        match self.form(b) {
+            Form::Packed => Layout::<V>::find(&self.buckets[b], 0, field),
+            f => self.find_fixed(b, field).map(|at| fixed_entry(&self.buckets[b], at, self.width as usize, f == Form::Timed)),
+        }
     }
 
     /// Sets `field` to `value`, dropping its TTL. Returns the old deadline
     /// as `fieldpack::upsert` does (`None`: the field is new).
     pub fn insert(&mut self, field: &[u8], value: StrRef) -> Option<Option<i64>> {
         let b = self.addr(field);
+        if let f @ (Form::Bare | Form::Timed) = self.form(b) {
+            if field.len() == self.width as usize {
+                let timed = f == Form::Timed;
+                if let Some(at) = self.find_fixed(b, field) {
+                    let old = fixed_entry(&self.buckets[b], at, field.len(), timed).deadline;
+                    if old.is_some() {
+                        put_slot(&mut self.buckets[b][at..], None);
+                        self.refresh(b);
+                    }
+                    return Some(old);
+                }
+                let rec = self.record_len(b);
+                let buf = &mut self.buckets[b];
+                reserve_class(buf, rec);
+                if timed {
+                    let at = buf.len();
+                    buf.resize(at + SLOT, 0);
+                    put_slot(&mut buf[at..], None);
+                }
+                buf.extend_from_slice(field);
+                self.len += 1;
+                self.grow();
+                return None;
+            }
+            self.convert(b, Form::Packed);
+        }
         let old = Layout::<V>::upsert(&mut self.buckets[b], 0, field, value);
         match old {
             None => {
@@ -141,8 +442,20 @@ impl<const V: bool> Table<V> {
     /// Removes `field`; returns its old deadline, `None` if absent.
     pub fn remove(&mut self, field: &[u8]) -> Option<Option<i64>> {
         let b = self.addr(field);
-        let old = Layout::<V>::remove(&mut self.buckets[b], 0, field)?;
+        let old = match self.form(b) {
+            Form::Packed => Layout::<V>::remove(&mut self.buckets[b], 0, field)?,
+            f => {
+                let at = self.find_fixed(b, field)?;
+                let old = fixed_entry(&self.buckets[b], at, field.len(), f == Form::Timed).deadline;
+                let end = at + self.record_len(b);
+                Layout::<V>::remove_at(&mut self.buckets[b], at, end);
+                old
+            }
+        };
         self.len -= 1;
+        if self.form(b) == Form::Packed {
+            self.settle(b);
+        }
         if old.is_some() {
             self.refresh(b);
         }
@@ -155,10 +468,33 @@ impl<const V: bool> Table<V> {
     /// Panics: if the deadline is outside `0..=MAX_DEADLINE`.
     pub fn set_deadline(&mut self, field: &[u8], deadline: Option<i64>) -> bool {
         let b = self.addr(field);
+        let form = self.form(b);
+        if form != Form::Packed {
+            let Some(at) = self.find_fixed(b, field) else {
+                return false;
+            };
+            if form == Form::Bare && deadline.is_none() {
+                return true;
+            }
+            if form == Form::Timed && deadline != Some(MAX_DEADLINE) {
+                assert!(deadline.is_none_or(|d| (0..=MAX_DEADLINE).contains(&d)), "field deadline out of range: {deadline:?}");
+                put_slot(&mut self.buckets[b][at..], deadline);
+                if deadline.is_some() {
+                    self.enable_mins();
+                } else {
+                    self.settle(b);
+                }
+                self.refresh(b);
+                return true;
+            }
+            // A first TTL in a bare bucket, or one a slot cannot hold.
+            self.convert(b, Form::Packed);
+        }
         let Some(start) = Layout::<V>::find(&self.buckets[b], 0, field).map(|e| e.start) else {
             return false;
         };
         Layout::<V>::set_deadline(&mut self.buckets[b], start, deadline);
+        self.settle(b);
         if deadline.is_some() {
             self.enable_mins();
         }
@@ -186,7 +522,7 @@ impl<const V: bool> Table<V> {
             // The bucket's new earliest deadline comes out of the same walk,
             // so the tree leaf is set without rescanning the bucket.
             let mut earliest = i64::MAX;
-            removed += Layout::<V>::retain(&mut self.buckets[b], 0, |e, _| {
+            removed += self.retain_bucket(b, |e, _| {
                 let due = budget > 0 && !e.live(now);
                 if due {
                     f(e.field);
@@ -206,12 +542,14 @@ impl<const V: bool> Table<V> {
     }
 
     /// All entries, bucket by bucket.
-    pub fn iter(&self) -> impl Iterator<Item = Entry<'_>> {
-        self.buckets.iter().flat_map(|b| Layout::<V>::iter(b, 0))
+    pub fn iter(&self) -> Iter<'_, V> {
+        Iter { table: self, next: 0, cur: BucketIter::Fixed { buf: &[], width: 1, timed: false, pos: 0 } }
     }
 
-    /// The raw buckets, for iterators that walk them directly.
+    /// The raw buckets, for iterators that walk them directly (a hash's:
+    /// only sets have fixed-width buckets).
     pub fn buckets(&self) -> &[Vec<u8>] {
+        debug_assert!(self.width == 0, "fixed-width buckets are walked with iter()");
         &self.buckets
     }
 
@@ -229,7 +567,7 @@ impl<const V: bool> Table<V> {
                 depth = l + 1;
                 b = cursor as usize & ((2 << l) - 1);
             }
-            for e in Layout::<V>::iter(&self.buckets[b], 0) {
+            for e in self.bucket_iter(b) {
                 f(&e);
                 seen += 1;
             }
@@ -250,10 +588,10 @@ impl<const V: bool> Table<V> {
             return None;
         }
         for _ in 0..64 {
-            let b = &self.buckets[(rng() % self.buckets.len() as u64) as usize];
-            let k = Layout::<V>::iter(b, 0).count();
+            let b = (rng() % self.buckets.len() as u64) as usize;
+            let k = if self.form(b) == Form::Packed { self.bucket_iter(b).count() } else { self.buckets[b].len() / self.record_len(b) };
             if k > 0 {
-                return Layout::<V>::iter(b, 0).nth((rng() % k as u64) as usize);
+                return self.bucket_iter(b).nth((rng() % k as u64) as usize);
             }
         }
         self.iter().next()
@@ -266,6 +604,8 @@ impl<const V: bool> Table<V> {
             + alloc_size(self.buckets.capacity() * size_of::<Vec<u8>>())
             + self.buckets.iter().map(|b| alloc_size(b.capacity())).sum::<usize>()
             + alloc_size(self.mins.capacity() * size_of::<i64>())
+            + alloc_size(self.fixed.capacity() * size_of::<u64>())
+            + alloc_size(self.timed.capacity() * size_of::<u64>())
     }
 
     /// Splits buckets until the average is at most `bucket_entries`.
@@ -287,10 +627,11 @@ impl<const V: bool> Table<V> {
         let n = self.buckets.len();
         let l = floor_log2(n);
         let s = n - (1 << l);
-        let mut old = std::mem::take(&mut self.buckets[s]);
+        let form = self.form(s);
         let mut moved = Vec::new();
         let hasher = &self.hasher;
-        Layout::<V>::retain(&mut old, 0, |e, raw| {
+        let mut old = std::mem::take(&mut self.buckets[s]);
+        retain_in::<V>(&mut old, form, self.width as usize, |e, raw| {
             let stay = (hasher.hash_one(e.field) >> l) & 1 == 0;
             if !stay {
                 reserve_class(&mut moved, raw.len());
@@ -306,6 +647,8 @@ impl<const V: bool> Table<V> {
             self.buckets.reserve_exact((n / 4).max(4));
         }
         self.buckets.push(moved);
+        set_bit(&mut self.fixed, n, form != Form::Packed);
+        set_bit(&mut self.timed, n, form == Form::Timed);
         self.refresh(s);
         self.refresh(n);
     }
@@ -313,7 +656,17 @@ impl<const V: bool> Table<V> {
     fn merge(&mut self) {
         let m = self.buckets.len() - 1;
         let partner = m - (1 << floor_log2(m));
+        // Both in one form: the larger of the two (packed, timed, bare).
+        let to = match (self.form(m), self.form(partner)) {
+            (a, b) if a == b => a,
+            (Form::Packed, _) | (_, Form::Packed) => Form::Packed,
+            _ => Form::Timed,
+        };
+        self.convert(m, to);
+        self.convert(partner, to);
         let last = self.buckets.pop().expect("n > 1");
+        set_bit(&mut self.fixed, m, false);
+        set_bit(&mut self.timed, m, false);
         reserve_class(&mut self.buckets[partner], last.len());
         self.buckets[partner].extend_from_slice(&last);
         if self.buckets.capacity() > 8 && self.buckets.len() < self.buckets.capacity() / 2 {
@@ -349,7 +702,11 @@ impl<const V: bool> Table<V> {
             }
             self.mins = grown;
         }
-        let d = self.buckets.get(b).and_then(|buf| Layout::<V>::min_deadline(buf, 0)).unwrap_or(i64::MAX);
+        let d = match b < self.buckets.len() && self.form(b) != Form::Bare {
+            true => self.bucket_iter(b).filter_map(|e| e.deadline).min(),
+            false => None,
+        };
+        let d = d.unwrap_or(i64::MAX);
         self.set_min(b, d);
     }
 
@@ -381,6 +738,89 @@ mod tests {
             assert_eq!(t.insert(&field(i), StrRef::Int(i as i64)), None);
         }
         t
+    }
+
+    fn member(i: usize) -> Vec<u8> {
+        format!("{i:08}").into_bytes()
+    }
+
+    /// How many non-empty buckets are in each form.
+    fn forms(t: &Table<false>) -> [usize; 3] {
+        let mut n = [0; 3];
+        for b in (0..t.buckets.len()).filter(|&b| !t.buckets[b].is_empty()) {
+            n[t.form(b) as usize] += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn fixed_width_buckets_change_form_one_at_a_time() {
+        let mut packed = Vec::new();
+        for i in 0..4 {
+            Layout::<false>::push(&mut packed, &member(i), StrRef::Bytes(b""), None);
+        }
+        let mut t = Table::<false>::from_packed_fixed(packed, 4, 0, 2, 32);
+        for i in 4..400 {
+            assert_eq!(t.insert(&member(i), StrRef::Bytes(b"")), None);
+        }
+        assert_eq!(t.insert(&member(7), StrRef::Bytes(b"")), Some(None));
+        let nb = forms(&t)[Form::Bare as usize];
+        assert_eq!(forms(&t), [0, nb, 0], "all bare");
+        assert_eq!(t.buckets.iter().map(Vec::len).sum::<usize>(), 400 * 8, "no length bytes");
+        // An odd member packs its own bucket only; removing it unpacks it.
+        let odd = b"odd".to_vec();
+        t.insert(&odd, StrRef::Bytes(b""));
+        let nb = forms(&t).iter().sum::<usize>();
+        assert_eq!(forms(&t), [1, nb - 1, 0]);
+        assert!(t.get(&odd).is_some() && t.get(&member(399)).is_some());
+        assert_eq!(t.remove(&odd), Some(None));
+        assert_eq!(forms(&t), [0, nb, 0]);
+        // A first TTL packs its bucket; most members timed make it timed.
+        for i in 0..400 {
+            assert!(t.set_deadline(&member(i), Some(1000 + i as i64)));
+        }
+        assert_eq!(forms(&t), [0, 0, nb], "all timed");
+        assert_eq!(t.min_deadline(), Some(1000));
+        assert_eq!(t.get(&member(5)).unwrap().deadline, Some(1005));
+        // A deadline a slot cannot hold packs the bucket, and reads back.
+        assert!(t.set_deadline(&member(9), Some(MAX_DEADLINE)));
+        assert_eq!(t.get(&member(9)).unwrap().deadline, Some(MAX_DEADLINE));
+        assert_eq!(forms(&t)[Form::Packed as usize], 1);
+        // Re-adding drops the TTL; persisting every member makes them bare.
+        assert_eq!(t.insert(&member(5), StrRef::Bytes(b"")), Some(Some(1005)));
+        assert_eq!(t.get(&member(5)).unwrap().deadline, None);
+        for i in 0..400 {
+            assert!(t.set_deadline(&member(i), None));
+        }
+        assert_eq!(forms(&t), [0, nb, 0]);
+        assert_eq!(t.min_deadline(), None);
+        // Merges of a bare and a timed bucket; expiry through timed buckets.
+        for i in (0..400).step_by(2) {
+            t.set_deadline(&member(i), Some(2000));
+        }
+        for i in 0..400 {
+            if i % 2 == 1 {
+                t.set_deadline(&member(i), Some(3000));
+            }
+        }
+        for i in 200..400 {
+            t.set_deadline(&member(i), None);
+        }
+        let mut gone = BTreeSet::new();
+        assert_eq!(t.expire_due(2500, 1000, |m| {
+            gone.insert(m.to_vec());
+        }), 100);
+        assert_eq!(gone, (0..200).step_by(2).map(member).collect());
+        for i in 250..400 {
+            assert_eq!(t.remove(&member(i)), Some(None));
+        }
+        assert!(forms(&t).iter().sum::<usize>() < nb);
+        let left: BTreeSet<Vec<u8>> = t.iter().map(|e| e.field.to_vec()).collect();
+        assert_eq!(left, (1..200).step_by(2).chain(200..250).map(member).collect());
+        assert_eq!(t.len(), 150);
+        assert_eq!(t.min_deadline(), Some(3000));
+        assert_eq!(t.expire_due(i64::MAX, 1000, |_| {}), 100);
+        assert_eq!(t.iter().count(), 50);
     }
 
     #[test]
@@ -456,3 +896,4 @@ mod tests {
         assert_eq!(t.len(), 1900);
     }
 }
+

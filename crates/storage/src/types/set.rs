@@ -50,7 +50,7 @@
 
 use crate::encoding::alloc_size;
 use crate::encoding::fieldpack::{self, Members};
-use crate::encoding::fieldtable::Table;
+use crate::encoding::fieldtable::{self, Table};
 use crate::encoding::intset::IntSet;
 use crate::strref::{parse_canonical_i64, StrRef};
 use crate::types::hash::ExpireCond;
@@ -84,6 +84,9 @@ pub struct SetConfig {
     pub small_max_bytes: usize,
     /// Average members per bucket of the large shape before it splits one.
     pub bucket_entries: usize,
+    /// Bytes per bucket of the large shape when its members all have one
+    /// length (fixed-width buckets, `fieldtable`); 0: never that form.
+    pub fixed_bucket_bytes: usize,
 }
 
 impl Default for SetConfig {
@@ -95,6 +98,7 @@ impl Default for SetConfig {
             small_max_entries: 128,
             small_max_bytes: 4 * 1024,
             bucket_entries: 24,
+            fixed_bucket_bytes: 1024,
         }
     }
 }
@@ -289,8 +293,8 @@ impl Set {
     pub fn iter(&self) -> Iter<'_> {
         let inner = match &self.repr {
             Repr::Ints(s) => Inner::Ints(s, 0),
-            Repr::Small(b) => Inner::Packed { cur: Members::iter(b, HDR), rest: [].iter() },
-            Repr::Large(t) => Inner::Packed { cur: Members::iter(&[], 0), rest: t.buckets().iter() },
+            Repr::Small(b) => Inner::Packed(Members::iter(b, HDR)),
+            Repr::Large(t) => Inner::Table(t.iter()),
         };
         Iter { inner }
     }
@@ -523,7 +527,7 @@ impl Set {
             self.repr = Repr::Small(b);
         } else {
             b.drain(..HDR);
-            self.repr = Repr::Large(Box::new(Table::from_packed(b, n, flags, cfg.bucket_entries)));
+            self.repr = Repr::Large(Box::new(Table::from_packed_fixed(b, n, flags, cfg.bucket_entries, cfg.fixed_bucket_bytes)));
         }
         self.fit_shape(cfg);
     }
@@ -536,7 +540,7 @@ impl Set {
             let mut entries = std::mem::take(b);
             let flags = entries[0];
             entries.drain(..HDR);
-            self.repr = Repr::Large(Box::new(Table::from_packed(entries, n, flags, cfg.bucket_entries)));
+            self.repr = Repr::Large(Box::new(Table::from_packed_fixed(entries, n, flags, cfg.bucket_entries, cfg.fixed_bucket_bytes)));
         }
     }
 }
@@ -573,7 +577,8 @@ pub struct Iter<'a> {
 #[derive(Debug, Clone)]
 enum Inner<'a> {
     Ints(&'a IntSet, usize),
-    Packed { cur: fieldpack::Iter<'a, false>, rest: std::slice::Iter<'a, Vec<u8>> },
+    Packed(fieldpack::Iter<'a, false>),
+    Table(fieldtable::Iter<'a, false>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -586,15 +591,12 @@ impl<'a> Iterator for Iter<'a> {
                 *i += 1;
                 Some(StrRef::Int(v))
             }
-            Inner::Packed { cur, rest } => loop {
-                match cur.next() {
-                    Some(e) => return Some(StrRef::Bytes(e.field)),
-                    None => *cur = Members::iter(rest.next()?, 0),
-                }
-            },
+            Inner::Packed(it) => it.next().map(|e| StrRef::Bytes(e.field)),
+            Inner::Table(it) => it.next().map(|e| StrRef::Bytes(e.field)),
         }
     }
 }
 
 #[cfg(test)]
 mod tests;
+

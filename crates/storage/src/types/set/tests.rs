@@ -16,6 +16,7 @@ fn small_cfg() -> SetConfig {
         small_max_entries: 6,
         small_max_bytes: 60,
         bucket_entries: 2,
+        fixed_bucket_bytes: 8,
     }
 }
 
@@ -208,7 +209,7 @@ enum Op {
     ToIntset,
 }
 
-fn member() -> impl Strategy<Value = Vec<u8>> {
+fn member() -> impl Strategy<Value = Vec<u8>> + Clone {
     prop_oneof![
         (-40i64..40).prop_map(|i| i.to_string().into_bytes()),
         any::<i64>().prop_map(|i| i.to_string().into_bytes()),
@@ -217,10 +218,19 @@ fn member() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// Members of one width but for one in sixteen: the set's table keeps them
+/// in fixed-width buckets, which change form as odd members come and go.
+fn uniform_member() -> impl Strategy<Value = Vec<u8>> + Clone {
     prop_oneof![
-        6 => member().prop_map(Op::Insert),
-        3 => member().prop_map(Op::Remove),
+        15 => "[a-d]{4}".prop_map(String::into_bytes),
+        1 => "[a-d]{2}".prop_map(String::into_bytes),
+    ]
+}
+
+fn op_of(member: impl Strategy<Value = Vec<u8>> + Clone) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => member.clone().prop_map(Op::Insert),
+        3 => member.prop_map(Op::Remove),
         1 => any::<u64>().prop_map(Op::Pop),
         1 => (0usize..10).prop_map(Op::Hint),
         1 => Just(Op::ToIntset),
@@ -256,7 +266,10 @@ fn redis_name(name: &mut &'static str, m: &BTreeSet<Vec<u8>>, op: &Op, added: bo
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]
-    fn set_matches_model(first in member(), ops in prop::collection::vec(op(), 1..150)) {
+    fn set_matches_model((first, ops) in prop_oneof![
+        (member(), prop::collection::vec(op_of(member()), 1..150)),
+        (uniform_member(), prop::collection::vec(op_of(uniform_member()), 1..150)),
+    ]) {
         let cfg = small_cfg();
         let mut s = Set::with_hint(&first, 1, &cfg);
         let mut name = s.encoding_name();
@@ -396,8 +409,16 @@ fn ttl_op() -> impl Strategy<Value = TtlOp> {
     ]
 }
 
-/// Integers (intset candidates) and strings, some long.
-fn ttl_member(k: u8) -> Vec<u8> {
+/// Integers (intset candidates) and strings, some long; with `uniform`,
+/// 4-byte members but for one in sixteen (a set of fixed-width buckets
+/// whose buckets change form).
+fn ttl_member(k: u8, uniform: bool) -> Vec<u8> {
+    if uniform {
+        return match k % 16 {
+            0 => format!("odd-{k}").into_bytes(),
+            _ => vec![b'a' + k % 4, b'a' + k / 4 % 4, b'a' + k / 16 % 4, b'a' + k / 64],
+        };
+    }
     match k % 3 {
         0 => (k as i64 - 100).to_string().into_bytes(),
         1 => format!("m{k}").into_bytes(),
@@ -411,7 +432,7 @@ proptest! {
     /// and conversion: reply codes, deadlines, the earliest deadline,
     /// bounded expiry of due members, and the members themselves.
     #[test]
-    fn member_ttls_match_model(ops in prop::collection::vec(ttl_op(), 1..300), tiny in any::<bool>()) {
+    fn member_ttls_match_model(ops in prop::collection::vec(ttl_op(), 1..300), tiny in any::<bool>(), uniform in any::<bool>()) {
         use crate::types::hash::ExpireCond;
         let cfg = if tiny { small_cfg() } else { SetConfig::default() };
         let mut s = Set::new();
@@ -420,17 +441,17 @@ proptest! {
         for op in &ops {
             match *op {
                 TtlOp::Insert(k) => {
-                    let v = ttl_member(k);
+                    let v = ttl_member(k, uniform);
                     let new = !m.contains_key(&v);
                     prop_assert_eq!(s.insert(&v, &cfg), new);
                     m.insert(v, None); // re-adding drops the TTL
                 }
                 TtlOp::Remove(k) => {
-                    let v = ttl_member(k);
+                    let v = ttl_member(k, uniform);
                     prop_assert_eq!(s.remove(&v), m.remove(&v).is_some());
                 }
                 TtlOp::Expire(k, d, c) => {
-                    let v = ttl_member(k);
+                    let v = ttl_member(k, uniform);
                     let cond = [ExpireCond::Always, ExpireCond::Nx, ExpireCond::Xx, ExpireCond::Gt, ExpireCond::Lt][c as usize];
                     let want = match m.get(&v) {
                         None => -2,
@@ -454,7 +475,7 @@ proptest! {
                     }
                 }
                 TtlOp::Persist(k) => {
-                    let v = ttl_member(k);
+                    let v = ttl_member(k, uniform);
                     let want = match m.get(&v) {
                         None => -2,
                         Some(Some(d)) if *d < now => -2,
