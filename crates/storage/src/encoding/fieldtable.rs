@@ -56,8 +56,9 @@
 //! never the whole table); so does a first TTL in a bare bucket, and a
 //! packed bucket of `width`-byte members goes back to a fixed form when that
 //! is smaller (`settle`): bare with no TTL left, timed once at least 5 in 6
-//! members have one. A split keeps a bucket's form; a merge of two forms
-//! gives the larger one's (packed over timed over bare).
+//! members have one. A split keeps a fixed bucket's form (the halves of a
+//! packed one settle); a merge of two forms gives the larger one's (packed
+//! over timed over bare).
 //!
 //! Hashing: SipHash keyed per table (std's `RandomState`), so clients
 //! cannot aim many fields at one bucket.
