@@ -139,27 +139,43 @@ impl<'a> Ctx<'a> {
     /// thousands of them (ZUNIONSTORE) and holds them all borrowed
     /// together: each is looked up as `read_with` does (expired keys go,
     /// and read None), and WRONGTYPE is returned for the first whose value
-    /// `accept` refuses. `accept` may admit only collections (not strings
-    /// or hashes), which the keyspace keeps as objects.
-    pub fn read_many(&mut self, keys: &[Vec<u8>], accept: impl Fn(&ValueRef<'_>) -> bool) -> Result<Vec<Option<ValueRef<'_>>>, CmdError> {
+    /// `accept` refuses. `accept` may admit only collections (not
+    /// strings). Collections in the object table are read in place; a
+    /// small one the keyspace keeps inline in its key is decoded into
+    /// `held`, which the caller provides so that it outlives the views.
+    pub fn read_many<'s>(
+        &'s mut self,
+        keys: &[Vec<u8>],
+        held: &'s mut Vec<Value>,
+        accept: impl Fn(&ValueRef<'_>) -> bool,
+    ) -> Result<Vec<Option<ValueRef<'s>>>, CmdError> {
         let now = self.now;
         let db = &mut self.srv.dbs[self.client.db];
-        let mut live = Vec::with_capacity(keys.len());
+        // Where each key's view comes from: absent, the object table, or `held`.
+        let mut from = Vec::with_capacity(keys.len());
         for k in keys {
-            live.push(match db.get(k, now) {
-                None => false,
-                Some(v) if accept(&v) => true,
+            from.push(match db.get(k, now) {
+                None => None,
+                Some(v) if accept(&v) => {
+                    if db.peek_object(k).is_some() {
+                        Some(None)
+                    } else {
+                        let v = db.get(k, now).expect("just read").to_owned();
+                        held.push(v);
+                        Some(Some(held.len() - 1))
+                    }
+                }
                 Some(_) => return Err(CmdError::WrongType),
             });
         }
         let db = &self.srv.dbs[self.client.db];
+        let held = &*held;
         Ok(keys
             .iter()
-            .zip(live)
-            .map(|(k, live)| {
-                let v = live.then(|| db.peek_object(k)).flatten();
-                debug_assert_eq!(v.is_some(), live, "an accepted value that is not an object");
-                v
+            .zip(from)
+            .map(|(k, from)| match from? {
+                None => Some(db.peek_object(k).expect("an object the first pass found")),
+                Some(i) => Some(held[i].as_ref()),
             })
             .collect())
     }

@@ -3,10 +3,10 @@
 //! ```text
 //!   | flags u8 | key len (LEB128 varint) | key | deadline i64 LE (only with TTL) | value | pad |
 //!   flags: bits 0-1 kind (0 raw string, 1 integer, 2 object: u32 LE index
-//!          into the Db's object table, 3 small hash: its fieldpack entries)
+//!          into the Db's object table, 3 small collection: its inline
+//!          form, `encoding::inline`)
 //!          bit 2    has deadline
 //!          bits 3-6 pad: bytes of slack at the end (0..=15)
-//!          bit 7    (small hash only) OBJECT ENCODING says listpackex
 //! ```
 //!
 //! The blob's length is not stored: the slab knows its class size, and `pad`
@@ -14,9 +14,10 @@
 //! little-endian two's-complement prefix (1..=8 bytes, sign-extended on read),
 //! so `SET k 123456` costs 3 value bytes. Kind 2 stores a collection as the
 //! 4-byte index of its slot in the Db's object table, so the table stays
-//! uniform and the blob stays safe Rust (no pointer). Kind 3 is a hash of a
-//! few short fields stored in the blob itself (`types::hash` decides which
-//! hashes qualify): no object slot and no second allocation.
+//! uniform and the blob stays safe Rust (no pointer). Kind 3 is a small hash
+//! or sorted set stored in the blob itself (`types::hash` and `types::zset`
+//! decide which qualify and write the bytes): no object slot and no second
+//! allocation.
 
 use crate::slab::{class_size, Slab, MAX_SMALL};
 use crate::strref::StrRef;
@@ -28,17 +29,16 @@ pub enum Body<'a> {
     Str(StrRef<'a>),
     /// Index into the Db's object table.
     Obj(u32),
-    /// A small hash kept in the blob: its fieldpack entries (no header)
-    /// and whether Redis would call it listpackex.
-    Hash(&'a [u8], bool),
+    /// A small collection kept in the blob: its inline form (a header
+    /// byte naming the type, then its entries; `encoding::inline`).
+    Inline(&'a [u8]),
 }
 
 const KIND_RAW: u8 = 0;
 const KIND_INT: u8 = 1;
 const KIND_OBJ: u8 = 2;
-const KIND_HASH: u8 = 3;
+const KIND_INLINE: u8 = 3;
 const HAS_TTL: u8 = 4;
-const HASH_EX: u8 = 0x80;
 
 fn varint_len(mut n: usize) -> usize {
     let mut l = 1;
@@ -60,7 +60,7 @@ pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>
         Body::Str(StrRef::Int(v)) => (KIND_INT, int_bytes(v)),
         Body::Str(StrRef::Bytes(b)) => (KIND_RAW, b.len()),
         Body::Obj(_) => (KIND_OBJ, 4),
-        Body::Hash(e, ex) => (KIND_HASH | if ex { HASH_EX } else { 0 }, e.len()),
+        Body::Inline(e) => (KIND_INLINE, e.len()),
     };
     let len = 1 + varint_len(key.len()) + key.len() + if deadline.is_some() { 8 } else { 0 } + vlen;
     let pad = if len <= MAX_SMALL { class_size(len) - len } else { 0 };
@@ -85,7 +85,7 @@ pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>
         Body::Str(StrRef::Int(v)) => b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]),
         Body::Str(StrRef::Bytes(v)) => b[at..at + vlen].copy_from_slice(v),
         Body::Obj(i) => b[at..at + 4].copy_from_slice(&i.to_le_bytes()),
-        Body::Hash(e, _) => b[at..at + vlen].copy_from_slice(e),
+        Body::Inline(e) => b[at..at + vlen].copy_from_slice(e),
     }
     addr
 }
@@ -152,7 +152,7 @@ impl<'a> Blob<'a> {
         } else {
             None
         };
-        Blob { key, deadline, kind: flags & (3 | HASH_EX), value: &b[at..end] }
+        Blob { key, deadline, kind: flags & 3, value: &b[at..end] }
     }
 
     /// Just the key (lookups compare it for every tag match; no need to
@@ -166,7 +166,7 @@ impl<'a> Blob<'a> {
     pub fn body(&self) -> Body<'a> {
         match self.kind {
             KIND_OBJ => Body::Obj(u32::from_le_bytes(self.value[..4].try_into().expect("4 bytes"))),
-            k if k & 3 == KIND_HASH => Body::Hash(self.value, k & HASH_EX != 0),
+            KIND_INLINE => Body::Inline(self.value),
             _ => Body::Str(self.value()),
         }
     }
@@ -228,13 +228,15 @@ mod tests {
         assert_eq!((b.key, b.deadline, b.body()), (&b"user:1"[..], Some(9), Body::Obj(70_000)));
         let a = store(&mut s, b"user:1", Body::Obj(7), None);
         assert_eq!(s.cost(a), 16);
-        // A small hash in the blob, with and without the listpackex bit.
-        for (e, ex, d) in [(&b"\x04name\x01"[..], false, None), (&b""[..], true, Some(3)), (&[9u8; 200][..], true, None)] {
-            let a = store(&mut s, b"h:1", Body::Hash(e, ex), d);
+        // A small collection in the blob: any bytes come back exactly.
+        for (e, d) in [(&b"\x00\x04name\x01"[..], None), (&b"\x02"[..], Some(3)), (&[9u8; 200][..], None), (&[5u8; 900][..], Some(1))] {
+            let a = store(&mut s, b"h:1", Body::Inline(e), d);
             let b = Blob::parse(s.bytes(a));
-            assert_eq!((b.key, b.deadline, b.body()), (&b"h:1"[..], d, Body::Hash(e, ex)));
+            assert_eq!((b.key, b.deadline, b.body()), (&b"h:1"[..], d, Body::Inline(e)));
         }
-        let a = store(&mut s, b"h0000000001", Body::Hash(b"\x04name\x01", false), None);
+        // A one-field hash with an 11-byte key: 24 bytes. (The header byte
+        // names the field width, 4, so the field has no length byte.)
+        let a = store(&mut s, b"h0000000001", Body::Inline(b"\x10name\x01"), None);
         assert_eq!(s.cost(a), 24);
     }
 }

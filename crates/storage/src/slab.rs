@@ -63,7 +63,7 @@
 /// Bytes per page.
 pub const PAGE: usize = 64 * 1024;
 /// Largest blob served from pages.
-pub const MAX_SMALL: usize = 256;
+pub const MAX_SMALL: usize = 1024;
 const CLASSES: usize = MAX_SMALL / 8 - 1; // 16, 24, ..., 256
 const LARGE: u64 = 1 << 33;
 /// Empty pages kept for reuse (see the header).

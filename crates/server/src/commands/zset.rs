@@ -1143,7 +1143,8 @@ fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64],
 /// probing it per member; a difference removes the others' members the
 /// same way.
 fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let values = ctx.read_many(p.keys, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
+    let mut held = Vec::new();
+    let values = ctx.read_many(p.keys, &mut held, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
     let srcs: Vec<Src> = values.into_iter().map(Src::of).collect();
     // Redis combines the inputs from the smallest to the largest (a stable
     // sort), which decides how floating-point sums round and which of 0

@@ -314,6 +314,63 @@ impl<const V: bool> Layout<V> {
         None
     }
 
+    /// The width every field of `buf` has, when all of its entries (at
+    /// least one) have no deadline and a field of one length in 1..=`max`;
+    /// such entries can be written without their header byte
+    /// (`strip_headers`).
+    pub fn fixed_width(buf: &[u8], base: usize, max: usize) -> Option<usize> {
+        let mut width = None;
+        let mut p = base;
+        while p < buf.len() {
+            let hdr = buf[p];
+            let w = hdr as usize;
+            if hdr & TTL_BIT != 0 || w == 0 || w > max || w >= LONG_FIELD as usize || width.is_some_and(|x| x != w) {
+                return None;
+            }
+            width = Some(w);
+            p += 1 + w + if V { value_size(buf, p + 1 + w) } else { 0 };
+        }
+        width
+    }
+
+    /// Appends the entries of `buf` (after `base`) to `out` without their
+    /// header bytes; `width` is what `fixed_width` returned for them.
+    pub fn strip_headers(buf: &[u8], base: usize, width: usize, out: &mut Vec<u8>) {
+        let mut p = base;
+        while p < buf.len() {
+            debug_assert_eq!(buf[p] as usize, width, "an entry of another width");
+            let end = p + 1 + width + if V { value_size(buf, p + 1 + width) } else { 0 };
+            out.extend_from_slice(&buf[p + 1..end]);
+            p = end;
+        }
+    }
+
+    /// How many entries `strip_headers` wrote into `body`.
+    pub fn stripped_count(body: &[u8], width: usize) -> usize {
+        let (mut p, mut n) = (0, 0);
+        while p < body.len() {
+            p += width + if V { value_size(body, p + width) } else { 0 };
+            n += 1;
+        }
+        n
+    }
+
+    /// Undoes `strip_headers`: appends the entries `body` holds, each with
+    /// its header byte again (a `width`-byte field, no deadline).
+    ///
+    /// Panics: if `body` is not what `strip_headers` wrote.
+    pub fn restore_headers(body: &[u8], width: usize, out: &mut Vec<u8>) {
+        assert!((1..LONG_FIELD as usize).contains(&width), "fieldpack: bad fixed width {width}");
+        let mut p = 0;
+        while p < body.len() {
+            let end = p + width + if V { value_size(body, p + width) } else { 0 };
+            out.push(width as u8);
+            out.extend_from_slice(&body[p..end]);
+            p = end;
+        }
+        assert_eq!(p, body.len(), "fieldpack: a stripped entry runs past its buffer");
+    }
+
     /// The earliest deadline in `buf`.
     pub fn min_deadline(buf: &[u8], base: usize) -> Option<i64> {
         Self::iter(buf, base).filter_map(|e| e.deadline).min()
@@ -452,6 +509,47 @@ mod tests {
                 roundtrip(f, v, Some(MAX_DEADLINE));
             }
         }
+    }
+
+    #[test]
+    fn fixed_width_entries_drop_their_headers_and_come_back() {
+        let values: [&[u8]; 5] = [b"1", b"-70000", b"", b"\x82\xa1i\xce\x00\x01\x02\x03\xa1x\xce\x6b\x70\xa3\x80", &[b'v'; 200]];
+        let mut buf = vec![9u8; 2];
+        assert_eq!(Fields::fixed_width(&buf, 2, 63), None, "no entries, no width");
+        for (i, v) in values.iter().enumerate() {
+            Fields::push(&mut buf, &[i as u8; 18], classify(v), None);
+        }
+        assert_eq!(Fields::fixed_width(&buf, 2, 63), Some(18));
+        assert_eq!(Fields::fixed_width(&buf, 2, 17), None, "wider than allowed");
+        let mut body = Vec::new();
+        Fields::strip_headers(&buf, 2, 18, &mut body);
+        assert_eq!(body.len(), buf.len() - 2 - values.len());
+        assert_eq!(Fields::stripped_count(&body, 18), values.len());
+        let mut back = vec![9u8; 2];
+        Fields::restore_headers(&body, 18, &mut back);
+        assert_eq!(back, buf);
+        // A field of another length, a deadline or an empty field: no width.
+        let mut other = buf.clone();
+        Fields::push(&mut other, b"short", StrRef::Int(1), None);
+        assert_eq!(Fields::fixed_width(&other, 2, 63), None);
+        let mut timed = buf.clone();
+        Fields::set_deadline(&mut timed, 2, Some(5));
+        assert_eq!(Fields::fixed_width(&timed, 2, 63), None);
+        let mut empty = vec![9u8; 2];
+        Fields::push(&mut empty, b"", StrRef::Int(1), None);
+        assert_eq!(Fields::fixed_width(&empty, 2, 63), None);
+        // Members: no value after the field.
+        let mut m = Vec::new();
+        for i in 0..4u8 {
+            Members::push(&mut m, &[i; 16], StrRef::Bytes(b""), None);
+        }
+        assert_eq!(Members::fixed_width(&m, 0, 63), Some(16));
+        let mut body = Vec::new();
+        Members::strip_headers(&m, 0, 16, &mut body);
+        assert_eq!(body.len(), 64);
+        let mut back = Vec::new();
+        Members::restore_headers(&body, 16, &mut back);
+        assert_eq!(back, m);
     }
 
     #[test]

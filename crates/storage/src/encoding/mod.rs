@@ -13,6 +13,45 @@ pub mod fieldtable;
 pub mod listpack;
 pub mod intset;
 
+/// The first byte of a collection kept inline in its key's blob (the
+/// keyspace's small-collection form, `blob::Body::Inline`): which type it
+/// is and how its entries are written.
+///
+/// ```text
+/// bit 0     0: a hash (types::hash), 1: a sorted set (types::zset)
+/// bit 1     (hash) OBJECT ENCODING says listpackex
+/// bits 2-7  0: entries in the type's own packed form; w in 1..=63: every
+///           field (member) is w bytes long and its length is left out
+/// ```
+///
+/// The fixed width is stored once per collection: a partition of keys that
+/// are all one length (session ids, UUIDs, hashes) saves a byte an entry.
+pub mod inline {
+    /// Bit 0: a sorted set.
+    pub const ZSET: u8 = 1;
+    /// Bit 1: a hash Redis would call listpackex.
+    pub const HASH_EX: u8 = 2;
+    /// Largest fixed width the header can hold.
+    pub const MAX_WIDTH: usize = 63;
+    /// Most entry bytes (in the type's own packed form) a collection may
+    /// have to be kept inline: up to a few dozen short entries, so that
+    /// with its key the blob stays within the slab's largest class (1 KiB).
+    /// Every access to an inline collection copies its bytes once, so the
+    /// bound also bounds that copy.
+    pub const MAX_BYTES: usize = 960;
+
+    /// The header byte for a type bit, its flags and a fixed width (0: none).
+    pub fn header(bits: u8, width: usize) -> u8 {
+        debug_assert!(width <= MAX_WIDTH && bits < 4);
+        bits | (width as u8) << 2
+    }
+
+    /// The fixed width a header names (0: entries carry their lengths).
+    pub fn width(header: u8) -> usize {
+        (header >> 2) as usize
+    }
+}
+
 /// Bytes jemalloc reserves for a request of `n` bytes (its `nallocx` on
 /// 64-bit Linux with a 16-byte quantum and 4 KiB pages); 0 for 0.
 ///

@@ -17,9 +17,9 @@
 //! hash ends with `Db::sync_object` (mod.rs), which re-registers it.
 //! `active_expire_fields` pops due hashes from the front of either half.
 
-use super::{Db, Pending};
+use super::{Db, Obj, Pending};
 use crate::blob::{self, Body};
-use crate::encoding::fieldpack::Fields;
+use crate::encoding::inline;
 use crate::segment::addr_of;
 use crate::types::hash::Hash;
 use crate::value::Kind;
@@ -27,7 +27,8 @@ use crate::value::Kind;
 /// Earliest field deadline of an inline hash body.
 pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
     match body {
-        Body::Hash(e, _) => Fields::min_deadline(e, 0),
+        Body::Inline(e) if e[0] & inline::ZSET == 0 => Hash::inline_min_deadline(e),
+        Body::Inline(_) => None,
         Body::Str(_) | Body::Obj(_) => None,
     }
 }
@@ -163,10 +164,10 @@ impl Db {
                 continue;
             }
             let b = self.blob(s);
-            let Body::Hash(e, ex) = b.body() else { unreachable!("inline_min is only Some for a hash") };
-            let (key, mut hash) = (b.key.to_vec(), Hash::from_inline(e, ex));
-            fields += hash.expire_due_with(now, max - fields, |f| on_field(&key, f));
-            self.pending = Some(Pending { si, pos, slot: s, hash, dirty: true });
+            let Body::Inline(e) = b.body() else { unreachable!("inline_min is only Some for a hash") };
+            let (key, mut obj) = (b.key.to_vec(), Obj::from_inline(e));
+            fields += obj.expire_due_with(now, max - fields, |f| on_field(&key, f));
+            self.pending = Some(Pending { si, pos, slot: s, obj, dirty: true });
             keys += usize::from(self.flush());
         }
         (fields, keys)

@@ -46,7 +46,6 @@ use crate::blob::{self, Blob, Body};
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
 use crate::strref::{parse_canonical_i64, StrRef};
-use crate::types::hash::Hash;
 use crate::value::{Kind, Value, ValueMut, ValueRef};
 use objects::Obj;
 
@@ -84,7 +83,7 @@ struct Pending {
     pos: usize,
     /// The key's slot when lent: identifies the key without a lookup.
     slot: u64,
-    hash: Hash,
+    obj: Obj,
     dirty: bool,
 }
 
@@ -339,7 +338,7 @@ impl Db {
             + self.segs.iter().map(Segment::allocated_bytes).sum::<usize>()
             + jemalloc_size(self.segs.capacity() * size_of::<Segment>())
             + jemalloc_size(self.dir.capacity() * 4)
-            + self.pending.as_ref().map_or(0, |p| p.hash.mem_usage())
+            + self.pending.as_ref().map_or(0, |p| p.obj.mem_usage())
             + jemalloc_size(self.marks.capacity() * 4)
             + self.snapshot_bytes()
     }
@@ -353,9 +352,9 @@ impl Db {
         match self.blob(s).body() {
             Body::Str(v) => ValueRef::Str(v),
             Body::Obj(i) => self.obj(i).as_ref(),
-            Body::Hash(..) => match &self.pending {
-                Some(p) if p.slot == s => ValueRef::Hash(&p.hash),
-                _ => unreachable!("an inline hash is read through `pending` or `with_value`"),
+            Body::Inline(_) => match &self.pending {
+                Some(p) if p.slot == s => p.obj.as_ref(),
+                _ => unreachable!("an inline collection is read through `pending` or `with_value`"),
             },
         }
     }
@@ -364,8 +363,8 @@ impl Db {
     /// hash that is not lent out into a temporary.
     fn with_value<R>(&self, s: u64, f: impl FnOnce(ValueRef<'_>) -> R) -> R {
         match self.blob(s).body() {
-            Body::Hash(e, ex) if self.pending.as_ref().is_none_or(|p| p.slot != s) => {
-                f(ValueRef::Hash(&Hash::from_inline(e, ex)))
+            Body::Inline(e) if self.pending.as_ref().is_none_or(|p| p.slot != s) => {
+                f(Obj::from_inline(e).as_ref())
             }
             _ => f(self.value_of(s)),
         }
@@ -374,9 +373,9 @@ impl Db {
     /// Lends the inline hash at (si, pos), if it holds one, as `pending`.
     fn lend_inline(&mut self, si: usize, pos: usize, dirty: bool) {
         let s = self.segs[si].slots[pos];
-        if let Body::Hash(e, ex) = self.blob(s).body() {
-            let hash = Hash::from_inline(e, ex);
-            self.pending = Some(Pending { si, pos, slot: s, hash, dirty });
+        if let Body::Inline(e) = self.blob(s).body() {
+            let obj = Obj::from_inline(e);
+            self.pending = Some(Pending { si, pos, slot: s, obj, dirty });
         }
     }
 
@@ -394,7 +393,7 @@ impl Db {
             self.snap.is_none() || self.marks[p.si] == self.epoch || self.handled(p.si, tag_of(p.slot)),
             "a lent hash the snapshot has yet to give"
         );
-        if p.hash.is_empty() {
+        if p.obj.is_empty() {
             self.delete(p.si, p.pos);
             return true;
         }
@@ -402,7 +401,7 @@ impl Db {
         let b = self.blob(s);
         let (key, deadline) = (b.key.to_vec(), b.deadline);
         self.free_blob(s);
-        let addr = self.store(p.si, &key, Value::Hash(Box::new(p.hash)), deadline);
+        let addr = self.store(p.si, &key, p.obj.into_value(), deadline);
         self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         false
     }
@@ -410,11 +409,12 @@ impl Db {
     /// Writes the blob for `key` in segment `si`: strings and small hashes
     /// inline, other collections into the object table.
     fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>) -> u64 {
+        let mut inline = Vec::new();
         let body = match &value {
             Value::Int(v) => Some(Body::Str(StrRef::Int(*v))),
             Value::Bytes(b) => Some(Body::Str(StrRef::Bytes(b))),
-            Value::Hash(h) => h.inline_parts().map(|(e, ex)| Body::Hash(e, ex)),
-            Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => None,
+            v if objects::encode_inline(v, &mut inline) => Some(Body::Inline(&inline)),
+            _ => None,
         };
         if let Some(body) = body {
             return self.store_blob(si, key, body, deadline);
@@ -524,7 +524,7 @@ impl Db {
         }
         let obj = match self.blob(s).body() {
             Body::Obj(i) => Some(self.take_obj(i)),
-            Body::Str(_) | Body::Hash(..) => None,
+            Body::Str(_) | Body::Inline(_) => None,
         };
         self.free_blob(s);
         obj
@@ -547,7 +547,7 @@ impl Db {
         Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
             Body::Str(v) => ValueMut::Str(v),
             Body::Obj(i) => self.objs[i as usize].as_mut().expect("live object").as_mut(),
-            Body::Hash(..) => ValueMut::Hash(&mut self.pending.as_mut().expect("just lent").hash),
+            Body::Inline(_) => self.pending.as_mut().expect("just lent").obj.as_mut(),
         })
     }
 
@@ -572,12 +572,12 @@ impl Db {
         let (_, si, Some(pos)) = self.find(key) else { return false };
         let i = match self.blob(self.segs[si].slots[pos]).body() {
             Body::Obj(i) => i,
-            Body::Hash([], _) => {
+            Body::Inline([_]) => {
                 self.pre_write_slot(si, pos);
                 self.delete(si, pos);
                 return true;
             }
-            Body::Str(_) | Body::Hash(..) => return false,
+            Body::Str(_) | Body::Inline(_) => return false,
         };
         if self.obj(i).is_empty() {
             self.pre_write_slot(si, pos);
@@ -597,7 +597,7 @@ impl Db {
         let (_, si, pos) = self.find(key);
         match self.blob(self.segs[si].slots[pos?]).body() {
             Body::Obj(i) => Some(self.obj(i).as_ref()),
-            Body::Str(_) | Body::Hash(..) => None,
+            Body::Str(_) | Body::Inline(_) => None,
         }
     }
 
@@ -688,7 +688,7 @@ impl Db {
         };
         let s = self.segs[si].slots[pos];
         let cur = match self.blob(s).body() {
-            Body::Obj(_) | Body::Hash(..) => return Err(IncrError::WrongType),
+            Body::Obj(_) | Body::Inline(_) => return Err(IncrError::WrongType),
             Body::Str(StrRef::Int(v)) => v,
             Body::Str(StrRef::Bytes(b)) => parse_canonical_i64(b).ok_or(IncrError::NotInt)?,
         };
@@ -707,7 +707,7 @@ impl Db {
         let s = self.segs[si].slots[pos];
         let v = match self.blob(s).body() {
             Body::Str(v) => ValueRef::Str(v).to_owned(),
-            Body::Hash(e, ex) => Value::Hash(Box::new(Hash::from_inline(e, ex))),
+            Body::Inline(e) => Obj::from_inline(e).into_value(),
             Body::Obj(_) => Value::Int(0),
         };
         Some(match self.delete(si, pos) {
@@ -822,7 +822,7 @@ impl Db {
     fn slot_usage(&self, seg: &Segment, s: u64) -> usize {
         let obj = match self.blob(s).body() {
             Body::Obj(i) => size_of::<Option<Obj>>() + self.obj(i).mem_usage(),
-            Body::Str(_) | Body::Hash(..) => 0,
+            Body::Str(_) | Body::Inline(_) => 0,
         };
         self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj
     }

@@ -14,6 +14,7 @@
 //! `Db`'s fields, so mod.rs imports it, and a file mod.rs imports must not
 //! import mod.rs back.
 
+use crate::encoding::inline;
 use crate::slab::jemalloc_size;
 use crate::types::hash::Hash;
 use crate::types::list::List;
@@ -49,6 +50,15 @@ impl Obj {
             Value::ZSet(z) => Some(Obj::ZSet(z)),
             Value::Stream(s) => Some(Obj::Stream(s)),
             Value::Int(_) | Value::Bytes(_) => None,
+        }
+    }
+
+    /// The collection a key's blob keeps inline (`encoding::inline`).
+    pub(super) fn from_inline(bytes: &[u8]) -> Obj {
+        if bytes[0] & inline::ZSET != 0 {
+            Obj::ZSet(Box::new(ZSet::from_inline(bytes)))
+        } else {
+            Obj::Hash(Hash::from_inline(bytes))
         }
     }
 
@@ -136,5 +146,16 @@ impl Obj {
             Obj::ZSet(z) => z.expire_due_with(now, max, f),
             Obj::List(_) | Obj::Stream(_) => 0,
         }
+    }
+}
+
+/// Appends `v`'s inline form (`encoding::inline`) to `out` when it is a
+/// hash or sorted set small enough to live in its key's blob; false (and
+/// nothing appended) otherwise.
+pub(super) fn encode_inline(v: &Value, out: &mut Vec<u8>) -> bool {
+    match v {
+        Value::Hash(h) => h.inline_encode(out),
+        Value::ZSet(z) => z.inline_encode(out),
+        Value::Int(_) | Value::Bytes(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => false,
     }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use proptest::prelude::*;
 
 use super::*;
-use crate::types::hash::{ExpireCond, HashConfig};
+use crate::types::hash::{ExpireCond, Hash, HashConfig};
 use crate::types::set::{Set, SetConfig};
 
 /// The image as the tests compare it: key -> (value, deadline).

@@ -10,6 +10,7 @@ use proptest::prelude::*;
 
 use super::field_expiry::inline_min;
 use super::*;
+use crate::types::hash::Hash;
 use crate::eviction::{EvictionPool, Rank};
 use crate::segment::hash;
 use crate::strref::StrRef;
@@ -458,20 +459,52 @@ fn hash_mut<'a>(db: &'a mut Db, key: &[u8], now: i64) -> &'a mut Hash {
 }
 
 #[test]
-fn zsets_live_in_the_object_table() {
+fn small_zsets_live_in_their_blob_and_grow_into_the_object_table() {
     use crate::types::zset::{ZSet, ZsetConfig};
     let cfg = ZsetConfig::default();
     let mut db = Db::default();
     let mut z = ZSet::new();
     z.insert(b"a", 1.0, &cfg);
     db.insert(b"z", Value::ZSet(Box::new(z.clone())), Ttl::Clear, 0);
+    assert_eq!(db.objs.iter().flatten().count(), 0, "a small zset is kept inline");
     assert_eq!(db.get(b"z", 0), Some(ValueRef::ZSet(&z)));
-    assert!(db.mem_usage(b"z", 0).unwrap() > z.mem_usage());
+    // flags, key length, key, the inline header, score 1, length 1, "a":
+    // 7 bytes in the 16-byte class.
+    let (_, si, pos) = db.find(b"z");
+    assert_eq!(db.slab.cost(addr_of(db.segs[si].slots[pos.unwrap()])), 16);
+    // Grown past the inline bound it moves to the object table...
+    let mut i = 0;
+    while db.objs.iter().flatten().count() == 0 {
+        i += 1;
+        let Some(ValueMut::ZSet(zm)) = db.get_mut(b"z", 0) else { panic!("not a zset") };
+        zm.insert(format!("member:{i:04}:{}", "x".repeat(30)).as_bytes(), i as f64, &cfg);
+        db.sync_object(b"z");
+    }
+    // ...once its packed entries pass 960 bytes: "a" takes 3, each
+    // 42-byte member 44 (a 1-byte score, a length byte), 3 + 22 * 44 > 960.
+    assert_eq!(i, 22);
+    // ...and back inline once it shrinks (written back through a lend).
     let Some(ValueMut::ZSet(zm)) = db.get_mut(b"z", 0) else { panic!("not a zset") };
     zm.remove(b"a");
-    assert!(db.sync_object(b"z"));
-    assert!(!db.contains(b"z", 0));
-    assert_eq!(db.objs.iter().flatten().count(), 0);
+    db.sync_object(b"z");
+    assert_eq!(db.objs.iter().flatten().count(), 1, "only a write through the inline path re-inlines");
+    // A member TTL keeps a zset in the object table, where the index sees it.
+    let mut t = ZSet::new();
+    t.insert(b"m", 2.0, &cfg);
+    db.insert(b"t", Value::ZSet(Box::new(t)), Ttl::Clear, 0);
+    let Some(ValueMut::ZSet(tm)) = db.get_mut(b"t", 0) else { panic!("not a zset") };
+    assert_eq!(tm.set_expire(b"m", 5_000, crate::types::hash::ExpireCond::Always, 0), 1);
+    db.sync_object(b"t");
+    assert_eq!(db.objs.iter().flatten().count(), 2);
+    assert_eq!(db.field_expiry_len(), 1);
+    // Removing the last member of an inline zset deletes the key.
+    db.insert(b"e", Value::ZSet(Box::new(z.clone())), Ttl::Clear, 0);
+    let Some(ValueMut::ZSet(em)) = db.get_mut(b"e", 0) else { panic!("not a zset") };
+    em.remove(b"a");
+    assert!(db.sync_object(b"e"));
+    assert!(!db.contains(b"e", 0));
+    assert_eq!(db.remove(b"z", 0).map(|v| matches!(v, Value::ZSet(_))), Some(true));
+    assert_eq!(db.incr_by(b"t", 1, 0), Err(IncrError::WrongType));
 }
 
 #[test]
@@ -589,17 +622,18 @@ fn inline_hash_grows_into_the_object_table() {
     let mut db = Db::new();
     let cfg = crate::types::hash::HashConfig::default();
     // An edit left lent out is written back by the next call.
-    hash_mut(&mut db, b"h", 0).insert(b"f0", b"v", &cfg);
+    let value = [b'v'; 20];
+    hash_mut(&mut db, b"h", 0).insert(b"f000", &value, &cfg);
     assert_eq!(db.len(), 1);
     let mut i = 0;
     while db.objs.is_empty() {
         i += 1;
-        hash_mut(&mut db, b"h", 0).insert(format!("f{i}").as_bytes(), b"v", &cfg);
+        hash_mut(&mut db, b"h", 0).insert(format!("f{i:03}").as_bytes(), &value, &cfg);
         db.sync_object(b"h");
     }
-    // f0..f9 are 5-byte entries, f10.. 6: 50 + 13 * 6 = 128 bytes is the
-    // largest inline hash (INLINE_MAX_BYTES), one more field moves it out.
-    assert_eq!((i, crate::types::hash::INLINE_MAX_BYTES), (23, 128));
+    // Each field is a 26-byte entry: 36 * 26 = 936 bytes is the largest
+    // inline hash (INLINE_MAX_BYTES), one more field moves it out.
+    assert_eq!((i, crate::types::hash::INLINE_MAX_BYTES), (36, 960));
     let Some(ValueRef::Hash(h)) = db.get(b"h", 0) else { panic!("not a hash") };
     assert_eq!((h.len(), h.encoding_name()), (i + 1, "listpack"));
     // TYPE-level checks and a string overwrite free everything.

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The keyspace may also keep a small hash's entries inline in its key's
-//! blob (`inline_parts` / `from_inline`); that form is the keyspace's, and
+//! blob (`inline_encode` / `from_inline`); that form is the keyspace's, and
 //! it lends such a hash out as an ordinary small `Hash`.
 //!
 //! A hash starts small and becomes large once it holds more than
@@ -36,7 +36,7 @@
 
 use crate::encoding::fieldpack::{self, Entry, Fields, MAX_DEADLINE};
 use crate::encoding::fieldtable::Table;
-use crate::encoding::{alloc_size, reserve_class};
+use crate::encoding::{alloc_size, inline, reserve_class};
 use crate::strref::StrRef;
 
 /// Redis would report "hashtable" (a size threshold was crossed once).
@@ -47,9 +47,8 @@ const F_LISTPACK_EX: u8 = 2;
 const HDR: usize = 3;
 
 /// Most entry bytes a hash may have to be stored inline in its key's blob
-/// (`inline_parts`): a few short fields. Every access to an inline hash
-/// copies these bytes once, so the bound also bounds that copy.
-pub const INLINE_MAX_BYTES: usize = 128;
+/// (`inline_encode`; see `encoding::inline::MAX_BYTES`).
+pub const INLINE_MAX_BYTES: usize = inline::MAX_BYTES;
 
 /// Thresholds steering encodings. The first two are Redis's config
 /// parameters and only decide what `encoding_name` answers; the rest are
@@ -378,29 +377,54 @@ impl Hash {
         }
     }
 
-    /// The hash as the keyspace stores it inline in a key's blob: its
-    /// fieldpack entries and whether Redis would call it listpackex.
-    /// `None` when it does not qualify: the large shape, a hash Redis
-    /// would call hashtable, or more than `INLINE_MAX_BYTES` of entries.
-    pub fn inline_parts(&self) -> Option<(&[u8], bool)> {
-        match &self.repr {
-            Repr::Small(b) if b[0] & F_HASHTABLE == 0 && b.len() - HDR <= INLINE_MAX_BYTES => {
-                Some((&b[HDR..], b[0] & F_LISTPACK_EX != 0))
-            }
-            _ => None,
+    /// Appends the hash as the keyspace keeps it inline in a key's blob
+    /// (`encoding::inline`): the header byte, then its fieldpack entries,
+    /// without their header bytes when every field has one length and no
+    /// TTL. Returns false, appending nothing, when it does not qualify: the
+    /// large shape, a hash Redis would call hashtable, or more than
+    /// `INLINE_MAX_BYTES` of entries.
+    pub fn inline_encode(&self, out: &mut Vec<u8>) -> bool {
+        let Repr::Small(b) = &self.repr else { return false };
+        if b[0] & F_HASHTABLE != 0 || b.len() - HDR > INLINE_MAX_BYTES {
+            return false;
         }
+        let ex = if b[0] & F_LISTPACK_EX != 0 { inline::HASH_EX } else { 0 };
+        match Fields::fixed_width(b, HDR, inline::MAX_WIDTH) {
+            Some(w) => {
+                out.push(inline::header(ex, w));
+                Fields::strip_headers(b, HDR, w, out);
+            }
+            None => {
+                out.push(inline::header(ex, 0));
+                out.extend_from_slice(&b[HDR..]);
+            }
+        }
+        true
     }
 
-    /// Rebuilds a hash from `inline_parts` (the small shape, buffer sized
-    /// to its class).
-    pub fn from_inline(entries: &[u8], listpack_ex: bool) -> Hash {
-        let n = Fields::iter(entries, 0).count();
+    /// Rebuilds a hash from `inline_encode`'s bytes (the small shape,
+    /// buffer sized to its class).
+    pub fn from_inline(bytes: &[u8]) -> Hash {
+        let (hdr, body) = (bytes[0], &bytes[1..]);
+        debug_assert_eq!(hdr & inline::ZSET, 0, "a sorted set's inline bytes");
         let mut buf = Vec::new();
-        reserve_class(&mut buf, HDR + entries.len());
-        buf.push(if listpack_ex { F_LISTPACK_EX } else { 0 });
+        let w = inline::width(hdr);
+        let n = if w > 0 { Fields::stripped_count(body, w) } else { Fields::iter(body, 0).count() };
+        reserve_class(&mut buf, HDR + body.len() + if w > 0 { n } else { 0 });
+        buf.push(if hdr & inline::HASH_EX != 0 { F_LISTPACK_EX } else { 0 });
         buf.extend_from_slice(&(n as u16).to_le_bytes());
-        buf.extend_from_slice(entries);
+        if w > 0 {
+            Fields::restore_headers(body, w, &mut buf);
+        } else {
+            buf.extend_from_slice(body);
+        }
         Hash { repr: Repr::Small(buf) }
+    }
+
+    /// The earliest field deadline of an inline hash's bytes (fixed-width
+    /// entries have none).
+    pub fn inline_min_deadline(bytes: &[u8]) -> Option<i64> {
+        if inline::width(bytes[0]) > 0 { None } else { Fields::min_deadline(&bytes[1..], 0) }
     }
 
     /// What Redis's OBJECT ENCODING would answer for this hash's history.

@@ -71,7 +71,7 @@
 
 use std::cmp::Ordering;
 
-use crate::encoding::{alloc_size, reserve_class, shrink_class};
+use crate::encoding::{alloc_size, inline, reserve_class, shrink_class};
 use crate::segment::hash;
 
 /// Small header: flags, then the member count as u16 LE.
@@ -292,6 +292,92 @@ fn insert_at(buf: &mut Vec<u8>, at: usize, score: f64, member: &[u8]) {
     encode(&mut e, score, member);
     reserve_class(buf, e.len());
     buf.splice(at..at, e);
+}
+
+// ---- inline form -------------------------------------------------------------
+
+/// The inline form's score codes (`ZSet::inline_encode`). Entries are in
+/// score order, so an integer score is written as its distance from the
+/// previous one (from 0 for the first) when both are integers and it is
+/// ahead: expiry times or days clustered in a partition take 2 bytes, not 5.
+///
+/// ```text
+/// 0x00..=0xbf  distance 0..=191
+/// 0xc0..=0xdf  distance 192 + (tag & 0x1f) << 8 | b0            (2 bytes)
+/// 0xe0..=0xef  distance 8384 + (tag & 0x0f) << 16 | b1 << 8 | b0 (3 bytes)
+/// 0xf0         an integer score, i32 LE                         (5 bytes)
+/// 0xf2         any other score, f64 LE                          (9 bytes)
+/// ```
+const NEAR: u64 = 192;
+const MID: u64 = NEAR + (1 << 13);
+const FAR: u64 = MID + (1 << 20);
+
+/// True for a score the distance codes can carry: an integer below 2^52
+/// in magnitude (so sums stay exact), and not -0.0 (whose sign they lose).
+fn whole(s: f64) -> bool {
+    s.fract() == 0.0 && s.abs() < (1u64 << 52) as f64 && !(s == 0.0 && s.is_sign_negative())
+}
+
+fn put_score(out: &mut Vec<u8>, prev: f64, score: f64) {
+    if whole(prev) && whole(score) && score >= prev && ((score - prev) as u64) < FAR {
+        let d = (score - prev) as u64;
+        if d < NEAR {
+            out.push(d as u8);
+        } else if d < MID {
+            let d = d - NEAR;
+            out.extend_from_slice(&[0xc0 | (d >> 8) as u8, d as u8]);
+        } else {
+            let d = d - MID;
+            out.extend_from_slice(&[0xe0 | (d >> 16) as u8, d as u8, (d >> 8) as u8]);
+        }
+    } else if whole(score) && i32::try_from(score as i64).is_ok() {
+        out.push(0xf0);
+        out.extend_from_slice(&(score as i32).to_le_bytes());
+    } else {
+        out.push(0xf2);
+        out.extend_from_slice(&score.to_le_bytes());
+    }
+}
+
+/// The score whose code starts at `p`, and the offset past it.
+fn get_score(b: &[u8], p: usize, prev: f64) -> (f64, usize) {
+    let t = b[p];
+    match t {
+        0x00..=0xbf => (prev + t as f64, p + 1),
+        0xc0..=0xdf => (prev + (NEAR + (((t & 0x1f) as u64) << 8 | b[p + 1] as u64)) as f64, p + 2),
+        0xe0..=0xef => {
+            let d = MID + (((t & 0x0f) as u64) << 16 | (b[p + 2] as u64) << 8 | b[p + 1] as u64);
+            (prev + d as f64, p + 3)
+        }
+        0xf0 => (i32::from_le_bytes(b[p + 1..p + 5].try_into().expect("4 bytes")) as f64, p + 5),
+        0xf2 => (f64::from_le_bytes(b[p + 1..p + 9].try_into().expect("8 bytes")), p + 9),
+        _ => panic!("corrupt inline zset score code {t:#x}"),
+    }
+}
+
+/// Calls `f` with each (score, member) of an inline body.
+fn walk_inline(body: &[u8], width: usize, mut f: impl FnMut(f64, &[u8])) {
+    let (mut p, mut prev) = (0, 0.0);
+    while p < body.len() {
+        let (score, q) = get_score(body, p, prev);
+        let (n, q) = if width > 0 { (width, q) } else { decode_varint(body, q) };
+        f(score, &body[q..q + n]);
+        prev = score;
+        p = q + n;
+    }
+}
+
+fn decode_varint(b: &[u8], mut p: usize) -> (usize, usize) {
+    let (mut n, mut shift) = (0usize, 0);
+    loop {
+        let c = b[p];
+        p += 1;
+        n |= ((c & 0x7f) as usize) << shift;
+        if c < 0x80 {
+            return (n, p);
+        }
+        shift += 7;
+    }
 }
 
 // ---- large shape -----------------------------------------------------------
@@ -1165,6 +1251,66 @@ impl ZSet {
             Repr::Small(b) => alloc_size(b.capacity()),
             Repr::Large(l) => l.mem_usage(),
         }
+    }
+
+    /// Appends the sorted set as the keyspace keeps it inline in a key's
+    /// blob (`encoding::inline`): the header byte, then each member after
+    /// its score code (distance from the previous score where it can be);
+    /// a member's length is left out when all have one length. Returns
+    /// false, appending nothing, unless the set is small, has never had a
+    /// member TTL, would be called listpack and has at most
+    /// `inline::MAX_BYTES` of entries.
+    pub fn inline_encode(&self, out: &mut Vec<u8>) -> bool {
+        let Repr::Small(b) = &self.repr else { return false };
+        if b[0] != 0 || b.len() - HDR > inline::MAX_BYTES {
+            return false;
+        }
+        let mut width = None;
+        for (_, m, _) in packed(b, HDR) {
+            if m.is_empty() || m.len() > inline::MAX_WIDTH || width.is_some_and(|w| w != m.len()) {
+                width = Some(0);
+                break;
+            }
+            width = Some(m.len());
+        }
+        let width = width.unwrap_or(0);
+        out.push(inline::header(inline::ZSET, width));
+        let mut prev = 0.0;
+        for (score, m, _) in packed(b, HDR) {
+            put_score(out, prev, score);
+            if width == 0 {
+                let mut n = m.len();
+                while n >= 0x80 {
+                    out.push((n as u8 & 0x7f) | 0x80);
+                    n >>= 7;
+                }
+                out.push(n as u8);
+            }
+            out.extend_from_slice(m);
+            prev = score;
+        }
+        true
+    }
+
+    /// Rebuilds a sorted set from `inline_encode`'s bytes (the small
+    /// shape, buffer sized to its class).
+    ///
+    /// Panics: on bytes `inline_encode` did not write.
+    pub fn from_inline(bytes: &[u8]) -> ZSet {
+        let (hdr, body) = (bytes[0], &bytes[1..]);
+        assert_eq!(hdr & 3, inline::ZSET, "not a sorted set's inline bytes");
+        let width = inline::width(hdr);
+        let (mut size, mut n) = (HDR, 0);
+        walk_inline(body, width, |s, m| {
+            size += entry_len(s, m);
+            n += 1;
+        });
+        let mut buf = Vec::new();
+        reserve_class(&mut buf, size);
+        buf.push(0);
+        buf.extend_from_slice(&(n as u16).to_le_bytes());
+        walk_inline(body, width, |s, m| encode(&mut buf, s, m));
+        ZSet { repr: Repr::Small(buf) }
     }
 
     /// What Redis's OBJECT ENCODING would answer: "listpack" or "skiplist".

@@ -453,3 +453,34 @@ fn budget_not_above_redis_listpack_up_to_512() {
         assert!(bpf <= redis, "n = {n}: {bpf:.2} B/field, Redis's listpack {redis:.2}");
     });
 }
+
+proptest! {
+    /// The inline form gives back the same hash, byte for byte: fixed-width
+    /// fields lose their length bytes there, field TTLs and mixed lengths
+    /// keep the packed entries as they are.
+    #[test]
+    fn inline_form_round_trips(
+        fields in proptest::collection::vec((0usize..3, prop::option::of(1i64..1_000), any::<u32>()), 0..30),
+        ex in any::<bool>(),
+    ) {
+        let cfg = HashConfig::default();
+        let mut h = Hash::new();
+        for (i, (len, ttl, v)) in fields.iter().enumerate() {
+            let f = format!("{i:0w$}", w = 8 + len * (i % 2)).into_bytes();
+            h.insert(&f, v.to_string().as_bytes(), &cfg);
+            if let Some(t) = ttl.filter(|_| ex) {
+                h.set_expire(&f, 10_000 + t, ExpireCond::Always, 0);
+            }
+        }
+        let mut out = vec![0x55];
+        prop_assert!(h.inline_encode(&mut out), "30 short fields fit");
+        let back = Hash::from_inline(&out[1..]);
+        let (Repr::Small(a), Repr::Small(b)) = (&h.repr, &back.repr) else { unreachable!("small") };
+        prop_assert_eq!(a, b);
+        prop_assert_eq!(back.mem_usage(), h.mem_usage());
+        prop_assert_eq!(back.encoding_name(), h.encoding_name());
+        let uniform = Fields::iter(a, HDR).all(|e| e.field.len() == 8 && e.deadline.is_none());
+        prop_assert_eq!(inline::width(out[1]) > 0, uniform && !h.is_empty());
+        prop_assert_eq!(Hash::inline_min_deadline(&out[1..]), h.min_deadline());
+    }
+}

@@ -420,3 +420,112 @@ fn a_member_ttl_costs_seven_bytes_and_rounding() {
     while timed.expire_due_with(1_000_000 + n as i64, 4096, |_| gone += 1) > 0 {}
     assert_eq!((gone, timed.len()), (n, 0));
 }
+
+/// Scores the inline form's codes must carry exactly: distances of every
+/// size, codes' edges, negatives, fractions, -0.0, infinities, and integers
+/// at and past 2^52 (where distances stop).
+fn tricky_score() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        (0i64..300).prop_map(|i| i as f64),
+        (-5i64..5).prop_map(|i| (1_800_000_000 + i) as f64),
+        (0i64..2_000_000).prop_map(|i| (1_800_000_000 + i) as f64),
+        prop::sample::select(vec![
+            0.0, -0.0, 191.0, 192.0, 8383.0, 8384.0, 1_056_959.0, 1_056_960.0, -1.0, 0.5, -2.25, 1e300,
+            f64::INFINITY, f64::NEG_INFINITY, 2147483647.0, 2147483648.0, -2147483648.0, -2147483649.0,
+            4503599627370495.0, 4503599627370496.0, 9007199254740993.0, 1e-300,
+        ]),
+        any::<f64>().prop_filter("no NaN", |s| !s.is_nan()),
+    ]
+}
+
+proptest! {
+    /// The inline form gives back the same set, bit for bit, whatever the
+    /// scores and member lengths; sets it must not hold are refused.
+    #[test]
+    fn inline_form_round_trips(
+        entries in proptest::collection::vec((tricky_score(), 0usize..6), 0..40),
+        fixed in any::<bool>(),
+    ) {
+        let cfg = ZsetConfig::default();
+        let mut z = ZSet::new();
+        for (i, (s, len)) in entries.iter().enumerate() {
+            let m = if fixed { format!("m{i:05}").into_bytes() } else { vec![b'a' + (i % 26) as u8; len * 12 + i % 7] };
+            z.insert(&m, *s, &cfg);
+        }
+        let mut out = vec![0xaa];
+        let inline = z.inline_encode(&mut out);
+        let Repr::Small(b) = &z.repr else { unreachable!("40 members stay small") };
+        // Long members make Redis's skiplist, which stays out.
+        prop_assert_eq!(inline, b[0] == 0 && b.len() - HDR <= inline::MAX_BYTES);
+        if !inline {
+            prop_assert_eq!(out.len(), 1, "nothing appended when refused");
+            return Ok(());
+        }
+        let back = ZSet::from_inline(&out[1..]);
+        prop_assert_eq!(&back, &z);
+        prop_assert_eq!(back.encoding_name(), "listpack");
+        prop_assert_eq!(back.mem_usage(), z.mem_usage());
+        let Repr::Small(c) = &back.repr else { unreachable!("small") };
+        prop_assert_eq!(c, b, "the same packed bytes");
+        if fixed && !z.is_empty() {
+            prop_assert_eq!(inline::width(out[1]), 6);
+        }
+    }
+}
+
+#[test]
+fn inline_form_refuses_what_it_cannot_hold() {
+    let cfg = ZsetConfig::default();
+    let mut out = Vec::new();
+    // A member TTL, even once removed, keeps a set out of the inline form.
+    let mut z = ZSet::new();
+    z.insert(b"a", 1.0, &cfg);
+    z.set_expire(b"a", 5_000, crate::types::hash::ExpireCond::Always, 0);
+    assert!(!z.inline_encode(&mut out));
+    z.persist(b"a", 0);
+    assert!(!z.inline_encode(&mut out));
+    // What Redis would call a skiplist.
+    let z = ZSet::with_hint(200, 1, &cfg);
+    assert!(!z.inline_encode(&mut out));
+    // The large shape.
+    let mut z = ZSet::new();
+    for i in 0..200 {
+        z.insert(format!("{i}").as_bytes(), i as f64, &ZsetConfig { small_max_entries: 100, ..cfg });
+    }
+    assert!(!z.inline_encode(&mut out));
+    assert!(out.is_empty());
+    // An empty set is one header byte.
+    assert!(ZSet::new().inline_encode(&mut out));
+    assert_eq!(out, [inline::ZSET]);
+    assert!(ZSet::from_inline(&out).is_empty());
+}
+
+/// Seed 002's expiry partitions: 18-byte session ids scored by Unix-second
+/// expiry times clustered within a day. Inline, a member costs its bytes
+/// and 2-3 bytes of score, not 24.
+#[test]
+fn clustered_integer_scores_take_two_or_three_bytes_inline() {
+    let cfg = ZsetConfig::default();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut bytes, mut members) = (0, 0);
+    for _ in 0..200 {
+        let mut z = ZSet::new();
+        for _ in 0..15 {
+            let id: Vec<u8> = (0..18).map(|_| next() as u8).collect();
+            z.insert(&id, (1_802_592_000 + next() % 100_000) as f64, &cfg);
+        }
+        let mut out = Vec::new();
+        assert!(z.inline_encode(&mut out));
+        assert_eq!(ZSet::from_inline(&out), z);
+        bytes += out.len() - 1;
+        members += 15;
+    }
+    let per = bytes as f64 / members as f64;
+    assert!((20.0..21.0).contains(&per), "{per:.2} bytes a member");
+}
