@@ -66,6 +66,12 @@
 //! set. `insert` (ZADD) drops the member's TTL, as HSET drops a field's;
 //! `insert_keep_ttl` (ZINCRBY, ZADD INCR) keeps it, as HINCRBY does.
 //!
+//! Inline form (`inline_encode` / `from_inline`): the keyspace keeps a small
+//! set that Redis would call listpack, and that never had a member TTL, in
+//! its key's blob, written more tightly than the small shape: integer
+//! scores as distances from the previous one, members of one length without
+//! their length byte. It lends such a set out as an ordinary small `ZSet`.
+//!
 //! Memory (`mem_usage`): heap bytes this set owns, each block rounded to
 //! jemalloc's size class; the owner counts `size_of::<ZSet>()`.
 
