@@ -540,10 +540,24 @@ impl Db {
     /// A mutable view of the live value of `key`.
     /// After editing a collection, call `sync_object`.
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {
+        // A write usually follows a read of the same key (the type check):
+        // the copy lent for reading is still the blob's (any change to the
+        // Db since would have dropped it), so it is lent again for writing
+        // rather than decoded a second time.
+        let read = self.pending.take_if(|p| !p.dirty);
         let (si, pos) = self.live(key, now)?;
         self.pre_write_slot(si, pos);
-        self.lend_inline(si, pos, true);
         let s = self.segs[si].slots[pos];
+        match read {
+            Some(mut p) if (p.si, p.pos, addr_of(p.slot)) == (si, pos, addr_of(s)) => {
+                debug_assert!(matches!(self.blob(s).body(), Body::Inline(_)), "a lent copy of an inline blob");
+                // The access clock may have moved; write back under the slot as it is.
+                p.slot = s;
+                p.dirty = true;
+                self.pending = Some(p);
+            }
+            _ => self.lend_inline(si, pos, true),
+        }
         Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
             Body::Str(v) => ValueMut::Str(v),
             Body::Obj(i) => self.objs[i as usize].as_mut().expect("live object").as_mut(),
