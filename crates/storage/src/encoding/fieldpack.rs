@@ -105,7 +105,8 @@ fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
-fn get_varint(buf: &[u8], mut p: usize) -> (usize, usize) {
+/// The LEB128 number at `p` and the offset past it.
+pub(crate) fn get_varint(buf: &[u8], mut p: usize) -> (usize, usize) {
     let (mut n, mut shift) = (0usize, 0);
     loop {
         let b = buf[p];

@@ -77,6 +77,7 @@
 
 use std::cmp::Ordering;
 
+use crate::encoding::fieldpack::get_varint;
 use crate::encoding::{alloc_size, inline, reserve_class, shrink_class};
 use crate::segment::hash;
 
@@ -181,13 +182,16 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
             out.extend_from_slice(&score.to_le_bytes());
         }
     }
-    let mut n = member.len();
+    put_varint(out, member.len());
+    out.extend_from_slice(member);
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         out.push((n as u8 & 0x7f) | 0x80);
         n >>= 7;
     }
     out.push(n as u8);
-    out.extend_from_slice(member);
 }
 
 /// The deadline of the entry at `off`, if it has one.
@@ -242,7 +246,7 @@ fn min_deadline_in(b: &[u8], from: usize) -> i64 {
 #[inline(always)]
 fn decode(b: &[u8], off: usize) -> (f64, &[u8], usize) {
     let off = if b[off] == TTL_TAG { off + TTL_LEN } else { off };
-    let (score, mut p) = match b[off] {
+    let (score, p) = match b[off] {
         t @ 0..=0xef => (t as f64, off + 1),
         0xf0 => (i16::from_le_bytes([b[off + 1], b[off + 2]]) as f64, off + 3),
         0xf1 => (i32::from_le_bytes(b[off + 1..off + 5].try_into().expect("4 bytes")) as f64, off + 5),
@@ -253,16 +257,7 @@ fn decode(b: &[u8], off: usize) -> (f64, &[u8], usize) {
         let n = b[p] as usize;
         return (score, &b[p + 1..p + 1 + n], p + 1 + n);
     }
-    let (mut n, mut shift) = (0usize, 0);
-    loop {
-        let c = b[p];
-        p += 1;
-        n |= ((c & 0x7f) as usize) << shift;
-        if c & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
+    let (n, p) = get_varint(b, p);
     (score, &b[p..p + n], p + n)
 }
 
@@ -366,23 +361,10 @@ fn walk_inline(body: &[u8], width: usize, mut f: impl FnMut(f64, &[u8])) {
     let (mut p, mut prev) = (0, 0.0);
     while p < body.len() {
         let (score, q) = get_score(body, p, prev);
-        let (n, q) = if width > 0 { (width, q) } else { decode_varint(body, q) };
+        let (n, q) = if width > 0 { (width, q) } else { get_varint(body, q) };
         f(score, &body[q..q + n]);
         prev = score;
         p = q + n;
-    }
-}
-
-fn decode_varint(b: &[u8], mut p: usize) -> (usize, usize) {
-    let (mut n, mut shift) = (0usize, 0);
-    loop {
-        let c = b[p];
-        p += 1;
-        n |= ((c & 0x7f) as usize) << shift;
-        if c < 0x80 {
-            return (n, p);
-        }
-        shift += 7;
     }
 }
 
@@ -1285,12 +1267,7 @@ impl ZSet {
         for (score, m, _) in packed(b, HDR) {
             put_score(out, prev, score);
             if width == 0 {
-                let mut n = m.len();
-                while n >= 0x80 {
-                    out.push((n as u8 & 0x7f) | 0x80);
-                    n >>= 7;
-                }
-                out.push(n as u8);
+                put_varint(out, m.len());
             }
             out.extend_from_slice(m);
             prev = score;
