@@ -154,6 +154,25 @@ pub fn class_size(len: usize) -> usize {
     }
 }
 
+/// Asks the CPU to start loading the first `lines` cache lines of `b`, for
+/// a walk that reads them soon (the slab's blobs, a sorted set's next chunk).
+/// A hint only: no effect on any value.
+#[inline]
+pub fn prefetch_bytes(b: &[u8], lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        for line in b.chunks(64).take(lines) {
+            // SAFETY: SSE is part of every x86_64 target, and a prefetch
+            // only hints the cache: it reads nothing the program sees and
+            // cannot fault, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (b, lines);
+}
+
 /// jemalloc's size class for an allocation of `n` bytes (4 classes per
 /// doubling above 64 bytes; pages above that), used for accounting.
 pub fn jemalloc_size(n: usize) -> usize {
@@ -315,20 +334,8 @@ impl Slab {
     /// save's cost on the executor). A hint only: no effect on any value.
     #[inline]
     pub fn prefetch(&self, addr: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let b = self.bytes(addr);
-            // The first 256 bytes: a small blob whole, a large one's head.
-            for line in b.chunks(64).take(4) {
-                // SAFETY: SSE is part of every x86_64 target, and a prefetch
-                // only hints the cache: it reads nothing the program sees and
-                // cannot fault, whatever the address.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = addr;
+        // The first 256 bytes: most blobs whole, a larger one's head.
+        prefetch_bytes(self.bytes(addr), 4);
     }
 
     /// Mutable bytes of the blob at `addr`.

@@ -80,6 +80,7 @@ use std::cmp::Ordering;
 use crate::encoding::fieldpack::get_varint;
 use crate::encoding::{alloc_size, inline, reserve_class, shrink_class};
 use crate::segment::hash;
+use crate::slab::prefetch_bytes;
 
 /// Small header: flags, then the member count as u16 LE.
 const HDR: usize = 3;
@@ -1204,7 +1205,17 @@ impl ZSet {
         };
         match &self.repr {
             Repr::Small(b) => walk(&b[HDR..]),
-            Repr::Large(l) => l.chunks.iter().for_each(|c| walk(&c.buf)),
+            Repr::Large(l) => {
+                // A chunk is a few cache lines of its own allocation: asking
+                // for the next one while this one is walked hides the wait
+                // (ZUNIONSTORE over thousands of sets spent 40% on it).
+                for (i, c) in l.chunks.iter().enumerate() {
+                    if let Some(next) = l.chunks.get(i + 1) {
+                        prefetch_bytes(&next.buf, CHUNK_BYTES / 64);
+                    }
+                    walk(&c.buf);
+                }
+            }
         }
     }
 
