@@ -156,15 +156,13 @@ impl<'a> Ctx<'a> {
         for k in keys {
             from.push(match db.get(k, now) {
                 None => None,
-                Some(v) if accept(&v) => {
-                    if db.peek_object(k).is_some() {
-                        Some(None)
-                    } else {
-                        let v = db.get(k, now).expect("just read").to_owned();
+                Some(v) if accept(&v) => match db.take_lent() {
+                    None => Some(None),
+                    Some(v) => {
                         held.push(v);
                         Some(Some(held.len() - 1))
                     }
-                }
+                },
                 Some(_) => return Err(CmdError::WrongType),
             });
         }

@@ -97,7 +97,8 @@ fn varint_len(mut n: usize) -> usize {
     len
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+/// Appends `n` as LEB128.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;

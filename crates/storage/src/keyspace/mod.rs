@@ -537,6 +537,14 @@ impl Db {
         Some(self.value_of(self.segs[si].slots[pos]))
     }
 
+    /// Moves out the copy of an inline collection the last `get` lent for
+    /// reading (None when it lent none: the value was a string or in the
+    /// object table), for a caller that keeps it past the next call
+    /// (`read_many`) instead of decoding the blob again.
+    pub fn take_lent(&mut self) -> Option<Value> {
+        self.pending.take_if(|p| !p.dirty).map(|p| p.obj.into_value())
+    }
+
     /// A mutable view of the live value of `key`.
     /// After editing a collection, call `sync_object`.
     pub fn get_mut(&mut self, key: &[u8], now: i64) -> Option<ValueMut<'_>> {

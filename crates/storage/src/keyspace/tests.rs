@@ -468,6 +468,14 @@ fn small_zsets_live_in_their_blob_and_grow_into_the_object_table() {
     db.insert(b"z", Value::ZSet(Box::new(z.clone())), Ttl::Clear, 0);
     assert_eq!(db.objs.iter().flatten().count(), 0, "a small zset is kept inline");
     assert_eq!(db.get(b"z", 0), Some(ValueRef::ZSet(&z)));
+    // The copy that read decoded can be moved out, once; nothing is lent
+    // for a string.
+    assert_eq!(db.take_lent(), Some(Value::ZSet(Box::new(z.clone()))));
+    assert_eq!(db.take_lent(), None);
+    db.insert(b"s", Value::Int(1), Ttl::Clear, 0);
+    db.get(b"s", 0);
+    assert_eq!(db.take_lent(), None);
+    db.remove(b"s", 0);
     // flags, key length, key, the inline header, score 1, length 1, "a":
     // 7 bytes in the 16-byte class.
     let (_, si, pos) = db.find(b"z");

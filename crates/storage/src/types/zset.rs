@@ -77,7 +77,7 @@
 
 use std::cmp::Ordering;
 
-use crate::encoding::fieldpack::get_varint;
+use crate::encoding::fieldpack::{get_varint, put_varint};
 use crate::encoding::{alloc_size, inline, reserve_class, shrink_class};
 use crate::segment::hash;
 use crate::slab::prefetch_bytes;
@@ -185,14 +185,6 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
     }
     put_varint(out, member.len());
     out.extend_from_slice(member);
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
 }
 
 /// The deadline of the entry at `off`, if it has one.
