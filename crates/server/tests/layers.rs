@@ -34,7 +34,7 @@ const SERVER: &[&[&str]] = &[
 
 /// The storage crate, bottom up.
 const STORAGE: &[&[&str]] = &[
-    &["strref", "slab", "segment", "access", "eviction"],
+    &["strref", "slab", "segment", "access", "eviction", "slot"],
     &["encoding"],
     &["types"],
     &["value"],

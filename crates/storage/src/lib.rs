@@ -9,7 +9,8 @@
 //! or below, never above, so no two files depend on each other. Bottom up:
 //!
 //! 1. leaf helpers: `strref` (strings and integer rules), `slab`, `segment`,
-//!    `access` (a key's LRU clock or LFU counter), `eviction` (ranks, pool)
+//!    `access` (a key's LRU clock or LFU counter), `eviction` (ranks, pool),
+//!    `slot` (Redis Cluster's hash slot of a key)
 //! 2. `encoding`: compact byte layouts
 //! 3. `types`: the collections, each over its encodings
 //! 4. `value`: what a key holds (`Value` owns the collections)
@@ -25,6 +26,7 @@ pub mod keyspace;
 pub mod rdb;
 mod segment;
 mod slab;
+pub mod slot;
 pub mod strref;
 pub mod types;
 pub mod value;
