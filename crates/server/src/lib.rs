@@ -48,6 +48,7 @@ pub mod bgsave;
 pub mod blocking;
 pub mod check_rdb;
 pub mod client;
+pub mod cluster;
 pub mod clientevict;
 pub mod command;
 pub mod commands;

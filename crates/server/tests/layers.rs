@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 const SERVER: &[&[&str]] = &[
     &["conn", "glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble"],
     &["config", "client", "aofcore::check", "crash"],
-    &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl"],
+    &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl", "cluster"],
     &["server"],
     &["publish", "obuf", "cron", "evict", "clientevict"],
     &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof", "replication"],
