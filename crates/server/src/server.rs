@@ -461,6 +461,8 @@ pub struct Server {
     pub net_output_bytes: u64,
     /// Active expiry enabled (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
+    /// The cluster state: Some only with cluster-enabled yes.
+    pub cluster: Option<Box<crate::cluster::Cluster>>,
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE payloads and RDB files
     /// are taken without checking their CRC-64.
     pub skip_checksum_validation: bool,
@@ -656,6 +658,7 @@ impl Server {
             net_input_bytes: 0,
             net_output_bytes: 0,
             active_expire_enabled: true,
+            cluster: None,
             skip_checksum_validation: false,
             expire_db_cursor: 0,
             hz: 10,
