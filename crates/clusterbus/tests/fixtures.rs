@@ -5,42 +5,8 @@
 
 use clusterbus::{decode, encode, frame_len, mflags0, msg_type, node_flags, Body, Extension, Message, NULL_NAME};
 
-/// The fixture's bytes (hex, whitespace ignored).
-fn unhex(text: &str) -> Vec<u8> {
-    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    assert!(digits.len().is_multiple_of(2), "odd number of hex digits");
-    digits
-        .chunks(2)
-        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).expect("hex digit"))
-        .collect()
-}
-
-macro_rules! fixture {
-    ($name:literal) => {
-        ($name, unhex(include_str!(concat!("fixtures/", $name, ".hex"))))
-    };
-}
-
-fn all() -> Vec<(&'static str, Vec<u8>)> {
-    vec![
-        fixture!("meet"),
-        fixture!("ping_gossip_ext"),
-        fixture!("ping_hostname_18_myip"),
-        fixture!("ping_no_ext"),
-        fixture!("ping_pfail"),
-        fixture!("ping_paused"),
-        fixture!("pong_gossip_ext"),
-        fixture!("pong_hostname_1"),
-        fixture!("replica_ping"),
-        fixture!("fail"),
-        fixture!("publish"),
-        fixture!("publishshard"),
-        fixture!("failover_auth_request"),
-        fixture!("failover_auth_ack"),
-        fixture!("mfstart"),
-        fixture!("update"),
-    ]
-}
+mod common;
+use common::{fixtures as all, unhex};
 
 /// frame_len on the prefix, decode, encode: the same bytes.
 fn round_trip(name: &str, b: &[u8]) -> Message {
@@ -67,7 +33,7 @@ fn ping_body(m: &Message) -> (&Vec<clusterbus::Gossip>, &Vec<Extension>) {
 #[test]
 fn every_fixture_re_encodes_byte_for_byte() {
     for (name, b) in all() {
-        let m = round_trip(name, &b);
+        let m = round_trip(name, b);
         assert!(is_node_name(&m.header.sender), "{name}: sender");
         // What Redis 7.0 sends, whatever the type.
         assert_eq!(&b[2216..2246], &[0; 30], "{name}: notused1");
@@ -81,8 +47,8 @@ fn every_fixture_re_encodes_byte_for_byte() {
 #[test]
 fn ping_pong_meet_fixtures_say_what_the_scenario_did() {
     let get = |n: &str| {
-        let (name, b) = all().into_iter().find(|(f, _)| *f == n).unwrap();
-        (round_trip(name, &b), b)
+        let (name, b) = all().iter().find(|(f, _)| *f == n).unwrap();
+        (round_trip(name, b), b.as_slice())
     };
     let hostname = |m: &Message| match ping_body(m).1.as_slice() {
         [Extension::Hostname(h)] => h.clone(),
@@ -97,7 +63,7 @@ fn ping_pong_meet_fixtures_say_what_the_scenario_did() {
     let (m, b) = get("meet");
     assert_eq!(m.msg_type, msg_type::MEET);
     assert_eq!(hostname(&m), b"a.node7");
-    assert_eq!(ext_len(&m, &b), 16, "7 bytes and the NUL: no padding");
+    assert_eq!(ext_len(&m, b), 16, "7 bytes and the NUL: no padding");
     assert_eq!(m.header.mflags[0], mflags0::EXT_DATA);
     assert_eq!(m.header.flags, node_flags::MASTER | node_flags::MYSELF);
     assert_eq!(m.header.myslots.iter().collect::<Vec<_>>(), (0..=5460).collect::<Vec<_>>());
@@ -106,7 +72,7 @@ fn ping_pong_meet_fixtures_say_what_the_scenario_did() {
     assert_eq!(m.msg_type, msg_type::PING);
     assert!(ping_body(&m).0.len() >= 2);
     assert_eq!(hostname(&m), b"a.node7");
-    assert_eq!(ext_len(&m, &b), 16);
+    assert_eq!(ext_len(&m, b), 16);
     for g in ping_body(&m).0 {
         assert!(is_node_name(&g.name) && g.name != m.header.sender);
         assert_eq!(g.ip, b"127.0.0.1");
@@ -115,12 +81,12 @@ fn ping_pong_meet_fixtures_say_what_the_scenario_did() {
     let (m, b) = get("ping_hostname_18_myip");
     assert_eq!(m.header.myip, b"127.0.0.1");
     assert_eq!(hostname(&m), b"node-b.example.org");
-    assert_eq!(ext_len(&m, &b), 32, "18 bytes and the NUL, padded to 24");
+    assert_eq!(ext_len(&m, b), 32, "18 bytes and the NUL, padded to 24");
 
     let (m, b) = get("pong_hostname_1");
     assert_eq!(m.msg_type, msg_type::PONG);
     assert_eq!(hostname(&m), b"d");
-    assert_eq!(ext_len(&m, &b), 16, "1 byte and the NUL, padded to 8");
+    assert_eq!(ext_len(&m, b), 16, "1 byte and the NUL, padded to 8");
     assert_eq!(m.header.myslots.count(), 0);
 
     let (m, _) = get("ping_no_ext");
@@ -146,8 +112,8 @@ fn ping_pong_meet_fixtures_say_what_the_scenario_did() {
 #[test]
 fn other_fixtures_say_what_the_scenario_did() {
     let get = |n: &str| {
-        let (name, b) = all().into_iter().find(|(f, _)| *f == n).unwrap();
-        round_trip(name, &b)
+        let (name, b) = all().iter().find(|(f, _)| *f == n).unwrap();
+        round_trip(name, b)
     };
     let m = get("fail");
     let Body::Fail { node } = m.body else { panic!("{m:?}") };
