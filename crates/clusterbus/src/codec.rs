@@ -30,6 +30,23 @@ const UPDATE_LEN: usize = 8 + crate::NAME_LEN + crate::SLOT_BYTES;
 /// calls this, then reads the rest of the frame.
 ///
 /// Errors: `BadSignature` or `BadLength`, on which Redis closes the link.
+///
+/// ```
+/// use clusterbus::{decode, encode, frame_len, msg_type, Body, Header, Message, PREFIX_LEN};
+///
+/// let mut stream = Vec::new();
+/// let ping = Message {
+///     msg_type: msg_type::PING,
+///     header: Header::default(),
+///     body: Body::Ping { gossip: vec![], extensions: vec![] },
+/// };
+/// encode(&ping, &mut stream);
+/// // The event loop: 8 bytes, then the rest of the frame.
+/// assert_eq!(frame_len(&stream[..PREFIX_LEN - 1], 1 << 20), Ok(None));
+/// let n = frame_len(&stream[..PREFIX_LEN], 1 << 20).unwrap().unwrap();
+/// assert_eq!(n, 2256);
+/// assert_eq!(decode(&stream[..n]), Ok(ping));
+/// ```
 pub fn frame_len(prefix: &[u8], max_len: usize) -> Result<Option<usize>, DecodeError> {
     let Some(prefix) = prefix.get(..PREFIX_LEN) else {
         return Ok(None);
@@ -119,7 +136,8 @@ fn decode_body(f: Framing, mflags0: u8, b: &[u8]) -> Result<Body, DecodeError> {
             expect(MODULE_FIXED as u64 + len as u64, "MODULE totlen is not the header, the fixed fields and the payload")?;
             Body::Module { module_id, module_type, payload: r.bytes(len as usize, "MODULE payload")?.to_vec() }
         }
-        // Redis takes any length for a type it does not know, and ignores it.
+        // Redis takes any length for a type it does not know, and ignores
+        // all but the header.
         _ => Body::Empty,
     })
 }

@@ -51,8 +51,10 @@
 //! UPDATE            configEpoch u64, nodename[40], slots[2048]    totlen 4352
 //! MODULE            module_id u64, len u32, type u8, payload[len]
 //!                                                   totlen 2269 + len
-//! 11 and above      whatever: Redis takes any totlen and ignores the message;
-//!                   decoded as Body::Empty, the bytes after the header dropped
+//! 11 and above      anything: Redis takes any totlen, uses the header as it
+//!                   uses every message's (epochs, replication offset) and
+//!                   ignores the rest; decoded as Body::Empty, the bytes after
+//!                   the header dropped
 //! ```
 //!
 //! PUBLISH has no padding: Redis's struct declares an 8-byte placeholder for
@@ -76,10 +78,18 @@
 //!   step. [`DecodeError::closes_link`] says which errors close it.
 //! - What Redis ignores is ignored: `count` and `extensions` of the other
 //!   types, notused bytes, bytes after the NUL of an IP or a hostname, the
-//!   bytes after the header of an unknown type. Encoding writes them as Redis
-//!   does (zero), so decoding and encoding again is byte-exact for whatever
-//!   Redis sends, and encoding then decoding gives the message back (with
+//!   body of an unknown type. Encoding writes them as Redis does (zero), so
+//!   decoding and encoding again is byte-exact for what Redis sends (every
+//!   captured frame; gossip.rs names the one field where Redis could leave
+//!   stray bytes), and encoding then decoding gives the message back (with
 //!   EXT_DATA in `mflags[0]` if it has extensions).
+//! - Stricter than Redis where Redis would read past what it checked:
+//!   refused are an extension length below 8 (Redis lets 0 by), a text
+//!   extension without its NUL, a FORGOTTEN_NODE or SHARDID payload too
+//!   short for its fields, extensions counted without EXT_DATA, and PUBLISH
+//!   or MODULE lengths whose u32 sum wraps; and an extension length is read
+//!   whole (Redis checks only its low 16 bits). Redis's own writer produces
+//!   none of these.
 //! - [`encode`] writes what Redis writes for the same content: count = the
 //!   gossip sections, extensions = their number, totlen computed, EXT_DATA
 //!   set when there are extensions and otherwise kept as given (Redis 7.0 sets
@@ -88,6 +98,8 @@
 //!
 //! Not here: I/O, node state, deciding what to send. The server's cluster
 //! state machine does that with these types and never touches bytes.
+
+#![warn(missing_docs)]
 
 mod codec;
 mod ext;
