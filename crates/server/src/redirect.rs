@@ -283,7 +283,7 @@ pub fn blocked_elsewhere(cluster: &Cluster, key: &[u8], write: bool, readonly: b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{Node, SlotBitmap};
+    use crate::cluster::Node;
     use crate::command::flags;
     use std::collections::HashMap;
 
@@ -292,51 +292,30 @@ mod tests {
     }
 
     fn node(n: NodeName, port: u16, primary: Option<NodeName>) -> Node {
-        Node {
-            name: n,
-            shard_id: n,
-            flags: if primary.is_some() { clusterbus::node_flags::SLAVE } else { clusterbus::node_flags::MASTER },
-            config_epoch: 1,
-            slots: SlotBitmap::default(),
-            replicaof: primary,
-            ip: "10.0.0.1".into(),
-            tcp_port: port,
-            tls_port: port + 1000,
-            cport: port + 10000,
-            hostname: String::new(),
-            human_nodename: String::new(),
-            ping_sent: 0,
-            pong_received: 0,
-            data_received: 0,
-            fail_time: 0,
-            repl_offset: 0,
-            link: None,
-            inbound_link: None,
-            fail_reports: Vec::new(),
-        }
+        let flags = if primary.is_some() { clusterbus::node_flags::SLAVE } else { clusterbus::node_flags::MASTER };
+        let mut x = Node::new(n, n, flags, 0);
+        x.replicaof = primary;
+        x.ip = "10.0.0.1".into();
+        x.tcp_port = port;
+        x.tls_port = port + 1000;
+        x.cport = port + 10000;
+        x
     }
 
-    /// Node A (this one, port 7000) serves slots 0..=8191, node B (7001)
-    /// the rest; C (7002) is B's replica.
+    /// Node A (port 7000) serves slots 0..=8191, node B (7001) the rest;
+    /// C (7002) is B's replica. `me` is one of them.
     fn cluster(me: NodeName) -> Cluster {
         let (a, b, c) = (name(b'a'), name(b'b'), name(b'c'));
-        let mut nodes = HashMap::new();
-        nodes.insert(a, node(a, 7000, None));
-        nodes.insert(b, node(b, 7001, None));
-        nodes.insert(c, node(c, 7002, Some(b)));
-        let slots = (0..clusterbus::SLOTS).map(|s| Some(if s < 8192 { a } else { b })).collect();
-        Cluster {
-            myself: me,
-            nodes,
-            slots,
-            migrating_to: HashMap::new(),
-            importing_from: HashMap::new(),
-            current_epoch: 1,
-            last_vote_epoch: 0,
-            state_ok: true,
-            settings: crate::server::cluster_settings(&crate::config::Config::default()),
-            actions: Vec::new(),
-        }
+        let mut cl = Cluster::new(crate::server::cluster_settings(&crate::config::Config::default()), 1);
+        cl.nodes = HashMap::new();
+        cl.nodes.insert(a, node(a, 7000, None));
+        cl.nodes.insert(b, node(b, 7001, None));
+        cl.nodes.insert(c, node(c, 7002, Some(b)));
+        cl.myself = me;
+        cl.slots = (0..clusterbus::SLOTS).map(|s| Some(if s < 8192 { a } else { b })).collect();
+        cl.state_ok = true;
+        cl.actions.clear();
+        cl
     }
 
     fn argv(words: &[&str]) -> Vec<Vec<u8>> {
