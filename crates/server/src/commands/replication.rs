@@ -147,7 +147,7 @@ pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// failover to a replica (`replication::failover_start`).
 pub fn failover(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if ctx.srv.cluster.is_some() {
-        return Err(CmdError::err("FAILOVER not allowed in cluster mode."));
+        return Err(CmdError::err("FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead."));
     }
     if args.len() == 2 && is(&args[1], "abort") {
         if ctx.srv.repl.failover.is_none() {
