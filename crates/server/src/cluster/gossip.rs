@@ -88,7 +88,9 @@ impl Cluster {
         if let Some(n) = l.node.filter(|n| self.nodes.get(n).is_some_and(|n| !n.in_handshake())) {
             return Some(n);
         }
-        if !valid_name(name) || !self.nodes.contains_key(name) {
+        // A message naming us as its sender is our own MEET come back
+        // (CLUSTER MEET of our own address): not a peer.
+        if !valid_name(name) || !self.nodes.contains_key(name) || *name == self.myself {
             return None;
         }
         if l.node.is_none() && l.inbound {

@@ -398,6 +398,47 @@ fn takeover_needs_no_votes() {
 }
 
 #[test]
+fn forced_failover_runs_an_election_without_the_primary() {
+    let mut sim = six_nodes(2000);
+    let replica = sim.name(5);
+    sim.kill(2);
+    let env = sim.env(5);
+    sim.c(5).failover(FailoverMode::Force, &env).expect("accepted");
+    sim.drain(5);
+    // No need to wait for FAIL: the election runs at once with FORCEACK.
+    sim.run_until(1500, |s| s.all_see_owner(16383, replica)).expect("the replica won");
+    assert_eq!(sim.roles[5], Role::Primary);
+}
+
+#[test]
+fn a_replica_migrates_to_an_orphaned_primary() {
+    let mut sim = six_nodes(2000);
+    let (p0, p2) = (sim.name(0), sim.name(2));
+    // Node 4 moves from primary 1 to primary 0, which now has two.
+    sim.c(4).replicate(&p0, true).expect("replicate");
+    sim.run_until(5000, |s| s.nodes.iter().flatten().all(|c| c.ok_replicas(&p0) == 2)).expect("everybody sees it");
+    // Primary 2 loses its only replica: one of primary 0's moves there.
+    sim.kill(5);
+    let t = sim
+        .run_until(20_000, |s| (3..5).any(|i| s.nodes[i].as_ref().unwrap().me().replicaof == Some(p2)))
+        .expect("a replica migrated");
+    assert!(t > 5000, "waited the migration delay: {t} ms");
+    let moved = if sim.c(3).me().replicaof == Some(p2) { 3 } else { 4 };
+    let stayed = 7 - moved;
+    assert_eq!(sim.c(stayed).me().replicaof, Some(p0));
+    assert_eq!(sim.roles[moved], Role::ReplicaOf(30002));
+    assert!(sim.name(moved) < sim.name(stayed), "the smaller name moves");
+}
+
+#[test]
+fn meeting_ourselves_comes_to_nothing() {
+    let mut sim = Sim::new(1, 2000);
+    sim.meet(0, 0);
+    sim.run(5000);
+    assert_eq!(sim.c(0).nodes.len(), 1);
+}
+
+#[test]
 fn publish_reaches_every_node_and_shard_publish_only_the_shard() {
     let mut sim = six_nodes(2000);
     let env = sim.env(0);

@@ -461,18 +461,22 @@ fn links(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// CLUSTER SLOT-STATS SLOTSRANGE start end | ORDERBY metric [LIMIT n]
-/// [ASC|DESC]: key-count per slot of this node (the metric Redis reports
-/// without cluster-slot-stats-enabled).
+/// [ASC|DESC]: key-count per slot of this node's shard (the metric Redis
+/// reports without cluster-slot-stats-enabled).
 fn slot_stats(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let me = state(ctx)?.myself;
-    let mine = |ctx: &Ctx, s: u16| ctx.srv.cluster.as_deref().is_some_and(|c| c.slots[s as usize] == Some(me));
+    // The slots of our shard: ours, or our primary's for a replica.
+    let shard: Vec<bool> = {
+        let c = state(ctx)?;
+        let p = c.my_shard_primary();
+        c.nodes.get(&p).map(|n| (0..SLOTS as u16).map(|s| n.slots.get(s)).collect()).unwrap_or_else(|| vec![false; SLOTS])
+    };
     let chosen: Vec<u16> = if args.len() == 5 && is(&args[2], "slotsrange") {
         let a = slot_arg(&args[3])?;
         let b = slot_arg(&args[4])?;
         if a > b {
             return Err(CmdError::err(format!("Start slot number {a} is greater than end slot number {b}")));
         }
-        (a..=b).filter(|&s| mine(ctx, s)).collect()
+        (a..=b).filter(|&s| shard[s as usize]).collect()
     } else if args.len() >= 4 && is(&args[2], "orderby") {
         if !is(&args[3], "key-count") {
             return Err(CmdError::err("Unrecognized sort metric for ORDERBY."));
@@ -503,7 +507,7 @@ fn slot_stats(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             i += 1;
         }
         let counts = keys_per_slot(ctx);
-        let mut v: Vec<u16> = (0..SLOTS as u16).filter(|&s| mine(ctx, s)).collect();
+        let mut v: Vec<u16> = (0..SLOTS as u16).filter(|&s| shard[s as usize]).collect();
         v.sort_by(|&x, &y| {
             let o = counts[x as usize].cmp(&counts[y as usize]);
             (if desc { o.reverse() } else { o }).then(x.cmp(&y))
