@@ -487,7 +487,9 @@ impl Cluster {
                 }
             } else if reporter.is_some() && g.flags & nf::NOADDR == 0 && !self.blacklisted(&g.name, now / 1000) {
                 let shard = self.random_name();
-                let mut n = Node::new(g.name, shard, g.flags & !nf::MYSELF, now);
+                // Peers never gossip about themselves nor about nodes in
+                // handshake: such flags from a confused peer are dropped.
+                let mut n = Node::new(g.name, shard, g.flags & !(nf::MYSELF | nf::HANDSHAKE | nf::MEET), now);
                 n.ip = g_ip;
                 n.tcp_port = tcp;
                 n.tls_port = tls_port;
