@@ -667,7 +667,7 @@ impl Rng {
 /// names drawn from the known nodes, fresh ones and invalid bytes.
 fn random_message(r: &mut Rng, names: &[NodeName]) -> Message {
     use clusterbus::{Body, Extension, Gossip, Header, SlotBitmap};
-    let mut pick = |r: &mut Rng| -> NodeName {
+    let pick = |r: &mut Rng| -> NodeName {
         match r.below(4) {
             0 => NULL_NAME,
             1 => {
