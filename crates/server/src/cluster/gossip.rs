@@ -656,11 +656,15 @@ impl Cluster {
         self.iteration += 1;
         self.update_myself_from_settings();
         if self.replicate_pending {
-            self.replicate_pending = false;
+            // A replica that does not replicate yet (loaded from nodes.conf,
+            // or its primary's address was unknown): start once we know where.
             let p = self.me().replicaof.filter(|_| self.is_replica()).and_then(|p| self.nodes.get(&p));
             if let Some(p) = p.filter(|p| p.has_addr() && !p.ip.is_empty()) {
                 let (ip, port) = (p.ip.clone(), p.default_port(self.settings.tls_cluster));
                 self.actions.push(Action::Replicate { ip, port });
+                self.replicate_pending = false;
+            } else if !self.is_replica() {
+                self.replicate_pending = false;
             }
         }
         let timeout = self.settings.node_timeout;
