@@ -307,4 +307,37 @@ impl Cluster {
         self.later(todo::SAVE_CONFIG | todo::UPDATE_STATE | todo::FSYNC_CONFIG);
         Ok(())
     }
+
+    /// After loading the data at start (Redis's verifyClusterConfigWithData):
+    /// a primary holding keys in `slots_with_keys` takes the slots nobody
+    /// owns and marks as importing those another node owns, so the keys are
+    /// neither served wrongly nor lost. Returns false when the check does
+    /// not apply (a replica).
+    pub fn verify_config_with_data(&mut self, slots_with_keys: impl IntoIterator<Item = u16>) -> bool {
+        if self.is_replica() {
+            return false;
+        }
+        let me = self.myself;
+        let mut changed = false;
+        for s in slots_with_keys {
+            if s as usize >= SLOTS || self.slots[s as usize] == Some(me) || self.importing_from.contains_key(&s) {
+                continue;
+            }
+            changed = true;
+            match self.slots[s as usize] {
+                None => {
+                    self.log(2, format!("I have keys for unassigned slot {s}. Taking responsibility for it."));
+                    self.add_slot(&me, s);
+                }
+                Some(owner) => {
+                    self.log(2, format!("I have keys for slot {s}, but the slot is assigned to another node. Setting it to importing state."));
+                    self.importing_from.insert(s, owner);
+                }
+            }
+        }
+        if changed {
+            self.save_now();
+        }
+        true
+    }
 }

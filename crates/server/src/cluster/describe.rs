@@ -129,6 +129,20 @@ impl Cluster {
     /// form (aux fields and this node's migrations). `tls_primary`: the
     /// TLS port in the address (a client over TLS).
     pub fn node_line(&self, node: &Node, conf: bool, tls_primary: bool) -> String {
+        self.node_line_with(node, conf, tls_primary, &self.node_ranges(&node.name))
+    }
+
+    /// The slot ranges of every node, in one pass over the slot table.
+    pub(crate) fn all_ranges(&self) -> std::collections::HashMap<NodeName, Vec<(u16, u16)>> {
+        let mut map: std::collections::HashMap<NodeName, Vec<(u16, u16)>> = std::collections::HashMap::new();
+        for (a, b, owner) in self.slot_ranges() {
+            map.entry(owner).or_default().push((a, b));
+        }
+        map
+    }
+
+    /// `node_line` with the node's slot ranges given.
+    pub(crate) fn node_line_with(&self, node: &Node, conf: bool, tls_primary: bool, ranges: &[(u16, u16)]) -> String {
         let port = if tls_primary { node.tls_port } else { node.tcp_port };
         let mut s = String::with_capacity(128);
         let _ = write!(s, "{} {}:{}@{}", name_str(&node.name), node.ip, port, node.cport);
@@ -165,7 +179,7 @@ impl Cluster {
             self.shown_epoch(node),
             if connected { "connected" } else { "disconnected" }
         );
-        for (a, b) in self.node_ranges(&node.name) {
+        for &(a, b) in ranges {
             if a == b {
                 let _ = write!(s, " {a}");
             } else {
@@ -173,7 +187,10 @@ impl Cluster {
             }
         }
         if conf && node.flags & nf::MYSELF != 0 {
-            for slot in 0..SLOTS as u16 {
+            let mut open: Vec<u16> = self.migrating_to.keys().chain(self.importing_from.keys()).copied().collect();
+            open.sort_unstable();
+            open.dedup();
+            for slot in open {
                 if let Some(to) = self.migrating_to.get(&slot) {
                     let _ = write!(s, " [{slot}->-{}]", name_str(to));
                 } else if let Some(from) = self.importing_from.get(&slot) {
@@ -188,8 +205,10 @@ impl Cluster {
     /// name, each ending in a newline.
     pub fn nodes_text(&self, tls_primary: bool) -> String {
         let mut out = String::new();
+        let ranges = self.all_ranges();
         for name in self.sorted_names() {
-            out.push_str(&self.node_line(&self.nodes[&name], false, tls_primary));
+            let r = ranges.get(&name).map_or(&[][..], |r| r);
+            out.push_str(&self.node_line_with(&self.nodes[&name], false, tls_primary, r));
             out.push('\n');
         }
         out

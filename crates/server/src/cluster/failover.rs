@@ -62,7 +62,11 @@ impl Cluster {
             (p.shard_id, p.ip.clone(), p.default_port(self.settings.tls_cluster))
         };
         self.update_shard_id(&me, shard);
-        self.actions.push(Action::Replicate { ip, port });
+        if ip.is_empty() || port == 0 {
+            self.replicate_pending = true;
+        } else {
+            self.actions.push(Action::Replicate { ip, port });
+        }
         self.reset_manual_failover();
     }
 

@@ -119,7 +119,10 @@ impl Cluster {
         }
         let mut ok = true;
         if self.settings.require_full_coverage {
-            ok = self.slots.iter().all(|o| o.as_ref().and_then(|o| self.nodes.get(o)).is_some_and(|n| !n.failed()));
+            // Few nodes fail: check the slots against that short list
+            // rather than looking each slot's owner up.
+            let failed: Vec<NodeName> = self.nodes.values().filter(|n| n.failed()).map(|n| n.name).collect();
+            ok = self.slots.iter().all(|o| o.as_ref().is_some_and(|o| !failed.contains(o)));
         }
         let mut size = 0;
         let mut reachable = 0;

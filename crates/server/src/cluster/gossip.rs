@@ -88,7 +88,9 @@ impl Cluster {
         if let Some(n) = l.node.filter(|n| self.nodes.get(n).is_some_and(|n| !n.in_handshake())) {
             return Some(n);
         }
-        if !valid_name(name) || !self.nodes.contains_key(name) {
+        // A message naming us as its sender is our own MEET come back
+        // (CLUSTER MEET of our own address): not a peer.
+        if !valid_name(name) || !self.nodes.contains_key(name) || *name == self.myself {
             return None;
         }
         if l.node.is_none() && l.inbound {
@@ -485,7 +487,9 @@ impl Cluster {
                 }
             } else if reporter.is_some() && g.flags & nf::NOADDR == 0 && !self.blacklisted(&g.name, now / 1000) {
                 let shard = self.random_name();
-                let mut n = Node::new(g.name, shard, g.flags & !nf::MYSELF, now);
+                // Peers never gossip about themselves nor about nodes in
+                // handshake: such flags from a confused peer are dropped.
+                let mut n = Node::new(g.name, shard, g.flags & !(nf::MYSELF | nf::HANDSHAKE | nf::MEET), now);
                 n.ip = g_ip;
                 n.tcp_port = tcp;
                 n.tls_port = tls_port;
@@ -652,11 +656,15 @@ impl Cluster {
         self.iteration += 1;
         self.update_myself_from_settings();
         if self.replicate_pending {
-            self.replicate_pending = false;
+            // A replica that does not replicate yet (loaded from nodes.conf,
+            // or its primary's address was unknown): start once we know where.
             let p = self.me().replicaof.filter(|_| self.is_replica()).and_then(|p| self.nodes.get(&p));
             if let Some(p) = p.filter(|p| p.has_addr() && !p.ip.is_empty()) {
                 let (ip, port) = (p.ip.clone(), p.default_port(self.settings.tls_cluster));
                 self.actions.push(Action::Replicate { ip, port });
+                self.replicate_pending = false;
+            } else if !self.is_replica() {
+                self.replicate_pending = false;
             }
         }
         let timeout = self.settings.node_timeout;

@@ -247,12 +247,14 @@ impl Cluster {
     /// then the vars line.
     pub(crate) fn conf_text(&self) -> String {
         let mut out = String::new();
+        let ranges = self.all_ranges();
         for name in self.sorted_names() {
             let n = &self.nodes[&name];
             if n.in_handshake() {
                 continue;
             }
-            out.push_str(&self.node_line(n, true, false));
+            let r = ranges.get(&name).map_or(&[][..], |r| r);
+            out.push_str(&self.node_line_with(n, true, false, r));
             out.push('\n');
         }
         out.push_str(&format!("vars currentEpoch {} lastVoteEpoch {}\n", self.current_epoch, self.last_vote_epoch));

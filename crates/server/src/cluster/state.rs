@@ -492,6 +492,8 @@ pub struct Cluster {
     pub first_state_time: u64,
     /// A loaded replica must (re)start replication at the next tick.
     pub replicate_pending: bool,
+    /// The cluster-announce-ip last applied to this node ("" = none).
+    pub announced_ip: String,
     /// Loaded from nodes.conf: the file's times await a clock
     /// (`settle_loaded_times`).
     pub settle_pending: bool,
@@ -550,6 +552,7 @@ impl Cluster {
             first_state_time: 0,
             replicate_pending: false,
             settle_pending: false,
+            announced_ip: String::new(),
             rng: seed ^ 0x9e37_79b9_7f4a_7c15,
         }
     }
@@ -892,12 +895,17 @@ impl Cluster {
         let host = self.settings.announce_hostname.clone();
         let human = self.settings.announce_human_nodename.clone();
         let nofailover = if self.settings.replica_no_failover { nf::NOFAILOVER } else { 0 };
+        let dropped = ip.is_empty() && !self.announced_ip.is_empty();
+        self.announced_ip = ip.clone();
         let me = self.me_mut();
         me.tcp_port = tcp;
         me.tls_port = tls;
         me.cport = bus;
         if !ip.is_empty() {
             me.ip = ip;
+        } else if dropped {
+            // No longer announced: learn it again from the next MEET/PING.
+            me.ip.clear();
         }
         let mut save = me.hostname != host || me.human_nodename != human;
         me.hostname = host;

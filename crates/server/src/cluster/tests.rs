@@ -398,6 +398,47 @@ fn takeover_needs_no_votes() {
 }
 
 #[test]
+fn forced_failover_runs_an_election_without_the_primary() {
+    let mut sim = six_nodes(2000);
+    let replica = sim.name(5);
+    sim.kill(2);
+    let env = sim.env(5);
+    sim.c(5).failover(FailoverMode::Force, &env).expect("accepted");
+    sim.drain(5);
+    // No need to wait for FAIL: the election runs at once with FORCEACK.
+    sim.run_until(1500, |s| s.all_see_owner(16383, replica)).expect("the replica won");
+    assert_eq!(sim.roles[5], Role::Primary);
+}
+
+#[test]
+fn a_replica_migrates_to_an_orphaned_primary() {
+    let mut sim = six_nodes(2000);
+    let (p0, p2) = (sim.name(0), sim.name(2));
+    // Node 4 moves from primary 1 to primary 0, which now has two.
+    sim.c(4).replicate(&p0, true).expect("replicate");
+    sim.run_until(5000, |s| s.nodes.iter().flatten().all(|c| c.ok_replicas(&p0) == 2)).expect("everybody sees it");
+    // Primary 2 loses its only replica: one of primary 0's moves there.
+    sim.kill(5);
+    let t = sim
+        .run_until(20_000, |s| (3..5).any(|i| s.nodes[i].as_ref().unwrap().me().replicaof == Some(p2)))
+        .expect("a replica migrated");
+    assert!(t > 5000, "waited the migration delay: {t} ms");
+    let moved = if sim.c(3).me().replicaof == Some(p2) { 3 } else { 4 };
+    let stayed = 7 - moved;
+    assert_eq!(sim.c(stayed).me().replicaof, Some(p0));
+    assert_eq!(sim.roles[moved], Role::ReplicaOf(30002));
+    assert!(sim.name(moved) < sim.name(stayed), "the smaller name moves");
+}
+
+#[test]
+fn meeting_ourselves_comes_to_nothing() {
+    let mut sim = Sim::new(1, 2000);
+    sim.meet(0, 0);
+    sim.run(5000);
+    assert_eq!(sim.c(0).nodes.len(), 1);
+}
+
+#[test]
 fn publish_reaches_every_node_and_shard_publish_only_the_shard() {
     let mut sim = six_nodes(2000);
     let env = sim.env(0);
@@ -569,4 +610,214 @@ fn new_node_is_a_lone_primary_that_saves_its_config() {
     assert_ne!(Cluster::new(settings(0, 15000), 10).myself, c.myself);
     let line = c.nodes_text(false);
     assert!(line.ends_with(" :30000@40000 myself,master - 0 0 0 connected\n"), "{line}");
+}
+
+/// The table's invariants: one myself, the slot table and the nodes'
+/// bitmaps agree, links and replica links point at known nodes, and the
+/// config written loads back.
+fn check_invariants(c: &Cluster) {
+    assert!(c.nodes.contains_key(&c.myself));
+    assert_eq!(c.nodes.values().filter(|n| n.flags & nf::MYSELF != 0).count(), 1, "one myself");
+    for (s, owner) in c.slots.iter().enumerate() {
+        if let Some(o) = owner {
+            assert!(c.nodes[o].slots.get(s as u16), "slot {s} in its owner's bitmap");
+        }
+    }
+    for n in c.nodes.values() {
+        assert_eq!(n.numslots, n.slots.count());
+        for s in n.slots.iter() {
+            assert_eq!(c.slots[s as usize], Some(n.name), "bitmap slot {s} in the table");
+        }
+        if let Some(p) = n.replicaof {
+            assert!(c.nodes.contains_key(&p) && p != n.name, "replicaof a known other node");
+        }
+        if let Some(l) = n.link {
+            assert!(c.links.get(&l).is_some_and(|l| l.node == Some(n.name) && !l.inbound));
+        }
+        if let Some(l) = n.inbound_link {
+            assert!(c.links.get(&l).is_some_and(|l| l.node == Some(n.name) && l.inbound));
+        }
+    }
+    for (id, l) in &c.links {
+        if let Some(n) = l.node {
+            let n = &c.nodes[&n];
+            assert!(n.link == Some(*id) || n.inbound_link == Some(*id), "link {id} attached");
+        }
+    }
+    let text = c.config_text();
+    if let Err(e) = Cluster::load(&text, c.settings.clone(), 1) {
+        panic!("config does not load back: {e}\n{text}");
+    }
+}
+
+/// A tiny generator for the random tests.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 17
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A message a hostile or confused peer could send: every field random,
+/// names drawn from the known nodes, fresh ones and invalid bytes.
+fn random_message(r: &mut Rng, names: &[NodeName]) -> Message {
+    use clusterbus::{Body, Extension, Gossip, Header, SlotBitmap};
+    let pick = |r: &mut Rng| -> NodeName {
+        match r.below(4) {
+            0 => NULL_NAME,
+            1 => {
+                let mut n = *b"0000000000000000000000000000000000000000";
+                for b in n.iter_mut() {
+                    *b = b"0123456789abcdef"[r.below(16) as usize];
+                }
+                n
+            }
+            2 => [b'Z'; 40],
+            _ => names[r.below(names.len() as u64) as usize],
+        }
+    };
+    let mut slots = SlotBitmap::default();
+    for _ in 0..r.below(4) {
+        let a = r.below(16384) as u16;
+        for s in a..(a + r.below(300) as u16).min(16383) {
+            slots.set(s);
+        }
+    }
+    let header = Header {
+        port: r.below(65536) as u16,
+        current_epoch: r.below(12),
+        config_epoch: r.below(12),
+        offset: r.below(200),
+        sender: pick(r),
+        myslots: slots.clone(),
+        replicaof: pick(r),
+        myip: if r.below(2) == 0 { Vec::new() } else { b"10.0.0.9".to_vec() },
+        pport: 0,
+        cport: r.below(65536) as u16,
+        flags: r.below(2048) as u16,
+        state: r.below(2) as u8,
+        mflags: [r.below(8) as u8, 0, 0],
+    };
+    let t = r.below(12) as u16;
+    let body = match t {
+        0..=2 => {
+            let gossip = (0..r.below(5))
+                .map(|_| Gossip {
+                    name: pick(r),
+                    ping_sent: r.below(2) as u32,
+                    pong_received: (T0 / 1000) as u32 + r.below(100) as u32,
+                    ip: b"10.0.0.7".to_vec(),
+                    port: r.below(65536) as u16,
+                    cport: r.below(65536) as u16,
+                    flags: r.below(2048) as u16,
+                    pport: 0,
+                })
+                .collect();
+            let extensions = (0..r.below(4))
+                .map(|_| match r.below(5) {
+                    0 => Extension::Hostname(b"h\0x".to_vec()),
+                    1 => Extension::HumanNodename(vec![0xff, 0xfe]),
+                    2 => Extension::ForgottenNode { name: pick(r), ttl: r.below(100) },
+                    3 => Extension::ShardId(pick(r)),
+                    _ => Extension::Unknown { ext_type: 99, data: vec![0; 8] },
+                })
+                .collect();
+            Body::Ping { gossip, extensions }
+        }
+        3 => Body::Fail { node: pick(r) },
+        4 | 10 => Body::Publish { channel: b"c".to_vec(), message: b"m".to_vec() },
+        7 => Body::Update { config_epoch: r.below(14), node: pick(r), slots },
+        9 => Body::Module { module_id: 1, module_type: 2, payload: Vec::new() },
+        _ => Body::Empty,
+    };
+    Message { msg_type: t, header, body }
+}
+
+#[test]
+fn random_messages_never_break_the_table() {
+    let mut sim = six_nodes(2000);
+    let mut r = Rng(7);
+    let addr = LinkAddr { peer_ip: "10.0.0.8".into(), local_ip: "127.0.0.1".into() };
+    for round in 0..1500 {
+        let i = r.below(6) as usize;
+        let names: Vec<NodeName> = sim.nodes[i].as_ref().unwrap().sorted_names();
+        let msg = random_message(&mut r, &names);
+        let known: Vec<LinkId> = sim.nodes[i].as_ref().unwrap().links.keys().copied().collect();
+        let (link, inbound) = match r.below(3) {
+            0 if !known.is_empty() => {
+                let l = known[r.below(known.len() as u64) as usize];
+                (l, sim.nodes[i].as_ref().unwrap().links[&l].inbound)
+            }
+            1 => (1_000_000 + r.below(50), true),
+            _ => (2_000_000 + r.below(50), false),
+        };
+        let env = sim.env(i);
+        sim.c(i).on_message(link, inbound, &addr, msg, &env);
+        sim.drain(i);
+        if round % 100 == 0 {
+            sim.run(100);
+            for c in sim.nodes.iter().flatten() {
+                check_invariants(c);
+            }
+        }
+    }
+    sim.run(3000);
+    for c in sim.nodes.iter().flatten() {
+        check_invariants(c);
+    }
+}
+
+#[test]
+fn random_kills_restarts_and_failovers_keep_the_table_sound() {
+    let mut sim = six_nodes(1000);
+    let mut r = Rng(11);
+    let mut dead: Vec<usize> = Vec::new();
+    for _ in 0..25 {
+        match r.below(5) {
+            0 if dead.len() < 2 => {
+                let i = r.below(6) as usize;
+                if sim.nodes[i].is_some() {
+                    sim.kill(i);
+                    dead.push(i);
+                }
+            }
+            1 if !dead.is_empty() => {
+                let i = dead.remove(r.below(dead.len() as u64) as usize);
+                let conf = sim.saved[i].clone().expect("saved");
+                sim.nodes[i] = Some(Cluster::load(&conf, settings(i, 1000), r.next()).expect("loads"));
+            }
+            2 => {
+                let i = r.below(6) as usize;
+                if sim.nodes[i].is_some() {
+                    let env = sim.env(i);
+                    let mode = [FailoverMode::Default, FailoverMode::Force, FailoverMode::Takeover][r.below(3) as usize];
+                    let _ = sim.c(i).failover(mode, &env);
+                    sim.drain(i);
+                }
+            }
+            _ => {}
+        }
+        sim.run(500 + r.below(3000));
+        for c in sim.nodes.iter().flatten() {
+            check_invariants(c);
+        }
+    }
+    // Everybody back: the cluster converges to one view with every slot served.
+    for i in dead {
+        let conf = sim.saved[i].clone().expect("saved");
+        sim.nodes[i] = Some(Cluster::load(&conf, settings(i, 1000), 3).expect("loads"));
+    }
+    sim.run_until(30_000, |s| {
+        let a = s.nodes[0].as_ref().unwrap();
+        s.all_ok() && s.nodes.iter().flatten().all(|c| c.slots == a.slots) && a.slots.iter().all(|o| o.is_some())
+    })
+    .expect("the cluster converges");
+    for c in sim.nodes.iter().flatten() {
+        check_invariants(c);
+    }
 }

@@ -3,7 +3,7 @@
 //! standalone mode; routing reads them, `redirect.rs`).
 
 use crate::command::flags::*;
-use crate::command::{arg_i64, container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
+use crate::command::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
 use crate::acl::{Denied, LogContext};
 use crate::client::ReplyMode;
 
@@ -42,61 +42,7 @@ pub fn table() -> Vec<Spec> {
             .acl(conn)
             .group("connection")
             .doc("Authenticates the connection.", "1.0.0"),
-        cluster(),
     ]
-}
-
-/// READONLY, READWRITE: cluster replica modes; this server runs standalone.
-/// CLUSTER and its subcommands, as a server without cluster support has
-/// them: listed by COMMAND with Redis's arity, flags and categories (clients
-/// probe for them), each answering that cluster support is disabled.
-fn cluster() -> Spec {
-    const SLOW: &[&str] = &["slow"];
-    const ADM: &[&str] = &["admin", "slow", "dangerous"];
-    let st = STALE;
-    let adm = ADMIN | STALE;
-    let rows: [(&'static str, i32, u32, &'static str, &'static str); 28] = [
-        ("addslots", -3, adm, "Assigns new hash slots to a node.", "3.0.0"),
-        ("addslotsrange", -4, adm, "Assigns new hash slot ranges to a node.", "7.0.0"),
-        ("bumpepoch", 2, adm, "Advances the cluster config epoch.", "3.0.0"),
-        ("count-failure-reports", 3, adm, "Returns the number of active failure reports active for a node.", "3.0.0"),
-        ("countkeysinslot", 3, st, "Returns the number of keys in a hash slot.", "3.0.0"),
-        ("delslots", -3, adm, "Sets hash slots as unbound for a node.", "3.0.0"),
-        ("delslotsrange", -4, adm, "Sets hash slot ranges as unbound for a node.", "7.0.0"),
-        ("failover", -2, adm, "Forces a replica to perform a manual failover of its master.", "3.0.0"),
-        ("flushslots", 2, adm, "Deletes all slots information from a node.", "3.0.0"),
-        ("forget", 3, adm, "Removes a node from the nodes table.", "3.0.0"),
-        ("getkeysinslot", 4, st, "Returns the key names in a hash slot.", "3.0.0"),
-        ("help", 2, LOADING | st, "Returns helpful text about the different subcommands.", "5.0.0"),
-        ("info", 2, st, "Returns information about the state of a node.", "3.0.0"),
-        ("keyslot", 3, st, "Returns the hash slot for a key.", "3.0.0"),
-        ("links", 2, st, "Returns a list of all TCP links to and from peer nodes.", "7.0.0"),
-        ("meet", -4, adm, "Forces a node to handshake with another node.", "3.0.0"),
-        ("myid", 2, st, "Returns the ID of a node.", "3.0.0"),
-        ("myshardid", 2, st, "Returns the shard ID of a node.", "7.2.0"),
-        ("nodes", 2, st, "Returns the cluster configuration for a node.", "3.0.0"),
-        ("replicas", 3, adm, "Lists the replica nodes of a master node.", "5.0.0"),
-        ("replicate", 3, adm, "Configure a node as replica of a master node.", "3.0.0"),
-        ("reset", -2, adm | NOSCRIPT, "Resets a node.", "3.0.0"),
-        ("saveconfig", 2, adm, "Forces a node to save the cluster configuration to disk.", "3.0.0"),
-        ("set-config-epoch", 3, adm, "Sets the configuration epoch for a new node.", "3.0.0"),
-        ("setslot", -4, adm, "Binds a hash slot to a node.", "3.0.0"),
-        ("shards", 2, LOADING | st, "Returns the mapping of cluster slots to shards.", "7.0.0"),
-        ("slaves", 3, adm, "Lists the replica nodes of a master node.", "3.0.0"),
-        ("slots", 2, LOADING | st, "Returns the mapping of cluster slots to nodes.", "3.0.0"),
-    ];
-    let subs = rows
-        .into_iter()
-        .map(|(name, arity, flags, summary, since)| {
-            spec(name, arity, flags, NO_KEYS, cluster_only).acl(if flags & ADMIN != 0 { ADM } else { SLOW }).doc(summary, since)
-        })
-        .collect();
-    container("cluster", subs).group("cluster").doc("A container for Redis Cluster commands.", "3.0.0")
-}
-
-/// Every CLUSTER subcommand, READONLY and READWRITE without cluster support.
-pub fn cluster_only(_ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    Err(CmdError::err("This instance has cluster support disabled"))
 }
 
 /// PING [message]

@@ -6,6 +6,7 @@
 
 pub mod acl;
 pub mod bitops;
+pub mod cluster;
 pub mod connection;
 pub mod dump;
 pub mod geo;
@@ -33,6 +34,7 @@ pub fn table() -> Vec<Spec> {
     let mut all = Vec::new();
     all.extend(acl::table());
     all.extend(bitops::table());
+    all.extend(cluster::table());
     all.extend(connection::table());
     all.extend(geo::table());
     all.extend(hash::table());
