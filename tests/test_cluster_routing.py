@@ -565,3 +565,81 @@ def test_nodes_meet_and_redirect(fresh, mix):
         assert s.read_reply(timeout=10) == b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
         s.close()
     a.close()
+
+
+def two_primaries(fresh, impl: str) -> tuple[list[Node], dict[str, str]]:
+    """A (slots 0-8191) and B (8192-16383) of `impl`, met and ok; their node ids."""
+    if impl == "redis" and shutil.which("redis-server") is None:
+        pytest.skip("redis-server not installed")
+    nodes = fresh(impl, impl)
+    ids = {}
+    for n, (lo, hi) in zip(nodes, [("0", "8191"), ("8192", "16383")]):
+        c = n.conn()
+        assert c.call("CLUSTER", "ADDSLOTSRANGE", lo, hi) == b"+OK\r\n"
+        ids[n.name] = c.call("CLUSTER", "MYID").split(b"\r\n")[1].decode()
+        c.close()
+    a = nodes[0].conn()
+    assert a.call("CLUSTER", "MEET", HOST, str(nodes[1].port)) == b"+OK\r\n"
+    a.close()
+    cluster_ok(nodes)
+    return nodes, ids
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_blocked_client_follows_its_slot(fresh, impl):
+    nodes, ids = two_primaries(fresh, impl)
+    a, b = nodes
+    blocked = a.conn()
+    blocked.cmd("BLPOP", "b", "0")  # slot 3300, A's
+    time.sleep(0.3)
+    for n in (b, a):
+        c = n.conn()
+        assert c.call("CLUSTER", "SETSLOT", "3300", "NODE", ids["B"]) == b"+OK\r\n"
+        c.close()
+    r = normalize(blocked.read_reply(timeout=10), {"A": a, "B": b})
+    assert r == b"-MOVED 3300 <B>\r\n"
+    blocked.close()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_debug_cluster_links(fresh, impl):
+    nodes, ids = two_primaries(fresh, impl)
+    a, b = nodes
+    c = a.conn()
+    assert c.call("DEBUG", "CLUSTERLINK", "KILL", "all", "f" * 40) == b"-ERR Unknown node " + b"f" * 40 + b"\r\n"
+    assert c.call("DEBUG", "CLUSTERLINK", "KILL", "all", ids["B"]) == b"+OK\r\n"
+    # The links come back, and the cluster stays ok.
+    deadline = time.monotonic() + 20
+    while c.call("CLUSTER", "LINKS").count(b"direction") < 2:
+        assert time.monotonic() < deadline, c.call("CLUSTER", "LINKS")
+        time.sleep(0.1)
+    cluster_ok(nodes)
+    # Dropped PUBLISH messages never reach B's subscribers.
+    sub = b.conn()
+    sub.call("SUBSCRIBE", "news")
+    d = b.conn()
+    assert d.call("DEBUG", "DROP-CLUSTER-PACKET-FILTER", "4") == b"+OK\r\n"
+    c.call("PUBLISH", "news", "lost")
+    with pytest.raises(TimeoutError):
+        sub.read_reply(timeout=1.5)
+    assert d.call("DEBUG", "DROP-CLUSTER-PACKET-FILTER", "-1") == b"+OK\r\n"
+    c.call("PUBLISH", "news", "found")
+    assert sub.read_reply(timeout=10) == b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nfound\r\n"
+    for x in (c, sub, d):
+        x.close()
+
+
+def test_spublish_reaches_the_shard(cluster):
+    nodes = cluster("densekv", {"A": {"slots": [(0, 16383)]}, "C": {"replicaof": "A"}})
+    wait_serving(nodes["A"], "b")
+    sub = nodes["C"].conn()
+    deadline = time.monotonic() + 20
+    # The replica serves shard channels of its primary's slots, READONLY or not.
+    while (r := sub.call("SSUBSCRIBE", "b")) != b"*3\r\n$10\r\nssubscribe\r\n$1\r\nb\r\n:1\r\n":
+        assert time.monotonic() < deadline, r
+        time.sleep(0.2)
+    pub = nodes["A"].conn()
+    assert pub.call("SPUBLISH", "b", "hi") == b":0\r\n"
+    assert sub.read_reply(timeout=10) == b"*3\r\n$8\r\nsmessage\r\n$1\r\nb\r\n$2\r\nhi\r\n"
+    sub.close()
+    pub.close()

@@ -317,8 +317,10 @@ impl Bus {
         let mut over = Vec::new();
         let mut failed = Vec::new();
         let mut mem = 0u64;
+        srv.cluster_link_buffers.clear();
         for (&id, l) in &self.links {
             mem += (l.rbuf.capacity() + l.wbuf.capacity()) as u64;
+            srv.cluster_link_buffers.insert(id, (l.wbuf.capacity() as u64, l.queued() as u64));
             if limit != 0 && l.queued() > limit {
                 over.push(id);
             } else if l.connecting.is_some_and(|t| now.duration_since(t) > timeout) {
@@ -327,7 +329,10 @@ impl Bus {
         }
         srv.cluster_links_mem = mem;
         for id in over {
-            srv.cluster_links_limit_exceeded += 1;
+            if let Some(c) = srv.cluster.as_deref_mut() {
+                c.links_buffer_limit_exceeded += 1;
+            }
+            srv.config.log.warning(&format!("Freeing cluster link ({} queued bytes), over cluster-link-sendbuf-limit", self.links.get(&id).map_or(0, Link::queued)));
             self.close(srv, host, registry, id);
         }
         for (id, node) in failed {

@@ -472,10 +472,9 @@ pub struct Server {
     /// DEBUG DROP-CLUSTER-PACKET-FILTER: bus messages of this type are
     /// dropped on receipt (-1: none, -2: every type).
     pub cluster_drop_filter: i32,
-    /// Bus links freed because their send queue passed
-    /// cluster-link-sendbuf-limit (CLUSTER INFO's
-    /// total_cluster_links_buffer_limit_exceeded).
-    pub cluster_links_limit_exceeded: u64,
+    /// Each bus link's send buffer, as the event loop last measured it:
+    /// (bytes allocated, bytes queued), for CLUSTER LINKS.
+    pub cluster_link_buffers: HashMap<crate::cluster::LinkId, (u64, u64)>,
     /// Bytes the bus links hold in their buffers (INFO mem_cluster_links),
     /// as the event loop last counted them.
     pub cluster_links_mem: u64,
@@ -747,7 +746,7 @@ impl Server {
             nodes_conf: None,
             cluster_pause_until: 0,
             cluster_drop_filter: -1,
-            cluster_links_limit_exceeded: 0,
+            cluster_link_buffers: HashMap::new(),
             cluster_links_mem: 0,
             skip_checksum_validation: false,
             expire_db_cursor: 0,
