@@ -364,6 +364,31 @@ fn killed_primary_fails_over_to_its_replica_and_rejoins_as_replica() {
     .expect("the old primary rejoins as a replica");
     assert_eq!(sim.roles[0], Role::ReplicaOf(30003));
     assert_eq!(sim.c(0).me().numslots, 0);
+    // It learnt of the newer configuration through an UPDATE, and its
+    // shard channels' subscribers were told the slots moved.
+    assert!(sim.c(0).stats_received[clusterbus::msg_type::UPDATE as usize] > 0);
+    assert!(sim.seen[0].iter().any(|a| matches!(a, Action::ShardChannelsMoved(v) if v.len() == 5461)));
+    // Everybody agrees on the shard of the old primary: its new primary's.
+    let shard = sim.c(3).me().shard_id;
+    assert!(sim.nodes.iter().flatten().all(|c| c.nodes[&old].shard_id == shard));
+}
+
+#[test]
+fn reset_forgets_the_cluster() {
+    let mut sim = six_nodes(2000);
+    let old = sim.name(5);
+    assert_eq!(
+        sim.c(0).reset(false, false),
+        Err(OpError("CLUSTER RESET can't be called with master nodes containing keys".into()))
+    );
+    sim.c(5).reset(true, true).expect("a replica resets");
+    assert!(sim.c(5).me().is_primary());
+    assert_ne!(sim.name(5), old, "a hard reset takes a new name");
+    assert_eq!(sim.c(5).nodes.len(), 1);
+    assert_eq!((sim.c(5).current_epoch, sim.c(5).me().config_epoch), (0, 0));
+    sim.drain(5);
+    assert_eq!(sim.roles[5], Role::Primary);
+    assert!(sim.seen[5].iter().any(|a| matches!(a, Action::DropSlots(v) if v.len() == SLOTS)));
 }
 
 #[test]
