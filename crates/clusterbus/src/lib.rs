@@ -1,12 +1,113 @@
 //! The Redis Cluster bus message format (Redis 7's protocol version 1), as a
 //! codec with no server state: the peer of `resp` for the bus port.
 //!
-//! Every message starts with the same 2,256-byte header; what follows it
-//! depends on the type. All integers are big-endian on the wire.
+//! A message is one frame: a fixed 2,256-byte header, then a body whose shape
+//! the header's `type` chooses. All integers are big-endian, text fields are
+//! NUL-padded, and there is no padding between fields.
 //!
-//! This file declares the message types the server's cluster state machine
-//! works with. Nothing here knows about nodes, links or time: decoding takes
-//! the bytes of one whole frame and checks every length before reading.
+//! # The header
+//!
+//! ```text
+//! offset  size  field         here
+//! ------  ----  ------------  ---------------------------------------------------
+//!      0     4  sig           "RCmb" (SIG)
+//!      4     4  totlen        bytes of the whole frame, header included
+//!      8     2  ver           1 (PROTO_VER)
+//!     10     2  port          Header::port
+//!     12     2  type          Message::msg_type
+//!     14     2  count         gossip sections of PING, PONG, MEET; 0 otherwise
+//!     16     8  currentEpoch  Header::current_epoch
+//!     24     8  configEpoch   Header::config_epoch
+//!     32     8  offset        Header::offset
+//!     40    40  sender        Header::sender
+//!     80  2048  myslots       Header::myslots
+//!   2128    40  slaveof       Header::replicaof (all zero: none)
+//!   2168    46  myip          Header::myip, NUL-padded (all zero: none)
+//!   2214     2  extensions    ping extensions of PING, PONG, MEET; 0 otherwise
+//!   2216    30  notused1      zero
+//!   2246     2  pport         Header::pport
+//!   2248     2  cport         Header::cport
+//!   2250     2  flags         Header::flags (node_flags)
+//!   2252     1  state         Header::state
+//!   2253     3  mflags        Header::mflags (mflags0 for byte 0)
+//!   2256        body
+//! ```
+//!
+//! [`offset`] names each of these. The tests pin them (as Redis pins its
+//! `clusterMsg` with static_asserts), and decode frames captured from Redis
+//! 7.0 and encode them again byte for byte (`tests/fixtures/`).
+//!
+//! # Bodies
+//!
+//! ```text
+//! PING, PONG, MEET  count gossip sections of 104 bytes (gossip.rs), then, when
+//!                   mflags[0] has EXT_DATA, `extensions` ping extensions, each an
+//!                   8-byte header and a payload padded to 8 bytes (ext.rs)
+//! FAIL              nodename[40]                                  totlen 2296
+//! PUBLISH,          channel_len u32, message_len u32, channel, message
+//! PUBLISHSHARD                      totlen 2264 + channel_len + message_len
+//! FAILOVER_AUTH_REQUEST, FAILOVER_AUTH_ACK, MFSTART
+//!                   nothing                                       totlen 2256
+//! UPDATE            configEpoch u64, nodename[40], slots[2048]    totlen 4352
+//! MODULE            module_id u64, len u32, type u8, payload[len]
+//!                                                   totlen 2269 + len
+//! 11 and above      anything: Redis takes any totlen, uses the header as it
+//!                   uses every message's (epochs, replication offset) and
+//!                   ignores the rest; decoded as Body::Empty, the bytes after
+//!                   the header dropped
+//! ```
+//!
+//! PUBLISH has no padding: Redis's struct declares an 8-byte placeholder for
+//! the channel and message, and subtracts it again when it computes totlen.
+//!
+//! # Invariants and limits
+//!
+//! - Framing: the reader takes [`PREFIX_LEN`] bytes, then [`frame_len`] checks
+//!   the signature and `HEADER_LEN <= totlen <= max_len` and says how long the
+//!   frame is. Redis makes the same two checks at the same point and closes
+//!   the link when they fail; the upper limit is ours (Redis has none).
+//! - [`decode`] takes exactly one frame and checks every length before it
+//!   reads: totlen must be what the type, the gossip count, the extension
+//!   lengths or the PUBLISH / MODULE lengths add up to, summed without
+//!   overflow (Redis sums them in u32). It never panics and allocates in
+//!   proportion to the bytes it was given, never to a count or length they
+//!   declare: at most 8 times the frame's length (an 8-byte extension becomes
+//!   a 56-byte [`Extension`]; `tests/alloc.rs` measures it).
+//! - Redis drops a frame whose version is not 1 or whose lengths do not add
+//!   up, and keeps the link: the frame was whole, so the stream is still in
+//!   step. [`DecodeError::closes_link`] says which errors close it.
+//! - What Redis ignores is ignored: `count` and `extensions` of the other
+//!   types, notused bytes, bytes after the NUL of an IP or a hostname, the
+//!   body of an unknown type. Encoding writes them as Redis does (zero), so
+//!   decoding and encoding again is byte-exact for what Redis sends (every
+//!   captured frame; gossip.rs names the one field where Redis could leave
+//!   stray bytes), and encoding then decoding gives the message back (with
+//!   EXT_DATA in `mflags[0]` if it has extensions).
+//! - Stricter than Redis where Redis would read past what it checked:
+//!   refused are an extension length below 8 (Redis lets 0 by), a text
+//!   extension without its NUL, a FORGOTTEN_NODE or SHARDID payload too
+//!   short for its fields, extensions counted without EXT_DATA, and PUBLISH
+//!   or MODULE lengths whose u32 sum wraps; and an extension length is read
+//!   whole (Redis checks only its low 16 bits). Redis's own writer produces
+//!   none of these.
+//! - [`encode`] writes what Redis writes for the same content: count = the
+//!   gossip sections, extensions = their number, totlen computed, EXT_DATA
+//!   set when there are extensions and otherwise kept as given (Redis 7.0 sets
+//!   it only then; 7.2 and later set it on every message they build). It
+//!   panics on a message no bytes can carry ([`Message::encodable`]).
+//!
+//! Not here: I/O, node state, deciding what to send. The server's cluster
+//! state machine does that with these types and never touches bytes.
+
+#![warn(missing_docs)]
+
+mod codec;
+mod ext;
+mod gossip;
+mod header;
+mod wire;
+
+pub use codec::{decode, encode, frame_len};
 
 /// Signature at the start of every bus message ("Redis Cluster message bus").
 pub const SIG: [u8; 4] = *b"RCmb";
@@ -24,6 +125,71 @@ pub const NAME_LEN: usize = 40;
 pub const IP_LEN: usize = 46;
 /// Bytes of one gossip section of PING, PONG and MEET.
 pub const GOSSIP_LEN: usize = 104;
+/// Bytes a reader takes before it knows a frame's length: the signature and
+/// `totlen` (Redis's read handler reads these 8 bytes first).
+pub const PREFIX_LEN: usize = 8;
+/// Bytes of a ping extension's own header (length u32, type u16, unused u16).
+pub const EXT_HEADER_LEN: usize = 8;
+
+/// Where each field of the header starts (see the drawing above). The
+/// fields follow each other with no gaps; the asserts below check that the
+/// offsets and the sizes agree, and the tests pin them against encoded bytes.
+pub mod offset {
+    /// `sig`, 4 bytes.
+    pub const SIG: usize = 0;
+    /// `totlen`, u32.
+    pub const TOTLEN: usize = 4;
+    /// `ver`, u16.
+    pub const VER: usize = 8;
+    /// `port`, u16.
+    pub const PORT: usize = 10;
+    /// `type`, u16.
+    pub const TYPE: usize = 12;
+    /// `count`, u16.
+    pub const COUNT: usize = 14;
+    /// `currentEpoch`, u64.
+    pub const CURRENT_EPOCH: usize = 16;
+    /// `configEpoch`, u64.
+    pub const CONFIG_EPOCH: usize = 24;
+    /// `offset` (replication offset), u64.
+    pub const OFFSET: usize = 32;
+    /// `sender`, 40 bytes.
+    pub const SENDER: usize = 40;
+    /// `myslots`, 2,048 bytes.
+    pub const MYSLOTS: usize = 80;
+    /// `slaveof`, 40 bytes.
+    pub const SLAVEOF: usize = 2128;
+    /// `myip`, 46 bytes.
+    pub const MYIP: usize = 2168;
+    /// `extensions`, u16.
+    pub const EXTENSIONS: usize = 2214;
+    /// `notused1`, 30 zero bytes.
+    pub const NOTUSED: usize = 2216;
+    /// `pport`, u16.
+    pub const PPORT: usize = 2246;
+    /// `cport`, u16.
+    pub const CPORT: usize = 2248;
+    /// `flags`, u16.
+    pub const FLAGS: usize = 2250;
+    /// `state`, u8.
+    pub const STATE: usize = 2252;
+    /// `mflags`, 3 bytes.
+    pub const MFLAGS: usize = 2253;
+    /// The body.
+    pub const BODY: usize = 2256;
+}
+
+// Each field ends where the next begins, and the header is HEADER_LEN bytes.
+const _: () = {
+    use offset::*;
+    assert!(SIG + 4 == TOTLEN && TOTLEN + 4 == VER && VER + 2 == PORT && PORT + 2 == TYPE);
+    assert!(TYPE + 2 == COUNT && COUNT + 2 == CURRENT_EPOCH && CURRENT_EPOCH + 8 == CONFIG_EPOCH);
+    assert!(CONFIG_EPOCH + 8 == OFFSET && OFFSET + 8 == SENDER && SENDER + NAME_LEN == MYSLOTS);
+    assert!(MYSLOTS + SLOT_BYTES == SLAVEOF && SLAVEOF + NAME_LEN == MYIP && MYIP + IP_LEN == EXTENSIONS);
+    assert!(EXTENSIONS + 2 == NOTUSED && NOTUSED + 30 == PPORT && PPORT + 2 == CPORT);
+    assert!(CPORT + 2 == FLAGS && FLAGS + 2 == STATE && STATE + 1 == MFLAGS && MFLAGS + 3 == BODY);
+    assert!(BODY == HEADER_LEN);
+};
 
 /// A node name: 40 hex digits, or all zero for "none".
 pub type NodeName = [u8; NAME_LEN];
@@ -305,7 +471,8 @@ pub struct Message {
     pub body: Body,
 }
 
-/// Why bytes are not a valid message. The receiver closes that link.
+/// Why bytes are not a valid message. [`DecodeError::closes_link`] says
+/// whether the receiver closes the link or drops just the frame, as Redis does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
     /// The first four bytes are not "RCmb".
@@ -319,23 +486,26 @@ pub enum DecodeError {
     Malformed(&'static str),
 }
 
-/// The length of the frame that `prefix` starts: None until 8 bytes are
-/// there, then `totlen`, checked against the signature, the header's size
-/// and `max_len`.
-pub fn frame_len(prefix: &[u8], max_len: usize) -> Result<Option<usize>, DecodeError> {
-    let _ = (prefix, max_len);
-    unimplemented!("bus codec: frame_len")
+impl DecodeError {
+    /// Whether the receiver must close the link. True for a bad signature or
+    /// length: the stream is not a bus stream, or the frame cannot be read.
+    /// False for a wrong version or a body that does not fit its totlen:
+    /// Redis drops that frame and goes on reading the link, which is still
+    /// in step since the frame was whole.
+    pub fn closes_link(&self) -> bool {
+        matches!(self, DecodeError::BadSignature | DecodeError::BadLength(_))
+    }
 }
 
-/// Decodes one whole frame (exactly `totlen` bytes).
-pub fn decode(frame: &[u8]) -> Result<Message, DecodeError> {
-    let _ = frame;
-    unimplemented!("bus codec: decode")
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::BadSignature => f.write_str("bad message signature on the cluster bus"),
+            DecodeError::BadLength(n) => write!(f, "bad message length {n} on the cluster bus"),
+            DecodeError::BadVersion(v) => write!(f, "cluster bus protocol version {v}, not {PROTO_VER}"),
+            DecodeError::Malformed(what) => write!(f, "malformed cluster bus message: {what}"),
+        }
+    }
 }
 
-/// Appends `msg`'s bytes to `out`, with `totlen`, `count`, `extensions` and
-/// `mflags0::EXT_DATA` derived from the message.
-pub fn encode(msg: &Message, out: &mut Vec<u8>) {
-    let _ = (msg, out);
-    unimplemented!("bus codec: encode")
-}
+impl std::error::Error for DecodeError {}

@@ -234,6 +234,11 @@ impl Blocking {
         self.parked.keys().copied().collect()
     }
 
+    /// What blocked client `id` waits with: its keys and command.
+    pub fn parked(&self, id: ClientId) -> Option<&Parked> {
+        self.parked.get(&id)
+    }
+
     /// True if `id` is blocked.
     pub fn is_blocked(&self, id: ClientId) -> bool {
         self.parked.contains_key(&id)

@@ -224,6 +224,12 @@ pub struct Client {
     /// Waiting in a blocking command (see `blocking.rs`): no further
     /// requests are read until it is served, times out or is unblocked.
     pub blocked: bool,
+    /// READONLY (cluster mode): reads of its primary's slots are served
+    /// on a replica.
+    pub readonly: bool,
+    /// ASKING (cluster mode): the next command may use an importing slot.
+    /// One-shot, kept through a transaction until EXEC.
+    pub asking: bool,
     /// Bytes of the request being executed, already consumed from `qbuf`
     /// (CLIENT LIST counts them in `qbuf=`, as Redis does).
     pub cur_cmd_len: usize,
@@ -383,6 +389,8 @@ impl Client {
             paused: false,
             peer_closed: false,
             blocked: false,
+            readonly: false,
+            asking: false,
             cur_cmd_len: 0,
             pubsub: None,
             tracking: None,
@@ -489,14 +497,18 @@ impl Client {
         if self.close_after_reply {
             f.push('c');
         }
+        // Redis's order from here: U, r, e, T.
+        if self.sock.as_ref().is_some_and(Conn::is_unix) {
+            f.push('U');
+        }
+        if self.readonly {
+            f.push('r');
+        }
         if self.no_evict {
             f.push('e');
         }
         if self.no_touch {
             f.push('T');
-        }
-        if self.sock.as_ref().is_some_and(Conn::is_unix) {
-            f.push('U');
         }
         if f.is_empty() {
             f.push('N');

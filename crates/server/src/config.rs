@@ -304,27 +304,29 @@ pub static PARAMS: &[Param] = &[
     p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]),
     p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]),
     p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore").ignored(),
-    // Cluster: not implemented.
-    p("cluster-enabled", B, "no").fixed().ignored(),
-    p("cluster-config-file", S, "nodes.conf").fixed().ignored(),
-    p("cluster-node-timeout", U, "15000").ignored(),
-    p("cluster-port", PORT, "0").fixed().ignored(),
-    p("cluster-replica-validity-factor", UI, "10").alias(&["cluster-slave-validity-factor"]).ignored(),
-    p("cluster-migration-barrier", UI, "1").ignored(),
-    p("cluster-allow-replica-migration", B, "yes").ignored(),
-    p("cluster-require-full-coverage", B, "yes").ignored(),
-    p("cluster-replica-no-failover", B, "no").alias(&["cluster-slave-no-failover"]).ignored(),
-    p("cluster-allow-reads-when-down", B, "no").ignored(),
-    p("cluster-allow-pubsubshard-when-down", B, "yes").ignored(),
-    p("cluster-link-sendbuf-limit", M, "0").ignored(),
-    p("cluster-announce-ip", S, "").ignored(),
-    p("cluster-announce-hostname", S, "").ignored(),
-    p("cluster-announce-human-nodename", S, "").ignored(),
-    p("cluster-announce-port", PORT, "0").ignored(),
-    p("cluster-announce-bus-port", PORT, "0").ignored(),
-    p("cluster-announce-tls-port", PORT, "0").ignored(),
-    p("cluster-preferred-endpoint-type", Kind::Enum(&["ip", "hostname", "unknown-endpoint"]), "ip").ignored(),
-    p("cluster-ping-interval", U, "0").hidden().ignored(),
+    // Cluster (cluster/ is the state, bus.rs the links, redirect.rs the
+    // routing): the mutable ones reach the running state through
+    // `server::cluster_settings` after every CONFIG SET.
+    p("cluster-enabled", B, "no").fixed(),
+    p("cluster-config-file", S, "nodes.conf").fixed(),
+    p("cluster-node-timeout", U, "15000"),
+    p("cluster-port", PORT, "0").fixed(),
+    p("cluster-replica-validity-factor", UI, "10").alias(&["cluster-slave-validity-factor"]),
+    p("cluster-migration-barrier", UI, "1"),
+    p("cluster-allow-replica-migration", B, "yes"),
+    p("cluster-require-full-coverage", B, "yes"),
+    p("cluster-replica-no-failover", B, "no").alias(&["cluster-slave-no-failover"]),
+    p("cluster-allow-reads-when-down", B, "no"),
+    p("cluster-allow-pubsubshard-when-down", B, "yes"),
+    p("cluster-link-sendbuf-limit", M, "0"),
+    p("cluster-announce-ip", S, ""),
+    p("cluster-announce-hostname", S, ""),
+    p("cluster-announce-human-nodename", S, ""),
+    p("cluster-announce-port", PORT, "0"),
+    p("cluster-announce-bus-port", PORT, "0"),
+    p("cluster-announce-tls-port", PORT, "0"),
+    p("cluster-preferred-endpoint-type", Kind::Enum(&["ip", "hostname", "unknown-endpoint"]), "ip"),
+    p("cluster-ping-interval", U, "0").hidden(),
     // TLS (tls.rs): the server side; the client side (replication,
     // cluster) is stored only.
     p("tls-port", PORT, "0"),
@@ -339,6 +341,7 @@ pub static PARAMS: &[Param] = &[
     p("tls-ca-cert-dir", S, ""),
     p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
     p("tls-replication", B, "no").ignored(),
+    // The bus has no TLS yet: tls-cluster is accepted, not acted on.
     p("tls-cluster", B, "no").ignored(),
     p("tls-protocols", S, ""),
     p("tls-ciphers", S, ""),
@@ -393,6 +396,12 @@ pub fn strerror(e: &std::io::Error) -> String {
 pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
     if param.name == "notify-keyspace-events" {
         return keyspace_events(value);
+    }
+    if param.name == "cluster-announce-hostname" {
+        announced_hostname(value)?;
+    }
+    if param.name == "cluster-announce-human-nodename" && !value.bytes().all(aux_char) {
+        return Err("Announced human node name contained invalid character".into());
     }
     let words: Vec<&str> = value.split_whitespace().collect();
     match param.kind {
@@ -523,6 +532,25 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
             Ok(current_dir())
         }
     }
+}
+
+/// cluster-announce-hostname's check, as Redis's: shorter than 256 bytes,
+/// letters, digits, hyphens and dots only (it goes into the bus's ping
+/// extensions and into -MOVED redirections).
+fn announced_hostname(value: &str) -> Result<(), String> {
+    if value.len() >= 256 {
+        return Err("Hostnames must be less than 256 characters".into());
+    }
+    if !value.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+        return Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into());
+    }
+    Ok(())
+}
+
+/// A byte nodes.conf's aux fields may hold (human node names go there):
+/// printable, and not one that separates the file's fields.
+fn aux_char(c: u8) -> bool {
+    c.is_ascii_graphic() && !matches!(c, b',' | b'=' | b'@')
 }
 
 /// The working directory, as CONFIG GET dir prints it.
@@ -1213,9 +1241,12 @@ impl Config {
     /// The non-default parameters, as config-file lines (CONFIG REWRITE).
     pub fn rewrite_text(&self) -> String {
         let mut out = String::new();
+        // A cluster node's primary is nodes.conf's to say: Redis writes no
+        // replicaof into a cluster node's config file (it would refuse it).
+        let cluster = self.flag("cluster-enabled");
         for p in PARAMS {
             let v = &self.values[p.name];
-            if v != p.default {
+            if v != p.default && !(cluster && p.name == "replicaof") {
                 out.push_str(p.name);
                 out.push(' ');
                 if v.is_empty() || (v.contains(' ') && !p.kind.is_list()) {

@@ -27,8 +27,8 @@ fn runs_in_multi(name: &str) -> bool {
 /// or a shutdown waiting for replicas.
 #[inline]
 pub fn is_paused(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], now: i64) -> bool {
-    // Nothing pauses: one test of three fields on every command.
-    if srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none() {
+    // Nothing pauses: one test of four fields on every command.
+    if srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none() && srv.cluster_pause_until == 0 {
         return false;
     }
     is_paused_slow(srv, host, spec, argv, now)
@@ -58,6 +58,20 @@ pub const NOAUTH_ERROR: &str = "NOAUTH Authentication required.";
 
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    if !c.asking {
+        return call_once(srv, host, c, argv);
+    }
+    // ASKING lasts one command, or a whole transaction (Redis clears it
+    // after each command but ASKING itself, outside MULTI).
+    let ran = call_once(srv, host, c, argv);
+    if ran && c.multi.is_none() && c.last_cmd != "asking" {
+        c.asking = false;
+    }
+    ran
+}
+
+/// `call` without the ASKING bookkeeping.
+fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
     let start = Instant::now();
     let now = srv.unix_ms_at(start);
     let table = host.table().clone();
@@ -93,6 +107,15 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
         let ctx = if c.multi.is_some() { LogContext::Multi } else { LogContext::Toplevel };
         if let Some((_, msg)) = exec::acl_refuse(srv, c, spec, &argv, ctx, None) {
             reject(srv, c, spec, &CmdError::Custom(format!("NOPERM {msg}")));
+            return true;
+        }
+    }
+    // Cluster routing (Redis's getNodeByQuery): one branch standalone.
+    // What this node's primary sends is applied wherever its keys hash.
+    if srv.cluster.is_some() && c.repl_role != ReplRole::Primary {
+        let write = if name == "exec" { queued_has(&table, c, flags::WRITE) } else { host.scripts_ref().command_flags(spec, &argv) & flags::WRITE != 0 };
+        if let Err(r) = crate::redirect::check(srv, &table, c, spec, &argv, write) {
+            redirect(srv, c, spec, &r);
             return true;
         }
     }
@@ -254,6 +277,22 @@ fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, 
     }
 }
 
+/// Sends the client elsewhere (or refuses a command cluster mode cannot
+/// serve), as Redis's clusterRedirectClient: EXEC discards its
+/// transaction and answers the redirection itself; a command queued in
+/// MULTI flags the transaction.
+fn redirect(srv: &mut Server, c: &mut Client, spec: &Spec, r: &crate::redirect::Refusal) {
+    srv.cmdstats.entry(spec.id, spec.full_name).rejected += 1;
+    if spec.full_name == "exec" {
+        c.multi = None;
+        c.multi_error = false;
+        srv.unwatch_all(c);
+    } else if c.multi.is_some() {
+        c.multi_error = true;
+    }
+    reply_error(srv, c, &CmdError::Custom(r.message()));
+}
+
 /// Refuses a command before it runs: counts it as rejected, flags an open
 /// transaction, and for EXEC discards the transaction with EXECABORT.
 fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
@@ -361,7 +400,7 @@ fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
 }
 
 /// How a blocked client is released without being served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Release {
     /// Its timeout reply.
     Timeout,
@@ -374,6 +413,9 @@ pub enum Release {
     /// server turned replica releases its blocked clients with
     /// `-UNBLOCKED ...`.
     Unblocked(&'static str),
+    /// A cluster redirection (-MOVED, -CLUSTERDOWN ...): its key's slot
+    /// is no longer served here.
+    Redirected(String),
 }
 
 /// Releases blocked client `id` (which must not be the running client);
@@ -408,6 +450,10 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
         }
         Release::Unblocked(msg) => {
             exec::reply_error(srv, &mut c, &CmdError::Custom(msg.into()));
+            true
+        }
+        Release::Redirected(msg) => {
+            exec::reply_error(srv, &mut c, &CmdError::Custom(msg));
             true
         }
     };

@@ -17,17 +17,20 @@
 //!    `tls` (rustls configuration from the tls-* settings, and
 //!    one client's TLS session over a non-blocking socket), `ldouble` (the
 //!    80-bit extended precision INCRBYFLOAT and HINCRBYFLOAT compute in)
-//! 2. `config`, `client`, `aofcore::check` (redis-check-aof)
+//! 2. `config`, `client`, `aofcore::check` (redis-check-aof), `nodesconf`
+//!    (the cluster config file's lock and atomic write)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
 //!    what), `memreport` (MEMORY REPORT's walks in progress, by client), `tracking` (which clients may cache which keys), `feed` (the write stream and its consumers), `aofcore::state`
 //!    (the AOF's sink on the feed, its buffer and open file), `repl`
-//!    (replication ids and offsets, the backlog, replicas, the primary)
+//!    (replication ids and offsets, the backlog, replicas, the primary),
+//!    `cluster` (the cluster state machine, sans-IO)
 //! 4. `server`: the state every command reads
 //! 5. `publish` (message, keyspace-event and invalidation delivery), `cron`, `evict`
 //!    (eviction under maxmemory), `clientevict` (client eviction under
 //!    maxmemory-clients), `obuf` (client-output-buffer-limit)
 //! 6. dispatch: `command` (the table's row type, `Ctx`, `Host`), `access`
-//!    (typed key access and the write guard), `exec`, `dispatch`, `persist`
+//!    (typed key access and the write guard), `exec`, `redirect` (cluster
+//!    key routing: MOVED, ASK, CROSSSLOT ...), `dispatch`, `persist`
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
 //!    down), `aof` (loading, appending, rewriting the AOF; replay runs
 //!    through `exec`, the RDB base through `persist`), `replication`
@@ -36,7 +39,9 @@
 //! 8. `script/`: Lua scripting and functions
 //! 9. `registry`: the whole table; `metrics` (the Prometheus endpoint: an
 //!    HTTP thread, answered by the event loop from INFO's text)
-//! 10. `link`: the socket to a primary, its handshake and the image
+//! 10. `link`: the socket to a primary, its handshake and the image; `bus`:
+//!     the cluster bus's listeners and links, and the state machine's
+//!     actions carried out
 //! 11. `net`: the event loop, which owns the listener and the sockets
 
 pub mod access;
@@ -46,6 +51,7 @@ pub mod aofcore;
 pub mod args;
 pub mod bgsave;
 pub mod blocking;
+pub mod bus;
 pub mod check_rdb;
 pub mod client;
 pub mod cluster;
@@ -71,12 +77,14 @@ pub mod memory;
 pub mod memreport;
 pub mod metrics;
 pub mod net;
+pub mod nodesconf;
 pub mod notify;
 pub mod obuf;
 pub mod persist;
 pub mod process;
 pub mod publish;
 pub mod pubsub;
+pub mod redirect;
 pub mod registry;
 pub mod repl;
 pub mod replication;

@@ -98,6 +98,39 @@ Sentinel mode is not supported by densekv.
     );
 }
 
+/// Cluster mode's start: the bus port's bound checked, the cluster config
+/// file locked and loaded (or a new node made and saved), with Redis's
+/// lines.
+///
+/// Errors: the warning to log before exiting 1.
+fn start_cluster(srv: &mut Server) -> Result<(), String> {
+    let settings = server::server::cluster_settings(&srv.config);
+    let given_bus_port = srv.config.get("cluster-port").is_some_and(|p| p != "0");
+    if !given_bus_port && settings.port > 55535 {
+        return Err("Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.".into());
+    }
+    let file = srv.config.get("cluster-config-file").unwrap_or("nodes.conf").to_string();
+    let (mut conf, text) = server::nodesconf::NodesConf::open(&file).map_err(|e| e.message().to_string())?;
+    let seed = server::nodesconf::entropy_seed();
+    let log = srv.config.log.clone();
+    let cluster = match text {
+        Some(text) => {
+            let c = server::cluster::Cluster::load(&text, settings, seed).map_err(|e| format!("Unrecoverable error: corrupted cluster config file \"{e}\"."))?;
+            log.notice(&format!("Node configuration loaded, I'm {}", String::from_utf8_lossy(&c.myself)));
+            c
+        }
+        None => {
+            let c = server::cluster::Cluster::new(settings, seed);
+            log.notice(&format!("No cluster configuration found, I'm {}", String::from_utf8_lossy(&c.myself)));
+            conf.save(&c.config_text(), true).map_err(|_| "Fatal: can't update cluster config file.".to_string())?;
+            c
+        }
+    };
+    srv.cluster = Some(Box::new(cluster));
+    srv.nodes_conf = Some(conf);
+    Ok(())
+}
+
 /// Loads the configuration, starts listening and serves until shutdown.
 ///
 /// Errors: the exit status (1) after the reason was printed or logged.
@@ -199,8 +232,6 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
             log.warning(&format!("Failed to write PID file: {}", config::strerror(&e)));
         }
     }
-    log.notice(&format!("Running mode=standalone, port={port}."));
-    log.notice(&format!("densekv {VERSION} standalone, port {port}, PID: {pid}"));
     let fail = |msg: &str| {
         log.warning(msg);
         if !pidfile.is_empty() {
@@ -208,6 +239,13 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         }
         1
     };
+    let cluster = srv.config.flag("cluster-enabled");
+    if cluster {
+        start_cluster(&mut srv).map_err(|e| fail(&e))?;
+    }
+    let mode = if cluster { "cluster" } else { "standalone" };
+    log.notice(&format!("Running mode={mode}, port={port}."));
+    log.notice(&format!("densekv {VERSION} {mode}, port {port}, PID: {pid}"));
     // The AOF loader and opener log their own reasons, as Redis does.
     let fail_quiet = || {
         if !pidfile.is_empty() {
@@ -238,6 +276,11 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         return Err(fail("Configured to not listen anywhere, exiting."));
     }
     let mut ev = EventLoop::new(listeners, tls_listeners, unix, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
+    if let Some(bus_port) = srv.cluster.as_deref().map(|c| c.settings.bus_port) {
+        // The bus listens on the same addresses as clients, as Redis's.
+        let bus = net::listen(&bind, bus_port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {bus_port} (cluster), aborting.")))?;
+        ev.serve_bus(bus).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
+    }
     // ACL rules name commands as the table defines them, whatever
     // rename-command did (Redis works from its original table too).
     if metrics_port != 0 {

@@ -203,6 +203,8 @@ pub struct EventLoop {
     link: crate::link::Link,
     /// The Prometheus endpoint, with metrics-port set.
     metrics: Option<crate::metrics::Endpoint>,
+    /// The cluster bus, in cluster mode (`bus.rs`).
+    bus: Option<crate::bus::Bus>,
 }
 
 impl EventLoop {
@@ -253,7 +255,26 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, bus: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+    }
+
+    /// Serves the cluster bus on `listeners` (the bus port on every `bind`
+    /// address): cluster mode only.
+    ///
+    /// Errors: registering a socket failed.
+    pub fn serve_bus(&mut self, listeners: Vec<std::net::TcpListener>) -> io::Result<()> {
+        self.bus = Some(crate::bus::Bus::new(listeners, self.poll.registry())?);
+        Ok(())
+    }
+
+    /// The cluster's periodic work when due, every 100 ms whatever `hz`
+    /// says; returns when it is next due (None standalone).
+    fn bus_cron(&mut self, srv: &mut Server) -> Option<Instant> {
+        let bus = self.bus.as_mut()?;
+        if Instant::now() >= bus.next_tick && !srv.cron_paused {
+            bus.tick(srv, &mut self.shell, self.poll.registry());
+        }
+        Some(bus.next_tick)
     }
 
     /// Serves `GET /metrics` and `GET /health` on `bind:port` (metrics.rs);
@@ -328,8 +349,14 @@ impl EventLoop {
                 crate::crash::configure_from(&srv.config);
                 next_cron = now + Duration::from_millis(1000 / srv.hz.max(1));
                 srv.el.cron_ns += now.elapsed().as_nanos() as u64;
-                self.pending.extend(srv.clients.values().filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none()).map(|c| c.id));
+                self.pending.extend(
+                    srv.clients
+                        .values()
+                        .filter(|c| c.paused && srv.pause.is_none() && srv.shutdown_wait.is_none() && srv.repl.failover.is_none() && srv.cluster_pause_until == 0)
+                        .map(|c| c.id),
+                );
             }
+            let bus_due = self.bus_cron(srv);
             if srv.shutdown {
                 crate::aof::shutdown(srv);
                 return Ok(());
@@ -369,6 +396,9 @@ impl EventLoop {
             if let Some(at) = srv.blocking.next_deadline() {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }
+            if let Some(at) = bus_due {
+                timeout = timeout.min(at.saturating_duration_since(Instant::now()));
+            }
             busy += now.elapsed();
             crate::crash::turn_ended();
             match self.poll.poll(&mut events, Some(timeout)) {
@@ -396,6 +426,10 @@ impl EventLoop {
                     self.shell.take_signals(srv);
                 } else if ev.token() == UNIX {
                     accept_unix(srv, &self.shell.acceptor);
+                } else if crate::bus::owns(ev.token()) {
+                    if let Some(bus) = self.bus.as_mut() {
+                        bus.ready(srv, &mut self.shell, self.poll.registry(), ev);
+                    }
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
                     accept(srv, &self.shell.acceptor);
                 } else {
@@ -420,6 +454,12 @@ impl EventLoop {
                 self.serve(srv, id);
             }
             self.pending.extend(srv.blocking.take_woken());
+            // The cluster's end of turn (Redis's clusterBeforeSleep), and
+            // what this turn's commands asked of the bus.
+            if let Some(bus) = self.bus.as_mut() {
+                bus.before_sleep(srv, &mut self.shell, self.poll.registry());
+                self.pending.extend(srv.blocking.take_woken());
+            }
             crate::replication::after_turn(srv);
             // BCAST clients hear of this turn's changes once, as Redis
             // tells them before it sleeps.

@@ -463,6 +463,22 @@ pub struct Server {
     pub active_expire_enabled: bool,
     /// The cluster state: Some only with cluster-enabled yes.
     pub cluster: Option<Box<crate::cluster::Cluster>>,
+    /// The locked cluster config file (cluster mode only).
+    pub nodes_conf: Option<crate::nodesconf::NodesConf>,
+    /// Writes held for a manual failover (the cluster's PauseWrites):
+    /// until this Unix ms, 0 for none. Held as CLIENT PAUSE WRITE holds
+    /// them, beside any CLIENT PAUSE.
+    pub cluster_pause_until: i64,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER: bus messages of this type are
+    /// dropped on receipt (-1: none, -2: every type).
+    pub cluster_drop_filter: i32,
+    /// Bus links freed because their send queue passed
+    /// cluster-link-sendbuf-limit (CLUSTER INFO's
+    /// total_cluster_links_buffer_limit_exceeded).
+    pub cluster_links_limit_exceeded: u64,
+    /// Bytes the bus links hold in their buffers (INFO mem_cluster_links),
+    /// as the event loop last counted them.
+    pub cluster_links_mem: u64,
     /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE payloads and RDB files
     /// are taken without checking their CRC-64.
     pub skip_checksum_validation: bool,
@@ -614,7 +630,76 @@ pub fn unix_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
 
+/// The cluster state machine's settings, from the cluster-* directives
+/// (and port, tls-port): built at start and again after every CONFIG SET.
+pub fn cluster_settings(config: &Config) -> crate::cluster::Settings {
+    let num = |name: &str| config.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let text = |name: &str| config.get(name).unwrap_or("").to_string();
+    let tls_cluster = config.flag("tls-cluster");
+    let (tcp, tls) = (config.port, num("tls-port") as u16);
+    // The bus speaks on the client port of the protocol it uses + 10000,
+    // unless cluster-port says otherwise.
+    let (port, pport) = if tls_cluster { (tls, tcp) } else { (tcp, tls) };
+    let bus_port = match num("cluster-port") as u16 {
+        0 => port.wrapping_add(10000),
+        p => p,
+    };
+    crate::cluster::Settings {
+        node_timeout: num("cluster-node-timeout"),
+        port,
+        pport,
+        bus_port,
+        announce_ip: text("cluster-announce-ip"),
+        announce_port: num("cluster-announce-port") as u16,
+        announce_tls_port: num("cluster-announce-tls-port") as u16,
+        announce_bus_port: num("cluster-announce-bus-port") as u16,
+        announce_hostname: text("cluster-announce-hostname"),
+        announce_human_nodename: text("cluster-announce-human-nodename"),
+        preferred_endpoint_type: text("cluster-preferred-endpoint-type"),
+        require_full_coverage: config.flag("cluster-require-full-coverage"),
+        replica_validity_factor: num("cluster-replica-validity-factor"),
+        migration_barrier: num("cluster-migration-barrier"),
+        allow_replica_migration: config.flag("cluster-allow-replica-migration"),
+        replica_no_failover: config.flag("cluster-replica-no-failover"),
+        allow_reads_when_down: config.flag("cluster-allow-reads-when-down"),
+        allow_pubsubshard_when_down: config.flag("cluster-allow-pubsubshard-when-down"),
+        link_sendbuf_limit: num("cluster-link-sendbuf-limit"),
+        ping_interval: num("cluster-ping-interval"),
+        tls_cluster,
+    }
+}
+
 impl Server {
+    /// What the cluster state machine needs of the rest of the server now
+    /// (`cluster::Env`): the clock, the replication offset, the link to
+    /// the primary and its data age, whether db 0 holds keys.
+    pub fn cluster_env(&self) -> crate::cluster::Env {
+        let now = Instant::now();
+        let (up, age) = match &self.repl.primary {
+            None => (false, 0),
+            // Redis's data age: since the last byte from the primary while
+            // linked, since the link went down otherwise.
+            Some(p) if p.state == crate::repl::LinkState::Connected => (true, now.saturating_duration_since(p.last_io).as_millis() as u64),
+            Some(p) => (false, now.saturating_duration_since(p.down_since).as_millis() as u64),
+        };
+        crate::cluster::Env {
+            now_ms: self.unix_ms_at(now).max(0) as u64,
+            repl_offset: self.repl.end_offset().max(0) as u64,
+            primary_link_down_ms: age,
+            primary_link_up: up,
+            has_keys: self.dbs.first().is_some_and(|d| !d.is_empty()),
+        }
+    }
+
+    /// Copies the cluster-* settings into the running cluster state
+    /// (after CONFIG SET); nothing in standalone mode.
+    pub fn apply_cluster_settings(&mut self) {
+        let settings = cluster_settings(&self.config);
+        if let Some(c) = self.cluster.as_deref_mut() {
+            c.settings = settings;
+        }
+    }
+
     /// A server with `config`, empty databases and no clients.
     pub fn new(config: Config) -> Server {
         let dbs = (0..config.databases).map(|_| Db::new()).collect();
@@ -659,6 +744,11 @@ impl Server {
             net_output_bytes: 0,
             active_expire_enabled: true,
             cluster: None,
+            nodes_conf: None,
+            cluster_pause_until: 0,
+            cluster_drop_filter: -1,
+            cluster_links_limit_exceeded: 0,
+            cluster_links_mem: 0,
             skip_checksum_validation: false,
             expire_db_cursor: 0,
             hz: 10,
@@ -1007,9 +1097,10 @@ impl Server {
     #[inline]
     pub fn paused_at(&self, now: i64) -> Option<bool> {
         let client = self.pause.filter(|p| now < p.until).map(|p| p.write_only);
-        // A shutdown waiting for replicas and a coordinated failover hold
-        // writes, as Redis pauses them.
-        match (client, self.shutdown_wait.is_some() || self.repl.failover.is_some()) {
+        // A shutdown waiting for replicas, a coordinated failover and a
+        // cluster manual failover hold writes, as Redis pauses them.
+        let held = self.shutdown_wait.is_some() || self.repl.failover.is_some() || now < self.cluster_pause_until;
+        match (client, held) {
             (Some(write_only), _) => Some(write_only),
             (None, true) => Some(true),
             (None, false) => None,
@@ -1020,7 +1111,7 @@ impl Server {
     /// shutdown's included) and on a replica (which waits for its
     /// primary's DEL, as Redis's does).
     pub fn apply_expire_mode(&mut self) {
-        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.failover.is_some() || self.repl.is_replica();
+        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.failover.is_some() || self.cluster_pause_until != 0 || self.repl.is_replica();
         for db in &mut self.dbs {
             db.keep_expired = keep;
         }

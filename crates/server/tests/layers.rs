@@ -19,15 +19,15 @@ use std::path::{Path, PathBuf};
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
     &["conn", "glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble"],
-    &["config", "client", "aofcore::check", "crash"],
+    &["config", "client", "aofcore::check", "crash", "nodesconf"],
     &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl", "cluster"],
     &["server"],
     &["publish", "obuf", "cron", "evict", "clientevict"],
-    &["command", "access", "exec", "dispatch", "persist", "shutdown", "aof", "replication"],
+    &["command", "access", "exec", "redirect", "dispatch", "persist", "shutdown", "aof", "replication"],
     &["commands"],
     &["script"],
     &["registry", "metrics"],
-    &["link"],
+    &["link", "bus"],
     &["net"],
     &["main", "crate"],
 ];

@@ -1,5 +1,6 @@
-//! Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH, and
-//! READONLY/READWRITE (cluster-only: refused in standalone mode).
+//! Connection commands: PING ECHO QUIT RESET SELECT HELLO AUTH, and the
+//! cluster client modes READONLY, READWRITE and ASKING (refused in
+//! standalone mode; routing reads them, `redirect.rs`).
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
@@ -26,14 +27,18 @@ pub fn table() -> Vec<Spec> {
             .acl(conn)
             .group("connection")
             .doc("Handshakes with the server.", "6.0.0"),
-        spec("readonly", 1, LOADING | STALE | FAST, NO_KEYS, cluster_only)
+        spec("readonly", 1, LOADING | STALE | FAST, NO_KEYS, readonly)
             .acl(conn)
             .group("cluster")
             .doc("Enables read-only queries for a connection to a Redis Cluster replica node.", "3.0.0"),
-        spec("readwrite", 1, LOADING | STALE | FAST, NO_KEYS, cluster_only)
+        spec("readwrite", 1, LOADING | STALE | FAST, NO_KEYS, readwrite)
             .acl(conn)
             .group("cluster")
             .doc("Enables read-write queries for a connection to a Redis Cluster replica node.", "3.0.0"),
+        spec("asking", 1, FAST, NO_KEYS, asking)
+            .acl(conn)
+            .group("cluster")
+            .doc("Signals that a cluster client is following an -ASK redirect.", "3.0.0"),
         spec("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, NO_KEYS, auth)
             .acl(conn)
             .group("connection")
@@ -89,6 +94,8 @@ pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     ctx.client.name = None;
     ctx.client.no_evict = false;
     ctx.client.no_touch = false;
+    ctx.client.readonly = false;
+    ctx.client.asking = false;
     if ctx.client.sock.is_some() {
         ctx.client.user = Some(ctx.srv.acl.default_user());
         ctx.client.authenticated = !ctx.srv.acl.auth_required();
@@ -102,9 +109,48 @@ pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// SELECT index
+/// The reply of the cluster client modes in standalone mode.
+fn no_cluster() -> CmdError {
+    CmdError::err("This instance has cluster support disabled")
+}
+
+/// READONLY: a replica serves this client's reads of its primary's slots.
+pub fn readonly(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_none() {
+        return Err(no_cluster());
+    }
+    ctx.client.readonly = true;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// READWRITE: undoes READONLY.
+pub fn readwrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_none() {
+        return Err(no_cluster());
+    }
+    ctx.client.readonly = false;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// ASKING: the next command (or transaction) may use a slot this node is
+/// importing; dispatch clears the flag after it.
+pub fn asking(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_none() {
+        return Err(no_cluster());
+    }
+    ctx.client.asking = true;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// SELECT index (only 0 in cluster mode)
 pub fn select(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let i = arg_i64(&args[1]).map_err(|_| CmdError::NotInt)?;
+    if ctx.srv.cluster.is_some() && i != 0 {
+        return Err(CmdError::err("SELECT is not allowed in cluster mode"));
+    }
     if i < 0 || i as usize >= ctx.srv.dbs.len() {
         return Err(CmdError::DbIndex);
     }

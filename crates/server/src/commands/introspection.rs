@@ -1624,6 +1624,12 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.srv.persist.dirty_at_save = 0;
         }
         ("replybuffer", 4) => {}
+        ("drop-cluster-packet-filter", 3) => {
+            // The message type the bus drops on receipt; -1 none, -2 all.
+            let t = crate::command::arg_i64(&args[2])?;
+            ctx.srv.cluster_drop_filter = i32::try_from(t).unwrap_or(-1);
+        }
+        ("clusterlink", 5) if is(&args[2], "kill") => return debug_clusterlink_kill(ctx, &args[3], &args[4]),
         // On request, the two ways a bug ends the server: a panic and a
         // failed assertion, each reported in the log (crash.rs).
         ("panic", 2) => panic!("DEBUG PANIC called at Unix time {}", ctx.now / 1000),
@@ -1635,8 +1641,12 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 &[
                     "ASSERT",
                     "    Crash the server with a failed assertion, reported in the log.",
+                    "CLUSTERLINK KILL <to|from|all> <node-id>",
+                    "    Kills the link based on the direction to/from (both) with the provided node.",
                     "DIGEST",
                     "    Output a hex signature representing the current DB content.",
+                    "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+                    "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
                     "DIGEST-VALUE <key> [<key> ...]",
                     "    Output a hex signature of the values of all the specified keys.",
                     "LISTPACK <key>",
@@ -1676,6 +1686,30 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 String::from_utf8_lossy(&args[1])
             )))
         }
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+/// DEBUG CLUSTERLINK KILL to|from|all <node-id>: closes our outbound
+/// link to the node, its inbound link to us, or both (the event loop
+/// carries the closes out after the command, as the bus's own).
+fn debug_clusterlink_kill(ctx: &mut Ctx, dir: &[u8], node: &[u8]) -> CmdResult {
+    let Some(cl) = ctx.srv.cluster.as_deref_mut() else {
+        return Err(CmdError::err("Debug option only available for cluster mode enabled setup!"));
+    };
+    let found = <[u8; 40]>::try_from(node).ok().and_then(|n| cl.nodes.get(&n));
+    let Some(n) = found else {
+        return Err(CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(node))));
+    };
+    let (to, from) = match () {
+        _ if is(dir, "to") => (n.link, None),
+        _ if is(dir, "from") => (None, n.inbound_link),
+        _ if is(dir, "all") => (n.link, n.inbound_link),
+        _ => return Err(CmdError::err(format!("Unknown direction {}", String::from_utf8_lossy(dir)))),
+    };
+    for link in to.into_iter().chain(from) {
+        cl.actions.push(crate::cluster::Action::Close { link });
     }
     ctx.out().ok();
     Ok(())

@@ -225,6 +225,9 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         i += 1;
     }
+    if ctx.srv.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+        return Err(CmdError::err("Copying to another database is not allowed in cluster mode"));
+    }
     let (src, dst) = (&args[1], &args[2]);
     if src_db == dst_db && src == dst {
         return Err(CmdError::err("source and destination objects are the same"));
@@ -254,6 +257,9 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// MOVE key db
 pub fn move_(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_some() {
+        return Err(CmdError::err("MOVE is not allowed in cluster mode"));
+    }
     let src_db = ctx.client.db;
     let dst_db = arg_db(ctx, &args[2])?;
     if src_db == dst_db {
@@ -860,6 +866,9 @@ pub fn memory_help(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// SWAPDB index1 index2
 pub fn swapdb(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_some() {
+        return Err(CmdError::err("SWAPDB is not allowed in cluster mode"));
+    }
     let parse = |a: &[u8], what: &str| {
         resp::num::parse_i64(a).filter(|v| i32::try_from(*v).is_ok()).ok_or_else(|| CmdError::err(format!("invalid {what} DB index")))
     };

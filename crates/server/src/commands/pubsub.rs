@@ -127,13 +127,28 @@ pub fn sunsubscribe(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// PUBLISH channel message: the number of clients that received it.
 pub fn publish(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let n = publish::publish(ctx.srv, ctx.client, &args[1], &args[2], false);
+    to_bus(ctx, args, false);
     ctx.out().int(n as i64);
     Ok(())
+}
+
+/// In cluster mode, a published message also goes over the bus: to every
+/// node (PUBLISH) or to the nodes of this shard (SPUBLISH). The reply
+/// counts the local receivers only, as Redis's does.
+fn to_bus(ctx: &mut Ctx, args: &[Vec<u8>], shard: bool) {
+    if ctx.srv.cluster.is_none() {
+        return;
+    }
+    let env = ctx.srv.cluster_env();
+    if let Some(cl) = ctx.srv.cluster.as_deref_mut() {
+        cl.publish(&args[1], &args[2], shard, &env);
+    }
 }
 
 /// SPUBLISH shardchannel message
 pub fn spublish(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let n = publish::publish(ctx.srv, ctx.client, &args[1], &args[2], true);
+    to_bus(ctx, args, true);
     ctx.out().int(n as i64);
     Ok(())
 }

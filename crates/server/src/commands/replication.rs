@@ -108,6 +108,9 @@ pub fn replconf(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
 pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_some() {
+        return Err(CmdError::err("REPLICAOF not allowed in cluster mode."));
+    }
     if ctx.srv.repl.failover.is_some() {
         return Err(CmdError::err("REPLICAOF not allowed while failing over."));
     }
@@ -143,6 +146,9 @@ pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | ABORT: a coordinated
 /// failover to a replica (`replication::failover_start`).
 pub fn failover(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if ctx.srv.cluster.is_some() {
+        return Err(CmdError::err("FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead."));
+    }
     if args.len() == 2 && is(&args[1], "abort") {
         if ctx.srv.repl.failover.is_none() {
             return Err(CmdError::err("No failover in progress."));

@@ -274,6 +274,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         drop(before);
     }
     ctx.srv.apply_db_settings();
+    ctx.srv.apply_cluster_settings();
     crate::cron::update_hz(ctx.srv);
     crate::crash::configure_from(&ctx.srv.config);
     crate::replication::config_changed(ctx.srv);
@@ -452,7 +453,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "redis_git_sha1", &"00000000");
         line(&mut s, "redis_git_dirty", &0);
         line(&mut s, "redis_build_id", &"0");
-        line(&mut s, "redis_mode", &"standalone");
+        line(&mut s, "redis_mode", &if srv.cluster.is_some() { "cluster" } else { "standalone" });
         line(&mut s, "os", &std::env::consts::OS);
         line(&mut s, "arch_bits", &(usize::BITS));
         line(&mut s, "monotonic_clock", &"POSIX clock_gettime");
@@ -483,7 +484,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         let max_in = srv.clients.values().map(|x| x.qbuf.capacity()).chain([c.qbuf.capacity()]).max().unwrap_or(0);
         let max_out = srv.clients.values().map(|x| x.reply.buf.capacity()).chain([c.reply.buf.capacity()]).max().unwrap_or(0);
         line(&mut s, "connected_clients", &nclients);
-        line(&mut s, "cluster_connections", &0);
+        // Redis counts two links per other known node.
+        line(&mut s, "cluster_connections", &srv.cluster.as_deref().map_or(0, |cl| cl.nodes.len().saturating_sub(1) * 2));
         line(&mut s, "maxclients", &srv.config.maxclients);
         line(&mut s, "client_recent_max_input_buffer", &max_in);
         line(&mut s, "client_recent_max_output_buffer", &max_out);
@@ -564,7 +566,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_total_replication_buffers", &shared);
         line(&mut s, "mem_clients_slaves", &(shared - backlog + copied));
         line(&mut s, "mem_clients_normal", &clients_mem);
-        line(&mut s, "mem_cluster_links", &0);
+        line(&mut s, "mem_cluster_links", &srv.cluster_links_mem);
         line(&mut s, "mem_aof_buffer", &srv.aof.buffered());
         line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
         line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);
@@ -744,7 +746,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("cluster") {
         section(&mut s, "Cluster");
-        line(&mut s, "cluster_enabled", &0);
+        line(&mut s, "cluster_enabled", &u8::from(srv.cluster.is_some()));
     }
     if has("keyspace") {
         section(&mut s, "Keyspace");

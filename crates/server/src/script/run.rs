@@ -124,6 +124,15 @@ struct Run<'a> {
     /// A write command already ran: later ones cannot be refused for OOM.
     write_dirty: bool,
     now: i64,
+    /// Cluster mode, for a caller that is not this node's primary: each
+    /// `redis.call` is routed as a client's command would be.
+    route: bool,
+    /// `allow-cross-slot-keys`: keys the script did not declare may be
+    /// of other slots (still served here).
+    cross_slot: bool,
+    /// The slot the script's keys are in so far (the declared keys'
+    /// first), as Redis's caller slot.
+    slot: Option<u16>,
 }
 
 impl Run<'_> {
@@ -158,10 +167,44 @@ impl Run<'_> {
             if let Some(e) = self.srv.disk_error().or_else(|| self.srv.replicas_error()) {
                 return self.reject(Some(spec), e);
             }
+        }
+        if self.route {
+            if let Some(e) = self.cluster_refusal(&table, spec, &argv) {
+                return self.reject(Some(spec), &e);
+            }
+        }
+        if spec.has(WRITE) {
             self.write_dirty = true;
         }
         exec::run(self.srv, &mut *self.host, &mut self.sc, spec, &argv, self.now, Instant::now());
         std::mem::take(&mut self.sc.reply.buf)
+    }
+
+    /// Why a command of the script may not run on this cluster node (its
+    /// keys are served elsewhere, the cluster is down, they leave the
+    /// script's slot), as Redis words it for scripts.
+    fn cluster_refusal(&mut self, table: &crate::command::CommandMap, spec: &Spec, argv: &[Vec<u8>]) -> Option<String> {
+        if let Err(r) = crate::redirect::check(self.srv, table, &self.sc, spec, argv, spec.has(WRITE)) {
+            return Some(r.script_message(spec.full_name));
+        }
+        if self.cross_slot {
+            return None;
+        }
+        let req = crate::redirect::Request {
+            commands: vec![(spec, argv)],
+            write: false,
+            pubsubshard: false,
+            asking: false,
+            readonly: false,
+            tls: false,
+            migrate: false,
+        };
+        match (crate::redirect::request_slot(&req), self.slot) {
+            (Ok(Some(s)), None) => self.slot = Some(s),
+            (Ok(Some(s)), Some(mine)) if s != mine => return Some("ERR Script attempted to access keys that do not hash to the same slot".into()),
+            _ => {}
+        }
+        None
     }
 
     /// A command refused before running: counted as Redis counts it.
@@ -213,6 +256,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     let Call { cmd, label, flags, ro, argv, numkeys: n, function } = call;
     let (lua, globals, state, runner, redis) = (&vm.lua, &vm.globals, &vm.state, &vm.runner, &vm.redis);
     let compat = flags & COMPAT != 0;
+    if !compat && flags & NO_CLUSTER != 0 && ctx.srv.cluster.is_some() {
+        return Err(CmdError::err("Can not run script on cluster, 'no-cluster' flag is set."));
+    }
     let maxmem = ctx.srv.config.maxmemory;
     let oom = maxmem != 0 && crate::evict::over_limit(ctx.srv);
     if !compat {
@@ -262,6 +308,11 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
     // Blocking commands must not block here: they see what EXEC's see.
     sc.in_exec = true;
     sc.in_script = true;
+    // Routing of its commands sees the caller's cluster modes.
+    sc.readonly = ctx.client.readonly;
+    sc.asking = ctx.client.asking;
+    let route = ctx.srv.cluster.is_some() && ctx.client.repl_role != crate::client::ReplRole::Primary;
+    let slot = argv[3..3 + n].first().map(|k| storage::slot::key_hash_slot(k));
     let run = RefCell::new(Run {
         srv: &mut *ctx.srv,
         host: &mut *ctx.host,
@@ -272,6 +323,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         oom,
         write_dirty: false,
         now: ctx.now,
+        route,
+        cross_slot: !compat && flags & ALLOW_CROSS_SLOT != 0,
+        slot,
     });
     // redis.call and redis.pcall: the same call; call raises error replies.
     let call_with = |lua: &mlua::Lua, args: MultiValue, raise: bool| -> mlua::Result<Value> {

@@ -1,0 +1,168 @@
+//! The cluster config file (`cluster-config-file`, nodes.conf) on disk:
+//! the lock that keeps two processes from sharing one, and the atomic
+//! write. What the file says is the cluster state machine's business
+//! (`Cluster::load` and `Cluster::config_text`); this module moves its
+//! text only.
+//!
+//! As Redis: the file is locked with flock (exclusive, non-blocking) for
+//! the life of the process, so a second node started on the same file
+//! exits with Redis's "already used" warning; a save writes a temporary
+//! file beside it (`<file>.tmp-<pid>-<ms>`), fsyncs it when asked, and
+//! renames it over the old one. A rename gives the file a new inode, which
+//! the old lock does not cover, so the new file is locked again after each
+//! save (Redis keeps its lock on the replaced inode only).
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+/// The open, locked cluster config file.
+#[derive(Debug)]
+pub struct NodesConf {
+    path: PathBuf,
+    /// Holds the flock; never read or written.
+    lock: File,
+}
+
+/// Why the file cannot be used; each carries Redis's log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// Another process holds the lock.
+    Locked(String),
+    /// It could not be opened, locked or read.
+    Failed(String),
+}
+
+impl OpenError {
+    /// The warning to log before exiting.
+    pub fn message(&self) -> &str {
+        match self {
+            OpenError::Locked(m) | OpenError::Failed(m) => m,
+        }
+    }
+}
+
+/// Takes the lock on `path` (relative to the working directory, which is
+/// `dir`), creating the file if missing.
+fn lock(path: &Path) -> Result<File, OpenError> {
+    let name = path.display();
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| OpenError::Failed(format!("Can't open {name} in order to acquire a lock: {}", crate::config::strerror(&e))))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(TryLockError::WouldBlock) => Err(OpenError::Locked(format!(
+            "Sorry, the cluster configuration file {name} is already used by a different Redis Cluster node. Please make sure that different nodes use different cluster configuration files."
+        ))),
+        Err(TryLockError::Error(e)) => Err(OpenError::Failed(format!("Impossible to lock {name}: {}", crate::config::strerror(&e)))),
+    }
+}
+
+impl NodesConf {
+    /// Locks `path` and reads it: the text, or None when the file is new
+    /// or empty (a fresh node, as Redis takes an empty file).
+    ///
+    /// Errors: locked by another process, or unreadable (Redis's lines).
+    pub fn open(path: &str) -> Result<(NodesConf, Option<String>), OpenError> {
+        let p = PathBuf::from(path);
+        let lock = lock(&p)?;
+        let text = match std::fs::read(&p) {
+            Ok(b) if b.is_empty() => None,
+            Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(OpenError::Failed(format!("Loading the cluster node config from {path}: {}", crate::config::strerror(&e)))),
+        };
+        Ok((NodesConf { path: p, lock }, text))
+    }
+
+    /// Replaces the file's content with `text` atomically: a temporary file
+    /// in the same directory, written, fsynced when `fsync` (the directory
+    /// too, after the rename), renamed over the file; then locked again.
+    ///
+    /// Errors: any step failed; the old file is left as it was.
+    pub fn save(&mut self, text: &str, fsync: bool) -> std::io::Result<()> {
+        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let mut tmp_name = self.path.clone().into_os_string();
+        tmp_name.push(format!(".tmp-{}-{ms}", std::process::id()));
+        let tmp = PathBuf::from(tmp_name);
+        let written = (|| {
+            let mut f = File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            if fsync {
+                f.sync_all()?;
+            }
+            std::fs::rename(&tmp, &self.path)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        if fsync {
+            let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            File::open(dir)?.sync_all()?;
+        }
+        // The new inode gets the lock; the old one goes with its handle.
+        if let Ok(f) = OpenOptions::new().write(true).open(&self.path) {
+            if f.try_lock().is_ok() {
+                self.lock = f;
+            }
+        }
+        Ok(())
+    }
+
+    /// The file's path as configured.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A seed for a new node's name, from the system's entropy: /dev/urandom,
+/// or std's randomly keyed hasher where it cannot be read.
+pub fn entropy_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b)).is_ok() {
+        return u64::from_le_bytes(b);
+    }
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one((std::process::id(), std::time::SystemTime::now()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("densekv-nodesconf-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    #[test]
+    fn a_second_opener_is_refused_before_and_after_a_save() {
+        let d = temp_dir("lock");
+        let path = d.join("nodes.conf");
+        let p = path.to_str().expect("utf-8 path");
+        let (mut first, text) = NodesConf::open(p).expect("first open");
+        assert_eq!(text, None, "a new file reads as none");
+        let refused = NodesConf::open(p).expect_err("locked");
+        assert!(matches!(&refused, OpenError::Locked(m) if m.starts_with("Sorry, the cluster configuration file ") && m.contains("is already used by a different Redis Cluster node")), "{refused:?}");
+        first.save("abc myself\nvars currentEpoch 0 lastVoteEpoch 0\n", true).expect("save");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "abc myself\nvars currentEpoch 0 lastVoteEpoch 0\n");
+        assert!(matches!(NodesConf::open(p), Err(OpenError::Locked(_))), "the renamed file is locked too");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(&d).expect("dir").count(), 1);
+        drop(first);
+        let (_again, text) = NodesConf::open(p).expect("free once the holder is gone");
+        assert_eq!(text.as_deref(), Some("abc myself\nvars currentEpoch 0 lastVoteEpoch 0\n"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn seeds_differ() {
+        assert_ne!(entropy_seed(), entropy_seed());
+    }
+}
