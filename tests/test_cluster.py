@@ -1,0 +1,425 @@
+"""Redis Cluster: clusters of server_binary() nodes (and mixed with Debian's redis-server
+7.0) operated by `redis-cli --cluster` and a cluster client, bad input on the cluster
+bus, and the replies every cluster client relies on, compared with Redis 7.0's exact
+texts.
+
+Each test starts its own nodes on free loopback port pairs (client port and bus port,
+port + 10000) with --cluster-enabled yes and a nodes.conf in its own temporary
+directory, and kills them by the PIDs it started when it ends, passed or not; a failing
+test prints the tail of every node's log. Helpers live in tests/clusterlib.py.
+Run with DENSEKV_BIN=redis-server to check the tests themselves against Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import threading
+import time
+import traceback
+
+import pytest
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+import clusterlib as cl
+from clusterlib import HOST, Node, ReplyError
+from conftest import server_binary
+
+REDIS_SERVER = shutil.which("redis-server")
+REDIS_CLI = shutil.which("redis-cli")
+
+need_cli = pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli not installed")
+need_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+
+
+@pytest.fixture
+def cluster():
+    """A NodeSet for this test: every node it starts is killed (SIGKILL, by PID) at the
+    end; the log tails printed here show up in the report of a failed test."""
+    ns = cl.NodeSet(prefix="densekv-cluster-test-")
+    yield ns
+    try:
+        print(ns.log_tails(25))
+    finally:
+        ns.cleanup()
+
+
+def err_of(node_or_conn, *args) -> str:
+    """The text of the error reply that `args` gets (fails if it succeeds)."""
+    try:
+        reply = node_or_conn.call(*args)
+    except ReplyError as e:
+        return str(e)
+    raise AssertionError(f"{args} answered {reply!r}, not an error")
+
+
+def ids_by_port(node: Node) -> dict[int, str]:
+    return {n["port"]: n["id"] for n in node.nodes()}
+
+
+def primaries_of(nodes: list[Node]) -> list[Node]:
+    """The nodes that nodes[0] lists as primaries holding slots, in slot order."""
+    by_port = {n.port: n for n in nodes}
+    listed = [n for n in nodes[0].nodes() if "master" in n["flags"] and n["slots"]]
+    listed.sort(key=lambda n: min(n["slots"]))
+    return [by_port[n["port"]] for n in listed]
+
+
+def slot_counts(node: Node) -> dict[int, int]:
+    """port -> number of slots, for every primary `node` knows."""
+    return {n["port"]: len(n["slots"]) for n in node.nodes() if "master" in n["flags"]}
+
+
+def assert_check_clean(entry: Node) -> str:
+    out = cl.cluster_cli("check", entry.addr, check=False)
+    problems = cl.check_problems(out)
+    assert not problems, f"--cluster check found problems:\n{out}"
+    assert "[OK] All nodes agree about slots configuration." in out, out
+    assert "[OK] All 16384 slots covered." in out, out
+    return out
+
+
+def write_keys(nodes: list[Node], items: dict[str, str], batch: int = 500) -> None:
+    """SET every key on the primary owning its slot (as nodes[0] sees the cluster),
+    pipelined; every reply must be OK."""
+    owners = slot_map(nodes[0])
+    groups: dict[int, list[tuple[str, str]]] = {}
+    for k, v in items.items():
+        groups.setdefault(owners[cl.key_slot(k)], []).append((k, v))
+    for port, kvs in groups.items():
+        with cl.Resp(port) as c:
+            for i in range(0, len(kvs), batch):
+                chunk = kvs[i:i + batch]
+                c.sock.sendall(b"".join(cl.encode("SET", k, v) for k, v in chunk))
+                for k, _ in chunk:
+                    assert c.reply() == b"OK", k
+
+
+def slot_map(node: Node) -> list[int]:
+    """slot -> client port of its primary, from `node`'s CLUSTER SLOTS."""
+    owners = [0] * cl.SLOTS
+    for entry in node.call("CLUSTER", "SLOTS"):
+        start, end, primary = entry[0], entry[1], entry[2]
+        for s in range(start, end + 1):
+            owners[s] = primary[1]
+    assert all(owners), "CLUSTER SLOTS leaves slots unassigned"
+    return owners
+
+
+def missing_or_wrong(nodes: list[Node], expected: dict[str, str], batch: int = 1000) -> list[str]:
+    """Read every expected key from the primary that owns its slot (pipelined GETs);
+    return a description of each key that is missing, has another value, or whose
+    read failed (a MOVED here means the owner does not agree it owns the slot)."""
+    owners = slot_map(nodes[0])
+    groups: dict[int, list[str]] = {}
+    for k in expected:
+        groups.setdefault(owners[cl.key_slot(k)], []).append(k)
+    bad = []
+    for port, keys in groups.items():
+        with cl.Resp(port) as c:
+            for i in range(0, len(keys), batch):
+                chunk = keys[i:i + batch]
+                c.sock.sendall(b"".join(cl.encode("GET", k) for k in chunk))
+                for k in chunk:
+                    r = c._reply()
+                    want = expected[k].encode()
+                    if r != want:
+                        bad.append(f"{k} (slot {cl.key_slot(k)}, on :{port}): {r!r}, "
+                                   f"expected {want!r}")
+    return bad
+
+
+def total_keys(primaries: list[Node]) -> int:
+    return sum(p.call("DBSIZE") for p in primaries)
+
+
+# ---------------------------------------------------------------- writers
+
+
+class ClusterWriter(threading.Thread):
+    """redis-py's RedisCluster writing SET w:<i> <value> one at a time (every fourth write
+    overwrites an earlier key) and recording each acknowledged write; the client follows
+    MOVED/ASK/TRYAGAIN itself, so any exception it raises is recorded as an error and
+    stops the writer. Keys whose slot is in `skip_slots` are never written."""
+
+    def __init__(self, nodes: list[Node], acked: dict[str, str], skip_slots=(),
+                 pause: float = 0.001):
+        super().__init__(daemon=True)
+        self.client = RedisCluster(startup_nodes=[ClusterNode(HOST, n.port) for n in nodes],
+                                   decode_responses=True, socket_timeout=15)
+        self.acked = acked
+        self.skip_slots = set(skip_slots)
+        self.pause = pause
+        self.stop_flag = threading.Event()
+        self.errors: list[str] = []
+        self.count = 0
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        written: list[str] = []
+        i = 0
+        try:
+            while not self.stop_flag.is_set():
+                i += 1
+                if i % 4 == 0 and written:
+                    key = rng.choice(written)
+                else:
+                    key = f"w:{i}"
+                    if cl.key_slot(key) in self.skip_slots:
+                        continue
+                    written.append(key)
+                value = f"v{i}"
+                if self.client.set(key, value) is not True:
+                    raise AssertionError(f"SET {key} did not answer OK")
+                self.acked[key] = value
+                self.count += 1
+                if self.pause:
+                    time.sleep(self.pause)
+        except Exception:
+            self.errors.append(traceback.format_exc())
+        finally:
+            self.client.close()
+
+    def stop(self) -> None:
+        self.stop_flag.set()
+        self.join(60)
+        assert not self.is_alive(), "writer did not stop"
+
+    def progressed(self, since: int, timeout: float = 30.0) -> None:
+        """Wait until the writer has acknowledged a write after count `since`."""
+        cl.wait_for(lambda: self.count > since or self.errors, timeout, "the writer to go on")
+        assert not self.errors, "writer failed:\n" + "\n".join(self.errors)
+
+
+class ConfirmedWriter(threading.Thread):
+    """SET m:<i> v<i> (each key written once) over direct connections to the primary
+    of the key's slot, from its own slot map (CLUSTER SLOTS from any reachable node),
+    following MOVED (update the map, retry) and ASK (ASKING + SET on the target); then
+    WAIT 1 <wait_ms> on the connection that took the write. A write is confirmed only
+    when WAIT answers >= 1. A dead node or CLUSTERDOWN while a failover runs makes a
+    write unconfirmed (the map is refreshed and the writer goes on with a new key); any
+    other error is recorded in `unexpected`."""
+
+    def __init__(self, ports: list[int], wait_ms: int = 500):
+        super().__init__(daemon=True)
+        self.ports = list(ports)
+        self.wait_ms = wait_ms
+        self.stop_flag = threading.Event()
+        self.confirmed: dict[str, tuple[str, int]] = {}   # key -> (value, port)
+        self.unconfirmed = 0
+        self.redirects = {"MOVED": 0, "ASK": 0}
+        self.unexpected: list[str] = []
+        self.conns: dict[int, cl.Resp] = {}
+        self.owner = [0] * cl.SLOTS
+
+    def refresh(self) -> None:
+        for port in self.ports:
+            try:
+                slots = cl.call(port, "CLUSTER", "SLOTS", timeout=2)
+            except (OSError, ReplyError):
+                continue
+            for start, end, primary, *_ in slots:
+                for s in range(start, end + 1):
+                    self.owner[s] = primary[1]
+            return
+
+    def conn(self, port: int) -> cl.Resp:
+        c = self.conns.get(port)
+        if c is None:
+            c = self.conns[port] = cl.Resp(port, timeout=5)
+        return c
+
+    def drop(self, port: int) -> None:
+        c = self.conns.pop(port, None)
+        if c is not None:
+            c.close()
+
+    def write(self, key: str, value: str) -> None:
+        slot = cl.key_slot(key)
+        port = self.owner[slot]
+        asking = False
+        for _ in range(8):
+            if not port:
+                self.refresh()
+                port = self.owner[slot]
+                if not port:
+                    raise ConnectionError("no owner known")
+            c = self.conn(port)
+            try:
+                if asking:
+                    c.call("ASKING")
+                r = c.call("SET", key, value)
+            except ReplyError as e:
+                kind, _, rest = str(e).partition(" ")
+                if kind in ("MOVED", "ASK"):
+                    self.redirects[kind] += 1
+                    addr = rest.split()[1]
+                    target = int(addr.rsplit(":", 1)[1])
+                    if kind == "MOVED":
+                        self.owner[slot] = target
+                    port, asking = target, kind == "ASK"
+                    continue
+                raise
+            if r != b"OK":
+                raise AssertionError(f"SET {key} answered {r!r}")
+            n = c.call("WAIT", 1, self.wait_ms)
+            if n >= 1:
+                self.confirmed[key] = (value, port)
+            else:
+                self.unconfirmed += 1
+            return
+        raise AssertionError(f"SET {key}: too many redirections")
+
+    def run(self) -> None:
+        self.refresh()
+        i = 0
+        while not self.stop_flag.is_set():
+            key, value = f"m:{i}", f"v{i}"
+            i += 1
+            try:
+                self.write(key, value)
+            except OSError:  # ConnectionError and socket timeouts too
+                self.unconfirmed += 1
+                for port in list(self.conns):  # which node died is not known here
+                    self.drop(port)
+                time.sleep(0.05)
+                self.refresh()
+            except ReplyError as e:
+                self.unconfirmed += 1
+                if str(e).startswith("CLUSTERDOWN"):
+                    time.sleep(0.05)
+                    self.refresh()
+                else:
+                    self.unexpected.append(f"{key}: {e}")
+                    time.sleep(0.05)
+            except Exception:
+                self.unexpected.append(traceback.format_exc())
+                return
+        for port in list(self.conns):
+            self.drop(port)
+
+    def stop(self) -> None:
+        self.stop_flag.set()
+        self.join(60)
+        assert not self.is_alive(), "writer did not stop"
+
+
+# ---------------------------------------------------------------- a. redis-cli --cluster
+
+
+@need_cli
+@pytest.mark.timeout(240)
+def test_cli_create_reshard_rebalance_add_del_fix_under_writes(cluster):
+    binary = server_binary()
+    nodes = cluster.start_many(6, binary, node_timeout_ms=5000)
+    out = cl.create_cluster_cli(nodes, replicas=1)
+    assert "[OK] All 16384 slots covered." in out, out
+    cl.wait_cluster_ok(nodes)
+    assert_check_clean(nodes[0])
+
+    primaries = primaries_of(nodes)
+    assert len(primaries) == 3
+    listed = nodes[0].nodes()
+    replicas_of = {n["master"] for n in listed if "slave" in n["flags"]}
+    assert replicas_of == {n["id"] for n in listed if "master" in n["flags"]}, \
+        "each primary should have one replica"
+    ids = ids_by_port(nodes[0])
+    p0, p1, p2 = primaries
+
+    # The slot `fix` will repair later; the writer keeps out of it, since a slot that
+    # is MIGRATING on one side only bounces new keys between ASK and MOVED.
+    open_slot = min(s for n in listed if n["port"] == p0.port for s in n["slots"]) + 77
+    acked: dict[str, str] = {f"pre:{i}": f"p{i}" for i in range(20000)}
+    acked = {k: v for k, v in acked.items() if cl.key_slot(k) != open_slot}
+    in_open = {cl.key_in_slot(open_slot, f"o{i}"): f"o{i}" for i in range(5)}
+    acked.update(in_open)
+    write_keys(nodes, acked)
+
+    writer = ClusterWriter(nodes, acked, skip_slots={open_slot})
+    writer.start()
+    try:
+        writer.progressed(0)
+
+        # reshard 1000 slots p0 -> p1
+        before = slot_counts(nodes[0])
+        mark = writer.count
+        cl.cluster_cli("reshard", p0.addr, "--cluster-from", ids[p0.port], "--cluster-to",
+                       ids[p1.port], "--cluster-slots", 1000, "--cluster-yes")
+        cl.wait_cluster_ok(nodes)
+        after = slot_counts(nodes[0])
+        assert after[p0.port] == before[p0.port] - 1000
+        assert after[p1.port] == before[p1.port] + 1000
+        writer.progressed(mark)
+        assert_check_clean(nodes[0])
+
+        # rebalance back to even
+        mark = writer.count
+        cl.cluster_cli("rebalance", p0.addr)
+        cl.wait_cluster_ok(nodes)
+        counts = slot_counts(nodes[0])
+        assert max(counts.values()) - min(counts.values()) <= 2, counts
+        writer.progressed(mark)
+
+        # a new empty primary, then rebalance onto it
+        new = cluster.start(binary, node_timeout_ms=5000)
+        mark = writer.count
+        cl.cluster_cli("add-node", new.addr, p0.addr)
+        everyone = [*nodes, new]
+        cl.wait_cluster_ok(everyone)
+        new_id = new.myid()
+        assert slot_counts(nodes[0])[new.port] == 0
+        cl.cluster_cli("rebalance", p0.addr, "--cluster-use-empty-masters")
+        cl.wait_cluster_ok(everyone)
+        counts = slot_counts(nodes[0])
+        assert len(counts) == 4 and max(counts.values()) - min(counts.values()) <= 2, counts
+        writer.progressed(mark)
+        assert_check_clean(p0)
+
+        # drain it (weight 0) and delete it
+        mark = writer.count
+        cl.cluster_cli("rebalance", p0.addr, "--cluster-weight", f"{new_id}=0")
+        cl.wait_cluster_ok(everyone)
+        # (Redis 7.0 turns a primary that lost its last slot into a replica of the
+        # node that took it: cluster-allow-replica-migration, on by default.)
+        assert not [n for n in nodes[0].nodes() if n["port"] == new.port and n["slots"]]
+        cl.cluster_cli("del-node", p0.addr, new_id)
+        # redis-cli 7.0 sends the others CLUSTER FORGET and the deleted node
+        # CLUSTER RESET SOFT (older versions sent it SHUTDOWN).
+        assert new.cluster_info()["cluster_known_nodes"] == "1"
+        new.kill()
+        cl.wait_cluster_ok(nodes)
+        for n in nodes:
+            assert new_id not in {x["id"] for x in n.nodes()}, f"{n} still lists {new_id}"
+        writer.progressed(mark)
+        assert_check_clean(p0)
+
+        # an open slot made by hand (MIGRATING on its owner only), then --cluster fix
+        owner = cl.slot_owner(nodes, open_slot)
+        other = next(p for p in primaries if p is not owner)
+        assert owner.call("CLUSTER", "SETSLOT", open_slot, "MIGRATING", ids[other.port]) == b"OK"
+        assert any(open_slot in n["migrating"] for n in owner.nodes() if "myself" in n["flags"])
+        out = cl.cluster_cli("check", p0.addr, check=False)
+        assert any(str(open_slot) in line for line in cl.check_problems(out)), \
+            f"check does not report open slot {open_slot}:\n{out}"
+        mark = writer.count
+        cl.cluster_cli("fix", p0.addr)
+        cl.wait_cluster_ok(nodes)
+        writer.progressed(mark)
+        assert_check_clean(p0)
+        assert not any(n["migrating"] or n["importing"] for x in nodes for n in x.nodes())
+    finally:
+        writer.stop()
+    assert not writer.errors, "the cluster client raised:\n" + "\n".join(writer.errors)
+    assert writer.count > 100, f"only {writer.count} writes acknowledged"
+
+    cl.wait_cluster_ok(nodes)
+    assert_check_clean(nodes[0])
+    bad = missing_or_wrong(nodes, acked)
+    assert not bad, f"{len(bad)} of {len(acked)} acknowledged writes lost or wrong, e.g.\n" \
+        + "\n".join(bad[:20])
+    # No migration left a copy behind: the primaries hold exactly the keys written.
+    assert total_keys(primaries_of(nodes)) == len(acked)
