@@ -83,9 +83,11 @@ def assert_check_clean(entry: Node) -> str:
     return out
 
 
-def write_keys(nodes: list[Node], items: dict[str, str], batch: int = 500) -> None:
+def write_keys(nodes: list[Node], items: dict[str, str], batch: int = 500,
+               wait_replica: bool = False) -> None:
     """SET every key on the primary owning its slot (as nodes[0] sees the cluster),
-    pipelined; every reply must be OK."""
+    pipelined; every reply must be OK (and with wait_replica, WAIT 1 must then confirm
+    that a replica has them all)."""
     owners = slot_map(nodes[0])
     groups: dict[int, list[tuple[str, str]]] = {}
     for k, v in items.items():
@@ -97,6 +99,8 @@ def write_keys(nodes: list[Node], items: dict[str, str], batch: int = 500) -> No
                 c.sock.sendall(b"".join(cl.encode("SET", k, v) for k, v in chunk))
                 for k, _ in chunk:
                     assert c.reply() == b"OK", k
+            if wait_replica:
+                assert c.call("WAIT", 1, 10000) >= 1, f"no replica of :{port} confirmed"
 
 
 def slot_map(node: Node) -> list[int]:
@@ -196,7 +200,8 @@ class ClusterWriter(threading.Thread):
 
 
 class ConfirmedWriter(threading.Thread):
-    """SET m:<i> v<i> (each key written once) over direct connections to the primary
+    """SET m:<i> v<i> (each key written once; a `hot` share of them in `hot_slots`,
+    as {tag}m:<i>) over direct connections to the primary
     of the key's slot, from its own slot map (CLUSTER SLOTS from any reachable node),
     following MOVED (update the map, retry) and ASK (ASKING + SET on the target); then
     WAIT 1 <wait_ms> on the connection that took the write. A write is confirmed only
@@ -204,8 +209,10 @@ class ConfirmedWriter(threading.Thread):
     write unconfirmed (the map is refreshed and the writer goes on with a new key); any
     other error is recorded in `unexpected`."""
 
-    def __init__(self, ports: list[int], wait_ms: int = 500):
+    def __init__(self, ports: list[int], wait_ms: int = 500, hot_slots=(), hot: float = 0.5):
         super().__init__(daemon=True)
+        self.hot_slots = list(hot_slots)
+        self.hot = hot
         self.ports = list(ports)
         self.wait_ms = wait_ms
         self.stop_flag = threading.Event()
@@ -276,9 +283,12 @@ class ConfirmedWriter(threading.Thread):
 
     def run(self) -> None:
         self.refresh()
+        rng = random.Random(5)
         i = 0
         while not self.stop_flag.is_set():
             key, value = f"m:{i}", f"v{i}"
+            if self.hot_slots and rng.random() < self.hot:
+                key = "{%s}%s" % (cl.tag_for_slot(rng.choice(self.hot_slots)), key)
             i += 1
             try:
                 self.write(key, value)
@@ -423,3 +433,126 @@ def test_cli_create_reshard_rebalance_add_del_fix_under_writes(cluster):
         + "\n".join(bad[:20])
     # No migration left a copy behind: the primaries hold exactly the keys written.
     assert total_keys(primaries_of(nodes)) == len(acked)
+
+
+# ---------------------------------------------------------------- b. mixed cluster
+
+
+def master_of(observer: Node, node: Node) -> str:
+    """The primary id `observer` lists for `node` ('-' when it is a primary)."""
+    for n in observer.nodes():
+        if n["port"] == node.port:
+            return n["master"]
+    raise KeyError(f"{observer} does not list {node}")
+
+
+def wait_replicates(nodes: list[Node], pairs: dict[Node, Node], timeout: float = 60.0) -> None:
+    """Wait until every node in `nodes` lists each replica of `pairs` as replicating its
+    primary, the cluster is ok and in agreement, and each replica's link is up."""
+    def done():
+        ids = ids_by_port(nodes[0])
+        return all(master_of(o, rep) == ids[prim.port] for o in nodes for rep, prim in pairs.items())
+    cl.wait_for(done, timeout, "replicas to follow their new primaries")
+    cl.wait_cluster_ok(nodes, timeout)
+    for rep in pairs:
+        cl.wait_for(lambda rep=rep: cl.replication_up(rep), timeout, f"{rep} link up")
+
+
+def wait_promoted(survivors: list[Node], promoted: Node, slots: set[int],
+                  timeout: float = 60.0) -> float:
+    """Wait until every survivor says cluster_state:ok and lists `promoted` as a primary
+    holding `slots`; return the seconds it took."""
+    t0 = time.monotonic()
+
+    def done():
+        for o in survivors:
+            if o.cluster_info()["cluster_state"] != "ok":
+                return False
+            entry = next(n for n in o.nodes() if n["port"] == promoted.port)
+            if "master" not in entry["flags"] or entry["slots"] != slots:
+                return False
+        return True
+    cl.wait_for(done, timeout, f"{promoted} to be promoted", interval=0.1)
+    return time.monotonic() - t0
+
+
+@need_cli
+@need_redis
+@pytest.mark.timeout(240)
+def test_mixed_cluster_reshard_replicas_failover(cluster):
+    """Three redis-server nodes and three server_binary() nodes in one cluster: slots
+    move from a Redis primary to a densekv primary and back, a densekv replica follows
+    a Redis primary and a Redis replica a densekv primary, one primary of each kind is
+    killed and its replica promoted (then the old primary restarts as a replica), and
+    no write that WAIT 1 confirmed is lost."""
+    binary = server_binary()
+    t = 3000
+    R = [cluster.start(REDIS_SERVER, node_timeout_ms=t, kind="redis") for _ in range(3)]
+    D = [cluster.start(binary, node_timeout_ms=t, kind="densekv") for _ in range(3)]
+    everyone = [R[0], D[0], R[1], D[1], R[2], D[2]]
+    cl.create_cluster_cli(everyone, replicas=1)
+    cl.wait_cluster_ok(everyone)
+    # redis-cli makes the first three nodes given primaries.
+    assert {p.port for p in primaries_of(everyone)} == {R[0].port, D[0].port, R[1].port}
+    ids = ids_by_port(R[0])
+    pairs = {D[1]: R[0], R[2]: D[0], D[2]: R[1]}
+    for rep, prim in pairs.items():
+        if master_of(R[0], rep) != ids[prim.port]:
+            assert rep.call("CLUSTER", "REPLICATE", ids[prim.port]) == b"OK"
+    wait_replicates(everyone, pairs)
+    assert_check_clean(D[0])
+
+    # redis-cli reshard takes the source's lowest slots first: R[0]'s first 20 slots go
+    # to D[0] and come back. 1,000 keys in each make every one take a while to migrate,
+    # and half the writes go to them, so that writes meet slots mid-migration (ASK).
+    hot = sorted(next(n["slots"] for n in R[0].nodes() if "myself" in n["flags"]))[:20]
+    preload = {cl.key_in_slot(s, f"pre:{i}"): f"p{i}" for s in hot for i in range(1000)}
+    write_keys(everyone, preload, wait_replica=True)
+
+    writer = ConfirmedWriter([n.port for n in everyone], hot_slots=hot)
+    writer.start()
+    try:
+        def confirmed_on(port, since=0):
+            return sum(1 for _, p in list(writer.confirmed.values())[since:] if p == port)
+
+        cl.wait_for(lambda: confirmed_on(R[0].port) and confirmed_on(D[0].port), 30,
+                    "confirmed writes on both kinds of primary")
+        # Slots from a Redis primary to a densekv primary, and back.
+        for src, dst in ((R[0], D[0]), (D[0], R[0])):
+            before = slot_counts(R[1])
+            mark = len(writer.confirmed)
+            cl.cluster_cli("reshard", R[1].addr, "--cluster-from", ids[src.port],
+                           "--cluster-to", ids[dst.port], "--cluster-slots", 500, "--cluster-yes")
+            cl.wait_cluster_ok(everyone)
+            after = slot_counts(R[1])
+            assert (after[src.port], after[dst.port]) == \
+                (before[src.port] - 500, before[dst.port] + 500), (before, after)
+            assert_check_clean(R[1])
+            cl.wait_for(lambda: confirmed_on(dst.port, mark), 30, f"a confirmed write on {dst}")
+        assert not writer.unexpected, writer.unexpected
+        assert writer.redirects["ASK"] > 0, "no write met a slot being migrated"
+
+        # Kill a primary of each kind in turn; its replica of the other kind takes over.
+        for dead, heir in ((R[0], D[1]), (D[0], R[2])):
+            mark = len(writer.confirmed)
+            cl.wait_for(lambda: confirmed_on(dead.port, mark), 30, f"a confirmed write on {dead}")
+            slots = next(n["slots"] for n in heir.nodes() if n["port"] == dead.port)
+            dead.kill(signal.SIGKILL)
+            survivors = [n for n in everyone if n is not dead]
+            wait_promoted(survivors, heir, slots)
+            dead.restart()
+            wait_replicates(everyone, {dead: heir})
+            mark = len(writer.confirmed)
+            cl.wait_for(lambda: confirmed_on(heir.port, mark), 30,
+                        f"a write on {heir} confirmed by its new replica")
+    finally:
+        writer.stop()
+    assert not writer.unexpected, "unexpected errors:\n" + "\n".join(writer.unexpected[:20])
+
+    cl.wait_cluster_ok(everyone)
+    assert_check_clean(D[1])
+    expected = {k: v for k, (v, _port) in writer.confirmed.items()}
+    assert len(expected) > 100, f"only {len(expected)} confirmed writes"
+    expected.update(preload)
+    bad = missing_or_wrong(everyone, expected)
+    assert not bad, f"{len(bad)} of {len(expected)} confirmed writes lost, e.g.\n" + "\n".join(bad[:20])
