@@ -556,3 +556,217 @@ def test_mixed_cluster_reshard_replicas_failover(cluster):
     expected.update(preload)
     bad = missing_or_wrong(everyone, expected)
     assert not bad, f"{len(bad)} of {len(expected)} confirmed writes lost, e.g.\n" + "\n".join(bad[:20])
+
+
+# ---------------------------------------------------------------- c. bad input on the bus
+
+
+def bus_conn(node: Node, timeout: float = 5.0) -> socket.socket:
+    s = socket.create_connection((HOST, node.bus_port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(s: socket.socket, n: int) -> bytes | None:
+    """n bytes, or None if the connection closes first."""
+    buf = b""
+    while len(buf) < n:
+        try:
+            chunk = s.recv(n - len(buf))
+        except ConnectionResetError:
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def read_bus_message(s: socket.socket) -> bytes | None:
+    """One whole bus message (header checked for the RCmb signature), or None when
+    the node closes the connection instead; socket.timeout if neither happens."""
+    head = recv_exact(s, 8)
+    if head is None:
+        return None
+    assert head[:4] == cl.BUS_SIG, f"reply does not start with RCmb: {head!r}"
+    totlen = int.from_bytes(head[4:8], "big")
+    assert cl.BUS_HEADER_LEN <= totlen < 1 << 20, f"reply totlen {totlen}"
+    rest = recv_exact(s, totlen - 8)
+    assert rest is not None, "connection closed inside a message"
+    return head + rest
+
+
+def closed_by_peer(s: socket.socket, timeout: float = 10.0) -> bool:
+    """Whether the node closes the connection within `timeout` (anything it sends
+    before closing is read and dropped)."""
+    s.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not s.recv(65536):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+    return False
+
+
+def slots_in_bitmap(bitmap: bytes) -> set[int]:
+    return {i for i in range(cl.SLOTS) if bitmap[i // 8] & (1 << (i & 7))}
+
+
+def ping_pong(s: socket.socket, node_id: str, slots: set[int]) -> None:
+    """Send a well-formed PING from an unknown sender; the node answers with a PONG
+    that names it and its slots."""
+    s.sendall(cl.bus_header(cl.BUS_PING))
+    msg = read_bus_message(s)
+    assert msg is not None, "the node closed the connection instead of answering PING"
+    h = cl.parse_bus_header(msg)
+    assert (h["type"], h["ver"]) == (cl.BUS_PONG, 1), h
+    assert h["sender"] == node_id.encode(), h
+    assert h["totlen"] >= cl.BUS_HEADER_LEN + h["count"] * cl.BUS_GOSSIP_LEN, h
+    assert slots_in_bitmap(msg[80:80 + cl.SLOTS // 8]) == slots
+
+
+def assert_bus_healthy(nodes: list[Node], target: Node, what: str, pong: bool = True) -> None:
+    """After `what` was sent to target's bus port: target answers PING, every node
+    says cluster_state:ok with 3 known nodes, and each other node still sees target
+    connected with no fail flag; with pong=True, each also receives a PONG from it
+    again (its pong-recv passes the moment the check began: a second or so)."""
+    since = int(time.time() * 1000) if pong else 0
+    assert cl.ping(target.port, timeout=5), f"{target} does not answer PING after {what}"
+    target_id = target.myid()
+
+    def ok():
+        for n in nodes:
+            info = n.cluster_info()
+            if info["cluster_state"] != "ok" or info["cluster_known_nodes"] != "3":
+                return False
+        for n in nodes:
+            if n is target:
+                continue
+            entry = next(x for x in n.nodes() if x["id"] == target_id)
+            if entry["flags"] & cl.BAD_FLAGS or entry["link"] != "connected":
+                return False
+            if entry["pong_recv"] < since:
+                return False
+        return True
+    try:
+        cl.wait_for(ok, 20, f"the cluster to stay healthy after {what}", interval=0.1)
+    except TimeoutError as e:
+        views = "\n".join(n.call("CLUSTER", "NODES").decode() for n in nodes)
+        raise AssertionError(f"{e}\n{views}") from None
+
+
+@pytest.mark.timeout(120)
+def test_bus_bad_input(cluster):
+    binary = server_binary()
+    nodes = cluster.start_many(3, binary, node_timeout_ms=2000)
+    cl.form_cluster(nodes)
+    target = nodes[0]
+    target_id = target.myid()
+    slots = next(n["slots"] for n in target.nodes() if "myself" in n["flags"])
+    rng = random.Random(20240611)
+    valid = cl.bus_header(cl.BUS_PING)
+
+    # A well-formed PING from a sender nobody knows gets a PONG (this checks our
+    # encoding of the header: the cases below are all near misses of it).
+    with bus_conn(target) as s:
+        ping_pong(s, target_id, slots)
+    assert_bus_healthy(nodes, target, "a valid PING")
+
+    # totlen inconsistent with the gossip count: the message is dropped; the node
+    # either closes the link or skips exactly totlen bytes and answers the next PING.
+    inconsistent = {
+        "count 3, no gossip": cl.bus_header(cl.BUS_PING, count=3, totlen=cl.BUS_HEADER_LEN),
+        "count 0, one gossip entry": cl.bus_header(cl.BUS_PING, count=0,
+                                                   totlen=cl.BUS_HEADER_LEN + cl.BUS_GOSSIP_LEN)
+        + cl.bus_gossip(os.urandom(20).hex().encode()),
+        "count 2, one gossip entry": cl.bus_header(cl.BUS_PING, count=2,
+                                                   totlen=cl.BUS_HEADER_LEN + cl.BUS_GOSSIP_LEN)
+        + cl.bus_gossip(os.urandom(20).hex().encode()),
+        "count 65535, one gossip entry": cl.bus_header(cl.BUS_PING, count=65535,
+                                                       totlen=cl.BUS_HEADER_LEN + cl.BUS_GOSSIP_LEN)
+        + cl.bus_gossip(os.urandom(20).hex().encode()),
+    }
+    for what, msg in inconsistent.items():
+        with bus_conn(target) as s:
+            s.sendall(msg + valid)
+            reply = read_bus_message(s)
+            if reply is not None:
+                assert cl.parse_bus_header(reply)["type"] == cl.BUS_PONG, what
+        assert_bus_healthy(nodes, target, f"a PING with {what}", pong=False)
+    assert_bus_healthy(nodes, target, "PINGs with inconsistent lengths")
+
+    # Truncated headers: the connection ends (or stays open) mid-header.
+    for n in (1, 4, 7, 8, 100, cl.BUS_HEADER_LEN - 1):
+        with bus_conn(target) as s:
+            s.sendall(valid[:n])
+    with bus_conn(target) as s:
+        s.sendall(valid[:1000])
+        assert_bus_healthy(nodes, target, "a header cut short, connection held open")
+    assert_bus_healthy(nodes, target, "truncated headers")
+
+    # A wrong signature, or a totlen smaller than the header: the node drops the link.
+    bad = {f"signature {sig!r}": cl.bus_header(sig=sig) for sig in (b"RCmX", b"\0\0\0\0", b"GET ")}
+    bad.update({f"totlen {n}": cl.bus_header(totlen=n) for n in (0, 8, 100, cl.BUS_HEADER_LEN - 1)})
+    for what, msg in bad.items():
+        with bus_conn(target) as s:
+            s.sendall(msg)
+            assert closed_by_peer(s), f"the node kept a link open after {what}"
+        assert_bus_healthy(nodes, target, what, pong=False)
+    assert_bus_healthy(nodes, target, "bad signatures and short totlens")
+
+    # A huge totlen: the node must not trust it (no 4 GiB allocation, no crash).
+    rss_before = vm_rss(target)
+    for n in (0xFFFFFFFF, 0x80000000):
+        with bus_conn(target) as s:
+            s.sendall(cl.bus_header(totlen=n) + bytes(256 * 1024))
+            assert_bus_healthy(nodes, target, f"totlen {n:#x} with 256 KiB of body, held open", pong=False)
+    assert_bus_healthy(nodes, target, "huge totlens")
+    grew = vm_rss(target) - rss_before
+    assert grew < 64 << 20, f"RSS grew by {grew >> 20} MiB after huge-totlen messages"
+
+    # Seeded random bytes, then random bodies behind a well-framed header (any type
+    # but MEET, which would rightly make the node handshake with the "sender").
+    for _ in range(30):
+        with bus_conn(target) as s:
+            s.sendall(rng.randbytes(rng.randrange(1, 5000)))
+    assert_bus_healthy(nodes, target, "random bytes")
+    types = [t for t in range(12) if t != cl.BUS_MEET] + [rng.randrange(12, 65536) for _ in range(3)]
+    for i in range(60):
+        body = bytearray(rng.randbytes(cl.BUS_HEADER_LEN + rng.randrange(0, 3000)))
+        body[0:4] = cl.BUS_SIG
+        body[4:8] = len(body).to_bytes(4, "big")
+        body[8:10] = (1).to_bytes(2, "big")
+        body[12:14] = types[i % len(types)].to_bytes(2, "big")
+        with bus_conn(target) as s:
+            s.sendall(bytes(body))
+    assert_bus_healthy(nodes, target, "random bodies behind well-framed headers")
+
+    # Many connections at once, held open mid-message, then churn.
+    conns = []
+    try:
+        for i in range(300):
+            s = bus_conn(target)
+            conns.append(s)
+            s.sendall(valid[:rng.randrange(1, cl.BUS_HEADER_LEN)] if i % 2
+                      else cl.bus_header(totlen=0xFFFFFFFF))
+        assert_bus_healthy(nodes, target, "300 connections held open mid-message")
+    finally:
+        for s in conns:
+            s.close()
+    for i in range(300):
+        with bus_conn(target) as s:
+            s.sendall(rng.randbytes(64) if i % 2 else valid[:2000])
+    with bus_conn(target) as s:
+        ping_pong(s, target_id, slots)
+    assert_bus_healthy(nodes, target, "300 short-lived connections")
+
+
+def vm_rss(node: Node) -> int:
+    with open(f"/proc/{node.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
