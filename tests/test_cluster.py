@@ -770,3 +770,339 @@ def vm_rss(node: Node) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS")
+
+
+# ---------------------------------------------------------------- d. what clients rely on
+
+
+def three_primaries(cluster: cl.NodeSet, replica: bool = False, node_timeout_ms: int = 5000,
+                    extra_args=()) -> list[Node]:
+    """Three server_binary() primaries with slots 0-5460, 5461-10922, 10923-16383 (in
+    that order), and with replica=True a fourth node replicating the first."""
+    binary = server_binary()
+    nodes = [cluster.start(binary, node_timeout_ms=node_timeout_ms, extra_args=extra_args)
+             for _ in range(4 if replica else 3)]
+    cl.form_cluster(nodes[:3], {nodes[3]: nodes[0]} if replica else None)
+    return nodes
+
+
+# Hash slots as Redis 7.0 computes them: CRC16-XMODEM of the hash tag (the part between
+# the first "{" and the next "}" when it is not empty) or of the whole key.
+KEYSLOTS = {
+    "": 0, "foo": 12182, "bar": 5061, "123456789": 12739, "{": 4092, "}": 12090,
+    "{}": 15257, "{}foo": 9500, "foo{}{bar}": 8363, "foo{{bar}}zap": 4015,
+    "foo{bar}{zap}": 5061, "{user1000}.following": 3443, "{user1000}.followers": 3443,
+    "a{b": 13340, "x}y{z}": 8157, "key:1": 6657, "session:abc": 14788,
+}
+
+
+def test_keyslot(cluster):
+    a = three_primaries(cluster)[0]
+    for key, slot in KEYSLOTS.items():
+        assert a.call("CLUSTER", "KEYSLOT", key) == slot, key
+    rng = random.Random(3)
+    for _ in range(300):
+        key = rng.randbytes(rng.randrange(0, 24))
+        if rng.random() < 0.3:
+            key = key[:4] + b"{" + key[4:10] + b"}" + key[10:]
+        assert a.call("CLUSTER", "KEYSLOT", key) == cl.key_slot(key), key
+    assert err_of(a, "CLUSTER", "KEYSLOT") == \
+        "ERR wrong number of arguments for 'cluster|keyslot' command"
+
+
+def test_moved_and_crossslot(cluster):
+    from conftest import RawConn
+    nodes = three_primaries(cluster)
+    a, b, c = nodes
+    # foo is in slot 12182, served by the third node.
+    assert c.call("SET", "foo", "bar") == b"OK"
+    for other in (a, b):
+        conn = RawConn(other.port)
+        try:
+            assert conn.call("GET", "foo") == b"-MOVED 12182 127.0.0.1:%d\r\n" % c.port
+            assert conn.call("SET", "foo", "x") == b"-MOVED 12182 127.0.0.1:%d\r\n" % c.port
+            # Keys sharing a hash tag go to the tag's slot as a whole.
+            assert conn.call("MGET", "{foo}1", "{foo}2") == b"-MOVED 12182 127.0.0.1:%d\r\n" % c.port
+            # Commands without keys are served anywhere.
+            assert conn.call("PING") == b"+PONG\r\n"
+        finally:
+            conn.close()
+    assert c.call("GET", "foo") == b"bar"
+    assert c.call("MSET", "{foo}1", "x", "{foo}2", "y") == b"OK"
+    assert c.call("MGET", "{foo}1", "{foo}2", "foo") == [b"x", b"y", b"bar"]
+    crossslot = "CROSSSLOT Keys in request don't hash to the same slot"
+    for n in nodes:
+        assert err_of(n, "MSET", "foo", "1", "bar", "2") == crossslot
+        assert err_of(n, "MGET", "foo", "{foo}1", "bar") == crossslot
+        assert err_of(n, "DEL", "foo", "bar") == crossslot
+        assert err_of(n, "SUNIONSTORE", "{a}dst", "{a}x", "{b}y") == crossslot
+        assert err_of(n, "RENAME", "foo", "bar") == crossslot
+    # Nothing was written by the refused commands.
+    assert c.call("GET", "foo") == b"bar"
+
+
+def test_ask_tryagain_during_migration(cluster):
+    a, b, c = three_primaries(cluster)
+    ida, idb = a.myid(), b.myid()
+    slot = 100   # first node's
+    k1, k2, k3 = (cl.key_in_slot(slot, n) for n in ("a", "b", "c"))
+    ask = f"ASK {slot} 127.0.0.1:{b.port}"
+    moved_to_a = f"MOVED {slot} 127.0.0.1:{a.port}"
+    tryagain = "TRYAGAIN Multiple keys request during rehashing of slot"
+    with a.conn() as ca, b.conn() as cb:
+        assert ca.call("SET", k1, "1") == b"OK" and ca.call("SET", k2, "2") == b"OK"
+        assert cb.call("CLUSTER", "SETSLOT", slot, "IMPORTING", ida) == b"OK"
+        assert ca.call("CLUSTER", "SETSLOT", slot, "MIGRATING", idb) == b"OK"
+
+        # The source serves keys it still has, and sends the client to the target for
+        # keys it lacks; a multi-key command over present and missing keys must wait.
+        assert ca.call("GET", k1) == b"1"
+        assert err_of(ca, "GET", k3) == ask
+        assert err_of(ca, "SET", k3, "x") == ask
+        assert ca.call("MGET", k1, k2) == [b"1", b"2"]
+        assert err_of(ca, "MGET", k1, k3) == tryagain
+        assert err_of(ca, "MGET", k3, k3) == ask
+
+        # The target answers for the slot only after ASKING, for one command.
+        assert err_of(cb, "GET", k3) == moved_to_a
+        assert cb.call("ASKING") == b"OK"
+        assert cb.call("GET", k3) is None
+        assert err_of(cb, "GET", k3) == moved_to_a
+        assert cb.call("ASKING") == b"OK"
+        assert cb.call("SET", k3, "3") == b"OK"
+        assert cb.call("ASKING") == b"OK"
+        assert err_of(cb, "MGET", k3, k1) == tryagain
+        assert cb.call("ASKING") == b"OK"
+        assert cb.call("MGET", k3, k3) == [b"3", b"3"]
+
+        # Move the rest, then the keys are the target's: ASK from the source meanwhile.
+        assert ca.call("MIGRATE", HOST, b.port, "", 0, 5000, "KEYS", k1, k2) == b"OK"
+        assert err_of(ca, "GET", k1) == ask
+        assert ca.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        assert cb.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 3
+        for conn in (cb, ca):
+            assert conn.call("CLUSTER", "SETSLOT", slot, "NODE", idb) == b"OK"
+        assert c.call("CLUSTER", "SETSLOT", slot, "NODE", idb) == b"OK"
+        assert err_of(ca, "GET", k1) == f"MOVED {slot} 127.0.0.1:{b.port}"
+        assert cb.call("MGET", k1, k2, k3) == [b"1", b"2", b"3"]
+    cl.wait_cluster_ok([a, b, c])
+    assert not any(n["migrating"] or n["importing"] for x in (a, b, c) for n in x.nodes())
+    assert cl.slot_owner([a, b, c], slot, ask=c) is b
+
+
+def test_clusterdown(cluster):
+    nodes = three_primaries(cluster, node_timeout_ms=2000)
+    a, b, c = nodes
+    slot = 200
+    unserved = cl.key_in_slot(slot, "x")
+    served = cl.key_in_slot(300, "y")        # also the first node's
+    assert a.call("SET", served, "v") == b"OK"
+    for n in nodes:
+        assert n.call("CLUSTER", "DELSLOTS", slot) == b"OK"
+    # With cluster-require-full-coverage yes (the default) the cluster is down at once.
+    cl.wait_for(lambda: all(n.cluster_info()["cluster_state"] == "fail" for n in nodes), 10,
+                "cluster_state:fail")
+    assert a.cluster_info()["cluster_slots_assigned"] == "16383"
+    for n in (a, b):
+        assert err_of(n, "GET", unserved) == "CLUSTERDOWN Hash slot not served"
+        assert err_of(n, "GET", served) == "CLUSTERDOWN The cluster is down"
+        assert err_of(n, "SET", served, "w") == "CLUSTERDOWN The cluster is down"
+        assert n.call("PING") == b"PONG"
+        assert n.call("CLUSTER", "KEYSLOT", "foo") == 12182
+    # Without full coverage the other slots are served again.
+    for n in nodes:
+        assert n.call("CONFIG", "SET", "cluster-require-full-coverage", "no") == b"OK"
+    cl.wait_for(lambda: all(n.cluster_info()["cluster_state"] == "ok" for n in nodes), 10,
+                "cluster_state:ok without full coverage")
+    assert a.call("GET", served) == b"v"
+    assert err_of(a, "GET", unserved) == "CLUSTERDOWN Hash slot not served"
+    assert err_of(b, "GET", unserved) == "CLUSTERDOWN Hash slot not served"
+    for n in nodes:
+        assert n.call("CONFIG", "SET", "cluster-require-full-coverage", "yes") == b"OK"
+    assert a.call("CLUSTER", "ADDSLOTS", slot) == b"OK"
+    cl.wait_cluster_ok(nodes)
+    assert a.call("SET", unserved, "1") == b"OK"
+    # A primary without a replica dies: once the others mark it failed, they are down.
+    c.kill()
+    cl.wait_for(lambda: all(n.cluster_info()["cluster_state"] == "fail" for n in (a, b)), 30,
+                "cluster_state:fail after a primary died")
+    assert err_of(a, "GET", served) == "CLUSTERDOWN The cluster is down"
+    assert err_of(b, "GET", "foo") == "CLUSTERDOWN The cluster is down"   # the dead node's slot
+    dead = next(n for n in a.nodes() if n["port"] == c.port)
+    assert "fail" in dead["flags"], dead["line"]
+
+
+def test_readonly_replica(cluster):
+    a, b, c, rep = three_primaries(cluster, replica=True)
+    key, other = cl.key_in_slot(5, "r"), cl.key_in_slot(9000, "o")
+    with a.conn() as ca:
+        assert ca.call("SET", key, "val") == b"OK"
+        assert ca.call("WAIT", 1, 5000) == 1
+    with rep.conn() as cr:
+        moved = f"MOVED 5 127.0.0.1:{a.port}"
+        assert err_of(cr, "GET", key) == moved
+        assert cr.call("READONLY") == b"OK"
+        assert cr.call("GET", key) == b"val"
+        assert cr.call("EXISTS", key) == 1
+        assert err_of(cr, "SET", key, "x") == moved
+        assert err_of(cr, "GET", other) == f"MOVED 9000 127.0.0.1:{b.port}"
+        assert cr.call("READWRITE") == b"OK"
+        assert err_of(cr, "GET", key) == moved
+    assert a.call("GET", key) == b"val"
+
+
+def test_select_refused(cluster):
+    a = three_primaries(cluster)[0]
+    with a.conn() as c:
+        assert err_of(c, "SELECT", 1) == "ERR SELECT is not allowed in cluster mode"
+        assert c.call("SELECT", 0) == b"OK"
+
+
+def test_countkeysinslot_getkeysinslot(cluster):
+    a, b, c = three_primaries(cluster)
+    slot = 1234
+    keys = {cl.key_in_slot(slot, f"k{i}").encode() for i in range(50)}
+    for k in keys:
+        assert a.call("SET", k, "1") == b"OK"
+    assert a.call("SET", cl.key_in_slot(slot + 1, "other"), "1") == b"OK"
+    assert a.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 50
+    assert b.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+    assert a.call("CLUSTER", "COUNTKEYSINSLOT", 0) == 0
+    some = a.call("CLUSTER", "GETKEYSINSLOT", slot, 10)
+    assert len(some) == 10 and len(set(some)) == 10 and set(some) <= keys
+    assert set(a.call("CLUSTER", "GETKEYSINSLOT", slot, 1000)) == keys
+    assert len(a.call("CLUSTER", "GETKEYSINSLOT", slot, 1000)) == 50
+    assert a.call("CLUSTER", "GETKEYSINSLOT", slot, 0) == []
+    assert a.call("CLUSTER", "GETKEYSINSLOT", 4000, 10) == []
+    assert a.call("DEL", *sorted(keys)[:20]) == 20
+    assert a.call("CLUSTER", "COUNTKEYSINSLOT", slot) == 30
+    for bad in (16384, -1):
+        assert err_of(a, "CLUSTER", "COUNTKEYSINSLOT", bad) == "ERR Invalid slot"
+    for args in ((16384, 1), (-1, 1), (1, -1)):
+        assert err_of(a, "CLUSTER", "GETKEYSINSLOT", *args) == "ERR Invalid slot or number of keys"
+    notint = "ERR value is not an integer or out of range"
+    assert err_of(a, "CLUSTER", "COUNTKEYSINSLOT", "x") == notint
+    assert err_of(a, "CLUSTER", "GETKEYSINSLOT", "x", 1) == notint
+
+
+HEX40 = set("0123456789abcdef")
+
+
+def is_node_id(v) -> bool:
+    if isinstance(v, bytes):
+        v = v.decode()
+    return isinstance(v, str) and len(v) == 40 and set(v) <= HEX40
+
+
+def test_slots_shards_nodes_shape(cluster):
+    nodes = three_primaries(cluster, replica=True)
+    a, b, c, rep = nodes
+    ids = {n.port: n.myid() for n in nodes}
+    assert all(is_node_id(i) for i in ids.values())
+    ranges = {a.port: (0, 5460), b.port: (5461, 10922), c.port: (10923, 16383)}
+    # Redis 7.0 leaves a replica out of CLUSTER SLOTS (and calls it "loading" in
+    # CLUSTER SHARDS) until its replication offset, as gossip reports it, is not 0:
+    # give it a write, then wait until every node has heard of its offset.
+    with a.conn() as ca:
+        assert ca.call("SET", cl.key_in_slot(1, "k"), "v") == b"OK"
+        assert ca.call("WAIT", 1, 5000) == 1
+
+    def replica_listed():
+        return all(len(e) == 4 for n in nodes for e in n.call("CLUSTER", "SLOTS") if e[0] == 0)
+    cl.wait_for(replica_listed, 30, "every node to list the replica in CLUSTER SLOTS")
+
+    for observer in nodes:
+        # CLUSTER SLOTS: [start, end, [ip, port, id, []], replicas...] per range.
+        got = {}
+        for entry in observer.call("CLUSTER", "SLOTS"):
+            start, end, primary, *replicas = entry
+            assert primary == [b"127.0.0.1", primary[1], ids[primary[1]].encode(), []], primary
+            got[primary[1]] = (start, end)
+            want = [[b"127.0.0.1", rep.port, ids[rep.port].encode(), []]] if primary[1] == a.port else []
+            assert replicas == want, entry
+        assert got == ranges
+
+        # CLUSTER SHARDS: one map per shard: slots (flat start/end pairs), nodes (maps).
+        shards = observer.call("CLUSTER", "SHARDS")
+        assert len(shards) == 3
+        seen = {}
+        for shard in shards:
+            assert shard[0::2] == [b"slots", b"nodes"], shard
+            slots, members = shard[1], shard[3]
+            fields = []
+            for m in members:
+                assert m[0::2] == [b"id", b"port", b"ip", b"endpoint", b"role",
+                                   b"replication-offset", b"health"], m
+                f = dict(zip(m[0::2], m[1::2]))
+                assert is_node_id(f[b"id"]) and f[b"id"].decode() == ids[f[b"port"]]
+                assert f[b"ip"] == f[b"endpoint"] == b"127.0.0.1"
+                assert isinstance(f[b"replication-offset"], int) and f[b"replication-offset"] >= 0
+                assert f[b"health"] == b"online", f
+                fields.append(f)
+            primary = [f for f in fields if f[b"role"] == b"master"]
+            assert len(primary) == 1, fields
+            port = primary[0][b"port"]
+            seen[port] = (slots, sorted((f[b"role"], f[b"port"]) for f in fields))
+        assert seen == {
+            a.port: ([0, 5460], sorted([(b"master", a.port), (b"replica", rep.port)])),
+            b.port: ([5461, 10922], [(b"master", b.port)]),
+            c.port: ([10923, 16383], [(b"master", c.port)]),
+        }
+
+        # CLUSTER NODES: one line per node, id ip:port@cport flags master ping pong epoch
+        # link slots...
+        listed = observer.nodes()
+        assert len(listed) == 4
+        for n in listed:
+            assert n["id"] == ids[n["port"]]
+            assert n["addr"] == f"127.0.0.1:{n['port']}@{n['port'] + 10000}"
+            assert n["link"] == "connected"
+            assert n["ping_sent"] >= 0 and n["pong_recv"] >= 0 and n["epoch"] >= 0
+            assert ("myself" in n["flags"]) == (n["port"] == observer.port)
+            role = {"master", "slave"} & n["flags"]
+            if n["port"] == rep.port:
+                assert role == {"slave"} and n["master"] == ids[a.port] and not n["slots"]
+            else:
+                assert role == {"master"} and n["master"] == "-"
+                lo, hi = ranges[n["port"]]
+                assert n["slots"] == set(range(lo, hi + 1))
+                assert n["line"].split()[8:] == [f"{lo}-{hi}"]
+            assert n["flags"] <= {"myself", "master", "slave"}, n["line"]
+
+        info = observer.cluster_info()
+        assert (info["cluster_state"], info["cluster_slots_assigned"], info["cluster_slots_ok"],
+                info["cluster_slots_pfail"], info["cluster_slots_fail"],
+                info["cluster_known_nodes"], info["cluster_size"]) == \
+            ("ok", "16384", "16384", "0", "0", "4", "3")
+        assert observer.myid() == next(n["id"] for n in listed if "myself" in n["flags"])
+
+    lines = [cl.parse_nodes(x.decode())[0] for x in a.call("CLUSTER", "REPLICAS", ids[a.port])]
+    assert [(n["id"], n["master"]) for n in lines] == [(ids[rep.port], ids[a.port])]
+    assert err_of(a, "CLUSTER", "REPLICAS", "0" * 40) == "ERR Unknown node " + "0" * 40
+
+
+def test_restart_rejoins_as_itself(cluster):
+    nodes = three_primaries(cluster, replica=True)
+    a, b, c, rep = nodes
+    before = {n.port: (n.myid(), cl.topology_entry(next(x for x in n.nodes() if "myself" in x["flags"])))
+              for n in nodes}
+    epochs = {x["id"]: x["epoch"] for x in b.nodes()}
+    assert os.path.getsize(a.conf_path) > 0
+
+    # A primary killed outright comes back with its nodes.conf: same id, same slots.
+    a.kill(signal.SIGKILL)
+    a.restart()
+    assert a.myid() == before[a.port][0]
+    cl.wait_cluster_ok(nodes)
+    # A replica stopped cleanly comes back as the same replica of the same primary.
+    rep.kill(signal.SIGTERM)
+    rep.restart()
+    assert rep.myid() == before[rep.port][0]
+    cl.wait_cluster_ok(nodes)
+    cl.wait_for(lambda: cl.replication_up(rep), 30, "the replica's link up")
+    for n in nodes:
+        assert (n.myid(), cl.topology_entry(next(x for x in n.nodes() if "myself" in x["flags"]))) \
+            == before[n.port]
+        # Everyone still lists the same nodes at the same addresses and epochs.
+        assert {x["id"]: (x["port"], x["epoch"]) for x in n.nodes()} == \
+            {i: (p, epochs[i]) for p, (i, _) in before.items()}
