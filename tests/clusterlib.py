@@ -226,8 +226,10 @@ class Node:
     (its nodes-<port>.conf, log and any RDB a full sync writes), stopped by its PID."""
 
     def __init__(self, binary: str, basedir: str, node_timeout_ms: int = 3000,
-                 extra_args: tuple[str, ...] = (), kind: str | None = None):
+                 extra_args: tuple[str, ...] = (), kind: str | None = None,
+                 cluster_enabled: bool = True):
         self.binary = binary
+        self.cluster_enabled = cluster_enabled
         self.basedir = basedir
         self.node_timeout_ms = node_timeout_ms
         self.extra_args = tuple(extra_args)
@@ -254,9 +256,12 @@ class Node:
         return os.path.join(self.dir, f"nodes-{self.port}.conf")
 
     def argv(self) -> list[str]:
-        return [self.binary, "--port", str(self.port), "--bind", HOST,
-                "--cluster-enabled", "yes", "--cluster-config-file", self.conf_path,
-                "--cluster-node-timeout", str(self.node_timeout_ms),
+        """The command line; with cluster_enabled=False the same one without the
+        cluster options (a standalone server, for comparisons)."""
+        cluster = (["--cluster-enabled", "yes", "--cluster-config-file", self.conf_path,
+                    "--cluster-node-timeout", str(self.node_timeout_ms)]
+                   if self.cluster_enabled else [])
+        return [self.binary, "--port", str(self.port), "--bind", HOST, *cluster,
                 "--dir", self.dir, "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--repl-diskless-sync-delay", "0", *self.extra_args]
 
@@ -352,11 +357,12 @@ class NodeSet:
         self.nodes: list[Node] = []
 
     def start(self, binary: str, node_timeout_ms: int = 3000, extra_args=(),
-              kind: str | None = None) -> Node:
+              kind: str | None = None, cluster_enabled: bool = True) -> Node:
         taken = set()
         for n in self.nodes:
             taken |= {n.port, n.bus_port}
-        node = Node(binary, self.basedir, node_timeout_ms, tuple(extra_args), kind)
+        node = Node(binary, self.basedir, node_timeout_ms, tuple(extra_args), kind,
+                    cluster_enabled)
         self.nodes.append(node)
         return node.start(taken)
 
