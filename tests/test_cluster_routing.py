@@ -186,6 +186,45 @@ def cluster():
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture
+def fresh():
+    """fresh(*impls) -> [Node]: new nodes (no nodes.conf), one per implementation
+    named ("densekv" or "redis"), on free port pairs; stopped and removed after."""
+    made: list[Node] = []
+
+    def make(*impls: str) -> list[Node]:
+        taken: set[int] = set()
+        out = []
+        for i, impl in enumerate(impls):
+            port = free_pair(taken)
+            taken |= {port, port + BUS}
+            n = Node(binary_for(impl), "ABCDEFG"[i], port, tempfile.mkdtemp(prefix="densekv-cluster-"), ())
+            made.append(n)
+            out.append(n.start())
+        return out
+
+    yield make
+    for n in made:
+        n.stop()
+        shutil.rmtree(n.workdir, ignore_errors=True)
+
+
+def cluster_ok(nodes: list[Node], timeout: float = 30.0) -> None:
+    """Until every node says cluster_state:ok and knows every other node."""
+    deadline = time.monotonic() + timeout
+    for n in nodes:
+        c = n.conn()
+        while True:
+            info = c.call("CLUSTER", "INFO")
+            known = c.call("CLUSTER", "NODES").count(b"connected")
+            if b"cluster_state:ok" in info and known == len(nodes):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{n.name}: {info!r}\n{c.call('CLUSTER', 'NODES')!r}\n{n.log()[-3000:]}")
+            time.sleep(0.1)
+        c.close()
+
+
 def normalize(reply: bytes, nodes: dict[str, Node]) -> bytes:
     """A reply with each node's client port replaced by its name."""
     for name, n in nodes.items():
@@ -470,3 +509,59 @@ def test_bad_bus_bytes_close_only_that_link(cluster):
     c = nodes["A"].conn()
     assert c.call("SET", "b", "1") == b"+OK\r\n"
     c.close()
+
+
+# ---------------------------------------------------------------- formed by commands
+
+
+def test_one_node_with_every_slot_serves_everything(fresh):
+    (a,) = fresh("densekv")
+    c = a.conn()
+    assert c.call("GET", "b") == b"-CLUSTERDOWN Hash slot not served\r\n"
+    assert c.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+    cluster_ok([a])
+    for k in ("b", "c", "foo", "{foo}x"):
+        assert c.call("SET", k, "v") == b"+OK\r\n"
+    assert c.call("MGET", "{foo}x", "foo") == b"*2\r\n$1\r\nv\r\n$1\r\nv\r\n"
+    assert c.call("DBSIZE") == b":4\r\n"
+    c.close()
+
+
+@pytest.mark.parametrize("mix", [("densekv", "densekv", "densekv"), ("densekv", "redis", "densekv")])
+def test_nodes_meet_and_redirect(fresh, mix):
+    """Three primaries formed by ADDSLOTSRANGE and MEET: densekv only, and densekv
+    beside a Redis 7 node (the bus speaks Redis's format)."""
+    if "redis" in mix and shutil.which("redis-server") is None:
+        pytest.skip("redis-server not installed")
+    nodes = fresh(*mix)
+    ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")]
+    for n, (lo, hi) in zip(nodes, ranges):
+        c = n.conn()
+        assert c.call("CLUSTER", "ADDSLOTSRANGE", lo, hi) == b"+OK\r\n"
+        c.close()
+    a = nodes[0].conn()
+    for n in nodes[1:]:
+        assert a.call("CLUSTER", "MEET", HOST, str(n.port)) == b"+OK\r\n"
+    cluster_ok(nodes)
+    named = {n.name: n for n in nodes}
+    # b: slot 3300 (A); c: 7365 (B); foo: 12182 (C).
+    for n in nodes:
+        c = n.conn()
+        for key, owner in (("b", "A"), ("c", "B"), ("foo", "C")):
+            r = normalize(c.call("SET", key, n.name), named)
+            if owner == n.name:
+                assert r == b"+OK\r\n", (n.name, key, r)
+            else:
+                assert r == f"-MOVED {key_slot(key.encode())} <{owner}>\r\n".encode(), (n.name, key, r)
+        c.close()
+    # A message published anywhere reaches subscribers everywhere.
+    subs = []
+    for n in nodes:
+        s = n.conn()
+        assert s.call("SUBSCRIBE", "news") == b"*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n"
+        subs.append(s)
+    assert a.call("PUBLISH", "news", "hi") == b":1\r\n"
+    for s in subs:
+        assert s.read_reply(timeout=10) == b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n"
+        s.close()
+    a.close()

@@ -131,6 +131,26 @@ fn start_cluster(srv: &mut Server) -> Result<(), String> {
     Ok(())
 }
 
+/// After loading the data, as Redis's verifyClusterConfigWithData: keys
+/// outside db 0 end the start; slots holding keys that nobody serves become
+/// this node's, and those another node serves become importing
+/// (`Cluster::verify_config_with_data`).
+///
+/// Errors: the warning to log before exiting 1.
+fn verify_cluster_data(srv: &mut Server) -> Result<(), String> {
+    if srv.dbs.iter().skip(1).any(|d| !d.is_empty()) {
+        return Err("You can't have keys in a DB different than DB 0 when in Cluster mode. Exiting.".into());
+    }
+    let mut slots = std::collections::BTreeSet::new();
+    srv.dbs[0].for_each(|k, _, _| {
+        slots.insert(storage::slot::key_hash_slot(k));
+    });
+    if let Some(c) = srv.cluster.as_deref_mut() {
+        c.verify_config_with_data(slots);
+    }
+    Ok(())
+}
+
 /// Loads the configuration, starts listening and serves until shutdown.
 ///
 /// Errors: the exit status (1) after the reason was printed or logged.
@@ -325,6 +345,9 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     }
     if ev.open_aof(&mut srv).is_err() {
         return Err(fail_quiet());
+    }
+    if srv.cluster.is_some() {
+        verify_cluster_data(&mut srv).map_err(|e| fail(&e))?;
     }
     server::replication::config_changed(&mut srv);
     server::cron::update_hz(&mut srv);

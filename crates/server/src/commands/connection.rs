@@ -4,7 +4,6 @@
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEYS};
-use crate::commands::cluster::cluster_only;
 use crate::acl::{Denied, LogContext};
 use crate::client::ReplyMode;
 
