@@ -90,7 +90,9 @@ impl Cluster {
         }
         // A message naming us as its sender is our own MEET come back
         // (CLUSTER MEET of our own address): not a peer.
-        if !valid_name(name) || !self.nodes.contains_key(name) || *name == self.myself {
+        // Nor is a node still in handshake: its name is one we made up, so
+        // only a confused peer could send it.
+        if !valid_name(name) || *name == self.myself || self.nodes.get(name).is_none_or(|n| n.in_handshake()) {
             return None;
         }
         if l.node.is_none() && l.inbound {
@@ -670,6 +672,7 @@ impl Cluster {
         let timeout = self.settings.node_timeout;
         let handshake_timeout = timeout.max(1000);
         self.pfail_nodes = 0;
+        let my_primary = self.me().replicaof;
         let names = self.sorted_names();
         for name in &names {
             let Some(n) = self.nodes.get_mut(name) else { continue };
@@ -679,7 +682,7 @@ impl Cluster {
             if n.timed_out() {
                 self.pfail_nodes += 1;
             }
-            if n.in_handshake() && now.saturating_sub(n.ctime) > handshake_timeout {
+            if n.in_handshake() && now.saturating_sub(n.ctime) > handshake_timeout && Some(*name) != my_primary {
                 self.del_node(name);
                 continue;
             }

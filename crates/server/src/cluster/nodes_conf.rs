@@ -219,8 +219,8 @@ impl Cluster {
                     (s, s)
                 }
             };
-            for s in a..=b {
-                self.add_slot(&name, s);
+            if a <= b {
+                self.add_slot_range(&name, a, b);
             }
         }
         Ok(())

@@ -728,6 +728,27 @@ impl Cluster {
         true
     }
 
+    /// Gives `owner` every slot of `a..=b` that nobody has (one lookup of
+    /// the node for the whole range: loading a config, ADDSLOTSRANGE).
+    pub(crate) fn add_slot_range(&mut self, owner: &NodeName, a: u16, b: u16) {
+        let first = self.nodes.get(owner).is_some_and(|n| n.numslots == 0);
+        let have_replicas = first && self.primaries_have_replicas();
+        let Some(n) = self.nodes.get_mut(owner) else { return };
+        for s in a..=b {
+            if self.slots[s as usize].is_some() {
+                continue;
+            }
+            if !n.slots.get(s) {
+                n.slots.set(s);
+                n.numslots += 1;
+            }
+            self.slots[s as usize] = Some(*owner);
+        }
+        if first && n.numslots > 0 && have_replicas {
+            n.flags |= nf::MIGRATE_TO;
+        }
+    }
+
     /// Takes `slot` from its owner. Returns whether it had one. Shard
     /// channel subscribers of a slot our shard loses are told
     /// (`ShardChannelsMoved`).
