@@ -113,19 +113,28 @@ fn start_cluster(srv: &mut Server) -> Result<(), String> {
     let (mut conf, text) = server::nodesconf::NodesConf::open(&file).map_err(|e| e.message().to_string())?;
     let seed = server::nodesconf::entropy_seed();
     let log = srv.config.log.clone();
-    let cluster = match text {
-        Some(text) => {
-            let c = server::cluster::Cluster::load(&text, settings, seed).map_err(|e| format!("Unrecoverable error: corrupted cluster config file \"{e}\"."))?;
-            log.notice(&format!("Node configuration loaded, I'm {}", String::from_utf8_lossy(&c.myself)));
-            c
-        }
-        None => {
-            let c = server::cluster::Cluster::new(settings, seed);
-            log.notice(&format!("No cluster configuration found, I'm {}", String::from_utf8_lossy(&c.myself)));
-            conf.save(&c.config_text(), true).map_err(|_| "Fatal: can't update cluster config file.".to_string())?;
-            c
-        }
+    let mut cluster = match text {
+        Some(text) => server::cluster::Cluster::load(&text, settings, seed).map_err(|e| format!("Unrecoverable error: corrupted cluster config file \"{e}\"."))?,
+        None => server::cluster::Cluster::new(settings, seed),
     };
+    // Its first lines (the node's name) go out now, in Redis's order, and a
+    // new node's file is written at once; the rest waits for the loop.
+    let mut rest = Vec::new();
+    for a in std::mem::take(&mut cluster.actions) {
+        match a {
+            server::cluster::Action::Log { level, text } => match level {
+                0 => log.debug(&text),
+                1 => log.verbose(&text),
+                2 => log.notice(&text),
+                _ => log.warning(&text),
+            },
+            server::cluster::Action::SaveConfig { fsync } => {
+                conf.save(&cluster.config_text(), fsync).map_err(|_| "Fatal: can't update cluster config file.".to_string())?;
+            }
+            other => rest.push(other),
+        }
+    }
+    cluster.actions = rest;
     srv.cluster = Some(Box::new(cluster));
     srv.nodes_conf = Some(conf);
     Ok(())

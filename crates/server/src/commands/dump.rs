@@ -37,6 +37,12 @@ pub fn table() -> Vec<Spec> {
             .group(g)
             .doc("Atomically transfers a key from one Redis instance to another.", "2.6.0"),
         spec("restore", -4, WRITE | DENYOOM, keys(1, 1, 1), restore).acl(&["keyspace", "write", "slow", "dangerous"]).group(g).doc("Creates a key from the serialized representation of a value.", "2.6.0"),
+        // What MIGRATE sends in cluster mode: RESTORE that is served in a
+        // slot being imported without ASKING (redirect.rs reads the name).
+        spec("restore-asking", -4, WRITE | DENYOOM, keys(1, 1, 1), restore)
+            .acl(&["keyspace", "write", "slow", "dangerous"])
+            .group("server")
+            .doc("An internal command for migrating keys in a cluster.", "3.0.0"),
     ]
 }
 
@@ -219,7 +225,10 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         let Some(payload) = db.get(key, now).map(|v| rdb::dump_payload(v, now)) else { continue };
         let ttl = expire.map_or(0, |t| (t - now).max(1));
         let ttl = ttl.to_string();
-        let mut v: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), &payload];
+        // A cluster node's target may be importing the slot: RESTORE-ASKING
+        // is served there as Redis's is.
+        let restore: &[u8] = if ctx.srv.cluster.is_some() { b"RESTORE-ASKING" } else { b"RESTORE" };
+        let mut v: Vec<&[u8]> = vec![restore, key, ttl.as_bytes(), &payload];
         if replace {
             v.push(b"REPLACE");
         }
