@@ -643,3 +643,54 @@ def test_spublish_reaches_the_shard(cluster):
     assert sub.read_reply(timeout=10) == b"*3\r\n$8\r\nsmessage\r\n$1\r\nb\r\n$2\r\nhi\r\n"
     sub.close()
     pub.close()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_slot_taken_over_drops_its_keys(fresh, impl):
+    """A node whose slot another claims with a newer epoch deletes the keys it
+    kept there (Redis's dirty slots), and sends their clients on."""
+    if impl == "redis" and shutil.which("redis-server") is None:
+        pytest.skip("redis-server not installed")
+    a, b = fresh(impl, impl)
+    ca, cb = a.conn(), b.conn()
+    assert ca.call("CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+    ida = ca.call("CLUSTER", "MYID").split(b"\r\n")[1].decode()
+    idb = cb.call("CLUSTER", "MYID").split(b"\r\n")[1].decode()
+    assert ca.call("CLUSTER", "MEET", HOST, str(b.port)) == b"+OK\r\n"
+    cluster_ok([a, b])
+    for k in ("b", "{b}2", "c"):
+        assert ca.call("SET", k, "v") == b"+OK\r\n"
+    assert cb.call("CLUSTER", "SETSLOT", "3300", "IMPORTING", ida) == b"+OK\r\n"
+    assert cb.call("CLUSTER", "SETSLOT", "3300", "NODE", idb) == b"+OK\r\n"
+    deadline = time.monotonic() + 20
+    while ca.call("DBSIZE") != b":1\r\n":
+        assert time.monotonic() < deadline, ca.call("DBSIZE")
+        time.sleep(0.1)
+    assert normalize(ca.call("GET", "b"), {"B": b}) == b"-MOVED 3300 <B>\r\n"
+    assert ca.call("GET", "c") == b"$1\r\nv\r\n"
+    ca.close()
+    cb.close()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_link_over_sendbuf_limit_is_freed(fresh, impl):
+    """A peer that stops reading: the link's queue passes cluster-link-sendbuf-limit,
+    the link is freed and counted (CLUSTER INFO), and comes back once the peer reads."""
+    import signal
+    nodes, ids = two_primaries(fresh, impl)
+    a, b = nodes
+    c = a.conn()
+    assert c.call("CONFIG", "SET", "cluster-link-sendbuf-limit", str(1 << 20)) == b"+OK\r\n"
+    b.proc.send_signal(signal.SIGSTOP)
+    try:
+        big = "x" * (1 << 20)
+        deadline = time.monotonic() + 20
+        while b"total_cluster_links_buffer_limit_exceeded:0\r\n" in c.call("CLUSTER", "INFO"):
+            assert time.monotonic() < deadline, c.call("CLUSTER", "INFO")
+            c.call("PUBLISH", "ch", big)
+            time.sleep(0.05)
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+    assert c.call("PING") == b"+PONG\r\n"
+    cluster_ok(nodes)
+    c.close()
