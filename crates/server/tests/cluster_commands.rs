@@ -108,11 +108,12 @@ fn slot_assignment_and_its_errors() {
     let shards = n.run(&["CLUSTER", "SHARDS"]);
     assert!(shards.starts_with("*1\r\n*4\r\n$5\r\nslots\r\n*6\r\n:1\r\n:3\r\n:100\r\n:199\r\n:300\r\n:16383\r\n$5\r\nnodes\r\n*1\r\n*14\r\n$2\r\nid\r\n"), "{shards}");
     assert!(shards.ends_with("$6\r\nhealth\r\n$6\r\nonline\r\n"), "{shards}");
-    // Keys by slot. Routing serves keys only once the cluster is ok (the
-    // state machine's tick decides that; this socketless node has none).
-    n.cluster().state_ok = true;
-    n.run(&["SET", "foo", "1"]);
-    n.run(&["SET", "{foo}bar", "1"]);
+    // Keys by slot. The cluster is down (slots 0, 4-99 and 200-299 have no
+    // owner), so a SET would be refused: the keys go straight into db 0, as
+    // a loaded RDB's would.
+    for key in [&b"foo"[..], b"{foo}bar"] {
+        assert!(!n.srv.dbs[0].insert(key, storage::Value::string(b"1"), storage::Ttl::Clear, 0));
+    }
     assert_eq!(n.run(&["CLUSTER", "COUNTKEYSINSLOT", "12182"]), ":2\r\n");
     assert_eq!(n.run(&["CLUSTER", "COUNTKEYSINSLOT", "16384"]), "-ERR Invalid slot\r\n");
     assert_eq!(n.run(&["CLUSTER", "COUNTKEYSINSLOT", "x"]), "-ERR value is not an integer or out of range\r\n");
@@ -134,7 +135,9 @@ fn slot_assignment_and_its_errors() {
         format!("-ERR Unknown node {}\r\n", "a".repeat(40))
     );
     assert_eq!(n.run(&["CLUSTER", "SETSLOT", "12182", "BOGUS"]), "-ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP\r\n");
-    n.run(&["DEL", "foo", "{foo}bar"]);
+    for key in [&b"foo"[..], b"{foo}bar"] {
+        assert!(n.srv.dbs[0].remove(key, 0).is_some());
+    }
     assert_eq!(n.run(&["CLUSTER", "FLUSHSLOTS"]), "+OK\r\n");
     assert_eq!(n.run(&["CLUSTER", "SLOTS"]), "*0\r\n");
 }

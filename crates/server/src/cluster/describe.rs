@@ -6,9 +6,9 @@
 //! flags primary ping_sent pong_recv config_epoch link slots...`. The file
 //! adds the aux fields after the hostname (`,tls-port=N,nodename=X,
 //! shard-id=Y`, written from the last known field to the first as Redis
-//! does) and, for this node, the slots in migration (`[slot->-node]`,
-//! `[slot-<-node]`); clients see neither aux fields nor a "tls-port" they
-//! did not ask for. Building RESP replies is the command's business
+//! does); clients see neither aux fields nor a "tls-port" they did not ask
+//! for. Both end this node's line with its slots in migration
+//! (`[slot->-node]`, `[slot-<-node]`). Building RESP replies is the command's business
 //! (commands/cluster.rs): this file gives it the ranges and lists.
 
 use std::fmt::Write;
@@ -126,7 +126,8 @@ impl Cluster {
     }
 
     /// One CLUSTER NODES line, without the newline. `conf`: the nodes.conf
-    /// form (aux fields and this node's migrations). `tls_primary`: the
+    /// form (aux fields). This node's line ends with its slots in migration
+    /// either way, as Redis's does. `tls_primary`: the
     /// TLS port in the address (a client over TLS).
     pub fn node_line(&self, node: &Node, conf: bool, tls_primary: bool) -> String {
         self.node_line_with(node, conf, tls_primary, &self.node_ranges(&node.name))
@@ -186,7 +187,9 @@ impl Cluster {
                 let _ = write!(s, " {a}-{b}");
             }
         }
-        if conf && node.flags & nf::MYSELF != 0 {
+        // Our own open slots, in the file and in CLUSTER NODES alike: redis-cli
+        // finds open slots (check, fix, reshard) only there.
+        if node.flags & nf::MYSELF != 0 {
             let mut open: Vec<u16> = self.migrating_to.keys().chain(self.importing_from.keys()).copied().collect();
             open.sort_unstable();
             open.dedup();

@@ -530,6 +530,9 @@ fn nodes_conf_round_trip_is_identical() {
     }
     let text = sim.c(0).config_text();
     assert!(text.contains("[100->-"), "{text}");
+    // CLUSTER NODES shows them too (redis-cli finds open slots there).
+    assert!(sim.c(0).nodes_text(false).contains("[100->-"));
+    assert!(sim.c(1).nodes_text(false).contains("[200-<-"));
     let (cur, vote) = (sim.c(0).current_epoch, sim.c(0).last_vote_epoch);
     assert!(text.ends_with(&format!("vars currentEpoch {cur} lastVoteEpoch {vote}\n")));
     assert!(sim.c(1).config_text().contains("[200-<-"));
