@@ -247,3 +247,50 @@ return 1
     p.eval("return server.call('set', 'later', '1')", 0)
     _wait(lambda: rr.get("later") == b"1", "a write after a held script")
 
+
+# ---------------------------------------------------------------- string encodings
+
+
+# Each case: commands run on a fresh key `e`, then OBJECT ENCODING e, which
+# must be what Redis 7.0 answers after the same commands.
+ENCODING_CASES = [
+    [("SET", "e", "foo")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar")],
+    [("APPEND", "e", "bar")],
+    [("APPEND", "e", "12")],
+    [("SET", "e", "12"), ("APPEND", "e", "3")],
+    [("SET", "e", "foo"), ("APPEND", "e", "")],
+    [("SET", "e", "x" * 40), ("APPEND", "e", "y" * 10)],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("SET", "e", "foobar")],
+    [("SET", "e", "foo"), ("SETRANGE", "e", "1", "xy")],
+    [("SETRANGE", "e", "2", "ab")],
+    [("SET", "e", "foo"), ("SETRANGE", "e", "0", "")],
+    [("SET", "e", "foo"), ("SETBIT", "e", "1", "1")],
+    [("SET", "e", "foo"), ("SETBIT", "e", "1", "1"), ("SETBIT", "e", "1", "1")],
+    [("SETBIT", "e", "7", "1")],
+    [("SET", "e", "foo"), ("BITFIELD", "e", "SET", "u8", "0", "65")],
+    [("SET", "e", "foo"), ("BITFIELD", "e", "GET", "u8", "0")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("GETRANGE", "e", "0", "1")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("RENAME", "e", "e2"), ("RENAME", "e2", "e")],
+    [("SET", "e", "1.5"), ("APPEND", "e", "0"), ("INCRBYFLOAT", "e", "1")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("COPY", "e", "e2"), ("DEL", "e"), ("RENAME", "e2", "e")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("MOVE", "e", "1"), ("SELECT", "1"), ("MOVE", "e", "0"), ("SELECT", "0")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("GETSET", "e", "baz")],
+]
+
+
+@pytest.mark.parametrize("cmds", ENCODING_CASES, ids=lambda cmds: " ; ".join(" ".join(c) for c in cmds))
+def test_string_encoding_as_redis(r, real_redis, cmds):
+    real_redis.flushall()
+    for c in cmds:
+        ours_err = theirs_err = None
+        try:
+            r.execute_command(*c)
+        except redis.ResponseError as e:
+            ours_err = str(e)
+        try:
+            real_redis.execute_command(*c)
+        except redis.ResponseError as e:
+            theirs_err = str(e)
+        assert ours_err == theirs_err, c
+    assert r.object("encoding", "e") == real_redis.object("encoding", "e")

@@ -54,6 +54,7 @@ mod evict;
 mod expire;
 mod field_expiry;
 mod objects;
+#[path = "../rawmark.rs"] mod rawmark;
 mod scan;
 mod snapshot;
 mod table;
