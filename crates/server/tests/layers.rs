@@ -39,7 +39,7 @@ const STORAGE: &[&[&str]] = &[
     &["types"],
     &["value"],
     &["blob"],
-    &["keyspace"],
+    &["keyspace", "rawmark"],
     &["rdb"],
     &["crate"],
 ];
