@@ -39,7 +39,7 @@ const STORAGE: &[&[&str]] = &[
     &["types"],
     &["value"],
     &["blob"],
-    &["keyspace", "rawmark"],
+    &["keyspace"],
     &["rdb"],
     &["crate"],
 ];

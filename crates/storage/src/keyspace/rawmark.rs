@@ -6,9 +6,8 @@
 //! and OBJECT ENCODING asks. A new value for the key (SET, RESTORE, a
 //! rewrite that moves the blob, such as adding a TTL) drops the mark.
 //!
-//! This is a child module of `keyspace` (it reads a key's slot and blob),
-//! kept in its own file outside that directory so the keyspace's files
-//! stay as they are.
+//! One concern's methods on `Db`, like the keyspace's other files: it
+//! imports only mod.rs (for `Db`), never a sibling.
 
 use super::Db;
 use crate::blob;
