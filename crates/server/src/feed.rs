@@ -10,6 +10,12 @@
 //!   that is more than one command (EXEC of a transaction, a script or
 //!   function, which propagate their effects, not themselves).
 //!
+//! - a script's `redis.set_repl` (`server.set_repl`): while it holds some
+//!   targets back (`hold`), what it writes goes only to the others (the AOF
+//!   or the replicas), as Redis marks each propagated op with its targets.
+//!   Each sink remembers its own selected database, since the two may then
+//!   have seen different SELECTs.
+//!
 //! With no sink attached the stream costs one branch per write.
 
 /// A consumer of the write stream (the AOF writer, a replica link).
@@ -25,13 +31,16 @@ pub trait Sink {
 /// The write stream and its consumers.
 #[derive(Default)]
 pub struct Feed {
-    sinks: Vec<Box<dyn Sink>>,
-    /// The database the sinks last saw selected.
-    db: Option<usize>,
+    /// Each consumer with the database it last saw selected.
+    sinks: Vec<(Box<dyn Sink>, Option<usize>)>,
     /// Nesting of `exec::run` calls (EXEC and scripts run commands inside).
     depth: u32,
-    /// What the current top-level command propagated so far.
-    pending: Vec<(usize, Vec<Vec<u8>>)>,
+    /// What the current top-level command propagated so far, each with the
+    /// targets it was held back from.
+    pending: Vec<(usize, Vec<Vec<u8>>, u8)>,
+    /// Targets held back for now (`TO_AOF`, `TO_REPLICAS`): a script's
+    /// `set_repl`.
+    held: u8,
     /// Set by the running command when it is not to be replayed as sent
     /// (`replace_current`, `skip_current`); dispatch takes it after the call.
     rewrite: Option<Rewrite>,
@@ -46,6 +55,20 @@ pub enum Rewrite {
     As(Vec<Vec<u8>>),
 }
 
+/// The AOF as a target of the stream (Redis's PROPAGATE_AOF).
+pub const TO_AOF: u8 = 1;
+/// The replicas as a target of the stream (Redis's PROPAGATE_REPL).
+pub const TO_REPLICAS: u8 = 2;
+
+/// The target a sink is: the AOF writer, or a replication stream.
+fn target_of(sink: &dyn Sink) -> u8 {
+    if sink.name() == "aof" {
+        TO_AOF
+    } else {
+        TO_REPLICAS
+    }
+}
+
 impl Feed {
     /// True when nobody consumes the stream.
     pub fn is_empty(&self) -> bool {
@@ -54,30 +77,41 @@ impl Feed {
 
     /// Attaches a consumer; the next command it gets is preceded by SELECT.
     pub fn attach(&mut self, sink: Box<dyn Sink>) {
-        self.sinks.push(sink);
-        self.db = None;
+        self.sinks.push((sink, None));
+        self.reselect();
     }
 
     /// The next command goes out after a SELECT (a replica starts from an
     /// image and must learn the database the stream is in).
     pub fn reselect(&mut self) {
-        self.db = None;
+        for (_, db) in &mut self.sinks {
+            *db = None;
+        }
     }
 
-    /// The database the sinks last saw selected, if any.
+    /// The database the replication stream last saw selected (or, with no
+    /// replication stream, any sink), if any.
     pub fn selected(&self) -> Option<usize> {
-        self.db
+        let repl = self.sinks.iter().find(|(s, _)| target_of(s.as_ref()) == TO_REPLICAS);
+        repl.or(self.sinks.first()).and_then(|(_, db)| *db)
     }
 
     /// True if a consumer called `name` is attached.
     pub fn has(&self, name: &str) -> bool {
-        self.sinks.iter().any(|s| s.name() == name)
+        self.sinks.iter().any(|(s, _)| s.name() == name)
     }
 
     /// Detaches the consumers called `name` (the AOF when turned off or
     /// moved to a new file).
     pub fn detach(&mut self, name: &str) {
-        self.sinks.retain(|s| s.name() != name);
+        self.sinks.retain(|(s, _)| s.name() != name);
+    }
+
+    /// Holds back the targets in `held` (`TO_AOF`, `TO_REPLICAS`, both, or
+    /// none) from what is pushed from now on, until changed again; a script
+    /// sets it through `set_repl` and clears it when it ends.
+    pub fn hold(&mut self, held: u8) {
+        self.held = held & (TO_AOF | TO_REPLICAS);
     }
 
     /// How many commands are running one inside the other (0 between
@@ -119,10 +153,10 @@ impl Feed {
 
     /// Records a write of database `db` to propagate as `argv`.
     pub fn push(&mut self, db: usize, argv: Vec<Vec<u8>>) {
-        if self.sinks.is_empty() {
+        if self.sinks.is_empty() || self.held == TO_AOF | TO_REPLICAS {
             return;
         }
-        self.pending.push((db, argv));
+        self.pending.push((db, argv, self.held));
         if self.depth == 0 {
             // Outside any command (active expiry, cron): out at once.
             self.flush();
@@ -132,23 +166,32 @@ impl Feed {
     fn flush(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         let wrap = pending.len() > 1;
+        // As in Redis, MULTI and EXEC go to every target even when some of
+        // what they wrap was held back from one.
         if wrap {
-            self.send(&[b"MULTI".to_vec()]);
+            self.send(&[b"MULTI".to_vec()], 0, None);
         }
-        for (db, argv) in &pending {
-            if self.db != Some(*db) {
-                self.send(&[b"SELECT".to_vec(), db.to_string().into_bytes()]);
-                self.db = Some(*db);
-            }
-            self.send(argv);
+        for (db, argv, held) in &pending {
+            self.send(argv, *held, Some(*db));
         }
         if wrap {
-            self.send(&[b"EXEC".to_vec()]);
+            self.send(&[b"EXEC".to_vec()], 0, None);
         }
     }
 
-    fn send(&mut self, argv: &[Vec<u8>]) {
-        for s in &mut self.sinks {
+    /// Sends `argv` to every sink not in `held`, after a SELECT of `db`
+    /// to those that last saw another database.
+    fn send(&mut self, argv: &[Vec<u8>], held: u8, db: Option<usize>) {
+        for (s, selected) in &mut self.sinks {
+            if target_of(s.as_ref()) & held != 0 {
+                continue;
+            }
+            if let Some(db) = db {
+                if *selected != Some(db) {
+                    s.feed(&[b"SELECT".to_vec(), db.to_string().into_bytes()]);
+                    *selected = Some(db);
+                }
+            }
             s.feed(argv);
         }
     }
@@ -299,5 +342,43 @@ mod tests {
         // Active expiry: outside any command.
         f.push(1, cmd("DEL z"));
         assert_eq!(*log.borrow(), ["SELECT 0", "SET a 1", "SET b 2", "MULTI", "SELECT 1", "INCR x", "DEL y", "EXEC", "DEL z"]);
+    }
+
+    struct Aof(Rc<RefCell<Vec<String>>>);
+
+    impl Sink for Aof {
+        fn feed(&mut self, argv: &[Vec<u8>]) {
+            Log(self.0.clone()).feed(argv);
+        }
+        fn name(&self) -> &'static str {
+            "aof"
+        }
+    }
+
+    #[test]
+    fn held_targets_miss_what_is_pushed_meanwhile() {
+        let (repl, aof) = (Rc::new(RefCell::new(Vec::new())), Rc::new(RefCell::new(Vec::new())));
+        let mut f = Feed::default();
+        f.attach(Box::new(Log(repl.clone())));
+        f.attach(Box::new(Aof(aof.clone())));
+        // A script: one write to both, one held from replicas (in db 2),
+        // one held from both, one to replicas only.
+        f.enter();
+        f.push(0, cmd("SET a 1"));
+        f.hold(TO_REPLICAS);
+        f.push(2, cmd("SET b 2"));
+        f.hold(TO_AOF | TO_REPLICAS);
+        f.push(0, cmd("SET c 3"));
+        f.hold(TO_AOF);
+        f.push(0, cmd("SET d 4"));
+        f.hold(0);
+        f.leave();
+        assert_eq!(*repl.borrow(), ["MULTI", "SELECT 0", "SET a 1", "SET d 4", "EXEC"]);
+        assert_eq!(*aof.borrow(), ["MULTI", "SELECT 0", "SET a 1", "SELECT 2", "SET b 2", "EXEC"]);
+        // Each sink selects again where it last saw another database.
+        f.push(0, cmd("DEL z"));
+        assert_eq!(repl.borrow().last().map(String::as_str), Some("DEL z"));
+        assert_eq!(aof.borrow()[6..], ["SELECT 0", "DEL z"]);
+        assert_eq!(f.selected(), Some(0));
     }
 }

@@ -7,6 +7,9 @@
 //!          form, `encoding::inline`)
 //!          bit 2    has deadline
 //!          bits 3-6 pad: bytes of slack at the end (0..=15)
+//!          bit 7    raw: a string edited in place (APPEND, SETRANGE,
+//!                   SETBIT, BITFIELD), which Redis reports as "raw"
+//!                   whatever its length; any new store clears it
 //! ```
 //!
 //! The blob's length is not stored: the slab knows its class size, and `pad`
@@ -39,6 +42,7 @@ const KIND_INT: u8 = 1;
 const KIND_OBJ: u8 = 2;
 const KIND_INLINE: u8 = 3;
 const HAS_TTL: u8 = 4;
+const RAW_ENC: u8 = 0x80;
 
 fn varint_len(mut n: usize) -> usize {
     let mut l = 1;
@@ -106,9 +110,30 @@ pub fn rewrite_int(b: &mut [u8], v: i64) -> bool {
         return false;
     }
     let pad = b.len() - at - vlen;
-    b[0] = (flags & 7) | (pad as u8) << 3;
+    b[0] = (flags & 7) | (pad as u8) << 3 | (flags & RAW_ENC);
     b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]);
     true
+}
+
+/// Marks the blob `b` of a bytes string as edited in place ("raw" in
+/// OBJECT ENCODING). Returns false, leaving `b` untouched, for any other
+/// kind of value.
+pub fn mark_raw(b: &mut [u8]) -> bool {
+    if b[0] & 3 != KIND_RAW {
+        return false;
+    }
+    b[0] |= RAW_ENC;
+    true
+}
+
+/// True if the blob `b` holds a bytes string (not an integer or object).
+pub fn is_kind_bytes(b: &[u8]) -> bool {
+    b[0] & 3 == KIND_RAW
+}
+
+/// True if the blob `b` holds a bytes string marked by `mark_raw`.
+pub fn is_marked_raw(b: &[u8]) -> bool {
+    b[0] & 3 == KIND_RAW && b[0] & RAW_ENC != 0
 }
 
 /// Where the key starts and its length (after the flags byte and varint).

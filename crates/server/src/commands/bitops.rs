@@ -102,9 +102,13 @@ pub fn setbit(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         } else {
             v[byte] &= !mask;
         }
-        ctx.set_value(key, Value::string(&v), Ttl::Keep);
+        // Bytes even when it reads as an integer: Redis leaves it raw.
+        ctx.set_value(key, Value::Bytes(v), Ttl::Keep);
         ctx.notify(notify::STRING, "setbit", key);
     }
+    // Redis unshares the string for the edit, changed or not: "raw".
+    let now = ctx.now;
+    ctx.db().mark_raw(key, now);
     ctx.out().int(old as i64);
     Ok(())
 }
@@ -576,12 +580,15 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Vec<u8>], ro: bool) -> CmdResult {
     if changes > 0 || grown {
         // Growing stores the key even when every write failed (OVERFLOW FAIL);
         // Redis counts one change per modifying operation.
-        ctx.set_value(key, Value::string(&v), Ttl::Keep);
+        ctx.set_value(key, Value::Bytes(v), Ttl::Keep);
         ctx.srv.dirty = (ctx.srv.dirty + changes).saturating_sub(1);
         if changes > 0 {
             ctx.notify(notify::STRING, "setbit", key);
         }
     }
+    // Writes unshare the string, as for SETBIT: "raw" in OBJECT ENCODING.
+    let now = ctx.now;
+    ctx.db().mark_raw(key, now);
     let out = ctx.out();
     out.array(replies.len());
     for r in replies {

@@ -194,8 +194,13 @@ fn rename_generic(ctx: &mut Ctx, args: &[Vec<u8>], nx: bool) -> CmdResult {
         }
         return Ok(());
     }
+    // The same object moves in Redis: a raw string stays raw.
+    let raw = db.marked_raw(src);
     let value = db.remove(src, now).ok_or(CmdError::NoSuchKey)?;
     db.insert(dst, value, expire.map_or(Ttl::Clear, Ttl::At), now);
+    if raw {
+        db.mark_raw(dst, now);
+    }
     ctx.key_modified(src);
     ctx.key_modified(dst);
     ctx.notify(notify::GENERIC, "rename_from", src);
@@ -242,12 +247,17 @@ pub fn copy(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ctx.out().int(0);
         return Ok(());
     };
+    // Redis copies a raw string as a raw one.
+    let raw = db.marked_raw(src);
     let target = &mut ctx.srv.dbs[dst_db];
     if !replace && target.contains(dst, now) {
         ctx.out().int(0);
         return Ok(());
     }
     target.insert(dst, value, expire.map_or(Ttl::Clear, Ttl::At), now);
+    if raw {
+        target.mark_raw(dst, now);
+    }
     ctx.srv.expired_keys += target.take_lazy_expired();
     modified_in(ctx, dst_db, dst);
     ctx.notify_db(dst_db, notify::GENERIC, "copy_to", dst);
@@ -278,11 +288,16 @@ pub fn move_(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         ctx.out().int(0);
         return Ok(());
     }
+    let raw = ctx.srv.dbs[src_db].marked_raw(key);
     let Some(value) = ctx.srv.dbs[src_db].remove(key, now) else {
         ctx.out().int(0);
         return Ok(());
     };
     ctx.srv.dbs[dst_db].insert(key, value, expire.map_or(Ttl::Clear, Ttl::At), now);
+    if raw {
+        // The same object moves in Redis: a raw string stays raw.
+        ctx.srv.dbs[dst_db].mark_raw(key, now);
+    }
     modified_in(ctx, src_db, key);
     modified_in(ctx, dst_db, key);
     ctx.notify_db(src_db, notify::GENERIC, "move_from", key);
@@ -454,7 +469,10 @@ fn object_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Db> {
 pub fn object_encoding(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let Some(db) = object_lookup(ctx, &args[2]) else { return Ok(()) };
-    let name = db.get(&args[2], now).map_or("", encoding_name);
+    let mut name = db.get(&args[2], now).map_or("", encoding_name);
+    if name == "embstr" && db.marked_raw(&args[2]) {
+        name = "raw";
+    }
     ctx.out().bulk(name.as_bytes());
     Ok(())
 }

@@ -587,8 +587,8 @@ pub fn msetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (key, tail) = (&args[1], &args[2]);
     let max = ctx.srv.config.proto_max_bulk_len;
-    let new = match ctx.read_str(key)?.0 {
-        None => Value::string(tail),
+    let (new, existed) = match ctx.read_str(key)?.0 {
+        None => (Value::string(tail), false),
         Some(s) => {
             // Checked before copying, so an oversize append allocates nothing.
             check_string_len(max, s.len() as u64, tail.len() as u64)?;
@@ -597,7 +597,7 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             v.extend_from_slice(tail);
             // Kept as bytes even when it reads as an integer: Redis leaves an
             // appended string raw (OBJECT ENCODING, `keys::encoding_name`).
-            Value::Bytes(v)
+            (Value::Bytes(v), true)
         }
     };
     let len = match &new {
@@ -606,6 +606,11 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Value::Hash(_) | Value::ZSet(_) | Value::List(_) | Value::Set(_) | Value::Stream(_) => unreachable!("APPEND builds a string"),
     };
     ctx.set_value(key, new, Ttl::Keep);
+    if existed {
+        // An existing string grown in place: Redis reports it "raw".
+        let now = ctx.now;
+        ctx.db().mark_raw(key, now);
+    }
     ctx.notify(notify::STRING, "append", key);
     ctx.out().int(len as i64);
     Ok(())
@@ -957,6 +962,9 @@ pub fn setrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let len = v.len();
     // Bytes even when it reads as an integer: Redis leaves it raw.
     ctx.set_value(key, Value::Bytes(v), Ttl::Keep);
+    // A string Redis builds or edits in place: "raw" in OBJECT ENCODING.
+    let now = ctx.now;
+    ctx.db().mark_raw(key, now);
     ctx.notify(notify::STRING, "setrange", key);
     ctx.out().int(len as i64);
     Ok(())

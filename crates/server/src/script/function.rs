@@ -75,7 +75,8 @@ fn function_load(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         replace = true;
     }
-    let name = engine(ctx.host).functions.load(&args[code_at], replace).map_err(CmdError::err)?;
+    let log = ctx.srv.config.log.clone();
+    let name = engine(ctx.host).functions.load_logging(&args[code_at], replace, log).map_err(CmdError::err)?;
     ctx.srv.dirty += 1;
     ctx.out().bulk(name.as_bytes());
     Ok(())

@@ -116,6 +116,15 @@ impl Functions {
         lib.functions.iter().find(|f| self.index.contains_key(&f.name.to_ascii_lowercase())).map(|f| f.name.as_str())
     }
 
+    /// `load` with `redis.log` (`server.log`) writing to `log` while the
+    /// library's code runs, as FUNCTION LOAD does.
+    pub(crate) fn load_logging(&mut self, code: &[u8], replace: bool, log: crate::log::Log) -> Result<String, String> {
+        lua::lend_log(&self.vm, Some(log)).map_err(|e| e.to_string())?;
+        let out = self.load(code, replace);
+        let _ = lua::lend_log(&self.vm, None);
+        out
+    }
+
     /// FUNCTION LOAD's work: parses, runs and links `code`; returns the
     /// library name, or Redis's error text (without "ERR ").
     pub(crate) fn load(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
@@ -386,12 +395,16 @@ mod tests {
         assert_eq!(f.load(code, false), Err("Library 'lib' already exists".into()));
         assert_eq!(f.load(b"#!lua name=other\nredis.register_function('f1', function() end)", false), Err("Function f1 already exists".into()));
         assert_eq!(f.load(b"#!lua name=e\nlocal x = 1", false), Err("No functions registered".into()));
+        // Valkey's `server` global is the same load-time API.
+        assert_eq!(f.load(b"#!lua name=v\nlocal same = server == redis or server.differ.x\nserver.register_function{function_name='v1', callback=function() return 1 end}", false), Ok("v".into()));
+        let e = f.load(b"#!lua name=e\nserver.call('ping')", false).unwrap_err();
+        assert!(e.contains("attempt to call field 'call'") || e.contains("nonexistent"), "{e}");
         let e = f.load(b"#!lua name=e\nredis.call('ping')", false).unwrap_err();
         assert!(e.contains("Script attempted to access nonexistent global variable 'call'"), "{e}");
         let e = f.load(b"#!lua name=e\nredis.register_function('a b', function() end)", false).unwrap_err();
         assert_eq!(e, format!("Error registering functions: ERR {BAD_NAME}"));
         // A failed replace keeps the old library.
         assert!(f.load(b"#!lua name=lib\nbad code", true).unwrap_err().starts_with("Error compiling function"));
-        assert_eq!(f.functions(), 2);
+        assert_eq!(f.functions(), 3, "lib's two and v's one");
     }
 }

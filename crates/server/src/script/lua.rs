@@ -176,6 +176,25 @@ fn bit_library(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
+/// Lends `log` to `redis.log` (`server.log`) until lent again; None takes
+/// it back, and the calls log nothing. Levels 0-3 are Redis's LOG_DEBUG ..
+/// LOG_WARNING (checked by the prelude).
+pub fn lend_log(vm: &Vm, log: Option<crate::log::Log>) -> mlua::Result<()> {
+    use crate::log::Level;
+    let Some(log) = log else { return vm.state.raw_set("log", Value::Nil) };
+    let f = vm.lua.create_function(move |_, (level, msg): (i64, mlua::String)| {
+        let level = match level {
+            0 => Level::Debug,
+            1 => Level::Verbose,
+            2 => Level::Notice,
+            _ => Level::Warning,
+        };
+        log.log(level, &msg.to_string_lossy());
+        Ok(())
+    })?;
+    vm.state.raw_set("log", f)
+}
+
 fn version_num(v: &str) -> i64 {
     v.split('.').take(3).fold(0, |acc, p| acc * 256 + p.parse::<i64>().unwrap_or(0))
 }
@@ -526,6 +545,43 @@ mod tests {
         let (ok, v) = eval(&vm, "local n = 0 for k in pairs(os) do n = n + 1 end return n");
         assert!(ok);
         assert_eq!(v, Value::Integer(1));
+    }
+
+    #[test]
+    fn server_is_valkeys_name_for_redis() {
+        let vm = vm();
+        let (ok, v) = eval(&vm, "return {server == redis, server.SERVER_NAME, server.SERVER_VERSION == redis.REDIS_VERSION, server.SERVER_VERSION_NUM == server.REDIS_VERSION_NUM, type(server.VALKEY_VERSION), server.LOG_WARNING, server.REPL_REPLICA}");
+        assert!(ok);
+        let mut out = Reply::new();
+        lua_to_reply(&v, &mut out, false);
+        assert_eq!(out.buf, b"*7\r\n:1\r\n$5\r\nredis\r\n:1\r\n:1\r\n$3\r\nnil\r\n:3\r\n:2\r\n");
+        let (ok, e) = eval(&vm, "server.call = 1");
+        assert!(!ok);
+        assert!(err_msg(&e).contains("Attempt to modify a readonly table"));
+        let (_, v) = eval(&vm, "return server.error_reply('My Error')");
+        assert_eq!(err_msg(&v), "My Error None:None");
+    }
+
+    #[test]
+    fn log_writes_through_the_lent_log() {
+        let vm = vm();
+        let path = std::env::temp_dir().join(format!("densekv-lua-log-{}", std::process::id()));
+        let log = crate::log::Log { level: crate::log::Level::Verbose, file: Some(path.to_string_lossy().into_owned()), role: 'M' };
+        lend_log(&vm, Some(log)).expect("lend");
+        let (ok, _) = eval(&vm, "server.log(server.LOG_WARNING, 'a', 1, {}, 'b'); redis.log(redis.LOG_DEBUG, 'hidden'); redis.log(1, 'verbose')");
+        assert!(ok);
+        lend_log(&vm, None).expect("take back");
+        let (ok, _) = eval(&vm, "server.log(server.LOG_WARNING, 'not lent')");
+        assert!(ok);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].ends_with(" # a 1  b"), "{text}");
+        assert!(lines[1].ends_with(" - verbose"), "{text}");
+        let (ok, e) = eval(&vm, "server.log(9, 'x')");
+        assert!(!ok);
+        assert!(err_msg(&e).starts_with("ERR Invalid log level."));
     }
 
     #[test]

@@ -12,6 +12,7 @@ local error, type, select, tostring, tonumber = error, type, select, tostring, t
 local rawget, rawset, next, setmetatable, setfenv = rawget, rawset, next, setmetatable, setfenv
 local loadstring, load, xpcall, pcall = loadstring, load, xpcall, pcall
 local sub, find, floor, ceil = string.sub, string.find, math.floor, math.ceil
+local concat = table.concat
 
 local RO = 'Attempt to modify a readonly table'
 local backing = setmetatable({}, { __mode = 'k' })
@@ -78,6 +79,18 @@ function redis.log(...)
   if tonumber(level) == nil then error(errt('First argument must be a number (log level).')) end
   level = trunc(tonumber(level))
   if level < 0 or level > 3 then error(errt('Invalid log level.')) end
+  -- The server's log, where one is lent (a run, a library load). As in
+  -- Redis, strings and numbers are joined by spaces; other values leave
+  -- their place empty.
+  local log = state.log
+  if not log then return end
+  local parts = {}
+  for i = 2, n do
+    local v = select(i, ...)
+    local t = type(v)
+    parts[i - 1] = (t == 'string' or t == 'number') and tostring(v) or ''
+  end
+  log(level, concat(parts, ' '))
 end
 function redis.setresp(...)
   if select('#', ...) ~= 1 then error(errt('redis.setresp() requires one argument.')) end
@@ -91,6 +104,7 @@ function redis.set_repl(...)
   if v < 0 or v > 3 then
     error(errt('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'))
   end
+  state.set_repl(v)
 end
 function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
@@ -103,6 +117,9 @@ end
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = native.version, native.version_num
+-- Valkey's names for the same: densekv answers as Redis, so SERVER_NAME is
+-- 'redis' and the VALKEY_VERSION fields stay absent (nil), as on Redis.
+redis.SERVER_NAME, redis.SERVER_VERSION, redis.SERVER_VERSION_NUM = 'redis', native.version, native.version_num
 
 -- A read-only view of what `source()` returns whose missing fields raise
 -- Redis's error.
@@ -182,6 +199,8 @@ G.redis = redis
 for _, lib in ipairs({ 'os', 'redis', 'string', 'math', 'table', 'coroutine', 'bit' }) do
   G[lib] = protect(G[lib])
 end
+-- Valkey's name for the API: the same (read-only) table, so `server == redis`.
+G.server = G.redis
 G._G = env
 
 -- Runs a compiled script under Redis's error handler: errors become tables
@@ -212,10 +231,11 @@ local register = function(...)
   return r(...)
 end
 local lib_redis = { register_function = register, log = redis.log }
-for _, k in ipairs({ 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM' }) do
+for _, k in ipairs({ 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM',
+                     'SERVER_NAME', 'SERVER_VERSION', 'SERVER_VERSION_NUM' }) do
   lib_redis[k] = redis[k]
 end
 local lib_redis_view = strict(lib_redis, function() return lib_redis end)
-local library = { redis = lib_redis_view }
+local library = { redis = lib_redis_view, server = lib_redis_view }
 
 return env, state, run, redis, library

@@ -289,6 +289,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         Err(e) => return Err(CmdError::err(format!("Error running script {label}, {e}"))),
     };
 
+    if let Err(e) = lua::lend_log(vm, Some(ctx.srv.config.log.clone())) {
+        return Err(CmdError::err(format!("Error running script {label}, {e}")));
+    }
     let started = std::time::Instant::now();
     let threshold = std::time::Duration::from_millis(ctx.srv.config.get("busy-reply-threshold").and_then(|v| v.parse().ok()).unwrap_or(5000));
     let running = ScriptRun { function, ..ScriptRun::default() };
@@ -351,6 +354,14 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
             Ok(())
         })?;
         state.raw_set("setresp", setresp)?;
+        // redis.set_repl: what the script writes from now on skips the
+        // targets it leaves out (bit 1 AOF, bit 2 replicas, as REPL_*).
+        let set_repl = scope.create_function(|_, v: i64| {
+            let held = crate::feed::TO_AOF | crate::feed::TO_REPLICAS;
+            run.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?.srv.feed.hold(held & !(v as u8));
+            Ok(())
+        })?;
+        state.raw_set("set_repl", set_repl)?;
         // redis.acl_check_cmd answers for the caller's user.
         let acl_check = scope.create_function(|lua, args: MultiValue| {
             let argv = match lua::lua_args(&args) {
@@ -407,6 +418,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         out
     });
     let Run { sc, .. } = run.into_inner();
+    // What the script held back from the AOF or replicas ends with it.
+    ctx.srv.feed.hold(0);
+    let _ = lua::lend_log(vm, None);
     ctx.srv.script = None;
     ctx.srv.running_function = None;
     let script_resp3 = sc.reply.resp3;

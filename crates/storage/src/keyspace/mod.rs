@@ -26,6 +26,7 @@
 //! - `evict.rs`: sampling keys for eviction
 //! - `snapshot.rs`: point-in-time snapshots without fork, and `detach`
 //! - `objects.rs`: `Obj`, one collection in the object table
+//! - `rawmark.rs`: the mark of a string edited in place (OBJECT ENCODING raw)
 //! - `tests.rs`: the unit and property tests of all of them;
 //!   `snapshot_tests.rs`: those of snapshots
 //!
@@ -54,6 +55,7 @@ mod evict;
 mod expire;
 mod field_expiry;
 mod objects;
+mod rawmark;
 mod scan;
 mod snapshot;
 mod table;

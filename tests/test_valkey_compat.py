@@ -1,0 +1,296 @@
+"""What Valkey users and clients expect from densekv beside Redis's own API.
+
+The `server` scripting global (Valkey's name for `redis`, the same table): every
+call form in EVAL and in function libraries, byte for byte against Redis 7.0's
+replies to the same script written with `redis.` (Redis has no `server`), errors
+included, RESP3 through `server.setresp`, `server.log` in the server's log, and
+`server.set_repl` deciding what replicas get.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+import redis
+
+from conftest import RawConn, server_binary
+
+SHA = re.compile(rb"[0-9a-f]{40}")
+
+
+def norm(reply: bytes) -> bytes:
+    """A reply with script digests blanked (bodies differ in `server.` / `redis.`)."""
+    return SHA.sub(b"<sha>", reply)
+
+
+def real_raw(real_redis) -> RawConn:
+    return RawConn(real_redis.connection_pool.connection_kwargs["port"])
+
+
+# Each script is run on densekv as written and on Redis 7.0 with `server.` read
+# as `redis.`; the replies must agree byte for byte.
+SCRIPTS = [
+    "return server.call('set', KEYS[1], ARGV[1])",
+    "server.call('set', KEYS[1], 'v'); return server.call('get', KEYS[1])",
+    "return server.pcall('nosuchcommand')",
+    "return server.call('nosuchcommand')",
+    "return server.pcall('incr', 'k', 'extra')",
+    "server.call('set', KEYS[1], 'x'); return server.pcall('incr', KEYS[1])",
+    "server.call('set', KEYS[1], 'x'); return server.call('incr', KEYS[1])",
+    "return server.call()",
+    "return server.call({})",
+    "return server.error_reply('MY error')",
+    "return server.error_reply('-NOCODE')",
+    "return server.error_reply()",
+    "return server.status_reply('FINE')",
+    "return server.status_reply(1, 2)",
+    "return server.sha1hex('Pizza & Mandolino')",
+    # Not as `return f()`: a Lua tail call drops the script's frame, and densekv
+    # then cannot name the script's line as Redis does (a known difference).
+    "local r = server.sha1hex() return r",
+    "return {server.LOG_DEBUG, server.LOG_VERBOSE, server.LOG_NOTICE, server.LOG_WARNING}",
+    "return {server.REPL_NONE, server.REPL_AOF, server.REPL_SLAVE, server.REPL_REPLICA, server.REPL_ALL}",
+    "server.log(server.LOG_DEBUG, 'quiet'); return 1",
+    "server.log(server.LOG_WARNING)",
+    "server.log('x', 'msg')",
+    "server.setresp(4)",
+    "server.setresp()",
+    "server.set_repl(server.REPL_ALL); return 1",
+    "server.set_repl(12345)",
+    "return server.acl_check_cmd('set', 'k', 'v')",
+    "local r = server.acl_check_cmd('nosuchcommand') return r",
+    "local r = server.acl_check_cmd() return r",
+    "return {server.breakpoint()}",
+    "server.debug('x'); return 1",
+    "return server.replicate_commands()",
+    "return server.register_function('f', function() end)",
+    "server.call = 1",
+    "server.x = 1",
+    "#!lua flags=no-writes\nreturn server.call('set', KEYS[1], 'v')",
+    "#!lua flags=no-writes\nreturn server.call('get', KEYS[1])",
+    "#!lua flags=bogus\nreturn 1",
+    "#!lua name=x\nreturn 1",
+    "#!lua\nreturn server.call('ping')",
+    "local ok, e = pcall(server.call, 'nosuchcommand'); return e",
+]
+
+
+@pytest.mark.parametrize("body", SCRIPTS)
+def test_server_api_as_redis_answers_redis_api(c, real_redis, body):
+    ours = c.call("EVAL", body, "1", "vk:key", "val")
+    real_redis.flushall()
+    theirs = real_raw(real_redis).call("EVAL", body.replace("server.", "redis."), "1", "vk:key", "val")
+    assert norm(ours) == norm(theirs), body
+
+
+def test_server_is_redis_and_versions(r):
+    assert r.eval("return server == redis", 0) == 1
+    assert r.eval("return rawequal(server, redis)", 0) == 1
+    info = r.info("server")
+    assert r.eval("return server.SERVER_VERSION", 0).decode() == info["redis_version"]
+    assert r.eval("return server.REDIS_VERSION", 0).decode() == info["redis_version"]
+    assert r.eval("return server.SERVER_VERSION_NUM == server.REDIS_VERSION_NUM", 0) == 1
+    assert r.eval("return server.REDIS_VERSION_NUM", 0) == 0x080400
+    assert r.eval("return server.SERVER_NAME", 0) == b"redis"
+    # densekv is not Valkey: scripts that test for it find nothing.
+    assert r.eval("return type(server.VALKEY_VERSION)", 0) == b"nil"
+
+
+def test_setresp3_through_server(r3):
+    r3.hset("h", mapping={"a": "1"})
+    body = "server.setresp(3); return server.call('hgetall', KEYS[1])"
+    assert r3.eval(body, 1, "h") == {b"a": b"1"}
+    body = "server.setresp(3); local m = server.call('hgetall', KEYS[1]); return m.map.a"
+    assert r3.eval(body, 1, "h") == b"1"
+
+
+def test_setresp3_bytes_match_redis(raw, r, real_redis):
+    body = "server.setresp(3); return {server.call('hgetall', KEYS[1]), {double=1.5}, {big_number='12345678901234567890'}}"
+    c = raw()
+    c.call("HELLO", "3")
+    c.call("HSET", "h", "a", "1")
+    real = real_raw(real_redis)
+    real.call("HELLO", "3")
+    real.call("HSET", "h", "a", "1")
+    assert c.call("EVAL", body, "1", "h") == real.call("EVAL", body.replace("server.", "redis."), "1", "h")
+
+
+def test_server_log_reaches_the_log(r, server):
+    mark = f"valkey-compat-{time.monotonic_ns()}"
+    r.eval(f"server.log(server.LOG_WARNING, '{mark}', 42, {{}}, 'end')", 0)
+    r.eval(f"server.log(server.LOG_DEBUG, '{mark}-debug')", 0)
+    deadline = time.monotonic() + 5
+    while mark not in server.log_tail(200) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tail = server.log_tail(200)
+    assert f"# {mark} 42  end" in tail
+    assert f"{mark}-debug" not in tail
+
+
+def test_acl_check_cmd_for_the_calling_user(r, new_client):
+    r.acl_setuser("vk-limited", enabled=True, nopass=True, commands=["+eval", "+get"], keys=["*"])
+    try:
+        u = new_client()
+        u.execute_command("AUTH", "vk-limited", "x")
+        assert u.eval("return server.acl_check_cmd('get', 'k')", 0) == 1
+        assert u.eval("return server.acl_check_cmd('set', 'k', 'v')", 0) is None
+        with pytest.raises(redis.ResponseError, match="ACL failure in script: User vk-limited has no permissions to run the 'set' command"):
+            u.eval("return server.call('set', 'k', 'v')", 0)
+    finally:
+        r.acl_deluser("vk-limited")
+
+
+LIB = """#!lua name=vklib
+local function getter(keys, args) return server.call('get', keys[1]) end
+server.register_function('vk_get', getter)
+server.register_function{function_name='vk_set', callback=function(keys, args)
+  return server.call('set', keys[1], args[1]) end, description='sets'}
+server.register_function{function_name='vk_ro', callback=function(keys, args)
+  return server.pcall('set', keys[1], 'x') end, flags={'no-writes'}}
+server.log(server.LOG_DEBUG, 'loading vklib')
+server.register_function('vk_info', function() return {server.SERVER_VERSION, server == redis, server.LOG_NOTICE} end)
+"""
+
+
+def test_function_library_with_server(r):
+    r.function_flush()
+    try:
+        assert r.function_load(LIB) == b"vklib"
+        assert r.fcall("vk_set", 1, "fk", "fv") == b"OK"
+        assert r.fcall("vk_get", 1, "fk") == b"fv"
+        with pytest.raises(redis.ResponseError) as err:
+            r.fcall("vk_ro", 1, "fk")
+        assert str(err.value) == "Write commands are not allowed from read-only scripts."
+        assert r.fcall("vk_info", 0) == [r.info("server")["redis_version"].encode(), 1, 2]
+        libs = r.function_list(library="vklib")
+        names = sorted(f[b"name"] if isinstance(f, dict) else f[1] for f in libs[0][5])
+        assert names == [b"vk_get", b"vk_info", b"vk_ro", b"vk_set"]
+    finally:
+        r.function_flush()
+
+
+# FUNCTION LOAD error texts: those of Redis 7.0 for the same library with `redis.`.
+BAD_LIBS = [
+    "#!lua name=bad\nserver.register_function('f')",
+    "#!lua name=bad\nserver.register_function(1, function() end)",
+    "#!lua name=bad\nserver.register_function{function_name='f'}",
+    "#!lua name=bad\nserver.register_function{callback=function() end}",
+    "#!lua name=bad\nserver.register_function{function_name='f', callback=function() end, flags='x'}",
+    "#!lua name=bad\nserver.register_function{function_name='f', callback=function() end, bogus=1}",
+    "#!lua name=bad\nserver.call('ping')",
+    "#!lua name=bad\nserver.setresp(3)",
+    "#!lua name=bad\nlocal x = 1",
+    "#!lua name=bad\nserver.register_function('f', function() end)\nserver.register_function('f', function() end)",
+]
+
+
+@pytest.mark.parametrize("code", BAD_LIBS)
+def test_function_load_errors_as_redis(c, real_redis, code):
+    ours = c.call("FUNCTION", "LOAD", code)
+    theirs = real_raw(real_redis).call("FUNCTION", "LOAD", code.replace("server.", "redis."))
+    assert ours == theirs, code
+
+
+def test_texts_of_redis_8(c):
+    # Redis 7.2 reworded these two; densekv answers as Redis 8.4 (so does Valkey,
+    # with its own product name, which densekv does not take).
+    assert c.call("EVAL", "server.log(7, 'msg')", "0").startswith(b"-ERR Invalid log level.")
+    assert c.call("EVAL", "server.set_repl()", "0").startswith(b"-ERR redis.set_repl() requires one argument.")
+
+
+def _wait(cond, what, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_set_repl_decides_what_replicas_get(servers, tmp_path):
+    primary = servers(server_binary(), "--appendonly", "yes", "--dir", str(tmp_path))
+    replica = servers(server_binary())
+    p = redis.Redis(host=primary.host, port=primary.port)
+    rr = redis.Redis(host=replica.host, port=replica.port)
+    rr.replicaof(primary.host, primary.port)
+    _wait(lambda: rr.info("replication").get("master_link_status") == "up", "sync")
+    body = """
+server.call('set', 'all1', '1')
+server.set_repl(server.REPL_NONE)
+server.call('set', 'none', '1')
+server.set_repl(server.REPL_AOF)
+server.call('set', 'aofonly', '1')
+server.set_repl(server.REPL_REPLICA)
+server.call('set', 'replonly', '1')
+server.set_repl(server.REPL_ALL)
+server.call('set', 'all2', '1')
+return 1
+"""
+    assert p.eval(body, 0) == 1
+    # A later plain write: the replica has everything before it once it has this.
+    p.set("after", "1")
+    _wait(lambda: rr.get("after") == b"1", "the stream")
+    assert sorted(rr.keys("*")) == sorted([b"after", b"all1", b"all2", b"replonly"])
+    assert sorted(p.keys("*")) == sorted([b"after", b"aofonly", b"all1", b"all2", b"none", b"replonly"])
+    # The AOF: what was not held from it.
+    p.execute_command("CONFIG", "SET", "appendfsync", "always")
+    p.set("flush", "1")
+    aof = b"".join(f.read_bytes() for f in sorted(tmp_path.rglob("*.aof")) if ".incr." in f.name)
+    for key in (b"all1", b"aofonly", b"all2"):
+        assert b"\r\n" + key + b"\r\n" in aof, key
+    for key in (b"none", b"replonly"):
+        assert b"\r\n" + key + b"\r\n" not in aof, key
+    # The hold ends with the script: the next one replicates as usual.
+    p.eval("server.set_repl(server.REPL_NONE)", 0)
+    p.eval("return server.call('set', 'later', '1')", 0)
+    _wait(lambda: rr.get("later") == b"1", "a write after a held script")
+
+
+# ---------------------------------------------------------------- string encodings
+
+
+# Each case: commands run on a fresh key `e`, then OBJECT ENCODING e, which
+# must be what Redis 7.0 answers after the same commands.
+ENCODING_CASES = [
+    [("SET", "e", "foo")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar")],
+    [("APPEND", "e", "bar")],
+    [("APPEND", "e", "12")],
+    [("SET", "e", "12"), ("APPEND", "e", "3")],
+    [("SET", "e", "foo"), ("APPEND", "e", "")],
+    [("SET", "e", "x" * 40), ("APPEND", "e", "y" * 10)],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("SET", "e", "foobar")],
+    [("SET", "e", "foo"), ("SETRANGE", "e", "1", "xy")],
+    [("SETRANGE", "e", "2", "ab")],
+    [("SET", "e", "foo"), ("SETRANGE", "e", "0", "")],
+    [("SET", "e", "foo"), ("SETBIT", "e", "1", "1")],
+    [("SET", "e", "foo"), ("SETBIT", "e", "1", "1"), ("SETBIT", "e", "1", "1")],
+    [("SETBIT", "e", "7", "1")],
+    [("SET", "e", "foo"), ("BITFIELD", "e", "SET", "u8", "0", "65")],
+    [("SET", "e", "foo"), ("BITFIELD", "e", "GET", "u8", "0")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("GETRANGE", "e", "0", "1")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("RENAME", "e", "e2"), ("RENAME", "e2", "e")],
+    [("SET", "e", "1.5"), ("APPEND", "e", "0"), ("INCRBYFLOAT", "e", "1")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("COPY", "e", "e2"), ("DEL", "e"), ("RENAME", "e2", "e")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("MOVE", "e", "1"), ("SELECT", "1"), ("MOVE", "e", "0"), ("SELECT", "0")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("GETSET", "e", "baz")],
+]
+
+
+@pytest.mark.parametrize("cmds", ENCODING_CASES, ids=lambda cmds: " ; ".join(" ".join(c) for c in cmds))
+def test_string_encoding_as_redis(r, real_redis, cmds):
+    real_redis.flushall()
+    for c in cmds:
+        ours_err = theirs_err = None
+        try:
+            r.execute_command(*c)
+        except redis.ResponseError as e:
+            ours_err = str(e)
+        try:
+            real_redis.execute_command(*c)
+        except redis.ResponseError as e:
+            theirs_err = str(e)
+        assert ours_err == theirs_err, c
+    assert r.object("encoding", "e") == real_redis.object("encoding", "e")
