@@ -205,8 +205,8 @@ impl std::fmt::Debug for Snap {
 /// Slot mode's index (slots.rs, table.rs): how many keys each Redis
 /// Cluster hash slot holds, and the second-level directories of the slots
 /// whose keys fill more than one segment. In slot mode a key's table hash
-/// starts with its slot (`table::slot_hash`), so the top-level directory
-/// has one entry per slot (depth 14) and never doubles; an entry is a
+/// starts with its slot (`table::slot_hash`), and the top-level directory
+/// stops doubling at one entry per slot (depth 14); an entry is then a
 /// segment index, or `SUB` plus the index of the slot's `SubDir`.
 struct SlotIndex {
     /// Keys stored per slot, live or not yet reclaimed (`Db::len`'s rule).

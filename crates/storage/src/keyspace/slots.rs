@@ -7,9 +7,10 @@
 //! run of hash space: one segment, shared with neighbouring slots while
 //! the table is small (a slot's keys are then those whose tag starts with
 //! the slot's low bits), or a run of segments under the slot's own
-//! directory (table.rs). What slot mode adds per Db is the top-level
-//! directory at its fixed 16,384 entries and a count of keys per slot
-//! (64 KiB each), and a small directory per slot that outgrew a segment.
+//! directory (table.rs). What slot mode adds per Db is a count of keys
+//! per slot (64 KiB), and a small directory per slot that outgrew a
+//! segment; the top-level directory grows as a standalone one does, to at
+//! most one entry a slot (64 KiB).
 //! The counts change where `Db::len` does: `insert` of a new key and
 //! `delete` (every removal: DEL, lazy and active expiry, eviction, an
 //! emptied collection); `clear` and `detach` start a fresh index.
@@ -39,7 +40,7 @@ impl Db {
     /// Turns slot mode on: from now on the Db keeps a count of keys per
     /// Redis Cluster hash slot and can list a slot's keys
     /// (`count_keys_in_slot`, `keys_in_slot`, `slot_counts_nonzero`), at
-    /// the cost of 128 KiB for the Db and no byte a key. Settings are
+    /// the cost of 64 KiB for the Db and no byte a key. Settings are
     /// kept. Does nothing if slot mode is on already.
     ///
     /// Panics: when the Db holds a key or a snapshot is running (the
@@ -54,8 +55,6 @@ impl Db {
             drop(self.detach());
         }
         self.slot_index = Some(Box::new(SlotIndex { counts: vec![0; SLOTS].into_boxed_slice(), subs: Vec::new() }));
-        self.dir = vec![0; SLOTS];
-        self.depth = SLOT_BITS;
     }
 
     /// True in slot mode.
@@ -104,7 +103,7 @@ impl Db {
         if want == 0 {
             return out;
         }
-        let e = self.dir[slot as usize];
+        let e = self.dir[slot as usize >> (SLOT_BITS - self.depth)];
         if e & SUB == 0 {
             let seg = &self.segs[e as usize];
             let d = seg.depth as u32;

@@ -50,20 +50,23 @@ fn check_slots(db: &Db) {
     check_dirs(db);
 }
 
-/// The two-level directory is consistent: the top level has one entry per
-/// slot; a segment of depth d <= 14 owns an aligned run of 2^(14-d)
-/// entries; a slot's own directory is reached from its one entry and its
-/// segments (deeper than 14) own aligned runs in it; each segment is
-/// reached from exactly one run, and holds only keys it is found by.
+/// The two-level directory is consistent: the top level is at most one
+/// entry per slot (depth 14); a segment of depth d owns an aligned run of
+/// 2^(depth-d) entries; a slot's own directory (only at depth 14) is
+/// reached from its one entry and its segments (deeper than 14) own
+/// aligned runs in it; each segment is reached from exactly one run, and
+/// holds only keys it is found by.
 fn check_dirs(db: &Db) {
     let ix = db.slot_index.as_deref().expect("slot mode");
-    assert_eq!((db.dir.len(), db.depth), (SLOTS, SLOT_BITS));
+    assert!(db.depth <= SLOT_BITS);
+    assert_eq!(db.dir.len(), 1 << db.depth);
     let mut seen = vec![0u32; db.segs.len()];
     let mut subs_seen = vec![false; ix.subs.len()];
     let mut i = 0;
-    while i < SLOTS {
+    while i < db.dir.len() {
         let e = db.dir[i];
         if e & SUB != 0 {
+            assert_eq!(db.depth, SLOT_BITS, "slot directories only under one entry a slot");
             let k = (e & !SUB) as usize;
             assert!(!subs_seen[k], "one directory per slot");
             subs_seen[k] = true;
@@ -83,8 +86,8 @@ fn check_dirs(db: &Db) {
             i += 1;
         } else {
             let seg = &db.segs[e as usize];
-            assert!(seg.depth as u32 <= SLOT_BITS);
-            let span = 1usize << (SLOT_BITS - seg.depth as u32);
+            assert!(seg.depth as u32 <= db.depth);
+            let span = 1usize << (db.depth - seg.depth as u32);
             assert_eq!(i % span, 0);
             assert!(db.dir[i..i + span].iter().all(|&x| x == e));
             seen[e as usize] += 1;
@@ -318,8 +321,8 @@ fn bytes_per_key(mut db: Db, n: u64) -> f64 {
 }
 
 /// Slot mode costs at most 2 bytes a key over standalone: nothing is
-/// stored per key; the difference is the 128 KiB of counts and top-level
-/// directory, and a table whose segments split at slot boundaries.
+/// stored per key; the difference is the 64 KiB of counts, and a table
+/// whose segments split at slot boundaries.
 #[test]
 fn slot_mode_costs_at_most_two_bytes_a_key() {
     const N: u64 = 1_000_000;
@@ -544,4 +547,105 @@ proptest! {
         prop_assert!(seen.values().all(|&n| n == 1), "a key seen twice");
         prop_assert!(model.keys().all(|k| seen.contains_key(k)));
     }
+}
+
+/// CPU time this thread has used, in seconds (from /proc: 10 ms ticks),
+/// so that time other processes take on a shared machine is not counted.
+fn thread_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("Linux /proc");
+    // Fields after the command's closing parenthesis; utime and stime are
+    // the 14th and 15th of the line.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime");
+    ticks as f64 / 100.0
+}
+
+/// Nanoseconds of thread CPU time per call of `f(db, i)` for `i` in
+/// `0..n`, on a Db made by `setup`.
+fn ns_per_op(n: u64, setup: impl Fn() -> Db, mut f: impl FnMut(&mut Db, u64)) -> f64 {
+    let mut db = setup();
+    let t = thread_cpu_secs();
+    for i in 0..n {
+        f(&mut db, i);
+    }
+    (thread_cpu_secs() - t) * 1e9 / n as f64
+}
+
+/// What slot mode costs beside standalone: bytes a key at several sizes,
+/// and the time of the hot paths, keys spread over slots and all in one
+/// (thread CPU time, the best of 5 rounds that alternate the modes).
+/// Run in release:
+/// `cargo test -p storage --release slot_mode_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn slot_mode_cost() {
+    for n in [100_000u64, 300_000, 1_000_000, 3_000_000] {
+        let a = bytes_per_key(Db::new(), n);
+        let b = bytes_per_key(Db::with_slots(), n);
+        eprintln!("{n:>9} keys key:<n>: standalone {a:.2} B/key, slot mode {b:.2} ({:+.2})", b - a);
+    }
+    const N: u64 = 1_000_000;
+    let spread: Vec<Vec<u8>> = (0..N).map(plain).collect();
+    let hot: Vec<Vec<u8>> = (0..N).map(|i| format!("{{user1}}:{i}").into_bytes()).collect();
+    let absent: Vec<Vec<u8>> = (0..N).map(|i| format!("absent:{i}").into_bytes()).collect();
+    let t = thread_cpu_secs();
+    let mut x = 0u64;
+    for _ in 0..10 {
+        for k in &spread {
+            x ^= crate::segment::hash(k);
+        }
+    }
+    let plain_hash = (thread_cpu_secs() - t) * 1e9 / (10 * N) as f64;
+    let t = thread_cpu_secs();
+    for _ in 0..10 {
+        for k in &spread {
+            x ^= super::table::slot_hash(k);
+        }
+    }
+    eprintln!("hash of key:<n>: {plain_hash:.1} ns, slot_hash {:.1} ns ({x:x})", (thread_cpu_secs() - t) * 1e9 / (10 * N) as f64);
+    let filled = |slots: bool, keys: &[Vec<u8>]| {
+        let mut db = if slots { Db::with_slots() } else { Db::new() };
+        for (i, k) in keys.iter().enumerate() {
+            db.insert(k, Value::Int(i as i64), Ttl::Clear, 0);
+        }
+        db
+    };
+    let modes: [(&str, bool, &[Vec<u8>]); 3] = [("standalone", false, &spread), ("slot mode", true, &spread), ("slot mode, one hot slot", true, &hot)];
+    let mut best = [[f64::MAX; 4]; 3];
+    for _ in 0..5 {
+        for (m, &(_, slots, keys)) in modes.iter().enumerate() {
+            let new = || if slots { Db::with_slots() } else { Db::new() };
+            let row = [
+                ns_per_op(N, new, |db, i| {
+                    db.insert(&keys[i as usize], Value::Int(i as i64), Ttl::Clear, 0);
+                }),
+                ns_per_op(N, || filled(slots, keys), |db, i| {
+                    db.get(&keys[(i * 7919 % N) as usize], 0).expect("present");
+                }),
+                ns_per_op(N, || filled(slots, keys), |db, i| {
+                    assert!(db.get(&absent[i as usize], 0).is_none());
+                }),
+                ns_per_op(N, || filled(slots, keys), |db, i| {
+                    db.remove(&keys[(i * 7919 % N) as usize], 0).expect("present");
+                }),
+            ];
+            for (b, v) in best[m].iter_mut().zip(row) {
+                *b = b.min(v);
+            }
+        }
+    }
+    for (m, (name, _, _)) in modes.iter().enumerate() {
+        let [insert, get, miss, remove] = best[m];
+        eprintln!("{name:>24}: insert {insert:.0} ns, get {get:.0} ns, miss {miss:.0} ns, remove {remove:.0} ns");
+    }
+    let db = filled(true, &spread);
+    let t = thread_cpu_secs();
+    let mut got = 0;
+    for _ in 0..10 {
+        for slot in 0..SLOTS as u16 {
+            got += db.keys_in_slot(slot, 10).len();
+        }
+    }
+    eprintln!("keys_in_slot(slot, 10) over every slot, {N} keys spread: {:.0} ns a call ({got} keys)", (thread_cpu_secs() - t) * 1e9 / (10 * SLOTS) as f64);
 }

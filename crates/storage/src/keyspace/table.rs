@@ -15,11 +15,12 @@
 //! bits and 50 bits of its ordinary hash below (`slot_hash`), so each
 //! slot's keys are one run of hash space: segments of depth up to 14 hold
 //! whole slots (several, while the table is small), deeper ones part of
-//! one slot. The top-level directory is fixed at depth 14, one entry per
-//! slot, and a slot whose keys outgrow one segment gets a directory of its
-//! own (`SubDir`) indexed by the hash bits after the slot: one global
-//! depth would otherwise make a single hot slot (a million keys under one
-//! hash tag) double the whole directory to 2^24 entries.
+//! one slot. The top-level directory grows as a standalone one does but
+//! stops at depth 14, one entry per slot; a slot whose keys outgrow one
+//! segment then gets a directory of its own (`SubDir`), indexed by the
+//! hash bits after the slot. One global depth would let a single hot slot
+//! (a million keys under one hash tag) double the whole directory to 2^24
+//! entries.
 
 use super::{Db, Hand, SubDir, SUB};
 use crate::blob::Blob;
@@ -131,22 +132,17 @@ impl Db {
         if depth == 0 {
             return;
         }
-        if self.slot_index.is_some() {
-            let depth = depth.min(SLOT_BITS);
-            let count = 1usize << depth;
-            self.segs = (0..count).map(|_| Segment::with_room(depth as u8, 0)).collect();
-            self.dir = (0..SLOTS as u32).map(|i| i >> (SLOT_BITS - depth)).collect();
-        } else {
-            let count = 1usize << depth;
-            // Sized for a load of 0.95 (with_room aims at 0.8; its size classes
-            // round up, to 0.76-0.95): a table grown key by key sits near 0.9,
-            // and a segment its share overflows grows as it would have.
-            let room = (n / count) * 84 / 100;
-            self.segs = (0..count).map(|_| Segment::with_room(depth as u8, room)).collect();
-            self.dir = (0..count as u32).collect();
-            self.depth = depth;
-        }
-        self.marks = vec![self.marks[0]; self.segs.len()];
+        let slots = self.slot_index.is_some();
+        let depth = if slots { depth.min(SLOT_BITS) } else { depth };
+        let count = 1usize << depth;
+        // Sized for a load of 0.95 (with_room aims at 0.8; its size classes
+        // round up, to 0.76-0.95): a table grown key by key sits near 0.9,
+        // and a segment its share overflows grows as it would have.
+        let room = if slots { 0 } else { (n / count) * 84 / 100 };
+        self.segs = (0..count).map(|_| Segment::with_room(depth as u8, room)).collect();
+        self.dir = (0..count as u32).collect();
+        self.depth = depth;
+        self.marks = vec![self.marks[0]; count];
         self.hand = Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX };
     }
 
@@ -225,10 +221,12 @@ impl Db {
     /// right one; points the directory entries of the right half at `ri`,
     /// doubling the directory that holds them first when `si` was as deep
     /// as it. In slot mode a segment of depth 14 or more is within one
-    /// slot: its entries are in that slot's `SubDir` (made at the slot's
+    /// slot, and the top-level directory is 14 deep and stays so: the
+    /// segment's entries are in that slot's `SubDir` (made at the slot's
     /// first split, from its one top-level entry).
     fn point_right_half(&mut self, si: usize, d: u32, h: u64, ri: u32) {
         if let Some(ix) = self.slot_index.as_deref_mut().filter(|_| d >= SLOT_BITS) {
+            debug_assert_eq!(self.depth, SLOT_BITS, "a segment of a slot's depth makes the directory one entry a slot");
             let slot = (h >> (64 - SLOT_BITS)) as usize;
             let e = self.dir[slot];
             if e & SUB == 0 {
