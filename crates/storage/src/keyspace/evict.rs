@@ -6,9 +6,9 @@
 //! field (`crate::access`) or deadline says, and keeps the best ones in a
 //! small pool so that each round improves on the last.
 //!
-//! A sample picks a segment through the directory, so each segment is
-//! picked in proportion to its share of the hash space (its share of the
-//! keys), and walks its slots from a random position, as Redis walks a few
+//! A sample picks a segment about in proportion to its share of the keys
+//! (`Db::pick_segment`: through the directory, or in slot mode by its
+//! length), and walks its slots from a random position, as Redis walks a few
 //! buckets of its dict: a few cache lines, no blob read except to hand the
 //! key out. Keys close in one segment are sampled together; the pool and
 //! the next samples make up for it.
@@ -42,7 +42,7 @@ impl Db {
         for pick in 0..=PICKS {
             let r = self.next_random();
             let si = if pick < PICKS {
-                self.dir[(r % self.dir.len() as u64) as usize] as usize
+                self.pick_segment(r)
             } else if given == 0 {
                 // Sparse keys (few volatile ones in a big table): the first
                 // segment holding one, from a random place.

@@ -25,18 +25,22 @@
 //! - `scan.rs`: `for_each`, SCAN and RANDOMKEY
 //! - `evict.rs`: sampling keys for eviction
 //! - `snapshot.rs`: point-in-time snapshots without fork, and `detach`
+//! - `slots.rs`: slot mode (Redis Cluster): keys per hash slot, the keys
+//!   of one slot
 //! - `objects.rs`: `Obj`, one collection in the object table
 //! - `rawmark.rs`: the mark of a string edited in place (OBJECT ENCODING raw)
 //! - `tests.rs`: the unit and property tests of all of them;
-//!   `snapshot_tests.rs`: those of snapshots
+//!   `snapshot_tests.rs`: those of snapshots; `slots_tests.rs`: those of
+//!   slot mode
 //!
 //! Imports go one way. `objects.rs` imports nothing from the keyspace; this
 //! file imports only `objects.rs`; the concern files import this file (for
 //! `Db` and its field types) and `objects.rs`, never each other. That is
-//! why `Hand` (active expiry's cursor), `KeyEvent` and the snapshot types
-//! (`SnapshotSink`, `Snap`) are declared here and not beside the methods
-//! that use them: a file declaring one would be
-//! imported by this file while importing `Db` from it. The methods call
+//! why `Hand` (active expiry's cursor), `KeyEvent`, the snapshot types
+//! (`SnapshotSink`, `Snap`) and the slot index (`SlotIndex`, `SubDir`)
+//! are declared here and not beside the methods that use them: a file
+//! declaring one would be imported by this file while importing `Db`
+//! from it. The methods call
 //! each other across files (`insert` notes a deadline, `active_expire`
 //! deletes): one `impl Db` spread over files, which needs no import.
 
@@ -57,8 +61,11 @@ mod field_expiry;
 mod objects;
 mod rawmark;
 mod scan;
+mod slots;
 mod snapshot;
 mod table;
+#[cfg(test)]
+mod slots_tests;
 #[cfg(test)]
 mod snapshot_tests;
 #[cfg(test)]
@@ -197,6 +204,39 @@ impl std::fmt::Debug for Snap {
     }
 }
 
+/// Slot mode's index (slots.rs, table.rs): how many keys each Redis
+/// Cluster hash slot holds, and the second-level directories of the slots
+/// whose keys fill more than one segment. In slot mode a key's table hash
+/// starts with its slot (`table::slot_hash`), and the top-level directory
+/// stops doubling at one entry per slot (depth 14); an entry is then a
+/// segment index, or `SUB` plus the index of the slot's `SubDir`.
+struct SlotIndex {
+    /// Keys stored per slot, live or not yet reclaimed (`Db::len`'s rule).
+    counts: Box<[u32]>,
+    /// Second-level directories, by the index their slot's entry holds.
+    subs: Vec<SubDir>,
+}
+
+/// A slot's own directory, when its keys fill several segments: `2^depth`
+/// segment indices, chosen by the `depth` hash bits after the slot's 14.
+/// A hot slot (every key under one hash tag) deepens only its own
+/// directory, never the top-level one.
+#[derive(Debug)]
+struct SubDir {
+    depth: u32,
+    dir: Vec<u32>,
+}
+
+/// Top-level directory entry flag (slot mode): the rest is a `SubDir` index.
+const SUB: u32 = 1 << 31;
+
+impl std::fmt::Debug for SlotIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let used = self.counts.iter().filter(|&&n| n != 0).count();
+        f.debug_struct("SlotIndex").field("slots_used", &used).field("subs", &self.subs).finish()
+    }
+}
+
 /// One database.
 #[derive(Debug)]
 pub struct Db {
@@ -262,6 +302,9 @@ pub struct Db {
     pub access: Access,
     /// State of the generator behind LFU increments and sampling.
     rng: u64,
+    /// Slot mode (Redis Cluster): the slot index; None for a standalone
+    /// Db, which then pays one branch for the feature and no bytes a key.
+    slot_index: Option<Box<SlotIndex>>,
 }
 
 impl Default for Db {
@@ -295,6 +338,7 @@ impl Default for Db {
             written: Vec::new(),
             access: Access::Lru,
             rng: 0x9E37_79B9_7F4A_7C15,
+            slot_index: None,
         }
     }
 }
@@ -342,6 +386,7 @@ impl Db {
             + jemalloc_size(self.dir.capacity() * 4)
             + self.pending.as_ref().map_or(0, |p| p.obj.mem_usage())
             + jemalloc_size(self.marks.capacity() * 4)
+            + self.slot_index_bytes()
             + self.snapshot_bytes()
     }
 
@@ -521,6 +566,9 @@ impl Db {
     fn delete(&mut self, si: usize, pos: usize) -> Option<Obj> {
         let s = self.segs[si].take(pos);
         self.len -= 1;
+        if self.slot_index.is_some() {
+            self.slot_removed(s);
+        }
         if s & TTL_BIT != 0 {
             self.volatile -= 1;
         }
@@ -693,6 +741,9 @@ impl Db {
         self.len += 1;
         self.volatile += usize::from(deadline.is_some());
         if old.is_none() {
+            if self.slot_index.is_some() {
+                self.slot_added(h);
+            }
             self.log(LOG_NEW, KeyEvent::New, key);
         }
         old.is_some()
@@ -852,7 +903,8 @@ impl Db {
     }
 
     /// Removes every key. Settings (`no_touch`, `keep_expired`,
-    /// `log_events`, `access`) stay; recorded events are dropped. During a snapshot
+    /// `log_events`, `access`) and slot mode stay; recorded events are
+    /// dropped. During a snapshot
     /// the old table goes to the snapshot, which serializes what it still
     /// needs and frees it in later steps (`detach`); otherwise it is freed
     /// here.

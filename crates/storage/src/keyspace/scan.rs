@@ -100,7 +100,7 @@ impl Db {
         for _ in 0..64 {
             r = r.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(0x1405_7B7E_F767_814F);
             let x = r ^ (r >> 29);
-            let seg = &self.segs[self.dir[(x % self.dir.len() as u64) as usize] as usize];
+            let seg = &self.segs[self.pick_segment(x)];
             if seg.len == 0 {
                 continue;
             }

@@ -147,10 +147,11 @@ impl Db {
     /// to free (FLUSHALL ASYNC frees it on another thread), or None when a
     /// running snapshot took it: the snapshot still needs its pending
     /// segments, and frees it a segment at a time as it goes. Settings
-    /// (`no_touch`, `keep_expired`, `log_events`) stay with the Db.
+    /// (`no_touch`, `keep_expired`, `log_events`, `access`) and slot mode
+    /// stay with the Db.
     pub fn detach(&mut self) -> Option<Db> {
         self.pending = None;
-        let mut fresh = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, access: self.access, epoch: self.epoch, ..Db::default() };
+        let mut fresh = Db { epoch: self.epoch, ..self.empty_like() };
         // The fresh table holds nothing of the image: serialized already.
         fresh.marks[0] = self.epoch;
         fresh.snap = self.snap.take();

@@ -163,9 +163,16 @@ fn write_paths_cost() {
 const PREFILL: u16 = 5_000;
 const KEYS: u16 = 6_000;
 
-fn mkey(k: u16) -> Vec<u8> {
-    // Some long keys, for large blobs.
-    if k.is_multiple_of(97) { format!("{k:0>300}").into_bytes() } else { format!("k{k}").into_bytes() }
+fn mkey(k: u16, slots: bool) -> Vec<u8> {
+    // Some long keys, for large blobs. In slot mode half the keys share a
+    // hash tag: a hot slot, whose segments split under its own directory.
+    if k.is_multiple_of(97) {
+        format!("{k:0>300}").into_bytes()
+    } else if slots && k.is_multiple_of(2) {
+        format!("{{hot}}k{k}").into_bytes()
+    } else {
+        format!("k{k}").into_bytes()
+    }
 }
 
 /// A value of each shape the keyspace stores differently: integer and
@@ -252,6 +259,8 @@ fn apply(db: &mut Db, op: &SOp, now: i64) -> (String, Option<Value>) {
 }
 
 fn apply_inner(db: &mut Db, op: &SOp, now: i64, value: &mut Option<Value>) -> String {
+    let slots = db.slots_enabled();
+    let mkey = |k| mkey(k, slots);
     let hcfg = HashConfig::default();
     let scfg = SetConfig::default();
     match *op {
@@ -308,13 +317,14 @@ fn apply_inner(db: &mut Db, op: &SOp, now: i64, value: &mut Option<Value>) -> St
     }
 }
 
-/// A Db holding `PREFILL` keys of every shape, some with deadlines.
-fn prefilled(now: i64) -> Db {
-    let mut db = Db::new();
+/// A Db holding `PREFILL` keys of every shape, some with deadlines; in
+/// slot mode if `slots`.
+fn prefilled(now: i64, slots: bool) -> Db {
+    let mut db = if slots { Db::with_slots() } else { Db::new() };
     for k in 0..PREFILL {
         let v = i64::from(k) * 7919 % 2000 - 1000;
         let ttl = if k % 5 == 0 { Ttl::At(now + i64::from(k % 300)) } else { Ttl::Clear };
-        db.insert(&mkey(k), mvalue((k % 13) as u8, v, now), ttl, now);
+        db.insert(&mkey(k, slots), mvalue((k % 13) as u8, v, now), ttl, now);
     }
     db
 }
@@ -339,66 +349,90 @@ proptest! {
     /// with the same content.
     #[test]
     fn snapshot_is_the_image_at_begin(ops in proptest::collection::vec(sop(), 1..400)) {
-        let mut now = 1_000_000i64;
-        let mut db = prefilled(now);
-        let mut twin = prefilled(now);
-        let mut taking: Option<Taking> = None;
-        for op in &ops {
-            match *op {
-                SOp::Tick(dt) => now += dt,
-                SOp::Begin => {
-                    if taking.is_none() {
-                        let sink = CollectSink::default();
-                        let want = content(&db);
-                        db.snapshot_begin(Box::new(sink.clone()));
-                        taking = Some(Taking { sink, want, complete: false });
-                    }
-                }
-                SOp::Step(n) => {
-                    if let Some(t) = &mut taking {
-                        let before = t.sink.len();
-                        t.complete = db.snapshot_step(n);
-                        // Whole segments: at most one segment (2,048 slots) past `n`.
-                        prop_assert!(t.sink.len() - before < n.max(1) + 2_048);
-                    }
-                }
-                SOp::End => {
-                    if let Some(t) = &taking {
-                        let complete = t.complete;
-                        match db.snapshot_end() {
-                            Some(_) => {
-                                let t = taking.take().expect("running");
-                                assert_images_eq(&t.sink.image(), &t.want);
-                            }
-                            None => prop_assert!(!complete, "a complete snapshot refused to end"),
-                        }
-                    }
-                }
-                SOp::Abort => {
-                    if taking.take().is_some() {
-                        prop_assert!(db.snapshot_abort().is_some());
-                    }
-                }
-                _ => {
-                    if matches!(op, SOp::Clear) {
-                        if let Some(t) = &mut taking {
-                            t.complete = false;
-                        }
-                    }
-                    let a = apply(&mut db, op, now);
-                    let b = apply(&mut twin, op, now);
-                    prop_assert_eq!(a, b, "{:?}", op);
+        snapshot_model(&ops, false)?;
+    }
+}
+
+proptest! {
+    // Fewer cases: the standalone run covers what both modes share.
+    #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
+
+    /// The same in slot mode, half the keys in one hot slot: snapshots,
+    /// splits under a slot's own directory and FLUSHDB keep the image and
+    /// the twin's answers, and the per-slot counts stay exact.
+    #[test]
+    fn snapshot_is_the_image_at_begin_in_slot_mode(ops in proptest::collection::vec(sop(), 1..400)) {
+        snapshot_model(&ops, true)?;
+    }
+}
+
+/// The body of the snapshot model tests, in slot mode if `slots`.
+fn snapshot_model(ops: &[SOp], slots: bool) -> Result<(), TestCaseError> {
+    let mut now = 1_000_000i64;
+    let mut db = prefilled(now, slots);
+    let mut twin = prefilled(now, slots);
+    let mut taking: Option<Taking> = None;
+    for op in ops {
+        match *op {
+            SOp::Tick(dt) => now += dt,
+            SOp::Begin => {
+                if taking.is_none() {
+                    let sink = CollectSink::default();
+                    let want = content(&db);
+                    db.snapshot_begin(Box::new(sink.clone()));
+                    taking = Some(Taking { sink, want, complete: false });
                 }
             }
+            SOp::Step(n) => {
+                if let Some(t) = &mut taking {
+                    let before = t.sink.len();
+                    t.complete = db.snapshot_step(n);
+                    // Whole segments: at most one segment (2,048 slots) past `n`.
+                    prop_assert!(t.sink.len() - before < n.max(1) + 2_048);
+                }
+            }
+            SOp::End => {
+                if let Some(t) = &taking {
+                    let complete = t.complete;
+                    match db.snapshot_end() {
+                        Some(_) => {
+                            let t = taking.take().expect("running");
+                            assert_images_eq(&t.sink.image(), &t.want);
+                        }
+                        None => prop_assert!(!complete, "a complete snapshot refused to end"),
+                    }
+                }
+            }
+            SOp::Abort => {
+                if taking.take().is_some() {
+                    prop_assert!(db.snapshot_abort().is_some());
+                }
+            }
+            _ => {
+                if matches!(op, SOp::Clear) {
+                    if let Some(t) = &mut taking {
+                        t.complete = false;
+                    }
+                }
+                let a = apply(&mut db, op, now);
+                let b = apply(&mut twin, op, now);
+                prop_assert_eq!(a, b, "{:?}", op);
+            }
         }
-        if let Some(t) = taking.take() {
-            finish(&mut db, 1_000);
-            assert_images_eq(&t.sink.image(), &t.want);
-        }
-        prop_assert!(!db.snapshot_running());
-        prop_assert_eq!(db.len(), twin.len());
-        assert_images_eq(&content(&db), &content(&twin));
     }
+    if let Some(t) = taking.take() {
+        finish(&mut db, 1_000);
+        assert_images_eq(&t.sink.image(), &t.want);
+    }
+    prop_assert!(!db.snapshot_running());
+    prop_assert_eq!(db.len(), twin.len());
+    assert_images_eq(&content(&db), &content(&twin));
+    if slots {
+        let mut counts = BTreeMap::new();
+        db.for_each(|k, _, _| *counts.entry(crate::slot::key_hash_slot(k)).or_insert(0u64) += 1);
+        prop_assert_eq!(db.slot_counts_nonzero().collect::<BTreeMap<_, _>>(), counts);
+    }
+    Ok(())
 }
 
 /// A Db of `n` integer keys `k{i}`.
@@ -435,6 +469,55 @@ fn splits_during_a_snapshot_keep_the_image() {
     assert!(db.segs.len() >= 2 * segs, "splits happened: {} -> {}", segs, db.segs.len());
     finish(&mut db, 2_000);
     assert_images_eq(&sink.image(), &want);
+}
+
+/// Slot mode: writes during a snapshot split a hot slot's segments under
+/// its own directory and delete keys, and FLUSHDB detaches the table; the
+/// image is the content at begin, the counts follow every write, and the
+/// fresh table is in slot mode.
+#[test]
+fn slot_mode_snapshot_while_writing() {
+    let slot_counts = |db: &Db| {
+        let mut counts = BTreeMap::new();
+        db.for_each(|k, _, _| *counts.entry(crate::slot::key_hash_slot(k)).or_insert(0u64) += 1);
+        assert_eq!(db.slot_counts_nonzero().collect::<BTreeMap<_, _>>(), counts);
+    };
+    let mut db = Db::with_slots();
+    for i in 0..3_000u64 {
+        db.insert(format!("{{hot}}:{i}").as_bytes(), Value::Int(i as i64), Ttl::Clear, 0);
+        db.insert(format!("k{i}").as_bytes(), Value::Int(i as i64), Ttl::Clear, 0);
+    }
+    let want = content(&db);
+    let sink = CollectSink::default();
+    db.snapshot_begin(Box::new(sink.clone()));
+    db.snapshot_step(1_000);
+    let segs = db.segs.len();
+    for i in 0..20_000u64 {
+        db.insert(format!("{{hot}}:new{i}").as_bytes(), Value::Int(-1), Ttl::Clear, 0);
+        if i % 3 == 0 {
+            db.remove(format!("{{hot}}:{}", i / 7).as_bytes(), 0);
+            db.insert(format!("k{}", i / 7).as_bytes(), Value::Int(-2), Ttl::Clear, 0);
+        }
+        if i % 2_000 == 0 {
+            db.snapshot_step(500);
+        }
+    }
+    assert!(db.segs.len() >= segs + 8, "the hot slot split: {segs} -> {}", db.segs.len());
+    slot_counts(&db);
+    finish(&mut db, 2_000);
+    assert_images_eq(&sink.image(), &want);
+    // FLUSHDB mid-snapshot: the old table goes to the snapshot.
+    let want = content(&db);
+    let sink = CollectSink::default();
+    db.snapshot_begin(Box::new(sink.clone()));
+    db.snapshot_step(1_000);
+    db.clear();
+    assert!(db.slots_enabled());
+    db.insert(b"{hot}:after", Value::Int(1), Ttl::Clear, 0);
+    slot_counts(&db);
+    finish(&mut db, 2_000);
+    assert_images_eq(&sink.image(), &want);
+    assert_eq!(db.slot_counts_nonzero().collect::<Vec<_>>(), vec![(crate::slot::key_hash_slot(b"hot"), 1)]);
 }
 
 /// The split rule itself, which no write can reach (every write

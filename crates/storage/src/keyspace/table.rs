@@ -9,27 +9,99 @@
 //! Kept apart because growth is the one place keys are re-hashed, and the
 //! SCAN cursor (scan.rs) relies on it: a split sends each key to the half
 //! its next hash bit names, so no key moves across hash order.
+//!
+//! Slot mode (Redis Cluster, slots.rs) changes only the hash and the
+//! directory's shape. A key's table hash is its hash slot in the top 14
+//! bits and 50 bits of its ordinary hash below (`slot_hash`), so each
+//! slot's keys are one run of hash space: segments of depth up to 14 hold
+//! whole slots (several, while the table is small), deeper ones part of
+//! one slot. The top-level directory grows as a standalone one does but
+//! stops at depth 14, one entry per slot; a slot whose keys outgrow one
+//! segment then gets a directory of its own (`SubDir`), indexed by the
+//! hash bits after the slot. One global depth would let a single hot slot
+//! (a million keys under one hash tag) double the whole directory to 2^24
+//! entries.
 
-use super::Db;
+use super::{Db, Hand, SubDir, SUB};
 use crate::blob::Blob;
 use crate::segment::{addr_of, hash, tag_at, tag_of, Segment, TAG_BITS};
+use crate::slot::{key_hash_slot, SLOTS};
 
 /// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
 const MAX_DEPTH: u32 = 64 - TAG_BITS;
 
+/// Hash bits that name a key's slot in slot mode (2^14 = `SLOTS`).
+pub(super) const SLOT_BITS: u32 = 14;
+const _: () = assert!(1 << SLOT_BITS == SLOTS);
+
+/// The table hash of `key` in slot mode: its Redis Cluster hash slot in
+/// the top 14 bits, the top 50 bits of its ordinary hash below them (well
+/// mixed, for the tags and buckets inside segments).
+pub(super) fn slot_hash(key: &[u8]) -> u64 {
+    (u64::from(key_hash_slot(key)) << (64 - SLOT_BITS)) | (hash(key) >> SLOT_BITS)
+}
+
 impl Db {
-    /// The segment that holds the keys of hash `h`.
-    pub(super) fn seg_of(&self, h: u64) -> usize {
-        if self.depth == 0 {
-            self.dir[0] as usize
+    /// The table hash of `key`: `segment::hash`, or in slot mode
+    /// `slot_hash` (one predictable branch).
+    #[inline]
+    pub(super) fn key_hash(&self, key: &[u8]) -> u64 {
+        if self.slot_index.is_none() {
+            hash(key)
         } else {
-            self.dir[(h >> (64 - self.depth)) as usize] as usize
+            slot_hash(key)
         }
+    }
+
+    /// The segment that holds the keys of hash `h`.
+    #[inline]
+    pub(super) fn seg_of(&self, h: u64) -> usize {
+        let e = if self.depth == 0 { self.dir[0] } else { self.dir[(h >> (64 - self.depth)) as usize] };
+        if e & SUB == 0 {
+            e as usize
+        } else {
+            self.sub_seg(e, h)
+        }
+    }
+
+    /// `seg_of` through a slot's own directory (slot mode).
+    #[cold]
+    fn sub_seg(&self, e: u32, h: u64) -> usize {
+        let sub = &self.slot_index.as_ref().expect("SUB entries only in slot mode").subs[(e & !SUB) as usize];
+        sub.dir[((h << SLOT_BITS) >> (64 - sub.depth)) as usize] as usize
+    }
+
+    /// A segment picked by the random `r`, about in proportion to its keys
+    /// (eviction samples, RANDOMKEY). Standalone, a random directory entry:
+    /// a segment's share of the entries is its share of hash space, so of
+    /// the keys. In slot mode hash space is not keys (a hot slot holds
+    /// many in a sliver of it), so a random segment, kept with probability
+    /// `len / 2,048` (a full segment's size), up to 16 draws; the last
+    /// one otherwise.
+    pub(super) fn pick_segment(&self, r: u64) -> usize {
+        if self.slot_index.is_none() {
+            return self.dir[(r % self.dir.len() as u64) as usize] as usize;
+        }
+        let mut x = r;
+        let mut si = 0;
+        for _ in 0..16 {
+            // splitmix64's finalizer over a Weyl sequence.
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            si = (z % self.segs.len() as u64) as usize;
+            if (z >> 40) % 2048 < u64::from(self.segs[si].len) {
+                break;
+            }
+        }
+        si
     }
 
     /// Finds `key`: (hash, segment, slot index if stored).
     pub(super) fn find(&self, key: &[u8]) -> (u64, usize, Option<usize>) {
-        let h = hash(key);
+        let h = self.key_hash(key);
         let si = self.seg_of(h);
         let seg = &self.segs[si];
         let pos = seg.find(tag_at(h, seg.depth as u32), |s| Blob::key_of(self.slab.bytes(addr_of(s))) == key);
@@ -43,6 +115,13 @@ impl Db {
     /// and splits: presized, each key goes straight to its final segment
     /// (a third of the load time went to inserting and splitting before).
     /// Does nothing to a table that holds keys or was ever split.
+    ///
+    /// In slot mode the segments are made (up to one per slot) but not
+    /// sized: a node holds only its own slots, usually a fraction of hash
+    /// space, so sizing every segment for an even share would leave most
+    /// of them empty at full size. Each segment grows in place as its keys
+    /// come (growth re-places slots without reading a blob); only the
+    /// splits are saved.
     pub fn reserve(&mut self, n: usize) {
         if self.len != 0 || self.segs.len() != 1 || self.snap.is_some() {
             return;
@@ -53,16 +132,18 @@ impl Db {
         if depth == 0 {
             return;
         }
+        let slots = self.slot_index.is_some();
+        let depth = if slots { depth.min(SLOT_BITS) } else { depth };
         let count = 1usize << depth;
         // Sized for a load of 0.95 (with_room aims at 0.8; its size classes
         // round up, to 0.76-0.95): a table grown key by key sits near 0.9,
         // and a segment its share overflows grows as it would have.
-        let room = (n / count) * 84 / 100;
+        let room = if slots { 0 } else { (n / count) * 84 / 100 };
         self.segs = (0..count).map(|_| Segment::with_room(depth as u8, room)).collect();
         self.dir = (0..count as u32).collect();
         self.depth = depth;
         self.marks = vec![self.marks[0]; count];
-        self.hand = super::Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX };
+        self.hand = Hand { seg: 0, pos: 0, shape: 0, min: i64::MAX };
     }
 
     /// Puts a new slot into segment `si`, growing or splitting it when full.
@@ -91,16 +172,14 @@ impl Db {
     /// which may split that half again.
     fn split(&mut self, si: usize, extra: u64) {
         let d = self.segs[si].depth as u32;
-        if d == self.depth {
-            self.dir = self.dir.iter().flat_map(|&x| [x, x]).collect();
-            self.depth += 1;
-        }
+        // A hash of one of its keys locates the segment's directory entries.
+        let he = self.key_hash(Blob::key_of(self.slab.bytes(addr_of(extra))));
         let old = std::mem::replace(&mut self.segs[si], Segment::with_room(0, 0));
         let items: Vec<u64> = old.slots.iter().copied().filter(|&s| s != 0).chain([extra]).collect();
         let mut kids = [Segment::with_room(d as u8 + 1, items.len() / 2), Segment::with_room(d as u8 + 1, items.len() / 2)];
         let mut left_out = Vec::new();
         for s in items {
-            let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let h = self.key_hash(Blob::key_of(self.slab.bytes(addr_of(s))));
             let kid = &mut kids[((h << d) >> 63) as usize];
             let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, d + 1);
             if let Err(held) = kid.insert(ns) {
@@ -128,16 +207,54 @@ impl Db {
         if old.field_min != i64::MAX {
             self.fexp_segs.insert((old.field_min, ri));
         }
-        let start = self.dir.iter().position(|&x| x as usize == si).expect("segment in directory");
-        let span = 1usize << (self.depth - d);
-        for x in &mut self.dir[start + span / 2..start + span] {
-            *x = ri;
-        }
+        self.point_right_half(si, d, he, ri);
         for s in left_out {
-            let h = hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let h = self.key_hash(Blob::key_of(self.slab.bytes(addr_of(s))));
             let si = self.seg_of(h);
             let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, self.segs[si].depth as u32);
             self.insert_slot(si, ns);
         }
+    }
+
+    /// Split hook: segment `si`, of depth `d` before the split and holding
+    /// hash `h`, kept the left half of its hash range and `ri` took the
+    /// right one; points the directory entries of the right half at `ri`,
+    /// doubling the directory that holds them first when `si` was as deep
+    /// as it. In slot mode a segment of depth 14 or more is within one
+    /// slot, and the top-level directory is 14 deep and stays so: the
+    /// segment's entries are in that slot's `SubDir` (made at the slot's
+    /// first split, from its one top-level entry).
+    fn point_right_half(&mut self, si: usize, d: u32, h: u64, ri: u32) {
+        if let Some(ix) = self.slot_index.as_deref_mut().filter(|_| d >= SLOT_BITS) {
+            debug_assert_eq!(self.depth, SLOT_BITS, "a segment of a slot's depth makes the directory one entry a slot");
+            let slot = (h >> (64 - SLOT_BITS)) as usize;
+            let e = self.dir[slot];
+            if e & SUB == 0 {
+                debug_assert_eq!((e as usize, d), (si, SLOT_BITS), "a slot's one segment");
+                self.dir[slot] = SUB | u32::try_from(ix.subs.len()).expect("fewer than 2^31 directories");
+                ix.subs.push(SubDir { depth: 1, dir: vec![si as u32, ri] });
+                return;
+            }
+            let sub = &mut ix.subs[(e & !SUB) as usize];
+            point_in(&mut sub.dir, &mut sub.depth, h << SLOT_BITS, si, d - SLOT_BITS, ri);
+            return;
+        }
+        point_in(&mut self.dir, &mut self.depth, h, si, d, ri);
+    }
+}
+
+/// `Db::point_right_half` in one directory of `2^depth` entries indexed by
+/// the top bits of `h`, for a segment `si` of local depth `d` (its depth
+/// counted from that directory's first bit).
+fn point_in(dir: &mut Vec<u32>, depth: &mut u32, h: u64, si: usize, d: u32, ri: u32) {
+    if d == *depth {
+        *dir = dir.iter().flat_map(|&x| [x, x]).collect();
+        *depth += 1;
+    }
+    let span = 1usize << (*depth - d);
+    let start = (h >> (64 - *depth)) as usize & !(span - 1);
+    debug_assert_eq!(dir[start] as usize, si, "the segment's entries start here");
+    for x in &mut dir[start + span / 2..start + span] {
+        *x = ri;
     }
 }
