@@ -303,7 +303,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
 /// are empty then, and what was being reported as loading before is
 /// reported again after.
 pub fn load_aside(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], opts: &LoadOptions) -> Result<Result<rdb::Loaded, rdb::RdbFileError>, LoadError> {
-    let fresh = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
+    let fresh = srv.dbs.iter().map(storage::Db::empty_like).collect();
     let mut dbs = std::mem::replace(&mut srv.dbs, fresh);
     let start_secs = unix_ms() / 1000;
     let before = srv.persist.loading.replace(crate::server::Loading { start_secs, total_bytes: bytes.len() as u64, loaded_bytes: 0, rdb_used_mem: 0 });
@@ -449,7 +449,7 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
         if !said {
             srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
         }
-        let mut fresh: Vec<storage::Db> = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
+        let mut fresh: Vec<storage::Db> = srv.dbs.iter().map(storage::Db::empty_like).collect();
         let loaded = rdb::load_into(bytes, &mut fresh, &opts).map_err(|e| e.to_string())?;
         srv.config.log.notice("MASTER <-> REPLICA sync: Discarding the old data");
         let old = std::mem::replace(&mut srv.dbs, fresh);
@@ -457,7 +457,7 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
         loaded
     } else {
         srv.config.log.notice("MASTER <-> REPLICA sync: Flushing old data");
-        let fresh = (0..srv.dbs.len()).map(|_| storage::Db::new()).collect();
+        let fresh = srv.dbs.iter().map(storage::Db::empty_like).collect();
         let old = std::mem::replace(&mut srv.dbs, fresh);
         discard_replaced(srv, old);
         srv.apply_db_settings();

@@ -701,7 +701,11 @@ impl Server {
 
     /// A server with `config`, empty databases and no clients.
     pub fn new(config: Config) -> Server {
-        let dbs = (0..config.databases).map(|_| Db::new()).collect();
+        // A cluster node keeps db 0 (its only one) in slot mode, so that it
+        // can count and list each hash slot's keys (CLUSTER COUNTKEYSINSLOT,
+        // GETKEYSINSLOT, dropping a lost slot's keys) without a walk.
+        let clustered = config.flag("cluster-enabled");
+        let dbs = (0..config.databases).map(|i| if clustered && i == 0 { Db::with_slots() } else { Db::new() }).collect();
         let seed = unix_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut srv = Server {
             dbs,

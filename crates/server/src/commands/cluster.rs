@@ -129,37 +129,25 @@ fn slot_arg(a: &[u8]) -> Result<u16, CmdError> {
 
 // ---------------------------------------------------------------- keys by slot
 
-/// Keys of db 0 in `slot`. Until the keyspace keeps a slot index
-/// (`Db::count_keys_in_slot`), a walk of the keyspace.
+/// Keys of db 0 in `slot`, from the keyspace's slot index (db 0 of a
+/// cluster node is in slot mode: `Server::new`). O(1).
 fn count_keys_in_slot(ctx: &Ctx, slot: u16) -> u64 {
-    let Some(db) = ctx.srv.dbs.first() else { return 0 };
-    let mut n = 0;
-    db.for_each(|k, _, _| {
-        if storage::slot::key_hash_slot(k) == slot {
-            n += 1;
-        }
-    });
-    n
+    ctx.srv.dbs.first().map_or(0, |db| db.count_keys_in_slot(slot))
 }
 
-/// Up to `count` keys of db 0 in `slot` (`Db::keys_in_slot` once the
-/// keyspace has it).
+/// Up to `count` keys of db 0 in `slot`, in time proportional to the keys
+/// returned (the slot index).
 fn keys_in_slot(ctx: &Ctx, slot: u16, count: usize) -> Vec<Vec<u8>> {
-    let Some(db) = ctx.srv.dbs.first() else { return Vec::new() };
-    let mut out = Vec::new();
-    db.for_each(|k, _, _| {
-        if out.len() < count && storage::slot::key_hash_slot(k) == slot {
-            out.push(k.to_vec());
-        }
-    });
-    out
+    ctx.srv.dbs.first().map_or_else(Vec::new, |db| db.keys_in_slot(slot, count))
 }
 
-/// Keys per slot for every slot, in one walk (SLOT-STATS).
+/// Keys per slot for every slot (SLOT-STATS), from the slot index's counts.
 fn keys_per_slot(ctx: &Ctx) -> Vec<u64> {
     let mut v = vec![0u64; SLOTS];
     if let Some(db) = ctx.srv.dbs.first() {
-        db.for_each(|k, _, _| v[storage::slot::key_hash_slot(k) as usize] += 1);
+        for (slot, n) in db.slot_counts_nonzero() {
+            v[slot as usize] = n;
+        }
     }
     v
 }
