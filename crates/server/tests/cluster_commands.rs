@@ -37,7 +37,10 @@ struct Node {
 impl Node {
     fn new(cluster: bool) -> Node {
         let table = registry();
-        let mut srv = Server::new(Config::default());
+        let mut config = Config::default();
+        // As a node started with cluster-enabled yes: db 0 in slot mode.
+        config.set("cluster-enabled", if cluster { "yes" } else { "no" }, true).expect("cluster-enabled");
+        let mut srv = Server::new(config);
         if cluster {
             let settings = Settings { port: 7000, bus_port: 17000, node_timeout: 5000, ..Settings::default() };
             srv.cluster = Some(Box::new(Cluster::new(settings, 42)));
