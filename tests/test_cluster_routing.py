@@ -486,6 +486,16 @@ def test_readonly_reads_on_a_replica(cluster):
     assert out[7] == b"-MOVED 3300 <A>\r\n"
 
 
+def test_announce_port_shows_at_once(cluster):
+    nodes = cluster("densekv", ALL)
+    wait_serving(nodes["A"], "b")
+    c = nodes["A"].conn()
+    assert c.call("CONFIG", "SET", "cluster-announce-port", "12345") == b"+OK\r\n"
+    mine = [line for line in c.call("CLUSTER", "NODES").split(b"\n") if b"myself" in line]
+    assert b":12345@" in mine[0], mine
+    c.close()
+
+
 def test_publish_reaches_other_nodes(cluster):
     nodes = cluster("densekv", {"A": {"slots": [(0, 8191)]}, "B": {"slots": [(8192, 16383)]}})
     wait_serving(nodes["A"], "c")
