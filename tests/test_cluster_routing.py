@@ -496,6 +496,21 @@ def test_announce_port_shows_at_once(cluster):
     c.close()
 
 
+def test_transaction_with_spublish_runs_on_a_replica(cluster):
+    """EXEC routes as Redis's getNodeByQuery with pubsubshard_included: a queued
+    SPUBLISH lets the transaction run on a replica of the slot's primary."""
+    layout = {"A": {"slots": [(0, 16383)]}, "C": {"replicaof": "A"}}
+    script = [
+        ("A", "SET", "b", "1"), ("A", "WAIT", "1", "5000"),
+        ("C", "MULTI"), ("C", "SPUBLISH", "b", "hello"), ("C", "EXEC"),
+        ("C", "MULTI"), ("C", "SPUBLISH", "b", "hi"), ("C", "GET", "foo"), ("C", "EXEC"),
+    ]
+    out = both(cluster, layout, script, [("A", "b")])
+    assert out[1] == b":1\r\n"
+    assert out[4] == b"*1\r\n:0\r\n"
+    assert out[8] == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+
+
 def test_publish_reaches_other_nodes(cluster):
     nodes = cluster("densekv", {"A": {"slots": [(0, 8191)]}, "B": {"slots": [(8192, 16383)]}})
     wait_serving(nodes["A"], "c")

@@ -246,6 +246,9 @@ pub fn check(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[
         let Some(queue) = c.multi.as_ref() else { return Ok(()) };
         for a in queue {
             if let Lookup::Found(s) = lookup(table, a) {
+                // Redis's pubsubshard_included: a queued SPUBLISH lets the
+                // transaction run on a replica of the slot's primary.
+                req.pubsubshard |= is_pubsubshard(s);
                 req.commands.push((s, a.as_slice()));
             }
         }
@@ -437,6 +440,26 @@ mod tests {
         assert!(matches!(go(&cl, &["get", "b"], false, true, &[]), Err(Refusal::Moved { port: 7000, .. })));
         // Shard Pub/Sub reads on replicas without READONLY.
         assert_eq!(go(&cl, &["ssubscribe", "foo"], false, false, &[]), Ok(()));
+    }
+
+    /// A server whose cluster is `cl`, a client, and the command table,
+    /// for `check`.
+    fn server_with(cl: Cluster) -> (crate::server::Server, crate::client::Client, CommandMap) {
+        let mut srv = crate::server::Server::new(crate::config::Config::default());
+        srv.cluster = Some(Box::new(cl));
+        (srv, crate::client::Client::new(1, None, "test".into(), String::new()), crate::registry::registry())
+    }
+
+    #[test]
+    fn exec_with_a_queued_spublish_runs_on_a_replica() {
+        let (srv, mut c, table) = server_with(cluster(name(b'c')));
+        let exec = argv(&["exec"]);
+        let Lookup::Found(spec) = lookup(&table, &exec) else { panic!() };
+        c.multi = Some(vec![argv(&["spublish", "foo", "m"])]);
+        assert_eq!(check(&srv, &table, &c, spec, &exec, false), Ok(()));
+        // A write queued with it still goes to the primary.
+        c.multi = Some(vec![argv(&["spublish", "foo", "m"]), argv(&["set", "foo", "1"])]);
+        assert!(matches!(check(&srv, &table, &c, spec, &exec, true), Err(Refusal::Moved { port: 7001, .. })));
     }
 
     #[test]
