@@ -460,10 +460,16 @@ def test_script_reaching_a_key_elsewhere(cluster):
     assert r.startswith(b"-ERR Script attempted to access a non local key in a cluster node"), r
     r = c.call("EVAL", "return redis.call('get', 'c')", "1", "{c}x")
     assert r == b"$-1\r\n"
-    # A key of this node, in another slot than the declared one.
+    # A key of this node, in another slot than the declared one: refused to
+    # a script with a shebang, allowed to an old-style one (Redis 7.0's
+    # scriptPrepareForRun sets SCRIPT_ALLOW_CROSS_SLOT in compat mode).
     other = key_in_slot(100)
-    r = c.call("EVAL", f"return redis.call('get', '{other}')", "1", "c")
+    r = c.call("EVAL", f"#!lua\nreturn redis.call('get', '{other}')", "1", "c")
     assert r.startswith(b"-ERR Script attempted to access keys that do not hash to the same slot"), r
+    r = c.call("EVAL", f"return redis.call('get', '{other}')", "1", "c")
+    assert r == b"$-1\r\n", r
+    r = c.call("EVAL", f"redis.call('set', 'c', '1'); return redis.call('set', '{other}', '2')", "0")
+    assert r == b"+OK\r\n", r
     r = c.call("EVAL", f"#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', '{other}')", "1", "c")
     assert r == b"$-1\r\n"
     r = c.call("EVAL", "#!lua flags=no-cluster\nreturn 1", "0")

@@ -327,7 +327,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         write_dirty: false,
         now: ctx.now,
         route,
-        cross_slot: !compat && flags & ALLOW_CROSS_SLOT != 0,
+        // Redis (scriptPrepareForRun) lets old-style EVAL scripts, without
+        // a shebang, reach keys of several slots, as before 7.0.
+        cross_slot: compat || flags & ALLOW_CROSS_SLOT != 0,
         slot,
     });
     // redis.call and redis.pcall: the same call; call raises error replies.
