@@ -456,6 +456,19 @@ fn a_replica_migrates_to_an_orphaned_primary() {
 }
 
 #[test]
+fn a_replica_moved_to_another_shard_drops_the_other_slots_channels() {
+    let mut sim = six_nodes(2000);
+    let p0 = sim.name(0);
+    sim.c(4).actions.clear();
+    // Node 4 replicated primary 1 (slots 5461..=10922); it moves to primary 0.
+    sim.c(4).replicate(&p0, true).expect("replicate");
+    let gone: Vec<u16> = sim.c(4).actions.iter().filter_map(|a| if let Action::ShardChannelsMoved(v) = a { Some(v.clone()) } else { None }).flatten().collect();
+    assert_eq!(gone.len(), 16384 - 5461);
+    assert!(gone.iter().all(|&s| s > 5460));
+    assert!(gone.contains(&5461) && gone.contains(&16383));
+}
+
+#[test]
 fn meeting_ourselves_comes_to_nothing() {
     let mut sim = Sim::new(1, 2000);
     sim.meet(0, 0);
