@@ -517,6 +517,16 @@ def test_transaction_with_spublish_runs_on_a_replica(cluster):
     assert out[8] == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
 
 
+def test_expired_key_in_a_migrating_slot_is_asked_for(cluster):
+    script = [
+        ("A", "DEBUG", "SET-ACTIVE-EXPIRE", "0"),
+        ("A", "SET", "{b}x", "BAR", "PX", "10"), ("A", "DEBUG", "SLEEP", "0.05"),
+        ("A", "GET", "{b}x"),
+    ]
+    out = both(cluster, TWO, script, [("A", "c"), ("B", "foo")])
+    assert out[3] == b"-ASK 3300 <B>\r\n"
+
+
 def test_publish_reaches_other_nodes(cluster):
     nodes = cluster("densekv", {"A": {"slots": [(0, 8191)]}, "B": {"slots": [(8192, 16383)]}})
     wait_serving(nodes["A"], "c")

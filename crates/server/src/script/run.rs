@@ -184,7 +184,7 @@ impl Run<'_> {
     /// keys are served elsewhere, the cluster is down, they leave the
     /// script's slot), as Redis words it for scripts.
     fn cluster_refusal(&mut self, table: &crate::command::CommandMap, spec: &Spec, argv: &[Vec<u8>]) -> Option<String> {
-        if let Err(r) = crate::redirect::check(self.srv, table, &self.sc, spec, argv, spec.has(WRITE)) {
+        if let Err(r) = crate::redirect::check(self.srv, table, &self.sc, spec, argv, spec.has(WRITE), self.now) {
             return Some(r.script_message(spec.full_name));
         }
         if self.cross_slot {
