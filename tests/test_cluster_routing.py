@@ -527,6 +527,22 @@ def test_expired_key_in_a_migrating_slot_is_asked_for(cluster):
     assert out[3] == b"-ASK 3300 <B>\r\n"
 
 
+def test_info_counts_bus_messages_queued_in_a_transaction(cluster):
+    nodes = cluster("densekv", {"A": {"slots": [(0, 8191)]}, "B": {"slots": [(8192, 16383)]}})
+    wait_serving(nodes["A"], "c")
+    wait_serving(nodes["B"], "foo")
+    c = nodes["A"].conn()
+    assert c.call("MULTI") == b"+OK\r\n"
+    c.call("INFO", "memory")
+    for _ in range(10):
+        c.call("PUBLISH", "x", "y" * 10_000)
+    c.call("INFO", "memory")
+    r = c.call("EXEC")
+    mem = [int(m) for m in re.findall(rb"mem_cluster_links:(\d+)", r)]
+    assert len(mem) == 2 and mem[1] >= mem[0] + 100_000, mem
+    c.close()
+
+
 def test_publish_reaches_other_nodes(cluster):
     nodes = cluster("densekv", {"A": {"slots": [(0, 8191)]}, "B": {"slots": [(8192, 16383)]}})
     wait_serving(nodes["A"], "c")
