@@ -460,10 +460,16 @@ def test_script_reaching_a_key_elsewhere(cluster):
     assert r.startswith(b"-ERR Script attempted to access a non local key in a cluster node"), r
     r = c.call("EVAL", "return redis.call('get', 'c')", "1", "{c}x")
     assert r == b"$-1\r\n"
-    # A key of this node, in another slot than the declared one.
+    # A key of this node, in another slot than the declared one: refused to
+    # a script with a shebang, allowed to an old-style one (Redis 7.0's
+    # scriptPrepareForRun sets SCRIPT_ALLOW_CROSS_SLOT in compat mode).
     other = key_in_slot(100)
-    r = c.call("EVAL", f"return redis.call('get', '{other}')", "1", "c")
+    r = c.call("EVAL", f"#!lua\nreturn redis.call('get', '{other}')", "1", "c")
     assert r.startswith(b"-ERR Script attempted to access keys that do not hash to the same slot"), r
+    r = c.call("EVAL", f"return redis.call('get', '{other}')", "1", "c")
+    assert r == b"$-1\r\n", r
+    r = c.call("EVAL", f"redis.call('set', 'c', '1'); return redis.call('set', '{other}', '2')", "0")
+    assert r == b"+OK\r\n", r
     r = c.call("EVAL", f"#!lua flags=allow-cross-slot-keys\nreturn redis.call('get', '{other}')", "1", "c")
     assert r == b"$-1\r\n"
     r = c.call("EVAL", "#!lua flags=no-cluster\nreturn 1", "0")
@@ -484,6 +490,57 @@ def test_readonly_reads_on_a_replica(cluster):
     assert out[4] == b"$1\r\n1\r\n"
     assert out[5] == b"-MOVED 3300 <A>\r\n"
     assert out[7] == b"-MOVED 3300 <A>\r\n"
+
+
+def test_announce_port_shows_at_once(cluster):
+    nodes = cluster("densekv", ALL)
+    wait_serving(nodes["A"], "b")
+    c = nodes["A"].conn()
+    assert c.call("CONFIG", "SET", "cluster-announce-port", "12345") == b"+OK\r\n"
+    mine = [line for line in c.call("CLUSTER", "NODES").split(b"\n") if b"myself" in line]
+    assert b":12345@" in mine[0], mine
+    c.close()
+
+
+def test_transaction_with_spublish_runs_on_a_replica(cluster):
+    """EXEC routes as Redis's getNodeByQuery with pubsubshard_included: a queued
+    SPUBLISH lets the transaction run on a replica of the slot's primary."""
+    layout = {"A": {"slots": [(0, 16383)]}, "C": {"replicaof": "A"}}
+    script = [
+        ("A", "SET", "b", "1"), ("A", "WAIT", "1", "5000"),
+        ("C", "MULTI"), ("C", "SPUBLISH", "b", "hello"), ("C", "EXEC"),
+        ("C", "MULTI"), ("C", "SPUBLISH", "b", "hi"), ("C", "GET", "foo"), ("C", "EXEC"),
+    ]
+    out = both(cluster, layout, script, [("A", "b")])
+    assert out[1] == b":1\r\n"
+    assert out[4] == b"*1\r\n:0\r\n"
+    assert out[8] == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+
+
+def test_expired_key_in_a_migrating_slot_is_asked_for(cluster):
+    script = [
+        ("A", "DEBUG", "SET-ACTIVE-EXPIRE", "0"),
+        ("A", "SET", "{b}x", "BAR", "PX", "10"), ("A", "DEBUG", "SLEEP", "0.05"),
+        ("A", "GET", "{b}x"),
+    ]
+    out = both(cluster, TWO, script, [("A", "c"), ("B", "foo")])
+    assert out[3] == b"-ASK 3300 <B>\r\n"
+
+
+def test_info_counts_bus_messages_queued_in_a_transaction(cluster):
+    nodes = cluster("densekv", {"A": {"slots": [(0, 8191)]}, "B": {"slots": [(8192, 16383)]}})
+    wait_serving(nodes["A"], "c")
+    wait_serving(nodes["B"], "foo")
+    c = nodes["A"].conn()
+    assert c.call("MULTI") == b"+OK\r\n"
+    c.call("INFO", "memory")
+    for _ in range(10):
+        c.call("PUBLISH", "x", "y" * 10_000)
+    c.call("INFO", "memory")
+    r = c.call("EXEC")
+    mem = [int(m) for m in re.findall(rb"mem_cluster_links:(\d+)", r)]
+    assert len(mem) == 2 and mem[1] >= mem[0] + 100_000, mem
+    c.close()
 
 
 def test_publish_reaches_other_nodes(cluster):

@@ -222,11 +222,11 @@ pub fn is_pubsubshard(spec: &Spec) -> bool {
 }
 
 /// Routes client `c`'s `argv` (looked up as `spec`; EXEC routes its queued
-/// commands), `write` saying whether it may write. Ok when it runs here,
-/// and always for commands without keys.
+/// commands), `write` saying whether it may write, at Unix ms `now`. Ok
+/// when it runs here, and always for commands without keys.
 ///
 /// Errors: the refusal to reply.
-pub fn check(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>], write: bool) -> Result<(), Refusal> {
+pub fn check(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[Vec<u8>], write: bool, now: i64) -> Result<(), Refusal> {
     let Some(cluster) = srv.cluster.as_deref() else { return Ok(()) };
     let exec = spec.full_name == "exec";
     if !exec && !spec.has_keys() {
@@ -246,14 +246,19 @@ pub fn check(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[
         let Some(queue) = c.multi.as_ref() else { return Ok(()) };
         for a in queue {
             if let Lookup::Found(s) = lookup(table, a) {
+                // Redis's pubsubshard_included: a queued SPUBLISH lets the
+                // transaction run on a replica of the slot's primary.
+                req.pubsubshard |= is_pubsubshard(s);
                 req.commands.push((s, a.as_slice()));
             }
         }
     } else {
         req.commands.push((spec, argv));
     }
+    // A key past its deadline is missing (Redis looks keys up with
+    // LOOKUP_NOEXPIRE: not deleted, but not found): -ASK in a migrating slot.
     let db = &srv.dbs[0];
-    route(cluster, &req, &|k| db.stored(k))
+    route(cluster, &req, &|k| db.stored_live(k, now))
 }
 
 /// Where a blocked client waiting on `key` (for a command that writes if
@@ -437,6 +442,39 @@ mod tests {
         assert!(matches!(go(&cl, &["get", "b"], false, true, &[]), Err(Refusal::Moved { port: 7000, .. })));
         // Shard Pub/Sub reads on replicas without READONLY.
         assert_eq!(go(&cl, &["ssubscribe", "foo"], false, false, &[]), Ok(()));
+    }
+
+    /// A server whose cluster is `cl`, a client, and the command table,
+    /// for `check`.
+    fn server_with(cl: Cluster) -> (crate::server::Server, crate::client::Client, CommandMap) {
+        let mut srv = crate::server::Server::new(crate::config::Config::default());
+        srv.cluster = Some(Box::new(cl));
+        (srv, crate::client::Client::new(1, None, "test".into(), String::new()), crate::registry::registry())
+    }
+
+    #[test]
+    fn exec_with_a_queued_spublish_runs_on_a_replica() {
+        let (srv, mut c, table) = server_with(cluster(name(b'c')));
+        let exec = argv(&["exec"]);
+        let Lookup::Found(spec) = lookup(&table, &exec) else { panic!() };
+        c.multi = Some(vec![argv(&["spublish", "foo", "m"])]);
+        assert_eq!(check(&srv, &table, &c, spec, &exec, false, 0), Ok(()));
+        // A write queued with it still goes to the primary.
+        c.multi = Some(vec![argv(&["spublish", "foo", "m"]), argv(&["set", "foo", "1"])]);
+        assert!(matches!(check(&srv, &table, &c, spec, &exec, true, 0), Err(Refusal::Moved { port: 7001, .. })));
+    }
+
+    #[test]
+    fn an_expired_key_in_a_migrating_slot_is_asked_for() {
+        let mut cl = cluster(name(b'a'));
+        cl.migrating_to.insert(3300, name(b'b'));
+        let (mut srv, c, table) = server_with(cl);
+        srv.dbs[0].insert(b"b", storage::Value::Int(1), storage::Ttl::At(100), 0);
+        let get = argv(&["get", "b"]);
+        let Lookup::Found(spec) = lookup(&table, &get) else { panic!() };
+        assert_eq!(check(&srv, &table, &c, spec, &get, false, 99), Ok(()));
+        assert_eq!(check(&srv, &table, &c, spec, &get, false, 100), Err(Refusal::Ask { slot: 3300, host: "10.0.0.1".into(), port: 7001 }));
+        assert!(srv.dbs[0].stored(b"b"), "routing deletes nothing");
     }
 
     #[test]

@@ -696,6 +696,10 @@ impl Server {
         let settings = cluster_settings(&self.config);
         if let Some(c) = self.cluster.as_deref_mut() {
             c.settings = settings;
+            // Like Redis's config setters (clusterUpdateMyselfAnnouncedPorts,
+            // clusterUpdateMyselfHostname): our own entry shows the new
+            // announce-* values at once, not at the next cron tick.
+            c.update_myself_from_settings();
         }
     }
 

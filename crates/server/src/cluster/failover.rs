@@ -67,6 +67,12 @@ impl Cluster {
         } else {
             self.actions.push(Action::Replicate { ip, port });
         }
+        // Redis's removeAllNotOwnedShardChannelSubscriptions: subscribers of
+        // shard channels our new shard does not serve are told to go.
+        let gone: Vec<u16> = (0..clusterbus::SLOTS as u16).filter(|&s| self.slots[s as usize] != Some(*primary)).collect();
+        if !gone.is_empty() {
+            self.actions.push(Action::ShardChannelsMoved(gone));
+        }
         self.reset_manual_failover();
     }
 

@@ -434,6 +434,12 @@ impl Cluster {
         true
     }
 
+    /// A node's human nodename (empty if unknown), for log lines that
+    /// name nodes as Redis does: "<id> (<human>)".
+    fn human_of(&self, n: &NodeName) -> String {
+        self.nodes.get(n).map(|x| x.human_nodename.clone()).unwrap_or_default()
+    }
+
     /// What a message's gossip sections teach (clusterProcessGossipSection).
     fn process_gossip(&mut self, link: LinkId, hdr: &Header, gossip: &[Gossip], env: &Env) {
         let now = env.now_ms;
@@ -460,11 +466,13 @@ impl Cluster {
                 if let Some(r) = reporter.filter(|_| reporter_primary) {
                     if failing {
                         if self.add_failure_report(&g.name, &r, now) {
-                            self.log(1, format!("Node {} reported node {} as not reachable.", name_str(&r), name_str(&g.name)));
+                            let (rh, gh) = (self.human_of(&r), self.human_of(&g.name));
+                            self.log(1, format!("Node {} ({rh}) reported node {} ({gh}) as not reachable.", name_str(&r), name_str(&g.name)));
                         }
                         self.mark_failing_if_needed(&g.name, env);
                     } else if self.del_failure_report(&g.name, &r, now) {
-                        self.log(1, format!("Node {} reported node {} is back online.", name_str(&r), name_str(&g.name)));
+                        let (rh, gh) = (self.human_of(&r), self.human_of(&g.name));
+                        self.log(1, format!("Node {} ({rh}) reported node {} ({gh}) is back online.", name_str(&r), name_str(&g.name)));
                     }
                 }
                 let reports = self.failure_reports_count(&g.name, now);

@@ -456,6 +456,35 @@ fn a_replica_migrates_to_an_orphaned_primary() {
 }
 
 #[test]
+fn a_replica_moved_to_another_shard_drops_the_other_slots_channels() {
+    let mut sim = six_nodes(2000);
+    let p0 = sim.name(0);
+    sim.c(4).actions.clear();
+    // Node 4 replicated primary 1 (slots 5461..=10922); it moves to primary 0.
+    sim.c(4).replicate(&p0, true).expect("replicate");
+    let gone: Vec<u16> = sim.c(4).actions.iter().filter_map(|a| if let Action::ShardChannelsMoved(v) = a { Some(v.clone()) } else { None }).flatten().collect();
+    assert_eq!(gone.len(), 16384 - 5461);
+    assert!(gone.iter().all(|&s| s > 5460));
+    assert!(gone.contains(&5461) && gone.contains(&16383));
+}
+
+#[test]
+fn failure_reports_are_logged_with_human_nodenames() {
+    let mut sim = three_primaries(2000);
+    for i in 0..3 {
+        sim.c(i).settings.announce_human_nodename = format!("nodename-{i}");
+    }
+    sim.run(3000);
+    let (a, b, c) = (sim.name(0), sim.name(1), sim.name(2));
+    sim.kill(2);
+    // As Redis 7.2 words it (human-announced-nodename.tcl greps for it).
+    let by_b = format!("Node {} (nodename-1) reported node {} (nodename-2) as not reachable.", state::name_str(&b), state::name_str(&c));
+    let by_a = format!("Node {} (nodename-0) reported node {} (nodename-2) as not reachable.", state::name_str(&a), state::name_str(&c));
+    let logged = |s: &Sim, i: usize, want: &str| s.seen[i].iter().any(|x| matches!(x, Action::Log { text, .. } if text == want));
+    sim.run_until(20_000, |s| logged(s, 0, &by_b) || logged(s, 1, &by_a)).expect("a failure report is logged");
+}
+
+#[test]
 fn meeting_ourselves_comes_to_nothing() {
     let mut sim = Sim::new(1, 2000);
     sim.meet(0, 0);

@@ -566,7 +566,12 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "mem_total_replication_buffers", &shared);
         line(&mut s, "mem_clients_slaves", &(shared - backlog + copied));
         line(&mut s, "mem_clients_normal", &clients_mem);
-        line(&mut s, "mem_cluster_links", &srv.cluster_links_mem);
+        // Messages queued this turn (a PUBLISH in the same MULTI) are not
+        // in the links' buffers yet; Redis counts them there at once.
+        let queued: u64 = srv.cluster.as_deref().map_or(0, |c| {
+            c.actions.iter().map(|a| if let crate::cluster::Action::Send { msg, .. } = a { msg.encoded_len() as u64 } else { 0 }).sum()
+        });
+        line(&mut s, "mem_cluster_links", &(srv.cluster_links_mem + queued));
         line(&mut s, "mem_aof_buffer", &srv.aof.buffered());
         line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
         line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);

@@ -184,7 +184,7 @@ impl Run<'_> {
     /// keys are served elsewhere, the cluster is down, they leave the
     /// script's slot), as Redis words it for scripts.
     fn cluster_refusal(&mut self, table: &crate::command::CommandMap, spec: &Spec, argv: &[Vec<u8>]) -> Option<String> {
-        if let Err(r) = crate::redirect::check(self.srv, table, &self.sc, spec, argv, spec.has(WRITE)) {
+        if let Err(r) = crate::redirect::check(self.srv, table, &self.sc, spec, argv, spec.has(WRITE), self.now) {
             return Some(r.script_message(spec.full_name));
         }
         if self.cross_slot {
@@ -327,7 +327,9 @@ pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call
         write_dirty: false,
         now: ctx.now,
         route,
-        cross_slot: !compat && flags & ALLOW_CROSS_SLOT != 0,
+        // Redis (scriptPrepareForRun) lets old-style EVAL scripts, without
+        // a shebang, reach keys of several slots, as before 7.0.
+        cross_slot: compat || flags & ALLOW_CROSS_SLOT != 0,
         slot,
     });
     // redis.call and redis.pcall: the same call; call raises error replies.

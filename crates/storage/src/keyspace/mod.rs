@@ -679,6 +679,16 @@ impl Db {
         self.find(key).2.is_some()
     }
 
+    /// True if `key` is stored and not past its deadline (as `live` sees
+    /// it, `ignore_deadlines` included), without touching, expiring or
+    /// deleting it: cluster routing's view of a key.
+    pub fn stored_live(&self, key: &[u8], now: i64) -> bool {
+        let (_, si, pos) = self.find(key);
+        let Some(pos) = pos else { return false };
+        let s = self.segs[si].slots[pos];
+        !(s & TTL_BIT != 0 && !self.ignore_deadlines && matches!(self.blob(s).deadline, Some(t) if t <= now))
+    }
+
     /// True if `key` is live.
     pub fn contains(&mut self, key: &[u8], now: i64) -> bool {
         self.live(key, now).is_some()

@@ -54,6 +54,19 @@ fn key_events_are_logged_only_when_asked() {
 }
 
 #[test]
+fn stored_live_sees_deadlines_but_deletes_nothing() {
+    let mut db = Db::new();
+    db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
+    assert!(db.stored_live(b"a", 99));
+    assert!(!db.stored_live(b"a", 100));
+    assert!(!db.stored_live(b"b", 0));
+    assert!(db.stored(b"a"), "not deleted");
+    assert_eq!(db.take_lazy_expired(), 0);
+    db.ignore_deadlines = true;
+    assert!(db.stored_live(b"a", 100));
+}
+
+#[test]
 fn lazy_expiry_and_ttl_modes() {
     let mut db = Db::new();
     db.insert(b"a", Value::Int(1), Ttl::At(100), 0);
