@@ -333,6 +333,16 @@ def test_corrupted_config_is_fatal(tmp_path):
     assert "Unrecoverable error: corrupted cluster config file" in n.log(), n.log()
 
 
+def test_tls_cluster_is_refused_not_ignored(tmp_path):
+    # The bus has no TLS: a node asked to encrypt it must not start and
+    # gossip in the clear.
+    port = free_pair(set())
+    n = Node(server_binary(), "A", port, str(tmp_path), ("--tls-cluster", "yes"))
+    proc = subprocess.run(n.args() + ["--logfile", ""], cwd=str(tmp_path), capture_output=True, text=True, timeout=15)
+    assert proc.returncode == 1
+    assert "tls-cluster yes is not supported" in proc.stdout + proc.stderr
+
+
 def test_cluster_directives_take_effect(tmp_path):
     port = free_pair(set())
     n = Node(server_binary(), "A", port, str(tmp_path), ("--cluster-announce-hostname", "node-a.example")).start()

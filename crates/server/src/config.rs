@@ -341,7 +341,8 @@ pub static PARAMS: &[Param] = &[
     p("tls-ca-cert-dir", S, ""),
     p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
     p("tls-replication", B, "no").ignored(),
-    // The bus has no TLS yet: tls-cluster is accepted, not acted on.
+    // The bus has no TLS yet: tls-cluster yes is refused in cluster mode
+    // (validate), and has no effect without it, as in Redis.
     p("tls-cluster", B, "no").ignored(),
     p("tls-protocols", S, ""),
     p("tls-ciphers", S, ""),
@@ -1120,6 +1121,11 @@ impl Config {
         }
         if self.flag("cluster-enabled") && !self.get("replicaof").unwrap_or("").is_empty() {
             return Err(bad("replicaof directive not allowed in cluster mode".into()));
+        }
+        // The bus speaks plain TCP only: a node told to encrypt it must not
+        // start and gossip in the clear.
+        if self.flag("cluster-enabled") && self.flag("tls-cluster") {
+            return Err(bad("tls-cluster yes is not supported: densekv's cluster bus has no TLS yet".into()));
         }
         Ok(())
     }
