@@ -112,7 +112,9 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     }
     // Cluster routing (Redis's getNodeByQuery): one branch standalone.
     // What this node's primary sends is applied wherever its keys hash.
-    if srv.cluster.is_some() && c.repl_role != ReplRole::Primary {
+    // A command without keys (other than EXEC) runs anywhere: skip the
+    // write-flag lookup that routing would not read.
+    if srv.cluster.is_some() && c.repl_role != ReplRole::Primary && (name == "exec" || spec.has_keys()) {
         let write = if name == "exec" { queued_has(&table, c, flags::WRITE) } else { host.scripts_ref().command_flags(spec, &argv) & flags::WRITE != 0 };
         if let Err(r) = crate::redirect::check(srv, &table, c, spec, &argv, write, now) {
             redirect(srv, c, spec, &r);

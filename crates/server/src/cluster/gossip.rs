@@ -648,16 +648,7 @@ impl Cluster {
 
     /// `link` is gone.
     pub(crate) fn on_link_closed(&mut self, link: LinkId) {
-        if let Some(l) = self.links.remove(&link) {
-            if let Some(n) = l.node.and_then(|n| self.nodes.get_mut(&n)) {
-                if n.link == Some(link) {
-                    n.link = None;
-                }
-                if n.inbound_link == Some(link) {
-                    n.inbound_link = None;
-                }
-            }
-        }
+        self.forget_link(link);
     }
 
     /// The periodic work (clusterCron).

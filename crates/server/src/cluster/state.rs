@@ -809,17 +809,24 @@ impl Cluster {
 
     /// Forgets `link` and asks the loop to close it (freeClusterLink).
     pub(crate) fn close_link(&mut self, link: LinkId) {
-        if let Some(l) = self.links.remove(&link) {
-            if let Some(n) = l.node.and_then(|n| self.nodes.get_mut(&n)) {
-                if n.link == Some(link) {
-                    n.link = None;
-                }
-                if n.inbound_link == Some(link) {
-                    n.inbound_link = None;
-                }
-            }
+        if self.forget_link(link) {
             self.actions.push(Action::Close { link });
         }
+    }
+
+    /// Drops `link` from the link table and from its node (outbound or
+    /// inbound). Returns false when it was not known.
+    pub(crate) fn forget_link(&mut self, link: LinkId) -> bool {
+        let Some(l) = self.links.remove(&link) else { return false };
+        if let Some(n) = l.node.and_then(|n| self.nodes.get_mut(&n)) {
+            if n.link == Some(link) {
+                n.link = None;
+            }
+            if n.inbound_link == Some(link) {
+                n.inbound_link = None;
+            }
+        }
+        true
     }
 
     /// Whether `link` is our outbound link to a node (answers to PINGs
