@@ -417,20 +417,25 @@ fn shards(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// CLUSTER LINKS
+/// A link's send buffer: (allocated, used) bytes.
+type LinkBuffer = (u64, u64);
+
 fn links(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let Some(c) = ctx.srv.cluster.as_deref() else { return Err(disabled()) };
-    let mut rows: Vec<(&[u8], NodeName, u64)> = Vec::new();
+    let mut rows: Vec<(&[u8], NodeName, u64, LinkBuffer)> = Vec::new();
     for name in c.sorted_names() {
         let n = &c.nodes[&name];
         for (l, dir) in [(n.link, &b"to"[..]), (n.inbound_link, &b"from"[..])] {
-            if let Some(link) = l.and_then(|l| c.links.get(&l)) {
-                rows.push((dir, name, link.ctime));
+            if let Some((id, link)) = l.and_then(|l| c.links.get(&l).map(|link| (l, link))) {
+                // The event loop keeps each link's send buffer (allocated, used).
+                let buf = ctx.srv.cluster_link_buffers.get(&id).copied().unwrap_or((0, 0));
+                rows.push((dir, name, link.ctime, buf));
             }
         }
     }
     let out = &mut ctx.client.reply;
     out.array(rows.len());
-    for (dir, name, ctime) in rows {
+    for (dir, name, ctime, (allocated, used)) in rows {
         out.map(6);
         out.bulk(b"direction");
         out.bulk(dir);
@@ -441,9 +446,9 @@ fn links(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         out.bulk(b"events");
         out.bulk(b"r");
         out.bulk(b"send-buffer-allocated");
-        out.int(0);
+        out.int(allocated as i64);
         out.bulk(b"send-buffer-used");
-        out.int(0);
+        out.int(used as i64);
     }
     Ok(())
 }
