@@ -779,14 +779,24 @@ pub fn client_closed(srv: &mut Server, c: &Client) {
         abandon_streamed_save(srv);
     }
     if c.repl_role == ReplRole::Primary {
-        if let Some(p) = srv.repl.primary.as_mut().filter(|p| p.client == Some(c.id)) {
-            p.client = None;
-            p.state = LinkState::Connect;
-            p.down_since = Instant::now();
-            srv.repl.cached = true;
-            srv.repl.primary_db = c.db;
-            srv.config.log.notice("Connection with master lost.");
-        }
+        primary_link_lost(srv, c.id, c.db);
+    }
+}
+
+/// The link to the primary (client `id`, last in database `db`) is gone:
+/// the primary is cached for a partial resync and the link counts as down
+/// from now. CLIENT KILL calls it at once, as Redis frees the primary's
+/// client inside the command: the down time (which gates a cluster
+/// replica's failover) starts then, not when the loop next sweeps clients.
+/// A second call for the same link does nothing.
+pub fn primary_link_lost(srv: &mut Server, id: u64, db: usize) {
+    if let Some(p) = srv.repl.primary.as_mut().filter(|p| p.client == Some(id)) {
+        p.client = None;
+        p.state = LinkState::Connect;
+        p.down_since = Instant::now();
+        srv.repl.cached = true;
+        srv.repl.primary_db = db;
+        srv.config.log.notice("Connection with master lost.");
     }
 }
 

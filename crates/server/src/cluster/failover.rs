@@ -207,7 +207,7 @@ impl Cluster {
             data_age -= self.settings.node_timeout;
         }
         let factor = self.settings.replica_validity_factor;
-        if factor != 0 && data_age > consts::REPL_PING_PERIOD_MS + self.settings.node_timeout * factor && !manual {
+        if factor != 0 && data_age > self.settings.repl_ping_period_ms + self.settings.node_timeout * factor && !manual {
             self.log_cant_failover(cant::DATA_AGE, env);
             return;
         }

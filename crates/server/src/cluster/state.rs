@@ -63,6 +63,8 @@ pub struct Settings {
     pub ping_interval: u64,
     /// tls-cluster.
     pub tls_cluster: bool,
+    /// repl-ping-replica-period, ms: part of a replica's data age limit.
+    pub repl_ping_period_ms: u64,
 }
 
 impl Default for Settings {
@@ -90,6 +92,7 @@ impl Default for Settings {
             link_sendbuf_limit: 0,
             ping_interval: 0,
             tls_cluster: false,
+            repl_ping_period_ms: 10_000,
         }
     }
 }
@@ -425,8 +428,6 @@ pub mod consts {
     pub const BLACKLIST_TTL: u64 = 60;
     /// The bus port is the client port plus this, by default.
     pub const PORT_INCR: u32 = 10000;
-    /// repl-ping-replica-period's default, ms (part of the data age limit).
-    pub const REPL_PING_PERIOD_MS: u64 = 10_000;
     /// Bounds of the delay before a primary in the minority rejoins, ms.
     pub const MAX_REJOIN_DELAY: u64 = 5000;
     /// See MAX_REJOIN_DELAY.

@@ -266,12 +266,19 @@ fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             && (maxage == 0 || now.duration_since(c.created).as_secs() as i64 >= maxage)
     };
     let mut killed = 0;
+    let mut primary_link = None;
     ctx.srv.sweep_clients = true;
     for c in ctx.srv.clients.values_mut() {
         if matches(c, false) {
             c.close_asap = true;
             killed += 1;
+            if c.repl_role == crate::client::ReplRole::Primary {
+                primary_link = Some((c.id, c.db));
+            }
         }
+    }
+    if let Some((id, db)) = primary_link {
+        crate::replication::primary_link_lost(ctx.srv, id, db);
     }
     let kill_me = matches(ctx.client, true);
     if kill_me {
