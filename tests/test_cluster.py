@@ -1110,3 +1110,105 @@ def test_restart_rejoins_as_itself(cluster):
         # Everyone still lists the same nodes at the same addresses and epochs.
         assert {x["id"]: (x["port"], x["epoch"]) for x in n.nodes()} == \
             {i: (p, epochs[i]) for p, (i, _) in before.items()}
+
+
+def call_retrying_loading(node: Node, *args, timeout: float = 15.0):
+    """`args`' reply, retried while the node answers -LOADING."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return node.call(*args)
+        except (ReplyError, OSError) as e:
+            if time.monotonic() > deadline or (isinstance(e, ReplyError) and "LOADING" not in str(e)):
+                raise
+            time.sleep(0.05)
+
+
+def test_restarted_replica_keeps_expired_keys_and_continues(cluster):
+    # A cluster replica restarted from its own RDB file loads as a replica (nodes.conf
+    # says so before the data loads): the keys that expired while it was down stay
+    # until its primary's DELs come, nothing expires on its own, and it continues its
+    # history by partial resync (no DEL of its own moved its offset).
+    a, b, c, rep = three_primaries(cluster, replica=True)
+    tag = cl.tag_for_slot(7)
+    with a.conn() as ca:
+        for j in range(20):
+            ca.send("SET", f"{{{tag}}}k{j}", "v")
+        for j in range(50):
+            ca.send("SET", f"{{{tag}}}e{j}", "v", "PX", 1500)
+        for _ in range(70):
+            ca.reply()
+        assert ca.call("WAIT", 1, 5000) == 1
+    assert rep.call("DBSIZE") == 70
+    assert rep.call("SAVE") == b"OK"
+    rep.kill(signal.SIGKILL)
+    assert a.call("DEBUG", "SET-ACTIVE-EXPIRE", 0) == b"OK"
+    time.sleep(2.0)
+    rep.restart()
+    assert call_retrying_loading(rep, "DBSIZE") == 70
+    cl.wait_for(lambda: cl.replication_up(rep), 30, "the replica's link up")
+    assert rep.call("DBSIZE") == 70
+    assert "Successful partial resynchronization with master." in rep.log_tail(40)
+    # The primary's expiry reaches the replica as DELs.
+    assert a.call("DEBUG", "SET-ACTIVE-EXPIRE", 1) == b"OK"
+    cl.wait_for(lambda: rep.call("DBSIZE") == 20, 20, "the primary's DELs on the replica")
+
+
+def slots_reply_ports(node: Node, slot: int) -> list[int]:
+    """The ports CLUSTER SLOTS on `node` lists for the range holding `slot`."""
+    for entry in node.call("CLUSTER", "SLOTS"):
+        if entry[0] <= slot <= entry[1]:
+            return [n[1] for n in entry[2:]]
+    return []
+
+
+def test_loading_replica_hidden_from_cluster_slots(cluster):
+    # A replica loading a full sync announces offset 0 on the bus, which it keeps
+    # serving while it loads (as it serves INFO): its primary leaves it out of
+    # CLUSTER SLOTS until it is synchronized again.
+    a, b, c, rep = three_primaries(cluster, replica=True)
+    cl.wait_for(lambda: rep.port in slots_reply_ports(a, 0), 20, "the replica in CLUSTER SLOTS")
+    assert a.call("CONFIG", "SET", "repl-backlog-size", 100) == b"OK"
+    assert rep.call("CONFIG", "SET", "key-load-delay", 15000) == b"OK"
+    assert rep.call("CONFIG", "SET", "loading-process-events-interval-bytes", 1024) == b"OK"
+    value = "A" * 1024
+    tag = cl.tag_for_slot(0)
+    with a.conn() as ca:
+        # In one transaction: the replica's partial resync cannot cover what follows.
+        ca.send("MULTI")
+        ca.send("CLIENT", "KILL", "TYPE", "replica")
+        for j in range(300):
+            ca.send("SET", f"{{{tag}}}{j}", value)
+        ca.send("EXEC")
+        for _ in range(302):
+            ca.reply()
+        assert len(ca.reply()) == 301
+    cl.wait_for(lambda: rep.port not in slots_reply_ports(a, 0), 10, "the loading replica hidden")
+    assert rep.info("persistence")["loading"] == "1"
+    cl.wait_for(lambda: cl.replication_up(rep), 30, "the replica's link up")
+    cl.wait_for(lambda: rep.port in slots_reply_ports(a, 0), 20, "the replica back in CLUSTER SLOTS")
+    assert rep.port in slots_reply_ports(rep, 0)
+
+
+def test_killed_primary_link_ages_data_at_once(cluster):
+    # CLIENT KILL of the link to the primary takes it down at once, inside a
+    # transaction too: the replica's data is as old as the kill, so after a long
+    # command a replica whose primary died meanwhile refuses to fail over
+    # (cluster-replica-validity-factor), as Redis's does.
+    a, b, c, rep = three_primaries(cluster, replica=True, node_timeout_ms=1000)
+    assert rep.call("CONFIG", "SET", "repl-ping-replica-period", 1) == b"OK"
+    assert rep.call("CONFIG", "SET", "cluster-replica-validity-factor", 1) == b"OK"
+    with rep.conn(timeout=30) as cr:
+        assert cr.call("MULTI") == b"OK"
+        assert cr.call("CLIENT", "KILL", "TYPE", "master") == b"QUEUED"
+        assert cr.call("DEBUG", "SLEEP", 4) == b"QUEUED"
+        cr.send("EXEC")
+        time.sleep(0.3)
+        a.kill(signal.SIGKILL)
+        assert cr.reply() == [1, b"OK"]
+    cl.wait_for(lambda: any("fail" in n["flags"] and n["port"] == a.port for n in b.nodes()),
+                20, "the dead primary flagged fail")
+    # An election would have started within about a second; none may.
+    time.sleep(3.0)
+    assert rep.info("replication")["role"] == "slave"
+    assert "myself,slave" in rep.call("CLUSTER", "NODES").decode()

@@ -196,6 +196,20 @@ impl Bus {
         self.service(srv, host, registry, id);
     }
 
+    /// Serves the bus once without readiness events, while the loop is
+    /// held by a load or a busy script: inbound links accepted, every
+    /// connected link written and read to the end of what it holds (the
+    /// sockets are edge-triggered, so nothing is left unannounced), and the
+    /// end-of-turn work. Links still connecting wait for the loop.
+    pub fn pump(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry) {
+        self.accept(registry);
+        let ids: Vec<LinkId> = self.links.iter().filter(|(_, l)| l.connecting.is_none()).map(|(&id, _)| id).collect();
+        for id in ids {
+            self.service(srv, host, registry, id);
+        }
+        self.before_sleep(srv, host, registry);
+    }
+
     /// Accepts every inbound link waiting on the listeners.
     fn accept(&mut self, registry: &Registry) {
         let mut got = Vec::new();

@@ -77,7 +77,7 @@ pub fn tick(srv: &mut Server) {
         }
     }
     // A replica deletes what its primary tells it to, nothing on its own.
-    if srv.active_expire_enabled && srv.paused_at(now).is_none() && !srv.repl.is_replica() {
+    if srv.active_expire_enabled && srv.paused_at(now).is_none() && !srv.is_replica_node() {
         let start = Instant::now();
         if !active_expire(srv, now) {
             srv.expire_cap_reached += 1;

@@ -369,7 +369,8 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
             srv.repl.cached = srv.repl.restored;
         }
     }
-    if srv.repl.restored && !srv.repl.is_replica() {
+    srv.apply_expire_mode();
+    if srv.repl.restored && !srv.is_replica_node() {
         // Replicas of this primary before its restart continue by PSYNC.
         server::replication::start_restored(&mut srv);
     }

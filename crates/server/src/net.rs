@@ -109,6 +109,13 @@ pub struct Shell {
     /// SIGTERM, SIGINT and SIGALRM, delivered as readiness on `SIGNALS`
     /// (read directly while the RDB file loads).
     signals: Signals,
+    /// The cluster bus, in cluster mode (`bus.rs`). It lives beside the
+    /// table so that a load or a busy script, which serve clients through
+    /// the `Host`, keep answering the bus too (`serve_while_busy`).
+    bus: Option<Box<crate::bus::Bus>>,
+    /// The poller's registry for the bus's sockets, held apart from the
+    /// acceptor's so that it can be lent while the Shell is the host.
+    bus_registry: Option<mio::Registry>,
 }
 
 impl Shell {
@@ -203,8 +210,6 @@ pub struct EventLoop {
     link: crate::link::Link,
     /// The Prometheus endpoint, with metrics-port set.
     metrics: Option<crate::metrics::Endpoint>,
-    /// The cluster bus, in cluster mode (`bus.rs`).
-    bus: Option<crate::bus::Bus>,
 }
 
 impl EventLoop {
@@ -254,8 +259,8 @@ impl EventLoop {
                 }
             }
         }
-        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, bus: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None };
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Serves the cluster bus on `listeners` (the bus port on every `bind`
@@ -263,18 +268,21 @@ impl EventLoop {
     ///
     /// Errors: registering a socket failed.
     pub fn serve_bus(&mut self, listeners: Vec<std::net::TcpListener>) -> io::Result<()> {
-        self.bus = Some(crate::bus::Bus::new(listeners, self.poll.registry())?);
+        self.shell.bus = Some(Box::new(crate::bus::Bus::new(listeners, self.poll.registry())?));
+        self.shell.bus_registry = Some(self.poll.registry().try_clone()?);
         Ok(())
     }
 
     /// The cluster's periodic work when due, every 100 ms whatever `hz`
     /// says; returns when it is next due (None standalone).
     fn bus_cron(&mut self, srv: &mut Server) -> Option<Instant> {
-        let bus = self.bus.as_mut()?;
+        let mut bus = self.shell.bus.take()?;
         if Instant::now() >= bus.next_tick && !srv.cron_paused {
             bus.tick(srv, &mut self.shell, self.poll.registry());
         }
-        Some(bus.next_tick)
+        let due = bus.next_tick;
+        self.shell.bus = Some(bus);
+        Some(due)
     }
 
     /// Serves `GET /metrics` and `GET /health` on `bind:port` (metrics.rs);
@@ -427,8 +435,9 @@ impl EventLoop {
                 } else if ev.token() == UNIX {
                     accept_unix(srv, &self.shell.acceptor);
                 } else if crate::bus::owns(ev.token()) {
-                    if let Some(bus) = self.bus.as_mut() {
+                    if let Some(mut bus) = self.shell.bus.take() {
                         bus.ready(srv, &mut self.shell, self.poll.registry(), ev);
+                        self.shell.bus = Some(bus);
                     }
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
                     accept(srv, &self.shell.acceptor);
@@ -456,8 +465,9 @@ impl EventLoop {
             self.pending.extend(srv.blocking.take_woken());
             // The cluster's end of turn (Redis's clusterBeforeSleep), and
             // what this turn's commands asked of the bus.
-            if let Some(bus) = self.bus.as_mut() {
+            if let Some(mut bus) = self.shell.bus.take() {
                 bus.before_sleep(srv, &mut self.shell, self.poll.registry());
+                self.shell.bus = Some(bus);
                 self.pending.extend(srv.blocking.take_woken());
             }
             crate::replication::after_turn(srv);
@@ -1189,6 +1199,15 @@ pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
             }
         }
         srv.clients.insert(id, c);
+    }
+    // The cluster bus too, as Redis's processEventsWhileBlocked serves
+    // it: peers get their PONGs (a loading replica's carry offset 0, which
+    // hides it from CLUSTER SLOTS) and do not count this node as failing.
+    // The periodic tick waits for the loop, as Redis's clusterCron does.
+    if let (Some(mut bus), Some(registry)) = (shell.bus.take(), shell.bus_registry.take()) {
+        bus.pump(srv, shell, &registry);
+        shell.bus = Some(bus);
+        shell.bus_registry = Some(registry);
     }
     // Whatever they left (closes, pending output) the event loop finishes
     // after the script: it will see their sockets' next events.

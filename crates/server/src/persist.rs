@@ -146,7 +146,7 @@ pub fn repl_save_info(srv: &Server) -> Option<(usize, String, i64)> {
 }
 
 /// At start-up, the replication history an RDB file's AUX fields carry
-/// (Redis's loadDataFromDisk). A replica (replicaof set) takes it as its
+/// (Redis's loadDataFromDisk). A replica (`replica_at_load`) takes it as its
 /// own, to continue it by PSYNC; a primary keeps it as its second id, up
 /// to the offset the file was saved at, and goes on from that offset, so
 /// its replicas can continue after its restart. The primary's backlog is
@@ -157,8 +157,9 @@ fn restore_repl_info(srv: &mut Server, aux: &[(Vec<u8>, Vec<u8>)]) {
     if id.len() != 40 || offset < 0 || db >= srv.dbs.len() {
         return;
     }
+    let replica = replica_at_load(srv);
     let r = &mut srv.repl;
-    if srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
+    if replica {
         r.replid = id;
         r.offset = offset;
         r.primary_db = db;
@@ -169,6 +170,13 @@ fn restore_repl_info(srv: &mut Server, aux: &[(Vec<u8>, Vec<u8>)]) {
         r.no_replicas_since = Instant::now();
     }
     r.restored = true;
+}
+
+/// Whether this server loads its file as a replica: `replicaof` is set
+/// (the link starts after the load), or nodes.conf, read before the data,
+/// says this cluster node is one (`Server::is_replica_node`).
+fn replica_at_load(srv: &Server) -> bool {
+    srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) || srv.is_replica_node()
 }
 
 fn cwd() -> String {
@@ -242,7 +250,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
         Err(e) => return Err(LoadError::Failed(format!("Fatal error loading the DB, check server logs. {}: {e}", path.display()))),
     };
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
-    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
+    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum, keep_expired: replica_at_load(srv) };
     let result = if serve {
         load_aside(srv, host, &bytes, &opts)?
     } else {
@@ -282,7 +290,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
     }
     if serve {
         restore_repl_info(srv, &loaded.aux);
-        if srv.repl.restored && srv.config.get("replicaof").is_none_or(str::is_empty) {
+        if srv.repl.restored && !replica_at_load(srv) {
             // Its replicas may hold the keys that expired while it was
             // down: they go out as DELs once its stream starts.
             srv.repl.expired_at_load = loaded.expired_keys;
@@ -442,7 +450,7 @@ fn stream_version(srv: &Server, functions: bool) -> u16 {
 pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -> Result<LoadStats, String> {
     bgsave_abort(srv);
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
-    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum };
+    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum, keep_expired: true };
     // A diskless load said so when its image began to arrive.
     let said = srv.repl.transfer_loading.is_some();
     let loaded = if srv.config.get("repl-diskless-load") == Some("swapdb") {
@@ -465,14 +473,18 @@ pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -
         if !said {
             srv.config.log.notice("MASTER <-> REPLICA sync: Loading DB in memory");
         }
-        match rdb::load_into(bytes, &mut srv.dbs, &opts) {
-            Ok(l) => l,
-            Err(e) => {
+        // Clients (INFO answers loading:1, the rest -LOADING) and the
+        // cluster bus are served meanwhile, as Redis's replica serves them
+        // while it loads what its primary sent.
+        match load_aside(srv, host, bytes, &opts) {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
                 for db in &mut srv.dbs {
                     db.clear();
                 }
                 return Err(e.to_string());
             }
+            Err(e) => return Err(e.to_string()),
         }
     };
     host.scripts().load_functions(loaded.functions).map_err(|e| format!("loading functions: {e}"))?;

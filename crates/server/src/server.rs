@@ -665,6 +665,7 @@ pub fn cluster_settings(config: &Config) -> crate::cluster::Settings {
         link_sendbuf_limit: num("cluster-link-sendbuf-limit"),
         ping_interval: num("cluster-ping-interval"),
         tls_cluster,
+        repl_ping_period_ms: num("repl-ping-replica-period").saturating_mul(1000),
     }
 }
 
@@ -683,10 +684,36 @@ impl Server {
         };
         crate::cluster::Env {
             now_ms: self.unix_ms_at(now).max(0) as u64,
-            repl_offset: self.repl.end_offset().max(0) as u64,
+            repl_offset: self.cluster_repl_offset(),
             primary_link_down_ms: age,
             primary_link_up: up,
             has_keys: self.dbs.first().is_some_and(|d| !d.is_empty()),
+        }
+    }
+
+    /// Whether this server is a replica (Redis's `!iAmMaster()`): it
+    /// replicates a primary, or it is a cluster node nodes.conf calls a
+    /// replica, which it is from its start, before its link to the primary
+    /// begins. A replica expires nothing on its own (its primary's DELs
+    /// do), keeps the keys that expired while it was down when it loads,
+    /// and takes its file's replication history as its own.
+    pub fn is_replica_node(&self) -> bool {
+        self.repl.is_replica() || self.cluster.as_deref().is_some_and(crate::cluster::Cluster::is_replica)
+    }
+
+    /// The replication offset this node announces on the bus: a
+    /// primary's own; a replica's as Redis's replicationGetSlaveOffset
+    /// gives it, 0 while it has neither a synchronized nor a cached
+    /// primary, which is the whole of a full sync (its transfer and its
+    /// load). Peers hide a replica announcing 0 from CLUSTER SLOTS and
+    /// SHARDS, and rank it last in an election.
+    fn cluster_repl_offset(&self) -> u64 {
+        let offset = self.repl.end_offset().max(0) as u64;
+        match &self.repl.primary {
+            None => offset,
+            Some(p) if p.state == crate::repl::LinkState::Connected => offset,
+            Some(p) if p.state == crate::repl::LinkState::Transfer || !self.repl.cached => 0,
+            Some(_) => offset,
         }
     }
 
@@ -1118,7 +1145,7 @@ impl Server {
     /// shutdown's included) and on a replica (which waits for its
     /// primary's DEL, as Redis's does).
     pub fn apply_expire_mode(&mut self) {
-        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.failover.is_some() || self.cluster_pause_until != 0 || self.repl.is_replica();
+        let keep = self.pause.is_some() || self.shutdown_wait.is_some() || self.repl.failover.is_some() || self.cluster_pause_until != 0 || self.is_replica_node();
         for db in &mut self.dbs {
             db.keep_expired = keep;
         }

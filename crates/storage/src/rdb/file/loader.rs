@@ -38,12 +38,16 @@ pub struct LoadOptions {
     /// Verify the checksum (a stored checksum of 0 is never verified).
     /// Off is Redis's `rdbchecksum no`.
     pub verify_checksum: bool,
+    /// Keep keys whose deadline has passed, as a replica loads: they are
+    /// the primary's to expire (its DELs follow), and a replica that
+    /// dropped them at load would differ from its primary meanwhile.
+    pub keep_expired: bool,
 }
 
 impl LoadOptions {
-    /// Default shapes, checksum verified, time `now`.
+    /// Default shapes, checksum verified, time `now`, expired keys left out.
     pub fn new(now: i64) -> Self {
-        LoadOptions { shapes: Shapes::default(), now, verify_checksum: true }
+        LoadOptions { shapes: Shapes::default(), now, verify_checksum: true, keep_expired: false }
     }
 }
 
@@ -334,7 +338,7 @@ pub struct Loaded {
 
 /// Loads the RDB file in `bytes` into `dbs` (database i into `dbs[i]`),
 /// as a starting master does: keys whose deadline is at or before
-/// `opts.now` are left out. The databases should be empty: a key already
+/// `opts.now` are left out (unless `opts.keep_expired`). The databases should be empty: a key already
 /// present, like a key twice in the file, is an error. A database index
 /// past `dbs.len()` is an error. On error, what was inserted stays.
 pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loaded, RdbFileError> {
@@ -347,7 +351,7 @@ pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress
     // A key takes at least 3 bytes of the file (type, key length, value):
     // RESIZEDB hints beyond that are not believed.
     let max_keys = bytes.len() / 3;
-    let mut into = IntoDbs { dbs, now: opts.now, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: Vec::new(), empty: Vec::new(), progress, db: 0, max_keys };
+    let mut into = IntoDbs { dbs, now: opts.now, keep_expired: opts.keep_expired, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: Vec::new(), empty: Vec::new(), progress, db: 0, max_keys };
     let summary = load(bytes, opts, &mut into)?;
     Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired.len() as u64, expired_keys: into.expired, empty_keys: into.empty })
 }
@@ -355,6 +359,7 @@ pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress
 struct IntoDbs<'a> {
     dbs: &'a mut [Db],
     now: i64,
+    keep_expired: bool,
     aux: Vec<(Vec<u8>, Vec<u8>)>,
     functions: Vec<Vec<u8>>,
     inserted: u64,
@@ -408,7 +413,7 @@ impl RdbVisitor for IntoDbs<'_> {
 
     fn entry(&mut self, e: LoadedEntry) -> Result<(), String> {
         let i = self.check_db(e.db)?;
-        if e.expire_ms.is_some_and(|t| t <= self.now) {
+        if !self.keep_expired && e.expire_ms.is_some_and(|t| t <= self.now) {
             self.expired.push((i, e.key));
             return Ok(());
         }
