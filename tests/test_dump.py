@@ -197,6 +197,33 @@ def test_migrate_moves_keys_to_redis(r, real_redis):
     assert r.execute_command("MIGRATE", "127.0.0.1", port, "nokey", 3, 5000) == b"NOKEY"
 
 
+def test_migrate_keeps_its_connection(r, real_redis):
+    # As Redis's migrate socket cache: one connection per target for many
+    # MIGRATEs (a reshard sends thousands), SELECT sent when the database
+    # changes, and a cached connection the target closed replaced at once.
+    real_redis.flushall()
+    port = real_redis.connection_pool.connection_kwargs["port"]
+    # No connection of an earlier MIGRATE stays open on the target.
+    real_redis.client_kill_filter(_type="normal", skipme=True)
+    received = lambda: int(real_redis.info("stats")["total_connections_received"])
+    before = received()
+    for i in range(5):
+        r.set(f"m{i}", i)
+        assert r.execute_command("MIGRATE", "127.0.0.1", port, f"m{i}", 3 + i % 2, 5000) == b"OK"
+    assert received() == before + 1
+    assert int(r.info("stats")["migrate_cached_sockets"]) == 1
+    db3, db4 = (redis.Redis(host="127.0.0.1", port=port, db=d) for d in (3, 4))
+    assert [db3.get(f"m{i}") for i in (0, 2, 4)] == [b"0", b"2", b"4"]
+    assert [db4.get(f"m{i}") for i in (1, 3)] == [b"1", b"3"]
+    # The target drops every other client, ours included: the next MIGRATE
+    # reconnects instead of failing.
+    real_redis.client_kill_filter(_type="normal", skipme=True)
+    r.set("after", "v")
+    assert r.execute_command("MIGRATE", "127.0.0.1", port, "after", 3, 5000) == b"OK"
+    assert db3.get("after") == b"v" and r.exists("after") == 0
+    assert int(r.info("stats")["migrate_cached_sockets"]) == 1
+
+
 def test_migrate_errors(r, server, raw):
     r.set("k", "v")
     with pytest.raises(redis.ResponseError, match="^When using MIGRATE KEYS option, the key argument must be set to the empty string$"):

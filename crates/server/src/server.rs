@@ -475,6 +475,10 @@ pub struct Server {
     /// Each bus link's send buffer, as the event loop last measured it:
     /// (bytes allocated, bytes queued), for CLUSTER LINKS.
     pub cluster_link_buffers: HashMap<crate::cluster::LinkId, (u64, u64)>,
+    /// MIGRATE's connections to its targets, kept for the next MIGRATE to
+    /// the same address (`commands::dump::MigrateConn`); cron closes those
+    /// idle for 10 s (INFO migrate_cached_sockets).
+    pub migrate_conns: HashMap<String, crate::commands::dump::MigrateConn>,
     /// Bytes the bus links hold in their buffers (INFO mem_cluster_links),
     /// as the event loop last counted them.
     pub cluster_links_mem: u64,
@@ -782,6 +786,7 @@ impl Server {
             cluster_pause_until: 0,
             cluster_drop_filter: -1,
             cluster_link_buffers: HashMap::new(),
+            migrate_conns: HashMap::new(),
             cluster_links_mem: 0,
             skip_checksum_validation: false,
             expire_db_cursor: 0,

@@ -7,6 +7,7 @@
 //! documented as blocking), and no connection is cached between calls.
 
 use crate::notify;
+use crate::server::Server;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -217,7 +218,6 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         v.extend(a.iter().copied());
         put_command(&mut cmd, &v);
     }
-    put_command(&mut cmd, &[b"SELECT", dbid.to_string().as_bytes()]);
     let mut sent = Vec::new();
     for key in &args[first..first + count] {
         let db = ctx.db();
@@ -240,53 +240,43 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Ok(());
     }
 
-    let ioerr = |what: &str| CmdError::Custom(format!("IOERR error or timeout {what} to target instance"));
-    let host = String::from_utf8_lossy(&args[1]).into_owned();
-    let port = String::from_utf8_lossy(&args[2]).into_owned();
-    let addr = format!("{host}:{port}").to_socket_addrs().ok().and_then(|mut a| a.next());
-    let Some(addr) = addr else {
-        return Err(CmdError::Custom("IOERR error or timeout connecting to the client".into()));
-    };
-    let Ok(mut sock) = TcpStream::connect_timeout(&addr, timeout) else {
-        return Err(CmdError::Custom("IOERR error or timeout connecting to the client".into()));
-    };
-    let _ = sock.set_nodelay(true);
-    if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || sock.write_all(&cmd).is_err() {
-        return Err(ioerr("writing"));
-    }
-    let mut rd = BufReader::new(sock);
-    let line = |rd: &mut BufReader<TcpStream>| -> Result<String, CmdError> {
-        let mut l = String::new();
-        match rd.read_line(&mut l) {
-            Ok(n) if n > 0 && l.ends_with("\r\n") => Ok(l.trim_end().to_string()),
-            _ => Err(ioerr("reading")),
+    let target = format!("{}:{}", String::from_utf8_lossy(&args[1]), String::from_utf8_lossy(&args[2]));
+    // A cached connection that broke before any reply (the target closed
+    // it while idle) is retried once on a new one, as Redis retries.
+    let mut retried = false;
+    let replies = loop {
+        let mut conn = match ctx.srv.migrate_conns.remove(&target) {
+            Some(c) => c,
+            None => MigrateConn::open(&target, timeout)?,
+        };
+        let reused = conn.used;
+        match conn.exchange(&auth, dbid, &cmd, sent.len(), timeout) {
+            Ok(replies) => {
+                // A connection that failed midway is not kept.
+                if replies.io_error.is_none() {
+                    conn.used = true;
+                    conn.last_use = std::time::Instant::now();
+                    ctx.srv.migrate_conns.insert(target.clone(), conn);
+                }
+                break replies;
+            }
+            Err((none_read, _)) if none_read && reused && !retried => retried = true,
+            Err((_, e)) => return Err(e),
         }
     };
     // AUTH and SELECT replies first. An error there fails every key; else
     // each key stands alone, and the first error is what the client sees.
-    let mut target_err: Option<String> = None;
-    if auth.is_some() {
-        let l = line(&mut rd)?;
-        if l.starts_with('-') {
-            target_err = Some(l);
-        }
-    }
-    let l = line(&mut rd)?;
-    if l.starts_with('-') {
-        target_err.get_or_insert(l);
-    }
+    let mut target_err: Option<String> = replies.setup_error;
     let setup_failed = target_err.is_some();
-    for key in sent {
-        let l = match line(&mut rd) {
-            Ok(l) => l,
-            Err(e) if target_err.is_none() => return Err(e),
-            Err(_) => break,
-        };
+    for (key, l) in sent.into_iter().zip(replies.lines.iter()) {
         if setup_failed || l.starts_with('-') {
-            target_err.get_or_insert(l);
+            target_err.get_or_insert_with(|| l.clone());
         } else if !copy && ctx.db().remove(key, now).is_some() {
             ctx.modified(key, notify::GENERIC, "del");
         }
+    }
+    if let Some(e) = replies.io_error.filter(|_| target_err.is_none()) {
+        return Err(e);
     }
     match target_err {
         Some(e) => Err(CmdError::Custom(format!("ERR Target instance replied with error: {}", &e[1..]))),
@@ -294,5 +284,104 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.out().ok();
             Ok(())
         }
+    }
+}
+
+/// Seconds a MIGRATE connection is kept unused (Redis's
+/// MIGRATE_SOCKET_CACHE_TTL).
+const MIGRATE_CONN_TTL: Duration = Duration::from_secs(10);
+/// Most MIGRATE connections kept (Redis's MIGRATE_SOCKET_CACHE_ITEMS).
+const MIGRATE_CONN_MAX: usize = 64;
+
+/// A connection MIGRATE keeps to a target, as Redis's migrate socket
+/// cache does: a reshard sends thousands of MIGRATEs to one node, and a
+/// connection each (connect, accept, a new client, SELECT, TIME_WAIT)
+/// would cost more than the keys.
+pub struct MigrateConn {
+    rd: BufReader<TcpStream>,
+    /// The database the target's connection has selected (-1: none yet).
+    db: i64,
+    used: bool,
+    last_use: std::time::Instant,
+}
+
+/// What came back for one MIGRATE: an error of AUTH or SELECT, one line
+/// per key sent (fewer if the connection failed, with `io_error`).
+struct MigrateReplies {
+    setup_error: Option<String>,
+    lines: Vec<String>,
+    io_error: Option<CmdError>,
+}
+
+impl MigrateConn {
+    fn open(target: &str, timeout: Duration) -> Result<MigrateConn, CmdError> {
+        let refused = || CmdError::Custom("IOERR error or timeout connecting to the client".into());
+        let addr = target.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(refused)?;
+        let sock = TcpStream::connect_timeout(&addr, timeout).map_err(|_| refused())?;
+        let _ = sock.set_nodelay(true);
+        Ok(MigrateConn { rd: BufReader::new(sock), db: -1, used: false, last_use: std::time::Instant::now() })
+    }
+
+    /// Sends AUTH (when given), SELECT (when the database differs from
+    /// the last one) and `cmd` (the RESTOREs of `keys` keys), and reads
+    /// their replies. Errors: (whether no reply was read, the error); the
+    /// connection is then dropped.
+    fn exchange(&mut self, auth: &Option<Vec<&[u8]>>, db: i64, cmd: &[u8], keys: usize, timeout: Duration) -> Result<MigrateReplies, (bool, CmdError)> {
+        let ioerr = |what: &str| CmdError::Custom(format!("IOERR error or timeout {what} to target instance"));
+        let mut out = Vec::with_capacity(cmd.len() + 64);
+        if let Some(a) = auth {
+            let mut v: Vec<&[u8]> = vec![b"AUTH"];
+            v.extend(a.iter().copied());
+            put_command(&mut out, &v);
+        }
+        let select = self.db != db;
+        if select {
+            put_command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+        }
+        out.extend_from_slice(cmd);
+        let sock = self.rd.get_mut();
+        if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || sock.write_all(&out).is_err() {
+            return Err((true, ioerr("writing")));
+        }
+        let mut line = || -> Result<String, CmdError> {
+            let mut l = String::new();
+            match self.rd.read_line(&mut l) {
+                Ok(n) if n > 0 && l.ends_with("\r\n") => Ok(l.trim_end().to_string()),
+                _ => Err(ioerr("reading")),
+            }
+        };
+        let mut setup_error = None;
+        let mut first = true;
+        for _ in 0..usize::from(auth.is_some()) + usize::from(select) {
+            let l = line().map_err(|e| (first, e))?;
+            first = false;
+            if l.starts_with('-') {
+                setup_error.get_or_insert(l);
+            }
+        }
+        let mut lines = Vec::with_capacity(keys);
+        for _ in 0..keys {
+            match line() {
+                Ok(l) => lines.push(l),
+                Err(e) if first => return Err((true, e)),
+                Err(e) => return Ok(MigrateReplies { setup_error, lines, io_error: Some(e) }),
+            }
+            first = false;
+        }
+        if select {
+            // A refused SELECT leaves the target where it was.
+            self.db = if setup_error.is_none() { db } else { -1 };
+        }
+        Ok(MigrateReplies { setup_error, lines, io_error: None })
+    }
+}
+
+/// Closes MIGRATE connections unused for `MIGRATE_CONN_TTL`, and the
+/// oldest beyond `MIGRATE_CONN_MAX` (cron).
+pub fn close_idle_migrate_conns(srv: &mut Server) {
+    srv.migrate_conns.retain(|_, c| c.last_use.elapsed() < MIGRATE_CONN_TTL);
+    while srv.migrate_conns.len() > MIGRATE_CONN_MAX {
+        let Some(oldest) = srv.migrate_conns.iter().min_by_key(|(_, c)| c.last_use).map(|(k, _)| k.clone()) else { break };
+        srv.migrate_conns.remove(&oldest);
     }
 }

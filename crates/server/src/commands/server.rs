@@ -659,7 +659,6 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         for k in [
             "latest_fork_usec",
             "total_forks",
-            "migrate_cached_sockets",
             "slave_expires_tracked_keys",
             "active_defrag_hits",
             "active_defrag_misses",
@@ -670,6 +669,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         ] {
             line(&mut s, k, &0);
         }
+        line(&mut s, "migrate_cached_sockets", &srv.migrate_conns.len());
         line(&mut s, "tracking_total_keys", &srv.tracking.keys());
         line(&mut s, "tracking_total_items", &srv.tracking.items());
         line(&mut s, "tracking_total_prefixes", &srv.tracking.prefixes());
