@@ -276,6 +276,11 @@ ENCODING_CASES = [
     [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("COPY", "e", "e2"), ("DEL", "e"), ("RENAME", "e2", "e")],
     [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("MOVE", "e", "1"), ("SELECT", "1"), ("MOVE", "e", "0"), ("SELECT", "0")],
     [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("GETSET", "e", "baz")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("EXPIRE", "e", "100")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("EXPIRE", "e", "100"), ("PERSIST", "e")],
+    [("SET", "e", "foo", "EX", "100"), ("SETRANGE", "e", "0", "b"), ("PEXPIRE", "e", "50000")],
+    [("SET", "e", "foo"), ("SETBIT", "e", "1", "1"), ("GETEX", "e", "EX", "100")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("EXPIRE", "e", "100"), ("SET", "e", "foo", "KEEPTTL")],
 ]
 
 
