@@ -429,6 +429,7 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
     let Some(mut c) = srv.clients.remove(&id) else { return false };
     let p = srv.blocking.unpark(id).expect("checked above");
     c.blocked = false;
+    let mark = c.reply.buf.len();
     let failed = match how {
         Release::Timeout => {
             match p.req.on_timeout {
@@ -460,7 +461,8 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
         }
     };
     if let Lookup::Found(spec) = exec::lookup(table, &p.argv) {
-        exec::account(srv, &mut c, spec, &p.argv, p.spent_us, failed);
+        let reply_bytes = c.reply.buf.len().saturating_sub(mark);
+        exec::account(srv, &mut c, spec, &p.argv, p.spent_us, reply_bytes, failed);
     }
     srv.blocking.wake(id);
     srv.sweep_clients = true;

@@ -1,4 +1,4 @@
-//! Introspection and administration: CLIENT, COMMAND, SLOWLOG, LATENCY,
+//! Introspection and administration: CLIENT, COMMAND, SLOWLOG, COMMANDLOG, LATENCY,
 //! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, MODULE. (FUNCTION is in
 //! `crate::script::function`.)
 //!
@@ -14,6 +14,7 @@ use crate::command::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, C
 use crate::blocking::BlockRequest;
 use crate::dispatch::{self, Release};
 use crate::client::{Client, ReplyMode};
+use crate::commandlog::LogKind;
 use crate::server::{unix_us, Pause};
 use crate::tracking::{Options, Tracking};
 
@@ -75,6 +76,16 @@ pub fn table() -> Vec<Spec> {
             ],
         )
         .doc("A container for slow log commands.", "2.2.12"),
+        container(
+            "commandlog",
+            vec![
+                spec("get", 4, ADMIN | LOADING | STALE, NO_KEYS, commandlog_get).acl(ADM).doc("Returns the specified command log's entries.", "8.1.0"),
+                spec("len", 3, ADMIN | LOADING | STALE, NO_KEYS, commandlog_len).acl(ADM).doc("Returns the number of entries in the specified type of command log.", "8.1.0"),
+                spec("reset", 3, ADMIN | LOADING | STALE, NO_KEYS, commandlog_reset).acl(ADM).doc("Clears all entries from the specified type of command log.", "8.1.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, commandlog_help).acl(&["slow"]).doc("Show helpful text about the different subcommands", "8.1.0"),
+            ],
+        )
+        .doc("A container for command log commands.", "8.1.0"),
         container(
             "latency",
             vec![
@@ -957,16 +968,22 @@ fn slowlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if let Some(a) = args.get(2) {
         count = arg_i64(a).ok().filter(|&n| n >= -1).ok_or_else(|| CmdError::err("count should be greater than or equal to -1"))?;
     }
-    let len = ctx.srv.slowlog.len();
-    let n = if count == -1 { len } else { (count as usize).min(len) };
-    let entries: Vec<_> = ctx.srv.slowlog.iter().take(n).cloned().collect();
-    let out = ctx.out();
+    log_entries_reply(ctx, LogKind::Slow, count);
+    Ok(())
+}
+
+/// Replies with the newest `count` entries (-1: all) of a command log.
+fn log_entries_reply(ctx: &mut Ctx, kind: LogKind, count: i64) {
+    let Ctx { srv, client, .. } = ctx;
+    let log = &srv.commandlog[kind as usize];
+    let n = if count == -1 { log.len() } else { (count as usize).min(log.len()) };
+    let out = &mut client.reply;
     out.array(n);
-    for e in entries {
+    for e in log.entries.iter().take(n) {
         out.array(6);
         out.int(e.id as i64);
         out.int(e.time);
-        out.int(e.usec as i64);
+        out.int(e.value as i64);
         out.array(e.argv.len());
         for a in &e.argv {
             out.bulk(a);
@@ -974,18 +991,68 @@ fn slowlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.bulk(e.addr.as_bytes());
         out.bulk(&e.name);
     }
-    Ok(())
 }
 
 fn slowlog_len(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    let n = ctx.srv.slowlog.len() as i64;
+    let n = ctx.srv.commandlog[LogKind::Slow as usize].len() as i64;
     ctx.out().int(n);
     Ok(())
 }
 
 fn slowlog_reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    ctx.srv.slowlog.clear();
+    ctx.srv.commandlog[LogKind::Slow as usize].clear();
     ctx.out().ok();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- COMMANDLOG
+
+/// The log a COMMANDLOG type argument names, or Valkey's error.
+fn log_kind(a: &[u8]) -> Result<LogKind, CmdError> {
+    LogKind::parse(a).ok_or_else(|| CmdError::err("type should be one of the following: slow, large-request, large-reply"))
+}
+
+/// COMMANDLOG GET count type
+fn commandlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let count = arg_i64(&args[2]).ok().filter(|&n| n >= -1).ok_or_else(|| CmdError::err("count should be greater than or equal to -1"))?;
+    let kind = log_kind(&args[3])?;
+    log_entries_reply(ctx, kind, count);
+    Ok(())
+}
+
+/// COMMANDLOG LEN type
+fn commandlog_len(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let kind = log_kind(&args[2])?;
+    let n = ctx.srv.commandlog[kind as usize].len() as i64;
+    ctx.out().int(n);
+    Ok(())
+}
+
+/// COMMANDLOG RESET type
+fn commandlog_reset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let kind = log_kind(&args[2])?;
+    ctx.srv.commandlog[kind as usize].clear();
+    ctx.out().ok();
+    Ok(())
+}
+
+fn commandlog_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "commandlog",
+        &[
+            "GET <count> <type>",
+            "    Return the newest <count> entries of the <type> command log (-1 means all).",
+            "    Each entry holds: id, timestamp, the measure (microseconds for slow,",
+            "    bytes for large-request and large-reply), arguments array,",
+            "    client IP and port, client name.",
+            "LEN <type>",
+            "    Return the number of entries of the <type> command log.",
+            "RESET <type>",
+            "    Clear the <type> command log.",
+            "    <type> is one of: slow, large-request, large-reply.",
+        ],
+    );
     Ok(())
 }
 
