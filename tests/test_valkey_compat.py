@@ -15,7 +15,7 @@ import time
 import pytest
 import redis
 
-from conftest import RawConn, server_binary
+from conftest import RawConn, err, server_binary
 
 SHA = re.compile(rb"[0-9a-f]{40}")
 
@@ -445,3 +445,119 @@ def test_commandlog_errors_and_table(commandlog, raw):
         assert sub in info
     assert b"+@admin\r\n" in info and b"+@dangerous\r\n" in info
     assert b"commandlog" in c.call("COMMAND", "DOCS", "commandlog")
+
+
+# ---------------------------------------------------------------- CLIENT CAPA / filters
+
+
+def test_client_capa_redirect_on_a_replica(servers):
+    # Valkey's replica-redirect behaviour: a client that declared CAPA
+    # redirect is sent to the primary for reads and writes; others are not.
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    rr = redis.Redis(host=replica.host, port=replica.port)
+    queued = redis.Redis(host=replica.host, port=replica.port, single_connection_client=True)
+    assert queued.execute_command("CLIENT", "CAPA", "redirect") == b"OK"
+    queued.execute_command("MULTI")
+    assert queued.execute_command(b"SET", "foo", "bar") == b"QUEUED"
+    rr.replicaof(primary.host, primary.port)
+    _wait(lambda: rr.info("replication").get("master_link_status") == "up", "sync")
+    target = "REDIRECT %s:%d" % (primary.host, primary.port)
+    # EXEC of a queued write: the transaction is discarded, the answer is REDIRECT.
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        queued.execute_command("EXEC")
+    with pytest.raises(redis.ResponseError, match="^EXEC without MULTI$"):
+        queued.execute_command("EXEC")
+    # A write refused inside MULTI flags the transaction.
+    queued.execute_command("MULTI")
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        queued.execute_command("SET", "foo", "bar")
+    with pytest.raises(redis.exceptions.ExecAbortError):
+        queued.execute_command("EXEC")
+    # Without the capability: reads served, writes refused as read-only.
+    assert rr.get("foo") is None
+    with pytest.raises(redis.exceptions.ReadOnlyError):
+        rr.set("foo", "bar")
+    c = redis.Redis(host=replica.host, port=replica.port, single_connection_client=True)
+    assert c.execute_command("CLIENT", "CAPA", "REDIRECT", "something-new") == b"OK"
+    for cmd in (("SET", "foo", "bar"), ("GET", "foo")):
+        with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+            c.execute_command(*cmd)
+    assert c.ping() is True and c.echo("x") == b"x"
+    # READONLY (accepted standalone from such a client) keeps reads here.
+    assert c.execute_command(b"READONLY") == b"OK"
+    assert c.get("foo") is None
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        c.set("foo", "bar")
+    assert c.execute_command(b"READWRITE") == b"OK"
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        c.get("foo")
+    # A client without the capability still gets Redis's answer to READONLY.
+    with pytest.raises(redis.ResponseError, match="^This instance has cluster support disabled$"):
+        rr.execute_command("READONLY")
+    # On the primary nothing is redirected.
+    p = redis.Redis(host=primary.host, port=primary.port, single_connection_client=True)
+    p.execute_command("CLIENT", "CAPA", "redirect")
+    assert p.set("foo", "bar") is True and p.get("foo") == b"bar"
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'client|capa'"):
+        p.execute_command("CLIENT", "CAPA")
+
+
+def listed(r, *filters):
+    return sorted(int(line.split(" ")[0][3:]) for line in r.execute_command("CLIENT", "LIST", *filters).decode().splitlines())
+
+
+def test_client_list_and_kill_filters_of_valkey(r, new_client):
+    me = r.client_id()
+    a = new_client()
+    a.client_setname("alpha")
+    a.client_setinfo("LIB-NAME", "mylib")
+    a.client_setinfo("LIB-VER", "1.2")
+    a.select(3)
+    a_id = a.client_id()
+    b = new_client()
+    b.execute_command("CLIENT", "CAPA", "redirect")
+    b_id = b.client_id()
+    everyone = listed(r)
+    assert {me, a_id, b_id} <= set(everyone)
+    assert listed(r, "NAME", "alpha") == [a_id]
+    assert listed(r, "LIB-NAME", "mylib") == [a_id]
+    assert listed(r, "LIB-VER", "1.2", "LIB-NAME", "mylib") == [a_id]
+    assert listed(r, "LIB-VER", "1.3") == []
+    assert listed(r, "DB", "3") == [a_id]
+    assert listed(r, "CAPA", "r") == [b_id]
+    assert listed(r, "IP", "127.0.0.1") == everyone
+    assert listed(r, "IP", "127.0.0") == []
+    assert listed(r, "FLAGS", "N", "ID", str(a_id), str(b_id)) == sorted([a_id, b_id])
+    assert listed(r, "ID", str(me), str(a_id), "NAME", "alpha") == [a_id]
+    assert listed(r, "SKIPME", "yes", "ID", str(me), str(a_id)) == [a_id]
+    assert listed(r, "TYPE", "normal", "DB", "3") == [a_id]
+    assert listed(r, "IDLE", "1000") == []
+    time.sleep(1.1)
+    r.ping()
+    assert me not in listed(r, "IDLE", "1") and a_id in listed(r, "IDLE", "1")
+    ps = new_client()
+    ps_p = ps.pubsub()
+    ps_p.subscribe("ch")
+    ps_p.get_message(timeout=1)
+    assert len(listed(r, "FLAGS", "P")) == 1
+    for filters, msg in (
+        (("IDLE", "0"), "idle should be greater than 0"),
+        (("IDLE", "x"), "idle is not an integer or out of range"),
+        (("FLAGS", "Nz"), "Unknown flags found in the provided filter: Nz"),
+        (("CAPA", "x"), "Unknown capa found in the provided filter: x"),
+        (("DB", "99"), "DB number should be between 0 and 15"),
+        (("DB", "x"), "DB is not an integer or out of range"),
+        (("ID", "x"), "Invalid client ID"),
+        (("NAME",), "syntax error"),
+        (("BOGUS", "1"), "syntax error"),
+    ):
+        assert err(r.execute_command, "CLIENT", "LIST", *filters) == msg, filters
+    # KILL takes the same filters (SKIPME yes by default).
+    assert r.execute_command("CLIENT", "KILL", "NAME", "nobody") == 0
+    assert r.execute_command("CLIENT", "KILL", "LIB-NAME", "mylib", "DB", "3") == 1
+    assert r.execute_command("CLIENT", "KILL", "CAPA", "r") == 1
+    assert r.execute_command("CLIENT", "KILL", "ID", str(me)) == 0
+    assert err(r.execute_command, "CLIENT", "KILL", "ID", "x") == "client-id should be greater than 0"
+    _wait(lambda: a_id not in listed(r) and b_id not in listed(r), "killed clients gone")
+    ps_p.close()
