@@ -175,7 +175,7 @@ fn skyline(cols: usize, rows: usize, mut rand: impl FnMut() -> u64) -> String {
         let bh = h / 4 + (rand() as usize % (h * 3 / 4).max(1));
         for bx in x..(x + bw).min(w) {
             for by in (h - bh.min(h))..h {
-                let window = (bx - x) % 3 == 1 && by % 4 == 1 && rand() % 3 == 0;
+                let window = (bx - x) % 3 == 1 && by % 4 == 1 && rand().is_multiple_of(3);
                 if !window {
                     c.set(bx as i64, by as i64);
                 }
