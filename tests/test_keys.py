@@ -274,6 +274,29 @@ def test_append_and_setrange_leave_integers_raw(r, c):
     assert c.call("OBJECT", "ENCODING", "new") == b"$3\r\nint\r\n"
 
 
+def test_raw_mark_survives_ttl_changes(r, c):
+    # Redis keeps the same object when only the TTL changes, so a string
+    # edited in place stays raw through EXPIRE, PERSIST and GETEX; a new
+    # value (SET, even with KEEPTTL) is stored anew as embstr.
+    r.set(b"s", b"abc")
+    r.append(b"s", b"d")
+    assert c.call("OBJECT", "ENCODING", "s") == b"$3\r\nraw\r\n"
+    for cmd in (("EXPIRE", "s", "100"), ("PERSIST", "s"), ("PEXPIREAT", "s", "99999999999999"),
+                ("GETEX", "s", "EX", "50"), ("GETEX", "s", "PERSIST"), ("EXPIRE", "s", "100")):
+        c.call(*cmd)
+        assert c.call("OBJECT", "ENCODING", "s") == b"$3\r\nraw\r\n", cmd
+    assert r.get(b"s") == b"abcd"
+    assert 0 < r.ttl(b"s") <= 100
+    r.setrange(b"n", 0, b"xy")
+    r.setbit(b"b", 3, 1)
+    for k in (b"n", b"b"):
+        r.expire(k, 100)
+        assert c.call("OBJECT", "ENCODING", k) == b"$3\r\nraw\r\n"
+    r.set(b"s", b"abcd", keepttl=True)
+    assert c.call("OBJECT", "ENCODING", "s") == b"$6\r\nembstr\r\n"
+    assert 0 < r.ttl(b"s") <= 100
+
+
 def test_object_refcount(r, c):
     r.set(b"small", b"1")
     r.set(b"large", b"10000")

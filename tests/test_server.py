@@ -619,3 +619,43 @@ def test_dynamic_hz_raises_the_effective_hz_with_many_clients(start_server):
     finally:
         for c in socks:
             c.close()
+
+
+def test_lolwut(r, r3, raw):
+    # Redis answers a verbatim string (a bulk string in RESP2) of art that
+    # ends with the line naming the server's version.
+    ver = r.info("server")["redis_version"]
+    out = r.lolwut().decode()
+    assert out.endswith("Redis ver. %s\n" % ver)
+    out = r.execute_command("LOLWUT", "VERSION", "5").decode()
+    assert out.endswith("\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. %s\n" % ver)
+    art = out.split("\n\n")[0].split("\n")
+    # 66 columns by default, 8 squares per row, 12 down.
+    assert len(art) > 10 and all(len(line) == 66 for line in art)
+    out = r.execute_command("LOLWUT", "VERSION", "5", "20", "2", "3").decode()
+    assert all(len(line) == 20 for line in out.split("\n\n")[0].split("\n"))
+    out = r.execute_command("LOLWUT", "VERSION", "6", "30", "5").decode()
+    lines = out.split("\n")
+    assert len(lines[0]) == 30 and lines[4] != "" and lines[5] == ""
+    assert out.endswith(" Redis ver. %s\n" % ver)
+    # The piece's own sizes are clamped, never refused, unless not numbers.
+    assert r.execute_command("LOLWUT", "VERSION", "5", "0", "-3", "999999").decode().endswith(ver + "\n")
+    assert r.execute_command("LOLWUT", "VERSION", "4").decode() == "Redis ver. %s\n" % ver
+    assert r.execute_command("LOLWUT", "VERSION", "-1").decode() == "Redis ver. %s\n" % ver
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+        r.execute_command("LOLWUT", "VERSION", "five")
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+        r.execute_command("LOLWUT", "VERSION", "5", "wide")
+    # "VERSION" without a number is an argument of the default piece.
+    assert r.execute_command("LOLWUT", "VERSION").decode().endswith(ver + "\n")
+    c = raw()
+    c.call("HELLO", "3")
+    assert c.call("LOLWUT") == b"=%d\r\ntxt:Redis ver. %s\n\r\n" % (len(ver) + 16, ver.encode())
+    c.call("HELLO", "2")
+    assert c.call("LOLWUT") == b"$%d\r\nRedis ver. %s\n\r\n" % (len(ver) + 12, ver.encode())
+    assert r3.lolwut().endswith(b"Redis ver. " + ver.encode() + b"\n")
+    info = c.call("COMMAND", "INFO", "lolwut")
+    assert info.startswith(b"*1\r\n*10\r\n$6\r\nlolwut\r\n:-1\r\n*2\r\n+readonly\r\n+fast\r\n:0\r\n:0\r\n:0\r\n")
+    assert b"*2\r\n+@read\r\n+@fast\r\n" in info
+    docs = c.call("COMMAND", "DOCS", "lolwut")
+    assert b"$5\r\ngroup\r\n$6\r\nserver\r\n" in docs and b"$5\r\nsince\r\n$5\r\n5.0.0\r\n" in docs

@@ -259,3 +259,53 @@ def test_group_reads_propagate_as_xclaim_and_setid(start_server):
     assert pending(r) == before
     assert x(r, "XINFO", "GROUPS", "s") == info
     assert [ci["name"] for ci in r.xinfo_consumers("s", "g")] == [b"c1", b"c2", b"c3", b"c9"]
+
+
+def groups(r, key):
+    return {g["name"]: (g["entries-read"], g["lag"]) for g in r.xinfo_groups(key)}
+
+
+def test_entries_read_capped_at_entries_added(r):
+    # Redis 8 caps a group's ENTRIESREAD at the stream's entries_added, so
+    # the lag is never negative (Redis 7 answered entries-read 100, lag -99).
+    r.xadd("s", {"f": "v"}, id="1-0")
+    r.xgroup_create("s", "g", "$", entries_read=100)
+    r.xgroup_create("s", "g0", "$", entries_read=0)
+    assert groups(r, "s") == {b"g": (1, 0), b"g0": (0, 1)}
+    r.xgroup_setid("s", "g", "1-0", entries_read=2)
+    assert groups(r, "s")[b"g"] == (1, 0)
+    # -1 (unknown) is kept as it is: the lag is then estimated from the ID.
+    r.xgroup_setid("s", "g", "1-0", entries_read=-1)
+    assert groups(r, "s")[b"g"] == (None, 0)
+    r.xadd("s", {"f": "v"}, id="2-0")
+    assert groups(r, "s")[b"g"] == (None, 1)
+    r.xgroup_setid("s", "g0", "2-0", entries_read=5)
+    full = r.xinfo_stream("s", full=True)
+    assert full["entries-added"] == 2
+    assert {g["name"]: g["entries-read"] for g in full["groups"]}[b"g0"] == 2
+    assert groups(r, "s")[b"g0"] == (2, 0)
+    msg = err(r.execute_command, "XGROUP", "CREATE", "s", "bad", "$", "ENTRIESREAD", "-3")
+    assert msg == "value for ENTRIESREAD must be positive or -1"
+
+
+def test_capped_group_behind_the_first_entry_counts_from_the_entry(r):
+    # A counter set beyond what was added, on a group whose last ID lies
+    # before the first entry: the lag is the stream's length, and reading
+    # counts from the entry's own position, not from the capped counter.
+    for i in (1, 2, 3):
+        r.xadd("s", {"f": "v"}, id="%d-0" % i)
+    r.xgroup_create("s", "g", "0", entries_read=1000)
+    assert groups(r, "s") == {b"g": (3, 3)}
+    r.xreadgroup("g", "c", {"s": ">"}, count=1)
+    assert groups(r, "s") == {b"g": (1, 2)}
+    r.xreadgroup("g", "c", {"s": ">"})
+    assert groups(r, "s") == {b"g": (3, 0)}
+    r.xgroup_setid("s", "g", "0", entries_read=7)
+    assert groups(r, "s") == {b"g": (3, 3)}
+    # A trim moves the first entry past the group's last ID.
+    r.xgroup_setid("s", "g", "1-0", entries_read=1)
+    r.xtrim("s", maxlen=1, approximate=False)
+    r.xadd("s", {"f": "v"}, id="4-0")
+    assert groups(r, "s") == {b"g": (1, 2)}
+    r.xreadgroup("g", "c", {"s": ">"}, count=1)
+    assert groups(r, "s") == {b"g": (3, 1)}

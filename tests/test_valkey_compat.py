@@ -15,7 +15,7 @@ import time
 import pytest
 import redis
 
-from conftest import RawConn, server_binary
+from conftest import RawConn, err, server_binary
 
 SHA = re.compile(rb"[0-9a-f]{40}")
 
@@ -276,6 +276,11 @@ ENCODING_CASES = [
     [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("COPY", "e", "e2"), ("DEL", "e"), ("RENAME", "e2", "e")],
     [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("MOVE", "e", "1"), ("SELECT", "1"), ("MOVE", "e", "0"), ("SELECT", "0")],
     [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("GETSET", "e", "baz")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("EXPIRE", "e", "100")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("EXPIRE", "e", "100"), ("PERSIST", "e")],
+    [("SET", "e", "foo", "EX", "100"), ("SETRANGE", "e", "0", "b"), ("PEXPIRE", "e", "50000")],
+    [("SET", "e", "foo"), ("SETBIT", "e", "1", "1"), ("GETEX", "e", "EX", "100")],
+    [("SET", "e", "foo"), ("APPEND", "e", "bar"), ("EXPIRE", "e", "100"), ("SET", "e", "foo", "KEEPTTL")],
 ]
 
 
@@ -294,3 +299,265 @@ def test_string_encoding_as_redis(r, real_redis, cmds):
             theirs_err = str(e)
         assert ours_err == theirs_err, c
     assert r.object("encoding", "e") == real_redis.object("encoding", "e")
+
+
+# ---------------------------------------------------------------- COMMANDLOG
+
+COMMANDLOG_DEFAULTS = {
+    "slowlog-log-slower-than": "10000",
+    "slowlog-max-len": "128",
+    "commandlog-request-larger-than": "1048576",
+    "commandlog-large-request-max-len": "128",
+    "commandlog-reply-larger-than": "1048576",
+    "commandlog-large-reply-max-len": "128",
+}
+
+
+@pytest.fixture
+def commandlog(r):
+    """Command logs empty, thresholds back to their defaults afterwards."""
+    for t in ("slow", "large-request", "large-reply"):
+        r.execute_command("COMMANDLOG", "RESET", t)
+    yield r
+    for k, v in COMMANDLOG_DEFAULTS.items():
+        r.config_set(k, v)
+
+
+def resp_len(*args):
+    return len(RawConn.encode(*args))
+
+
+def test_commandlog_defaults_and_slowlog_aliases(commandlog):
+    r = commandlog
+    for k, v in COMMANDLOG_DEFAULTS.items():
+        assert r.config_get(k) == {k: v}
+    # Valkey's names for the slow log's two parameters are the same values.
+    assert r.config_get("commandlog-execution-slower-than") == {"commandlog-execution-slower-than": "10000"}
+    assert r.config_get("commandlog-slow-execution-max-len") == {"commandlog-slow-execution-max-len": "128"}
+    r.config_set("commandlog-execution-slower-than", "0")
+    assert r.config_get("slowlog-log-slower-than") == {"slowlog-log-slower-than": "0"}
+    r.config_set("commandlog-slow-execution-max-len", "2")
+    assert r.config_get("slowlog-max-len") == {"slowlog-max-len": "2"}
+
+
+def test_commandlog_slow_is_the_slow_log(commandlog):
+    r = commandlog
+    r.config_set("slowlog-log-slower-than", "0")
+    r.set("a", "1")
+    r.get("a")
+    slow = r.execute_command("COMMANDLOG", "GET", "-1", "slow")
+    assert [e[3] for e in slow[:2]] == [[b"GET", b"a"], [b"SET", b"a", b"1"]]
+    first = slow[0]
+    assert first[4].startswith(b"127.0.0.1:") and first[5] == b"" and first[2] >= 0
+    r.config_set("slowlog-log-slower-than", "-1")
+    assert r.execute_command("COMMANDLOG", "LEN", "slow") == r.slowlog_len() == len(slow) + 1
+    assert [e["id"] for e in r.slowlog_get(3)][2] == slow[1][0]
+    # Nothing of the slow log's traffic went to the other two logs.
+    assert r.execute_command("COMMANDLOG", "LEN", "large-request") == 0
+    assert r.execute_command("COMMANDLOG", "LEN", "large-reply") == 0
+    r.execute_command("COMMANDLOG", "RESET", "slow")
+    r.get("a")
+    assert r.execute_command("COMMANDLOG", "LEN", "slow") == 0
+    assert r.slowlog_len() == 0
+
+
+def test_commandlog_large_request_and_reply(commandlog, new_client):
+    r = commandlog
+    r.config_set("commandlog-request-larger-than", "1000")
+    r.config_set("commandlog-reply-larger-than", "1000")
+    big = "x" * 2000
+    named = new_client()
+    named.client_setname("loader")
+    named.set("k", big)
+    named.set("small", "y")
+    named.get("small")
+    named.get("k")
+    req = r.execute_command("COMMANDLOG", "GET", "-1", "large-request")
+    assert len(req) == 1
+    e = req[0]
+    assert e[2] == resp_len("SET", "k", big) == 2029
+    assert e[3] == [b"SET", b"k", b"x" * 128 + b"... (1872 more bytes)"]
+    assert e[5] == b"loader"
+    rep = r.execute_command("COMMANDLOG", "GET", "10", "large-reply")
+    assert len(rep) == 1
+    assert rep[0][2] == len(b"$2000\r\n" + big.encode() + b"\r\n") and rep[0][3] == [b"GET", b"k"]
+    # A threshold is inclusive; -1 disables, and so does a max-len of 0
+    # (which keeps what is there, as Valkey does); a lower max-len applies
+    # at the next command.
+    r.config_set("commandlog-reply-larger-than", str(len(b"$1\r\ny\r\n")))
+    r.get("small")
+    assert r.execute_command("COMMANDLOG", "LEN", "large-reply") == 2
+    r.config_set("commandlog-large-reply-max-len", "0")
+    r.get("small")
+    assert r.execute_command("COMMANDLOG", "LEN", "large-reply") == 2
+    r.config_set("commandlog-reply-larger-than", "-1")
+    r.config_set("commandlog-large-reply-max-len", "1")
+    r.get("k")
+    assert r.execute_command("COMMANDLOG", "LEN", "large-reply") == 2
+    r.config_set("commandlog-reply-larger-than", "100000")
+    r.get("k")
+    assert r.execute_command("COMMANDLOG", "LEN", "large-reply") == 1
+    # RESET clears one log only; ids go on counting.
+    r.config_set("commandlog-request-larger-than", "0")
+    r.ping()
+    n = r.execute_command("COMMANDLOG", "LEN", "large-request")
+    assert n >= 2
+    assert r.execute_command("COMMANDLOG", "RESET", "large-reply") == b"OK"
+    assert r.execute_command("COMMANDLOG", "LEN", "large-request") >= n
+    last_id = r.execute_command("COMMANDLOG", "GET", "1", "large-request")[0][0]
+    assert r.execute_command("COMMANDLOG", "RESET", "large-request") == b"OK"
+    r.ping()
+    assert r.execute_command("COMMANDLOG", "GET", "1", "large-request")[0][0] > last_id
+    r.config_set("commandlog-large-request-max-len", "3")
+    for _ in range(5):
+        r.ping()
+    assert r.execute_command("COMMANDLOG", "LEN", "large-request") == 3
+
+
+def test_commandlog_redacts_secrets(commandlog, raw):
+    r = commandlog
+    r.config_set("commandlog-request-larger-than", "0")
+    assert raw().call("AUTH", "nobody", "secret").startswith(b"-WRONGPASS")
+    logged = [e[3] for e in r.execute_command("COMMANDLOG", "GET", "-1", "large-request")]
+    assert [b"AUTH", b"(redacted)", b"(redacted)"] in logged
+    assert not any(b"secret" in a for argv in logged for a in argv)
+
+
+def test_commandlog_errors_and_table(commandlog, raw):
+    r = commandlog
+    bad_type = "type should be one of the following: slow, large-request, large-reply"
+    for cmd in (("GET", "1", "slowest"), ("LEN", "nope"), ("RESET", "")):
+        with pytest.raises(redis.ResponseError) as e:
+            r.execute_command("COMMANDLOG", *cmd)
+        assert str(e.value) == bad_type
+    for count in ("-2", "x"):
+        with pytest.raises(redis.ResponseError) as e:
+            r.execute_command("COMMANDLOG", "GET", count, "slow")
+        assert str(e.value) == "count should be greater than or equal to -1"
+    c = raw()
+    assert c.call("COMMANDLOG", "GET", "1") == b"-ERR wrong number of arguments for 'commandlog|get' command\r\n"
+    assert c.call("COMMANDLOG", "LEN") == b"-ERR wrong number of arguments for 'commandlog|len' command\r\n"
+    assert c.call("COMMANDLOG", "FOO").startswith(b"-ERR unknown subcommand 'FOO'. Try COMMANDLOG HELP.")
+    help_lines = r.execute_command("COMMANDLOG", "HELP")
+    assert help_lines[0].startswith(b"COMMANDLOG <subcommand>") and help_lines[-2] == b"HELP"
+    info = c.call("COMMAND", "INFO", "commandlog")
+    for sub in (b"commandlog|get", b"commandlog|len", b"commandlog|reset", b"commandlog|help"):
+        assert sub in info
+    assert b"+@admin\r\n" in info and b"+@dangerous\r\n" in info
+    assert b"commandlog" in c.call("COMMAND", "DOCS", "commandlog")
+
+
+# ---------------------------------------------------------------- CLIENT CAPA / filters
+
+
+def test_client_capa_redirect_on_a_replica(servers):
+    # Valkey's replica-redirect behaviour: a client that declared CAPA
+    # redirect is sent to the primary for reads and writes; others are not.
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    rr = redis.Redis(host=replica.host, port=replica.port)
+    queued = redis.Redis(host=replica.host, port=replica.port, single_connection_client=True)
+    assert queued.execute_command("CLIENT", "CAPA", "redirect") == b"OK"
+    queued.execute_command("MULTI")
+    assert queued.execute_command(b"SET", "foo", "bar") == b"QUEUED"
+    rr.replicaof(primary.host, primary.port)
+    _wait(lambda: rr.info("replication").get("master_link_status") == "up", "sync")
+    target = "REDIRECT %s:%d" % (primary.host, primary.port)
+    # EXEC of a queued write: the transaction is discarded, the answer is REDIRECT.
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        queued.execute_command("EXEC")
+    with pytest.raises(redis.ResponseError, match="^EXEC without MULTI$"):
+        queued.execute_command("EXEC")
+    # A write refused inside MULTI flags the transaction.
+    queued.execute_command("MULTI")
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        queued.execute_command("SET", "foo", "bar")
+    with pytest.raises(redis.exceptions.ExecAbortError):
+        queued.execute_command("EXEC")
+    # Without the capability: reads served, writes refused as read-only.
+    assert rr.get("foo") is None
+    with pytest.raises(redis.exceptions.ReadOnlyError):
+        rr.set("foo", "bar")
+    c = redis.Redis(host=replica.host, port=replica.port, single_connection_client=True)
+    assert c.execute_command("CLIENT", "CAPA", "REDIRECT", "something-new") == b"OK"
+    for cmd in (("SET", "foo", "bar"), ("GET", "foo")):
+        with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+            c.execute_command(*cmd)
+    assert c.ping() is True and c.echo("x") == b"x"
+    # READONLY (accepted standalone from such a client) keeps reads here.
+    assert c.execute_command(b"READONLY") == b"OK"
+    assert c.get("foo") is None
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        c.set("foo", "bar")
+    assert c.execute_command(b"READWRITE") == b"OK"
+    with pytest.raises(redis.ResponseError, match="^" + target + "$"):
+        c.get("foo")
+    # A client without the capability still gets Redis's answer to READONLY.
+    with pytest.raises(redis.ResponseError, match="^This instance has cluster support disabled$"):
+        rr.execute_command("READONLY")
+    # On the primary nothing is redirected.
+    p = redis.Redis(host=primary.host, port=primary.port, single_connection_client=True)
+    p.execute_command("CLIENT", "CAPA", "redirect")
+    assert p.set("foo", "bar") is True and p.get("foo") == b"bar"
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'client|capa'"):
+        p.execute_command("CLIENT", "CAPA")
+
+
+def listed(r, *filters):
+    return sorted(int(line.split(" ")[0][3:]) for line in r.execute_command("CLIENT", "LIST", *filters).decode().splitlines())
+
+
+def test_client_list_and_kill_filters_of_valkey(r, new_client):
+    me = r.client_id()
+    a = new_client()
+    a.client_setname("alpha")
+    a.client_setinfo("LIB-NAME", "mylib")
+    a.client_setinfo("LIB-VER", "1.2")
+    a.select(3)
+    a_id = a.client_id()
+    b = new_client()
+    b.execute_command("CLIENT", "CAPA", "redirect")
+    b_id = b.client_id()
+    everyone = listed(r)
+    assert {me, a_id, b_id} <= set(everyone)
+    assert listed(r, "NAME", "alpha") == [a_id]
+    assert listed(r, "LIB-NAME", "mylib") == [a_id]
+    assert listed(r, "LIB-VER", "1.2", "LIB-NAME", "mylib") == [a_id]
+    assert listed(r, "LIB-VER", "1.3") == []
+    assert listed(r, "DB", "3") == [a_id]
+    assert listed(r, "CAPA", "r") == [b_id]
+    assert listed(r, "IP", "127.0.0.1") == everyone
+    assert listed(r, "IP", "127.0.0") == []
+    assert listed(r, "FLAGS", "N", "ID", str(a_id), str(b_id)) == sorted([a_id, b_id])
+    assert listed(r, "ID", str(me), str(a_id), "NAME", "alpha") == [a_id]
+    assert listed(r, "SKIPME", "yes", "ID", str(me), str(a_id)) == [a_id]
+    assert listed(r, "TYPE", "normal", "DB", "3") == [a_id]
+    assert listed(r, "IDLE", "1000") == []
+    time.sleep(1.1)
+    r.ping()
+    assert me not in listed(r, "IDLE", "1") and a_id in listed(r, "IDLE", "1")
+    ps = new_client()
+    ps_p = ps.pubsub()
+    ps_p.subscribe("ch")
+    ps_p.get_message(timeout=1)
+    assert len(listed(r, "FLAGS", "P")) == 1
+    for filters, msg in (
+        (("IDLE", "0"), "idle should be greater than 0"),
+        (("IDLE", "x"), "idle is not an integer or out of range"),
+        (("FLAGS", "Nz"), "Unknown flags found in the provided filter: Nz"),
+        (("CAPA", "x"), "Unknown capa found in the provided filter: x"),
+        (("DB", "99"), "DB number should be between 0 and 15"),
+        (("DB", "x"), "DB is not an integer or out of range"),
+        (("ID", "x"), "Invalid client ID"),
+        (("NAME",), "syntax error"),
+        (("BOGUS", "1"), "syntax error"),
+    ):
+        assert err(r.execute_command, "CLIENT", "LIST", *filters) == msg, filters
+    # KILL takes the same filters (SKIPME yes by default).
+    assert r.execute_command("CLIENT", "KILL", "NAME", "nobody") == 0
+    assert r.execute_command("CLIENT", "KILL", "LIB-NAME", "mylib", "DB", "3") == 1
+    assert r.execute_command("CLIENT", "KILL", "CAPA", "r") == 1
+    assert r.execute_command("CLIENT", "KILL", "ID", str(me)) == 0
+    assert err(r.execute_command, "CLIENT", "KILL", "ID", "x") == "client-id should be greater than 0"
+    _wait(lambda: a_id not in listed(r) and b_id not in listed(r), "killed clients gone")
+    ps_p.close()

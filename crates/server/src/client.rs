@@ -227,6 +227,9 @@ pub struct Client {
     /// READONLY (cluster mode): reads of its primary's slots are served
     /// on a replica.
     pub readonly: bool,
+    /// CLIENT CAPA redirect (Valkey): a replica answers this client's data
+    /// commands with `-REDIRECT host:port` of its primary.
+    pub capa_redirect: bool,
     /// ASKING (cluster mode): the next command may use an importing slot.
     /// One-shot, kept through a transaction until EXEC.
     pub asking: bool,
@@ -390,6 +393,7 @@ impl Client {
             peer_closed: false,
             blocked: false,
             readonly: false,
+            capa_redirect: false,
             asking: false,
             cur_cmd_len: 0,
             pubsub: None,

@@ -227,8 +227,14 @@ pub static PARAMS: &[Param] = &[
     p("dynamic-hz", B, "yes"),
     p("active-expire-effort", Kind::Int(1, 10), "1"),
     p("busy-reply-threshold", U, "5000").alias(&["lua-time-limit"]),
-    p("slowlog-log-slower-than", Kind::Int(-1, i64::MAX), "10000"),
-    p("slowlog-max-len", U, "128"),
+    // The command logs: Valkey 8.1 names the slow log's two parameters
+    // commandlog-execution-slower-than and commandlog-slow-execution-max-len.
+    p("slowlog-log-slower-than", Kind::Int(-1, i64::MAX), "10000").alias(&["commandlog-execution-slower-than"]),
+    p("slowlog-max-len", U, "128").alias(&["commandlog-slow-execution-max-len"]),
+    p("commandlog-request-larger-than", Kind::Int(-1, i64::MAX), "1048576"),
+    p("commandlog-large-request-max-len", U, "128"),
+    p("commandlog-reply-larger-than", Kind::Int(-1, i64::MAX), "1048576"),
+    p("commandlog-large-reply-max-len", U, "128"),
     p("latency-monitor-threshold", U, "0"),
     p("latency-tracking", B, "yes"),
     p("latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9"),
@@ -776,10 +782,11 @@ pub struct Config {
     pub hz: u64,
     /// Active expiry effort 1..10.
     pub active_expire_effort: u64,
-    /// Slow log threshold in microseconds (negative disables).
-    pub slowlog_slower_than: i64,
-    /// Slow log length.
-    pub slowlog_max_len: usize,
+    /// Each command log's threshold, by `LogKind` (microseconds for the
+    /// slow log, bytes for the others; negative disables).
+    pub commandlog_threshold: [i64; 3],
+    /// Each command log's length, by `LogKind` (0 disables).
+    pub commandlog_max_len: [usize; 3],
     /// Latency monitor threshold in milliseconds (0 disables).
     pub latency_threshold: u64,
     /// maxmemory in bytes (0: unlimited).
@@ -835,8 +842,8 @@ impl Default for Config {
             maxclients: 0,
             hz: 10,
             active_expire_effort: 1,
-            slowlog_slower_than: 0,
-            slowlog_max_len: 0,
+            commandlog_threshold: [0; 3],
+            commandlog_max_len: [0; 3],
             latency_threshold: 0,
             maxmemory: 0,
             maxmemory_clients: 0,
@@ -1049,8 +1056,16 @@ impl Config {
         self.maxclients = self.num("maxclients") as usize;
         self.hz = self.num("hz").max(1) as u64;
         self.active_expire_effort = self.num("active-expire-effort").clamp(1, 10) as u64;
-        self.slowlog_slower_than = self.num("slowlog-log-slower-than");
-        self.slowlog_max_len = self.num("slowlog-max-len") as usize;
+        self.commandlog_threshold = [
+            self.num("slowlog-log-slower-than"),
+            self.num("commandlog-request-larger-than"),
+            self.num("commandlog-reply-larger-than"),
+        ];
+        self.commandlog_max_len = [
+            self.num("slowlog-max-len") as usize,
+            self.num("commandlog-large-request-max-len") as usize,
+            self.num("commandlog-large-reply-max-len") as usize,
+        ];
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
         self.maxmemory = self.num("maxmemory") as u64;
         self.obuf = ObufConfig::parse(self.get("client-output-buffer-limit").unwrap_or(""));

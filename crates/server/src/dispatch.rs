@@ -117,8 +117,20 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     if srv.cluster.is_some() && c.repl_role != ReplRole::Primary && (name == "exec" || spec.has_keys()) {
         let write = if name == "exec" { queued_has(&table, c, flags::WRITE) } else { host.scripts_ref().command_flags(spec, &argv) & flags::WRITE != 0 };
         if let Err(r) = crate::redirect::check(srv, &table, c, spec, &argv, write, now) {
-            redirect(srv, c, spec, &r);
+            redirect(srv, c, spec, r.message());
             return true;
+        }
+    }
+    // Valkey's CLIENT CAPA redirect: a standalone replica sends such a
+    // client's data commands to its primary (reads too, unless READONLY).
+    if c.capa_redirect && srv.cluster.is_none() && c.repl_role != ReplRole::Primary {
+        if let Some(p) = srv.repl.primary.as_ref() {
+            let has = |f: u32| spec.has(f) || (name == "exec" && queued_has(&table, c, f));
+            if has(flags::WRITE) || (has(flags::READONLY) && !c.readonly) {
+                let msg = format!("REDIRECT {}:{}", p.host, p.port);
+                redirect(srv, c, spec, msg);
+                return true;
+            }
         }
     }
     if srv.tracking.clients > 0 {
@@ -283,7 +295,7 @@ fn disk_sensitive(host: &dyn Host, table: &CommandMap, c: &Client, spec: &Spec, 
 /// serve), as Redis's clusterRedirectClient: EXEC discards its
 /// transaction and answers the redirection itself; a command queued in
 /// MULTI flags the transaction.
-fn redirect(srv: &mut Server, c: &mut Client, spec: &Spec, r: &crate::redirect::Refusal) {
+fn redirect(srv: &mut Server, c: &mut Client, spec: &Spec, msg: String) {
     srv.cmdstats.entry(spec.id, spec.full_name).rejected += 1;
     if spec.full_name == "exec" {
         c.multi = None;
@@ -292,7 +304,7 @@ fn redirect(srv: &mut Server, c: &mut Client, spec: &Spec, r: &crate::redirect::
     } else if c.multi.is_some() {
         c.multi_error = true;
     }
-    reply_error(srv, c, &CmdError::Custom(r.message()));
+    reply_error(srv, c, &CmdError::Custom(msg));
 }
 
 /// Refuses a command before it runs: counts it as rejected, flags an open
@@ -429,6 +441,7 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
     let Some(mut c) = srv.clients.remove(&id) else { return false };
     let p = srv.blocking.unpark(id).expect("checked above");
     c.blocked = false;
+    let mark = c.reply.buf.len();
     let failed = match how {
         Release::Timeout => {
             match p.req.on_timeout {
@@ -460,7 +473,8 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
         }
     };
     if let Lookup::Found(spec) = exec::lookup(table, &p.argv) {
-        exec::account(srv, &mut c, spec, &p.argv, p.spent_us, failed);
+        let reply_bytes = c.reply.buf.len().saturating_sub(mark);
+        exec::account(srv, &mut c, spec, &p.argv, p.spent_us, reply_bytes, failed);
     }
     srv.blocking.wake(id);
     srv.sweep_clients = true;

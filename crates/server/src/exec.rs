@@ -11,7 +11,8 @@ use crate::acl;
 use crate::client::{Client, ReplyMode};
 use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
 use crate::feed::Rewrite;
-use crate::server::{unix_ms, unix_us, Server, SlowEntry};
+use crate::commandlog::{cut_args, LogKind};
+use crate::server::{unix_ms, unix_us, Server};
 
 /// How a lookup went.
 pub enum Lookup<'a> {
@@ -213,7 +214,8 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     if let Err(e) = &result {
         reply_error(srv, c, e);
     }
-    account(srv, c, spec, argv, usec, result.is_err());
+    let reply_bytes = c.reply.buf.len().saturating_sub(mark);
+    account(srv, c, spec, argv, usec, reply_bytes, result.is_err());
     match c.reply_mode {
         ReplyMode::Off => c.reply.buf.truncate(mark.max(c.sent)),
         ReplyMode::Skip => {
@@ -277,9 +279,10 @@ pub fn propagate(srv: &mut Server, db: usize, argv: &[Vec<u8>]) {
     srv.feed.push(db, argv.to_vec());
 }
 
-/// Counts a command that replied: commandstats, the slow log, the latency
-/// monitor. `usec` is its execution time.
-pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], usec: u64, failed: bool) {
+/// Counts a command that replied: commandstats, the command logs, the
+/// latency monitor. `usec` is its execution time, `reply_bytes` the size
+/// of the reply it produced.
+pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], usec: u64, reply_bytes: usize, failed: bool) {
     srv.total_commands += 1;
     c.commands += 1;
     let st = srv.cmdstats.entry(spec.id, spec.full_name);
@@ -289,11 +292,26 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
     if failed {
         st.failed += 1;
     }
-    let threshold = srv.config.slowlog_slower_than;
-    if !spec.has(flags::SKIP_SLOWLOG) && threshold >= 0 && usec as i64 >= threshold {
-        match redacted(spec, argv) {
-            Some(r) => slowlog_push(srv, c, &r, usec),
-            None => slowlog_push(srv, c, argv, usec),
+    if !spec.has(flags::SKIP_SLOWLOG) {
+        // The request as the client sent it in RESP (an inline command
+        // counts as its RESP form).
+        let request = || argv.iter().map(|a| 1 + digits(a.len()) + 2 + a.len() + 2).sum::<usize>() + 1 + digits(argv.len()) + 2;
+        let t = &srv.config.commandlog_threshold;
+        let due = [
+            t[0] >= 0 && usec as i64 >= t[0],
+            t[1] >= 0 && request() as i64 >= t[1],
+            t[2] >= 0 && reply_bytes as i64 >= t[2],
+        ];
+        if due.iter().any(|&d| d) {
+            commandlog_push(srv, c, spec, argv, [usec, request() as u64, reply_bytes as u64], due);
+        }
+        // A log whose length was lowered is cut at the next command, logged
+        // or not (a disabled one keeps what it has), as Valkey does.
+        for k in 0..3 {
+            let max_len = srv.config.commandlog_max_len[k];
+            if srv.config.commandlog_threshold[k] >= 0 && max_len > 0 {
+                srv.commandlog[k].entries.truncate(max_len);
+            }
         }
     }
     srv.latency_sample("command", usec / 1000);
@@ -349,36 +367,27 @@ pub fn redacted(spec: &Spec, argv: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
     Some(out)
 }
 
-/// Adds an entry to the slow log (the caller checked the threshold).
+/// Decimal digits of `n` (a RESP length prefix).
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().unwrap_or(0) as usize + 1
+}
+
+/// Adds the command to each log it is `due` in (the caller checked the
+/// thresholds), with that log's measure from `values`.
 #[cold]
-fn slowlog_push(srv: &mut Server, c: &Client, argv: &[Vec<u8>], usec: u64) {
-    let mut args: Vec<Vec<u8>> = Vec::new();
-    let max_args = 32;
-    for (i, a) in argv.iter().enumerate() {
-        if i == max_args - 1 && argv.len() > max_args {
-            args.push(format!("... ({} more arguments)", argv.len() - max_args + 1).into_bytes());
-            break;
-        }
-        if a.len() > 128 {
-            let mut t = a[..128].to_vec();
-            t.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
-            args.push(t);
-        } else {
-            args.push(a.clone());
-        }
-    }
-    let entry = SlowEntry {
-        id: srv.slowlog_next_id,
-        time: unix_ms() / 1000,
-        usec,
-        argv: args,
-        addr: c.addr.clone(),
-        name: c.name.clone().unwrap_or_default(),
+fn commandlog_push(srv: &mut Server, c: &Client, spec: &Spec, argv: &[Vec<u8>], values: [u64; 3], due: [bool; 3]) {
+    let args = match redacted(spec, argv) {
+        Some(r) => cut_args(&r),
+        None => cut_args(argv),
     };
-    srv.slowlog_next_id += 1;
-    srv.slowlog.push_front(entry);
-    while srv.slowlog.len() > srv.config.slowlog_max_len {
-        srv.slowlog.pop_back();
+    let time = unix_ms() / 1000;
+    let name = c.name.as_deref().unwrap_or_default();
+    for kind in LogKind::ALL {
+        let k = kind as usize;
+        let max_len = srv.config.commandlog_max_len[k];
+        if due[k] && max_len > 0 {
+            srv.commandlog[k].push(args.clone(), values[k], time, &c.addr, name, max_len);
+        }
     }
 }
 

@@ -57,6 +57,7 @@ pub mod client;
 pub mod cluster;
 pub mod clientevict;
 pub mod command;
+pub mod commandlog;
 pub mod commands;
 pub mod config;
 pub mod crash;

@@ -12,6 +12,7 @@ use storage::{Db, EvictionPool};
 
 use crate::blocking::Blocking;
 use crate::client::{Client, ClientId};
+use crate::commandlog::CommandLog;
 use crate::config::Config;
 use crate::feed::Feed;
 use crate::lazyfree::LazyFree;
@@ -244,22 +245,6 @@ impl CmdStat {
     }
 }
 
-/// One slow log entry.
-#[derive(Debug, Clone)]
-pub struct SlowEntry {
-    /// Entry id.
-    pub id: u64,
-    /// Unix time in seconds.
-    pub time: i64,
-    /// Duration in microseconds.
-    pub usec: u64,
-    /// The arguments, truncated as Redis does.
-    pub argv: Vec<Vec<u8>>,
-    /// Client address.
-    pub addr: String,
-    /// Client name.
-    pub name: Vec<u8>,
-}
 
 /// One latency monitor event series.
 #[derive(Debug, Clone, Default)]
@@ -407,10 +392,9 @@ pub struct Server {
     /// False once `errorstats` reached `ERRORSTATS_MAX` codes: until CONFIG
     /// RESETSTAT only `ERRORSTATS_DISABLED` counts.
     pub errorstats_enabled: bool,
-    /// Slow log, newest first.
-    pub slowlog: VecDeque<SlowEntry>,
-    /// Next slow log id.
-    pub slowlog_next_id: u64,
+    /// The command logs, by `LogKind`: the slow log (SLOWLOG), then
+    /// Valkey's large-request and large-reply logs (COMMANDLOG).
+    pub commandlog: [CommandLog; 3],
     /// Latency monitor series by event name.
     pub latency: HashMap<String, LatencySeries>,
     /// Clients in MONITOR mode.
@@ -756,8 +740,7 @@ impl Server {
             cmdstats: CmdStats::default(),
             errorstats: HashMap::new(),
             errorstats_enabled: true,
-            slowlog: VecDeque::new(),
-            slowlog_next_id: 0,
+            commandlog: Default::default(),
             latency: HashMap::new(),
             monitors: Vec::new(),
             pause: None,

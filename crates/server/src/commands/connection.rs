@@ -114,8 +114,11 @@ fn no_cluster() -> CmdError {
 }
 
 /// READONLY: a replica serves this client's reads of its primary's slots.
+/// Standalone, Redis refuses it; Valkey takes it from a client that
+/// declared CLIENT CAPA redirect (its replica then serves its reads
+/// instead of redirecting them), so densekv does so for such a client.
 pub fn readonly(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    if ctx.srv.cluster.is_none() {
+    if ctx.srv.cluster.is_none() && !ctx.client.capa_redirect {
         return Err(no_cluster());
     }
     ctx.client.readonly = true;
@@ -125,7 +128,7 @@ pub fn readonly(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// READWRITE: undoes READONLY.
 pub fn readwrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    if ctx.srv.cluster.is_none() {
+    if ctx.srv.cluster.is_none() && !ctx.client.capa_redirect {
         return Err(no_cluster());
     }
     ctx.client.readonly = false;

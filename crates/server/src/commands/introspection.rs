@@ -1,4 +1,4 @@
-//! Introspection and administration: CLIENT, COMMAND, SLOWLOG, LATENCY,
+//! Introspection and administration: CLIENT, COMMAND, SLOWLOG, COMMANDLOG, LATENCY,
 //! MONITOR, DEBUG, TIME, LASTSAVE, SHUTDOWN, MODULE. (FUNCTION is in
 //! `crate::script::function`.)
 //!
@@ -14,6 +14,7 @@ use crate::command::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, C
 use crate::blocking::BlockRequest;
 use crate::dispatch::{self, Release};
 use crate::client::{Client, ReplyMode};
+use crate::commandlog::LogKind;
 use crate::server::{unix_us, Pause};
 use crate::tracking::{Options, Tracking};
 
@@ -45,6 +46,7 @@ pub fn table() -> Vec<Spec> {
                 spec("caching", 3, cl, NO_KEYS, client_caching).acl(conn).doc("Instructs the server whether to track the keys in the next request.", "6.0.0"),
                 spec("getredir", 2, cl, NO_KEYS, client_getredir).acl(conn).doc("Returns the client ID to which the connection's tracking notifications are redirected.", "6.0.0"),
                 spec("trackinginfo", 2, cl, NO_KEYS, client_trackinginfo).acl(conn).doc("Returns information about server-assisted client-side caching for the connection.", "6.2.0"),
+                spec("capa", -3, cl, NO_KEYS, client_capa).acl(conn).doc("Declares the client's capabilities (Valkey).", "8.0.0"),
                 spec("help", 2, LOADING | STALE, NO_KEYS, client_help).acl(conn).doc("Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         )
@@ -75,6 +77,16 @@ pub fn table() -> Vec<Spec> {
             ],
         )
         .doc("A container for slow log commands.", "2.2.12"),
+        container(
+            "commandlog",
+            vec![
+                spec("get", 4, ADMIN | LOADING | STALE, NO_KEYS, commandlog_get).acl(ADM).doc("Returns the specified command log's entries.", "8.1.0"),
+                spec("len", 3, ADMIN | LOADING | STALE, NO_KEYS, commandlog_len).acl(ADM).doc("Returns the number of entries in the specified type of command log.", "8.1.0"),
+                spec("reset", 3, ADMIN | LOADING | STALE, NO_KEYS, commandlog_reset).acl(ADM).doc("Clears all entries from the specified type of command log.", "8.1.0"),
+                spec("help", 2, LOADING | STALE, NO_KEYS, commandlog_help).acl(&["slow"]).doc("Show helpful text about the different subcommands", "8.1.0"),
+            ],
+        )
+        .doc("A container for command log commands.", "8.1.0"),
         container(
             "latency",
             vec![
@@ -171,105 +183,208 @@ fn parse_client_type(a: &[u8]) -> Result<String, CmdError> {
     }
 }
 
-fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = Instant::now();
-    let mut ty = None;
-    let mut ids: Option<Vec<u64>> = None;
-    if args.len() == 4 && is(&args[2], "type") {
-        ty = Some(parse_client_type(&args[3])?);
-    } else if args.len() > 3 && is(&args[2], "id") {
-        let mut v = Vec::new();
-        for a in &args[3..] {
-            v.push(arg_i64(a).map_err(|_| CmdError::err("Invalid client ID"))? as u64);
-        }
-        ids = Some(v);
-    } else if args.len() != 2 {
-        return Err(CmdError::Syntax);
-    }
-    let mut all: Vec<&Client> = ctx.srv.clients.values().map(|c| &**c).collect();
-    all.push(ctx.client);
-    all.sort_by_key(|c| c.id);
-    let mut s = String::new();
-    let srv = &*ctx.srv;
-    let mut add = |c: &Client| {
-        s.push_str(&c.info_line_with(now, crate::replication::replica_unsent(srv, c.id)));
-        s.push('\n');
-    };
-    match &ids {
-        Some(ids) => {
-            for id in ids {
-                if let Some(c) = all.iter().find(|c| c.id == *id) {
-                    add(c);
-                }
-            }
-        }
-        None => all.iter().filter(|c| ty.as_deref().is_none_or(|t| client_type_matches(c, t))).for_each(|c| add(c)),
-    }
-    ctx.out().verbatim(s.as_bytes());
-    Ok(())
+/// What CLIENT LIST and CLIENT KILL select clients by: Redis's filters
+/// (ID, TYPE, ADDR, LADDR, USER, SKIPME, MAXAGE) and those Valkey 8.1
+/// added (NAME, IDLE, FLAGS, LIB-NAME, LIB-VER, DB, CAPA, IP); all given
+/// must match.
+#[derive(Default)]
+struct ClientFilter {
+    ids: Option<Vec<u64>>,
+    ty: Option<String>,
+    addr: Option<Vec<u8>>,
+    laddr: Option<Vec<u8>>,
+    user: Option<crate::acl::UserRef>,
+    skipme: bool,
+    /// Seconds; 0: any age.
+    maxage: i64,
+    /// Seconds; 0: any idle time.
+    idle: i64,
+    /// Flag letters as CLIENT LIST shows them, all required.
+    flags: Option<Vec<u8>>,
+    name: Option<Vec<u8>>,
+    lib_name: Option<Vec<u8>>,
+    lib_ver: Option<Vec<u8>>,
+    db: Option<usize>,
+    /// Capability letters (`r`: redirect), all required.
+    capa: Option<Vec<u8>>,
+    ip: Option<Vec<u8>>,
 }
 
-fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let old_form = args.len() == 3;
-    let (mut addr, mut laddr, mut ty, mut id, mut maxage, mut skipme) = (None, None, None, None, 0i64, true);
-    let mut user: Option<crate::acl::UserRef> = None;
-    if old_form {
-        addr = Some(args[2].clone());
-        skipme = false;
-    } else {
-        let mut i = 2;
+/// Flag letters a FLAGS filter may name (Valkey's list).
+const FILTER_FLAGS: &[u8] = b"OSMPxbtRBdcuAUreTIN";
+
+impl ClientFilter {
+    /// Parses `args[i..]`, option-value pairs; ID takes one or more
+    /// numbers. `kill`: CLIENT KILL's defaults (SKIPME yes) and its error
+    /// for a bad first ID.
+    fn parse(srv: &crate::server::Server, args: &[Vec<u8>], mut i: usize, kill: bool) -> Result<ClientFilter, CmdError> {
+        let mut f = ClientFilter { skipme: kill, ..ClientFilter::default() };
         while i < args.len() {
-            let Some(v) = args.get(i + 1) else { return Err(CmdError::Syntax) };
             let o = &args[i];
+            let Some(v) = args.get(i + 1) else { return Err(CmdError::Syntax) };
             if is(o, "id") {
-                let n = arg_i64(v).ok().filter(|&n| n >= 1).ok_or_else(|| CmdError::err("client-id should be greater than 0"))?;
-                id = Some(n as u64);
+                // Every number after ID is one, as Valkey reads it.
+                let ids = f.ids.get_or_insert_with(Vec::new);
+                let mut n = 0;
+                while let Some(a) = args.get(i + 1 + n) {
+                    let Ok(id) = arg_i64(a) else { break };
+                    if id < 1 {
+                        return Err(CmdError::err("client-id should be greater than 0"));
+                    }
+                    ids.push(id as u64);
+                    n += 1;
+                }
+                if n == 0 {
+                    return Err(CmdError::err(if kill { "client-id should be greater than 0" } else { "Invalid client ID" }));
+                }
+                i += 1 + n;
+                continue;
             } else if is(o, "maxage") {
-                let n = arg_i64(v).map_err(|_| CmdError::err("maxage is not an integer or out of range"))?;
-                if n <= 0 {
+                f.maxage = arg_i64(v).map_err(|_| CmdError::err("maxage is not an integer or out of range"))?;
+                if f.maxage <= 0 {
                     return Err(CmdError::err("maxage should be greater than 0"));
                 }
-                maxage = n;
+            } else if is(o, "idle") {
+                f.idle = arg_i64(v).map_err(|_| CmdError::err("idle is not an integer or out of range"))?;
+                if f.idle <= 0 {
+                    return Err(CmdError::err("idle should be greater than 0"));
+                }
             } else if is(o, "type") {
-                ty = Some(parse_client_type(v)?);
+                f.ty = Some(parse_client_type(v)?);
             } else if is(o, "addr") {
-                addr = Some(v.clone());
+                f.addr = Some(v.clone());
             } else if is(o, "laddr") {
-                laddr = Some(v.clone());
+                f.laddr = Some(v.clone());
             } else if is(o, "user") {
-                match ctx.srv.acl.user(v) {
-                    Some(u) => user = Some(u),
+                match srv.acl.user(v) {
+                    Some(u) => f.user = Some(u),
                     None => return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v)))),
                 }
             } else if is(o, "skipme") {
-                skipme = if is(v, "yes") {
+                f.skipme = if is(v, "yes") {
                     true
                 } else if is(v, "no") {
                     false
                 } else {
                     return Err(CmdError::Syntax);
                 };
+            } else if is(o, "flags") {
+                if !v.iter().all(|b| FILTER_FLAGS.contains(b)) {
+                    return Err(CmdError::err(format!("Unknown flags found in the provided filter: {}", String::from_utf8_lossy(v))));
+                }
+                f.flags = Some(v.clone());
+            } else if is(o, "name") {
+                f.name = Some(v.clone());
+            } else if is(o, "lib-name") {
+                f.lib_name = Some(v.clone());
+            } else if is(o, "lib-ver") {
+                f.lib_ver = Some(v.clone());
+            } else if is(o, "db") {
+                let n = arg_i64(v).ok().filter(|n| i32::try_from(*n).is_ok()).ok_or_else(|| CmdError::err("DB is not an integer or out of range"))?;
+                if n < 0 || n as usize >= srv.dbs.len() {
+                    return Err(CmdError::err(format!("DB number should be between 0 and {}", srv.dbs.len() - 1)));
+                }
+                f.db = Some(n as usize);
+            } else if is(o, "capa") {
+                if !v.iter().all(|&b| b == b'r') {
+                    return Err(CmdError::err(format!("Unknown capa found in the provided filter: {}", String::from_utf8_lossy(v))));
+                }
+                f.capa = Some(v.clone());
+            } else if is(o, "ip") {
+                f.ip = Some(v.clone());
             } else {
                 return Err(CmdError::Syntax);
             }
             i += 2;
         }
+        Ok(f)
     }
+
+    /// True if client `c` (`me`: the one asking) is selected.
+    fn matches(&self, c: &Client, me: bool, now: Instant) -> bool {
+        let has = |want: &Option<Vec<u8>>, got: &Option<Vec<u8>>| want.as_ref().is_none_or(|w| got.as_ref() == Some(w));
+        self.addr.as_ref().is_none_or(|a| a == c.addr.as_bytes())
+            && self.laddr.as_ref().is_none_or(|a| a == c.laddr.as_bytes())
+            && self.ty.as_deref().is_none_or(|t| client_type_matches(c, t))
+            && self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+            && self.user.as_ref().is_none_or(|u| c.user.as_ref().is_some_and(|cu| std::rc::Rc::ptr_eq(u, cu)))
+            && !(me && self.skipme)
+            && (self.maxage == 0 || now.duration_since(c.created).as_secs() as i64 >= self.maxage)
+            && (self.idle == 0 || now.duration_since(c.last_interaction).as_secs() as i64 >= self.idle)
+            && self.flags.as_ref().is_none_or(|f| flags_match(&c.flags(), f))
+            && has(&self.name, &c.name)
+            && has(&self.lib_name, &c.lib_name)
+            && has(&self.lib_ver, &c.lib_ver)
+            && self.db.is_none_or(|d| d == c.db)
+            && self.capa.as_ref().is_none_or(|_| c.capa_redirect)
+            && self.ip.as_ref().is_none_or(|ip| ip_matches(&c.addr, ip))
+    }
+}
+
+/// True if a client showing flags `shown` (CLIENT LIST's letters) has
+/// every letter of `want`; `N` asks for a client with no flag at all.
+fn flags_match(shown: &str, want: &[u8]) -> bool {
+    want.iter().all(|&w| if w == b'N' { shown == "N" } else { shown.as_bytes().contains(&w) })
+}
+
+/// True if address `addr` (`ip:port`, `[ipv6]:port`) is from `ip`; a Unix
+/// socket client (port 0) never is.
+fn ip_matches(addr: &str, ip: &[u8]) -> bool {
+    let Some((host, port)) = addr.rsplit_once(':') else { return false };
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    host.as_bytes() == ip && !port.starts_with('0')
+}
+
+/// CLIENT LIST [filter ...]
+fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = Instant::now();
-    let matches = |c: &Client, me: bool| {
-        addr.as_ref().is_none_or(|a| a == c.addr.as_bytes())
-            && laddr.as_ref().is_none_or(|a| a == c.laddr.as_bytes())
-            && ty.as_deref().is_none_or(|t| client_type_matches(c, t))
-            && id.is_none_or(|i| i == c.id)
-            && user.as_ref().is_none_or(|u| c.user.as_ref().is_some_and(|cu| std::rc::Rc::ptr_eq(u, cu)))
-            && !(me && skipme)
-            && (maxage == 0 || now.duration_since(c.created).as_secs() as i64 >= maxage)
+    if args.len() == 3 {
+        return Err(CmdError::Syntax);
+    }
+    let f = ClientFilter::parse(ctx.srv, args, 2, false)?;
+    let mut all: Vec<&Client> = ctx.srv.clients.values().map(|c| &**c).collect();
+    all.push(ctx.client);
+    let me = ctx.client.id;
+    let mut s = String::new();
+    let srv = &*ctx.srv;
+    let mut add = |c: &Client| {
+        s.push_str(&c.info_line_with(now, crate::replication::replica_unsent(srv, c.id)));
+        s.push('\n');
     };
+    let picked = |c: &Client| f.matches(c, c.id == me, now);
+    match &f.ids {
+        // Redis lists ID matches in the order the IDs were given.
+        Some(ids) => {
+            for id in ids {
+                if let Some(c) = all.iter().find(|c| c.id == *id && picked(c)) {
+                    add(c);
+                }
+            }
+        }
+        None => {
+            all.sort_by_key(|c| c.id);
+            all.iter().filter(|c| picked(c)).for_each(|c| add(c));
+        }
+    }
+    ctx.out().verbatim(s.as_bytes());
+    Ok(())
+}
+
+/// CLIENT KILL addr | CLIENT KILL filter ...
+fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let old_form = args.len() == 3;
+    let f = if old_form {
+        // The old form may kill the caller itself.
+        ClientFilter { addr: Some(args[2].clone()), ..ClientFilter::default() }
+    } else {
+        ClientFilter::parse(ctx.srv, args, 2, true)?
+    };
+    let now = Instant::now();
     let mut killed = 0;
     let mut primary_link = None;
     ctx.srv.sweep_clients = true;
     for c in ctx.srv.clients.values_mut() {
-        if matches(c, false) {
+        if f.matches(c, false, now) {
             c.close_asap = true;
             killed += 1;
             if c.repl_role == crate::client::ReplRole::Primary {
@@ -280,7 +395,7 @@ fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if let Some((id, db)) = primary_link {
         crate::replication::primary_link_lost(ctx.srv, id, db);
     }
-    let kill_me = matches(ctx.client, true);
+    let kill_me = f.matches(ctx.client, true, now);
     if kill_me {
         killed += 1;
     }
@@ -295,6 +410,17 @@ fn client_kill(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if kill_me {
         ctx.client.close_after_reply = true;
     }
+    Ok(())
+}
+
+/// CLIENT CAPA capability [capability ...] (Valkey): the client declares
+/// what it can handle; `redirect` (any case) is the one Valkey knows, and
+/// other words are accepted and ignored, as Valkey does.
+fn client_capa(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if args[2..].iter().any(|a| is(a, "redirect")) {
+        ctx.client.capa_redirect = true;
+    }
+    ctx.out().ok();
     Ok(())
 }
 
@@ -964,16 +1090,22 @@ fn slowlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if let Some(a) = args.get(2) {
         count = arg_i64(a).ok().filter(|&n| n >= -1).ok_or_else(|| CmdError::err("count should be greater than or equal to -1"))?;
     }
-    let len = ctx.srv.slowlog.len();
-    let n = if count == -1 { len } else { (count as usize).min(len) };
-    let entries: Vec<_> = ctx.srv.slowlog.iter().take(n).cloned().collect();
-    let out = ctx.out();
+    log_entries_reply(ctx, LogKind::Slow, count);
+    Ok(())
+}
+
+/// Replies with the newest `count` entries (-1: all) of a command log.
+fn log_entries_reply(ctx: &mut Ctx, kind: LogKind, count: i64) {
+    let Ctx { srv, client, .. } = ctx;
+    let log = &srv.commandlog[kind as usize];
+    let n = if count == -1 { log.len() } else { (count as usize).min(log.len()) };
+    let out = &mut client.reply;
     out.array(n);
-    for e in entries {
+    for e in log.entries.iter().take(n) {
         out.array(6);
         out.int(e.id as i64);
         out.int(e.time);
-        out.int(e.usec as i64);
+        out.int(e.value as i64);
         out.array(e.argv.len());
         for a in &e.argv {
             out.bulk(a);
@@ -981,18 +1113,68 @@ fn slowlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.bulk(e.addr.as_bytes());
         out.bulk(&e.name);
     }
-    Ok(())
 }
 
 fn slowlog_len(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    let n = ctx.srv.slowlog.len() as i64;
+    let n = ctx.srv.commandlog[LogKind::Slow as usize].len() as i64;
     ctx.out().int(n);
     Ok(())
 }
 
 fn slowlog_reset(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    ctx.srv.slowlog.clear();
+    ctx.srv.commandlog[LogKind::Slow as usize].clear();
     ctx.out().ok();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- COMMANDLOG
+
+/// The log a COMMANDLOG type argument names, or Valkey's error.
+fn log_kind(a: &[u8]) -> Result<LogKind, CmdError> {
+    LogKind::parse(a).ok_or_else(|| CmdError::err("type should be one of the following: slow, large-request, large-reply"))
+}
+
+/// COMMANDLOG GET count type
+fn commandlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let count = arg_i64(&args[2]).ok().filter(|&n| n >= -1).ok_or_else(|| CmdError::err("count should be greater than or equal to -1"))?;
+    let kind = log_kind(&args[3])?;
+    log_entries_reply(ctx, kind, count);
+    Ok(())
+}
+
+/// COMMANDLOG LEN type
+fn commandlog_len(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let kind = log_kind(&args[2])?;
+    let n = ctx.srv.commandlog[kind as usize].len() as i64;
+    ctx.out().int(n);
+    Ok(())
+}
+
+/// COMMANDLOG RESET type
+fn commandlog_reset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    let kind = log_kind(&args[2])?;
+    ctx.srv.commandlog[kind as usize].clear();
+    ctx.out().ok();
+    Ok(())
+}
+
+fn commandlog_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+    help_reply(
+        ctx,
+        "commandlog",
+        &[
+            "GET <count> <type>",
+            "    Return the newest <count> entries of the <type> command log (-1 means all).",
+            "    Each entry holds: id, timestamp, the measure (microseconds for slow,",
+            "    bytes for large-request and large-reply), arguments array,",
+            "    client IP and port, client name.",
+            "LEN <type>",
+            "    Return the number of entries of the <type> command log.",
+            "RESET <type>",
+            "    Clear the <type> command log.",
+            "    <type> is one of: slow, large-request, large-reply.",
+        ],
+    );
     Ok(())
 }
 

@@ -15,6 +15,7 @@ pub mod hll;
 pub mod introspection;
 pub mod keys;
 pub mod list;
+pub mod lolwut;
 pub mod members;
 pub mod pubsub;
 pub mod replication;
@@ -43,6 +44,7 @@ pub fn table() -> Vec<Spec> {
     all.extend(keys::table());
     all.extend(dump::table());
     all.extend(list::table());
+    all.extend(lolwut::table());
     all.extend(pubsub::table());
     all.extend(replication::table());
     all.extend(set::table());

@@ -1222,7 +1222,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let s = w.get();
     let id = id.unwrap_or_else(|| s.last_id());
-    if !s.create_group(&args[3], id, g.entries_read) {
+    if !s.create_group(&args[3], id, s.capped_entries_read(g.entries_read)) {
         return Err(CmdError::Custom("BUSYGROUP Consumer Group name already exists".into()));
     }
     drop(w);
@@ -1242,9 +1242,10 @@ pub fn xgroup_setid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let id = if args[4].as_slice() == b"$" { None } else { Some(arg_id(&args[4], 0)?) };
     let mut w = group_stream(ctx, args)?;
     let id = id.unwrap_or_else(|| w.get().last_id());
+    let entries_read = w.get().capped_entries_read(g.entries_read);
     let grp = group_mut(&mut w, args);
     grp.last_id = id;
-    grp.entries_read = g.entries_read;
+    grp.entries_read = entries_read;
     drop(w);
     ctx.srv.dirty += 1;
     ctx.notify(notify::STREAM, "xgroup-setid", &args[2]);

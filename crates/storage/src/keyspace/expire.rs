@@ -13,7 +13,7 @@
 //! `Hand` is declared in mod.rs with the other field types of `Db`.
 
 use super::{Db, Hand};
-use crate::blob::Blob;
+use crate::blob::{self, Blob};
 use crate::segment::{addr_of, clock_of, make_slot, tag_of, TTL_BIT};
 
 impl Db {
@@ -41,13 +41,18 @@ impl Db {
         true
     }
 
-    /// Rewrites the blob at (si, pos) with a new deadline.
+    /// Rewrites the blob at (si, pos) with a new deadline. The value is the
+    /// same one, so a string's raw mark (`rawmark.rs`) moves with it, as
+    /// Redis keeps the same object when only the TTL changes.
     fn rewrite_deadline(&mut self, si: usize, pos: usize, deadline: Option<i64>) {
         let s = self.segs[si].slots[pos];
         let copy = self.slab.bytes(addr_of(s)).to_vec();
         let b = Blob::parse(&copy);
         self.free_blob(s);
         let addr = self.store_blob(si, b.key, b.body(), deadline);
+        if blob::is_marked_raw(&copy) {
+            blob::mark_raw(self.slab.bytes_mut(addr));
+        }
         let had = s & TTL_BIT != 0;
         let ns = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         let seg = &mut self.segs[si];

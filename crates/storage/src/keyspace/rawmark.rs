@@ -3,8 +3,9 @@
 //! a raw string (an sds of its own) whatever its length, where SET of the
 //! same bytes makes an embstr. densekv stores both alike, so the editing
 //! command marks the key's blob afterwards (`blob::mark_raw`, a flag bit)
-//! and OBJECT ENCODING asks. A new value for the key (SET, RESTORE, a
-//! rewrite that moves the blob, such as adding a TTL) drops the mark.
+//! and OBJECT ENCODING asks. A new value for the key (SET, RESTORE) drops
+//! the mark; a new deadline (EXPIRE, PERSIST, GETEX) rewrites the blob but
+//! keeps it, since the value is the same one.
 //!
 //! One concern's methods on `Db`, like the keyspace's other files: it
 //! imports only mod.rs (for `Db`), never a sibling.
@@ -52,5 +53,18 @@ mod tests {
         assert!(!db.mark_raw(b"missing", 0));
         db.insert(b"s", Value::string(b"foo"), Ttl::Keep, 0);
         assert!(!db.marked_raw(b"s"));
+    }
+
+    #[test]
+    fn a_new_deadline_keeps_the_mark() {
+        let mut db = Db::new();
+        db.insert(b"s", Value::string(b"foo"), Ttl::Clear, 0);
+        assert!(db.mark_raw(b"s", 0));
+        assert!(db.set_expire(b"s", Some(100_000), 0));
+        assert!(db.marked_raw(b"s"));
+        assert_eq!(db.expire_of(b"s", 0), Some(Some(100_000)));
+        assert!(db.set_expire(b"s", None, 0));
+        assert!(db.marked_raw(b"s"));
+        assert_eq!(db.get(b"s", 0).map(|v| v.to_owned()), Some(Value::string(b"foo")));
     }
 }

@@ -1161,6 +1161,17 @@ impl Stream {
         self.group_pos(name).ok().map(|i| &mut self.groups[i])
     }
 
+    /// A group read counter given by a client (XGROUP CREATE/SETID
+    /// ENTRIESREAD), capped at the entries ever added: a group cannot have
+    /// read more than that, and Redis 8 caps it so the lag is never negative.
+    pub fn capped_entries_read(&self, entries_read: i64) -> i64 {
+        if entries_read != INVALID_ENTRIES_READ && entries_read as u64 > self.entries_added {
+            self.entries_added as i64
+        } else {
+            entries_read
+        }
+    }
+
     /// Creates a group; false if one with that name exists.
     pub fn create_group(&mut self, name: &[u8], last_id: StreamId, entries_read: i64) -> bool {
         match self.group_pos(name) {
@@ -1244,7 +1255,14 @@ impl Stream {
         let entries = self.range(start, StreamId::MAX, false, count);
         for e in &entries {
             let g = &self.groups[gi];
-            let read = if g.entries_read != INVALID_ENTRIES_READ && !self.has_tombstones(g.last_id, StreamId::MAX) {
+            // The counter goes on by one only while it can be trusted: it is
+            // known, the group has not fallen behind the first entry (a trim
+            // passed it) and no deletion lies ahead of it; otherwise it is
+            // estimated again from the entry's ID (Redis 8).
+            let read = if g.entries_read != INVALID_ENTRIES_READ
+                && g.last_id >= self.first_id
+                && !self.has_tombstones(g.last_id, StreamId::MAX)
+            {
                 Some(g.entries_read + 1)
             } else if self.entries_added != 0 {
                 Some(self.estimate_entries_read(e.id).unwrap_or(INVALID_ENTRIES_READ))
