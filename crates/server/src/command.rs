@@ -253,10 +253,18 @@ impl Spec {
     /// specs when they answer, else from `getkeys`. Empty when the arguments
     /// do not fit (a bad numkeys, say).
     pub fn find_keys(&self, argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
-        let specs = self.effective_key_specs();
+        // The declared specs are used in place (no copy for each call:
+        // routing asks this of every command in cluster mode).
+        let derived;
+        let specs: &[KeySpec] = if !self.key_specs.is_empty() || self.keys.first <= 0 {
+            &self.key_specs
+        } else {
+            derived = self.effective_key_specs();
+            &derived
+        };
         let variable = specs.iter().any(|k| k.flags.contains(&"variable_flags"));
         if !specs.is_empty() && !variable {
-            if let Some(keys) = keys_from_specs(&specs, argv) {
+            if let Some(keys) = keys_from_specs(specs, argv) {
                 return keys;
             }
         }

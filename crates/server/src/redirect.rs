@@ -91,7 +91,7 @@ impl Refusal {
 pub struct Request<'a> {
     /// The commands whose keys count: the one command, or a transaction's
     /// queued ones at EXEC.
-    pub commands: Vec<(&'a Spec, &'a [Vec<u8>])>,
+    pub commands: &'a [(&'a Spec, &'a [Vec<u8>])],
     /// It may write (its flags, a script's declared flags, or any queued
     /// command's at EXEC).
     pub write: bool,
@@ -113,7 +113,7 @@ pub struct Request<'a> {
 /// Errors: `Refusal::CrossSlot`.
 pub fn request_slot(req: &Request) -> Result<Option<u16>, Refusal> {
     let mut slot = None;
-    for (spec, argv) in &req.commands {
+    for (spec, argv) in req.commands {
         for (i, _) in spec.find_keys(argv) {
             let Some(key) = argv.get(i) else { continue };
             let s = storage::slot::key_hash_slot(key);
@@ -136,18 +136,22 @@ pub fn route(cluster: &Cluster, req: &Request, stored: &dyn Fn(&[u8]) -> bool) -
     let mut owner: Option<&NodeName> = None;
     let (mut migrating, mut importing, mut multiple) = (false, false, false);
     let (mut missing, mut existing) = (0usize, 0usize);
-    for (spec, argv) in &req.commands {
+    // This node's own slot bitmap (2 KiB) answers the common case; the
+    // table of every slot's owner (16,384 names) is read only for a slot
+    // served elsewhere, where a cache miss does not matter.
+    let mine = &cluster.me().slots;
+    for (spec, argv) in req.commands {
         for (i, _) in spec.find_keys(argv) {
             let Some(key) = argv.get(i) else { continue };
             let s = storage::slot::key_hash_slot(key);
             match first {
                 None => {
                     first = Some((key, s));
-                    owner = cluster.slots[s as usize].as_ref();
+                    owner = if mine.get(s) { Some(&cluster.myself) } else { cluster.slots[s as usize].as_ref() };
                     let Some(o) = owner else { return Err(Refusal::Unbound) };
-                    if *o == cluster.myself && cluster.migrating_to.contains_key(&s) {
+                    if *o == cluster.myself && !cluster.migrating_to.is_empty() && cluster.migrating_to.contains_key(&s) {
                         migrating = true;
-                    } else if cluster.importing_from.contains_key(&s) {
+                    } else if !cluster.importing_from.is_empty() && cluster.importing_from.contains_key(&s) {
                         importing = true;
                     }
                 }
@@ -232,29 +236,38 @@ pub fn check(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[
     if !exec && !spec.has_keys() {
         return Ok(());
     }
-    let mut req = Request {
-        commands: Vec::new(),
+    let mut pubsubshard = is_pubsubshard(spec);
+    // One command needs no list of its own (this runs for every command
+    // with keys, so it allocates nothing).
+    let queued: Vec<(&Spec, &[Vec<u8>])>;
+    let one: [(&Spec, &[Vec<u8>]); 1];
+    let commands: &[(&Spec, &[Vec<u8>])] = if exec {
+        // EXEC outside MULTI fails by itself, wherever it runs.
+        let Some(queue) = c.multi.as_ref() else { return Ok(()) };
+        queued = queue
+            .iter()
+            .filter_map(|a| match lookup(table, a) {
+                Lookup::Found(s) => Some((s, a.as_slice())),
+                _ => None,
+            })
+            .collect();
+        // Redis's pubsubshard_included: a queued SPUBLISH lets the
+        // transaction run on a replica of the slot's primary.
+        pubsubshard |= queued.iter().any(|(s, _)| is_pubsubshard(s));
+        &queued
+    } else {
+        one = [(spec, argv)];
+        &one
+    };
+    let req = Request {
+        commands,
         write,
-        pubsubshard: is_pubsubshard(spec),
+        pubsubshard,
         asking: c.asking || spec.full_name == "restore-asking",
         readonly: c.readonly,
         tls: c.tls.is_some(),
         migrate: spec.full_name == "migrate",
     };
-    if exec {
-        // EXEC outside MULTI fails by itself, wherever it runs.
-        let Some(queue) = c.multi.as_ref() else { return Ok(()) };
-        for a in queue {
-            if let Lookup::Found(s) = lookup(table, a) {
-                // Redis's pubsubshard_included: a queued SPUBLISH lets the
-                // transaction run on a replica of the slot's primary.
-                req.pubsubshard |= is_pubsubshard(s);
-                req.commands.push((s, a.as_slice()));
-            }
-        }
-    } else {
-        req.commands.push((spec, argv));
-    }
     // A key past its deadline is missing (Redis looks keys up with
     // LOOKUP_NOEXPIRE: not deleted, but not found): -ASK in a migrating slot.
     let db = &srv.dbs[0];
@@ -334,7 +347,7 @@ mod tests {
         let a = argv(words);
         let Lookup::Found(spec) = lookup(&table, &a) else { panic!("no command {words:?}") };
         let req = Request {
-            commands: vec![(spec, a.as_slice())],
+            commands: &[(spec, a.as_slice())],
             write: spec.has(flags::WRITE),
             pubsubshard: is_pubsubshard(spec),
             asking,
@@ -369,7 +382,7 @@ mod tests {
         let table = crate::registry::registry();
         let a = argv(&["get", "foo"]);
         let Lookup::Found(spec) = lookup(&table, &a) else { panic!() };
-        let req = Request { commands: vec![(spec, a.as_slice())], write: false, pubsubshard: false, asking: false, readonly: false, tls: true, migrate: false };
+        let req = Request { commands: &[(spec, a.as_slice())], write: false, pubsubshard: false, asking: false, readonly: false, tls: true, migrate: false };
         assert_eq!(route(&cl, &req, &|_| false).map_err(|e| e.message()), Err("MOVED 12182 10.0.0.1:8001".to_string()));
     }
 
@@ -389,7 +402,7 @@ mod tests {
     #[test]
     fn unassigned_slot_and_cluster_down() {
         let mut cl = cluster(name(b'a'));
-        cl.slots[3300] = None;
+        cl.del_slot(3300);
         assert_eq!(go(&cl, &["get", "b"], false, false, &[]), Err(Refusal::Unbound));
         assert_eq!(Refusal::Unbound.message(), "CLUSTERDOWN Hash slot not served");
         cl.state_ok = false;
@@ -484,7 +497,7 @@ mod tests {
         assert!(matches!(blocked_elsewhere(&cl, b"foo", true, false, false), Some(Refusal::Moved { slot: 12182, .. })));
         cl.importing_from.insert(12182, name(b'b'));
         assert_eq!(blocked_elsewhere(&cl, b"foo", true, false, false), None);
-        cl.slots[3300] = None;
+        cl.del_slot(3300);
         assert_eq!(blocked_elsewhere(&cl, b"b", true, false, false), Some(Refusal::Unbound));
         cl.state_ok = false;
         assert_eq!(blocked_elsewhere(&cl, b"c", false, false, false), Some(Refusal::Down));

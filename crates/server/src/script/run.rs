@@ -191,7 +191,7 @@ impl Run<'_> {
             return None;
         }
         let req = crate::redirect::Request {
-            commands: vec![(spec, argv)],
+            commands: &[(spec, argv)],
             write: false,
             pubsubshard: false,
             asking: false,
