@@ -14,6 +14,7 @@ Nodes are started on free loopback port pairs and killed by PID (tests/clusterli
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
@@ -213,8 +214,31 @@ def check_data(node, writer: Writer | None) -> None:
                 assert c.call("HEXISTS", BIG, field) == 1, field
 
 
-def test_import_under_writes(cluster):
-    a, b, _ = two_primaries(cluster)
+def start_redis_syntax(src, dst) -> callable:
+    task = dst.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1])
+    assert isinstance(task, bytes) and len(task) == 40
+    return lambda: wait_state(dst, task.decode(), "completed")
+
+
+def start_valkey_syntax(src, dst) -> callable:
+    assert src.call("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", RANGE[0], RANGE[1], "NODE",
+                    dst.myid()) == b"OK"
+
+    def done():
+        deadline = time.monotonic() + 45
+        while True:
+            jobs = [{j[i].decode(): j[i + 1] for i in range(0, len(j), 2)}
+                    for j in src.call("CLUSTER", "GETSLOTMIGRATIONS")]
+            if jobs and jobs[-1]["state"] == b"success":
+                return jobs[-1]
+            assert not jobs or jobs[-1]["state"] not in (b"failed", b"cancelled"), jobs
+            assert time.monotonic() < deadline, jobs
+            time.sleep(0.05)
+    return done
+
+
+def migrate_under_writes(cluster, replicas: bool, start) -> tuple:
+    a, b, reps = two_primaries(cluster, replicas)
     t0 = time.monotonic()
     load(a)
     loaded = time.monotonic() - t0
@@ -224,9 +248,7 @@ def test_import_under_writes(cluster):
     w.start()
     time.sleep(0.3)
     t1 = time.monotonic()
-    task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1])
-    assert isinstance(task, bytes) and len(task) == 40
-    st = wait_state(b, task.decode(), "completed")
+    st = start(a, b)()
     took = time.monotonic() - t1
     time.sleep(0.3)  # writes go on, to the new owner
     w.stop.set()
@@ -236,20 +258,155 @@ def test_import_under_writes(cluster):
     print(f"loaded in {loaded:.1f}s; migrated {HASH_FIELDS}-field hash + {SMALL_KEYS} keys in "
           f"{took:.2f}s; writes {w.n}, redirects {w.redirects}, max write latency "
           f"{w.max_latency * 1000:.0f} ms")
+    # Ownership: both nodes say B; A holds no key of the range any more.
+    cl.wait_for(lambda: owner_port(a, 0) == b.port and owner_port(b, 999) == b.port, 10, "ownership")
+    assert owner_port(a, 1000) == a.port
+    cl.wait_for(lambda: keys_in_range(a) == 0, 20, "the source to delete the moved keys")
+    assert keys_in_range(b) == expected_keys + COUNTERS
+    check_data(b, w)
+    with pytest.raises(ReplyError, match="MOVED 7 "):
+        a.call("GET", BIG)
+    return a, b, reps, st, w, expected_keys
+
+
+def test_import_under_writes(cluster):
+    a, b, _, st, _, _ = migrate_under_writes(cluster, False, start_redis_syntax)
+    task = st["id"].decode()
     # STATUS on both sides, Redis 8.4's fields.
     assert set(st) == {"id", "slots", "source", "dest", "operation", "state", "last_error",
                        "retries", "create_time", "start_time", "end_time", "write_pause_ms"}
     assert st["operation"] == b"import" and st["slots"] == b"0-999"
     assert st["source"].decode() == a.myid() and st["dest"].decode() == b.myid()
-    src = status(a, task.decode())
+    src = status(a, task)
     assert src["operation"] == b"migrate" and src["state"] == b"completed"
-    # Ownership: both nodes say B; A holds no key of the range any more.
-    cl.wait_for(lambda: owner_port(a, 0) == b.port and owner_port(b, 999) == b.port, 10, "ownership")
-    assert owner_port(a, 1000) == a.port
-    assert keys_in_range(a) == 0
-    assert keys_in_range(b) == expected_keys + COUNTERS
-    check_data(b, w)
-    with pytest.raises(ReplyError, match="MOVED 7 "):
-        a.call("GET", BIG)
     info = cl.parse_info(b.call("INFO", "cluster").decode())
     assert info["cluster_slot_migration_stats_import_completed"] == "1"
+    assert cl.parse_info(a.call("INFO", "cluster").decode())[
+        "cluster_slot_migration_stats_migrate_completed"] == "1"
+    assert b.call("CLUSTER", "MIGRATION", "CANCEL", "ID", task) == 0
+    assert len(b.call("CLUSTER", "MIGRATION", "STATUS", "ALL")) == 1
+    with pytest.raises(ReplyError, match="already owned"):
+        b.call("CLUSTER", "MIGRATION", "IMPORT", 0, 10)
+
+
+def replica_matches(primary, replica) -> bool:
+    return (replica.call("DBSIZE") == primary.call("DBSIZE")
+            and primary.info("replication").get("master_repl_offset")
+            == replica.info("replication").get("slave_repl_offset"))
+
+
+def test_import_with_replicas_keeps_them_consistent(cluster):
+    a, b, reps, _, w, expected = migrate_under_writes(cluster, True, start_redis_syntax)
+    for prim, rep in reps.items():
+        cl.wait_for(lambda p=prim, r=rep: replica_matches(p, r), 20, f"{rep} to catch up")
+    assert keys_in_range(reps[a]) == 0
+    assert keys_in_range(reps[b]) == expected + COUNTERS
+    with reps[b].conn() as c:
+        c.call("READONLY")
+        assert c.call("HLEN", BIG) == HASH_FIELDS + len(w.fields)
+        key = next(iter(w.counters))
+        assert int(c.call("GET", key)) == w.counters[key]
+
+
+def test_valkey_migrateslots(cluster):
+    a, b, _, job, _, _ = migrate_under_writes(cluster, False, start_valkey_syntax)
+    assert list(job) == ["name", "operation", "slot_ranges", "target_node", "source_node",
+                         "create_time", "last_update_time", "last_ack_time", "state",
+                         "message", "cow_size"]
+    assert job["operation"] == b"EXPORT" and job["slot_ranges"] == b"0-999"
+    assert job["target_node"].decode() == b.myid() and job["source_node"].decode() == a.myid()
+    imported = b.call("CLUSTER", "GETSLOTMIGRATIONS")[-1]
+    assert imported[3] == b"IMPORT" and imported[17] == b"success"
+    assert a.call("CLUSTER", "CANCELSLOTMIGRATIONS") == b"OK"
+    with pytest.raises(ReplyError, match="not the owner"):
+        a.call("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", 0, 10, "NODE", b.myid())
+    with pytest.raises(ReplyError, match="syntax"):
+        a.call("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", 2000, 2010)
+
+
+def wait_midway(dst) -> None:
+    """Until the destination holds some of the keys (it imports; its own slots hold none)."""
+    cl.wait_for(lambda: dst.call("DBSIZE") > 0, 20, "the import to begin", interval=0.002)
+
+
+def test_cancel_midway_leaves_the_source_owning_everything(cluster):
+    a, b, _ = two_primaries(cluster)
+    load(a)
+    expected = keys_in_range(a)
+    w = Writer([a, b])
+    w.start()
+    task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
+    wait_midway(b)
+    a.proc.send_signal(signal.SIGSTOP)
+    try:
+        assert b.call("CLUSTER", "MIGRATION", "CANCEL", "ID", task) == 1
+        assert b.call("DBSIZE") == 0
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+    assert status(b, task)["state"] == b"canceled"
+    wait_state(a, task, "failed")
+    time.sleep(0.3)
+    w.stop.set()
+    w.join(30)
+    assert not w.errors, w.errors
+    assert w.redirects["MOVED"] == 0
+    assert owner_port(a, 0) == a.port and owner_port(b, 0) == a.port
+    assert keys_in_range(a) == expected + len(w.counters)
+    assert keys_in_range(b) == 0
+    check_data(a, w)
+    # A second attempt completes.
+    again = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
+    wait_state(b, again, "completed")
+    check_data(b, w)
+
+
+def three_with_replicas(ns):
+    binary = server_binary()
+    a, b, c = ns.start(binary), ns.start(binary), ns.start(binary)
+    ra, rb = ns.start(binary), ns.start(binary)
+    cl.form_cluster([a, b, c], {ra: a, rb: b})
+    return a, b, c, ra, rb
+
+
+def owned_once(live, expected: int) -> None:
+    """Every slot of the range is owned by one live primary, which holds all `expected`
+    keys of the range, and no other live primary holds any."""
+    def settled():
+        owners = {owner_port(n, s) for n in live for s in (RANGE[0], RANGE[1])}
+        if len(owners) != 1:
+            return False
+        port = owners.pop()
+        counts = {n.port: keys_in_range(n) for n in live
+                  if n.info("replication").get("role") == "master"}
+        return counts.get(port) == expected and all(v == 0 for p, v in counts.items() if p != port)
+    cl.wait_for(settled, 40, "every key of the range owned exactly once")
+
+
+def test_destination_killed_midway(cluster):
+    a, b, c, ra, rb = three_with_replicas(cluster)
+    load(a)
+    cl.wait_for(lambda: replica_matches(a, ra), 20, "replica of the source")
+    expected = keys_in_range(a)
+    b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1])
+    wait_midway(b)
+    b.kill()
+    # B's replica takes over B's own slots, and drops what B had imported.
+    cl.wait_for(lambda: rb.info("replication").get("role") == "master", 30, "failover")
+    owned_once([a, c, rb, ra], expected)
+    assert owner_port(rb, 0) == a.port
+
+
+def test_source_killed_midway(cluster):
+    a, b, c, ra, rb = three_with_replicas(cluster)
+    load(a)
+    cl.wait_for(lambda: replica_matches(a, ra), 20, "replica of the source")
+    expected = keys_in_range(a)
+    task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
+    wait_midway(b)
+    a.kill()
+    cl.wait_for(lambda: ra.info("replication").get("role") == "master", 30, "failover")
+    # The destination starts again from the promoted replica.
+    st = wait_state(b, task, "completed", timeout=40)
+    assert st["retries"] >= 1
+    owned_once([b, c, ra, rb], expected)
+    assert owner_port(ra, 0) == b.port

@@ -347,7 +347,9 @@ fn finish_export(srv: &mut Server, id: &str, now: u64) {
     if let Some(cl) = srv.cluster.as_deref_mut() {
         cl.give_migrated_slots(&slots, &dest);
     }
-    drop_slots(srv, &slots);
+    // Their keys go a few thousand a turn (`trim_step`): they are not
+    // served here any more, and deleting a million at once would stall.
+    srv.migrations.trim = true;
     srv.migrations.unpause(&slots);
     srv.config.log.notice(&format!("Slot migration {id}: the destination owns the slots; their keys are deleted here"));
     detach_if_idle(srv);
@@ -393,6 +395,7 @@ fn slot_of(table: &CommandMap, argv: &[Vec<u8>]) -> Option<Option<u16>> {
 /// is short, then, caught up, the hand-off. A destination's task whose
 /// connection dropped connects again (net.rs).
 pub fn after_turn(srv: &mut Server, table: &CommandMap) {
+    trim_step(srv);
     let exporting = srv.migrations.tasks.iter().any(|t| t.op == Op::Migrate && !t.state.is_final());
     if !exporting {
         return;
@@ -536,18 +539,28 @@ pub fn cancel(srv: &mut Server, id: Option<&str>) -> usize {
 /// clients, a `del` event, DEL to replicas and the AOF), as Redis's
 /// delKeysInSlot: a slot that moved away, an import dropped.
 pub fn drop_slots(srv: &mut Server, slots: &[u16]) {
-    let now = srv.unix_ms_at(Instant::now());
     for &slot in slots {
-        let n = srv.dbs[0].count_keys_in_slot(slot) as usize;
-        if n == 0 {
+        drop_keys(srv, slot, usize::MAX);
+    }
+}
+
+/// Deletes up to `max` keys of `slot` as `drop_slots` does; returns how
+/// many were there to delete (at most `max`).
+fn drop_keys(srv: &mut Server, slot: u16, max: usize) -> usize {
+    let now = srv.unix_ms_at(Instant::now());
+    let n = (srv.dbs[0].count_keys_in_slot(slot) as usize).min(max);
+    if n == 0 {
+        return 0;
+    }
+    for key in srv.dbs[0].keys_in_slot(slot, n) {
+        let Some(v) = srv.dbs[0].remove(&key, now) else {
+            srv.expired_keys += srv.dbs[0].take_lazy_expired();
+            crate::publish::flush_db_log(srv, None, 0);
             continue;
-        }
-        for key in srv.dbs[0].keys_in_slot(slot, n) {
-            if srv.dbs[0].remove(&key, now).is_none() {
-                srv.expired_keys += srv.dbs[0].take_lazy_expired();
-                crate::publish::flush_db_log(srv, None, 0);
-                continue;
-            }
+        };
+        // A big value is freed on the freeing thread, as UNLINK frees it.
+        crate::lazyfree::drop_value(&srv.lazyfree, v);
+        {
             srv.dirty += 1;
             srv.touch_watched_all(0, &key);
             srv.blocking.signal(0, &key);
@@ -560,6 +573,44 @@ pub fn drop_slots(srv: &mut Server, slots: &[u16]) {
             }
         }
     }
+    n
+}
+
+/// Keys a primary deletes per turn from slots it holds keys of but no
+/// longer owns.
+const TRIM_STEP: usize = 2000;
+
+/// Active trimming: a primary deletes, a few thousand keys a turn, the
+/// keys of slots another node owns (a source after its slots left, or a
+/// destination's replica promoted after an import it never finished),
+/// except slots being imported (legacy IMPORTING or a running task) or
+/// migrated. Returns true while there is more to delete.
+pub fn trim_step(srv: &mut Server) -> bool {
+    if !srv.migrations.trim {
+        return false;
+    }
+    let Some(cluster) = srv.cluster.as_deref() else { return false };
+    if cluster.is_replica() || srv.repl.is_replica() {
+        srv.migrations.trim = false;
+        return false;
+    }
+    let me = cluster.myself;
+    let foreign: Vec<u16> = srv.dbs[0]
+        .slot_counts_nonzero()
+        .map(|(s, _)| s)
+        .filter(|&s| {
+            cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none()
+        })
+        .collect();
+    let mut budget = TRIM_STEP;
+    for s in foreign {
+        if budget == 0 {
+            return true;
+        }
+        budget -= drop_keys(srv, s, budget);
+    }
+    srv.migrations.trim = budget == 0;
+    srv.migrations.trim
 }
 
 /// INFO's fields of atomic slot migration (Redis 8.4's names).
@@ -574,4 +625,133 @@ pub fn info(srv: &Server) -> String {
         count(Op::Migrate, &[TaskState::Completed]),
         count(Op::Migrate, &[TaskState::Failed, TaskState::Canceled]),
     )
+}
+
+/// Every cron tick: whether some slot this primary holds keys of belongs
+/// to another node now (a failover, an import that never finished), so
+/// that `trim_step` deletes them.
+pub fn cron(srv: &mut Server) {
+    let Some(cluster) = srv.cluster.as_deref() else { return };
+    if srv.migrations.trim || cluster.is_replica() || srv.repl.is_replica() {
+        return;
+    }
+    let me = cluster.myself;
+    srv.migrations.trim = srv.dbs[0].slot_counts_nonzero().any(|(s, _)| cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none());
+}
+
+/// CLUSTER MIGRATESLOTS SLOTSRANGE a b [a b ...] NODE id [SLOTSRANGE ...
+/// NODE id ...] (Valkey 9, on the source): checks every job, then asks
+/// each destination, on a connection of a helper thread (which touches
+/// nothing of the server), to import them as CLUSTER MIGRATION IMPORT
+/// does; the destination connects back and the job runs as any other.
+///
+/// Errors: a syntax error, an unknown or replica target, a slot this node
+/// does not own or already migrates; then no job starts.
+pub fn migrate_slots(srv: &mut Server, args: &[Vec<u8>]) -> Result<(), CmdError> {
+    let Some(cluster) = srv.cluster.as_deref() else { return Err(CmdError::err("This instance has cluster support disabled")) };
+    let me = cluster.myself;
+    let mut jobs: Vec<(crate::cluster::NodeName, Vec<(u16, u16)>)> = Vec::new();
+    let mut i = 0;
+    let mut seen = vec![false; crate::cluster::SLOTS];
+    while i < args.len() {
+        if !args[i].eq_ignore_ascii_case(b"slotsrange") {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+        let start = i;
+        while i < args.len() && !args[i].eq_ignore_ascii_case(b"node") {
+            i += 1;
+        }
+        if i + 1 >= args.len() {
+            return Err(CmdError::Syntax);
+        }
+        let ranges = parse_ranges(&args[start..i])?;
+        let target = cluster.lookup(&args[i + 1]).ok_or_else(|| CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(&args[i + 1]))))?;
+        if target == me {
+            return Err(CmdError::err("Target node is this node"));
+        }
+        if cluster.nodes.get(&target).is_some_and(|n| n.is_replica()) {
+            return Err(CmdError::err("Target node is not a primary"));
+        }
+        for &(a, b) in &ranges {
+            for s in a..=b {
+                if cluster.slots[s as usize] != Some(me) {
+                    return Err(CmdError::err(format!("I'm not the owner of hash slot {s}")));
+                }
+                if seen[s as usize] || srv.migrations.running_with_slot(s).is_some() {
+                    return Err(CmdError::err(format!("Slot {s} is already being migrated")));
+                }
+                seen[s as usize] = true;
+            }
+        }
+        jobs.push((target, ranges));
+        i += 2;
+    }
+    if jobs.is_empty() {
+        return Err(CmdError::Syntax);
+    }
+    let pass = srv.config.get("masterauth").unwrap_or("").to_string();
+    let user = srv.config.get("masteruser").unwrap_or("").to_string();
+    for (target, ranges) in jobs {
+        let Some((host, port)) = cluster.client_addr(&target) else { return Err(CmdError::err("The target node's address is not known")) };
+        let mut req = Vec::new();
+        if !pass.is_empty() {
+            let mut a = vec![b"AUTH".to_vec()];
+            if !user.is_empty() {
+                a.push(user.clone().into_bytes());
+            }
+            a.push(pass.clone().into_bytes());
+            crate::repl::encode(&a, &mut req);
+        }
+        let mut argv = vec![b"CLUSTER".to_vec(), b"MIGRATION".to_vec(), b"IMPORT".to_vec()];
+        for (a, b) in ranges {
+            argv.push(a.to_string().into_bytes());
+            argv.push(b.to_string().into_bytes());
+        }
+        crate::repl::encode(&argv, &mut req);
+        let log = srv.config.log.clone();
+        std::thread::spawn(move || ask_import(&host, port, &req, &log));
+    }
+    Ok(())
+}
+
+/// The helper thread's errand: one request to a destination, its reply
+/// line logged when it is an error.
+fn ask_import(host: &str, port: u16, req: &[u8], log: &crate::log::Log) {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(5);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port)).ok().and_then(|mut a| a.next());
+    let Some(mut s) = addr.and_then(|a| std::net::TcpStream::connect_timeout(&a, timeout).ok()) else {
+        log.warning(&format!("Slot migration: could not connect to the target {host}:{port}"));
+        return;
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    if s.write_all(req).is_err() {
+        return;
+    }
+    let want = 1 + usize::from(req.starts_with(b"*2\r\n$4\r\nAUTH") || req.starts_with(b"*3\r\n$4\r\nAUTH"));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while replies(&got) < want {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    if let Some(line) = got.split(|&b| b == b'\n').find(|l| l.starts_with(b"-")) {
+        log.warning(&format!("Slot migration: the target {host}:{port} refused: {}", String::from_utf8_lossy(line).trim_end()));
+    }
+}
+
+/// How many whole replies (simple lines, or bulk strings) `buf` holds.
+fn replies(buf: &[u8]) -> usize {
+    let mut n = 0;
+    let mut lines = buf.split(|&b| b == b'\n').filter(|l| l.ends_with(b"\r"));
+    while let Some(l) = lines.next() {
+        if l.starts_with(b"$") && !l.starts_with(b"$-1") && lines.next().is_none() {
+            break;
+        }
+        n += 1;
+    }
+    n
 }

@@ -344,6 +344,7 @@ impl EventLoop {
                 crate::replication::cron(srv, &mut self.shell);
                 self.poll_link(srv);
                 crate::replication::after_turn(srv);
+                crate::migration::cron(srv);
                 self.connect_imports(srv);
                 self.close_marked(srv, None);
                 crate::cron::update_hz(srv);

@@ -157,6 +157,8 @@ pub struct Migrations {
     pub paused: Vec<u16>,
     /// A pause just ended: the event loop runs the held clients again.
     pub unpaused: bool,
+    /// Keys of slots owned elsewhere wait to be deleted (`trim_step`).
+    pub trim: bool,
     /// Draws for task ids.
     pub counter: u64,
     /// Writes the source collected this turn (the write stream's consumer
@@ -170,7 +172,7 @@ const KEEP_ENDED: usize = 32;
 impl Migrations {
     /// True while some task has work for the event loop.
     pub fn busy(&self) -> bool {
-        self.tasks.iter().any(|t| t.op == Op::Migrate && t.state == TaskState::Syncing)
+        self.trim || self.tasks.iter().any(|t| t.op == Op::Migrate && t.state == TaskState::Syncing)
     }
 
     /// True if a task is running (not ended).

@@ -30,9 +30,10 @@ fn cluster() -> Spec {
     let st = STALE;
     let adm = ADMIN | STALE;
     type Row = (&'static str, i32, u32, &'static str, &'static str, crate::command::Handler);
-    let rows: [Row; 31] = [
+    let rows: [Row; 34] = [
         ("addslots", -3, adm, "Assigns new hash slots to a node.", "3.0.0", addslots),
         ("addslotsrange", -4, adm, "Assigns new hash slot ranges to a node.", "7.0.0", addslotsrange),
+        ("cancelslotmigrations", 2, adm, "Cancel all current ongoing slot migration operations.", "9.0.0", cancelslotmigrations),
         ("bumpepoch", 2, adm, "Advances the cluster config epoch.", "3.0.0", bumpepoch),
         ("count-failure-reports", 3, adm, "Returns the number of active failure reports active for a node.", "3.0.0", count_failure_reports),
         ("countkeysinslot", 3, st, "Returns the number of keys in a hash slot.", "3.0.0", countkeysinslot),
@@ -41,12 +42,14 @@ fn cluster() -> Spec {
         ("failover", -2, adm, "Forces a replica to perform a manual failover of its master.", "3.0.0", failover),
         ("flushslots", 2, adm, "Deletes all slots information from a node.", "3.0.0", flushslots),
         ("forget", 3, adm, "Removes a node from the nodes table.", "3.0.0", forget),
+        ("getslotmigrations", 2, adm, "Get the status of ongoing and recently finished slot import and export operations.", "9.0.0", getslotmigrations),
         ("getkeysinslot", 4, st, "Returns the key names in a hash slot.", "3.0.0", getkeysinslot),
         ("help", 2, LOADING | st, "Returns helpful text about the different subcommands.", "5.0.0", help),
         ("info", 2, st, "Returns information about the state of a node.", "3.0.0", info),
         ("keyslot", 3, st, "Returns the hash slot for a key.", "3.0.0", keyslot),
         ("links", 2, st, "Returns a list of all TCP links to and from peer nodes.", "7.0.0", links),
         ("meet", -4, adm, "Forces a node to handshake with another node.", "3.0.0", meet),
+        ("migrateslots", -5, adm, "Migrate the given slots from this node to the specified node.", "9.0.0", migrateslots),
         ("migration", -4, adm, "Start, monitor, and cancel atomic slot migration tasks.", "8.4.0", migration),
         ("myid", 2, st, "Returns the ID of a node.", "3.0.0", myid),
         ("myshardid", 2, st, "Returns the shard ID of a node.", "7.2.0", myshardid),
@@ -790,4 +793,62 @@ fn syncslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         }
         _ => Err(sub_syntax(args)),
     }
+}
+
+/// CLUSTER MIGRATESLOTS SLOTSRANGE start end [start end ...] NODE id [...]
+/// (Valkey 9, on the source): +OK once every job is asked for.
+fn migrateslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    state(ctx)?;
+    crate::migration::migrate_slots(ctx.srv, &args[2..])?;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// CLUSTER CANCELSLOTMIGRATIONS (Valkey 9): cancels every running job.
+fn cancelslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    state(ctx)?;
+    crate::migration::cancel(ctx.srv, None);
+    ctx.out().ok();
+    Ok(())
+}
+
+/// CLUSTER GETSLOTMIGRATIONS (Valkey 9): one map per job, Valkey's fields
+/// (times in Unix seconds; cow_size is 0: nothing is forked).
+fn getslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    use crate::cluster::migrate::{Op, TaskState};
+    state(ctx)?;
+    let tasks: Vec<crate::cluster::migrate::Task> = ctx.srv.migrations.tasks.clone();
+    let out = ctx.out();
+    out.array(tasks.len());
+    for t in &tasks {
+        out.map(11);
+        out.bulk(b"name");
+        out.bulk(t.id.as_bytes());
+        out.bulk(b"operation");
+        out.bulk(if t.op == Op::Import { b"IMPORT" } else { b"EXPORT" });
+        out.bulk(b"slot_ranges");
+        out.bulk(t.slots_text().as_bytes());
+        out.bulk(b"target_node");
+        out.bulk(cluster::name_string(&t.dest).as_bytes());
+        out.bulk(b"source_node");
+        out.bulk(cluster::name_string(&t.source).as_bytes());
+        out.bulk(b"create_time");
+        out.int((t.create_time / 1000) as i64);
+        out.bulk(b"last_update_time");
+        out.int((t.end_time.max(t.start_time) / 1000) as i64);
+        out.bulk(b"last_ack_time");
+        out.int((t.end_time.max(t.start_time) / 1000) as i64);
+        out.bulk(b"state");
+        out.bulk(match t.state {
+            TaskState::Completed => b"success".as_slice(),
+            TaskState::Failed => b"failed",
+            TaskState::Canceled => b"cancelled",
+            s => s.name().as_bytes(),
+        });
+        out.bulk(b"message");
+        out.bulk(t.last_error.as_bytes());
+        out.bulk(b"cow_size");
+        out.int(0);
+    }
+    Ok(())
 }
