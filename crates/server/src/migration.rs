@@ -26,11 +26,12 @@ use crate::feed::Sink;
 use crate::server::Server;
 
 /// What a source adds to one destination's output per turn, at most.
-const STEP_BYTES: usize = 4 << 20;
+const STEP_BYTES: usize = 256 << 10;
 /// A source does not add keys while this much is still unsent.
 const OUTPUT_HIGH: usize = 16 << 20;
-/// The destination is caught up when less than this is unsent to it.
-const CAUGHT_UP: usize = 64 << 10;
+/// The destination is caught up when less than this is sent to it and not
+/// yet applied there.
+const CAUGHT_UP: u64 = 64 << 10;
 /// The name of the write stream's consumer that collects writes to
 /// forward.
 const SINK: &str = "slot-migration";
@@ -218,9 +219,20 @@ pub fn apply_from_source(srv: &mut Server, host: &mut dyn Host, c: &mut Client, 
         srv.sweep_clients = true;
         return true;
     }
-    if argv.len() >= 4 && first.eq_ignore_ascii_case(b"cluster") && argv[1].eq_ignore_ascii_case(b"syncslots") && argv[2].eq_ignore_ascii_case(b"handoff") {
-        take_ownership(srv, c, &String::from_utf8_lossy(&argv[3]));
-        return true;
+    if argv.len() >= 4 && first.eq_ignore_ascii_case(b"cluster") && argv[1].eq_ignore_ascii_case(b"syncslots") {
+        if argv[2].eq_ignore_ascii_case(b"handoff") {
+            take_ownership(srv, c, &String::from_utf8_lossy(&argv[3]));
+            return true;
+        }
+        if argv[2].eq_ignore_ascii_case(b"ackme") {
+            // Everything before the mark is applied: say so (the source
+            // hands off once the lag is small).
+            let mut ack = Vec::new();
+            crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"ACK".to_vec(), argv[3].clone()], &mut ack);
+            c.reply.raw(&ack);
+            srv.woken.push(c.id);
+            return true;
+        }
     }
     let mark = c.reply.buf.len();
     let ran = crate::dispatch::call(srv, host, c, argv);
@@ -321,6 +333,14 @@ pub fn sync_start(srv: &mut Server, c: &mut Client, args: &[Vec<u8>]) -> Result<
         srv.feed.attach(Box::new(Collect(srv.migrations.queue.clone())));
     }
     Ok(())
+}
+
+/// CLUSTER SYNCSLOTS ACK bytes, from the destination on client `c`: it
+/// applied that much of the stream.
+pub fn sync_ack(srv: &mut Server, c: &Client, bytes: u64) {
+    if let Some(t) = srv.migrations.by_client(c.id) {
+        t.acked_bytes = t.acked_bytes.max(bytes);
+    }
 }
 
 /// CLUSTER SYNCSLOTS DONE id, from the destination on client `c`: it owns
@@ -432,6 +452,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     };
     let t = srv.migrations.get_mut(id).expect("found above");
     let mut fail = None;
+    let before = c.reply.buf.len();
     // 1. This turn's writes to slots already sent, in order.
     for argv in forwarded {
         match slot_of(table, argv) {
@@ -464,8 +485,17 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
                 t.keys += 1;
             }
         }
+    }
+    // A mark after this turn's bytes: the destination's answer tells how
+    // far it applied.
+    let added = c.reply.buf.len().saturating_sub(before) as u64;
+    if added > 0 {
+        t.sent_bytes += added;
+        crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"ACKME".to_vec(), t.sent_bytes.to_string().into_bytes()], &mut c.reply.buf);
+    }
+    if t.state == TaskState::Syncing && fail.is_none() {
         // 3. Caught up: hold the slots' commands and hand off.
-        if t.next == t.slots.len() && c.pending_out() < CAUGHT_UP {
+        if t.next == t.slots.len() && t.sent_bytes.saturating_sub(t.acked_bytes) < CAUGHT_UP {
             t.state = TaskState::Handoff;
             t.since_ms = now;
             let slots = t.slots.clone();

@@ -84,6 +84,11 @@ pub struct Task {
     pub sent: Vec<bool>,
     /// Keys sent (source) or applied (destination) so far.
     pub keys: u64,
+    /// Source: bytes of keys and writes sent, and the most the destination
+    /// said it applied (its answers to the marks sent after each turn's
+    /// bytes): the lag the hand-off waits to fall.
+    pub sent_bytes: u64,
+    pub acked_bytes: u64,
     /// Unix ms: the source's pause began (Handoff), or the destination may
     /// connect again (Connecting after a loss).
     pub since_ms: u64,
@@ -122,6 +127,8 @@ impl Task {
             next: 0,
             sent,
             keys: 0,
+            sent_bytes: 0,
+            acked_bytes: 0,
             since_ms: 0,
         }
     }

@@ -773,7 +773,8 @@ fn migration_status(ctx: &mut Ctx, id: Option<&str>) {
     }
 }
 
-/// CLUSTER SYNCSLOTS START id dest-id start end [start end ...] | DONE id:
+/// CLUSTER SYNCSLOTS START id dest-id start end [start end ...] | ACK
+/// bytes | DONE id:
 /// the internal half of atomic slot migration, sent by a destination on
 /// the connection it opened to the source.
 fn syncslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
@@ -783,6 +784,12 @@ fn syncslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         b"start" => {
             crate::migration::sync_start(ctx.srv, ctx.client, &args[3..])?;
             ctx.out().ok();
+            Ok(())
+        }
+        b"ack" if args.len() == 4 => {
+            let n = std::str::from_utf8(&args[3]).ok().and_then(|v| v.parse().ok()).ok_or(CmdError::Syntax)?;
+            crate::migration::sync_ack(ctx.srv, ctx.client, n);
+            // No reply: the destination's connection carries the stream.
             Ok(())
         }
         b"done" if args.len() == 4 => {
