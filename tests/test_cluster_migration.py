@@ -66,6 +66,8 @@ def small_key(i: int) -> str:
 
 
 BIG = "{%s}big" % cl.tag_for_slot(7)
+# Big enough to go in pieces, with a TTL and field TTLs that must arrive too.
+BIG2 = "{%s}big2" % cl.tag_for_slot(8)
 
 
 def load(node) -> None:
@@ -78,6 +80,10 @@ def load(node) -> None:
             args += [f"f{j}", f"v{j}"]
         cmds.append(args)
     pipeline(node, cmds, batch=4)
+    args = ["HSET", BIG2]
+    for j in range(10000):
+        args += [f"f{j}", f"v{j}"]
+    pipeline(node, [args, ["EXPIRE", BIG2, 3600], ["HEXPIRE", BIG2, 3600, "FIELDS", 1, "f0"]])
     cmds = []
     for i in range(SMALL_KEYS):
         if i % 10 == 0:
@@ -206,6 +212,9 @@ def check_data(node, writer: Writer | None) -> None:
             for i, v in zip(range(f, f + len(keys)), vals):
                 assert v == f"val{i}".encode(), (small_key(i), v)
         assert c.call("TTL", small_key(0)) > 3000
+        assert c.call("HLEN", BIG2) == 10000 and c.call("TTL", BIG2) > 3000
+        assert c.call("HTTL", BIG2, "FIELDS", 2, "f0", "f1")[0] > 3000
+        assert c.call("HTTL", BIG2, "FIELDS", 2, "f0", "f1")[1] == -1
         assert c.call("TTL", small_key(1)) == -1
         if writer:
             for key, v in writer.counters.items():
@@ -243,7 +252,7 @@ def migrate_under_writes(cluster, replicas: bool, start) -> tuple:
     load(a)
     loaded = time.monotonic() - t0
     expected_keys = keys_in_range(a)
-    assert expected_keys == SMALL_KEYS + 1
+    assert expected_keys == SMALL_KEYS + 2
     w = Writer([a, b])
     w.start()
     time.sleep(0.3)

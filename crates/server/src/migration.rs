@@ -24,6 +24,7 @@ use crate::command::{CmdError, CommandMap, Host};
 use crate::exec::{self, Lookup};
 use crate::feed::Sink;
 use crate::server::Server;
+use storage::ValueRef;
 
 /// What a source adds to one destination's output per turn, at most.
 const STEP_BYTES: usize = 256 << 10;
@@ -32,6 +33,18 @@ const OUTPUT_HIGH: usize = 16 << 20;
 /// The destination is caught up when less than this is sent to it and not
 /// yet applied there.
 const CAUGHT_UP: u64 = 64 << 10;
+/// A hash with more fields than this is sent in pieces of `PIECE` fields
+/// (HSET), across turns, instead of one RESTORE.
+const BIG_FIELDS: usize = 8192;
+const PIECE: usize = 1024;
+/// Commands that change only the fields or the TTL they name: forwarded as
+/// they are to a hash sent in pieces (its fields not sent yet come later
+/// with their values then). Any other command on such a key sends the
+/// keys it touches whole instead.
+const FIELD_WISE: &[&[u8]] = &[
+    b"hset", b"hmset", b"hsetnx", b"hdel", b"hincrby", b"hincrbyfloat", b"hexpire", b"hpexpire", b"hexpireat", b"hpexpireat", b"hpersist",
+    b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"del", b"unlink",
+];
 /// The name of the write stream's consumer that collects writes to
 /// forward.
 const SINK: &str = "slot-migration";
@@ -456,7 +469,23 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     // 1. This turn's writes to slots already sent, in order.
     for argv in forwarded {
         match slot_of(table, argv) {
-            Some(Some(s)) if t.has_slot(s) && t.sent[s as usize] => crate::repl::encode(argv, &mut c.reply.buf),
+            Some(Some(s)) if t.has_slot(s) && t.sent[s as usize] => {
+                if t.big.is_empty() || FIELD_WISE.contains(&argv[0].to_ascii_lowercase().as_slice()) {
+                    crate::repl::encode(argv, &mut c.reply.buf);
+                } else {
+                    let keys = keys_of(table, argv);
+                    if keys.iter().any(|k| t.big.iter().any(|(b, _, _)| b == k)) {
+                        // The keys as they are now replace what the
+                        // destination has; their pieces stop.
+                        t.big.retain(|(b, _, _)| !keys.contains(b));
+                        for k in &keys {
+                            send_whole(&mut srv.dbs[0], k, now as i64, &mut c.reply.buf);
+                        }
+                    } else {
+                        crate::repl::encode(argv, &mut c.reply.buf);
+                    }
+                }
+            }
             Some(None) => {
                 let name = argv[0].to_ascii_lowercase();
                 if name == b"flushall" || name == b"flushdb" {
@@ -466,11 +495,15 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
             _ => {}
         }
     }
-    // 2. More keys, whole slots at a time, while the output is short.
+    // 2. More keys, whole slots at a time, while the output is short;
+    // first the pieces of a big hash in progress.
     if t.state == TaskState::Syncing && fail.is_none() {
         let start = c.reply.buf.len();
         let db = &mut srv.dbs[0];
-        while t.next < t.slots.len() && c.reply.buf.len() - start < STEP_BYTES && c.pending_out() < OUTPUT_HIGH {
+        while !t.big.is_empty() && c.reply.buf.len() - start < STEP_BYTES && c.pending_out() < OUTPUT_HIGH {
+            send_piece(db, &mut t.big, now as i64, &mut c.reply.buf);
+        }
+        while t.big.is_empty() && t.next < t.slots.len() && c.reply.buf.len() - start < STEP_BYTES && c.pending_out() < OUTPUT_HIGH {
             let slot = t.slots[t.next];
             t.next += 1;
             t.sent[slot as usize] = true;
@@ -479,6 +512,14 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
                 continue;
             }
             for key in db.keys_in_slot(slot, n) {
+                if matches!(db.get(&key, now as i64), Some(ValueRef::Hash(h)) if h.len() > BIG_FIELDS) {
+                    // Whatever the destination had under the name goes;
+                    // the fields follow in pieces.
+                    crate::repl::encode(&[b"DEL".as_slice(), &key], &mut c.reply.buf);
+                    t.big.push((key, 0, 0));
+                    t.keys += 1;
+                    continue;
+                }
                 let Some(expire) = db.expire_of(&key, now as i64) else { continue };
                 let Some(payload) = db.get(&key, now as i64).map(|v| storage::rdb::dump_payload(v, now as i64)) else { continue };
                 crate::aofcore::reader::encode_restore(&key, &payload, expire, &mut c.reply.buf);
@@ -495,7 +536,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     }
     if t.state == TaskState::Syncing && fail.is_none() {
         // 3. Caught up: hold the slots' commands and hand off.
-        if t.next == t.slots.len() && t.sent_bytes.saturating_sub(t.acked_bytes) < CAUGHT_UP {
+        if t.next == t.slots.len() && t.big.is_empty() && t.sent_bytes.saturating_sub(t.acked_bytes) < CAUGHT_UP {
             t.state = TaskState::Handoff;
             t.since_ms = now;
             let slots = t.slots.clone();
@@ -511,6 +552,67 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
             srv.sweep_clients = true;
         }
         fail_export(srv, id, why);
+    }
+}
+
+/// The keys `argv` names.
+fn keys_of(table: &CommandMap, argv: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let Lookup::Found(spec) = exec::lookup(table, argv) else { return Vec::new() };
+    spec.find_keys(argv).iter().filter_map(|&(i, _)| argv.get(i).cloned()).collect()
+}
+
+/// `key` as it is now, whole: RESTORE ... REPLACE, or DEL when absent.
+fn send_whole(db: &mut storage::Db, key: &[u8], now: i64, out: &mut Vec<u8>) {
+    let expire = db.expire_of(key, now);
+    match (expire, db.get(key, now).map(|v| storage::rdb::dump_payload(v, now))) {
+        (Some(expire), Some(payload)) => crate::aofcore::reader::encode_restore(key, &payload, expire, out),
+        _ => crate::repl::encode(&[b"DEL".as_slice(), key], out),
+    }
+}
+
+/// The next piece of the first big hash in `big`: up to `PIECE` fields as
+/// HSET (HPEXPIREAT for fields with a TTL), the key's TTL after the first
+/// piece; the hash leaves the queue when its scan ends, or when the key is
+/// no longer a hash (what became of it went as forwarded writes).
+fn send_piece(db: &mut storage::Db, big: &mut Vec<(Vec<u8>, u64, u64)>, now: i64, out: &mut Vec<u8>) {
+    let (key, cursor, pieces) = big[0].clone();
+    let expire = db.expire_of(&key, now);
+    let Some(ValueRef::Hash(h)) = db.get(&key, now) else {
+        big.remove(0);
+        return;
+    };
+    let mut argv: Vec<Vec<u8>> = vec![b"HSET".to_vec(), key.clone()];
+    let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
+    let mut next = cursor;
+    while argv.len() < 2 + 2 * PIECE {
+        next = h.scan(next, PIECE, now, |f, v| {
+            argv.push(f.to_vec());
+            argv.push(v.to_vec());
+        });
+        if next == 0 {
+            break;
+        }
+    }
+    for f in argv[2..].iter().step_by(2) {
+        if let Some(Some(d)) = h.expire_of(f, now) {
+            ttls.push((f.clone(), d));
+        }
+    }
+    if argv.len() > 2 {
+        crate::repl::encode(&argv, out);
+    }
+    for (f, d) in ttls {
+        crate::repl::encode(&[b"HPEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes(), b"FIELDS".to_vec(), b"1".to_vec(), f], out);
+    }
+    if pieces == 0 {
+        if let Some(Some(d)) = expire {
+            crate::repl::encode(&[b"PEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes()], out);
+        }
+    }
+    if next == 0 {
+        big.remove(0);
+    } else {
+        big[0] = (key, next, pieces + 1);
     }
 }
 

@@ -89,6 +89,9 @@ pub struct Task {
     /// bytes): the lag the hand-off waits to fall.
     pub sent_bytes: u64,
     pub acked_bytes: u64,
+    /// Source: big hashes being sent in pieces, the first in progress:
+    /// (key, scan cursor, pieces sent so far).
+    pub big: Vec<(Vec<u8>, u64, u64)>,
     /// Unix ms: the source's pause began (Handoff), or the destination may
     /// connect again (Connecting after a loss).
     pub since_ms: u64,
@@ -129,6 +132,7 @@ impl Task {
             keys: 0,
             sent_bytes: 0,
             acked_bytes: 0,
+            big: Vec::new(),
             since_ms: 0,
         }
     }
