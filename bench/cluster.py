@@ -6,6 +6,7 @@ stopped by its PID at the end.
 
   bench/cluster.py memory     [-n N] [--workload sessions|intkeys|all] [--settle S]
   bench/cluster.py reshard    [-n N] [--slots 8192] [--cluster-pipeline 10]
+  bench/cluster.py asm        [-n N] [--slots 8192] [--cluster-pipeline 10]
   bench/cluster.py throughput [-n N] [--tests set,get] [--clients 50] [--pipeline 1,16]
                               [--keyspace 100000] [--rounds R]
   bench/cluster.py failover   [--node-timeout 5000] [--keys 100000] [--rounds 3]
@@ -23,6 +24,10 @@ reshard     a primary holding all slots and N keys (`SET key:<n> <n>`, default
             of random loaded keys one at a time, following MOVED/ASK, and records every
             request's round trip: the largest one (the stall), p99, and the largest in
             2 s of probing before the reshard (the machine's own noise)
+asm         the same set-up and probe: densekv moves slots 0..--slots-1 to the new
+            primary with atomic slot migration (CLUSTER MIGRATION IMPORT on it, timed
+            until both sides say completed), Redis 7.0 with the legacy `redis-cli
+            --cluster reshard` of the same slots and data; time and stall side by side
 throughput  `redis-benchmark --cluster -t set,get` (-n, -c, -P, -r) against a cluster
             of three primaries (slots split evenly, formed with CLUSTER ADDSLOTSRANGE
             and MEET); requests/s per test and depth, densekv/redis
@@ -285,6 +290,84 @@ def reshard_run(args, name: str, binary: str, n: int) -> dict:
         ns.cleanup()
 
 
+def asm_run(args, binary: str, n: int) -> dict:
+    ns = cl.NodeSet(prefix="bench-cluster-asm-")
+    try:
+        a = ns.start(binary, kind="densekv", node_timeout_ms=args.node_timeout)
+        one_node_cluster(a)
+        load_secs = load(a.port, "intkeys", n)
+        check_keys([a], n)
+        b = ns.start(binary, kind="densekv", node_timeout_ms=args.node_timeout)
+        b.call("CLUSTER", "MEET", HOST, a.port)
+        cl.wait_cluster_ok([a, b], timeout=120)
+
+        probe = Probe([a.port, b.port], n)
+        probe.start()
+        time.sleep(2.0)
+        idle = probe.take()
+        t0 = time.perf_counter()
+        task = b.call("CLUSTER", "MIGRATION", "IMPORT", 0, args.slots - 1).decode()
+
+        def state(node):
+            got = node.call("CLUSTER", "MIGRATION", "STATUS", "ID", task)
+            if not got:  # the source hears of it when the destination connects
+                return {b"state": b"pending", b"write_pause_ms": b"0"}
+            return dict(zip(got[0][::2], got[0][1::2]))
+        while True:
+            sd, ss = state(b), state(a)
+            if sd[b"state"] == b"completed" and ss[b"state"] == b"completed":
+                break
+            if b"failed" in (sd[b"state"], ss[b"state"]) or time.perf_counter() - t0 > args.timeout:
+                raise RuntimeError(f"asm: {sd} {ss}")
+            time.sleep(0.01)
+        secs = time.perf_counter() - t0
+        # The source deletes what left a few thousand keys a turn, after the
+        # switch: counted apart (the data is served by the new owner by then).
+        while a.call("DBSIZE") > n - b.call("DBSIZE"):
+            time.sleep(0.01)
+        trim = time.perf_counter() - t0 - secs
+        busy = probe.take()
+        probe.stop_flag.set()
+        probe.join(120)
+        if probe.errors:
+            raise RuntimeError(f"asm: probe failed: {probe.errors[0]}")
+        cl.wait_cluster_ok([a, b], timeout=120)
+        moved = b.call("DBSIZE")
+        check_keys([a, b], n)
+        return {"load": load_secs, "secs": secs, "trim": trim, "moved": moved,
+                "requests": len(busy), "max": max(busy, default=float("nan")),
+                "p99": pct(busy, 0.99), "idle_max": max(idle, default=float("nan")),
+                "ask": probe.redirects["ASK"], "moved_redirects": probe.redirects["MOVED"],
+                "write_pause_ms": int(ss[b"write_pause_ms"])}
+    finally:
+        ns.cleanup()
+
+
+def cmd_asm(args) -> None:
+    header("densekv atomic slot migration vs redis legacy reshard, under a GET/SET probe", args)
+    n = args.n or 5_000_000
+    d = asm_run(args, args.densekv_bin, n)
+    r = reshard_run(args, "redis", args.redis_bin, n)
+    print(f"## move {args.slots:,} of 16,384 slots to a new primary, N={n:,} keys "
+          f"`SET key:<n> <n>`; redis-cli --cluster-pipeline {args.cluster_pipeline}\n")
+    rows = [["densekv (CLUSTER MIGRATION)", f"{d['secs']:.2f}", f"{d['moved']:,}",
+             f"{d['moved'] / d['secs']:,.0f}", f"{d['requests']:,}", f"{d['max'] * 1000:.1f}",
+             f"{d['p99'] * 1000:.2f}", f"{d['idle_max'] * 1000:.1f}", f"{d['ask']:,}",
+             f"{d['moved_redirects']:,}"],
+            ["redis (redis-cli reshard)", f"{r['secs']:.2f}", f"{r['moved']:,}",
+             f"{r['moved'] / r['secs']:,.0f}", f"{r['requests']:,}", f"{r['max'] * 1000:.1f}",
+             f"{r['p99'] * 1000:.2f}", f"{r['idle_max'] * 1000:.1f}", f"{r['ask']:,}",
+             f"{r['moved_redirects']:,}"],
+            ["densekv/redis", ratio(d["secs"], r["secs"]), "", "", "", ratio(d["max"], r["max"]),
+             ratio(d["p99"], r["p99"]), "", "", ""]]
+    table(["server", "move s", "keys moved", "keys/s", "probe requests", "stall (max) ms",
+           "p99 ms", "idle max ms", "ASK", "MOVED"], rows)
+    print(f"densekv: commands on the moved slots held {d['write_pause_ms']} ms for the switch; "
+          f"the source deleted the moved keys in {d['trim']:.2f} s after it (not in 'move s'). "
+          "stall: the probe's largest single round trip during the move; idle max: the same "
+          "over 2 s before it.\n", flush=True)
+
+
 def cmd_reshard(args) -> None:
     header("densekv vs redis: redis-cli --cluster reshard under a GET/SET probe", args)
     n = args.n or 5_000_000
@@ -453,6 +536,12 @@ def main() -> None:
     p.add_argument("--cluster-pipeline", type=int, default=10,
                    help="keys per MIGRATE (redis-cli's --cluster-pipeline; its default is 10)")
     p.set_defaults(func=cmd_reshard)
+
+    p = sub.add_parser("asm", parents=[common], help="atomic slot migration vs legacy reshard")
+    p.add_argument("--slots", type=int, default=8192, help="slots moved to the new node")
+    p.add_argument("--cluster-pipeline", type=int, default=10,
+                   help="keys per MIGRATE for Redis's reshard (redis-cli's default is 10)")
+    p.set_defaults(func=cmd_asm)
 
     p = sub.add_parser("throughput", parents=[common], help="redis-benchmark --cluster")
     p.add_argument("--tests", default="set,get")

@@ -401,7 +401,7 @@ impl Bus {
                 }
             }
             Action::Promote => crate::replication::promote(srv),
-            Action::DropSlots(slots) => drop_slots(srv, &slots),
+            Action::DropSlots(slots) => crate::migration::drop_slots(srv, &slots),
             Action::Publish { channel, message, shard } => {
                 crate::publish::publish_from(srv, None, &channel, &message, shard);
             }
@@ -464,31 +464,6 @@ pub fn keys_in_slots(db: &storage::Db, slots: &HashSet<u16>) -> Vec<Vec<u8>> {
     let mut sorted: Vec<u16> = slots.iter().copied().collect();
     sorted.sort_unstable();
     sorted.into_iter().flat_map(|slot| db.keys_in_slot(slot, db.count_keys_in_slot(slot) as usize)).collect()
-}
-
-/// Deletes every key of `slots` (their ownership went to another node), as
-/// Redis's delKeysInSlot: each goes as a deletion does (WATCH, tracking,
-/// blocked clients, a `del` event) and to replicas and the AOF as DEL.
-fn drop_slots(srv: &mut Server, slots: &[u16]) {
-    let set: HashSet<u16> = slots.iter().copied().collect();
-    let now = srv.unix_ms_at(Instant::now());
-    for key in keys_in_slots(&srv.dbs[0], &set) {
-        if srv.dbs[0].remove(&key, now).is_none() {
-            srv.expired_keys += srv.dbs[0].take_lazy_expired();
-            crate::publish::flush_db_log(srv, None, 0);
-            continue;
-        }
-        srv.dirty += 1;
-        srv.touch_watched_all(0, &key);
-        srv.blocking.signal(0, &key);
-        if srv.tracking.clients > 0 {
-            crate::publish::invalidate_key(srv, None, None, &key, true);
-        }
-        crate::publish::emit(srv, None, 0, crate::notify::GENERIC, "del", &key);
-        if !srv.feed.is_empty() {
-            srv.feed.push(0, vec![b"DEL".to_vec(), key]);
-        }
-    }
 }
 
 /// Unsubscribes every client from the shard channels of `slots`, each

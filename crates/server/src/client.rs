@@ -233,6 +233,12 @@ pub struct Client {
     /// ASKING (cluster mode): the next command may use an importing slot.
     /// One-shot, kept through a transaction until EXEC.
     pub asking: bool,
+    /// Atomic slot migration: this connection carries a task's keys and
+    /// writes (the destination's socket to the source: what comes in is
+    /// applied, replies are not sent; on the source, the destination's
+    /// client that the keys go to).
+    pub slot_import: bool,
+    pub slot_export: bool,
     /// Bytes of the request being executed, already consumed from `qbuf`
     /// (CLIENT LIST counts them in `qbuf=`, as Redis does).
     pub cur_cmd_len: usize,
@@ -395,6 +401,8 @@ impl Client {
             readonly: false,
             capa_redirect: false,
             asking: false,
+            slot_import: false,
+            slot_export: false,
             cur_cmd_len: 0,
             pubsub: None,
             tracking: None,

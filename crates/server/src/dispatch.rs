@@ -49,6 +49,12 @@ fn is_paused_slow(srv: &Server, host: &dyn Host, spec: &Spec, argv: &[Vec<u8>], 
     f & flags::WRITE != 0 || f & flags::MAY_REPLICATE != 0
 }
 
+/// True if `argv` names a key of a slot being handed off by an atomic
+/// slot migration (its commands wait until the owner is settled).
+fn held_by_handoff(srv: &Server, spec: &Spec, argv: &[Vec<u8>]) -> bool {
+    spec.find_keys(argv).iter().filter_map(|&(i, _)| argv.get(i)).any(|k| srv.migrations.is_paused(storage::slot::key_hash_slot(k)))
+}
+
 /// Redis's reply to commands without the `loading` flag while the RDB file
 /// loads at start-up.
 pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
@@ -114,7 +120,9 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     // What this node's primary sends is applied wherever its keys hash.
     // A command without keys (other than EXEC) runs anywhere: skip the
     // write-flag lookup that routing would not read.
-    if srv.cluster.is_some() && c.repl_role != ReplRole::Primary && (name == "exec" || spec.has_keys()) {
+    // The destination's connection to the source (atomic slot migration,
+    // migration.rs) applies keys of slots not served here yet.
+    if srv.cluster.is_some() && c.repl_role != ReplRole::Primary && !c.slot_import && (name == "exec" || spec.has_keys()) {
         let write = if name == "exec" { queued_has(&table, c, flags::WRITE) } else { host.scripts_ref().command_flags(spec, &argv) & flags::WRITE != 0 };
         if let Err(r) = crate::redirect::check(srv, &table, c, spec, &argv, write, now) {
             redirect(srv, c, spec, r.message());
@@ -204,6 +212,18 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     };
     if paused {
         return false;
+    }
+    // A slot being handed off holds its commands until its owner is
+    // settled; then routing sends them on.
+    if !srv.migrations.paused.is_empty() && c.repl_role == ReplRole::None && !c.slot_import {
+        let held = if name == "exec" {
+            c.multi.as_ref().is_some_and(|q| q.iter().any(|a| matches!(lookup(&table, a), Lookup::Found(s) if held_by_handoff(srv, s, a))))
+        } else {
+            held_by_handoff(srv, spec, &argv)
+        };
+        if held {
+            return false;
+        }
     }
     let end_before = srv.repl.end_offset();
     run(srv, host, c, spec, &argv, now, start);

@@ -34,7 +34,8 @@
 //!    (RDB files on disk), `shutdown` (SHUTDOWN and signals, as Redis shuts
 //!    down), `aof` (loading, appending, rewriting the AOF; replay runs
 //!    through `exec`, the RDB base through `persist`), `replication`
-//!    (the stream to replicas, SYNC/PSYNC, WAIT, promotion)
+//!    (the stream to replicas, SYNC/PSYNC, WAIT, promotion), `migration`
+//!    (atomic slot migration: the slots' keys and writes, the hand-off)
 //! 7. `commands/`: the command families
 //! 8. `script/`: Lua scripting and functions
 //! 9. `registry`: the whole table; `metrics` (the Prometheus endpoint: an
@@ -77,6 +78,7 @@ pub mod log;
 pub mod memory;
 pub mod memreport;
 pub mod metrics;
+pub mod migration;
 pub mod net;
 pub mod nodesconf;
 pub mod notify;

@@ -352,6 +352,8 @@ impl EventLoop {
                 crate::replication::cron(srv, &mut self.shell);
                 self.poll_link(srv);
                 crate::replication::after_turn(srv);
+                crate::migration::cron(srv);
+                self.connect_imports(srv);
                 self.close_marked(srv, None);
                 crate::cron::update_hz(srv);
                 crate::crash::configure_from(&srv.config);
@@ -390,7 +392,7 @@ impl EventLoop {
                 }
                 self.pending.extend(srv.blocking.take_woken());
             }
-            let work_left = runnable || srv.evict.unfinished || srv.reports.busy();
+            let work_left = runnable || srv.evict.unfinished || srv.reports.busy() || srv.migrations.busy();
             let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
@@ -471,6 +473,12 @@ impl EventLoop {
                 self.pending.extend(srv.blocking.take_woken());
             }
             crate::replication::after_turn(srv);
+            // Atomic slot migration: the sources' keys and forwarded
+            // writes of this turn; commands a hand-off held run again.
+            crate::migration::after_turn(srv, &self.shell.table);
+            if std::mem::take(&mut srv.migrations.unpaused) {
+                self.pending.extend(srv.clients.values().filter(|c| c.paused).map(|c| c.id));
+            }
             // BCAST clients hear of this turn's changes once, as Redis
             // tells them before it sleeps.
             if srv.tracking.has_broadcast() {
@@ -501,6 +509,38 @@ impl EventLoop {
     fn poll_link(&mut self, srv: &mut Server) {
         if let Some(id) = crate::link::poll(srv, &mut self.shell, self.poll.registry(), &mut self.link, LINK) {
             self.pending.insert(id);
+        }
+    }
+
+    /// Opens the connections of import tasks that wait for one (atomic
+    /// slot migration): a connect to the source's client port bounded by a
+    /// second (cluster nodes are near), then a client like an accepted
+    /// one, whose first output is the request for the slots.
+    fn connect_imports(&mut self, srv: &mut Server) {
+        while let Some((id, host, port, hello)) = crate::migration::due_connection(srv) {
+            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port)).ok().and_then(|mut a| a.next());
+            let sock = addr.and_then(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_millis(1000)).ok());
+            let Some(sock) = sock.filter(|s| s.set_nonblocking(true).is_ok()) else {
+                crate::migration::connected(srv, &id, None);
+                continue;
+            };
+            let _ = sock.set_nodelay(true);
+            let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+            let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            let mut conn = Conn::Tcp(mio::net::TcpStream::from_std(sock));
+            let cid = srv.new_client_id();
+            if self.poll.registry().register(&mut conn, Token(cid as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                crate::migration::connected(srv, &id, None);
+                continue;
+            }
+            let mut c = Client::new(cid, Some(conn), peer, laddr);
+            c.user = Some(srv.acl.default_user());
+            c.authenticated = true;
+            c.slot_import = true;
+            c.reply.raw(&hello);
+            srv.clients.insert(cid, Box::new(c));
+            srv.woken.push(cid);
+            crate::migration::connected(srv, &id, Some(cid));
         }
     }
 
@@ -722,6 +762,7 @@ fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
         srv.monitors.retain(|&m| m != id);
         srv.blocking.forget(id);
         crate::replication::client_closed(srv, &c);
+        crate::migration::client_closed(srv, &c);
         srv.reports.forget(id);
     }
 }
@@ -761,6 +802,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
                 let ran = match c.repl_role {
                     ReplRole::Primary => apply_from_primary(srv, host, c, argv),
                     ReplRole::Replica => from_replica(srv, host, c, argv),
+                    ReplRole::None if c.slot_import => crate::migration::apply_from_source(srv, host, c, argv),
                     ReplRole::None => dispatch::call(srv, host, c, argv),
                 };
                 c.cur_cmd_len = 0;

@@ -447,6 +447,8 @@ pub struct Server {
     pub active_expire_enabled: bool,
     /// The cluster state: Some only with cluster-enabled yes.
     pub cluster: Option<Box<crate::cluster::Cluster>>,
+    /// Atomic slot migrations, as destination or source (migration.rs).
+    pub migrations: crate::cluster::migrate::Migrations,
     /// The locked cluster config file (cluster mode only).
     pub nodes_conf: Option<crate::nodesconf::NodesConf>,
     /// Writes held for a manual failover (the cluster's PauseWrites):
@@ -765,6 +767,7 @@ impl Server {
             net_output_bytes: 0,
             active_expire_enabled: true,
             cluster: None,
+            migrations: Default::default(),
             nodes_conf: None,
             cluster_pause_until: 0,
             cluster_drop_filter: -1,

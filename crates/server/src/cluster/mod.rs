@@ -22,7 +22,8 @@
 //! send.rs (building messages), failure.rs (PFAIL, FAIL, cluster state),
 //! failover.rs (roles, elections, votes, manual failover, migration),
 //! gossip.rs (receiving messages, handshake, the tick), admin.rs (what the
-//! CLUSTER subcommands change), and this file, the public entry points the
+//! CLUSTER subcommands change), migrate.rs (atomic slot migration's tasks
+//! and ownership switch), and this file, the public entry points the
 //! event loop calls. docs/design/cluster.md tells the whole story.
 
 mod admin;
@@ -30,6 +31,7 @@ mod describe;
 mod failover;
 mod failure;
 mod gossip;
+pub mod migrate;
 mod nodes_conf;
 mod send;
 mod state;
@@ -39,6 +41,11 @@ pub use describe::{flags_text, msg_type_name};
 pub use gossip::MeetError;
 pub use state::{valid_name, Action, Cluster, Env, Link, LinkAddr, LinkId, Node, Settings};
 pub use state::{NodeName, SlotBitmap, NULL_NAME, SLOTS};
+
+/// A node name as text.
+pub fn name_string(n: &NodeName) -> String {
+    state::name_str(n).to_string()
+}
 
 impl Cluster {
     /// A new cluster of one: this node, a primary with no slots, a fresh

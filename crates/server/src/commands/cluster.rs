@@ -30,9 +30,10 @@ fn cluster() -> Spec {
     let st = STALE;
     let adm = ADMIN | STALE;
     type Row = (&'static str, i32, u32, &'static str, &'static str, crate::command::Handler);
-    let rows: [Row; 29] = [
+    let rows: [Row; 34] = [
         ("addslots", -3, adm, "Assigns new hash slots to a node.", "3.0.0", addslots),
         ("addslotsrange", -4, adm, "Assigns new hash slot ranges to a node.", "7.0.0", addslotsrange),
+        ("cancelslotmigrations", 2, adm, "Cancel all current ongoing slot migration operations.", "9.0.0", cancelslotmigrations),
         ("bumpepoch", 2, adm, "Advances the cluster config epoch.", "3.0.0", bumpepoch),
         ("count-failure-reports", 3, adm, "Returns the number of active failure reports active for a node.", "3.0.0", count_failure_reports),
         ("countkeysinslot", 3, st, "Returns the number of keys in a hash slot.", "3.0.0", countkeysinslot),
@@ -41,12 +42,15 @@ fn cluster() -> Spec {
         ("failover", -2, adm, "Forces a replica to perform a manual failover of its master.", "3.0.0", failover),
         ("flushslots", 2, adm, "Deletes all slots information from a node.", "3.0.0", flushslots),
         ("forget", 3, adm, "Removes a node from the nodes table.", "3.0.0", forget),
+        ("getslotmigrations", 2, adm, "Get the status of ongoing and recently finished slot import and export operations.", "9.0.0", getslotmigrations),
         ("getkeysinslot", 4, st, "Returns the key names in a hash slot.", "3.0.0", getkeysinslot),
         ("help", 2, LOADING | st, "Returns helpful text about the different subcommands.", "5.0.0", help),
         ("info", 2, st, "Returns information about the state of a node.", "3.0.0", info),
         ("keyslot", 3, st, "Returns the hash slot for a key.", "3.0.0", keyslot),
         ("links", 2, st, "Returns a list of all TCP links to and from peer nodes.", "7.0.0", links),
         ("meet", -4, adm, "Forces a node to handshake with another node.", "3.0.0", meet),
+        ("migrateslots", -5, adm, "Migrate the given slots from this node to the specified node.", "9.0.0", migrateslots),
+        ("migration", -4, adm, "Start, monitor, and cancel atomic slot migration tasks.", "8.4.0", migration),
         ("myid", 2, st, "Returns the ID of a node.", "3.0.0", myid),
         ("myshardid", 2, st, "Returns the shard ID of a node.", "7.2.0", myshardid),
         ("nodes", 2, st, "Returns the cluster configuration for a node.", "3.0.0", nodes),
@@ -60,6 +64,7 @@ fn cluster() -> Spec {
         ("slaves", 3, adm, "Lists the replica nodes of a master node.", "3.0.0", replicas),
         ("slot-stats", -4, LOADING | st, "Return an array of slot usage statistics for slots assigned to the current node.", "8.2.0", slot_stats),
         ("slots", 2, LOADING | st, "Returns the mapping of cluster slots to nodes.", "3.0.0", slots),
+        ("syncslots", -3, adm, "An internal command for atomic slot migration.", "8.4.0", syncslots),
     ];
     let subs = rows
         .into_iter()
@@ -695,5 +700,162 @@ fn reset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let empty = ctx.srv.dbs.get(ctx.client.db).is_none_or(|d| d.is_empty());
     state(ctx)?.reset(hard, empty).map_err(op)?;
     ctx.out().ok();
+    Ok(())
+}
+
+/// CLUSTER MIGRATION IMPORT start end [start end ...] | STATUS [ID id |
+/// ALL] | CANCEL ID id | ALL (Redis 8.4's atomic slot migration, run on
+/// the destination; migration.rs does the work).
+fn migration(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    state(ctx)?;
+    let sub = args[2].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"import" => {
+            let ranges = crate::migration::parse_ranges(&args[3..])?;
+            let id = crate::migration::import(ctx.srv, ranges)?;
+            ctx.out().bulk(id.as_bytes());
+            Ok(())
+        }
+        b"status" => {
+            let which = match args.len() {
+                4 if is(&args[3], "all") => None,
+                5 if is(&args[3], "id") => Some(lossy(&args[4])),
+                _ => return Err(sub_syntax(args)),
+            };
+            migration_status(ctx, which.as_deref());
+            Ok(())
+        }
+        b"cancel" => {
+            let which = match args.len() {
+                4 if is(&args[3], "all") => None,
+                5 if is(&args[3], "id") => Some(lossy(&args[4])),
+                _ => return Err(sub_syntax(args)),
+            };
+            let n = crate::migration::cancel(ctx.srv, which.as_deref());
+            ctx.out().int(n as i64);
+            Ok(())
+        }
+        _ => Err(sub_syntax(args)),
+    }
+}
+
+/// STATUS's reply: one map per task (all, or the one named).
+fn migration_status(ctx: &mut Ctx, id: Option<&str>) {
+    let tasks: Vec<crate::cluster::migrate::Task> = ctx.srv.migrations.tasks.iter().filter(|t| id.is_none_or(|i| t.id == i)).cloned().collect();
+    let out = ctx.out();
+    out.array(tasks.len());
+    for t in &tasks {
+        out.map(12);
+        out.bulk(b"id");
+        out.bulk(t.id.as_bytes());
+        out.bulk(b"slots");
+        out.bulk(t.slots_text().as_bytes());
+        out.bulk(b"source");
+        out.bulk(cluster::name_string(&t.source).as_bytes());
+        out.bulk(b"dest");
+        out.bulk(cluster::name_string(&t.dest).as_bytes());
+        out.bulk(b"operation");
+        out.bulk(if t.op == crate::cluster::migrate::Op::Import { b"import" } else { b"migrate" });
+        out.bulk(b"state");
+        out.bulk(t.state.name().as_bytes());
+        out.bulk(b"last_error");
+        out.bulk(t.last_error.as_bytes());
+        out.bulk(b"retries");
+        out.int(t.retries as i64);
+        out.bulk(b"create_time");
+        out.int(t.create_time as i64);
+        out.bulk(b"start_time");
+        out.int(t.start_time as i64);
+        out.bulk(b"end_time");
+        out.int(t.end_time as i64);
+        out.bulk(b"write_pause_ms");
+        out.int(t.write_pause_ms as i64);
+    }
+}
+
+/// CLUSTER SYNCSLOTS START id dest-id start end [start end ...] | ACK
+/// bytes | DONE id:
+/// the internal half of atomic slot migration, sent by a destination on
+/// the connection it opened to the source.
+fn syncslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    state(ctx)?;
+    let sub = args[2].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"start" => {
+            crate::migration::sync_start(ctx.srv, ctx.client, &args[3..])?;
+            ctx.out().ok();
+            Ok(())
+        }
+        b"ack" if args.len() == 4 => {
+            let n = std::str::from_utf8(&args[3]).ok().and_then(|v| v.parse().ok()).ok_or(CmdError::Syntax)?;
+            crate::migration::sync_ack(ctx.srv, ctx.client, n);
+            // No reply: the destination's connection carries the stream.
+            Ok(())
+        }
+        b"done" if args.len() == 4 => {
+            let id = lossy(&args[3]);
+            crate::migration::sync_done(ctx.srv, ctx.client, &id);
+            ctx.out().ok();
+            Ok(())
+        }
+        _ => Err(sub_syntax(args)),
+    }
+}
+
+/// CLUSTER MIGRATESLOTS SLOTSRANGE start end [start end ...] NODE id [...]
+/// (Valkey 9, on the source): +OK once every job is asked for.
+fn migrateslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    state(ctx)?;
+    crate::migration::migrate_slots(ctx.srv, &args[2..])?;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// CLUSTER CANCELSLOTMIGRATIONS (Valkey 9): cancels every running job.
+fn cancelslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    state(ctx)?;
+    crate::migration::cancel(ctx.srv, None);
+    ctx.out().ok();
+    Ok(())
+}
+
+/// CLUSTER GETSLOTMIGRATIONS (Valkey 9): one map per job, Valkey's fields
+/// (times in Unix seconds; cow_size is 0: nothing is forked).
+fn getslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
+    use crate::cluster::migrate::{Op, TaskState};
+    state(ctx)?;
+    let tasks: Vec<crate::cluster::migrate::Task> = ctx.srv.migrations.tasks.clone();
+    let out = ctx.out();
+    out.array(tasks.len());
+    for t in &tasks {
+        out.map(11);
+        out.bulk(b"name");
+        out.bulk(t.id.as_bytes());
+        out.bulk(b"operation");
+        out.bulk(if t.op == Op::Import { b"IMPORT" } else { b"EXPORT" });
+        out.bulk(b"slot_ranges");
+        out.bulk(t.slots_text().as_bytes());
+        out.bulk(b"target_node");
+        out.bulk(cluster::name_string(&t.dest).as_bytes());
+        out.bulk(b"source_node");
+        out.bulk(cluster::name_string(&t.source).as_bytes());
+        out.bulk(b"create_time");
+        out.int((t.create_time / 1000) as i64);
+        out.bulk(b"last_update_time");
+        out.int((t.end_time.max(t.start_time) / 1000) as i64);
+        out.bulk(b"last_ack_time");
+        out.int((t.end_time.max(t.start_time) / 1000) as i64);
+        out.bulk(b"state");
+        out.bulk(match t.state {
+            TaskState::Completed => b"success".as_slice(),
+            TaskState::Failed => b"failed",
+            TaskState::Canceled => b"cancelled",
+            s => s.name().as_bytes(),
+        });
+        out.bulk(b"message");
+        out.bulk(t.last_error.as_bytes());
+        out.bulk(b"cow_size");
+        out.int(0);
+    }
     Ok(())
 }

@@ -752,6 +752,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     if has("cluster") {
         section(&mut s, "Cluster");
         line(&mut s, "cluster_enabled", &u8::from(srv.cluster.is_some()));
+        if srv.cluster.is_some() {
+            s.push_str(&crate::migration::info(srv));
+        }
     }
     if has("keyspace") {
         section(&mut s, "Keyspace");

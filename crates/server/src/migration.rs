@@ -1,0 +1,889 @@
+//! Atomic slot migration, the server's side (docs/design/cluster.md,
+//! "Atomic slot migration"): the source sends the keys of the slots and
+//! then every write to them, the destination applies them without serving
+//! the slots, and ownership changes in one step at the end. The tasks'
+//! bookkeeping and the ownership switch are the state machine's
+//! (`cluster::migrate`); the sockets are the event loop's (net.rs opens the
+//! destination's connection and calls in here each turn).
+//!
+//! The stream, source to destination, on one client connection that the
+//! destination opened: `CLUSTER SYNCSLOTS START <id> <dest> <a> <b> ...`
+//! from the destination, then from the source RESTORE ... REPLACE [ABSTTL]
+//! per key and the writes to slots already sent, in the order they ran,
+//! then `CLUSTER SYNCSLOTS HANDOFF <id>`; the destination answers on the
+//! same socket `CLUSTER SYNCSLOTS DONE <id>` once it owns the slots.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::client::Client;
+use crate::cluster::migrate::{Op, Task, TaskState};
+use crate::cluster::Env;
+use crate::command::{CmdError, CommandMap, Host};
+use crate::exec::{self, Lookup};
+use crate::feed::Sink;
+use crate::server::Server;
+use storage::ValueRef;
+
+/// What a source adds to one destination's output per turn, at most.
+const STEP_BYTES: usize = 256 << 10;
+/// A source does not add keys while this much is still unsent.
+const OUTPUT_HIGH: usize = 16 << 20;
+/// The destination is caught up when less than this is sent to it and not
+/// yet applied there.
+const CAUGHT_UP: u64 = 64 << 10;
+/// A hash with more fields than this is sent in pieces of `PIECE` fields
+/// (HSET), across turns, instead of one RESTORE.
+const BIG_FIELDS: usize = 8192;
+const PIECE: usize = 1024;
+/// Commands that change only the fields or the TTL they name: forwarded as
+/// they are to a hash sent in pieces (its fields not sent yet come later
+/// with their values then). Any other command on such a key sends the
+/// keys it touches whole instead.
+const FIELD_WISE: &[&[u8]] = &[
+    b"hset", b"hmset", b"hsetnx", b"hdel", b"hincrby", b"hincrbyfloat", b"hexpire", b"hpexpire", b"hexpireat", b"hpexpireat", b"hpersist",
+    b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"del", b"unlink",
+];
+/// The name of the write stream's consumer that collects writes to
+/// forward.
+const SINK: &str = "slot-migration";
+
+/// The feed's consumer for migrations: every propagated command, kept
+/// until the end of the turn, when those of slots being migrated go to
+/// their destinations.
+struct Collect(Rc<RefCell<Vec<Vec<Vec<u8>>>>>);
+
+impl Sink for Collect {
+    fn feed(&mut self, argv: &[Vec<u8>]) {
+        self.0.borrow_mut().push(argv.to_vec());
+    }
+    fn name(&self) -> &'static str {
+        SINK
+    }
+}
+
+
+fn now_ms() -> u64 {
+    crate::server::unix_ms().max(0) as u64
+}
+
+fn env_of(srv: &Server) -> Env {
+    let primary = srv.repl.primary.as_ref();
+    let up = primary.is_some_and(|p| p.client.is_some());
+    Env {
+        now_ms: now_ms(),
+        repl_offset: srv.repl.offset.max(0) as u64,
+        primary_link_down_ms: 0,
+        primary_link_up: up,
+        has_keys: srv.dbs.first().is_some_and(|d| !d.is_empty()),
+    }
+}
+
+/// A new task id: 40 hex characters.
+fn new_id(srv: &mut Server) -> String {
+    srv.migrations.counter += 1;
+    let mut id = crate::repl::random_id();
+    let tail = format!("{:08x}", srv.migrations.counter as u32);
+    id.replace_range(32..40, &tail);
+    id
+}
+
+/// Parses `start end [start end ...]` into ranges.
+///
+/// Errors: Redis's texts for a bad number or range.
+pub fn parse_ranges(args: &[Vec<u8>]) -> Result<Vec<(u16, u16)>, CmdError> {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
+        return Err(CmdError::err("wrong number of arguments for slot ranges"));
+    }
+    let mut out = Vec::new();
+    for pair in args.chunks(2) {
+        let a = slot_arg(&pair[0])?;
+        let b = slot_arg(&pair[1])?;
+        if a > b {
+            return Err(CmdError::err(format!("start slot number {a} is greater than end slot number {b}")));
+        }
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+fn slot_arg(a: &[u8]) -> Result<u16, CmdError> {
+    std::str::from_utf8(a).ok().and_then(|s| s.parse::<i64>().ok()).filter(|&n| (0..crate::cluster::SLOTS as i64).contains(&n)).map(|n| n as u16).ok_or_else(|| CmdError::err(format!("Invalid or out of range slot: {}", String::from_utf8_lossy(a))))
+}
+
+// ---------------------------------------------------------------------
+// Destination
+// ---------------------------------------------------------------------
+
+/// CLUSTER MIGRATION IMPORT: checks that this primary may take `ranges`
+/// (all owned by one other primary, none in a running task) and starts a
+/// task; the event loop connects to the source. Returns the task id.
+///
+/// Errors: cluster mode off, a replica, a slot this node owns, slots of
+/// several owners or of none, a slot already migrating.
+pub fn import(srv: &mut Server, ranges: Vec<(u16, u16)>) -> Result<String, CmdError> {
+    let Some(cluster) = srv.cluster.as_deref() else { return Err(CmdError::err("This instance has cluster support disabled")) };
+    if cluster.is_replica() {
+        return Err(CmdError::err("Slot migration can only be started on a master node"));
+    }
+    let me = cluster.myself;
+    let probe = Task::new(String::new(), Op::Import, ranges.clone(), me, me, 0);
+    for &s in &probe.slots {
+        if cluster.slots[s as usize] == Some(me) {
+            return Err(CmdError::err(format!("Slot {s} is already owned by this node")));
+        }
+        if srv.migrations.running_with_slot(s).is_some() {
+            return Err(CmdError::err(format!("Slot {s} is already being migrated")));
+        }
+    }
+    let source = cluster.single_owner(&probe.slots).map_err(CmdError::err)?;
+    if cluster.client_addr(&source).is_none() {
+        return Err(CmdError::err("The source node's address is not known"));
+    }
+    let id = new_id(srv);
+    let task = Task::new(id.clone(), Op::Import, ranges, source, me, now_ms());
+    // Keys of these slots left here (a migration that failed midway on a
+    // node that died before dropping them) are not ours: the import
+    // starts from nothing.
+    drop_slots(srv, &task.slots);
+    srv.config.log.notice(&format!("Slot migration {id}: importing slots {} from {}", task.slots_text(), crate::cluster::name_string(&source)));
+    srv.migrations.tasks.push(task);
+    srv.migrations.prune();
+    Ok(id)
+}
+
+/// What the event loop needs to open the connection of an import task
+/// waiting for one: (task id, host, port, the first bytes to send).
+pub fn due_connection(srv: &mut Server) -> Option<(String, String, u16, Vec<u8>)> {
+    let now = now_ms();
+    let cluster = srv.cluster.as_deref()?;
+    let me = cluster.myself;
+    let t = srv.migrations.tasks.iter_mut().find(|t| t.op == Op::Import && t.state == TaskState::Connecting && t.client.is_none() && now >= t.since_ms)?;
+    // The source is whoever owns the slots now (a failover may have
+    // promoted its replica since the task began).
+    match cluster.single_owner(&t.slots) {
+        Ok(o) if o == me => {
+            t.finish(TaskState::Completed, "", now);
+            return None;
+        }
+        Ok(o) => t.source = o,
+        Err(e) => {
+            t.last_error = e;
+            t.since_ms = now + 1000;
+            return None;
+        }
+    }
+    let Some((host, port)) = cluster.client_addr(&t.source) else {
+        t.since_ms = now + 1000;
+        return None;
+    };
+    t.since_ms = now + 1000;
+    let mut hello = Vec::new();
+    let pass = srv.config.get("masterauth").unwrap_or("").to_string();
+    if !pass.is_empty() {
+        let user = srv.config.get("masteruser").unwrap_or("").to_string();
+        if user.is_empty() {
+            crate::repl::encode(&[b"AUTH".to_vec(), pass.into_bytes()], &mut hello);
+        } else {
+            crate::repl::encode(&[b"AUTH".to_vec(), user.into_bytes(), pass.into_bytes()], &mut hello);
+        }
+    }
+    let mut argv: Vec<Vec<u8>> = vec![b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"START".to_vec(), t.id.clone().into_bytes(), crate::cluster::name_string(&me).into_bytes()];
+    for &(a, b) in &t.ranges {
+        argv.push(a.to_string().into_bytes());
+        argv.push(b.to_string().into_bytes());
+    }
+    crate::repl::encode(&argv, &mut hello);
+    Some((t.id.clone(), host, port, hello))
+}
+
+/// The event loop opened connection `client` for task `id` (None: the
+/// connect failed; the task tries again in a second).
+pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) {
+    let Some(t) = srv.migrations.get_mut(id) else { return };
+    match client {
+        Some(c) => {
+            t.client = Some(c);
+            t.state = TaskState::Syncing;
+            t.start_time = now_ms();
+            t.keys = 0;
+        }
+        None => {
+            t.last_error = "could not connect to the source".into();
+        }
+    }
+}
+
+/// Runs what the source sent on the destination's connection `c`:
+/// replies of the source ('+' lines are ignored, a '-' line fails the
+/// task), the hand-off, and otherwise the keys and writes, applied without
+/// routing (this node does not serve the slots yet) and without reply.
+/// Returns false when the command must wait.
+pub fn apply_from_source(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    let first = &argv[0];
+    if first.first() == Some(&b'+') {
+        return true;
+    }
+    if first.first() == Some(&b'-') {
+        let text = argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+        lost_source(srv, c.id, &text[1..], true);
+        c.close_asap = true;
+        srv.sweep_clients = true;
+        return true;
+    }
+    if argv.len() >= 4 && first.eq_ignore_ascii_case(b"cluster") && argv[1].eq_ignore_ascii_case(b"syncslots") {
+        if argv[2].eq_ignore_ascii_case(b"handoff") {
+            take_ownership(srv, c, &String::from_utf8_lossy(&argv[3]));
+            return true;
+        }
+        if argv[2].eq_ignore_ascii_case(b"ackme") {
+            // Everything before the mark is applied: say so (the source
+            // hands off once the lag is small).
+            let mut ack = Vec::new();
+            crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"ACK".to_vec(), argv[3].clone()], &mut ack);
+            c.reply.raw(&ack);
+            srv.woken.push(c.id);
+            return true;
+        }
+    }
+    let mark = c.reply.buf.len();
+    let ran = crate::dispatch::call(srv, host, c, argv);
+    if ran {
+        if c.reply.buf.get(mark.max(c.sent)) == Some(&b'-') {
+            let rest = &c.reply.buf[mark.max(c.sent) + 1..];
+            let end = rest.windows(2).position(|w| w == b"\r\n").unwrap_or(rest.len()).min(512);
+            srv.config.log.warning(&format!("Slot migration: applying the source's command failed: {}", String::from_utf8_lossy(&rest[..end])));
+        }
+        c.reply.buf.truncate(mark.max(c.sent));
+        if let Some(t) = srv.migrations.by_client(c.id) {
+            t.keys += 1;
+        }
+    }
+    ran
+}
+
+/// The hand-off came: everything the source acknowledged is applied here,
+/// and it holds the slots' commands. Take the slots (epoch bump, PONG to
+/// all) and tell the source.
+fn take_ownership(srv: &mut Server, c: &mut Client, id: &str) {
+    let env = env_of(srv);
+    let Some(t) = srv.migrations.by_client(c.id).filter(|t| t.id == id) else { return };
+    let slots = t.slots.clone();
+    t.finish(TaskState::Completed, "", env.now_ms);
+    if let Some(cl) = srv.cluster.as_deref_mut() {
+        cl.take_imported_slots(&slots, &env);
+    }
+    srv.config.log.notice(&format!("Slot migration {id}: this node owns the imported slots now"));
+    // The socket's output goes to the source: the only thing this side
+    // ever writes there besides the opening.
+    let mut done = Vec::new();
+    crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"DONE".to_vec(), id.as_bytes().to_vec()], &mut done);
+    c.reply.raw(&done);
+    c.close_after_reply = true;
+    srv.woken.push(c.id);
+}
+
+/// The destination lost its connection to the source before the hand-off
+/// (or the source refused): what was imported goes, and the task connects
+/// again in a second, as Redis's destination retries until cancelled.
+/// `fatal` (the source refused) ends the task as failed instead.
+fn lost_source(srv: &mut Server, client: u64, why: &str, fatal: bool) {
+    let now = now_ms();
+    let Some(t) = srv.migrations.by_client(client) else { return };
+    let slots = t.slots.clone();
+    t.client = None;
+    t.last_error = why.to_string();
+    if fatal {
+        t.finish(TaskState::Failed, why, now);
+    } else {
+        t.state = TaskState::Connecting;
+        t.retries += 1;
+        t.since_ms = now + 1000;
+    }
+    let id = t.id.clone();
+    srv.config.log.warning(&format!("Slot migration {id}: {why}; dropping the keys imported so far"));
+    drop_slots(srv, &slots);
+}
+
+// ---------------------------------------------------------------------
+// Source
+// ---------------------------------------------------------------------
+
+/// CLUSTER SYNCSLOTS START id dest a b [a b ...], from a destination on
+/// client `c`: from now on this client receives the slots' keys and
+/// writes.
+///
+/// Errors: a slot this node does not own or already migrates.
+pub fn sync_start(srv: &mut Server, c: &mut Client, args: &[Vec<u8>]) -> Result<(), CmdError> {
+    let Some(cluster) = srv.cluster.as_deref() else { return Err(CmdError::err("This instance has cluster support disabled")) };
+    if args.len() < 4 {
+        return Err(CmdError::err("wrong number of arguments for 'cluster|syncslots' command"));
+    }
+    let id = String::from_utf8_lossy(&args[0]).into_owned();
+    let dest = cluster.lookup(&args[1]).ok_or_else(|| CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(&args[1]))))?;
+    let ranges = parse_ranges(&args[2..])?;
+    let me = cluster.myself;
+    let task = Task::new(id.clone(), Op::Migrate, ranges, me, dest, now_ms());
+    for &s in &task.slots {
+        if cluster.slots[s as usize] != Some(me) {
+            return Err(CmdError::err(format!("I'm not the owner of hash slot {s}")));
+        }
+        if srv.migrations.running_with_slot(s).is_some() {
+            return Err(CmdError::err(format!("Slot {s} is already being migrated")));
+        }
+    }
+    let mut task = task;
+    task.state = TaskState::Syncing;
+    task.client = Some(c.id);
+    c.slot_export = true;
+    srv.config.log.notice(&format!("Slot migration {id}: sending slots {} to {}", task.slots_text(), crate::cluster::name_string(&dest)));
+    srv.migrations.tasks.retain(|t| t.id != id);
+    srv.migrations.tasks.push(task);
+    srv.migrations.prune();
+    if !srv.feed.has(SINK) {
+        srv.migrations.queue.borrow_mut().clear();
+        srv.feed.attach(Box::new(Collect(srv.migrations.queue.clone())));
+    }
+    Ok(())
+}
+
+/// CLUSTER SYNCSLOTS ACK bytes, from the destination on client `c`: it
+/// applied that much of the stream.
+pub fn sync_ack(srv: &mut Server, c: &Client, bytes: u64) {
+    if let Some(t) = srv.migrations.by_client(c.id) {
+        t.acked_bytes = t.acked_bytes.max(bytes);
+    }
+}
+
+/// CLUSTER SYNCSLOTS DONE id, from the destination on client `c`: it owns
+/// the slots. They become its in this node's view, their keys go (as DEL
+/// to replicas and the AOF), and the held commands run, redirected.
+pub fn sync_done(srv: &mut Server, c: &mut Client, id: &str) {
+    let now = now_ms();
+    if srv.migrations.by_client(c.id).is_none_or(|t| t.id != id) {
+        return;
+    }
+    finish_export(srv, id, now);
+    c.close_after_reply = true;
+}
+
+/// The source's end of a migration whose destination took the slots.
+fn finish_export(srv: &mut Server, id: &str, now: u64) {
+    let Some(t) = srv.migrations.get_mut(id) else { return };
+    let slots = t.slots.clone();
+    let dest = t.dest;
+    if t.state == TaskState::Handoff {
+        t.write_pause_ms = now.saturating_sub(t.since_ms);
+    }
+    t.finish(TaskState::Completed, "", now);
+    if let Some(cl) = srv.cluster.as_deref_mut() {
+        cl.give_migrated_slots(&slots, &dest);
+    }
+    // Their keys go a few thousand a turn (`trim_step`): they are not
+    // served here any more, and deleting a million at once would stall.
+    srv.migrations.trim = true;
+    srv.migrations.unpause(&slots);
+    srv.config.log.notice(&format!("Slot migration {id}: the destination owns the slots; their keys are deleted here"));
+    detach_if_idle(srv);
+}
+
+fn detach_if_idle(srv: &mut Server) {
+    if !srv.migrations.tasks.iter().any(|t| t.op == Op::Migrate && !t.state.is_final()) && srv.feed.has(SINK) {
+        srv.feed.detach(SINK);
+        srv.migrations.queue.borrow_mut().clear();
+    }
+}
+
+/// Ends the source's task carried by `client` (lost, cancelled): the slots
+/// stay here. In the hand-off the destination may have taken them: the
+/// commands stay held until the cluster says who owns them, at most the
+/// node timeout.
+fn fail_export(srv: &mut Server, id: &str, why: &str) {
+    let now = now_ms();
+    let Some(t) = srv.migrations.get_mut(id) else { return };
+    if t.state == TaskState::Handoff {
+        // Wait for the bus: `after_turn` settles it.
+        t.client = None;
+        t.last_error = why.to_string();
+        return;
+    }
+    let slots = t.slots.clone();
+    t.finish(TaskState::Failed, why, now);
+    srv.migrations.unpause(&slots);
+    srv.config.log.warning(&format!("Slot migration {id}: {why}; the slots stay here"));
+    detach_if_idle(srv);
+}
+
+/// The slot of a command's keys (the first key's: routing already
+/// refused keys of several slots), or None without keys.
+fn slot_of(table: &CommandMap, argv: &[Vec<u8>]) -> Option<Option<u16>> {
+    let Lookup::Found(spec) = exec::lookup(table, argv) else { return None };
+    let keys = spec.find_keys(argv);
+    Some(keys.first().and_then(|&(i, _)| argv.get(i)).map(|k| storage::slot::key_hash_slot(k)))
+}
+
+/// The end of every event loop turn: each source's destination gets the
+/// writes of this turn to slots it has, then more keys while its output
+/// is short, then, caught up, the hand-off. A destination's task whose
+/// connection dropped connects again (net.rs).
+pub fn after_turn(srv: &mut Server, table: &CommandMap) {
+    trim_step(srv);
+    let exporting = srv.migrations.tasks.iter().any(|t| t.op == Op::Migrate && !t.state.is_final());
+    if !exporting {
+        return;
+    }
+    let forwarded = std::mem::take(&mut *srv.migrations.queue.borrow_mut());
+    let ids: Vec<String> = srv.migrations.tasks.iter().filter(|t| t.op == Op::Migrate && !t.state.is_final()).map(|t| t.id.clone()).collect();
+    for id in ids {
+        step_export(srv, table, &id, &forwarded);
+    }
+}
+
+fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<Vec<u8>>]) {
+    let now = now_ms();
+    let me = srv.cluster.as_deref().map(|c| c.myself);
+    let Some(t) = srv.migrations.get_mut(id) else { return };
+    let Some(cid) = t.client else {
+        // A hand-off whose destination went away: settled by the bus.
+        let slots = t.slots.clone();
+        let dest = t.dest;
+        let since = t.since_ms;
+        let owner_now = srv.cluster.as_deref().and_then(|c| c.slots[slots[0] as usize]);
+        if owner_now == Some(dest) {
+            finish_export(srv, id, now);
+        } else if owner_now != me || now.saturating_sub(since) > node_timeout(srv) * 2 {
+            let t = srv.migrations.get_mut(id).expect("found above");
+            t.state = TaskState::Syncing;
+            fail_export(srv, id, "the destination went away during the hand-off");
+        }
+        return;
+    };
+    let Some(mut c) = srv.clients.remove(&cid) else {
+        fail_export(srv, id, "the destination's connection closed");
+        return;
+    };
+    let t = srv.migrations.get_mut(id).expect("found above");
+    let mut fail = None;
+    let before = c.reply.buf.len();
+    // 1. This turn's writes to slots already sent, in order.
+    for argv in forwarded {
+        match slot_of(table, argv) {
+            Some(Some(s)) if t.has_slot(s) && t.sent[s as usize] => {
+                if t.big.is_empty() || FIELD_WISE.contains(&argv[0].to_ascii_lowercase().as_slice()) {
+                    crate::repl::encode(argv, &mut c.reply.buf);
+                } else {
+                    let keys = keys_of(table, argv);
+                    if keys.iter().any(|k| t.big.iter().any(|(b, _, _)| b == k)) {
+                        // The keys as they are now replace what the
+                        // destination has; their pieces stop.
+                        t.big.retain(|(b, _, _)| !keys.contains(b));
+                        for k in &keys {
+                            send_whole(&mut srv.dbs[0], k, now as i64, &mut c.reply.buf);
+                        }
+                    } else {
+                        crate::repl::encode(argv, &mut c.reply.buf);
+                    }
+                }
+            }
+            Some(None) => {
+                let name = argv[0].to_ascii_lowercase();
+                if name == b"flushall" || name == b"flushdb" {
+                    fail = Some("the source was flushed");
+                }
+            }
+            _ => {}
+        }
+    }
+    // 2. More keys, whole slots at a time, while the output is short;
+    // first the pieces of a big hash in progress.
+    if t.state == TaskState::Syncing && fail.is_none() {
+        let start = c.reply.buf.len();
+        let db = &mut srv.dbs[0];
+        while !t.big.is_empty() && c.reply.buf.len() - start < STEP_BYTES && c.pending_out() < OUTPUT_HIGH {
+            send_piece(db, &mut t.big, now as i64, &mut c.reply.buf);
+        }
+        while t.big.is_empty() && t.next < t.slots.len() && c.reply.buf.len() - start < STEP_BYTES && c.pending_out() < OUTPUT_HIGH {
+            let slot = t.slots[t.next];
+            t.next += 1;
+            t.sent[slot as usize] = true;
+            let n = db.count_keys_in_slot(slot) as usize;
+            if n == 0 {
+                continue;
+            }
+            for key in db.keys_in_slot(slot, n) {
+                if matches!(db.get(&key, now as i64), Some(ValueRef::Hash(h)) if h.len() > BIG_FIELDS) {
+                    // Whatever the destination had under the name goes;
+                    // the fields follow in pieces.
+                    crate::repl::encode(&[b"DEL".as_slice(), &key], &mut c.reply.buf);
+                    t.big.push((key, 0, 0));
+                    t.keys += 1;
+                    continue;
+                }
+                let Some(expire) = db.expire_of(&key, now as i64) else { continue };
+                let Some(payload) = db.get(&key, now as i64).map(|v| storage::rdb::dump_payload(v, now as i64)) else { continue };
+                crate::aofcore::reader::encode_restore(&key, &payload, expire, &mut c.reply.buf);
+                t.keys += 1;
+            }
+        }
+    }
+    // A mark after this turn's bytes: the destination's answer tells how
+    // far it applied.
+    let added = c.reply.buf.len().saturating_sub(before) as u64;
+    if added > 0 {
+        t.sent_bytes += added;
+        crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"ACKME".to_vec(), t.sent_bytes.to_string().into_bytes()], &mut c.reply.buf);
+    }
+    if t.state == TaskState::Syncing && fail.is_none() {
+        // 3. Caught up: hold the slots' commands and hand off.
+        if t.next == t.slots.len() && t.big.is_empty() && t.sent_bytes.saturating_sub(t.acked_bytes) < CAUGHT_UP {
+            t.state = TaskState::Handoff;
+            t.since_ms = now;
+            let slots = t.slots.clone();
+            crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"HANDOFF".to_vec(), id.as_bytes().to_vec()], &mut c.reply.buf);
+            srv.migrations.pause(&slots);
+        }
+    }
+    srv.woken.push(cid);
+    srv.clients.insert(cid, c);
+    if let Some(why) = fail {
+        if let Some(c) = srv.clients.get_mut(&cid) {
+            c.close_asap = true;
+            srv.sweep_clients = true;
+        }
+        fail_export(srv, id, why);
+    }
+}
+
+/// The keys `argv` names.
+fn keys_of(table: &CommandMap, argv: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let Lookup::Found(spec) = exec::lookup(table, argv) else { return Vec::new() };
+    spec.find_keys(argv).iter().filter_map(|&(i, _)| argv.get(i).cloned()).collect()
+}
+
+/// `key` as it is now, whole: RESTORE ... REPLACE, or DEL when absent.
+fn send_whole(db: &mut storage::Db, key: &[u8], now: i64, out: &mut Vec<u8>) {
+    let expire = db.expire_of(key, now);
+    match (expire, db.get(key, now).map(|v| storage::rdb::dump_payload(v, now))) {
+        (Some(expire), Some(payload)) => crate::aofcore::reader::encode_restore(key, &payload, expire, out),
+        _ => crate::repl::encode(&[b"DEL".as_slice(), key], out),
+    }
+}
+
+/// The next piece of the first big hash in `big`: up to `PIECE` fields as
+/// HSET (HPEXPIREAT for fields with a TTL), the key's TTL after the first
+/// piece; the hash leaves the queue when its scan ends, or when the key is
+/// no longer a hash (what became of it went as forwarded writes).
+fn send_piece(db: &mut storage::Db, big: &mut Vec<(Vec<u8>, u64, u64)>, now: i64, out: &mut Vec<u8>) {
+    let (key, cursor, pieces) = big[0].clone();
+    let expire = db.expire_of(&key, now);
+    let Some(ValueRef::Hash(h)) = db.get(&key, now) else {
+        big.remove(0);
+        return;
+    };
+    let mut argv: Vec<Vec<u8>> = vec![b"HSET".to_vec(), key.clone()];
+    let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
+    let mut next = cursor;
+    while argv.len() < 2 + 2 * PIECE {
+        next = h.scan(next, PIECE, now, |f, v| {
+            argv.push(f.to_vec());
+            argv.push(v.to_vec());
+        });
+        if next == 0 {
+            break;
+        }
+    }
+    for f in argv[2..].iter().step_by(2) {
+        if let Some(Some(d)) = h.expire_of(f, now) {
+            ttls.push((f.clone(), d));
+        }
+    }
+    if argv.len() > 2 {
+        crate::repl::encode(&argv, out);
+    }
+    for (f, d) in ttls {
+        crate::repl::encode(&[b"HPEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes(), b"FIELDS".to_vec(), b"1".to_vec(), f], out);
+    }
+    if pieces == 0 {
+        if let Some(Some(d)) = expire {
+            crate::repl::encode(&[b"PEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes()], out);
+        }
+    }
+    if next == 0 {
+        big.remove(0);
+    } else {
+        big[0] = (key, next, pieces + 1);
+    }
+}
+
+fn node_timeout(srv: &Server) -> u64 {
+    srv.config.get("cluster-node-timeout").and_then(|v| v.parse().ok()).unwrap_or(15000)
+}
+
+/// A client closed: the task it carried, on either side, lost its
+/// connection.
+pub fn client_closed(srv: &mut Server, c: &Client) {
+    if !c.slot_import && !c.slot_export {
+        return;
+    }
+    let Some(t) = srv.migrations.by_client(c.id) else { return };
+    let id = t.id.clone();
+    match t.op {
+        Op::Import => lost_source(srv, c.id, "the connection to the source closed", false),
+        Op::Migrate => fail_export(srv, &id, "the destination's connection closed"),
+    }
+}
+
+/// CLUSTER MIGRATION CANCEL (and CANCELSLOTMIGRATIONS): ends the running
+/// tasks named (`id`, or all), on either side. A destination drops what it
+/// imported; a source keeps the slots. Returns how many were cancelled.
+pub fn cancel(srv: &mut Server, id: Option<&str>) -> usize {
+    let now = now_ms();
+    let picked: Vec<Task> = srv.migrations.tasks.iter().filter(|t| !t.state.is_final() && id.is_none_or(|i| t.id == i)).cloned().collect();
+    let mut n = 0;
+    for Task { id: tid, op, client, slots, state, .. } in picked {
+        // A source in its hand-off cannot take it back: the destination
+        // may own the slots already.
+        if op == Op::Migrate && state == TaskState::Handoff {
+            continue;
+        }
+        n += 1;
+        if let Some(t) = srv.migrations.get_mut(&tid) {
+            t.finish(TaskState::Canceled, "canceled", now);
+        }
+        if let Some(cid) = client {
+            if let Some(c) = srv.clients.get_mut(&cid) {
+                c.close_asap = true;
+                srv.sweep_clients = true;
+            }
+        }
+        match op {
+            Op::Import => drop_slots(srv, &slots),
+            Op::Migrate => srv.migrations.unpause(&slots),
+        }
+        srv.config.log.notice(&format!("Slot migration {tid} canceled"));
+    }
+    detach_if_idle(srv);
+    n
+}
+
+/// Deletes every key of `slots` as deletions go (WATCH, tracking, blocked
+/// clients, a `del` event, DEL to replicas and the AOF), as Redis's
+/// delKeysInSlot: a slot that moved away, an import dropped.
+pub fn drop_slots(srv: &mut Server, slots: &[u16]) {
+    for &slot in slots {
+        drop_keys(srv, slot, usize::MAX);
+    }
+}
+
+/// Deletes up to `max` keys of `slot` as `drop_slots` does; returns how
+/// many were there to delete (at most `max`).
+fn drop_keys(srv: &mut Server, slot: u16, max: usize) -> usize {
+    let now = srv.unix_ms_at(Instant::now());
+    let n = (srv.dbs[0].count_keys_in_slot(slot) as usize).min(max);
+    if n == 0 {
+        return 0;
+    }
+    for key in srv.dbs[0].keys_in_slot(slot, n) {
+        let Some(v) = srv.dbs[0].remove(&key, now) else {
+            srv.expired_keys += srv.dbs[0].take_lazy_expired();
+            crate::publish::flush_db_log(srv, None, 0);
+            continue;
+        };
+        // A big value is freed on the freeing thread, as UNLINK frees it.
+        crate::lazyfree::drop_value(&srv.lazyfree, v);
+        {
+            srv.dirty += 1;
+            srv.touch_watched_all(0, &key);
+            srv.blocking.signal(0, &key);
+            if srv.tracking.clients > 0 {
+                crate::publish::invalidate_key(srv, None, None, &key, true);
+            }
+            crate::publish::emit(srv, None, 0, crate::notify::GENERIC, "del", &key);
+            if !srv.feed.is_empty() {
+                srv.feed.push(0, vec![b"DEL".to_vec(), key]);
+            }
+        }
+    }
+    n
+}
+
+/// Keys a primary deletes per turn from slots it holds keys of but no
+/// longer owns.
+const TRIM_STEP: usize = 2000;
+
+/// Active trimming: a primary deletes, a few thousand keys a turn, the
+/// keys of slots another node owns (a source after its slots left, or a
+/// destination's replica promoted after an import it never finished),
+/// except slots being imported (legacy IMPORTING or a running task) or
+/// migrated. Returns true while there is more to delete.
+pub fn trim_step(srv: &mut Server) -> bool {
+    if !srv.migrations.trim {
+        return false;
+    }
+    let Some(cluster) = srv.cluster.as_deref() else { return false };
+    if cluster.is_replica() || srv.repl.is_replica() {
+        srv.migrations.trim = false;
+        return false;
+    }
+    let me = cluster.myself;
+    let foreign: Vec<u16> = srv.dbs[0]
+        .slot_counts_nonzero()
+        .map(|(s, _)| s)
+        .filter(|&s| {
+            cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none()
+        })
+        .collect();
+    let mut budget = TRIM_STEP;
+    for s in foreign {
+        if budget == 0 {
+            return true;
+        }
+        budget -= drop_keys(srv, s, budget);
+    }
+    srv.migrations.trim = budget == 0;
+    srv.migrations.trim
+}
+
+/// INFO's fields of atomic slot migration (Redis 8.4's names).
+pub fn info(srv: &Server) -> String {
+    let count = |op: Op, st: &[TaskState]| srv.migrations.tasks.iter().filter(|t| t.op == op && st.contains(&t.state)).count();
+    let running = [TaskState::Connecting, TaskState::Syncing, TaskState::Handoff];
+    format!(
+        "cluster_slot_migration_active_tasks:{}\r\ncluster_slot_migration_active_trim_running:0\r\ncluster_slot_migration_stats_import_completed:{}\r\ncluster_slot_migration_stats_import_failed:{}\r\ncluster_slot_migration_stats_migrate_completed:{}\r\ncluster_slot_migration_stats_migrate_failed:{}\r\n",
+        count(Op::Import, &running) + count(Op::Migrate, &running),
+        count(Op::Import, &[TaskState::Completed]),
+        count(Op::Import, &[TaskState::Failed, TaskState::Canceled]),
+        count(Op::Migrate, &[TaskState::Completed]),
+        count(Op::Migrate, &[TaskState::Failed, TaskState::Canceled]),
+    )
+}
+
+/// Every cron tick: whether some slot this primary holds keys of belongs
+/// to another node now (a failover, an import that never finished), so
+/// that `trim_step` deletes them.
+pub fn cron(srv: &mut Server) {
+    let Some(cluster) = srv.cluster.as_deref() else { return };
+    if srv.migrations.trim || cluster.is_replica() || srv.repl.is_replica() {
+        return;
+    }
+    let me = cluster.myself;
+    srv.migrations.trim = srv.dbs[0].slot_counts_nonzero().any(|(s, _)| cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none());
+}
+
+/// CLUSTER MIGRATESLOTS SLOTSRANGE a b [a b ...] NODE id [SLOTSRANGE ...
+/// NODE id ...] (Valkey 9, on the source): checks every job, then asks
+/// each destination, on a connection of a helper thread (which touches
+/// nothing of the server), to import them as CLUSTER MIGRATION IMPORT
+/// does; the destination connects back and the job runs as any other.
+///
+/// Errors: a syntax error, an unknown or replica target, a slot this node
+/// does not own or already migrates; then no job starts.
+pub fn migrate_slots(srv: &mut Server, args: &[Vec<u8>]) -> Result<(), CmdError> {
+    let Some(cluster) = srv.cluster.as_deref() else { return Err(CmdError::err("This instance has cluster support disabled")) };
+    let me = cluster.myself;
+    let mut jobs: Vec<(crate::cluster::NodeName, Vec<(u16, u16)>)> = Vec::new();
+    let mut i = 0;
+    let mut seen = vec![false; crate::cluster::SLOTS];
+    while i < args.len() {
+        if !args[i].eq_ignore_ascii_case(b"slotsrange") {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+        let start = i;
+        while i < args.len() && !args[i].eq_ignore_ascii_case(b"node") {
+            i += 1;
+        }
+        if i + 1 >= args.len() {
+            return Err(CmdError::Syntax);
+        }
+        let ranges = parse_ranges(&args[start..i])?;
+        let target = cluster.lookup(&args[i + 1]).ok_or_else(|| CmdError::err(format!("Unknown node {}", String::from_utf8_lossy(&args[i + 1]))))?;
+        if target == me {
+            return Err(CmdError::err("Target node is this node"));
+        }
+        if cluster.nodes.get(&target).is_some_and(|n| n.is_replica()) {
+            return Err(CmdError::err("Target node is not a primary"));
+        }
+        for &(a, b) in &ranges {
+            for s in a..=b {
+                if cluster.slots[s as usize] != Some(me) {
+                    return Err(CmdError::err(format!("I'm not the owner of hash slot {s}")));
+                }
+                if seen[s as usize] || srv.migrations.running_with_slot(s).is_some() {
+                    return Err(CmdError::err(format!("Slot {s} is already being migrated")));
+                }
+                seen[s as usize] = true;
+            }
+        }
+        jobs.push((target, ranges));
+        i += 2;
+    }
+    if jobs.is_empty() {
+        return Err(CmdError::Syntax);
+    }
+    let pass = srv.config.get("masterauth").unwrap_or("").to_string();
+    let user = srv.config.get("masteruser").unwrap_or("").to_string();
+    for (target, ranges) in jobs {
+        let Some((host, port)) = cluster.client_addr(&target) else { return Err(CmdError::err("The target node's address is not known")) };
+        let mut req = Vec::new();
+        if !pass.is_empty() {
+            let mut a = vec![b"AUTH".to_vec()];
+            if !user.is_empty() {
+                a.push(user.clone().into_bytes());
+            }
+            a.push(pass.clone().into_bytes());
+            crate::repl::encode(&a, &mut req);
+        }
+        let mut argv = vec![b"CLUSTER".to_vec(), b"MIGRATION".to_vec(), b"IMPORT".to_vec()];
+        for (a, b) in ranges {
+            argv.push(a.to_string().into_bytes());
+            argv.push(b.to_string().into_bytes());
+        }
+        crate::repl::encode(&argv, &mut req);
+        let log = srv.config.log.clone();
+        std::thread::spawn(move || ask_import(&host, port, &req, &log));
+    }
+    Ok(())
+}
+
+/// The helper thread's errand: one request to a destination, its reply
+/// line logged when it is an error.
+fn ask_import(host: &str, port: u16, req: &[u8], log: &crate::log::Log) {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(5);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port)).ok().and_then(|mut a| a.next());
+    let Some(mut s) = addr.and_then(|a| std::net::TcpStream::connect_timeout(&a, timeout).ok()) else {
+        log.warning(&format!("Slot migration: could not connect to the target {host}:{port}"));
+        return;
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    if s.write_all(req).is_err() {
+        return;
+    }
+    let want = 1 + usize::from(req.starts_with(b"*2\r\n$4\r\nAUTH") || req.starts_with(b"*3\r\n$4\r\nAUTH"));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while replies(&got) < want {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    if let Some(line) = got.split(|&b| b == b'\n').find(|l| l.starts_with(b"-")) {
+        log.warning(&format!("Slot migration: the target {host}:{port} refused: {}", String::from_utf8_lossy(line).trim_end()));
+    }
+}
+
+/// How many whole replies (simple lines, or bulk strings) `buf` holds.
+fn replies(buf: &[u8]) -> usize {
+    let mut n = 0;
+    let mut lines = buf.split(|&b| b == b'\n').filter(|l| l.ends_with(b"\r"));
+    while let Some(l) = lines.next() {
+        if l.starts_with(b"$") && !l.starts_with(b"$-1") && lines.next().is_none() {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
