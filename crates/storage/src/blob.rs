@@ -9,7 +9,11 @@
 //!          bits 3-6 pad: bytes of slack at the end (0..=15)
 //!          bit 7    raw: a string edited in place (APPEND, SETRANGE,
 //!                   SETBIT, BITFIELD), which Redis reports as "raw"
-//!                   whatever its length; any new store clears it
+//!                   whatever its length; any new store clears it.
+//!                   With kind 1 (integer, where the mark never applies)
+//!                   it means packed instead: a string kept in its
+//!                   compressed form (`encoding::packed`, which holds
+//!                   its own raw mark)
 //! ```
 //!
 //! The blob's length is not stored: the slab knows its class size, and `pad`
@@ -35,6 +39,8 @@ pub enum Body<'a> {
     /// A small collection kept in the blob: its inline form (a header
     /// byte naming the type, then its entries; `encoding::inline`).
     Inline(&'a [u8]),
+    /// A string in packed form (`encoding::packed`): decode to read it.
+    Packed(&'a [u8]),
 }
 
 const KIND_RAW: u8 = 0;
@@ -43,6 +49,13 @@ const KIND_OBJ: u8 = 2;
 const KIND_INLINE: u8 = 3;
 const HAS_TTL: u8 = 4;
 const RAW_ENC: u8 = 0x80;
+/// Kind 1 with bit 7: a packed string.
+const PACKED: u8 = KIND_INT | RAW_ENC;
+
+/// True if the flags byte is a packed string's.
+fn is_packed(flags: u8) -> bool {
+    flags & (3 | RAW_ENC) == PACKED
+}
 
 fn varint_len(mut n: usize) -> usize {
     let mut l = 1;
@@ -65,6 +78,7 @@ pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>
         Body::Str(StrRef::Bytes(b)) => (KIND_RAW, b.len()),
         Body::Obj(_) => (KIND_OBJ, 4),
         Body::Inline(e) => (KIND_INLINE, e.len()),
+        Body::Packed(p) => (PACKED, p.len()),
     };
     let len = 1 + varint_len(key.len()) + key.len() + if deadline.is_some() { 8 } else { 0 } + vlen;
     let pad = if len <= MAX_SMALL { class_size(len) - len } else { 0 };
@@ -89,7 +103,7 @@ pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>
         Body::Str(StrRef::Int(v)) => b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]),
         Body::Str(StrRef::Bytes(v)) => b[at..at + vlen].copy_from_slice(v),
         Body::Obj(i) => b[at..at + 4].copy_from_slice(&i.to_le_bytes()),
-        Body::Inline(e) => b[at..at + vlen].copy_from_slice(e),
+        Body::Inline(e) | Body::Packed(e) => b[at..at + vlen].copy_from_slice(e),
     }
     addr
 }
@@ -100,7 +114,7 @@ pub fn store(slab: &mut Slab, key: &[u8], value: Body<'_>, deadline: Option<i64>
 /// integer or `v` needs a bigger class.
 pub fn rewrite_int(b: &mut [u8], v: i64) -> bool {
     let flags = b[0];
-    if flags & 3 != KIND_INT || b.len() > MAX_SMALL {
+    if flags & 3 != KIND_INT || flags & RAW_ENC != 0 || b.len() > MAX_SMALL {
         return false;
     }
     let view = Blob::parse(b);
@@ -119,6 +133,13 @@ pub fn rewrite_int(b: &mut [u8], v: i64) -> bool {
 /// OBJECT ENCODING). Returns false, leaving `b` untouched, for any other
 /// kind of value.
 pub fn mark_raw(b: &mut [u8]) -> bool {
+    if is_packed(b[0]) {
+        let flags = b[0];
+        let end = b.len() - ((flags >> 3) & 0xF) as usize;
+        let at = end - Blob::parse(b).value.len();
+        b[at] |= crate::encoding::packed::RAW_MARK;
+        return true;
+    }
     if b[0] & 3 != KIND_RAW {
         return false;
     }
@@ -128,11 +149,14 @@ pub fn mark_raw(b: &mut [u8]) -> bool {
 
 /// True if the blob `b` holds a bytes string (not an integer or object).
 pub fn is_kind_bytes(b: &[u8]) -> bool {
-    b[0] & 3 == KIND_RAW
+    b[0] & 3 == KIND_RAW || is_packed(b[0])
 }
 
 /// True if the blob `b` holds a bytes string marked by `mark_raw`.
 pub fn is_marked_raw(b: &[u8]) -> bool {
+    if is_packed(b[0]) {
+        return crate::encoding::packed::is_marked_raw(Blob::parse(b).value);
+    }
     b[0] & 3 == KIND_RAW && b[0] & RAW_ENC != 0
 }
 
@@ -177,7 +201,8 @@ impl<'a> Blob<'a> {
         } else {
             None
         };
-        Blob { key, deadline, kind: flags & 3, value: &b[at..end] }
+        let kind = if is_packed(flags) { PACKED } else { flags & 3 };
+        Blob { key, deadline, kind, value: &b[at..end] }
     }
 
     /// Just the key (lookups compare it for every tag match; no need to
@@ -192,6 +217,7 @@ impl<'a> Blob<'a> {
         match self.kind {
             KIND_OBJ => Body::Obj(u32::from_le_bytes(self.value[..4].try_into().expect("4 bytes"))),
             KIND_INLINE => Body::Inline(self.value),
+            PACKED => Body::Packed(self.value),
             _ => Body::Str(self.value()),
         }
     }

@@ -46,6 +46,11 @@ impl Db {
         let s = self.segs[si].slots[pos];
         let copy = self.slab.bytes(addr_of(s)).to_vec();
         let b = Blob::parse(&copy);
+        if let crate::blob::Body::Packed(p) = b.body() {
+            // The same packed bytes go into the new blob: count them
+            // before the old one's release could free their table.
+            self.packs.retain(p);
+        }
         self.free_blob(s);
         let addr = self.store_blob(si, b.key, b.body(), deadline);
         let had = s & TTL_BIT != 0;

@@ -29,7 +29,7 @@ pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
     match body {
         Body::Inline(e) if e[0] & inline::ZSET == 0 => Hash::inline_min_deadline(e),
         Body::Inline(_) => None,
-        Body::Str(_) | Body::Obj(_) => None,
+        Body::Str(_) | Body::Obj(_) | Body::Packed(_) => None,
     }
 }
 
@@ -46,8 +46,10 @@ impl Db {
 
     /// Frees the blob of slot `s` (the object it points at is the caller's).
     pub(super) fn free_blob(&mut self, s: u64) {
-        if inline_min(self.blob(s).body()).is_some() {
-            self.inline_ttl -= 1;
+        match crate::blob::Blob::parse(self.slab.bytes(addr_of(s))).body() {
+            b if inline_min(b).is_some() => self.inline_ttl -= 1,
+            Body::Packed(p) => self.packs.release(p),
+            _ => {}
         }
         self.slab.free(addr_of(s));
     }

@@ -67,7 +67,7 @@ impl Db {
     /// `access`): what a load or a full resync should fill in place of
     /// this one.
     pub fn empty_like(&self) -> Db {
-        let mut db = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, access: self.access, ..Db::default() };
+        let mut db = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, access: self.access, value_compression: self.value_compression, ..Db::default() };
         if self.slot_index.is_some() {
             db.enable_slots();
         }

@@ -1232,3 +1232,104 @@ fn member_ttls_expire_on_access_and_actively() {
     db.remove(b"t", 0);
     assert_eq!((db.member_ttl, db.field_expiry_len()), (0, 0));
 }
+
+fn session_value(i: u64) -> Vec<u8> {
+    format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + i * 7919 % 9_000_000, 1_700_000_000 + i * 104_729 % 2_592_000).into_bytes()
+}
+
+/// With value compression on, seed 002's sessions are stored packed once
+/// a table is trained, cost less than raw, and read back byte for byte
+/// through every path (get, get_mut, for_each, remove, str_len, a
+/// deadline rewrite, the raw mark).
+#[test]
+fn packed_strings_read_back_exactly() {
+    let mut db = Db::new();
+    db.value_compression = true;
+    let key = |i: u64| format!("session:{i:040x}").into_bytes();
+    for i in 0..2000 {
+        db.insert(&key(i), Value::Bytes(session_value(i)), Ttl::At(1 << 50), 0);
+    }
+    let st = db.pack_stats();
+    assert_eq!(st.tables, 1);
+    assert!(st.values > 1500, "{st:?}");
+    assert!(st.packed_bytes * 2 < st.raw_bytes, "{st:?}");
+    let raw_cost = {
+        let mut plain = Db::new();
+        plain.insert(&key(5000), Value::Bytes(session_value(5000)), Ttl::At(1 << 50), 0);
+        plain.mem_usage(&key(5000), 0).unwrap()
+    };
+    assert!(db.mem_usage(&key(1999), 0).unwrap() + 16 <= raw_cost);
+    for i in 0..2000 {
+        assert_eq!(db.get(&key(i), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(i)))));
+        assert_eq!(db.str_len(&key(i), 0), Some(session_value(i).len()));
+    }
+    assert_eq!(db.get_mut(&key(1990), 0), Some(ValueMut::Str(StrRef::Bytes(&session_value(1990)))));
+    let mut seen = 0;
+    db.for_each(|k, v, _| {
+        let i = u64::from_str_radix(std::str::from_utf8(&k[8..]).unwrap(), 16).unwrap();
+        assert_eq!(v, ValueRef::Str(StrRef::Bytes(&session_value(i))));
+        seen += 1;
+    });
+    assert_eq!(seen, 2000);
+    assert!(db.set_expire(&key(1998), None, 0));
+    assert_eq!(db.get(&key(1998), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(1998)))));
+    assert!(!db.marked_raw(&key(1997)));
+    assert!(db.mark_raw(&key(1997), 0));
+    assert!(db.marked_raw(&key(1997)));
+    assert_eq!(db.get(&key(1997), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(1997)))));
+    assert_eq!(db.incr_by(&key(1996), 1, 0), Err(IncrError::NotInt));
+    assert_eq!(db.remove(&key(1995), 0), Some(Value::Bytes(session_value(1995))));
+    for i in 0..2000 {
+        db.remove(&key(i), 0);
+    }
+    let st = db.pack_stats();
+    assert_eq!((st.values, st.raw_bytes, st.packed_bytes), (0, 0, 0));
+}
+
+proptest! {
+    /// Random strings under random keys of a few patterns, with
+    /// compression switched on and off midway: the Db matches a map.
+    #[test]
+    fn packed_strings_match_model(ops in prop::collection::vec((0u8..6, 0u64..40, prop::collection::vec(prop::sample::select(&b"ab{}\":,0123xyz"[..]), 0..90)), 1..600)) {
+        let mut db = Db::new();
+        db.value_compression = true;
+        let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        // Enough look-alike values to train a table for pattern "p".
+        for i in 0..300u64 {
+            let k = format!("p:seed{i}").into_bytes();
+            let v = session_value(i);
+            db.insert(&k, Value::Bytes(v.clone()), Ttl::Clear, 0);
+            model.insert(k, v);
+        }
+        for (op, k, v) in ops {
+            let key = format!("{}:{k}", ["p", "q"][(k % 2) as usize]).into_bytes();
+            match op {
+                0 | 1 => {
+                    db.insert(&key, Value::string(&v), Ttl::Keep, 0);
+                    model.insert(key.clone(), v);
+                }
+                2 => {
+                    prop_assert_eq!(db.remove(&key, 0).map(|v| match v { Value::Int(i) => i.to_string().into_bytes(), Value::Bytes(b) => b, _ => unreachable!() }), model.remove(&key));
+                }
+                3 => {
+                    db.set_expire(&key, Some(1 << 50), 0);
+                }
+                4 => {
+                    db.value_compression = !db.value_compression;
+                }
+                _ => {
+                    db.mark_raw(&key, 0);
+                }
+            }
+            let got = db.get(&key, 0).map(|v| match v { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() });
+            prop_assert_eq!(got.as_ref(), model.get(&key));
+            prop_assert_eq!(db.str_len(&key, 0), model.get(&key).map(Vec::len));
+        }
+        for (k, v) in &model {
+            let got = db.get(k, 0).map(|v| match v { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() });
+            prop_assert_eq!(got.as_ref(), Some(v));
+        }
+        db.clear();
+        prop_assert_eq!(db.pack_stats().values, 0);
+    }
+}
