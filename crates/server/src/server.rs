@@ -816,8 +816,10 @@ impl Server {
             // Ranks from the old policy mean nothing under the new one.
             self.evict.pool.clear();
         }
+        let compress = self.config.flag("value-compression");
         for db in &mut self.dbs {
             db.access = access;
+            db.value_compression = compress;
         }
     }
 

@@ -436,15 +436,15 @@ impl Db {
         self.packs.stats()
     }
 
-    /// The raw length of the live string at `key` without decoding it
-    /// (STRLEN): None if absent or not a string.
-    pub fn str_len(&mut self, key: &[u8], now: i64) -> Option<usize> {
+    /// The length of the live string at `key` without decoding it
+    /// (STRLEN, O(1)): None if absent, Some(None) if not a string.
+    pub fn str_len(&mut self, key: &[u8], now: i64) -> Option<Option<usize>> {
         let (si, pos) = self.live(key, now)?;
-        match self.blob(self.segs[si].slots[pos]).body() {
+        Some(match self.blob(self.segs[si].slots[pos]).body() {
             Body::Str(v) => Some(v.len()),
             Body::Packed(p) => packed::raw_len(p),
             Body::Obj(_) | Body::Inline(_) => None,
-        }
+        })
     }
 
     /// Calls `f` with the value the slot `s` holds, decoding an inline
