@@ -193,13 +193,6 @@ impl Tables {
         PackStats { tables: self.tables.iter().flatten().count(), ..self.stats }
     }
 
-    /// Heap bytes held by tables and samples beyond what jemalloc reports
-    /// by itself (nothing: every byte here is a Rust allocation); the
-    /// sample buffers' size, for tests and DEBUG.
-    pub fn sample_bytes(&self) -> usize {
-        self.sampling.values().flatten().map(Vec::len).sum()
-    }
-
     /// Packs `value` of `key` into `out` (cleared first) if a table for its
     /// pattern exists and the packed form is shorter than `value`; returns
     /// true then (the caller must store it, and call `release` when the
@@ -312,17 +305,6 @@ impl Tables {
             out.truncate(start);
         }
         r
-    }
-
-    /// Forgets every table and sample (FLUSHALL of an empty keyspace:
-    /// only when no stored value uses a table).
-    pub fn clear(&mut self) {
-        debug_assert_eq!(self.stats.values, 0, "tables cleared under stored values");
-        let trained = self.stats.trained;
-        let freed = self.stats.freed + self.tables.iter().flatten().count() as u64;
-        *self = Tables::default();
-        self.stats.trained = trained;
-        self.stats.freed = freed;
     }
 
     /// Trains a table for `pattern` from `samples` at once (tests, fuzzing).
