@@ -1632,7 +1632,7 @@ def workload_commands(workload: str, n: int):
 
 
 def cmd_compression(args) -> None:
-    header("densekv value-compression on vs off vs redis: used_memory delta per entry", args)
+    header("densekv value-compression and key-compression on vs off vs redis: used_memory delta per entry", args)
     n = args.n or 1_000_000
     cases = []  # (label, entries, commands factory, raw bytes per entry, bar as a ratio of raw or bytes)
     if "sessions" in args.cases:
@@ -1655,7 +1655,7 @@ def cmd_compression(args) -> None:
                       m, lambda recs=recs, m=m, name=name: record_commands(name.encode(), recs, m),
                       record_raw(name.encode(), recs, m), ("x raw", bar)))
     servers = [Server("densekv off", [args.densekv_bin]),
-               Server("densekv on", [args.densekv_bin, "--value-compression", "yes"]),
+               Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
                Server("redis", [args.redis_bin, "--daemonize", "no"])]
     try:
         for s in servers:

@@ -46,7 +46,7 @@ def check_all(r: redis.Redis, data: dict[bytes, bytes]) -> None:
 
 @pytest.fixture
 def cr(start_server):
-    s = start_server("--value-compression", "yes")
+    s = start_server("--value-compression", "yes", "--key-compression", "yes")
     c = redis.Redis(host=HOST, port=s.port)
     yield c
     c.close()
@@ -132,7 +132,7 @@ def test_dump_restore_and_config_set(cr):
 def test_save_restart_and_redis_loads_our_rdb(tmp_path):
     wd = str(tmp_path / "d")
     os.mkdir(wd)
-    s = Server(server_binary(), ("--value-compression", "yes"), workdir=wd).start()
+    s = Server(server_binary(), ("--value-compression", "yes", "--key-compression", "yes"), workdir=wd).start()
     try:
         r = redis.Redis(host=HOST, port=s.port)
         data = fill(r)
@@ -140,7 +140,7 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
         assert r.save()
     finally:
         s.stop()
-    s = Server(server_binary(), ("--value-compression", "yes"), workdir=wd).start()
+    s = Server(server_binary(), ("--value-compression", "yes", "--key-compression", "yes"), workdir=wd).start()
     try:
         r = redis.Redis(host=HOST, port=s.port)
         check_all(r, data)
@@ -161,8 +161,8 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
 
 
 def test_replica_gets_original_bytes(servers):
-    primary = servers(server_binary(), "--value-compression", "yes")
-    replica = servers(server_binary(), "--value-compression", "yes")
+    primary = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
+    replica = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
     pr = redis.Redis(host=HOST, port=primary.port)
     rr = redis.Redis(host=HOST, port=replica.port)
     data = fill(pr, 1000, seed=2)
@@ -247,3 +247,28 @@ def test_retraining_while_a_client_reads_and_writes(cr):
     assert info["compression_dictionaries_freed"] >= 1, info
     assert info["compression_dictionaries"] == 1, info
     assert info["compressed_values"] == 0, info
+
+
+def test_packed_keys_come_back_exactly(cr):
+    """Keys of every packed shape (and near misses) through SET/GET, KEYS,
+    SCAN MATCH, RENAME, EXISTS, DUMP/RESTORE and MEMORY USAGE."""
+    keys = [b"session:" + b"0123456789abcdef" * 2 + b"01234567",
+            b"key:123456", b"key:000123", b"key:12345", b"key:0",
+            b"u:550e8400-e29b-41d4-a716-446655440000", b"U:550E8400-E29B-41D4-A716-446655440000",
+            b"h:DEADBEEF00", b"mixed:DEADbeef", b"user:1000:cart", b"k1", b"", b"cafe",
+            b"key:0123", b"key:123", b"KEY:123"]
+    for i, k in enumerate(keys):
+        cr.set(k, b"value %d" % i)
+    for i, k in enumerate(keys):
+        assert cr.get(k) == b"value %d" % i, k
+    assert sorted(cr.keys("*")) == sorted(keys)
+    assert sorted(cr.keys("key:*")) == sorted(k for k in keys if k.startswith(b"key:"))
+    assert sorted(cr.scan_iter(match="key:0*")) == [b"key:0", b"key:000123", b"key:0123"]
+    assert cr.exists(b"key:00123") == 0
+    assert cr.rename(b"key:123456", b"key:654321")
+    assert cr.get(b"key:654321") == b"value 1" and cr.get(b"key:123456") is None
+    payload = cr.dump(keys[0])
+    cr.restore(b"session:" + b"f" * 40, 0, payload)
+    assert cr.get(b"session:" + b"f" * 40) == b"value 0"
+    assert cr.memory_usage(keys[0]) < cr.memory_usage(b"user:1000:cart") + 40
+    assert compression(cr)["key_compression"] == "yes"

@@ -210,6 +210,8 @@ pub static PARAMS: &[Param] = &[
     // pattern (docs/design/compression.md). Hidden from CONFIG GET
     // patterns like the other extras; CONFIG SET at run time.
     p("value-compression", B, "no").hidden(),
+    // densekv: keys of common shapes (prefix + hex/decimal/UUID) packed.
+    p("key-compression", B, "no").hidden(),
     p("lazyfree-lazy-expire", B, "no").ignored(),
     p("lazyfree-lazy-server-del", B, "no").ignored(),
     p("lazyfree-lazy-user-del", B, "no").ignored(),

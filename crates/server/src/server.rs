@@ -817,9 +817,11 @@ impl Server {
             self.evict.pool.clear();
         }
         let compress = self.config.flag("value-compression");
+        let keys = self.config.flag("key-compression");
         for db in &mut self.dbs {
             db.access = access;
             db.value_compression = compress;
+            db.key_compression = keys;
         }
     }
 

@@ -776,6 +776,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
             }
         });
         line(&mut s, "value_compression", &if srv.config.flag("value-compression") { "yes" } else { "no" });
+        line(&mut s, "key_compression", &if srv.config.flag("key-compression") { "yes" } else { "no" });
         line(&mut s, "compression_dictionaries", &st.tables);
         line(&mut s, "compression_dictionaries_trained", &st.trained);
         line(&mut s, "compression_dictionaries_freed", &st.freed);

@@ -52,7 +52,8 @@ impl Db {
             self.packs.retain(p);
         }
         self.free_blob(s);
-        let addr = self.store_blob(si, b.key, b.body(), deadline);
+        let key = self.raw_key(&b).into_owned();
+        let addr = self.store_blob(si, &key, b.body(), deadline);
         let had = s & TTL_BIT != 0;
         let ns = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         let seg = &mut self.segs[si];
@@ -106,7 +107,7 @@ impl Db {
                 let b = self.blob(s);
                 match b.deadline {
                     Some(t) if t <= now => {
-                        on_expired(b.key);
+                        on_expired(&self.raw_key(&b));
                         self.pre_write_slot(si, pos);
                         self.delete(si, pos);
                         expired += 1;

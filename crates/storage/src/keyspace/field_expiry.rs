@@ -41,7 +41,14 @@ impl Db {
             self.inline_ttl += 1;
             self.note_field_deadline(si, t);
         }
-        blob::store(&mut self.slab, key, body, deadline)
+        if self.key_compression {
+            let mut buf = std::mem::take(&mut self.key_buf);
+            let form = if self.prefixes.pack(key, &mut buf) { blob::KeyForm::Packed { packed: &buf, raw: key } } else { blob::KeyForm::Raw(key) };
+            let addr = blob::store(&mut self.slab, form, body, deadline);
+            self.key_buf = buf;
+            return addr;
+        }
+        blob::store(&mut self.slab, blob::KeyForm::Raw(key), body, deadline)
     }
 
     /// Frees the blob of slot `s` (the object it points at is the caller's).
@@ -167,7 +174,7 @@ impl Db {
             }
             let b = self.blob(s);
             let Body::Inline(e) = b.body() else { unreachable!("inline_min is only Some for a hash") };
-            let (key, mut obj) = (b.key.to_vec(), Obj::from_inline(e));
+            let (key, mut obj) = (self.raw_key(&b).into_owned(), Obj::from_inline(e));
             fields += obj.expire_due_with(now, max - fields, |f| on_field(&key, f));
             self.pending = Some(Pending { si, pos, slot: s, obj, dirty: true });
             keys += usize::from(self.flush());

@@ -48,7 +48,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::access::{lfu_decayed, Access};
 use crate::blob::{self, Blob, Body};
+use crate::encoding::keypack::Prefixes;
 use crate::encoding::packed::{self, PackStats, Tables};
+use std::borrow::Cow;
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
 use crate::strref::{parse_canonical_i64, StrRef};
@@ -316,6 +318,14 @@ pub struct Db {
     scratch: Vec<u8>,
     /// Where `store` packs a string before writing its blob.
     pack_buf: Vec<u8>,
+    /// Store keys of common shapes packed (`key-compression`;
+    /// encoding/keypack.rs). Off: new keys go raw; packed ones stay
+    /// readable.
+    pub key_compression: bool,
+    /// The shared key prefixes.
+    prefixes: Prefixes,
+    /// Where `store_blob` packs a key.
+    key_buf: Vec<u8>,
 }
 
 impl Default for Db {
@@ -354,6 +364,9 @@ impl Default for Db {
             packs: Tables::default(),
             scratch: Vec::new(),
             pack_buf: Vec::new(),
+            key_compression: false,
+            prefixes: Prefixes::default(),
+            key_buf: Vec::new(),
         }
     }
 }
@@ -407,6 +420,33 @@ impl Db {
 
     fn blob(&self, s: u64) -> Blob<'_> {
         Blob::parse(self.slab.bytes(addr_of(s)))
+    }
+
+    /// The raw key of blob `b` (decoded if stored packed).
+    fn raw_key<'a>(&self, b: &Blob<'a>) -> Cow<'a, [u8]> {
+        if !b.key_packed {
+            return Cow::Borrowed(b.key);
+        }
+        let mut k = Vec::with_capacity(b.key.len() * 2 + 8);
+        self.prefixes.unpack(b.key, &mut k).expect("a stored packed key decodes");
+        Cow::Owned(k)
+    }
+
+    /// True if the blob of slot `s` holds `key` (compared packed when
+    /// stored packed, without decoding).
+    fn holds_key(&self, s: u64, key: &[u8]) -> bool {
+        let b = self.slab.bytes(addr_of(s));
+        let stored = Blob::key_of(b);
+        if blob::key_is_packed(b) {
+            self.prefixes.eq(stored, key)
+        } else {
+            stored == key
+        }
+    }
+
+    /// The raw key of slot `s`, for hashing.
+    fn slot_key(&self, s: u64) -> Cow<'_, [u8]> {
+        self.raw_key(&self.blob(s))
     }
 
     /// The value the slot `s` holds (an inline hash only when lent out).
@@ -492,7 +532,7 @@ impl Db {
         }
         let s = p.slot;
         let b = self.blob(s);
-        let (key, deadline) = (b.key.to_vec(), b.deadline);
+        let (key, deadline) = (self.raw_key(&b).into_owned(), b.deadline);
         self.free_blob(s);
         let addr = self.store(p.si, &key, p.obj.into_value(), deadline);
         self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
@@ -699,7 +739,7 @@ impl Db {
     /// if the collection is now empty (returns true then), else updates
     /// its entry in the field-expiry index. Does nothing for a string.
     pub fn sync_object(&mut self, key: &[u8]) -> bool {
-        let mine = self.pending.as_ref().is_some_and(|p| self.blob(p.slot).key == key);
+        let mine = self.pending.as_ref().is_some_and(|p| self.holds_key(p.slot, key));
         if self.flush() && mine {
             return true;
         }
