@@ -4,6 +4,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
 
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
   bench/compare.py compression [-n N] [--records N] [--cases sessions,intkeys,iso639,ec2shapes]
+  bench/compare.py compression-cpu [-n N] [--rounds R]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
@@ -1678,6 +1679,52 @@ def cmd_compression(args) -> None:
         stop_servers(servers)
 
 
+def cmd_compression_cpu(args) -> None:
+    """Server main-thread CPU per GET and per SETEX on seed 002's sessions,
+    with compression off and on (keys and values), alternating, beside redis."""
+    header("densekv compression off vs on vs redis: main-thread CPU per request, seed 002 sessions", args)
+    n = args.n or 300_000
+    rng = random.Random(7)
+    keys = [b"session:%040x" % rng.getrandbits(160) for _ in range(n)]
+    load_data = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in keys]
+    order = keys[:]
+    rng.shuffle(order)
+    gets = [encode(b"GET", k) for k in order]
+    sets = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in order]
+    servers = [Server("densekv off", [args.densekv_bin]),
+               Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
+               Server("redis", [args.redis_bin, "--daemonize", "no"])]
+    chunk = 1000
+
+    def send_all(s: Server, cmds: list[bytes]) -> float:
+        before = s.main_thread_cpu()
+        with Conn(s.port) as c:
+            for i in range(0, len(cmds), chunk):
+                part = cmds[i:i + chunk]
+                c.send_counted(b"".join(part), len(part))
+        return (s.main_thread_cpu() - before) / len(cmds) * 1e9
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    try:
+        for s in servers:
+            s.start()
+            send_all(s, load_data)
+        for rnd in range(args.rounds):
+            for test, cmds in (("GET", gets), ("SETEX", sets)):
+                for s in (servers if rnd % 2 == 0 else servers[::-1]):
+                    samples.setdefault((s.name, test), []).append(send_all(s, cmds))
+        info = servers[1].info("compression")
+    finally:
+        stop_servers(servers)
+    rows = []
+    for test in ("GET", "SETEX"):
+        off, on, red = (statistics.median(samples[(name, test)]) for name in ("densekv off", "densekv on", "redis"))
+        rows.append([test, f"{off:,.0f}", f"{on:,.0f}", f"{red:,.0f}", ratio(on, off), ratio(on, red)])
+    table(["command", "densekv off ns/req", "densekv on ns/req", "redis ns/req", "on/off", "on/redis"], rows)
+    print(f"(median of {args.rounds} rounds of {n:,} requests; pipelined {chunk} deep over one connection; "
+          f"compressed values {info.get('compressed_values')} of {n:,})\n", flush=True)
+
+
 # ---------------------------------------------------------------- replication
 
 
@@ -2035,6 +2082,11 @@ def main() -> None:
                    help="comma-separated: sessions,intkeys,iso639,ec2shapes")
     p.add_argument("--records", type=int, default=200_000, help="keys per public-records case")
     p.set_defaults(func=cmd_compression)
+
+    p = sub.add_parser("compression-cpu", parents=[common],
+                       help="main-thread CPU per GET/SETEX on sessions, compression off vs on")
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(func=cmd_compression_cpu)
 
     p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
