@@ -98,6 +98,9 @@ pub struct Tables {
     current: HashMap<Vec<u8>, u8>,
     sampling: HashMap<Vec<u8>, Vec<Vec<u8>>>,
     stats: PackStats,
+    /// Where a value's codes are written before they are framed (kept, so
+    /// a write allocates nothing).
+    codes: Vec<u8>,
 }
 
 impl std::fmt::Debug for Tables {
@@ -209,11 +212,18 @@ impl Tables {
             return false;
         };
         let t = self.tables[id as usize].as_mut().expect("current table is live");
-        let codes = t.comp.compress(value);
+        // At most two bytes of codes a byte (all escapes).
+        self.codes.clear();
+        self.codes.reserve(2 * value.len());
+        // SAFETY: `codes` has room for 2 * value.len() bytes, the most FSST
+        // writes for `value` (every byte an escape and its literal), which
+        // is what compress_into requires; value.len() >= MIN_LEN >= 8, as
+        // its word-at-a-time loop assumes.
+        unsafe { t.comp.compress_into(value, &mut self.codes) };
         out.clear();
         out.push(id);
         varint(out, value.len());
-        out.extend_from_slice(&codes);
+        out.extend_from_slice(&self.codes);
         t.window.0 += value.len() as u64;
         t.window.1 += out.len().min(value.len()) as u64;
         t.window.2 += 1;
