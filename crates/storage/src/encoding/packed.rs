@@ -47,8 +47,12 @@ pub const SAMPLES: usize = 256;
 pub const MIN_LEN: usize = 12;
 /// Largest value sampled and packed: longer ones go raw (zstd territory).
 pub const MAX_LEN: usize = 4096;
-/// Most patterns being sampled at once (a bound on sample memory).
+/// Most patterns being sampled at once (with `SAMPLE_BYTES`, a bound on
+/// sample memory: 4 MiB).
 const MAX_SAMPLING: usize = 64;
+/// Most bytes of samples kept for one pattern: training starts when they
+/// are reached even before `SAMPLES` values.
+const SAMPLE_BYTES: usize = 64 * 1024;
 /// Values packed between two drift checks of a table.
 const DRIFT_WINDOW: u64 = 4096;
 
@@ -169,6 +173,11 @@ impl Table {
 
     /// Decodes `codes` into `out`, expecting exactly `len` bytes.
     fn decode(&self, codes: &[u8], len: usize, out: &mut Vec<u8>) -> Option<()> {
+        // A code gives at most 8 bytes: a longer stated length is malformed
+        // (and must not size an allocation).
+        if len > codes.len() * 8 {
+            return None;
+        }
         let start = out.len();
         out.reserve(len);
         let mut i = 0;
@@ -253,14 +262,23 @@ impl Tables {
 
     fn sample(&mut self, pattern: &[u8], value: &[u8]) {
         if !self.sampling.contains_key(pattern) {
-            if self.sampling.len() >= MAX_SAMPLING || self.tables.iter().flatten().count() >= MAX_TABLES {
+            if self.tables.iter().flatten().count() >= MAX_TABLES {
                 return;
+            }
+            if self.sampling.len() >= MAX_SAMPLING {
+                // Full of patterns: drop the one with the fewest samples,
+                // so rare prefixes seen early cannot keep a busy pattern
+                // from ever being sampled.
+                let least = self.sampling.iter().min_by_key(|(_, v)| v.len()).map(|(k, _)| k.clone()).expect("full");
+                self.sampling.remove(&least);
             }
             self.sampling.insert(pattern.to_vec(), Vec::new());
         }
         let s = self.sampling.get_mut(pattern).expect("just ensured");
         s.push(value.to_vec());
-        if s.len() < SAMPLES {
+        // Train at SAMPLES values, or sooner once they hold SAMPLE_BYTES
+        // (large values), so samples never hold more than that a pattern.
+        if s.len() < SAMPLES && s.iter().map(Vec::len).sum::<usize>() < SAMPLE_BYTES {
             return;
         }
         let samples = self.sampling.remove(pattern).expect("present");
@@ -355,6 +373,31 @@ mod tests {
         }
         assert!(packed * 2 < raw, "{packed} of {raw}");
         assert_eq!(t.stats().values, 1000);
+    }
+
+    #[test]
+    fn rare_patterns_do_not_starve_a_busy_one() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        for i in 0..200 {
+            t.pack(format!("rare{}x:1", "y".repeat(i)).as_bytes(), b"some value of a rare pattern", &mut out);
+        }
+        for i in 0..SAMPLES as u64 {
+            t.pack(b"session:1", &session(i), &mut out);
+        }
+        assert!(t.pack(b"session:2", &session(9999), &mut out));
+        assert!(t.sampling.len() <= MAX_SAMPLING);
+    }
+
+    #[test]
+    fn large_values_train_early() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        let v: Vec<u8> = b"{\"name\":\"a structure\",\"members\":{}} ".repeat(100);
+        for _ in 0..SAMPLE_BYTES / v.len() + 1 {
+            t.pack(b"big:1", &v, &mut out);
+        }
+        assert_eq!(t.stats().tables, 1);
     }
 
     #[test]
