@@ -3,6 +3,8 @@
 script on free loopback ports in the same run and stopped by their PIDs at the end.
 
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
+  bench/compare.py compression [-n N] [--records N] [--cases sessions,intkeys,iso639,ec2shapes]
+  bench/compare.py compression-cpu [-n N] [--rounds R]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
@@ -1566,6 +1568,163 @@ def cmd_seeds(args) -> None:
         stop_servers(servers)
 
 
+# ---------------------------------------------------------------- value compression
+
+
+def public_records() -> dict[str, list[tuple[bytes, bytes]]]:
+    """(key suffix, compact JSON) records of public data sets that packages on
+    this machine ship, by name; a set whose package is missing is left out.
+
+      iso639     Debian's iso-codes: ISO 639-3 languages, ~66 bytes a record
+      ec2shapes  botocore (AWS SDK data): the EC2 API's structure shapes of
+                 200-4096 bytes, ~700 bytes a record
+    """
+    import gzip
+    import importlib.util
+    import json
+    out = {}
+    compact = lambda r: json.dumps(r, separators=(",", ":")).encode()
+    try:
+        with open("/usr/share/iso-codes/json/iso_639-3.json") as f:
+            recs = json.load(f)["639-3"]
+        out["iso639"] = [(r["alpha_3"].encode(), compact(r)) for r in recs]
+    except OSError:
+        pass
+    spec = importlib.util.find_spec("botocore")
+    if spec and spec.origin:
+        found = sorted(Path(spec.origin).parent.glob("data/ec2/*/service-2.json*"))
+        if found:
+            opener = gzip.open if found[-1].suffix == ".gz" else open
+            with opener(found[-1], "rt") as f:
+                shapes = json.load(f)["shapes"]
+            recs = [(k.encode(), compact(dict(name=k, **v))) for k, v in shapes.items()
+                    if v.get("type") == "structure"]
+            out["ec2shapes"] = [(k, v) for k, v in recs if 200 <= len(v) <= 4096]
+    return out
+
+
+def record_commands(prefix: bytes, records: list[tuple[bytes, bytes]], n: int, batch: int = 5000):
+    """SET <prefix>:<record key>:<copy> <record>, cycling through the records
+    until n keys; yields (resp bytes, count). `record_raw` gives the raw
+    key+value bytes per key of the same keys."""
+    parts = []
+    for i in range(n):
+        k, v = records[i % len(records)]
+        key = b"%s:%s:%d" % (prefix, k, i // len(records))
+        parts.append(encode(b"SET", key, v))
+        if len(parts) == batch:
+            yield b"".join(parts), len(parts)
+            parts = []
+    if parts:
+        yield b"".join(parts), len(parts)
+
+
+def record_raw(prefix: bytes, records: list[tuple[bytes, bytes]], n: int) -> float:
+    total = 0
+    for i in range(n):
+        k, v = records[i % len(records)]
+        total += len(b"%s:%s:%d" % (prefix, k, i // len(records))) + len(v)
+    return total / n
+
+
+def workload_commands(workload: str, n: int):
+    for data, count, _reply in batches(workload, n):
+        yield data, count
+
+
+def cmd_compression(args) -> None:
+    header("densekv value-compression and key-compression on vs off vs redis: used_memory delta per entry", args)
+    n = args.n or 1_000_000
+    cases = []  # (label, entries, commands factory, raw bytes per entry, bar as a ratio of raw or bytes)
+    if "sessions" in args.cases:
+        cases.append(("seed 002 SETEX session:<40 hex> <46-byte JSON>", n,
+                      lambda: workload_commands("sessions", n), 48 + 46, ("B", 60.0)))
+    if "intkeys" in args.cases:
+        raw = sum(2 * len(b"%d" % i) + 4 for i in range(n)) / n
+        cases.append(("SET key:<n> <n>", n, lambda: workload_commands("intkeys", n), raw, ("B", 16.0)))
+    records = public_records()
+    for name, bar in (("iso639", 0.8), ("ec2shapes", 0.5)):
+        if name not in args.cases:
+            continue
+        if name not in records:
+            print(f"- {name}: data set not installed, skipped", flush=True)
+            continue
+        recs = records[name]
+        m = args.records
+        avg = sum(len(v) for _, v in recs) / len(recs)
+        cases.append((f"{name}: {len(recs):,} public JSON records (avg {avg:.0f} B), cycled",
+                      m, lambda recs=recs, m=m, name=name: record_commands(name.encode(), recs, m),
+                      record_raw(name.encode(), recs, m), ("x raw", bar)))
+    servers = [Server("densekv off", [args.densekv_bin]),
+               Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
+               Server("redis", [args.redis_bin, "--daemonize", "no"])]
+    try:
+        for s in servers:
+            s.start()
+        rows = []
+        for label, entries, commands, raw, (unit, bar) in cases:
+            got = {s.name: measure_load(s, commands(), entries, lambda c: c.call("DBSIZE"))[0]
+                   for s in servers}
+            on = got["densekv on"]
+            met = on <= bar if unit == "B" else on / raw <= bar
+            rows.append([label, f"{entries:,}", f"{raw:.1f}", f"{got['densekv off']:.1f}", f"{on:.1f}",
+                         f"{got['redis']:.1f}", ratio(on, raw), ratio(on, got["densekv off"]),
+                         f"{bar:g} {unit}", "met" if met else "not met"])
+            print(f"- {label}: off {got['densekv off']:.1f}, on {on:.1f}, redis {got['redis']:.1f}, "
+                  f"raw {raw:.1f}", flush=True)
+        print()
+        table(["workload", "entries", "raw B", "densekv off B", "densekv on B", "redis B",
+               "on/raw", "on/off", "target", ""], rows)
+    finally:
+        stop_servers(servers)
+
+
+def cmd_compression_cpu(args) -> None:
+    """Server main-thread CPU per GET and per SETEX on seed 002's sessions,
+    with compression off and on (keys and values), alternating, beside redis."""
+    header("densekv compression off vs on vs redis: main-thread CPU per request, seed 002 sessions", args)
+    n = args.n or 300_000
+    rng = random.Random(7)
+    keys = [b"session:%040x" % rng.getrandbits(160) for _ in range(n)]
+    load_data = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in keys]
+    order = keys[:]
+    rng.shuffle(order)
+    gets = [encode(b"GET", k) for k in order]
+    sets = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in order]
+    servers = [Server("densekv off", [args.densekv_bin]),
+               Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
+               Server("redis", [args.redis_bin, "--daemonize", "no"])]
+    chunk = 1000
+
+    def send_all(s: Server, cmds: list[bytes]) -> float:
+        before = s.main_thread_cpu()
+        with Conn(s.port) as c:
+            for i in range(0, len(cmds), chunk):
+                part = cmds[i:i + chunk]
+                c.send_counted(b"".join(part), len(part))
+        return (s.main_thread_cpu() - before) / len(cmds) * 1e9
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    try:
+        for s in servers:
+            s.start()
+            send_all(s, load_data)
+        for rnd in range(args.rounds):
+            for test, cmds in (("GET", gets), ("SETEX", sets)):
+                for s in (servers if rnd % 2 == 0 else servers[::-1]):
+                    samples.setdefault((s.name, test), []).append(send_all(s, cmds))
+        info = servers[1].info("compression")
+    finally:
+        stop_servers(servers)
+    rows = []
+    for test in ("GET", "SETEX"):
+        off, on, red = (statistics.median(samples[(name, test)]) for name in ("densekv off", "densekv on", "redis"))
+        rows.append([test, f"{off:,.0f}", f"{on:,.0f}", f"{red:,.0f}", ratio(on, off), ratio(on, red)])
+    table(["command", "densekv off ns/req", "densekv on ns/req", "redis ns/req", "on/off", "on/redis"], rows)
+    print(f"(median of {args.rounds} rounds of {n:,} requests; pipelined {chunk} deep over one connection; "
+          f"compressed values {info.get('compressed_values')} of {n:,})\n", flush=True)
+
+
 # ---------------------------------------------------------------- replication
 
 
@@ -1916,6 +2075,18 @@ def main() -> None:
     p.add_argument("--writer-n", type=int, default=1_000_000, help="the writer's redis-benchmark -n")
     p.add_argument("--rounds", type=int, default=3, help="with/without-TTL pairs (median)")
     p.set_defaults(func=cmd_member_ttl)
+
+    p = sub.add_parser("compression", parents=[common],
+                       help="memory per entry with value-compression on and off, beside redis")
+    p.add_argument("--cases", type=lambda v: v.split(","), default=["sessions", "intkeys", "iso639", "ec2shapes"],
+                   help="comma-separated: sessions,intkeys,iso639,ec2shapes")
+    p.add_argument("--records", type=int, default=200_000, help="keys per public-records case")
+    p.set_defaults(func=cmd_compression)
+
+    p = sub.add_parser("compression-cpu", parents=[common],
+                       help="main-thread CPU per GET/SETEX on sessions, compression off vs on")
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(func=cmd_compression_cpu)
 
     p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],

@@ -206,6 +206,12 @@ pub static PARAMS: &[Param] = &[
     p("lfu-log-factor", UI, "10"),
     p("lfu-decay-time", UI, "1"),
     p("lazyfree-lazy-eviction", B, "no"),
+    // densekv: strings kept packed with FSST tables trained per key
+    // pattern (docs/design/compression.md). Hidden from CONFIG GET
+    // patterns like the other extras; CONFIG SET at run time.
+    p("value-compression", B, "no").hidden(),
+    // densekv: keys of common shapes (prefix + hex/decimal/UUID) packed.
+    p("key-compression", B, "no").hidden(),
     p("lazyfree-lazy-expire", B, "no").ignored(),
     p("lazyfree-lazy-server-del", B, "no").ignored(),
     p("lazyfree-lazy-user-del", B, "no").ignored(),

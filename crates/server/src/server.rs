@@ -834,8 +834,12 @@ impl Server {
             // Ranks from the old policy mean nothing under the new one.
             self.evict.pool.clear();
         }
+        let compress = self.config.flag("value-compression");
+        let keys = self.config.flag("key-compression");
         for db in &mut self.dbs {
             db.access = access;
+            db.value_compression = compress;
+            db.key_compression = keys;
         }
     }
 

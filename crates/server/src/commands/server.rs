@@ -373,6 +373,7 @@ const ALL_SECTIONS: &[&str] = &[
     "latencystats",
     "cluster",
     "keyspace",
+    "compression",
 ];
 
 /// Which sections an INFO call asks for (lowercase).
@@ -763,6 +764,28 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
                 let _ = write!(s, "db{i}:keys={},expires={},avg_ttl=0,subexpiry={}\r\n", db.len(), db.volatile_len(), db.field_expiry_len());
             }
         }
+    }
+    if has("compression") {
+        // densekv: strings kept packed (docs/design/compression.md).
+        section(&mut s, "Compression");
+        let st = srv.dbs.iter().map(|d| d.pack_stats()).fold(storage::encoding::packed::PackStats::default(), |a, b| {
+            storage::encoding::packed::PackStats {
+                tables: a.tables + b.tables,
+                values: a.values + b.values,
+                raw_bytes: a.raw_bytes + b.raw_bytes,
+                packed_bytes: a.packed_bytes + b.packed_bytes,
+                trained: a.trained + b.trained,
+                freed: a.freed + b.freed,
+            }
+        });
+        line(&mut s, "value_compression", &if srv.config.flag("value-compression") { "yes" } else { "no" });
+        line(&mut s, "key_compression", &if srv.config.flag("key-compression") { "yes" } else { "no" });
+        line(&mut s, "compression_dictionaries", &st.tables);
+        line(&mut s, "compression_dictionaries_trained", &st.trained);
+        line(&mut s, "compression_dictionaries_freed", &st.freed);
+        line(&mut s, "compressed_values", &st.values);
+        line(&mut s, "compressed_bytes_before", &st.raw_bytes);
+        line(&mut s, "compressed_bytes_after", &st.packed_bytes);
     }
     // Only when named: neither `all` nor `everything` includes it (Redis).
     if has("debug") {

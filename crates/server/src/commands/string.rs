@@ -618,7 +618,13 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// STRLEN key
 pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let n = ctx.read_str(&args[1])?.0.map_or(0, |s| s.len());
+    // The stored length, O(1) even for a packed string.
+    let now = ctx.now;
+    let n = match ctx.db().str_len(&args[1], now) {
+        None => 0,
+        Some(Some(n)) => n,
+        Some(None) => return Err(CmdError::WrongType),
+    };
     ctx.out().int(n as i64);
     Ok(())
 }

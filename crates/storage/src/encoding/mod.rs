@@ -12,6 +12,8 @@ pub mod fieldpack;
 pub mod fieldtable;
 pub mod listpack;
 pub mod intset;
+pub mod keypack;
+pub mod packed;
 
 /// The first byte of a collection kept inline in its key's blob (the
 /// keyspace's small-collection form, `blob::Body::Inline`): which type it

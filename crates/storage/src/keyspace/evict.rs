@@ -77,7 +77,7 @@ impl Db {
                     Rank::Ttl => b.deadline.map_or(0, |t| u64::MAX - t.max(0) as u64),
                     Rank::Random => 0,
                 };
-                f(b.key, score);
+                f(&self.raw_key(&b), score);
                 given += 1;
                 taken += 1;
             }

@@ -48,8 +48,14 @@ impl Db {
         let s = self.segs[si].slots[pos];
         let copy = self.slab.bytes(addr_of(s)).to_vec();
         let b = Blob::parse(&copy);
+        if let crate::blob::Body::Packed(p) = b.body() {
+            // The same packed bytes go into the new blob: count them
+            // before the old one's release could free their table.
+            self.packs.retain(p);
+        }
         self.free_blob(s);
-        let addr = self.store_blob(si, b.key, b.body(), deadline);
+        let key = self.raw_key(&b).into_owned();
+        let addr = self.store_blob(si, &key, b.body(), deadline);
         if blob::is_marked_raw(&copy) {
             blob::mark_raw(self.slab.bytes_mut(addr));
         }
@@ -106,7 +112,7 @@ impl Db {
                 let b = self.blob(s);
                 match b.deadline {
                     Some(t) if t <= now => {
-                        on_expired(b.key);
+                        on_expired(&self.raw_key(&b));
                         self.pre_write_slot(si, pos);
                         self.delete(si, pos);
                         expired += 1;

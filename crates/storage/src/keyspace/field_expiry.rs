@@ -29,7 +29,7 @@ pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
     match body {
         Body::Inline(e) if e[0] & inline::ZSET == 0 => Hash::inline_min_deadline(e),
         Body::Inline(_) => None,
-        Body::Str(_) | Body::Obj(_) => None,
+        Body::Str(_) | Body::Obj(_) | Body::Packed(_) => None,
     }
 }
 
@@ -41,13 +41,22 @@ impl Db {
             self.inline_ttl += 1;
             self.note_field_deadline(si, t);
         }
-        blob::store(&mut self.slab, key, body, deadline)
+        if self.key_compression {
+            let mut buf = std::mem::take(&mut self.key_buf);
+            let form = if self.prefixes.pack(key, &mut buf) { blob::KeyForm::Packed { packed: &buf, raw: key } } else { blob::KeyForm::Raw(key) };
+            let addr = blob::store(&mut self.slab, form, body, deadline);
+            self.key_buf = buf;
+            return addr;
+        }
+        blob::store(&mut self.slab, blob::KeyForm::Raw(key), body, deadline)
     }
 
     /// Frees the blob of slot `s` (the object it points at is the caller's).
     pub(super) fn free_blob(&mut self, s: u64) {
-        if inline_min(self.blob(s).body()).is_some() {
-            self.inline_ttl -= 1;
+        match crate::blob::Blob::parse(self.slab.bytes(addr_of(s))).body() {
+            b if inline_min(b).is_some() => self.inline_ttl -= 1,
+            Body::Packed(p) => self.packs.release(p),
+            _ => {}
         }
         self.slab.free(addr_of(s));
     }
@@ -165,7 +174,7 @@ impl Db {
             }
             let b = self.blob(s);
             let Body::Inline(e) = b.body() else { unreachable!("inline_min is only Some for a hash") };
-            let (key, mut obj) = (b.key.to_vec(), Obj::from_inline(e));
+            let (key, mut obj) = (self.raw_key(&b).into_owned(), Obj::from_inline(e));
             fields += obj.expire_due_with(now, max - fields, |f| on_field(&key, f));
             self.pending = Some(Pending { si, pos, slot: s, obj, dirty: true });
             keys += usize::from(self.flush());

@@ -48,6 +48,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::access::{lfu_decayed, Access};
 use crate::blob::{self, Blob, Body};
+use crate::encoding::keypack::Prefixes;
+use crate::encoding::packed::{self, PackStats, Tables};
+use std::borrow::Cow;
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
 use crate::slab::{jemalloc_size, Slab};
 use crate::strref::{parse_canonical_i64, StrRef};
@@ -305,6 +308,24 @@ pub struct Db {
     /// Slot mode (Redis Cluster): the slot index; None for a standalone
     /// Db, which then pays one branch for the feature and no bytes a key.
     slot_index: Option<Box<SlotIndex>>,
+    /// Store strings packed where a table for their key's pattern makes
+    /// them shorter (`value-compression`; encoding/packed.rs). Turning it
+    /// off stops packing new values; packed ones stay readable.
+    pub value_compression: bool,
+    /// The packing tables and their counters.
+    packs: Tables,
+    /// A packed string decoded for the caller of `get`/`get_mut`.
+    scratch: Vec<u8>,
+    /// Where `store` packs a string before writing its blob.
+    pack_buf: Vec<u8>,
+    /// Store keys of common shapes packed (`key-compression`;
+    /// encoding/keypack.rs). Off: new keys go raw; packed ones stay
+    /// readable.
+    pub key_compression: bool,
+    /// The shared key prefixes.
+    prefixes: Prefixes,
+    /// Where `store_blob` packs a key.
+    key_buf: Vec<u8>,
 }
 
 impl Default for Db {
@@ -339,6 +360,13 @@ impl Default for Db {
             access: Access::Lru,
             rng: 0x9E37_79B9_7F4A_7C15,
             slot_index: None,
+            value_compression: false,
+            packs: Tables::default(),
+            scratch: Vec::new(),
+            pack_buf: Vec::new(),
+            key_compression: false,
+            prefixes: Prefixes::default(),
+            key_buf: Vec::new(),
         }
     }
 }
@@ -394,6 +422,33 @@ impl Db {
         Blob::parse(self.slab.bytes(addr_of(s)))
     }
 
+    /// The raw key of blob `b` (decoded if stored packed).
+    fn raw_key<'a>(&self, b: &Blob<'a>) -> Cow<'a, [u8]> {
+        if !b.key_packed {
+            return Cow::Borrowed(b.key);
+        }
+        let mut k = Vec::with_capacity(b.key.len() * 2 + 8);
+        self.prefixes.unpack(b.key, &mut k).expect("a stored packed key decodes");
+        Cow::Owned(k)
+    }
+
+    /// True if the blob of slot `s` holds `key` (compared packed when
+    /// stored packed, without decoding).
+    fn holds_key(&self, s: u64, key: &[u8]) -> bool {
+        let b = self.slab.bytes(addr_of(s));
+        let stored = Blob::key_of(b);
+        if blob::key_is_packed(b) {
+            self.prefixes.eq(stored, key)
+        } else {
+            stored == key
+        }
+    }
+
+    /// The raw key of slot `s`, for hashing.
+    fn slot_key(&self, s: u64) -> Cow<'_, [u8]> {
+        self.raw_key(&self.blob(s))
+    }
+
     /// The value the slot `s` holds (an inline hash only when lent out).
     fn value_of(&self, s: u64) -> ValueRef<'_> {
         match self.blob(s).body() {
@@ -403,7 +458,33 @@ impl Db {
                 Some(p) if p.slot == s => p.obj.as_ref(),
                 _ => unreachable!("an inline collection is read through `pending` or `with_value`"),
             },
+            Body::Packed(_) => unreachable!("a packed string is read through `scratch` or `with_value`"),
         }
+    }
+
+    /// Decodes the packed string of slot `s` into `scratch` (cleared
+    /// first) if it holds one; returns true then.
+    fn unpack_to_scratch(&mut self, s: u64) -> bool {
+        let Body::Packed(p) = Blob::parse(self.slab.bytes(addr_of(s))).body() else { return false };
+        self.scratch.clear();
+        self.packs.unpack(p, &mut self.scratch).expect("a stored packed string decodes");
+        true
+    }
+
+    /// Counters of packed strings and their tables (INFO).
+    pub fn pack_stats(&self) -> PackStats {
+        self.packs.stats()
+    }
+
+    /// The length of the live string at `key` without decoding it
+    /// (STRLEN, O(1)): None if absent, Some(None) if not a string.
+    pub fn str_len(&mut self, key: &[u8], now: i64) -> Option<Option<usize>> {
+        let (si, pos) = self.live(key, now)?;
+        Some(match self.blob(self.segs[si].slots[pos]).body() {
+            Body::Str(v) => Some(v.len()),
+            Body::Packed(p) => packed::raw_len(p),
+            Body::Obj(_) | Body::Inline(_) => None,
+        })
     }
 
     /// Calls `f` with the value the slot `s` holds, decoding an inline
@@ -412,6 +493,11 @@ impl Db {
         match self.blob(s).body() {
             Body::Inline(e) if self.pending.as_ref().is_none_or(|p| p.slot != s) => {
                 f(Obj::from_inline(e).as_ref())
+            }
+            Body::Packed(p) => {
+                let mut raw = Vec::new();
+                self.packs.unpack(p, &mut raw).expect("a stored packed string decodes");
+                f(ValueRef::Str(StrRef::Bytes(&raw)))
             }
             _ => f(self.value_of(s)),
         }
@@ -446,7 +532,7 @@ impl Db {
         }
         let s = p.slot;
         let b = self.blob(s);
-        let (key, deadline) = (b.key.to_vec(), b.deadline);
+        let (key, deadline) = (self.raw_key(&b).into_owned(), b.deadline);
         self.free_blob(s);
         let addr = self.store(p.si, &key, p.obj.into_value(), deadline);
         self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
@@ -457,6 +543,15 @@ impl Db {
     /// inline, other collections into the object table.
     fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>) -> u64 {
         let mut inline = Vec::new();
+        if let Value::Bytes(b) = &value {
+            if self.value_compression {
+                let mut buf = std::mem::take(&mut self.pack_buf);
+                let packed = self.packs.pack(key, b, &mut buf);
+                let addr = self.store_blob(si, key, if packed { Body::Packed(&buf) } else { Body::Str(StrRef::Bytes(b)) }, deadline);
+                self.pack_buf = buf;
+                return addr;
+            }
+        }
         let body = match &value {
             Value::Int(v) => Some(Body::Str(StrRef::Int(*v))),
             Value::Bytes(b) => Some(Body::Str(StrRef::Bytes(b))),
@@ -574,7 +669,7 @@ impl Db {
         }
         let obj = match self.blob(s).body() {
             Body::Obj(i) => Some(self.take_obj(i)),
-            Body::Str(_) | Body::Inline(_) => None,
+            Body::Str(_) | Body::Inline(_) | Body::Packed(_) => None,
         };
         self.free_blob(s);
         obj
@@ -583,6 +678,9 @@ impl Db {
     /// The live value of `key`.
     pub fn get(&mut self, key: &[u8], now: i64) -> Option<ValueRef<'_>> {
         let (si, pos) = self.live(key, now)?;
+        if self.unpack_to_scratch(self.segs[si].slots[pos]) {
+            return Some(ValueRef::Str(StrRef::Bytes(&self.scratch)));
+        }
         self.lend_inline(si, pos, false);
         Some(self.value_of(self.segs[si].slots[pos]))
     }
@@ -616,8 +714,12 @@ impl Db {
             }
             _ => self.lend_inline(si, pos, true),
         }
+        if self.unpack_to_scratch(s) {
+            return Some(ValueMut::Str(StrRef::Bytes(&self.scratch)));
+        }
         Some(match Blob::parse(self.slab.bytes(addr_of(s))).body() {
             Body::Str(v) => ValueMut::Str(v),
+            Body::Packed(_) => unreachable!("decoded above"),
             Body::Obj(i) => self.objs[i as usize].as_mut().expect("live object").as_mut(),
             Body::Inline(_) => self.pending.as_mut().expect("just lent").obj.as_mut(),
         })
@@ -637,7 +739,7 @@ impl Db {
     /// if the collection is now empty (returns true then), else updates
     /// its entry in the field-expiry index. Does nothing for a string.
     pub fn sync_object(&mut self, key: &[u8]) -> bool {
-        let mine = self.pending.as_ref().is_some_and(|p| self.blob(p.slot).key == key);
+        let mine = self.pending.as_ref().is_some_and(|p| self.holds_key(p.slot, key));
         if self.flush() && mine {
             return true;
         }
@@ -649,7 +751,7 @@ impl Db {
                 self.delete(si, pos);
                 return true;
             }
-            Body::Str(_) | Body::Inline(_) => return false,
+            Body::Str(_) | Body::Inline(_) | Body::Packed(_) => return false,
         };
         if self.obj(i).is_empty() {
             self.pre_write_slot(si, pos);
@@ -669,7 +771,7 @@ impl Db {
         let (_, si, pos) = self.find(key);
         match self.blob(self.segs[si].slots[pos?]).body() {
             Body::Obj(i) => Some(self.obj(i).as_ref()),
-            Body::Str(_) | Body::Inline(_) => None,
+            Body::Str(_) | Body::Inline(_) | Body::Packed(_) => None,
         }
     }
 
@@ -772,8 +874,15 @@ impl Db {
             return Ok(by);
         };
         let s = self.segs[si].slots[pos];
+        if self.unpack_to_scratch(s) {
+            let cur = parse_canonical_i64(&self.scratch).ok_or(IncrError::NotInt)?;
+            let v = cur.checked_add(by).ok_or(IncrError::Overflow)?;
+            self.insert(key, Value::Int(v), Ttl::Keep, now);
+            return Ok(v);
+        }
         let cur = match self.blob(s).body() {
             Body::Obj(_) | Body::Inline(_) => return Err(IncrError::WrongType),
+            Body::Packed(_) => unreachable!("decoded above"),
             Body::Str(StrRef::Int(v)) => v,
             Body::Str(StrRef::Bytes(b)) => parse_canonical_i64(b).ok_or(IncrError::NotInt)?,
         };
@@ -792,6 +901,11 @@ impl Db {
         let s = self.segs[si].slots[pos];
         let v = match self.blob(s).body() {
             Body::Str(v) => ValueRef::Str(v).to_owned(),
+            Body::Packed(p) => {
+                let mut raw = Vec::new();
+                self.packs.unpack(p, &mut raw).expect("a stored packed string decodes");
+                Value::Bytes(raw)
+            }
             Body::Inline(e) => Obj::from_inline(e).into_value(),
             Body::Obj(_) => Value::Int(0),
         };
@@ -907,7 +1021,7 @@ impl Db {
     fn slot_usage(&self, seg: &Segment, s: u64) -> usize {
         let obj = match self.blob(s).body() {
             Body::Obj(i) => size_of::<Option<Obj>>() + self.obj(i).mem_usage(),
-            Body::Str(_) | Body::Inline(_) => 0,
+            Body::Str(_) | Body::Inline(_) | Body::Packed(_) => 0,
         };
         self.slab.cost(addr_of(s)) + seg.allocated_bytes().div_ceil(seg.len as usize) + obj
     }

@@ -19,7 +19,7 @@ impl Db {
         for seg in &self.segs {
             for &s in seg.slots.iter().filter(|&&s| s != 0) {
                 let b = self.blob(s);
-                self.with_value(s, |v| f(b.key, v, b.deadline));
+                self.with_value(s, |v| f(&self.raw_key(&b), v, b.deadline));
             }
         }
     }
@@ -31,7 +31,7 @@ impl Db {
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], ValueRef<'_>, Option<i64>)) -> u64 {
         self.scan_slots(cursor, count, |_, s| {
             let b = self.blob(s);
-            self.with_value(s, |v| f(b.key, v, b.deadline));
+            self.with_value(s, |v| f(&self.raw_key(&b), v, b.deadline));
         })
     }
 
@@ -47,7 +47,7 @@ impl Db {
         this.scan_slots(cursor, count, |seg, s| {
             let b = this.blob(s);
             let bytes = this.slot_usage(seg, s);
-            this.with_value(s, |v| f(b.key, v, b.deadline, bytes));
+            this.with_value(s, |v| f(&this.raw_key(&b), v, b.deadline, bytes));
         })
     }
 
@@ -92,7 +92,7 @@ impl Db {
     }
 
     /// A random stored key (possibly expired but not yet reclaimed), using `r` as randomness.
-    pub fn random_key(&self, r: u64) -> Option<&[u8]> {
+    pub fn random_key(&self, r: u64) -> Option<std::borrow::Cow<'_, [u8]>> {
         if self.len == 0 {
             return None;
         }
@@ -107,9 +107,9 @@ impl Db {
             let n = seg.slots.len();
             let start = ((x >> 32) % n as u64) as usize;
             let s = (0..n).map(|i| seg.slots[(start + i) % n]).find(|&s| s != 0)?;
-            return Some(self.blob(s).key);
+            return Some(self.slot_key(s));
         }
         let s = self.segs.iter().flat_map(|g| g.slots.iter()).copied().find(|&s| s != 0)?;
-        Some(self.blob(s).key)
+        Some(self.slot_key(s))
     }
 }

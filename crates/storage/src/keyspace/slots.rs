@@ -67,7 +67,7 @@ impl Db {
     /// `access`): what a load or a full resync should fill in place of
     /// this one.
     pub fn empty_like(&self) -> Db {
-        let mut db = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, access: self.access, ..Db::default() };
+        let mut db = Db { no_touch: self.no_touch, keep_expired: self.keep_expired, log_events: self.log_events, access: self.access, value_compression: self.value_compression, key_compression: self.key_compression, ..Db::default() };
         if self.slot_index.is_some() {
             db.enable_slots();
         }
@@ -136,7 +136,7 @@ impl Db {
                 return;
             }
             if s != 0 && mine(s) {
-                out.push(self.blob(s).key.to_vec());
+                out.push(self.slot_key(s).into_owned());
             }
         }
     }
@@ -164,7 +164,7 @@ impl Db {
     /// Uncounts the key of slot word `s`, just taken from the table but
     /// its blob not yet freed (slot mode only).
     pub(super) fn slot_removed(&mut self, s: u64) {
-        let slot = key_hash_slot(self.blob(s).key) as usize;
+        let slot = key_hash_slot(&self.slot_key(s)) as usize;
         let ix = self.slot_index.as_deref_mut().expect("slot mode");
         ix.counts[slot] -= 1;
     }

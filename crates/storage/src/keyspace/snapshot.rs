@@ -320,7 +320,8 @@ impl Db {
     /// Gives the key of slot `s` to `sink`.
     fn emit_slot(&self, s: u64, sink: &mut dyn SnapshotSink) {
         let b = self.blob(s);
-        self.with_value(s, |v| sink.entry(b.key, v, b.deadline));
+        let key = self.raw_key(&b);
+        self.with_value(s, |v| sink.entry(&key, v, b.deadline));
     }
 
     /// Frees every key of segment `si` of a detached table, and its slot

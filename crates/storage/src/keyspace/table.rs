@@ -23,8 +23,7 @@
 //! entries.
 
 use super::{Db, Hand, SubDir, SUB};
-use crate::blob::Blob;
-use crate::segment::{addr_of, hash, tag_at, tag_of, Segment, TAG_BITS};
+use crate::segment::{hash, tag_at, tag_of, Segment, TAG_BITS};
 use crate::slot::{key_hash_slot, SLOTS};
 
 /// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
@@ -104,7 +103,7 @@ impl Db {
         let h = self.key_hash(key);
         let si = self.seg_of(h);
         let seg = &self.segs[si];
-        let pos = seg.find(tag_at(h, seg.depth as u32), |s| Blob::key_of(self.slab.bytes(addr_of(s))) == key);
+        let pos = seg.find(tag_at(h, seg.depth as u32), |s| self.holds_key(s, key));
         (h, si, pos)
     }
 
@@ -173,13 +172,13 @@ impl Db {
     fn split(&mut self, si: usize, extra: u64) {
         let d = self.segs[si].depth as u32;
         // A hash of one of its keys locates the segment's directory entries.
-        let he = self.key_hash(Blob::key_of(self.slab.bytes(addr_of(extra))));
+        let he = self.key_hash(&self.slot_key(extra));
         let old = std::mem::replace(&mut self.segs[si], Segment::with_room(0, 0));
         let items: Vec<u64> = old.slots.iter().copied().filter(|&s| s != 0).chain([extra]).collect();
         let mut kids = [Segment::with_room(d as u8 + 1, items.len() / 2), Segment::with_room(d as u8 + 1, items.len() / 2)];
         let mut left_out = Vec::new();
         for s in items {
-            let h = self.key_hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let h = self.key_hash(&self.slot_key(s));
             let kid = &mut kids[((h << d) >> 63) as usize];
             let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, d + 1);
             if let Err(held) = kid.insert(ns) {
@@ -209,7 +208,7 @@ impl Db {
         }
         self.point_right_half(si, d, he, ri);
         for s in left_out {
-            let h = self.key_hash(Blob::key_of(self.slab.bytes(addr_of(s))));
+            let h = self.key_hash(&self.slot_key(s));
             let si = self.seg_of(h);
             let ns = (s & !((1 << TAG_BITS) - 1)) | tag_at(h, self.segs[si].depth as u32);
             self.insert_slot(si, ns);

@@ -324,7 +324,7 @@ fn idle_mem_usage_random() {
     assert_eq!(db.idle_secs(b"a", 17_000), Some(2));
     let m = db.mem_usage(b"a", 17_000).unwrap();
     assert_eq!(m, 56 + 64); // blob class 56, one key alone in a 1-bucket segment
-    assert_eq!(db.random_key(12345), Some(&b"a"[..]));
+    assert_eq!(db.random_key(12345).as_deref(), Some(&b"a"[..]));
     db.set_expire(b"a", Some(20_000), 17_000);
     assert_eq!(db.expire_of(b"a", 17_000), Some(Some(20_000)));
     assert_eq!(db.mem_usage(b"a", 17_000), Some(64 + 64));
@@ -1231,4 +1231,195 @@ fn member_ttls_expire_on_access_and_actively() {
     assert_eq!(db.member_ttl, 1);
     db.remove(b"t", 0);
     assert_eq!((db.member_ttl, db.field_expiry_len()), (0, 0));
+}
+
+fn session_value(i: u64) -> Vec<u8> {
+    format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + i * 7919 % 9_000_000, 1_700_000_000 + i * 104_729 % 2_592_000).into_bytes()
+}
+
+/// With value compression on, seed 002's sessions are stored packed once
+/// a table is trained, cost less than raw, and read back byte for byte
+/// through every path (get, get_mut, for_each, remove, str_len, a
+/// deadline rewrite, the raw mark).
+#[test]
+fn packed_strings_read_back_exactly() {
+    let mut db = Db::new();
+    db.value_compression = true;
+    let key = |i: u64| format!("session:{i:040x}").into_bytes();
+    for i in 0..2000 {
+        db.insert(&key(i), Value::Bytes(session_value(i)), Ttl::At(1 << 50), 0);
+    }
+    let st = db.pack_stats();
+    assert_eq!(st.tables, 1);
+    assert!(st.values > 1500, "{st:?}");
+    assert!(st.packed_bytes * 2 < st.raw_bytes, "{st:?}");
+    let raw_cost = {
+        let mut plain = Db::new();
+        plain.insert(&key(5000), Value::Bytes(session_value(5000)), Ttl::At(1 << 50), 0);
+        plain.mem_usage(&key(5000), 0).unwrap()
+    };
+    assert!(db.mem_usage(&key(1999), 0).unwrap() + 16 <= raw_cost);
+    for i in 0..2000 {
+        assert_eq!(db.get(&key(i), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(i)))));
+        assert_eq!(db.str_len(&key(i), 0), Some(Some(session_value(i).len())));
+    }
+    assert_eq!(db.get_mut(&key(1990), 0), Some(ValueMut::Str(StrRef::Bytes(&session_value(1990)))));
+    let mut seen = 0;
+    db.for_each(|k, v, _| {
+        let i = u64::from_str_radix(std::str::from_utf8(&k[8..]).unwrap(), 16).unwrap();
+        assert_eq!(v, ValueRef::Str(StrRef::Bytes(&session_value(i))));
+        seen += 1;
+    });
+    assert_eq!(seen, 2000);
+    assert!(db.set_expire(&key(1998), None, 0));
+    assert_eq!(db.get(&key(1998), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(1998)))));
+    assert!(!db.marked_raw(&key(1997)));
+    assert!(db.mark_raw(&key(1997), 0));
+    assert!(db.marked_raw(&key(1997)));
+    assert_eq!(db.get(&key(1997), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(1997)))));
+    assert_eq!(db.incr_by(&key(1996), 1, 0), Err(IncrError::NotInt));
+    assert_eq!(db.remove(&key(1995), 0), Some(Value::Bytes(session_value(1995))));
+    for i in 0..2000 {
+        db.remove(&key(i), 0);
+    }
+    let st = db.pack_stats();
+    assert_eq!((st.values, st.raw_bytes, st.packed_bytes), (0, 0, 0));
+}
+
+proptest! {
+    /// Random strings under random keys of a few patterns, with
+    /// compression switched on and off midway: the Db matches a map.
+    #[test]
+    fn packed_strings_match_model(ops in prop::collection::vec((0u8..6, 0u64..40, prop::collection::vec(prop::sample::select(&b"ab{}\":,0123xyz"[..]), 0..90)), 1..600)) {
+        let mut db = Db::new();
+        db.value_compression = true;
+        let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        // Enough look-alike values to train a table for pattern "p".
+        for i in 0..300u64 {
+            let k = format!("p:seed{i}").into_bytes();
+            let v = session_value(i);
+            db.insert(&k, Value::Bytes(v.clone()), Ttl::Clear, 0);
+            model.insert(k, v);
+        }
+        for (op, k, v) in ops {
+            let key = format!("{}:{k}", ["p", "q"][(k % 2) as usize]).into_bytes();
+            match op {
+                0 | 1 => {
+                    db.insert(&key, Value::string(&v), Ttl::Keep, 0);
+                    model.insert(key.clone(), v);
+                }
+                2 => {
+                    prop_assert_eq!(db.remove(&key, 0).map(|v| match v { Value::Int(i) => i.to_string().into_bytes(), Value::Bytes(b) => b, _ => unreachable!() }), model.remove(&key));
+                }
+                3 => {
+                    db.set_expire(&key, Some(1 << 50), 0);
+                }
+                4 => {
+                    db.value_compression = !db.value_compression;
+                }
+                _ => {
+                    db.mark_raw(&key, 0);
+                }
+            }
+            let got = db.get(&key, 0).map(|v| match v { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() });
+            prop_assert_eq!(got.as_ref(), model.get(&key));
+            prop_assert_eq!(db.str_len(&key, 0).flatten(), model.get(&key).map(Vec::len));
+        }
+        for (k, v) in &model {
+            let got = db.get(k, 0).map(|v| match v { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() });
+            prop_assert_eq!(got.as_ref(), Some(v));
+        }
+        db.clear();
+        prop_assert_eq!(db.pack_stats().values, 0);
+    }
+}
+
+proptest! {
+    /// Keys of hex, decimal and UUID shapes (and others) with key and
+    /// value compression switched on and off: every key comes back exactly
+    /// through get, scan, random_key and deletion, and lookups of keys
+    /// that differ by one byte, case or a leading zero never mix them up.
+    #[test]
+    fn packed_keys_match_model(ops in prop::collection::vec((0u8..5, 0u32..300, 0u8..6), 1..500)) {
+        let mut db = Db::new();
+        db.key_compression = true;
+        db.value_compression = true;
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let key_of = |n: u32, shape: u8| -> Vec<u8> {
+            match shape {
+                0 => format!("session:{:040x}", u128::from(n) * 0x9E37_79B9_7F4A_7C15).into_bytes(),
+                1 => format!("key:{n}").into_bytes(),
+                2 => format!("key:{n:06}").into_bytes(),
+                3 => format!("u:{:08x}-e29b-41d4-a716-{:012x}", n, u64::from(n) * 7).into_bytes(),
+                4 => format!("U:{:08X}-E29B-41D4-A716-{:012X}", n, u64::from(n) * 7).into_bytes(),
+                _ => format!("user:{n}:cart").into_bytes(),
+            }
+        };
+        for (op, n, shape) in ops {
+            let key = key_of(n, shape);
+            match op {
+                0 | 1 => {
+                    let v = session_value(u64::from(n));
+                    db.insert(&key, Value::Bytes(v.clone()), if n % 3 == 0 { Ttl::At(1 << 50) } else { Ttl::Clear }, 0);
+                    model.insert(key.clone(), v);
+                }
+                2 => {
+                    let got = db.remove(&key, 0).map(|v| match v { Value::Bytes(b) => b, _ => unreachable!() });
+                    prop_assert_eq!(got, model.remove(&key));
+                }
+                3 => {
+                    db.set_expire(&key, Some(1 << 51), 0);
+                }
+                _ => {
+                    db.key_compression = !db.key_compression;
+                }
+            }
+            let got = db.get(&key, 0).map(|v| match v { ValueRef::Str(s) => s.to_vec(), _ => unreachable!() });
+            prop_assert_eq!(got.as_ref(), model.get(&key));
+        }
+        let mut seen = BTreeMap::new();
+        db.for_each(|k, v, _| {
+            let ValueRef::Str(s) = v else { unreachable!() };
+            seen.insert(k.to_vec(), s.to_vec());
+        });
+        prop_assert_eq!(&seen, &model);
+        let mut scanned = BTreeMap::new();
+        let mut cursor = 0;
+        loop {
+            cursor = db.scan(cursor, 50, |k, v, _| {
+                let ValueRef::Str(s) = v else { unreachable!() };
+                scanned.insert(k.to_vec(), s.to_vec());
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+        prop_assert_eq!(&scanned, &model);
+        if let Some(k) = db.random_key(7) {
+            prop_assert!(model.contains_key(&k[..]));
+        }
+        for k in model.keys() {
+            prop_assert!(db.remove(k, 0).is_some());
+        }
+        prop_assert_eq!(db.len(), 0);
+    }
+}
+
+/// Packed keys survive table growth (splits re-hash decoded keys) and
+/// cost what the design says for seed 002's sessions: 48 bytes a blob.
+#[test]
+fn packed_session_keys_through_splits() {
+    let mut db = Db::new();
+    db.key_compression = true;
+    db.value_compression = true;
+    let key = |i: u64| format!("session:{:040x}", u128::from(i) * 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835).into_bytes();
+    for i in 0..50_000 {
+        db.insert(&key(i), Value::Bytes(session_value(i)), Ttl::At(1 << 50), 0);
+    }
+    assert_eq!(db.len(), 50_000);
+    for i in 0..50_000 {
+        assert_eq!(db.get(&key(i), 0), Some(ValueRef::Str(StrRef::Bytes(&session_value(i)))), "{i}");
+    }
+    let total: usize = (40_000..50_000).map(|i| db.slab.cost(addr_of(db.segs[db.find(&key(i)).1].slots[db.find(&key(i)).2.unwrap()]))).sum();
+    assert!(total / 10_000 <= 56, "{} bytes a blob", total / 10_000);
 }

@@ -1,0 +1,466 @@
+//! Strings kept below their raw size: FSST symbol tables that the keyspace
+//! trains itself, per key pattern, and the stored form of a string
+//! compressed with one of them.
+//!
+//! ```text
+//!   | table u8 | raw len (LEB128 varint) | codes |
+//!   table:  bits 0-6 the table's id in `Tables` (0..MAX_TABLES)
+//!           bit 7    the "raw" mark of a string edited in place (OBJECT
+//!                    ENCODING; see keyspace/rawmark.rs)
+//!   codes:  FSST codes; code c < 255 stands for the table's symbol c
+//!           (1-8 bytes), 255 (escape) is followed by one literal byte
+//! ```
+//!
+//! Why FSST and not zstd with a trained dictionary: on seed 002's 46-byte
+//! session JSON a 256-symbol table gives 13.4 bytes of codes a value and
+//! decodes in about 30 ns, where zstd with a trained dictionary gives 23-24
+//! bytes (its frame and block headers alone are 5) and decodes in 150-200 ns
+//! (docs/design/compression.md has the figures). zstd wins on records of
+//! several hundred bytes; that is a later step.
+//!
+//! A value is stored packed only when the form above is shorter than the
+//! value itself; `Tables::pack` says so. The raw length is kept so STRLEN and
+//! the encoding answers need no decoding, and so a decoder can check that
+//! the codes give exactly that many bytes. Decoding is our own safe code
+//! (the crate's decoder trusts its input); `unpack` checks every code
+//! against the table and refuses anything malformed, so arbitrary bytes
+//! never panic it (fuzz/fuzz_targets/packed_value.rs).
+//!
+//! Tables: at most `MAX_TABLES`, each about 165 KiB while it can compress
+//! (the trainer's lookup structures, counted in used_memory as every heap
+//! byte is) and 2.3 KiB of decoding symbols. A table is trained from
+//! `SAMPLES` values of a pattern (a key's bytes up to its first ':' or
+//! digit): about a millisecond on the executor, so there is no background
+//! thread. When a pattern's values drift (recent packed sizes 25% worse than
+//! at training) its table is retrained from new samples; the old table
+//! stays readable for the values that use it and is freed when the last of
+//! them goes.
+
+use std::collections::HashMap;
+
+/// Most tables a keyspace holds at once (ids fit in 7 bits).
+pub const MAX_TABLES: usize = 64;
+/// Values of one pattern sampled before a table is trained.
+pub const SAMPLES: usize = 256;
+/// Values shorter than this are never packed (no room to save anything
+/// after the header).
+pub const MIN_LEN: usize = 12;
+/// Largest value sampled and packed: longer ones go raw (zstd territory).
+pub const MAX_LEN: usize = 4096;
+/// Most patterns being sampled at once (with `SAMPLE_BYTES`, a bound on
+/// sample memory: 4 MiB).
+const MAX_SAMPLING: usize = 64;
+/// Most bytes of samples kept for one pattern: training starts when they
+/// are reached even before `SAMPLES` values.
+const SAMPLE_BYTES: usize = 64 * 1024;
+/// Values packed between two drift checks of a table.
+const DRIFT_WINDOW: u64 = 4096;
+
+const ESCAPE: u8 = 255;
+/// The raw mark in the first byte of the packed form.
+pub const RAW_MARK: u8 = 0x80;
+
+/// One trained table.
+struct Table {
+    /// The trained compressor (lookup structures for encoding).
+    comp: fsst::Compressor,
+    /// Decoding symbols, little-endian, and their lengths.
+    syms: Vec<u64>,
+    lens: Vec<u8>,
+    /// Stored values that use this table.
+    refs: u64,
+    /// The pattern it was trained for, while it is that pattern's current
+    /// table (None once replaced: freed when `refs` reaches 0).
+    pattern: Option<Vec<u8>>,
+    /// Raw and packed bytes at training (over the samples).
+    trained: (u64, u64),
+    /// Raw and packed bytes since the last drift check.
+    window: (u64, u64, u64),
+}
+
+/// Counters for INFO.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PackStats {
+    /// Live tables.
+    pub tables: usize,
+    /// Values stored packed now.
+    pub values: u64,
+    /// Their raw bytes.
+    pub raw_bytes: u64,
+    /// Their stored (packed) bytes, header included.
+    pub packed_bytes: u64,
+    /// Tables trained so far (retraining included).
+    pub trained: u64,
+    /// Tables freed so far.
+    pub freed: u64,
+}
+
+/// The tables of one keyspace, and the samples being gathered for new ones.
+#[derive(Default)]
+pub struct Tables {
+    tables: Vec<Option<Table>>,
+    current: HashMap<Vec<u8>, u8>,
+    sampling: HashMap<Vec<u8>, Vec<Vec<u8>>>,
+    stats: PackStats,
+    /// Where a value's codes are written before they are framed (kept, so
+    /// a write allocates nothing).
+    codes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tables").field("stats", &self.stats).finish()
+    }
+}
+
+/// The pattern a key belongs to: its bytes up to (not including) the
+/// first ':' or ASCII digit, at most 32 bytes. `session:ab12..` and
+/// `session:99..` share `session`; `key17` is `key`.
+pub fn pattern_of(key: &[u8]) -> &[u8] {
+    let end = key.iter().position(|&c| c == b':' || c.is_ascii_digit()).unwrap_or(key.len());
+    &key[..end.min(32)]
+}
+
+fn varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Reads a varint; None if truncated or longer than a usize holds.
+fn read_varint(b: &[u8]) -> Option<(usize, usize)> {
+    let mut n = 0usize;
+    for (i, &c) in b.iter().enumerate().take(10) {
+        let part = ((c & 0x7F) as usize).checked_shl(7 * i as u32)?;
+        if i == 9 && c > 1 {
+            return None;
+        }
+        n |= part;
+        if c < 0x80 {
+            return Some((n, i + 1));
+        }
+    }
+    None
+}
+
+/// The raw length a packed form states (O(1)); None if malformed.
+pub fn raw_len(packed: &[u8]) -> Option<usize> {
+    read_varint(packed.get(1..)?).map(|(n, _)| n)
+}
+
+/// True if the packed form carries the raw mark.
+pub fn is_marked_raw(packed: &[u8]) -> bool {
+    packed.first().is_some_and(|b| b & RAW_MARK != 0)
+}
+
+/// The table id of a packed form.
+pub fn table_of(packed: &[u8]) -> u8 {
+    packed[0] & !RAW_MARK
+}
+
+impl Table {
+    fn new(samples: &[Vec<u8>], pattern: Vec<u8>) -> Table {
+        let refs: Vec<&[u8]> = samples.iter().map(|v| &v[..]).collect();
+        let comp = fsst::Compressor::train(&refs);
+        let syms = comp.symbol_table().iter().map(|s| s.to_u64()).collect();
+        let lens = comp.symbol_lengths().to_vec();
+        let raw: u64 = samples.iter().map(|v| v.len() as u64).sum();
+        let packed: u64 = samples.iter().map(|v| comp.compress(v).len() as u64).sum();
+        Table { comp, syms, lens, refs: 0, pattern: Some(pattern), trained: (raw, packed), window: (0, 0, 0) }
+    }
+
+    /// Decodes `codes` into `out`, expecting exactly `len` bytes.
+    fn decode(&self, codes: &[u8], len: usize, out: &mut Vec<u8>) -> Option<()> {
+        // A code gives at most 8 bytes: a longer stated length is malformed
+        // (and must not size an allocation).
+        if len > codes.len() * 8 {
+            return None;
+        }
+        let start = out.len();
+        out.reserve(len);
+        let mut i = 0;
+        while i < codes.len() {
+            let c = codes[i];
+            if c == ESCAPE {
+                out.push(*codes.get(i + 1)?);
+                i += 2;
+            } else {
+                let sym = self.syms.get(c as usize)?.to_le_bytes();
+                out.extend_from_slice(&sym[..self.lens[c as usize] as usize]);
+                i += 1;
+            }
+            if out.len() - start > len {
+                return None;
+            }
+        }
+        (out.len() - start == len).then_some(())
+    }
+}
+
+impl Tables {
+    /// Counters for INFO.
+    pub fn stats(&self) -> PackStats {
+        PackStats { tables: self.tables.iter().flatten().count(), ..self.stats }
+    }
+
+    /// Packs `value` of `key` into `out` (cleared first) if a table for its
+    /// pattern exists and the packed form is shorter than `value`; returns
+    /// true then (the caller must store it, and call `release` when the
+    /// stored value goes). Otherwise samples the value toward a table for
+    /// its pattern (training one when enough are gathered) and returns
+    /// false.
+    pub fn pack(&mut self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> bool {
+        if value.len() < MIN_LEN || value.len() > MAX_LEN {
+            return false;
+        }
+        let pattern = pattern_of(key);
+        let Some(&id) = self.current.get(pattern) else {
+            self.sample(pattern, value);
+            return false;
+        };
+        let t = self.tables[id as usize].as_mut().expect("current table is live");
+        // At most two bytes of codes a byte (all escapes).
+        self.codes.clear();
+        self.codes.reserve(2 * value.len());
+        // SAFETY: `codes` has room for 2 * value.len() bytes, the most FSST
+        // writes for `value` (every byte an escape and its literal), which
+        // is what compress_into requires; value.len() >= MIN_LEN >= 8, as
+        // its word-at-a-time loop assumes.
+        unsafe { t.comp.compress_into(value, &mut self.codes) };
+        out.clear();
+        out.push(id);
+        varint(out, value.len());
+        out.extend_from_slice(&self.codes);
+        t.window.0 += value.len() as u64;
+        t.window.1 += out.len().min(value.len()) as u64;
+        t.window.2 += 1;
+        if t.window.2 >= DRIFT_WINDOW {
+            let (raw, packed, _) = std::mem::take(&mut t.window);
+            // Drifted: packed share 25% worse than over the samples.
+            if packed * t.trained.0 * 4 > 5 * t.trained.1 * raw {
+                let p = t.pattern.take().expect("current table has a pattern");
+                self.current.remove(&p);
+                if t.refs == 0 {
+                    self.tables[id as usize] = None;
+                    self.stats.freed += 1;
+                    return false;
+                }
+            }
+        }
+        if out.len() >= value.len() {
+            return false;
+        }
+        let t = self.tables[id as usize].as_mut().expect("the table is in use");
+        t.refs += 1;
+        self.stats.values += 1;
+        self.stats.raw_bytes += value.len() as u64;
+        self.stats.packed_bytes += out.len() as u64;
+        true
+    }
+
+    fn sample(&mut self, pattern: &[u8], value: &[u8]) {
+        if !self.sampling.contains_key(pattern) {
+            if self.tables.iter().flatten().count() >= MAX_TABLES {
+                return;
+            }
+            if self.sampling.len() >= MAX_SAMPLING {
+                // Full of patterns: drop the one with the fewest samples,
+                // so rare prefixes seen early cannot keep a busy pattern
+                // from ever being sampled.
+                let least = self.sampling.iter().min_by_key(|(_, v)| v.len()).map(|(k, _)| k.clone()).expect("full");
+                self.sampling.remove(&least);
+            }
+            self.sampling.insert(pattern.to_vec(), Vec::new());
+        }
+        let s = self.sampling.get_mut(pattern).expect("just ensured");
+        s.push(value.to_vec());
+        // Train at SAMPLES values, or sooner once they hold SAMPLE_BYTES
+        // (large values), so samples never hold more than that a pattern.
+        if s.len() < SAMPLES && s.iter().map(Vec::len).sum::<usize>() < SAMPLE_BYTES {
+            return;
+        }
+        let samples = self.sampling.remove(pattern).expect("present");
+        let id = match self.tables.iter().position(Option::is_none) {
+            Some(i) => i,
+            None if self.tables.len() < MAX_TABLES => {
+                self.tables.push(None);
+                self.tables.len() - 1
+            }
+            None => return,
+        };
+        self.tables[id] = Some(Table::new(&samples, pattern.to_vec()));
+        self.current.insert(pattern.to_vec(), id as u8);
+        self.stats.trained += 1;
+    }
+
+    /// Notes that a stored packed value went away (deleted, overwritten or
+    /// rewritten); frees its table when nothing uses it and it is no
+    /// longer current.
+    pub fn release(&mut self, packed: &[u8]) {
+        let id = table_of(packed) as usize;
+        let t = self.tables[id].as_mut().expect("a stored value's table is live");
+        t.refs -= 1;
+        self.stats.values -= 1;
+        self.stats.raw_bytes -= raw_len(packed).expect("stored form is valid") as u64;
+        self.stats.packed_bytes -= packed.len() as u64;
+        if t.refs == 0 && t.pattern.is_none() {
+            self.tables[id] = None;
+            self.stats.freed += 1;
+        }
+    }
+
+    /// Notes a stored packed value that was copied into a new blob (the
+    /// same bytes stored again, e.g. with a new deadline).
+    pub fn retain(&mut self, packed: &[u8]) {
+        let t = self.tables[table_of(packed) as usize].as_mut().expect("live table");
+        t.refs += 1;
+        self.stats.values += 1;
+        self.stats.raw_bytes += raw_len(packed).expect("stored form is valid") as u64;
+        self.stats.packed_bytes += packed.len() as u64;
+    }
+
+    /// Appends the raw bytes of `packed` to `out`. None if the form is
+    /// malformed or names no live table (never for stored values).
+    pub fn unpack(&self, packed: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        let id = *packed.first()? & !RAW_MARK;
+        let (len, n) = read_varint(&packed[1..])?;
+        let t = self.tables.get(id as usize)?.as_ref()?;
+        let start = out.len();
+        let r = t.decode(&packed[1 + n..], len, out);
+        if r.is_none() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    /// Trains a table for `pattern` from `samples` at once (tests, fuzzing).
+    pub fn train_now(&mut self, pattern: &[u8], samples: &[Vec<u8>]) {
+        for s in samples.iter().cycle().take(SAMPLES) {
+            self.sample(pattern, s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn session(i: u64) -> Vec<u8> {
+        format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + i * 7919 % 9_000_000, 1_700_000_000 + i * 104_729 % 2_592_000).into_bytes()
+    }
+
+    #[test]
+    fn sessions_pack_to_a_third() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        for i in 0..SAMPLES as u64 {
+            assert!(!t.pack(b"session:ab", &session(i), &mut out));
+        }
+        assert_eq!(t.stats().tables, 1);
+        let (mut raw, mut packed) = (0, 0);
+        for i in 1000..2000 {
+            let v = session(i);
+            assert!(t.pack(b"session:cd", &v, &mut out));
+            assert_eq!(raw_len(&out), Some(v.len()));
+            let mut back = Vec::new();
+            t.unpack(&out, &mut back).unwrap();
+            assert_eq!(back, v);
+            raw += v.len();
+            packed += out.len();
+        }
+        assert!(packed * 2 < raw, "{packed} of {raw}");
+        assert_eq!(t.stats().values, 1000);
+    }
+
+    #[test]
+    fn rare_patterns_do_not_starve_a_busy_one() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        for i in 0..200 {
+            t.pack(format!("rare{}x:1", "y".repeat(i)).as_bytes(), b"some value of a rare pattern", &mut out);
+        }
+        for i in 0..SAMPLES as u64 {
+            t.pack(b"session:1", &session(i), &mut out);
+        }
+        assert!(t.pack(b"session:2", &session(9999), &mut out));
+        assert!(t.sampling.len() <= MAX_SAMPLING);
+    }
+
+    #[test]
+    fn large_values_train_early() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        let v: Vec<u8> = b"{\"name\":\"a structure\",\"members\":{}} ".repeat(100);
+        for _ in 0..SAMPLE_BYTES / v.len() + 1 {
+            t.pack(b"big:1", &v, &mut out);
+        }
+        assert_eq!(t.stats().tables, 1);
+    }
+
+    #[test]
+    fn a_replaced_table_lives_until_its_last_value_goes() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        t.train_now(b"s", &[b"aaaaaaaaaaaaaaaaaaaaaaaa".to_vec()]);
+        assert!(t.pack(b"s:1", b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &mut out));
+        let kept = out.clone();
+        // Drift: values unlike the samples, until the window closes.
+        let odd: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+        for _ in 0..DRIFT_WINDOW {
+            t.pack(b"s:2", &odd, &mut out);
+        }
+        assert!(!t.current.contains_key(&b"s"[..]), "drift retires the table");
+        assert_eq!(t.stats().tables, 1, "still used by a stored value");
+        let mut back = Vec::new();
+        t.unpack(&kept, &mut back).unwrap();
+        assert_eq!(back, b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        t.release(&kept);
+        assert_eq!(t.stats().tables, 0);
+        assert_eq!(t.stats().values, 0);
+    }
+
+    proptest! {
+        /// Any bytes, under any table trained on any samples, come back
+        /// exactly; packed only when shorter.
+        #[test]
+        fn round_trip(samples in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..80), 1..20),
+                      values in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..50)) {
+            let mut t = Tables::default();
+            t.train_now(b"p", &samples);
+            let mut out = Vec::new();
+            let mut kept = Vec::new();
+            for v in &values {
+                if t.pack(b"p:x", v, &mut out) {
+                    prop_assert!(out.len() < v.len());
+                    prop_assert_eq!(raw_len(&out), Some(v.len()));
+                    let mut back = b"prefix".to_vec();
+                    t.unpack(&out, &mut back).unwrap();
+                    prop_assert_eq!(&back[6..], &v[..]);
+                    kept.push(out.clone());
+                }
+            }
+            for k in &kept {
+                t.release(k);
+            }
+            prop_assert_eq!(t.stats().values, 0);
+            prop_assert_eq!(t.stats().raw_bytes, 0);
+        }
+
+        /// Arbitrary bytes never panic the decoder, and what it accepts
+        /// has the length the header states.
+        #[test]
+        fn unpack_never_panics(b in prop::collection::vec(any::<u8>(), 0..200)) {
+            let mut t = Tables::default();
+            t.train_now(b"p", &[session(1), session(2)]);
+            let mut out = Vec::new();
+            if t.unpack(&b, &mut out).is_some() {
+                prop_assert_eq!(Some(out.len()), raw_len(&b));
+            } else {
+                prop_assert!(out.is_empty());
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Fuzz target for the decoders of packed strings (encoding/packed.rs)
+//! and packed keys (encoding/keypack.rs): arbitrary bytes, read as a
+//! stored packed form under a trained table, must decode to exactly the
+//! length their header states or be refused, never panic. The first bytes
+//! also pick sample values, so tables of every shape are tried; whatever
+//! a table packs must unpack to itself, and likewise for keys.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use storage::encoding::keypack::Prefixes;
+use storage::encoding::packed::{raw_len, Tables};
+
+fuzz_target!(|data: &[u8]| {
+    let cut = data.first().map_or(0, |&b| b as usize).min(data.len());
+    let (samples, rest) = data.split_at(cut);
+    let mut t = Tables::default();
+    let chunks: Vec<Vec<u8>> = if samples.is_empty() { vec![b"{\"user_id\":1234567}".to_vec()] } else { samples.chunks(24).map(<[u8]>::to_vec).collect() };
+    t.train_now(b"p", &chunks);
+    let mut out = Vec::new();
+    match t.unpack(rest, &mut out) {
+        Some(()) => assert_eq!(Some(out.len()), raw_len(rest)),
+        None => assert!(out.is_empty()),
+    }
+    let mut packed = Vec::new();
+    if t.pack(b"p:1", rest, &mut packed) {
+        assert!(packed.len() < rest.len());
+        let mut back = Vec::new();
+        t.unpack(&packed, &mut back).expect("own packed form decodes");
+        assert_eq!(back, rest);
+    }
+    let mut prefixes = Prefixes::default();
+    let mut key = Vec::new();
+    prefixes.pack(b"session:00ff", &mut key);
+    let mut back = Vec::new();
+    if prefixes.unpack(rest, &mut back).is_some() {
+        assert!(prefixes.eq(rest, &back));
+    }
+    if prefixes.pack(rest, &mut key) {
+        back.clear();
+        prefixes.unpack(&key, &mut back).expect("own packed key decodes");
+        assert_eq!(back, rest);
+        assert!(prefixes.eq(&key, rest));
+    }
+});

@@ -1,0 +1,274 @@
+"""Strings kept packed (value-compression yes): every reply byte for byte as
+stored, through GET/GETRANGE/STRLEN/APPEND/SETRANGE/INCR, OBJECT ENCODING,
+SCAN, DUMP/RESTORE, SAVE and restart, Redis 7.0 loading our RDB, a replica,
+and tables retrained while a client reads and writes.
+docs/design/compression.md explains the feature."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import threading
+
+import pytest
+import redis
+
+from conftest import HOST, Server, server_binary
+
+REDIS_BIN = "/usr/bin/redis-server"
+
+
+def session(rng: random.Random) -> bytes:
+    return b'{"user_id":%d,"ts":%d,"role":"u"}' % (rng.randrange(1_000_000, 10_000_000),
+                                                   1_700_000_000 + rng.randrange(2_592_000))
+
+
+def fill(r: redis.Redis, n: int = 2000, seed: int = 1) -> dict[bytes, bytes]:
+    rng = random.Random(seed)
+    data = {b"session:%040x" % rng.getrandbits(160): session(rng) for _ in range(n)}
+    p = r.pipeline(transaction=False)
+    for k, v in data.items():
+        p.set(k, v, ex=3600)
+    p.execute()
+    return data
+
+
+def compression(r: redis.Redis) -> dict:
+    return r.info("compression")
+
+
+def check_all(r: redis.Redis, data: dict[bytes, bytes]) -> None:
+    keys = list(data)
+    got = r.mget(keys)
+    assert got == [data[k] for k in keys]
+
+
+@pytest.fixture
+def cr(start_server):
+    s = start_server("--value-compression", "yes", "--key-compression", "yes")
+    c = redis.Redis(host=HOST, port=s.port)
+    yield c
+    c.close()
+
+
+def test_sessions_are_packed_and_read_back(cr):
+    data = fill(cr)
+    info = compression(cr)
+    assert info["value_compression"] == "yes"
+    assert info["compression_dictionaries"] == 1
+    assert info["compressed_values"] > 1500
+    assert info["compressed_bytes_after"] * 2 < info["compressed_bytes_before"]
+    check_all(cr, data)
+    k, v = list(data.items())[-1]
+    assert cr.strlen(k) == len(v) == 46
+    assert cr.getrange(k, 0, 9) == v[:10]
+    assert cr.getrange(k, -5, -1) == v[-5:]
+    # Redis's names by length: 46 bytes is raw, 44 or fewer embstr.
+    assert cr.object("encoding", k) == b"raw"
+    before = compression(cr)["compressed_values"]
+    cr.set(b"session:short", v[:40])
+    assert compression(cr)["compressed_values"] == before + 1
+    assert cr.object("encoding", b"session:short") == b"embstr"
+    assert cr.get(b"session:short") == v[:40]
+    # MEMORY USAGE counts the packed blob: below what the raw one costs.
+    plain = cr.memory_usage(k)
+    assert plain is not None and plain < 16 + 48 + 46 + 8
+    # SCAN and KEYS see the keys; TYPE is string.
+    seen = set()
+    for key in cr.scan_iter(match="session:*", count=500):
+        seen.add(key)
+    assert seen == set(data) | {b"session:short"}
+    assert cr.type(k) == b"string"
+
+
+def test_edits_of_packed_strings(cr):
+    data = fill(cr)
+    keys = list(data)
+    a, b, c, d = keys[-4:]
+    assert cr.append(a, b"tail") == 50
+    assert cr.get(a) == data[a] + b"tail"
+    assert cr.object("encoding", a) == b"raw"
+    assert cr.setrange(b, 2, b"USER") == 46
+    assert cr.get(b) == data[b][:2] + b"USER" + data[b][6:]
+    assert cr.object("encoding", b) == b"raw"
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        cr.incr(c)
+    assert cr.get(c) == data[c]
+    cr.set(d, b"00000000000000000000000000012")
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        cr.incr(d)
+    assert cr.getset(d, b"5") == b"00000000000000000000000000012"
+    assert cr.incr(d) == 6
+    assert 3000 < cr.ttl(c) <= 3600
+    cr.persist(c)
+    assert cr.get(c) == data[c] and cr.ttl(c) == -1
+    assert cr.getdel(c) == data[c]
+    assert cr.get(c) is None
+
+
+def test_dump_restore_and_config_set(cr):
+    data = fill(cr)
+    k = list(data)[-1]
+    payload = cr.dump(k)
+    # The payload carries the raw bytes: a server without compression
+    # restores it, and so does this one.
+    assert data[k] in payload
+    cr.restore(b"copy", 0, payload)
+    assert cr.get(b"copy") == data[k]
+    assert cr.config_get("value-compression") == {"value-compression": "yes"}
+    cr.config_set("value-compression", "no")
+    assert compression(cr)["value_compression"] == "no"
+    cr.set(b"session:new", data[k])
+    assert cr.get(b"session:new") == data[k]
+    before = compression(cr)["compressed_values"]
+    cr.set(b"session:new2", data[k])
+    assert compression(cr)["compressed_values"] == before, "no packing while off"
+    check_all(cr, data)
+    cr.flushall()
+    assert compression(cr)["compressed_values"] == 0
+
+
+def test_save_restart_and_redis_loads_our_rdb(tmp_path):
+    wd = str(tmp_path / "d")
+    os.mkdir(wd)
+    s = Server(server_binary(), ("--value-compression", "yes", "--key-compression", "yes"), workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        data = fill(r)
+        assert compression(r)["compressed_values"] > 0
+        assert r.save()
+    finally:
+        s.stop()
+    s = Server(server_binary(), ("--value-compression", "yes", "--key-compression", "yes"), workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        check_all(r, data)
+        assert compression(r)["compressed_values"] > 1000, "loading packs again"
+    finally:
+        s.stop()
+    if not os.path.exists(REDIS_BIN):
+        pytest.skip("no Debian redis-server")
+    rd = str(tmp_path / "redis")
+    os.mkdir(rd)
+    shutil.copy(os.path.join(wd, "dump.rdb"), rd)
+    s = Server(REDIS_BIN, (), workdir=rd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        check_all(r, data)
+    finally:
+        s.stop()
+
+
+def test_replica_gets_original_bytes(servers):
+    primary = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
+    replica = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
+    pr = redis.Redis(host=HOST, port=primary.port)
+    rr = redis.Redis(host=HOST, port=replica.port)
+    data = fill(pr, 1000, seed=2)
+    rr.replicaof(HOST, primary.port)
+    wait = __import__("time")
+    deadline = wait.time() + 20
+    more = {}
+    while wait.time() < deadline:
+        rep = rr.info("replication")
+        if rep.get("master_link_status") == "up":
+            break
+        wait.sleep(0.05)
+    # Streamed writes after the full sync.
+    more = fill(pr, 1000, seed=3)
+    pr.append(list(more)[0], b"!")
+    more[list(more)[0]] += b"!"
+    while wait.time() < deadline:
+        if pr.info("replication")["master_repl_offset"] == rr.info("replication")["slave_repl_offset"]:
+            break
+        wait.sleep(0.05)
+    check_all(rr, data)
+    check_all(rr, more)
+    assert compression(rr)["compressed_values"] > 0, "the replica trains its own tables"
+
+
+def test_retraining_while_a_client_reads_and_writes(cr):
+    """A pattern whose values drift gets a new table; values packed with
+    the old one stay readable, and the old table goes once no value uses
+    it. A second client reads and writes the same keys throughout."""
+    data = fill(cr, 3000)
+    stop = threading.Event()
+    errors: list[str] = []
+    keys = list(data)[:200]
+    own = {k: data[k] for k in keys}
+
+    def other_client():
+        c = redis.Redis(host=HOST, port=cr.connection_pool.connection_kwargs["port"])
+        rng = random.Random(9)
+        while not stop.is_set():
+            k = rng.choice(keys)
+            if rng.random() < 0.5:
+                v = own[k]
+                got = c.get(k)
+                if got != v:
+                    errors.append(f"{k!r}: {got!r} != {v!r}")
+            else:
+                v = session(rng)
+                c.set(k, v)
+                own[k] = v
+        c.close()
+
+    t = threading.Thread(target=other_client)
+    t.start()
+    try:
+        trained = compression(cr)["compression_dictionaries_trained"]
+        rng = random.Random(5)
+        # Values of another shape under the same pattern, until retrained.
+        drift = {}
+        for round_ in range(6):
+            p = cr.pipeline(transaction=False)
+            for i in range(3000):
+                k = b"session:drift%d:%d" % (round_, i)
+                v = b"<%s|%d|%s>" % (bytes(rng.choices(b"QWERTYUIOPASDFGHJKLZXCVBNM", k=30)), rng.getrandbits(40), b"xml-ish")
+                drift[k] = v
+                p.set(k, v)
+            p.execute()
+            if compression(cr)["compression_dictionaries_trained"] > trained:
+                break
+        assert compression(cr)["compression_dictionaries_trained"] > trained, compression(cr)
+        check_all(cr, drift)
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors[:3]
+    rest = {k: v for k, v in data.items() if k not in own}
+    check_all(cr, rest)
+    check_all(cr, own)
+    # Delete every key: the retired table is freed with its last value,
+    # the current one stays for new writes.
+    cr.delete(*data.keys(), *drift.keys())
+    info = compression(cr)
+    assert info["compression_dictionaries_freed"] >= 1, info
+    assert info["compression_dictionaries"] == 1, info
+    assert info["compressed_values"] == 0, info
+
+
+def test_packed_keys_come_back_exactly(cr):
+    """Keys of every packed shape (and near misses) through SET/GET, KEYS,
+    SCAN MATCH, RENAME, EXISTS, DUMP/RESTORE and MEMORY USAGE."""
+    keys = [b"session:" + b"0123456789abcdef" * 2 + b"01234567",
+            b"key:123456", b"key:000123", b"key:12345", b"key:0",
+            b"u:550e8400-e29b-41d4-a716-446655440000", b"U:550E8400-E29B-41D4-A716-446655440000",
+            b"h:DEADBEEF00", b"mixed:DEADbeef", b"user:1000:cart", b"k1", b"", b"cafe",
+            b"key:0123", b"key:123", b"KEY:123"]
+    for i, k in enumerate(keys):
+        cr.set(k, b"value %d" % i)
+    for i, k in enumerate(keys):
+        assert cr.get(k) == b"value %d" % i, k
+    assert sorted(cr.keys("*")) == sorted(keys)
+    assert sorted(cr.keys("key:*")) == sorted(k for k in keys if k.startswith(b"key:"))
+    assert sorted(cr.scan_iter(match="key:0*")) == [b"key:0", b"key:000123", b"key:0123"]
+    assert cr.exists(b"key:00123") == 0
+    assert cr.rename(b"key:123456", b"key:654321")
+    assert cr.get(b"key:654321") == b"value 1" and cr.get(b"key:123456") is None
+    payload = cr.dump(keys[0])
+    cr.restore(b"session:" + b"f" * 40, 0, payload)
+    assert cr.get(b"session:" + b"f" * 40) == b"value 0"
+    assert cr.memory_usage(keys[0]) < cr.memory_usage(b"user:1000:cart") + 40
+    assert compression(cr)["key_compression"] == "yes"
