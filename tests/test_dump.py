@@ -4,7 +4,10 @@ installs) in both directions, for every type and the encodings Redis picks."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
 import redis
 
 
@@ -222,6 +225,25 @@ def test_migrate_keeps_its_connection(r, real_redis):
     assert r.execute_command("MIGRATE", "127.0.0.1", port, "after", 3, 5000) == b"OK"
     assert db3.get("after") == b"v" and r.exists("after") == 0
     assert int(r.info("stats")["migrate_cached_sockets"]) == 1
+
+
+def test_migrate_propagates_as_del(start_server, real_redis):
+    # The AOF (and replicas) get the keys that left as DEL, as Redis
+    # translates MIGRATE: replayed, MIGRATE would send stale keys again.
+    real_redis.flushall()
+    port = real_redis.connection_pool.connection_kwargs["port"]
+    s = start_server("--appendonly", "yes", "--appendfsync", "always")
+    c = redis.Redis(host=s.host, port=s.port)
+    c.set("gone", "1")
+    c.set("kept", "2")
+    assert c.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", "gone", "missing") == b"OK"
+    assert c.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "COPY", "KEYS", "kept") == b"OK"
+    incr = os.path.join(s.workdir, "appendonlydir", "appendonly.aof.1.incr.aof")
+    aof = open(incr, "rb").read()
+    assert b"MIGRATE" not in aof.upper()
+    assert aof.endswith(b"*2\r\n$3\r\nDEL\r\n$4\r\ngone\r\n")
+    assert real_redis.get("gone") == b"1" and real_redis.get("kept") == b"2"
+    assert c.get("kept") == b"2" and c.exists("gone") == 0
 
 
 def test_migrate_errors(r, server, raw):

@@ -268,12 +268,21 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // each key stands alone, and the first error is what the client sees.
     let mut target_err: Option<String> = replies.setup_error;
     let setup_failed = target_err.is_some();
+    // Replicas and the AOF see the keys that left as a DEL, as Redis
+    // translates MIGRATE: replaying MIGRATE itself would send the keys again.
+    let mut gone: Vec<Vec<u8>> = vec![b"DEL".to_vec()];
     for (key, l) in sent.into_iter().zip(replies.lines.iter()) {
         if setup_failed || l.starts_with('-') {
             target_err.get_or_insert_with(|| l.clone());
         } else if !copy && ctx.db().remove(key, now).is_some() {
             ctx.modified(key, notify::GENERIC, "del");
+            gone.push(key.clone());
         }
+    }
+    if gone.len() > 1 {
+        ctx.srv.feed.replace_current(gone);
+    } else {
+        ctx.srv.feed.skip_current();
     }
     if let Some(e) = replies.io_error.filter(|_| target_err.is_none()) {
         return Err(e);
