@@ -246,6 +246,23 @@ def test_migrate_propagates_as_del(start_server, real_redis):
     assert c.get("kept") == b"2" and c.exists("gone") == 0
 
 
+def test_migrate_auth_on_a_kept_connection(r, start_server):
+    # AUTH goes with every MIGRATE that names it, on the kept connection too;
+    # a wrong password on a new connection fails the MIGRATE and keeps the key.
+    t = start_server("--requirepass", "pw")
+    tc = redis.Redis(host=t.host, port=t.port, password="pw")
+    r.set("b", "1")
+    with pytest.raises(redis.ResponseError, match="^Target instance replied with error: WRONGPASS"):
+        r.execute_command("MIGRATE", t.host, t.port, "", 0, 5000, "AUTH", "nope", "KEYS", "b")
+    assert r.get("b") == b"1" and tc.exists("b") == 0
+    assert r.execute_command("MIGRATE", t.host, t.port, "", 0, 5000, "AUTH2", "default", "pw", "KEYS", "b") == b"OK"
+    assert tc.get("b") == b"1" and r.exists("b") == 0
+    for i in range(3):
+        r.set(f"a{i}", i)
+        assert r.execute_command("MIGRATE", t.host, t.port, "", 0, 5000, "AUTH", "pw", "KEYS", f"a{i}") == b"OK"
+        assert tc.get(f"a{i}") == str(i).encode()
+
+
 def test_migrate_errors(r, server, raw):
     r.set("k", "v")
     with pytest.raises(redis.ResponseError, match="^When using MIGRATE KEYS option, the key argument must be set to the empty string$"):

@@ -70,3 +70,139 @@ impl Source for Conn {
         }
     }
 }
+
+/// Seconds a MIGRATE connection is kept unused (Redis's
+/// MIGRATE_SOCKET_CACHE_TTL).
+const MIGRATE_CONN_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most MIGRATE connections kept (Redis's MIGRATE_SOCKET_CACHE_ITEMS).
+const MIGRATE_CONN_MAX: usize = 64;
+
+/// A blocking connection MIGRATE keeps to a target, as Redis's migrate
+/// socket cache does: a reshard sends thousands of MIGRATEs to one node,
+/// and a connection each (connect, accept, a new client on the target,
+/// SELECT, TIME_WAIT) would cost more than the keys.
+pub struct MigrateConn {
+    rd: io::BufReader<std::net::TcpStream>,
+    /// The database the target's connection has selected (-1: none yet).
+    db: i64,
+    used: bool,
+    last_use: std::time::Instant,
+}
+
+/// What came back for one exchange: an error reply to AUTH or SELECT, one
+/// line per key sent (fewer if the connection failed midway: `io_failed`
+/// then says "writing" or "reading").
+pub struct MigrateReplies {
+    pub setup_error: Option<String>,
+    pub lines: Vec<String>,
+    pub io_failed: Option<&'static str>,
+}
+
+/// An exchange that failed: "writing" or "reading", and whether no reply
+/// at all had come (the target may have closed an idle connection).
+pub struct MigrateFailure {
+    pub what: &'static str,
+    pub none_read: bool,
+}
+
+/// Appends `args` as a RESP command.
+pub fn put_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl MigrateConn {
+    /// Connects to `target` ("host:port") within `timeout`.
+    ///
+    /// Errors: the address does not resolve, or the connect failed.
+    pub fn open(target: &str, timeout: std::time::Duration) -> io::Result<MigrateConn> {
+        use std::net::ToSocketAddrs;
+        let addr = target.to_socket_addrs()?.next().ok_or_else(|| io::Error::from(io::ErrorKind::AddrNotAvailable))?;
+        let sock = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        let _ = sock.set_nodelay(true);
+        Ok(MigrateConn { rd: io::BufReader::new(sock), db: -1, used: false, last_use: std::time::Instant::now() })
+    }
+
+    /// Whether an exchange went through on it before.
+    pub fn reused(&self) -> bool {
+        self.used
+    }
+
+    /// Marks a whole exchange done (the connection may be kept).
+    pub fn done(&mut self) {
+        self.used = true;
+        self.last_use = std::time::Instant::now();
+    }
+
+    /// Sends AUTH (when given), SELECT (when the database differs from the
+    /// last one) and `cmd` (the RESTOREs of `keys` keys), and reads their
+    /// replies.
+    ///
+    /// Errors: the write failed, or a read before any key's reply.
+    pub fn exchange(&mut self, auth: Option<&[&[u8]]>, db: i64, cmd: &[u8], keys: usize, timeout: std::time::Duration) -> Result<MigrateReplies, MigrateFailure> {
+        use std::io::BufRead;
+        let mut out = Vec::with_capacity(cmd.len() + 64);
+        if let Some(a) = auth {
+            let mut v: Vec<&[u8]> = vec![b"AUTH"];
+            v.extend(a.iter().copied());
+            put_command(&mut out, &v);
+        }
+        let select = self.db != db;
+        if select {
+            put_command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+        }
+        out.extend_from_slice(cmd);
+        let sock = self.rd.get_mut();
+        if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || sock.write_all(&out).is_err() {
+            return Err(MigrateFailure { what: "writing", none_read: true });
+        }
+        let mut line = || -> Option<String> {
+            let mut l = String::new();
+            match self.rd.read_line(&mut l) {
+                Ok(n) if n > 0 && l.ends_with("\r\n") => Some(l.trim_end().to_string()),
+                _ => None,
+            }
+        };
+        let mut setup_error = None;
+        let mut first = true;
+        for _ in 0..usize::from(auth.is_some()) + usize::from(select) {
+            let l = line().ok_or(MigrateFailure { what: "reading", none_read: first })?;
+            first = false;
+            if l.starts_with('-') {
+                setup_error.get_or_insert(l);
+            }
+        }
+        let mut lines = Vec::with_capacity(keys);
+        for _ in 0..keys {
+            match line() {
+                Some(l) => lines.push(l),
+                None if first => return Err(MigrateFailure { what: "reading", none_read: true }),
+                None => return Ok(MigrateReplies { setup_error, lines, io_failed: Some("reading") }),
+            }
+            first = false;
+        }
+        if select {
+            self.db = db;
+        }
+        if setup_error.is_some() || lines.iter().any(|l| l.starts_with('-')) {
+            // After an error the target's database is not assumed (Redis's
+            // last_dbid = -1): the next exchange selects again.
+            self.db = -1;
+        }
+        Ok(MigrateReplies { setup_error, lines, io_failed: None })
+    }
+}
+
+/// Closes MIGRATE connections unused for 10 s, and the oldest beyond 64
+/// (cron).
+pub fn close_idle_migrate_conns(conns: &mut std::collections::HashMap<String, MigrateConn>) {
+    conns.retain(|_, c| c.last_use.elapsed() < MIGRATE_CONN_TTL);
+    while conns.len() > MIGRATE_CONN_MAX {
+        let Some(oldest) = conns.iter().min_by_key(|(_, c)| c.last_use).map(|(k, _)| k.clone()) else { break };
+        conns.remove(&oldest);
+    }
+}

@@ -100,7 +100,7 @@ pub fn tick(srv: &mut Server) {
             }
         }
     }
-    crate::commands::dump::close_idle_migrate_conns(srv);
+    crate::conn::close_idle_migrate_conns(&mut srv.migrate_conns);
     for c in srv.clients.values_mut() {
         // Give back a query buffer that grew for one big request.
         if c.qbuf.is_empty() && c.qbuf.capacity() > 32 * 1024 && c.qbuf_peak < c.qbuf.capacity() / 2 {

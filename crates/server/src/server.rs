@@ -464,7 +464,7 @@ pub struct Server {
     /// MIGRATE's connections to its targets, kept for the next MIGRATE to
     /// the same address (`commands::dump::MigrateConn`); cron closes those
     /// idle for 10 s (INFO migrate_cached_sockets).
-    pub migrate_conns: HashMap<String, crate::commands::dump::MigrateConn>,
+    pub migrate_conns: HashMap<String, crate::conn::MigrateConn>,
     /// Bytes the bus links hold in their buffers (INFO mem_cluster_links),
     /// as the event loop last counted them.
     pub cluster_links_mem: u64,

@@ -6,10 +6,8 @@
 //! command's timeout: the executor waits for the target (the command is
 //! documented as blocking), and no connection is cached between calls.
 
+use crate::conn::{put_command, MigrateConn};
 use crate::notify;
-use crate::server::Server;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use storage::rdb;
@@ -163,19 +161,6 @@ fn migrate_keys(argv: &[Vec<u8>]) -> Vec<(usize, KeyFlags)> {
     }
 }
 
-fn put_bulk(out: &mut Vec<u8>, a: &[u8]) {
-    out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-    out.extend_from_slice(a);
-    out.extend_from_slice(b"\r\n");
-}
-
-fn put_command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        put_bulk(out, a);
-    }
-}
-
 /// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
 /// [AUTH password | AUTH2 username password] [KEYS key [key ...]]
 pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
@@ -211,13 +196,9 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let timeout = Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
     let now = ctx.now;
 
-    // Serialize every live key with its remaining TTL.
+    // Serialize every live key with its remaining TTL (AUTH and SELECT
+    // go first, from `MigrateConn::exchange`).
     let mut cmd = Vec::new();
-    if let Some(a) = &auth {
-        let mut v: Vec<&[u8]> = vec![b"AUTH"];
-        v.extend(a.iter().copied());
-        put_command(&mut cmd, &v);
-    }
     let mut sent = Vec::new();
     for key in &args[first..first + count] {
         let db = ctx.db();
@@ -244,24 +225,24 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // A cached connection that broke before any reply (the target closed
     // it while idle) is retried once on a new one, as Redis retries.
     let mut retried = false;
+    let ioerr = |what: &str| CmdError::Custom(format!("IOERR error or timeout {what} to target instance"));
     let replies = loop {
         let mut conn = match ctx.srv.migrate_conns.remove(&target) {
             Some(c) => c,
-            None => MigrateConn::open(&target, timeout)?,
+            None => MigrateConn::open(&target, timeout).map_err(|_| CmdError::Custom("IOERR error or timeout connecting to the client".into()))?,
         };
-        let reused = conn.used;
-        match conn.exchange(&auth, dbid, &cmd, sent.len(), timeout) {
+        let reused = conn.reused();
+        match conn.exchange(auth.as_deref(), dbid, &cmd, sent.len(), timeout) {
             Ok(replies) => {
                 // A connection that failed midway is not kept.
-                if replies.io_error.is_none() {
-                    conn.used = true;
-                    conn.last_use = std::time::Instant::now();
+                if replies.io_failed.is_none() {
+                    conn.done();
                     ctx.srv.migrate_conns.insert(target.clone(), conn);
                 }
                 break replies;
             }
-            Err((none_read, _)) if none_read && reused && !retried => retried = true,
-            Err((_, e)) => return Err(e),
+            Err(f) if f.none_read && reused && !retried => retried = true,
+            Err(f) => return Err(ioerr(f.what)),
         }
     };
     // AUTH and SELECT replies first. An error there fails every key; else
@@ -284,8 +265,8 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     } else {
         ctx.srv.feed.skip_current();
     }
-    if let Some(e) = replies.io_error.filter(|_| target_err.is_none()) {
-        return Err(e);
+    if let Some(what) = replies.io_failed.filter(|_| target_err.is_none()) {
+        return Err(ioerr(what));
     }
     match target_err {
         Some(e) => Err(CmdError::Custom(format!("ERR Target instance replied with error: {}", &e[1..]))),
@@ -296,101 +277,3 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
 }
 
-/// Seconds a MIGRATE connection is kept unused (Redis's
-/// MIGRATE_SOCKET_CACHE_TTL).
-const MIGRATE_CONN_TTL: Duration = Duration::from_secs(10);
-/// Most MIGRATE connections kept (Redis's MIGRATE_SOCKET_CACHE_ITEMS).
-const MIGRATE_CONN_MAX: usize = 64;
-
-/// A connection MIGRATE keeps to a target, as Redis's migrate socket
-/// cache does: a reshard sends thousands of MIGRATEs to one node, and a
-/// connection each (connect, accept, a new client, SELECT, TIME_WAIT)
-/// would cost more than the keys.
-pub struct MigrateConn {
-    rd: BufReader<TcpStream>,
-    /// The database the target's connection has selected (-1: none yet).
-    db: i64,
-    used: bool,
-    last_use: std::time::Instant,
-}
-
-/// What came back for one MIGRATE: an error of AUTH or SELECT, one line
-/// per key sent (fewer if the connection failed, with `io_error`).
-struct MigrateReplies {
-    setup_error: Option<String>,
-    lines: Vec<String>,
-    io_error: Option<CmdError>,
-}
-
-impl MigrateConn {
-    fn open(target: &str, timeout: Duration) -> Result<MigrateConn, CmdError> {
-        let refused = || CmdError::Custom("IOERR error or timeout connecting to the client".into());
-        let addr = target.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(refused)?;
-        let sock = TcpStream::connect_timeout(&addr, timeout).map_err(|_| refused())?;
-        let _ = sock.set_nodelay(true);
-        Ok(MigrateConn { rd: BufReader::new(sock), db: -1, used: false, last_use: std::time::Instant::now() })
-    }
-
-    /// Sends AUTH (when given), SELECT (when the database differs from
-    /// the last one) and `cmd` (the RESTOREs of `keys` keys), and reads
-    /// their replies. Errors: (whether no reply was read, the error); the
-    /// connection is then dropped.
-    fn exchange(&mut self, auth: &Option<Vec<&[u8]>>, db: i64, cmd: &[u8], keys: usize, timeout: Duration) -> Result<MigrateReplies, (bool, CmdError)> {
-        let ioerr = |what: &str| CmdError::Custom(format!("IOERR error or timeout {what} to target instance"));
-        let mut out = Vec::with_capacity(cmd.len() + 64);
-        if let Some(a) = auth {
-            let mut v: Vec<&[u8]> = vec![b"AUTH"];
-            v.extend(a.iter().copied());
-            put_command(&mut out, &v);
-        }
-        let select = self.db != db;
-        if select {
-            put_command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
-        }
-        out.extend_from_slice(cmd);
-        let sock = self.rd.get_mut();
-        if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || sock.write_all(&out).is_err() {
-            return Err((true, ioerr("writing")));
-        }
-        let mut line = || -> Result<String, CmdError> {
-            let mut l = String::new();
-            match self.rd.read_line(&mut l) {
-                Ok(n) if n > 0 && l.ends_with("\r\n") => Ok(l.trim_end().to_string()),
-                _ => Err(ioerr("reading")),
-            }
-        };
-        let mut setup_error = None;
-        let mut first = true;
-        for _ in 0..usize::from(auth.is_some()) + usize::from(select) {
-            let l = line().map_err(|e| (first, e))?;
-            first = false;
-            if l.starts_with('-') {
-                setup_error.get_or_insert(l);
-            }
-        }
-        let mut lines = Vec::with_capacity(keys);
-        for _ in 0..keys {
-            match line() {
-                Ok(l) => lines.push(l),
-                Err(e) if first => return Err((true, e)),
-                Err(e) => return Ok(MigrateReplies { setup_error, lines, io_error: Some(e) }),
-            }
-            first = false;
-        }
-        if select {
-            // A refused SELECT leaves the target where it was.
-            self.db = if setup_error.is_none() { db } else { -1 };
-        }
-        Ok(MigrateReplies { setup_error, lines, io_error: None })
-    }
-}
-
-/// Closes MIGRATE connections unused for `MIGRATE_CONN_TTL`, and the
-/// oldest beyond `MIGRATE_CONN_MAX` (cron).
-pub fn close_idle_migrate_conns(srv: &mut Server) {
-    srv.migrate_conns.retain(|_, c| c.last_use.elapsed() < MIGRATE_CONN_TTL);
-    while srv.migrate_conns.len() > MIGRATE_CONN_MAX {
-        let Some(oldest) = srv.migrate_conns.iter().min_by_key(|(_, c)| c.last_use).map(|(k, _)| k.clone()) else { break };
-        srv.migrate_conns.remove(&oldest);
-    }
-}
