@@ -14,7 +14,6 @@ redis-server is not installed).
 from __future__ import annotations
 
 import os
-import random
 import re
 import shutil
 import socket
@@ -24,50 +23,12 @@ import time
 
 import pytest
 
+import clusterlib as cl
+from clusterlib import key_slot
 from conftest import HOST, RawConn, ping, server_binary
 
-BUS = 10000
-PORT_LOW, PORT_HIGH = 11000, 22500
+BUS = cl.BUS_OFFSET
 IDS = {"A": "a" * 40, "B": "b" * 40, "C": "c" * 40}
-_rng = random.Random()
-
-
-def port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_pair(taken: set[int]) -> int:
-    """A client port below the ephemeral range whose bus port is free too."""
-    for _ in range(1000):
-        p = _rng.randrange(PORT_LOW, PORT_HIGH)
-        if p in taken or p + BUS in taken:
-            continue
-        if port_free(p) and port_free(p + BUS):
-            return p
-    raise RuntimeError("no free port pair")
-
-
-def crc16(data: bytes) -> int:
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
-
-
-def key_slot(key: bytes) -> int:
-    s = key.find(b"{")
-    if s >= 0:
-        e = key.find(b"}", s + 1)
-        if e > s + 1:
-            key = key[s + 1:e]
-    return crc16(key) % 16384
 
 
 def key_in_slot(slot: int) -> str:
@@ -168,7 +129,7 @@ def cluster():
         taken: set[int] = set()
         ports = {}
         for name in layout:
-            ports[name] = free_pair(taken)
+            ports[name] = cl.free_port_pair(taken)
             taken |= {ports[name], ports[name] + BUS}
         nodes = {}
         for name in layout:
@@ -196,7 +157,7 @@ def fresh():
         taken: set[int] = set()
         out = []
         for i, impl in enumerate(impls):
-            port = free_pair(taken)
+            port = cl.free_port_pair(taken)
             taken |= {port, port + BUS}
             n = Node(binary_for(impl), "ABCDEFG"[i], port, tempfile.mkdtemp(prefix="densekv-cluster-"), ())
             made.append(n)
@@ -291,7 +252,7 @@ ALL = {"A": {"slots": [(0, 16383)]}}
 
 def test_new_node_writes_and_locks_its_config(tmp_path):
     binary = server_binary()
-    port = free_pair(set())
+    port = cl.free_port_pair(set())
     n = Node(binary, "A", port, str(tmp_path), ()).start()
     try:
         log = n.log()
@@ -303,7 +264,7 @@ def test_new_node_writes_and_locks_its_config(tmp_path):
         conf = (tmp_path / "nodes.conf").read_text()
         assert conf.startswith(me) and "myself,master" in conf and "\nvars currentEpoch " in conf, conf
         # A second node on the same file refuses to start, with Redis's words.
-        other = Node(binary, "B", free_pair({port, port + BUS}), str(tmp_path), ())
+        other = Node(binary, "B", cl.free_port_pair({port, port + BUS}), str(tmp_path), ())
         proc = subprocess.run(other.args()[:-2] + ["--logfile", ""], cwd=str(tmp_path),
                               capture_output=True, text=True, timeout=15)
         assert proc.returncode == 1
@@ -326,7 +287,7 @@ def test_new_node_writes_and_locks_its_config(tmp_path):
 
 def test_corrupted_config_is_fatal(tmp_path):
     (tmp_path / "nodes.conf").write_text("this is not a cluster config\n")
-    port = free_pair(set())
+    port = cl.free_port_pair(set())
     n = Node(server_binary(), "A", port, str(tmp_path), ())
     proc = subprocess.run(n.args(), cwd=str(tmp_path), capture_output=True, text=True, timeout=15)
     assert proc.returncode == 1
@@ -336,7 +297,7 @@ def test_corrupted_config_is_fatal(tmp_path):
 def test_tls_cluster_is_refused_not_ignored(tmp_path):
     # The bus has no TLS: a node asked to encrypt it must not start and
     # gossip in the clear.
-    port = free_pair(set())
+    port = cl.free_port_pair(set())
     n = Node(server_binary(), "A", port, str(tmp_path), ("--tls-cluster", "yes"))
     proc = subprocess.run(n.args() + ["--logfile", ""], cwd=str(tmp_path), capture_output=True, text=True, timeout=15)
     assert proc.returncode == 1
@@ -344,7 +305,7 @@ def test_tls_cluster_is_refused_not_ignored(tmp_path):
 
 
 def test_cluster_directives_take_effect(tmp_path):
-    port = free_pair(set())
+    port = cl.free_port_pair(set())
     n = Node(server_binary(), "A", port, str(tmp_path), ("--cluster-announce-hostname", "node-a.example")).start()
     try:
         c = n.conn()
