@@ -310,6 +310,43 @@ impl SlotBitmap {
     pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
         (0..SLOTS as u16).filter(move |&s| self.get(s))
     }
+    /// The runs of consecutive slots set, as (first, last), in order. Reads
+    /// the map 64 slots at a time, so a sparse or a full map costs 256 word
+    /// reads rather than 16,384 bit tests.
+    pub fn ranges(&self) -> Vec<(u16, u16)> {
+        let mut out: Vec<(u16, u16)> = Vec::new();
+        let mut open: Option<u16> = None;
+        for (w, chunk) in self.0.chunks_exact(8).enumerate() {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            let base = (w * 64) as u16;
+            if word == 0 || word == u64::MAX {
+                match (open, word == 0) {
+                    (Some(start), true) => {
+                        out.push((start, base - 1));
+                        open = None;
+                    }
+                    (None, false) => open = Some(base),
+                    _ => {}
+                }
+                continue;
+            }
+            for bit in 0..64u16 {
+                let set = word & (1 << bit) != 0;
+                match (open, set) {
+                    (None, true) => open = Some(base + bit),
+                    (Some(start), false) => {
+                        out.push((start, base + bit - 1));
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(start) = open {
+            out.push((start, (SLOTS - 1) as u16));
+        }
+        out
+    }
 }
 
 /// The fixed header every message starts with. `sig`, `totlen`, `ver`,
@@ -509,3 +546,52 @@ impl std::fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runs read bit by bit, to check `ranges` against.
+    fn ranges_bit_by_bit(m: &SlotBitmap) -> Vec<(u16, u16)> {
+        let mut out: Vec<(u16, u16)> = Vec::new();
+        for s in m.iter() {
+            match out.last_mut() {
+                Some((_, end)) if *end + 1 == s => *end = s,
+                _ => out.push((s, s)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn ranges_match_the_bits() {
+        let mut maps = vec![SlotBitmap::default()];
+        let mut full = SlotBitmap::default();
+        (0..SLOTS as u16).for_each(|s| full.set(s));
+        maps.push(full);
+        for (a, b) in [(0, 0), (16383, 16383), (63, 64), (0, 8191), (8192, 16383), (100, 5000), (64, 127)] {
+            let mut m = SlotBitmap::default();
+            (a..=b).for_each(|s| m.set(s));
+            maps.push(m);
+        }
+        // Pseudo-random maps of every density.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for density in [1u64, 8, 32, 56, 63] {
+            let mut m = SlotBitmap::default();
+            for s in 0..SLOTS as u16 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 64 < density {
+                    m.set(s);
+                }
+            }
+            maps.push(m);
+        }
+        for m in &maps {
+            assert_eq!(m.ranges(), ranges_bit_by_bit(m), "{m:?}");
+        }
+        assert_eq!(maps[1].ranges(), vec![(0, 16383)]);
+        assert_eq!(maps[0].ranges(), vec![]);
+    }
+}

@@ -110,6 +110,11 @@ pub struct Bus {
     /// When the state machine's next tick is due.
     pub next_tick: Instant,
     scratch: Box<[u8]>,
+    /// Links with messages queued this turn, written at the start of the
+    /// loop's next turn (`flush_queued`), as Redis writes the bus from the
+    /// next event loop iteration: the replies of a turn leave before the
+    /// messages it caused (a `CLUSTER SETSLOT NODE`'s +OK before its PONG).
+    queued: Vec<LinkId>,
 }
 
 /// The largest frame accepted: a PUBLISH of the largest channel and
@@ -148,7 +153,7 @@ impl Bus {
             registry.register(&mut l, Token(LISTENER0 - i), Interest::READABLE)?;
             ours.push(l);
         }
-        Ok(Bus { listeners: ours, links: HashMap::new(), next_id: 1, next_tick: Instant::now(), scratch: vec![0; 64 * 1024].into_boxed_slice() })
+        Ok(Bus { listeners: ours, links: HashMap::new(), next_id: 1, next_tick: Instant::now(), scratch: vec![0; 64 * 1024].into_boxed_slice(), queued: Vec::new() })
     }
 
     /// Number of open links (inbound and outbound).
@@ -196,12 +201,29 @@ impl Bus {
         self.service(srv, host, registry, id);
     }
 
+    /// Whether messages wait for `flush_queued`: the loop then polls
+    /// without sleeping.
+    pub fn has_queued(&self) -> bool {
+        !self.queued.is_empty()
+    }
+
+    /// Writes the messages queued since the last call; a link the write
+    /// finds broken is closed.
+    pub fn flush_queued(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry) {
+        for id in std::mem::take(&mut self.queued) {
+            if self.links.get_mut(&id).is_some_and(|l| l.flush().is_err()) {
+                self.close(srv, host, registry, id);
+            }
+        }
+    }
+
     /// Serves the bus once without readiness events, while the loop is
     /// held by a load or a busy script: inbound links accepted, every
     /// connected link written and read to the end of what it holds (the
     /// sockets are edge-triggered, so nothing is left unannounced), and the
     /// end-of-turn work. Links still connecting wait for the loop.
     pub fn pump(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry) {
+        self.queued.clear();
         self.accept(registry);
         let ids: Vec<LinkId> = self.links.iter().filter(|(_, l)| l.connecting.is_none()).map(|(&id, _)| id).collect();
         for id in ids {
@@ -387,10 +409,10 @@ impl Bus {
             Action::Connect { node, ip, cport } => self.connect(srv, registry, node, &ip, cport),
             Action::Send { link, msg } => {
                 if let Some(l) = self.links.get_mut(&link) {
-                    clusterbus::encode(&msg, &mut l.wbuf);
-                    if l.flush().is_err() {
-                        self.close(srv, host, registry, link);
+                    if l.queued() == 0 {
+                        self.queued.push(link);
                     }
+                    clusterbus::encode(&msg, &mut l.wbuf);
                 }
             }
             Action::Close { link } => self.close(srv, host, registry, link),
@@ -450,10 +472,17 @@ fn unpause(srv: &mut Server) {
 fn save_config(srv: &mut Server, fsync: bool) {
     let Some(text) = srv.cluster.as_deref().map(|c| c.config_text()) else { return };
     let Some(conf) = srv.nodes_conf.as_mut() else { return };
-    if let Err(e) = conf.save(&text, fsync) {
-        srv.config.log.warning(&format!("Could not save the cluster config file {}: {}", conf.path().display(), crate::config::strerror(&e)));
-        srv.config.log.warning("Fatal: can't update cluster config file.");
-        std::process::exit(1);
+    match conf.save(&text, fsync) {
+        Ok(replaced) => {
+            if let Some(old) = replaced {
+                srv.lazyfree.free(Box::new(old), 0);
+            }
+        }
+        Err(e) => {
+            srv.config.log.warning(&format!("Could not save the cluster config file {}: {}", conf.path().display(), crate::config::strerror(&e)));
+            srv.config.log.warning("Fatal: can't update cluster config file.");
+            std::process::exit(1);
+        }
     }
 }
 

@@ -409,6 +409,9 @@ impl EventLoop {
             if let Some(at) = bus_due {
                 timeout = timeout.min(at.saturating_duration_since(Instant::now()));
             }
+            if self.shell.bus.as_ref().is_some_and(|b| b.has_queued()) {
+                timeout = Duration::ZERO;
+            }
             busy += now.elapsed();
             crate::crash::turn_ended();
             match self.poll.poll(&mut events, Some(timeout)) {
@@ -417,6 +420,11 @@ impl EventLoop {
                 Err(e) => return Err(e),
             }
             crate::crash::turn_started();
+            // The bus messages of the last turn leave now, after its replies.
+            if let Some(mut bus) = self.shell.bus.take() {
+                bus.flush_queued(srv, &mut self.shell, self.poll.registry());
+                self.shell.bus = Some(bus);
+            }
             // Clients left from the last turn (woken, paused, unfinished)
             // first, then those with new input in the order the poller saw
             // it arrive, as Redis serves them: a request sent before

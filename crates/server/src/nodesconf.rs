@@ -82,8 +82,13 @@ impl NodesConf {
     /// in the same directory, written, fsynced when `fsync` (the directory
     /// too, after the rename), renamed over the file; then locked again.
     ///
+    /// Returns the handle that locked the replaced file, for the caller to
+    /// close off the event loop where it can: it is the replaced inode's
+    /// last handle, and closing it frees the inode, which waits for that
+    /// file's writeback to end (milliseconds on a busy disk).
+    ///
     /// Errors: any step failed; the old file is left as it was.
-    pub fn save(&mut self, text: &str, fsync: bool) -> std::io::Result<()> {
+    pub fn save(&mut self, text: &str, fsync: bool) -> std::io::Result<Option<File>> {
         let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         let mut tmp_name = self.path.clone().into_os_string();
         tmp_name.push(format!(".tmp-{}-{ms}", std::process::id()));
@@ -107,10 +112,10 @@ impl NodesConf {
         // The new inode gets the lock; the old one goes with its handle.
         if let Ok(f) = OpenOptions::new().write(true).open(&self.path) {
             if f.try_lock().is_ok() {
-                self.lock = f;
+                return Ok(Some(std::mem::replace(&mut self.lock, f)));
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The file's path as configured.
@@ -150,7 +155,9 @@ mod tests {
         assert_eq!(text, None, "a new file reads as none");
         let refused = NodesConf::open(p).expect_err("locked");
         assert!(matches!(&refused, OpenError::Locked(m) if m.starts_with("Sorry, the cluster configuration file ") && m.contains("is already used by a different Redis Cluster node")), "{refused:?}");
-        first.save("abc myself\nvars currentEpoch 0 lastVoteEpoch 0\n", true).expect("save");
+        let replaced = first.save("abc myself\nvars currentEpoch 0 lastVoteEpoch 0\n", true).expect("save");
+        assert!(replaced.is_some(), "the replaced file's lock handle comes back to be closed");
+        drop(replaced);
         assert_eq!(std::fs::read_to_string(&path).expect("read"), "abc myself\nvars currentEpoch 0 lastVoteEpoch 0\n");
         assert!(matches!(NodesConf::open(p), Err(OpenError::Locked(_))), "the renamed file is locked too");
         // No temporary file is left behind.

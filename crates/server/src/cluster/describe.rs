@@ -84,14 +84,9 @@ impl Cluster {
     /// Every run of slots with one owner: (start, end, owner), in order
     /// (CLUSTER SLOTS).
     pub fn slot_ranges(&self) -> Vec<(u16, u16, NodeName)> {
-        let mut out: Vec<(u16, u16, NodeName)> = Vec::new();
-        for s in 0..SLOTS as u16 {
-            let Some(owner) = self.slots[s as usize] else { continue };
-            match out.last_mut() {
-                Some((_, end, o)) if *o == owner && *end + 1 == s => *end = s,
-                _ => out.push((s, s, owner)),
-            }
-        }
+        let mut out: Vec<(u16, u16, NodeName)> =
+            self.all_ranges().into_iter().flat_map(|(owner, r)| r.into_iter().map(move |(a, b)| (a, b, owner))).collect();
+        out.sort_unstable_by_key(|r| r.0);
         out
     }
 
@@ -134,12 +129,12 @@ impl Cluster {
     }
 
     /// The slot ranges of every node, in one pass over the slot table.
+    /// From each node's own slot map (set exactly where `slots` names it
+    /// the owner: `add_slot`/`del_slot` keep the two together), which costs
+    /// a 2 KiB scan per owning node instead of 16,384 name comparisons: a
+    /// nodes.conf save runs this after every slot a reshard moves.
     pub(crate) fn all_ranges(&self) -> std::collections::HashMap<NodeName, Vec<(u16, u16)>> {
-        let mut map: std::collections::HashMap<NodeName, Vec<(u16, u16)>> = std::collections::HashMap::new();
-        for (a, b, owner) in self.slot_ranges() {
-            map.entry(owner).or_default().push((a, b));
-        }
-        map
+        self.nodes.values().filter(|n| n.numslots > 0).map(|n| (n.name, n.slots.ranges())).collect()
     }
 
     /// `node_line` with the node's slot ranges given.

@@ -15,7 +15,7 @@
 //! majority of the slot-serving primaries reachable; a primary that was in
 //! the minority waits a rejoin delay before it takes writes again.
 
-use super::state::{consts, todo, Cluster, Env, NodeName};
+use super::state::{consts, todo, Cluster, Env, NodeName, SLOTS};
 
 impl Cluster {
     /// Records that primary `sender` sees `failing` as failing. Returns
@@ -119,10 +119,11 @@ impl Cluster {
         }
         let mut ok = true;
         if self.settings.require_full_coverage {
-            // Few nodes fail: check the slots against that short list
-            // rather than looking each slot's owner up.
-            let failed: Vec<NodeName> = self.nodes.values().filter(|n| n.failed()).map(|n| n.name).collect();
-            ok = self.slots.iter().all(|o| o.as_ref().is_some_and(|o| !failed.contains(o)));
+            // Every slot has an owner that has not failed: a node's
+            // numslots counts exactly the slots `slots` gives it, so the
+            // slots of the nodes not failed must add up to all of them.
+            let served: usize = self.nodes.values().filter(|n| !n.failed()).map(|n| n.numslots).sum();
+            ok = served == SLOTS;
         }
         let mut size = 0;
         let mut reachable = 0;
