@@ -210,6 +210,10 @@ impl Bus {
     /// Writes the messages queued since the last call; a link the write
     /// finds broken is closed.
     pub fn flush_queued(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry) {
+        if self.queued.is_empty() {
+            return;
+        }
+        wait_config_synced(srv);
         for id in std::mem::take(&mut self.queued) {
             if self.links.get_mut(&id).is_some_and(|l| l.flush().is_err()) {
                 self.close(srv, host, registry, id);
@@ -223,6 +227,7 @@ impl Bus {
     /// sockets are edge-triggered, so nothing is left unannounced), and the
     /// end-of-turn work. Links still connecting wait for the loop.
     pub fn pump(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry) {
+        wait_config_synced(srv);
         self.queued.clear();
         self.accept(registry);
         let ids: Vec<LinkId> = self.links.iter().filter(|(_, l)| l.connecting.is_none()).map(|(&id, _)| id).collect();
@@ -254,6 +259,9 @@ impl Bus {
     /// machine.
     fn service(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry, id: LinkId) {
         let Some(link) = self.links.get_mut(&id) else { return };
+        if link.queued() > 0 {
+            wait_config_synced(srv);
+        }
         if link.flush().is_err() {
             self.close(srv, host, registry, id);
             return;
@@ -466,23 +474,23 @@ fn unpause(srv: &mut Server) {
     srv.sweep_clients = true;
 }
 
-/// Writes nodes.conf now. A node that cannot record its configuration
-/// must not go on (it could forget an epoch it voted in): as Redis's
-/// clusterSaveConfigOrDie, the process exits.
+/// Hands nodes.conf's new text to its writer (`nodesconf::ConfWriter`),
+/// which writes it off the loop. A node that cannot record its
+/// configuration must not go on (it could forget an epoch it voted in): as
+/// Redis's clusterSaveConfigOrDie, the writer ends the process.
 fn save_config(srv: &mut Server, fsync: bool) {
     let Some(text) = srv.cluster.as_deref().map(|c| c.config_text()) else { return };
-    let Some(conf) = srv.nodes_conf.as_mut() else { return };
-    match conf.save(&text, fsync) {
-        Ok(replaced) => {
-            if let Some(old) = replaced {
-                srv.lazyfree.free(Box::new(old), 0);
-            }
-        }
-        Err(e) => {
-            srv.config.log.warning(&format!("Could not save the cluster config file {}: {}", conf.path().display(), crate::config::strerror(&e)));
-            srv.config.log.warning("Fatal: can't update cluster config file.");
-            std::process::exit(1);
-        }
+    if let Some(w) = srv.nodes_conf.as_ref() {
+        w.save(text, fsync, &srv.config.log);
+    }
+}
+
+/// Waits until what Redis fsyncs before going on (a vote, a new epoch) is
+/// on disk: called before the bus writes, so no peer hears of a vote or
+/// an epoch the node could forget.
+fn wait_config_synced(srv: &Server) {
+    if let Some(w) = srv.nodes_conf.as_ref() {
+        w.wait_synced();
     }
 }
 

@@ -136,7 +136,7 @@ fn start_cluster(srv: &mut Server) -> Result<(), String> {
     }
     cluster.actions = rest;
     srv.cluster = Some(Box::new(cluster));
-    srv.nodes_conf = Some(conf);
+    srv.nodes_conf = Some(server::nodesconf::ConfWriter::start(conf).map_err(|e| format!("Can't start the cluster config writer: {}", config::strerror(&e)))?);
     Ok(())
 }
 
@@ -391,6 +391,10 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         log.warning(&format!("Event loop failed: {}", config::strerror(&e)));
         1
     });
+    // The last nodes.conf saves reach the file before the process ends.
+    if let Some(w) = srv.nodes_conf.as_ref() {
+        w.flush();
+    }
     if !unixsocket.is_empty() {
         log.notice("Removing the unix socket file.");
         let _ = std::fs::remove_file(&unixsocket);

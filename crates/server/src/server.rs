@@ -450,7 +450,7 @@ pub struct Server {
     /// Atomic slot migrations, as destination or source (migration.rs).
     pub migrations: crate::cluster::migrate::Migrations,
     /// The locked cluster config file (cluster mode only).
-    pub nodes_conf: Option<crate::nodesconf::NodesConf>,
+    pub nodes_conf: Option<crate::nodesconf::ConfWriter>,
     /// Writes held for a manual failover (the cluster's PauseWrites):
     /// until this Unix ms, 0 for none. Held as CLIENT PAUSE WRITE holds
     /// them, beside any CLIENT PAUSE.
