@@ -288,14 +288,47 @@ def test_import_under_writes(cluster):
     assert st["source"].decode() == a.myid() and st["dest"].decode() == b.myid()
     src = status(a, task)
     assert src["operation"] == b"migrate" and src["state"] == b"completed"
-    info = cl.parse_info(b.call("INFO", "cluster").decode())
-    assert info["cluster_slot_migration_stats_import_completed"] == "1"
-    assert cl.parse_info(a.call("INFO", "cluster").decode())[
-        "cluster_slot_migration_stats_migrate_completed"] == "1"
+    # CLUSTER INFO ends with Redis 8.4's fields, in its order; the source's
+    # one trim job deleted the keys that left.
+    lines = b.call("CLUSTER", "INFO").decode().split("\r\n")
+    names = [ln.split(":")[0] for ln in lines if ln]
+    assert names[-8:] == ["total_cluster_links_buffer_limit_exceeded"] + ASM_INFO, names
+    cl.wait_for(lambda: cluster_info(a)["cluster_slot_migration_stats_active_trim_completed"] == "1",
+                10, "the trim job to complete")
+    ia, ib = cluster_info(a), cluster_info(b)
+    assert ia["cluster_slot_migration_active_tasks"] == ib["cluster_slot_migration_active_tasks"] == "0"
+    assert ia["cluster_slot_migration_stats_active_trim_started"] == "1"
+    assert ia["cluster_slot_migration_active_trim_running"] == "0"
+    assert ia["cluster_slot_migration_stats_active_trim_cancelled"] == "0"
+    assert ib["cluster_slot_migration_stats_active_trim_started"] == "0"
+    # INFO: the cluster section is cluster_enabled alone; memory has the three
+    # buffers, empty once the task ended.
+    assert list(cl.parse_info(b.call("INFO", "cluster").decode())) == ["cluster_enabled"]
+    mem = cl.parse_info(b.call("INFO", "memory").decode())
+    assert [mem[k] for k in ("mem_cluster_slot_migration_output_buffer",
+                             "mem_cluster_slot_migration_input_buffer")] == ["0", "0"]
+    assert int(mem["mem_cluster_slot_migration_input_buffer_peak"]) >= 0
     assert b.call("CLUSTER", "MIGRATION", "CANCEL", "ID", task) == 0
     assert len(b.call("CLUSTER", "MIGRATION", "STATUS", "ALL")) == 1
     with pytest.raises(ReplyError, match="already owned"):
         b.call("CLUSTER", "MIGRATION", "IMPORT", 0, 10)
+
+
+ASM_INFO = ["cluster_slot_migration_active_tasks", "cluster_slot_migration_active_trim_running",
+            "cluster_slot_migration_active_trim_current_job_keys",
+            "cluster_slot_migration_active_trim_current_job_trimmed",
+            "cluster_slot_migration_stats_active_trim_started",
+            "cluster_slot_migration_stats_active_trim_completed",
+            "cluster_slot_migration_stats_active_trim_cancelled"]
+
+
+def cluster_info(node) -> dict:
+    return cl.parse_info(node.call("CLUSTER", "INFO").decode())
+
+
+def client_flags(node) -> list[str]:
+    return [dict(kv.split("=", 1) for kv in ln.split(" ") if "=" in kv)["flags"]
+            for ln in node.call("CLIENT", "LIST").decode().splitlines()]
 
 
 def replica_matches(primary, replica) -> bool:
@@ -324,6 +357,9 @@ def test_valkey_migrateslots(cluster):
                          "message", "cow_size"]
     assert job["operation"] == b"EXPORT" and job["slot_ranges"] == b"0-999"
     assert job["target_node"].decode() == b.myid() and job["source_node"].decode() == a.myid()
+    assert job["create_time"] <= job["last_update_time"] <= time.time() + 1
+    assert job["create_time"] <= job["last_ack_time"] <= time.time() + 1
+    assert job["message"] == b"" and job["cow_size"] == 0
     imported = b.call("CLUSTER", "GETSLOTMIGRATIONS")[-1]
     assert imported[3] == b"IMPORT" and imported[17] == b"success"
     assert a.call("CLUSTER", "CANCELSLOTMIGRATIONS") == b"OK"
@@ -346,6 +382,15 @@ def test_cancel_midway_leaves_the_source_owning_everything(cluster):
     w.start()
     task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
     wait_midway(b)
+    # Running: Redis 8.4's words for the step, its count of tasks, and its
+    # flags on the two ends of the connection (o importing, g migrating).
+    assert status(b, task)["state"] == b"wait-stream-eof"
+    assert status(a, task)["state"] in (b"send-bulk-and-stream", b"send-stream", b"handoff")
+    jobs = a.call("CLUSTER", "GETSLOTMIGRATIONS")
+    assert jobs[-1][17] in (b"snapshotting", b"replicating", b"failover-paused"), jobs
+    assert cluster_info(b)["cluster_slot_migration_active_tasks"] == "1"
+    assert cluster_info(a)["cluster_slot_migration_active_tasks"] == "1"
+    assert any("o" in f for f in client_flags(b)) and any("g" in f for f in client_flags(a))
     a.proc.send_signal(signal.SIGSTOP)
     try:
         assert b.call("CLUSTER", "MIGRATION", "CANCEL", "ID", task) == 1
@@ -353,6 +398,8 @@ def test_cancel_midway_leaves_the_source_owning_everything(cluster):
     finally:
         a.proc.send_signal(signal.SIGCONT)
     assert status(b, task)["state"] == b"canceled"
+    assert cluster_info(b)["cluster_slot_migration_active_tasks"] == "0"
+    assert not any("o" in f for f in client_flags(b))
     wait_state(a, task, "failed")
     time.sleep(0.3)
     w.stop.set()

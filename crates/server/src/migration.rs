@@ -204,9 +204,11 @@ pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) {
     let Some(t) = srv.migrations.get_mut(id) else { return };
     match client {
         Some(c) => {
+            let now = now_ms();
             t.client = Some(c);
-            t.state = TaskState::Syncing;
-            t.start_time = now_ms();
+            t.set_state(TaskState::Syncing, now);
+            t.start_time = now;
+            t.last_ack = now;
             t.keys = 0;
         }
         None => {
@@ -243,6 +245,9 @@ pub fn apply_from_source(srv: &mut Server, host: &mut dyn Host, c: &mut Client, 
             let mut ack = Vec::new();
             crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"ACK".to_vec(), argv[3].clone()], &mut ack);
             c.reply.raw(&ack);
+            if let Some(t) = srv.migrations.by_client(c.id) {
+                t.last_ack = now_ms();
+            }
             srv.woken.push(c.id);
             return true;
         }
@@ -297,7 +302,7 @@ fn lost_source(srv: &mut Server, client: u64, why: &str, fatal: bool) {
     if fatal {
         t.finish(TaskState::Failed, why, now);
     } else {
-        t.state = TaskState::Connecting;
+        t.set_state(TaskState::Connecting, now);
         t.retries += 1;
         t.since_ms = now + 1000;
     }
@@ -353,6 +358,7 @@ pub fn sync_start(srv: &mut Server, c: &mut Client, args: &[Vec<u8>]) -> Result<
 pub fn sync_ack(srv: &mut Server, c: &Client, bytes: u64) {
     if let Some(t) = srv.migrations.by_client(c.id) {
         t.acked_bytes = t.acked_bytes.max(bytes);
+        t.last_ack = now_ms();
     }
 }
 
@@ -382,7 +388,7 @@ fn finish_export(srv: &mut Server, id: &str, now: u64) {
     }
     // Their keys go a few thousand a turn (`trim_step`): they are not
     // served here any more, and deleting a million at once would stall.
-    srv.migrations.trim = true;
+    start_trim(srv);
     srv.migrations.unpause(&slots);
     srv.config.log.notice(&format!("Slot migration {id}: the destination owns the slots; their keys are deleted here"));
     detach_if_idle(srv);
@@ -454,7 +460,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
             finish_export(srv, id, now);
         } else if owner_now != me || now.saturating_sub(since) > node_timeout(srv) * 2 {
             let t = srv.migrations.get_mut(id).expect("found above");
-            t.state = TaskState::Syncing;
+            t.set_state(TaskState::Syncing, now);
             fail_export(srv, id, "the destination went away during the hand-off");
         }
         return;
@@ -537,7 +543,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     if t.state == TaskState::Syncing && fail.is_none() {
         // 3. Caught up: hold the slots' commands and hand off.
         if t.next == t.slots.len() && t.big.is_empty() && t.sent_bytes.saturating_sub(t.acked_bytes) < CAUGHT_UP {
-            t.state = TaskState::Handoff;
+            t.set_state(TaskState::Handoff, now);
             t.since_ms = now;
             let slots = t.slots.clone();
             crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"HANDOFF".to_vec(), id.as_bytes().to_vec()], &mut c.reply.buf);
@@ -712,63 +718,118 @@ fn drop_keys(srv: &mut Server, slot: u16, max: usize) -> usize {
 /// longer owns.
 const TRIM_STEP: usize = 2000;
 
+/// The slots this primary holds keys of that another node owns, leaving
+/// out slots being imported (legacy IMPORTING or a running task) or
+/// migrated: what active trimming deletes.
+fn foreign_slots(srv: &Server) -> Vec<u16> {
+    let Some(cluster) = srv.cluster.as_deref() else { return Vec::new() };
+    let me = cluster.myself;
+    srv.dbs[0]
+        .slot_counts_nonzero()
+        .map(|(s, _)| s)
+        .filter(|&s| {
+            cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none()
+        })
+        .collect()
+}
+
+/// Starts a trim job (or widens the running one) over every foreign
+/// slot's keys.
+fn start_trim(srv: &mut Server) {
+    let remaining: u64 = foreign_slots(srv).iter().map(|&s| srv.dbs[0].count_keys_in_slot(s)).sum();
+    let m = &mut srv.migrations;
+    if !m.trim {
+        m.trim = true;
+        m.trim_started += 1;
+        m.trim_job_trimmed = 0;
+    }
+    m.trim_job_keys = m.trim_job_trimmed + remaining;
+}
+
 /// Active trimming: a primary deletes, a few thousand keys a turn, the
 /// keys of slots another node owns (a source after its slots left, or a
 /// destination's replica promoted after an import it never finished),
-/// except slots being imported (legacy IMPORTING or a running task) or
-/// migrated. Returns true while there is more to delete.
+/// except slots being imported or migrated (`foreign_slots`). Returns
+/// true while there is more to delete.
 pub fn trim_step(srv: &mut Server) -> bool {
     if !srv.migrations.trim {
         return false;
     }
     let Some(cluster) = srv.cluster.as_deref() else { return false };
     if cluster.is_replica() || srv.repl.is_replica() {
+        // A replica deletes what its primary deletes.
         srv.migrations.trim = false;
+        srv.migrations.trim_cancelled += 1;
         return false;
     }
-    let me = cluster.myself;
-    let foreign: Vec<u16> = srv.dbs[0]
-        .slot_counts_nonzero()
-        .map(|(s, _)| s)
-        .filter(|&s| {
-            cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none()
-        })
-        .collect();
     let mut budget = TRIM_STEP;
-    for s in foreign {
+    for s in foreign_slots(srv) {
         if budget == 0 {
             return true;
         }
-        budget -= drop_keys(srv, s, budget);
+        let n = drop_keys(srv, s, budget);
+        srv.migrations.trim_job_trimmed += n as u64;
+        budget -= n;
     }
-    srv.migrations.trim = budget == 0;
+    if budget > 0 {
+        srv.migrations.trim = false;
+        srv.migrations.trim_completed += 1;
+    }
     srv.migrations.trim
 }
 
-/// INFO's fields of atomic slot migration (Redis 8.4's names).
-pub fn info(srv: &Server) -> String {
-    let count = |op: Op, st: &[TaskState]| srv.migrations.tasks.iter().filter(|t| t.op == op && st.contains(&t.state)).count();
-    let running = [TaskState::Connecting, TaskState::Syncing, TaskState::Handoff];
+/// CLUSTER INFO's lines of atomic slot migration, Redis 8.4's fields in
+/// its order: running tasks (both sides), and the trim jobs.
+pub fn cluster_info(srv: &Server) -> String {
+    let m = &srv.migrations;
+    let active = m.tasks.iter().filter(|t| !t.state.is_final()).count();
+    let (keys, trimmed) = if m.trim { (m.trim_job_keys, m.trim_job_trimmed) } else { (0, 0) };
     format!(
-        "cluster_slot_migration_active_tasks:{}\r\ncluster_slot_migration_active_trim_running:0\r\ncluster_slot_migration_stats_import_completed:{}\r\ncluster_slot_migration_stats_import_failed:{}\r\ncluster_slot_migration_stats_migrate_completed:{}\r\ncluster_slot_migration_stats_migrate_failed:{}\r\n",
-        count(Op::Import, &running) + count(Op::Migrate, &running),
-        count(Op::Import, &[TaskState::Completed]),
-        count(Op::Import, &[TaskState::Failed, TaskState::Canceled]),
-        count(Op::Migrate, &[TaskState::Completed]),
-        count(Op::Migrate, &[TaskState::Failed, TaskState::Canceled]),
+        "cluster_slot_migration_active_tasks:{active}\r\n\
+         cluster_slot_migration_active_trim_running:{}\r\n\
+         cluster_slot_migration_active_trim_current_job_keys:{keys}\r\n\
+         cluster_slot_migration_active_trim_current_job_trimmed:{trimmed}\r\n\
+         cluster_slot_migration_stats_active_trim_started:{}\r\n\
+         cluster_slot_migration_stats_active_trim_completed:{}\r\n\
+         cluster_slot_migration_stats_active_trim_cancelled:{}\r\n",
+        u8::from(m.trim),
+        m.trim_started,
+        m.trim_completed,
+        m.trim_cancelled,
     )
+}
+
+/// INFO memory's three fields of atomic slot migration (Redis 8.4):
+/// bytes waiting in the sources' connections to their destinations,
+/// bytes a destination received and has not applied yet, and the most
+/// of those seen.
+pub fn memory_info(srv: &Server) -> (usize, usize, usize) {
+    let mut output = 0;
+    let mut input = 0;
+    for t in srv.migrations.tasks.iter().filter(|t| !t.state.is_final()) {
+        let Some(c) = t.client.and_then(|id| srv.clients.get(&id)) else { continue };
+        match t.op {
+            Op::Migrate => output += c.pending_out(),
+            Op::Import => input += c.qbuf.len(),
+        }
+    }
+    (output, input, srv.migrations.input_peak.max(input))
 }
 
 /// Every cron tick: whether some slot this primary holds keys of belongs
 /// to another node now (a failover, an import that never finished), so
-/// that `trim_step` deletes them.
+/// that `trim_step` deletes them; and the peak of the destinations'
+/// unapplied input.
 pub fn cron(srv: &mut Server) {
+    let (_, input, peak) = memory_info(srv);
+    srv.migrations.input_peak = peak.max(input);
     let Some(cluster) = srv.cluster.as_deref() else { return };
     if srv.migrations.trim || cluster.is_replica() || srv.repl.is_replica() {
         return;
     }
-    let me = cluster.myself;
-    srv.migrations.trim = srv.dbs[0].slot_counts_nonzero().any(|(s, _)| cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none());
+    if !foreign_slots(srv).is_empty() {
+        start_trim(srv);
+    }
 }
 
 /// CLUSTER MIGRATESLOTS SLOTSRANGE a b [a b ...] NODE id [SLOTSRANGE ...
