@@ -199,9 +199,11 @@ pub fn due_connection(srv: &mut Server) -> Option<(String, String, u16, Vec<u8>)
 }
 
 /// The event loop opened connection `client` for task `id` (None: the
-/// connect failed; the task tries again in a second).
-pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) {
-    let Some(t) = srv.migrations.get_mut(id) else { return };
+/// connect failed; the task tries again in a second). Returns false when
+/// the task no longer wants it (cancelled, ended, or connected already):
+/// the caller drops the socket.
+pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) -> bool {
+    let Some(t) = srv.migrations.get_mut(id).filter(|t| t.state == TaskState::Connecting && t.client.is_none()) else { return false };
     match client {
         Some(c) => {
             let now = now_ms();
@@ -213,8 +215,10 @@ pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) {
         }
         None => {
             t.last_error = "could not connect to the source".into();
+            t.since_ms = now_ms() + 1000;
         }
     }
+    true
 }
 
 /// Runs what the source sent on the destination's connection `c`:
