@@ -416,6 +416,108 @@ def test_cancel_midway_leaves_the_source_owning_everything(cluster):
     check_data(b, w)
 
 
+COLL = int(os.environ.get("DENSEKV_ASM_COLL", "200000"))
+BIGSET = "{%s}bigset" % cl.tag_for_slot(9)
+BIGZ = "{%s}bigz" % cl.tag_for_slot(10)
+BIGL = "{%s}bigl" % cl.tag_for_slot(11)
+
+
+class CollWriter(Writer):
+    """Writes to a big set, sorted set and list (those that compose with the pieces,
+    and sorted set moves below what was sent, and a list head push that makes the list
+    go whole), keeping an exact model of what was acknowledged."""
+
+    def __init__(self, nodes, members, scores, items):
+        super().__init__(nodes)
+        self.members, self.scores, self.items = members, scores, items
+
+    def run(self):
+        import random
+        rnd = random.Random(7)
+        try:
+            while not self.stop.is_set():
+                i = self.n
+                self.n += 1
+                t0 = time.monotonic()
+                op = i % 9
+                if op == 0:
+                    self.call("SADD", BIGSET, f"w{i}")
+                    self.members.add(f"w{i}")
+                elif op == 1:
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("SREM", BIGSET, m)
+                    self.members.discard(m)
+                elif op == 2:
+                    # An existing member moved to the lowest scores, below the pieces sent.
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("ZADD", BIGZ, -1 - i, m)
+                    self.scores[m] = float(-1 - i)
+                elif op == 3:
+                    m = f"m{rnd.randrange(COLL)}"
+                    v = float(self.call("ZINCRBY", BIGZ, -2 * COLL, m))
+                    self.scores[m] = v
+                elif op == 4:
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("ZREM", BIGZ, m)
+                    self.scores.pop(m, None)
+                elif op == 5:
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("ZADD", BIGZ, "XX", "GT", 10 * COLL + i, m)
+                    v = self.call("ZSCORE", BIGZ, m)
+                    assert (v is None) == (m not in self.scores), (m, v)
+                    if v is not None:
+                        self.scores[m] = float(v)
+                elif op in (6, 7):
+                    self.call("RPUSH", BIGL, f"x{i}")
+                    self.items.append(f"x{i}")
+                else:
+                    v = self.call("RPOP", BIGL)
+                    assert v == self.items.pop().encode(), v
+                if i == 5001:
+                    self.call("LPUSH", BIGL, "head")
+                    self.items.insert(0, "head")
+                self.max_latency = max(self.max_latency, time.monotonic() - t0)
+        except Exception as e:  # noqa: BLE001 - any failure is the test's finding
+            self.errors.append(repr(e))
+
+
+def test_big_set_zset_list_move_in_pieces_under_writes(cluster):
+    a, b, _ = two_primaries(cluster)
+    step = 10000
+    cmds = []
+    for f in range(0, COLL, step):
+        r = range(f, min(f + step, COLL))
+        cmds.append(["SADD", BIGSET] + [f"m{j}" for j in r])
+        cmds.append(["ZADD", BIGZ] + [x for j in r for x in (j, f"m{j}")])
+        cmds.append(["RPUSH", BIGL] + [f"e{j}" for j in r])
+    pipeline(a, cmds + [["EXPIRE", BIGZ, 3600]], batch=6)
+    members = {f"m{j}" for j in range(COLL)}
+    scores = {f"m{j}": float(j) for j in range(COLL)}
+    items = [f"e{j}" for j in range(COLL)]
+    w = CollWriter([a, b], members, scores, items)
+    w.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
+    wait_state(b, task, "completed")
+    took = time.monotonic() - t0
+    time.sleep(0.3)
+    w.stop.set()
+    w.join(30)
+    assert not w.errors, w.errors
+    print(f"moved a {COLL}-member set, sorted set and list in {took:.2f}s; writes {w.n}, "
+          f"max write latency {w.max_latency * 1000:.0f} ms")
+    assert w.n > 100
+    assert owner_port(b, 9) == b.port and owner_port(a, 11) == b.port
+    with b.conn(timeout=60) as c:
+        assert {m.decode() for m in c.call("SMEMBERS", BIGSET)} == w.members
+        got = c.call("ZRANGE", BIGZ, 0, -1, "WITHSCORES")
+        assert {got[i].decode(): float(got[i + 1]) for i in range(0, len(got), 2)} == w.scores
+        assert [x.decode() for x in c.call("LRANGE", BIGL, 0, -1)] == w.items
+        assert c.call("TTL", BIGZ) > 3000 and c.call("TTL", BIGSET) == -1
+    cl.wait_for(lambda: keys_in_range(a) == 0, 20, "the source to delete the moved keys")
+
+
 def three_with_replicas(ns):
     binary = server_binary()
     a, b, c = ns.start(binary), ns.start(binary), ns.start(binary)

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::client::Client;
-use crate::cluster::migrate::{Op, Task, TaskState};
+use crate::cluster::migrate::{BigKey, BigKind, Op, Task, TaskState};
 use crate::cluster::Env;
 use crate::command::{CmdError, CommandMap, Host};
 use crate::exec::{self, Lookup};
@@ -33,18 +33,25 @@ const OUTPUT_HIGH: usize = 16 << 20;
 /// The destination is caught up when less than this is sent to it and not
 /// yet applied there.
 const CAUGHT_UP: u64 = 64 << 10;
-/// A hash with more fields than this is sent in pieces of `PIECE` fields
-/// (HSET), across turns, instead of one RESTORE.
-const BIG_FIELDS: usize = 8192;
+/// A hash, set, sorted set or list with more elements than this is sent
+/// in pieces of `PIECE` elements (HSET, SADD, ZADD, LPUSH), across turns,
+/// instead of one RESTORE.
+const BIG_ELEMENTS: usize = 8192;
 const PIECE: usize = 1024;
-/// Commands that change only the fields or the TTL they name: forwarded as
-/// they are to a hash sent in pieces (its fields not sent yet come later
-/// with their values then). Any other command on such a key sends the
-/// keys it touches whole instead.
-const FIELD_WISE: &[&[u8]] = &[
-    b"hset", b"hmset", b"hsetnx", b"hdel", b"hincrby", b"hincrbyfloat", b"hexpire", b"hpexpire", b"hexpireat", b"hpexpireat", b"hpersist",
-    b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"del", b"unlink",
-];
+/// Commands that change only the key's TTL: forwarded as they are to a key
+/// sent in pieces, whatever its type (the first piece carries the TTL as
+/// it is then).
+const KEY_WISE: &[&[u8]] = &[b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist"];
+/// Per type, the commands forwarded as they are to a key in pieces,
+/// because they compose with pieces still to come: they name the elements
+/// they change, and an element not sent yet comes later as it is then
+/// (hash fields, set members); for a list, they touch only the tail,
+/// which is sent already (pieces go from the tail to the head). Any other
+/// command on such a key sends the keys it touches whole instead.
+const HASH_WISE: &[&[u8]] = &[b"hset", b"hmset", b"hsetnx", b"hdel", b"hincrby", b"hincrbyfloat", b"hexpire", b"hpexpire", b"hexpireat", b"hpexpireat", b"hpersist"];
+const SET_WISE: &[&[u8]] = &[b"sadd", b"srem"];
+const ZSET_WISE: &[&[u8]] = &[b"zrem"];
+const LIST_WISE: &[&[u8]] = &[b"rpush", b"rpop"];
 /// The name of the write stream's consumer that collects writes to
 /// forward.
 const SINK: &str = "slot-migration";
@@ -480,20 +487,10 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     for argv in forwarded {
         match slot_of(table, argv) {
             Some(Some(s)) if t.has_slot(s) && t.sent[s as usize] => {
-                if t.big.is_empty() || FIELD_WISE.contains(&argv[0].to_ascii_lowercase().as_slice()) {
+                if t.big.is_empty() {
                     crate::repl::encode(argv, &mut c.reply.buf);
                 } else {
-                    let keys = keys_of(table, argv);
-                    if keys.iter().any(|k| t.big.iter().any(|(b, _, _)| b == k)) {
-                        // The keys as they are now replace what the
-                        // destination has; their pieces stop.
-                        t.big.retain(|(b, _, _)| !keys.contains(b));
-                        for k in &keys {
-                            send_whole(&mut srv.dbs[0], k, now as i64, &mut c.reply.buf);
-                        }
-                    } else {
-                        crate::repl::encode(argv, &mut c.reply.buf);
-                    }
+                    forward_to_big(&mut srv.dbs[0], table, &mut t.big, argv, now as i64, &mut c.reply.buf);
                 }
             }
             Some(None) => {
@@ -522,11 +519,15 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
                 continue;
             }
             for key in db.keys_in_slot(slot, n) {
-                if matches!(db.get(&key, now as i64), Some(ValueRef::Hash(h)) if h.len() > BIG_FIELDS) {
+                if let Some(kind) = db.get(&key, now as i64).and_then(big_kind) {
                     // Whatever the destination had under the name goes;
-                    // the fields follow in pieces.
+                    // the elements follow in pieces.
                     crate::repl::encode(&[b"DEL".as_slice(), &key], &mut c.reply.buf);
-                    t.big.push((key, 0, 0));
+                    let cursor = match db.get(&key, now as i64) {
+                        Some(ValueRef::List(l)) => l.len() as u64,
+                        _ => 0,
+                    };
+                    t.big.push(BigKey { key, kind, cursor, after: None, pieces: 0 });
                     t.keys += 1;
                     continue;
                 }
@@ -580,49 +581,204 @@ fn send_whole(db: &mut storage::Db, key: &[u8], now: i64, out: &mut Vec<u8>) {
     }
 }
 
-/// The next piece of the first big hash in `big`: up to `PIECE` fields as
-/// HSET (HPEXPIREAT for fields with a TTL), the key's TTL after the first
-/// piece; the hash leaves the queue when its scan ends, or when the key is
-/// no longer a hash (what became of it went as forwarded writes).
-fn send_piece(db: &mut storage::Db, big: &mut Vec<(Vec<u8>, u64, u64)>, now: i64, out: &mut Vec<u8>) {
-    let (key, cursor, pieces) = big[0].clone();
-    let expire = db.expire_of(&key, now);
-    let Some(ValueRef::Hash(h)) = db.get(&key, now) else {
-        big.remove(0);
+/// Whether `v` goes in pieces, and as what: a hash, set, sorted set or
+/// list of more than `BIG_ELEMENTS` (a set or sorted set with member TTLs
+/// goes whole: its pieces would have to carry them).
+fn big_kind(v: ValueRef<'_>) -> Option<BigKind> {
+    match v {
+        ValueRef::Hash(h) if h.len() > BIG_ELEMENTS => Some(BigKind::Hash),
+        ValueRef::Set(x) if x.len() > BIG_ELEMENTS && x.min_deadline().is_none() => Some(BigKind::Set),
+        ValueRef::ZSet(z) if z.len() > BIG_ELEMENTS && z.min_deadline().is_none() => Some(BigKind::ZSet),
+        ValueRef::List(l) if l.len() > BIG_ELEMENTS => Some(BigKind::List),
+        _ => None,
+    }
+}
+
+/// Forwards `argv`, a write to a slot already sent while some keys are in
+/// pieces: as it is when it touches none of them, or only their TTL, or
+/// composes with their pieces (`HASH_WISE` ...); a DEL or UNLINK of one
+/// also ends its pieces (a key made anew under the name comes by its
+/// writes). ZADD and ZINCRBY on a sorted set in pieces go as the members
+/// named are now (ZADD of the score, or ZREM): the pieces go in score
+/// order, so a member moved below them would otherwise never come. RPUSHX
+/// goes as RPUSH (the destination may not hold the list yet). Any other
+/// write sends the keys it touches whole, as they are now, and their
+/// pieces stop.
+fn forward_to_big(db: &mut storage::Db, table: &CommandMap, big: &mut Vec<BigKey>, argv: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let keys = keys_of(table, argv);
+    let hit: Vec<BigKind> = big.iter().filter(|b| keys.contains(&b.key)).map(|b| b.kind).collect();
+    if hit.is_empty() {
+        crate::repl::encode(argv, out);
         return;
+    }
+    let name = argv[0].to_ascii_lowercase();
+    let name = name.as_slice();
+    if KEY_WISE.contains(&name) {
+        crate::repl::encode(argv, out);
+        return;
+    }
+    if name == b"del" || name == b"unlink" {
+        crate::repl::encode(argv, out);
+        big.retain(|b| !keys.contains(&b.key));
+        return;
+    }
+    if keys.len() == 1 {
+        let key = &keys[0];
+        match (hit[0], name) {
+            (BigKind::Hash, n) if HASH_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::Set, n) if SET_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::ZSet, n) if ZSET_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::List, n) if LIST_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::List, b"rpushx") if argv.len() > 2 => {
+                let mut a = argv.to_vec();
+                a[0] = b"RPUSH".to_vec();
+                return crate::repl::encode(&a, out);
+            }
+            (BigKind::ZSet, b"zincrby") if argv.len() == 4 => return send_members(db, key, &argv[3..], now, out),
+            (BigKind::ZSet, b"zadd") => {
+                let mut i = 2;
+                while i < argv.len() && matches!(argv[i].to_ascii_lowercase().as_slice(), b"nx" | b"xx" | b"gt" | b"lt" | b"ch" | b"incr") {
+                    i += 1;
+                }
+                let members: Vec<Vec<u8>> = argv[i..].iter().skip(1).step_by(2).cloned().collect();
+                return send_members(db, key, &members, now, out);
+            }
+            _ => {}
+        }
+    }
+    big.retain(|b| !keys.contains(&b.key));
+    for k in &keys {
+        send_whole(db, k, now, out);
+    }
+}
+
+/// The sorted set `key`'s `members` as they are now: one ZADD of those
+/// present with their scores, one ZREM of those gone.
+fn send_members(db: &mut storage::Db, key: &[u8], members: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let z = match db.get(key, now) {
+        Some(ValueRef::ZSet(z)) => Some(z),
+        _ => None,
     };
-    let mut argv: Vec<Vec<u8>> = vec![b"HSET".to_vec(), key.clone()];
+    let mut add: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.to_vec()];
+    let mut rem: Vec<Vec<u8>> = vec![b"ZREM".to_vec(), key.to_vec()];
+    for m in members {
+        match z.and_then(|z| z.score(m)) {
+            Some(sc) => {
+                add.push(score_text(sc).into_bytes());
+                add.push(m.clone());
+            }
+            None => rem.push(m.clone()),
+        }
+    }
+    if add.len() > 2 {
+        crate::repl::encode(&add, out);
+    }
+    if rem.len() > 2 {
+        crate::repl::encode(&rem, out);
+    }
+}
+
+/// A score as ZADD reads it back bit for bit.
+fn score_text(s: f64) -> String {
+    if s.is_infinite() {
+        return if s > 0.0 { "+inf".into() } else { "-inf".into() };
+    }
+    format!("{s:?}")
+}
+
+/// The next piece of the first big key in `big`: up to `PIECE` elements
+/// (HSET with HPEXPIREAT for fields with a TTL; SADD; ZADD in score order
+/// after the last sent; LPUSH of the elements before the head part sent,
+/// the tail first), the key's TTL after the first piece. The key leaves
+/// the queue when its pieces end, or when it is no longer of its type
+/// (what became of it went as forwarded writes).
+fn send_piece(db: &mut storage::Db, big: &mut Vec<BigKey>, now: i64, out: &mut Vec<u8>) {
+    let b = &mut big[0];
+    let expire = db.expire_of(&b.key, now);
+    let key = b.key.clone();
+    let mut argv: Vec<Vec<u8>>;
     let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
-    let mut next = cursor;
-    while argv.len() < 2 + 2 * PIECE {
-        next = h.scan(next, PIECE, now, |f, v| {
-            argv.push(f.to_vec());
-            argv.push(v.to_vec());
-        });
-        if next == 0 {
-            break;
+    let done = match (b.kind, db.get(&key, now)) {
+        (BigKind::Hash, Some(ValueRef::Hash(h))) => {
+            argv = vec![b"HSET".to_vec(), key.clone()];
+            let mut next = b.cursor;
+            while argv.len() < 2 + 2 * PIECE {
+                next = h.scan(next, PIECE, now, |f, v| {
+                    argv.push(f.to_vec());
+                    argv.push(v.to_vec());
+                });
+                if next == 0 {
+                    break;
+                }
+            }
+            for f in argv[2..].iter().step_by(2) {
+                if let Some(Some(d)) = h.expire_of(f, now) {
+                    ttls.push((f.clone(), d));
+                }
+            }
+            b.cursor = next;
+            next == 0
         }
-    }
-    for f in argv[2..].iter().step_by(2) {
-        if let Some(Some(d)) = h.expire_of(f, now) {
-            ttls.push((f.clone(), d));
+        (BigKind::Set, Some(ValueRef::Set(x))) => {
+            argv = vec![b"SADD".to_vec(), key.clone()];
+            let mut next = b.cursor;
+            while argv.len() < 2 + PIECE {
+                next = x.scan(next, PIECE, |m| argv.push(m.to_vec()));
+                if next == 0 {
+                    break;
+                }
+            }
+            b.cursor = next;
+            next == 0
         }
-    }
+        (BigKind::ZSet, Some(ValueRef::ZSet(z))) => {
+            argv = vec![b"ZADD".to_vec(), key.clone()];
+            let from = match &b.after {
+                None => 0,
+                Some((ls, lm)) => z.partition(|sc, m| sc < *ls || (sc == *ls && m <= lm.as_slice())),
+            };
+            let mut last = None;
+            for (m, sc) in z.iter_from(from).take(PIECE) {
+                argv.push(score_text(sc).into_bytes());
+                argv.push(m.to_vec());
+                last = Some((sc, m.to_vec()));
+            }
+            let done = last.is_none() || from + PIECE >= z.len();
+            if last.is_some() {
+                b.after = last;
+            }
+            done
+        }
+        (BigKind::List, Some(ValueRef::List(l))) => {
+            let head = (b.cursor as usize).min(l.len());
+            let n = head.min(PIECE);
+            argv = vec![b"LPUSH".to_vec(), key.clone()];
+            let mut elems: Vec<Vec<u8>> = l.iter_from(head - n).take(n).map(|e| e.to_vec()).collect();
+            elems.reverse();
+            argv.extend(elems);
+            b.cursor = (head - n) as u64;
+            b.cursor == 0
+        }
+        _ => {
+            big.remove(0);
+            return;
+        }
+    };
     if argv.len() > 2 {
         crate::repl::encode(&argv, out);
     }
     for (f, d) in ttls {
         crate::repl::encode(&[b"HPEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes(), b"FIELDS".to_vec(), b"1".to_vec(), f], out);
     }
-    if pieces == 0 {
+    let b = &mut big[0];
+    if b.pieces == 0 {
         if let Some(Some(d)) = expire {
             crate::repl::encode(&[b"PEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes()], out);
         }
     }
-    if next == 0 {
+    b.pieces += 1;
+    if done {
         big.remove(0);
-    } else {
-        big[0] = (key, next, pieces + 1);
     }
 }
 

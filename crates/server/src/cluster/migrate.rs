@@ -53,6 +53,30 @@ impl TaskState {
     }
 }
 
+/// The type of a big key sent in pieces, which decides the pieces'
+/// commands and which writes compose with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BigKind {
+    Hash,
+    Set,
+    ZSet,
+    List,
+}
+
+/// A big key the source sends in pieces across turns.
+#[derive(Debug, Clone)]
+pub struct BigKey {
+    pub key: Vec<u8>,
+    pub kind: BigKind,
+    /// Hash and set: the scan cursor. List: how many elements at the head
+    /// are not sent yet (the pieces go from the tail towards the head).
+    pub cursor: u64,
+    /// Sorted set: the last (score, member) sent; pieces go in order.
+    pub after: Option<(f64, Vec<u8>)>,
+    /// Pieces sent so far.
+    pub pieces: u64,
+}
+
 /// One migration of a set of slot ranges between two primaries.
 #[derive(Debug, Clone)]
 pub struct Task {
@@ -94,9 +118,8 @@ pub struct Task {
     /// bytes): the lag the hand-off waits to fall.
     pub sent_bytes: u64,
     pub acked_bytes: u64,
-    /// Source: big hashes being sent in pieces, the first in progress:
-    /// (key, scan cursor, pieces sent so far).
-    pub big: Vec<(Vec<u8>, u64, u64)>,
+    /// Source: big keys being sent in pieces, the first in progress.
+    pub big: Vec<BigKey>,
     /// Unix ms: the source's pause began (Handoff), or the destination may
     /// connect again (Connecting after a loss).
     pub since_ms: u64,
