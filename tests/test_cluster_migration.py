@@ -359,7 +359,7 @@ def test_valkey_migrateslots(cluster):
     assert job["target_node"].decode() == b.myid() and job["source_node"].decode() == a.myid()
     assert job["create_time"] <= job["last_update_time"] <= time.time() + 1
     assert job["create_time"] <= job["last_ack_time"] <= time.time() + 1
-    assert job["message"] == b"" and job["cow_size"] == 0
+    assert job["message"] == b"" and job["cow_size"] == 0, job
     imported = b.call("CLUSTER", "GETSLOTMIGRATIONS")[-1]
     assert imported[3] == b"IMPORT" and imported[17] == b"success"
     assert a.call("CLUSTER", "CANCELSLOTMIGRATIONS") == b"OK"

@@ -863,7 +863,9 @@ fn getslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         out.bulk(b"state");
         out.bulk(t.valkey_state().as_bytes());
         out.bulk(b"message");
-        out.bulk(t.last_error.as_bytes());
+        // A finished job's message is its outcome's: none for a success
+        // (an attempt that failed on the way is STATUS's last_error).
+        out.bulk(if t.state == crate::cluster::migrate::TaskState::Completed { b"".as_slice() } else { t.last_error.as_bytes() });
         out.bulk(b"cow_size");
         out.int(0);
     }
