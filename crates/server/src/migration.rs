@@ -26,8 +26,13 @@ use crate::feed::Sink;
 use crate::server::Server;
 use storage::ValueRef;
 
-/// What a source adds to one destination's output per turn, at most.
-const STEP_BYTES: usize = 256 << 10;
+/// What a source adds to one destination's output per turn, at most (whole
+/// slots, so a slot of many keys may go over). 64 KiB: measured against
+/// 256 KiB with bench/cluster.py asm (docs/benchmarks.md), the probe's p99
+/// during the move fell (3.2 vs 16.5 ms at 5,000,000 keys) and the move
+/// took no longer; the serialization of a step is what a client waits
+/// behind.
+const STEP_BYTES: usize = 64 << 10;
 /// A source does not add keys while this much is still unsent.
 const OUTPUT_HIGH: usize = 16 << 20;
 /// The destination is caught up when less than this is sent to it and not
