@@ -288,14 +288,47 @@ def test_import_under_writes(cluster):
     assert st["source"].decode() == a.myid() and st["dest"].decode() == b.myid()
     src = status(a, task)
     assert src["operation"] == b"migrate" and src["state"] == b"completed"
-    info = cl.parse_info(b.call("INFO", "cluster").decode())
-    assert info["cluster_slot_migration_stats_import_completed"] == "1"
-    assert cl.parse_info(a.call("INFO", "cluster").decode())[
-        "cluster_slot_migration_stats_migrate_completed"] == "1"
+    # CLUSTER INFO ends with Redis 8.4's fields, in its order; the source's
+    # one trim job deleted the keys that left.
+    lines = b.call("CLUSTER", "INFO").decode().split("\r\n")
+    names = [ln.split(":")[0] for ln in lines if ln]
+    assert names[-8:] == ["total_cluster_links_buffer_limit_exceeded"] + ASM_INFO, names
+    cl.wait_for(lambda: cluster_info(a)["cluster_slot_migration_stats_active_trim_completed"] == "1",
+                10, "the trim job to complete")
+    ia, ib = cluster_info(a), cluster_info(b)
+    assert ia["cluster_slot_migration_active_tasks"] == ib["cluster_slot_migration_active_tasks"] == "0"
+    assert ia["cluster_slot_migration_stats_active_trim_started"] == "1"
+    assert ia["cluster_slot_migration_active_trim_running"] == "0"
+    assert ia["cluster_slot_migration_stats_active_trim_cancelled"] == "0"
+    assert ib["cluster_slot_migration_stats_active_trim_started"] == "0"
+    # INFO: the cluster section is cluster_enabled alone; memory has the three
+    # buffers, empty once the task ended.
+    assert list(cl.parse_info(b.call("INFO", "cluster").decode())) == ["cluster_enabled"]
+    mem = cl.parse_info(b.call("INFO", "memory").decode())
+    assert [mem[k] for k in ("mem_cluster_slot_migration_output_buffer",
+                             "mem_cluster_slot_migration_input_buffer")] == ["0", "0"]
+    assert int(mem["mem_cluster_slot_migration_input_buffer_peak"]) >= 0
     assert b.call("CLUSTER", "MIGRATION", "CANCEL", "ID", task) == 0
     assert len(b.call("CLUSTER", "MIGRATION", "STATUS", "ALL")) == 1
     with pytest.raises(ReplyError, match="already owned"):
         b.call("CLUSTER", "MIGRATION", "IMPORT", 0, 10)
+
+
+ASM_INFO = ["cluster_slot_migration_active_tasks", "cluster_slot_migration_active_trim_running",
+            "cluster_slot_migration_active_trim_current_job_keys",
+            "cluster_slot_migration_active_trim_current_job_trimmed",
+            "cluster_slot_migration_stats_active_trim_started",
+            "cluster_slot_migration_stats_active_trim_completed",
+            "cluster_slot_migration_stats_active_trim_cancelled"]
+
+
+def cluster_info(node) -> dict:
+    return cl.parse_info(node.call("CLUSTER", "INFO").decode())
+
+
+def client_flags(node) -> list[str]:
+    return [dict(kv.split("=", 1) for kv in ln.split(" ") if "=" in kv)["flags"]
+            for ln in node.call("CLIENT", "LIST").decode().splitlines()]
 
 
 def replica_matches(primary, replica) -> bool:
@@ -324,6 +357,9 @@ def test_valkey_migrateslots(cluster):
                          "message", "cow_size"]
     assert job["operation"] == b"EXPORT" and job["slot_ranges"] == b"0-999"
     assert job["target_node"].decode() == b.myid() and job["source_node"].decode() == a.myid()
+    assert job["create_time"] <= job["last_update_time"] <= time.time() + 1
+    assert job["create_time"] <= job["last_ack_time"] <= time.time() + 1
+    assert job["message"] == b"" and job["cow_size"] == 0, job
     imported = b.call("CLUSTER", "GETSLOTMIGRATIONS")[-1]
     assert imported[3] == b"IMPORT" and imported[17] == b"success"
     assert a.call("CLUSTER", "CANCELSLOTMIGRATIONS") == b"OK"
@@ -346,6 +382,15 @@ def test_cancel_midway_leaves_the_source_owning_everything(cluster):
     w.start()
     task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
     wait_midway(b)
+    # Running: Redis 8.4's words for the step, its count of tasks, and its
+    # flags on the two ends of the connection (o importing, g migrating).
+    assert status(b, task)["state"] == b"wait-stream-eof"
+    assert status(a, task)["state"] in (b"send-bulk-and-stream", b"send-stream", b"handoff")
+    jobs = a.call("CLUSTER", "GETSLOTMIGRATIONS")
+    assert jobs[-1][17] in (b"snapshotting", b"replicating", b"failover-paused"), jobs
+    assert cluster_info(b)["cluster_slot_migration_active_tasks"] == "1"
+    assert cluster_info(a)["cluster_slot_migration_active_tasks"] == "1"
+    assert any("o" in f for f in client_flags(b)) and any("g" in f for f in client_flags(a))
     a.proc.send_signal(signal.SIGSTOP)
     try:
         assert b.call("CLUSTER", "MIGRATION", "CANCEL", "ID", task) == 1
@@ -353,6 +398,8 @@ def test_cancel_midway_leaves_the_source_owning_everything(cluster):
     finally:
         a.proc.send_signal(signal.SIGCONT)
     assert status(b, task)["state"] == b"canceled"
+    assert cluster_info(b)["cluster_slot_migration_active_tasks"] == "0"
+    assert not any("o" in f for f in client_flags(b))
     wait_state(a, task, "failed")
     time.sleep(0.3)
     w.stop.set()
@@ -367,6 +414,108 @@ def test_cancel_midway_leaves_the_source_owning_everything(cluster):
     again = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
     wait_state(b, again, "completed")
     check_data(b, w)
+
+
+COLL = int(os.environ.get("DENSEKV_ASM_COLL", "200000"))
+BIGSET = "{%s}bigset" % cl.tag_for_slot(9)
+BIGZ = "{%s}bigz" % cl.tag_for_slot(10)
+BIGL = "{%s}bigl" % cl.tag_for_slot(11)
+
+
+class CollWriter(Writer):
+    """Writes to a big set, sorted set and list (those that compose with the pieces,
+    and sorted set moves below what was sent, and a list head push that makes the list
+    go whole), keeping an exact model of what was acknowledged."""
+
+    def __init__(self, nodes, members, scores, items):
+        super().__init__(nodes)
+        self.members, self.scores, self.items = members, scores, items
+
+    def run(self):
+        import random
+        rnd = random.Random(7)
+        try:
+            while not self.stop.is_set():
+                i = self.n
+                self.n += 1
+                t0 = time.monotonic()
+                op = i % 9
+                if op == 0:
+                    self.call("SADD", BIGSET, f"w{i}")
+                    self.members.add(f"w{i}")
+                elif op == 1:
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("SREM", BIGSET, m)
+                    self.members.discard(m)
+                elif op == 2:
+                    # An existing member moved to the lowest scores, below the pieces sent.
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("ZADD", BIGZ, -1 - i, m)
+                    self.scores[m] = float(-1 - i)
+                elif op == 3:
+                    m = f"m{rnd.randrange(COLL)}"
+                    v = float(self.call("ZINCRBY", BIGZ, -2 * COLL, m))
+                    self.scores[m] = v
+                elif op == 4:
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("ZREM", BIGZ, m)
+                    self.scores.pop(m, None)
+                elif op == 5:
+                    m = f"m{rnd.randrange(COLL)}"
+                    self.call("ZADD", BIGZ, "XX", "GT", 10 * COLL + i, m)
+                    v = self.call("ZSCORE", BIGZ, m)
+                    assert (v is None) == (m not in self.scores), (m, v)
+                    if v is not None:
+                        self.scores[m] = float(v)
+                elif op in (6, 7):
+                    self.call("RPUSH", BIGL, f"x{i}")
+                    self.items.append(f"x{i}")
+                else:
+                    v = self.call("RPOP", BIGL)
+                    assert v == self.items.pop().encode(), v
+                if i == 5001:
+                    self.call("LPUSH", BIGL, "head")
+                    self.items.insert(0, "head")
+                self.max_latency = max(self.max_latency, time.monotonic() - t0)
+        except Exception as e:  # noqa: BLE001 - any failure is the test's finding
+            self.errors.append(repr(e))
+
+
+def test_big_set_zset_list_move_in_pieces_under_writes(cluster):
+    a, b, _ = two_primaries(cluster)
+    step = 10000
+    cmds = []
+    for f in range(0, COLL, step):
+        r = range(f, min(f + step, COLL))
+        cmds.append(["SADD", BIGSET] + [f"m{j}" for j in r])
+        cmds.append(["ZADD", BIGZ] + [x for j in r for x in (j, f"m{j}")])
+        cmds.append(["RPUSH", BIGL] + [f"e{j}" for j in r])
+    pipeline(a, cmds + [["EXPIRE", BIGZ, 3600]], batch=6)
+    members = {f"m{j}" for j in range(COLL)}
+    scores = {f"m{j}": float(j) for j in range(COLL)}
+    items = [f"e{j}" for j in range(COLL)]
+    w = CollWriter([a, b], members, scores, items)
+    w.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    task = b.call("CLUSTER", "MIGRATION", "IMPORT", RANGE[0], RANGE[1]).decode()
+    wait_state(b, task, "completed")
+    took = time.monotonic() - t0
+    time.sleep(0.3)
+    w.stop.set()
+    w.join(30)
+    assert not w.errors, w.errors
+    print(f"moved a {COLL}-member set, sorted set and list in {took:.2f}s; writes {w.n}, "
+          f"max write latency {w.max_latency * 1000:.0f} ms")
+    assert w.n > 100
+    assert owner_port(b, 9) == b.port and owner_port(a, 11) == b.port
+    with b.conn(timeout=60) as c:
+        assert {m.decode() for m in c.call("SMEMBERS", BIGSET)} == w.members
+        got = c.call("ZRANGE", BIGZ, 0, -1, "WITHSCORES")
+        assert {got[i].decode(): float(got[i + 1]) for i in range(0, len(got), 2)} == w.scores
+        assert [x.decode() for x in c.call("LRANGE", BIGL, 0, -1)] == w.items
+        assert c.call("TTL", BIGZ) > 3000 and c.call("TTL", BIGSET) == -1
+    cl.wait_for(lambda: keys_in_range(a) == 0, 20, "the source to delete the moved keys")
 
 
 def three_with_replicas(ns):

@@ -479,6 +479,14 @@ impl Client {
             ReplRole::Primary => f.push('M'),
             ReplRole::None => {}
         }
+        // Redis 8.4: the connections of atomic slot migration, migrating
+        // (the source's end) and importing (the destination's).
+        if self.slot_export {
+            f.push('g');
+        }
+        if self.slot_import {
+            f.push('o');
+        }
         if self.pubsub.is_some() {
             f.push('P');
         }

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::client::Client;
-use crate::cluster::migrate::{Op, Task, TaskState};
+use crate::cluster::migrate::{BigKey, BigKind, Op, Task, TaskState};
 use crate::cluster::Env;
 use crate::command::{CmdError, CommandMap, Host};
 use crate::exec::{self, Lookup};
@@ -26,25 +26,37 @@ use crate::feed::Sink;
 use crate::server::Server;
 use storage::ValueRef;
 
-/// What a source adds to one destination's output per turn, at most.
-const STEP_BYTES: usize = 256 << 10;
+/// What a source adds to one destination's output per turn, at most (whole
+/// slots, so a slot of many keys may go over). 64 KiB: measured against
+/// 256 KiB with bench/cluster.py asm (docs/benchmarks.md), the probe's p99
+/// during the move fell (3.2 vs 16.5 ms at 5,000,000 keys) and the move
+/// took no longer; the serialization of a step is what a client waits
+/// behind.
+const STEP_BYTES: usize = 64 << 10;
 /// A source does not add keys while this much is still unsent.
 const OUTPUT_HIGH: usize = 16 << 20;
 /// The destination is caught up when less than this is sent to it and not
 /// yet applied there.
 const CAUGHT_UP: u64 = 64 << 10;
-/// A hash with more fields than this is sent in pieces of `PIECE` fields
-/// (HSET), across turns, instead of one RESTORE.
-const BIG_FIELDS: usize = 8192;
+/// A hash, set, sorted set or list with more elements than this is sent
+/// in pieces of `PIECE` elements (HSET, SADD, ZADD, LPUSH), across turns,
+/// instead of one RESTORE.
+const BIG_ELEMENTS: usize = 8192;
 const PIECE: usize = 1024;
-/// Commands that change only the fields or the TTL they name: forwarded as
-/// they are to a hash sent in pieces (its fields not sent yet come later
-/// with their values then). Any other command on such a key sends the
-/// keys it touches whole instead.
-const FIELD_WISE: &[&[u8]] = &[
-    b"hset", b"hmset", b"hsetnx", b"hdel", b"hincrby", b"hincrbyfloat", b"hexpire", b"hpexpire", b"hexpireat", b"hpexpireat", b"hpersist",
-    b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist", b"del", b"unlink",
-];
+/// Commands that change only the key's TTL: forwarded as they are to a key
+/// sent in pieces, whatever its type (the first piece carries the TTL as
+/// it is then).
+const KEY_WISE: &[&[u8]] = &[b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist"];
+/// Per type, the commands forwarded as they are to a key in pieces,
+/// because they compose with pieces still to come: they name the elements
+/// they change, and an element not sent yet comes later as it is then
+/// (hash fields, set members); for a list, they touch only the tail,
+/// which is sent already (pieces go from the tail to the head). Any other
+/// command on such a key sends the keys it touches whole instead.
+const HASH_WISE: &[&[u8]] = &[b"hset", b"hmset", b"hsetnx", b"hdel", b"hincrby", b"hincrbyfloat", b"hexpire", b"hpexpire", b"hexpireat", b"hpexpireat", b"hpersist"];
+const SET_WISE: &[&[u8]] = &[b"sadd", b"srem"];
+const ZSET_WISE: &[&[u8]] = &[b"zrem"];
+const LIST_WISE: &[&[u8]] = &[b"rpush", b"rpop"];
 /// The name of the write stream's consumer that collects writes to
 /// forward.
 const SINK: &str = "slot-migration";
@@ -199,20 +211,26 @@ pub fn due_connection(srv: &mut Server) -> Option<(String, String, u16, Vec<u8>)
 }
 
 /// The event loop opened connection `client` for task `id` (None: the
-/// connect failed; the task tries again in a second).
-pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) {
-    let Some(t) = srv.migrations.get_mut(id) else { return };
+/// connect failed; the task tries again in a second). Returns false when
+/// the task no longer wants it (cancelled, ended, or connected already):
+/// the caller drops the socket.
+pub fn connected(srv: &mut Server, id: &str, client: Option<u64>) -> bool {
+    let Some(t) = srv.migrations.get_mut(id).filter(|t| t.state == TaskState::Connecting && t.client.is_none()) else { return false };
     match client {
         Some(c) => {
+            let now = now_ms();
             t.client = Some(c);
-            t.state = TaskState::Syncing;
-            t.start_time = now_ms();
+            t.set_state(TaskState::Syncing, now);
+            t.start_time = now;
+            t.last_ack = now;
             t.keys = 0;
         }
         None => {
             t.last_error = "could not connect to the source".into();
+            t.since_ms = now_ms() + 1000;
         }
     }
+    true
 }
 
 /// Runs what the source sent on the destination's connection `c`:
@@ -243,6 +261,9 @@ pub fn apply_from_source(srv: &mut Server, host: &mut dyn Host, c: &mut Client, 
             let mut ack = Vec::new();
             crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"ACK".to_vec(), argv[3].clone()], &mut ack);
             c.reply.raw(&ack);
+            if let Some(t) = srv.migrations.by_client(c.id) {
+                t.last_ack = now_ms();
+            }
             srv.woken.push(c.id);
             return true;
         }
@@ -297,7 +318,7 @@ fn lost_source(srv: &mut Server, client: u64, why: &str, fatal: bool) {
     if fatal {
         t.finish(TaskState::Failed, why, now);
     } else {
-        t.state = TaskState::Connecting;
+        t.set_state(TaskState::Connecting, now);
         t.retries += 1;
         t.since_ms = now + 1000;
     }
@@ -353,6 +374,7 @@ pub fn sync_start(srv: &mut Server, c: &mut Client, args: &[Vec<u8>]) -> Result<
 pub fn sync_ack(srv: &mut Server, c: &Client, bytes: u64) {
     if let Some(t) = srv.migrations.by_client(c.id) {
         t.acked_bytes = t.acked_bytes.max(bytes);
+        t.last_ack = now_ms();
     }
 }
 
@@ -382,7 +404,7 @@ fn finish_export(srv: &mut Server, id: &str, now: u64) {
     }
     // Their keys go a few thousand a turn (`trim_step`): they are not
     // served here any more, and deleting a million at once would stall.
-    srv.migrations.trim = true;
+    start_trim(srv);
     srv.migrations.unpause(&slots);
     srv.config.log.notice(&format!("Slot migration {id}: the destination owns the slots; their keys are deleted here"));
     detach_if_idle(srv);
@@ -454,7 +476,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
             finish_export(srv, id, now);
         } else if owner_now != me || now.saturating_sub(since) > node_timeout(srv) * 2 {
             let t = srv.migrations.get_mut(id).expect("found above");
-            t.state = TaskState::Syncing;
+            t.set_state(TaskState::Syncing, now);
             fail_export(srv, id, "the destination went away during the hand-off");
         }
         return;
@@ -470,20 +492,10 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     for argv in forwarded {
         match slot_of(table, argv) {
             Some(Some(s)) if t.has_slot(s) && t.sent[s as usize] => {
-                if t.big.is_empty() || FIELD_WISE.contains(&argv[0].to_ascii_lowercase().as_slice()) {
+                if t.big.is_empty() {
                     crate::repl::encode(argv, &mut c.reply.buf);
                 } else {
-                    let keys = keys_of(table, argv);
-                    if keys.iter().any(|k| t.big.iter().any(|(b, _, _)| b == k)) {
-                        // The keys as they are now replace what the
-                        // destination has; their pieces stop.
-                        t.big.retain(|(b, _, _)| !keys.contains(b));
-                        for k in &keys {
-                            send_whole(&mut srv.dbs[0], k, now as i64, &mut c.reply.buf);
-                        }
-                    } else {
-                        crate::repl::encode(argv, &mut c.reply.buf);
-                    }
+                    forward_to_big(&mut srv.dbs[0], table, &mut t.big, argv, now as i64, &mut c.reply.buf);
                 }
             }
             Some(None) => {
@@ -512,11 +524,15 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
                 continue;
             }
             for key in db.keys_in_slot(slot, n) {
-                if matches!(db.get(&key, now as i64), Some(ValueRef::Hash(h)) if h.len() > BIG_FIELDS) {
+                if let Some(kind) = db.get(&key, now as i64).and_then(big_kind) {
                     // Whatever the destination had under the name goes;
-                    // the fields follow in pieces.
+                    // the elements follow in pieces.
                     crate::repl::encode(&[b"DEL".as_slice(), &key], &mut c.reply.buf);
-                    t.big.push((key, 0, 0));
+                    let cursor = match db.get(&key, now as i64) {
+                        Some(ValueRef::List(l)) => l.len() as u64,
+                        _ => 0,
+                    };
+                    t.big.push(BigKey { key, kind, cursor, after: None, pieces: 0 });
                     t.keys += 1;
                     continue;
                 }
@@ -537,7 +553,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
     if t.state == TaskState::Syncing && fail.is_none() {
         // 3. Caught up: hold the slots' commands and hand off.
         if t.next == t.slots.len() && t.big.is_empty() && t.sent_bytes.saturating_sub(t.acked_bytes) < CAUGHT_UP {
-            t.state = TaskState::Handoff;
+            t.set_state(TaskState::Handoff, now);
             t.since_ms = now;
             let slots = t.slots.clone();
             crate::repl::encode(&[b"CLUSTER".to_vec(), b"SYNCSLOTS".to_vec(), b"HANDOFF".to_vec(), id.as_bytes().to_vec()], &mut c.reply.buf);
@@ -570,49 +586,204 @@ fn send_whole(db: &mut storage::Db, key: &[u8], now: i64, out: &mut Vec<u8>) {
     }
 }
 
-/// The next piece of the first big hash in `big`: up to `PIECE` fields as
-/// HSET (HPEXPIREAT for fields with a TTL), the key's TTL after the first
-/// piece; the hash leaves the queue when its scan ends, or when the key is
-/// no longer a hash (what became of it went as forwarded writes).
-fn send_piece(db: &mut storage::Db, big: &mut Vec<(Vec<u8>, u64, u64)>, now: i64, out: &mut Vec<u8>) {
-    let (key, cursor, pieces) = big[0].clone();
-    let expire = db.expire_of(&key, now);
-    let Some(ValueRef::Hash(h)) = db.get(&key, now) else {
-        big.remove(0);
+/// Whether `v` goes in pieces, and as what: a hash, set, sorted set or
+/// list of more than `BIG_ELEMENTS` (a set or sorted set with member TTLs
+/// goes whole: its pieces would have to carry them).
+fn big_kind(v: ValueRef<'_>) -> Option<BigKind> {
+    match v {
+        ValueRef::Hash(h) if h.len() > BIG_ELEMENTS => Some(BigKind::Hash),
+        ValueRef::Set(x) if x.len() > BIG_ELEMENTS && x.min_deadline().is_none() => Some(BigKind::Set),
+        ValueRef::ZSet(z) if z.len() > BIG_ELEMENTS && z.min_deadline().is_none() => Some(BigKind::ZSet),
+        ValueRef::List(l) if l.len() > BIG_ELEMENTS => Some(BigKind::List),
+        _ => None,
+    }
+}
+
+/// Forwards `argv`, a write to a slot already sent while some keys are in
+/// pieces: as it is when it touches none of them, or only their TTL, or
+/// composes with their pieces (`HASH_WISE` ...); a DEL or UNLINK of one
+/// also ends its pieces (a key made anew under the name comes by its
+/// writes). ZADD and ZINCRBY on a sorted set in pieces go as the members
+/// named are now (ZADD of the score, or ZREM): the pieces go in score
+/// order, so a member moved below them would otherwise never come. RPUSHX
+/// goes as RPUSH (the destination may not hold the list yet). Any other
+/// write sends the keys it touches whole, as they are now, and their
+/// pieces stop.
+fn forward_to_big(db: &mut storage::Db, table: &CommandMap, big: &mut Vec<BigKey>, argv: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let keys = keys_of(table, argv);
+    let hit: Vec<BigKind> = big.iter().filter(|b| keys.contains(&b.key)).map(|b| b.kind).collect();
+    if hit.is_empty() {
+        crate::repl::encode(argv, out);
         return;
+    }
+    let name = argv[0].to_ascii_lowercase();
+    let name = name.as_slice();
+    if KEY_WISE.contains(&name) {
+        crate::repl::encode(argv, out);
+        return;
+    }
+    if name == b"del" || name == b"unlink" {
+        crate::repl::encode(argv, out);
+        big.retain(|b| !keys.contains(&b.key));
+        return;
+    }
+    if keys.len() == 1 {
+        let key = &keys[0];
+        match (hit[0], name) {
+            (BigKind::Hash, n) if HASH_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::Set, n) if SET_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::ZSet, n) if ZSET_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::List, n) if LIST_WISE.contains(&n) => return crate::repl::encode(argv, out),
+            (BigKind::List, b"rpushx") if argv.len() > 2 => {
+                let mut a = argv.to_vec();
+                a[0] = b"RPUSH".to_vec();
+                return crate::repl::encode(&a, out);
+            }
+            (BigKind::ZSet, b"zincrby") if argv.len() == 4 => return send_members(db, key, &argv[3..], now, out),
+            (BigKind::ZSet, b"zadd") => {
+                let mut i = 2;
+                while i < argv.len() && matches!(argv[i].to_ascii_lowercase().as_slice(), b"nx" | b"xx" | b"gt" | b"lt" | b"ch" | b"incr") {
+                    i += 1;
+                }
+                let members: Vec<Vec<u8>> = argv[i..].iter().skip(1).step_by(2).cloned().collect();
+                return send_members(db, key, &members, now, out);
+            }
+            _ => {}
+        }
+    }
+    big.retain(|b| !keys.contains(&b.key));
+    for k in &keys {
+        send_whole(db, k, now, out);
+    }
+}
+
+/// The sorted set `key`'s `members` as they are now: one ZADD of those
+/// present with their scores, one ZREM of those gone.
+fn send_members(db: &mut storage::Db, key: &[u8], members: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let z = match db.get(key, now) {
+        Some(ValueRef::ZSet(z)) => Some(z),
+        _ => None,
     };
-    let mut argv: Vec<Vec<u8>> = vec![b"HSET".to_vec(), key.clone()];
+    let mut add: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.to_vec()];
+    let mut rem: Vec<Vec<u8>> = vec![b"ZREM".to_vec(), key.to_vec()];
+    for m in members {
+        match z.and_then(|z| z.score(m)) {
+            Some(sc) => {
+                add.push(score_text(sc).into_bytes());
+                add.push(m.clone());
+            }
+            None => rem.push(m.clone()),
+        }
+    }
+    if add.len() > 2 {
+        crate::repl::encode(&add, out);
+    }
+    if rem.len() > 2 {
+        crate::repl::encode(&rem, out);
+    }
+}
+
+/// A score as ZADD reads it back bit for bit.
+fn score_text(s: f64) -> String {
+    if s.is_infinite() {
+        return if s > 0.0 { "+inf".into() } else { "-inf".into() };
+    }
+    format!("{s:?}")
+}
+
+/// The next piece of the first big key in `big`: up to `PIECE` elements
+/// (HSET with HPEXPIREAT for fields with a TTL; SADD; ZADD in score order
+/// after the last sent; LPUSH of the elements before the head part sent,
+/// the tail first), the key's TTL after the first piece. The key leaves
+/// the queue when its pieces end, or when it is no longer of its type
+/// (what became of it went as forwarded writes).
+fn send_piece(db: &mut storage::Db, big: &mut Vec<BigKey>, now: i64, out: &mut Vec<u8>) {
+    let b = &mut big[0];
+    let expire = db.expire_of(&b.key, now);
+    let key = b.key.clone();
+    let mut argv: Vec<Vec<u8>>;
     let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
-    let mut next = cursor;
-    while argv.len() < 2 + 2 * PIECE {
-        next = h.scan(next, PIECE, now, |f, v| {
-            argv.push(f.to_vec());
-            argv.push(v.to_vec());
-        });
-        if next == 0 {
-            break;
+    let done = match (b.kind, db.get(&key, now)) {
+        (BigKind::Hash, Some(ValueRef::Hash(h))) => {
+            argv = vec![b"HSET".to_vec(), key.clone()];
+            let mut next = b.cursor;
+            while argv.len() < 2 + 2 * PIECE {
+                next = h.scan(next, PIECE, now, |f, v| {
+                    argv.push(f.to_vec());
+                    argv.push(v.to_vec());
+                });
+                if next == 0 {
+                    break;
+                }
+            }
+            for f in argv[2..].iter().step_by(2) {
+                if let Some(Some(d)) = h.expire_of(f, now) {
+                    ttls.push((f.clone(), d));
+                }
+            }
+            b.cursor = next;
+            next == 0
         }
-    }
-    for f in argv[2..].iter().step_by(2) {
-        if let Some(Some(d)) = h.expire_of(f, now) {
-            ttls.push((f.clone(), d));
+        (BigKind::Set, Some(ValueRef::Set(x))) => {
+            argv = vec![b"SADD".to_vec(), key.clone()];
+            let mut next = b.cursor;
+            while argv.len() < 2 + PIECE {
+                next = x.scan(next, PIECE, |m| argv.push(m.to_vec()));
+                if next == 0 {
+                    break;
+                }
+            }
+            b.cursor = next;
+            next == 0
         }
-    }
+        (BigKind::ZSet, Some(ValueRef::ZSet(z))) => {
+            argv = vec![b"ZADD".to_vec(), key.clone()];
+            let from = match &b.after {
+                None => 0,
+                Some((ls, lm)) => z.partition(|sc, m| sc < *ls || (sc == *ls && m <= lm.as_slice())),
+            };
+            let mut last = None;
+            for (m, sc) in z.iter_from(from).take(PIECE) {
+                argv.push(score_text(sc).into_bytes());
+                argv.push(m.to_vec());
+                last = Some((sc, m.to_vec()));
+            }
+            let done = last.is_none() || from + PIECE >= z.len();
+            if last.is_some() {
+                b.after = last;
+            }
+            done
+        }
+        (BigKind::List, Some(ValueRef::List(l))) => {
+            let head = (b.cursor as usize).min(l.len());
+            let n = head.min(PIECE);
+            argv = vec![b"LPUSH".to_vec(), key.clone()];
+            let mut elems: Vec<Vec<u8>> = l.iter_from(head - n).take(n).map(|e| e.to_vec()).collect();
+            elems.reverse();
+            argv.extend(elems);
+            b.cursor = (head - n) as u64;
+            b.cursor == 0
+        }
+        _ => {
+            big.remove(0);
+            return;
+        }
+    };
     if argv.len() > 2 {
         crate::repl::encode(&argv, out);
     }
     for (f, d) in ttls {
         crate::repl::encode(&[b"HPEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes(), b"FIELDS".to_vec(), b"1".to_vec(), f], out);
     }
-    if pieces == 0 {
+    let b = &mut big[0];
+    if b.pieces == 0 {
         if let Some(Some(d)) = expire {
             crate::repl::encode(&[b"PEXPIREAT".to_vec(), key.clone(), d.to_string().into_bytes()], out);
         }
     }
-    if next == 0 {
+    b.pieces += 1;
+    if done {
         big.remove(0);
-    } else {
-        big[0] = (key, next, pieces + 1);
     }
 }
 
@@ -712,63 +883,118 @@ fn drop_keys(srv: &mut Server, slot: u16, max: usize) -> usize {
 /// longer owns.
 const TRIM_STEP: usize = 2000;
 
+/// The slots this primary holds keys of that another node owns, leaving
+/// out slots being imported (legacy IMPORTING or a running task) or
+/// migrated: what active trimming deletes.
+fn foreign_slots(srv: &Server) -> Vec<u16> {
+    let Some(cluster) = srv.cluster.as_deref() else { return Vec::new() };
+    let me = cluster.myself;
+    srv.dbs[0]
+        .slot_counts_nonzero()
+        .map(|(s, _)| s)
+        .filter(|&s| {
+            cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none()
+        })
+        .collect()
+}
+
+/// Starts a trim job (or widens the running one) over every foreign
+/// slot's keys.
+fn start_trim(srv: &mut Server) {
+    let remaining: u64 = foreign_slots(srv).iter().map(|&s| srv.dbs[0].count_keys_in_slot(s)).sum();
+    let m = &mut srv.migrations;
+    if !m.trim {
+        m.trim = true;
+        m.trim_started += 1;
+        m.trim_job_trimmed = 0;
+    }
+    m.trim_job_keys = m.trim_job_trimmed + remaining;
+}
+
 /// Active trimming: a primary deletes, a few thousand keys a turn, the
 /// keys of slots another node owns (a source after its slots left, or a
 /// destination's replica promoted after an import it never finished),
-/// except slots being imported (legacy IMPORTING or a running task) or
-/// migrated. Returns true while there is more to delete.
+/// except slots being imported or migrated (`foreign_slots`). Returns
+/// true while there is more to delete.
 pub fn trim_step(srv: &mut Server) -> bool {
     if !srv.migrations.trim {
         return false;
     }
     let Some(cluster) = srv.cluster.as_deref() else { return false };
     if cluster.is_replica() || srv.repl.is_replica() {
+        // A replica deletes what its primary deletes.
         srv.migrations.trim = false;
+        srv.migrations.trim_cancelled += 1;
         return false;
     }
-    let me = cluster.myself;
-    let foreign: Vec<u16> = srv.dbs[0]
-        .slot_counts_nonzero()
-        .map(|(s, _)| s)
-        .filter(|&s| {
-            cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none()
-        })
-        .collect();
     let mut budget = TRIM_STEP;
-    for s in foreign {
+    for s in foreign_slots(srv) {
         if budget == 0 {
             return true;
         }
-        budget -= drop_keys(srv, s, budget);
+        let n = drop_keys(srv, s, budget);
+        srv.migrations.trim_job_trimmed += n as u64;
+        budget -= n;
     }
-    srv.migrations.trim = budget == 0;
+    if budget > 0 {
+        srv.migrations.trim = false;
+        srv.migrations.trim_completed += 1;
+    }
     srv.migrations.trim
 }
 
-/// INFO's fields of atomic slot migration (Redis 8.4's names).
-pub fn info(srv: &Server) -> String {
-    let count = |op: Op, st: &[TaskState]| srv.migrations.tasks.iter().filter(|t| t.op == op && st.contains(&t.state)).count();
-    let running = [TaskState::Connecting, TaskState::Syncing, TaskState::Handoff];
+/// CLUSTER INFO's lines of atomic slot migration, Redis 8.4's fields in
+/// its order: running tasks (both sides), and the trim jobs.
+pub fn cluster_info(srv: &Server) -> String {
+    let m = &srv.migrations;
+    let active = m.tasks.iter().filter(|t| !t.state.is_final()).count();
+    let (keys, trimmed) = if m.trim { (m.trim_job_keys, m.trim_job_trimmed) } else { (0, 0) };
     format!(
-        "cluster_slot_migration_active_tasks:{}\r\ncluster_slot_migration_active_trim_running:0\r\ncluster_slot_migration_stats_import_completed:{}\r\ncluster_slot_migration_stats_import_failed:{}\r\ncluster_slot_migration_stats_migrate_completed:{}\r\ncluster_slot_migration_stats_migrate_failed:{}\r\n",
-        count(Op::Import, &running) + count(Op::Migrate, &running),
-        count(Op::Import, &[TaskState::Completed]),
-        count(Op::Import, &[TaskState::Failed, TaskState::Canceled]),
-        count(Op::Migrate, &[TaskState::Completed]),
-        count(Op::Migrate, &[TaskState::Failed, TaskState::Canceled]),
+        "cluster_slot_migration_active_tasks:{active}\r\n\
+         cluster_slot_migration_active_trim_running:{}\r\n\
+         cluster_slot_migration_active_trim_current_job_keys:{keys}\r\n\
+         cluster_slot_migration_active_trim_current_job_trimmed:{trimmed}\r\n\
+         cluster_slot_migration_stats_active_trim_started:{}\r\n\
+         cluster_slot_migration_stats_active_trim_completed:{}\r\n\
+         cluster_slot_migration_stats_active_trim_cancelled:{}\r\n",
+        u8::from(m.trim),
+        m.trim_started,
+        m.trim_completed,
+        m.trim_cancelled,
     )
+}
+
+/// INFO memory's three fields of atomic slot migration (Redis 8.4):
+/// bytes waiting in the sources' connections to their destinations,
+/// bytes a destination received and has not applied yet, and the most
+/// of those seen.
+pub fn memory_info(srv: &Server) -> (usize, usize, usize) {
+    let mut output = 0;
+    let mut input = 0;
+    for t in srv.migrations.tasks.iter().filter(|t| !t.state.is_final()) {
+        let Some(c) = t.client.and_then(|id| srv.clients.get(&id)) else { continue };
+        match t.op {
+            Op::Migrate => output += c.pending_out(),
+            Op::Import => input += c.qbuf.len(),
+        }
+    }
+    (output, input, srv.migrations.input_peak.max(input))
 }
 
 /// Every cron tick: whether some slot this primary holds keys of belongs
 /// to another node now (a failover, an import that never finished), so
-/// that `trim_step` deletes them.
+/// that `trim_step` deletes them; and the peak of the destinations'
+/// unapplied input.
 pub fn cron(srv: &mut Server) {
+    let (_, input, peak) = memory_info(srv);
+    srv.migrations.input_peak = peak.max(input);
     let Some(cluster) = srv.cluster.as_deref() else { return };
     if srv.migrations.trim || cluster.is_replica() || srv.repl.is_replica() {
         return;
     }
-    let me = cluster.myself;
-    srv.migrations.trim = srv.dbs[0].slot_counts_nonzero().any(|(s, _)| cluster.slots[s as usize].is_some_and(|o| o != me) && !cluster.importing_from.contains_key(&s) && !cluster.migrating_to.contains_key(&s) && srv.migrations.running_with_slot(s).is_none());
+    if !foreign_slots(srv).is_empty() {
+        start_trim(srv);
+    }
 }
 
 /// CLUSTER MIGRATESLOTS SLOTSRANGE a b [a b ...] NODE id [SLOTSRANGE ...

@@ -210,7 +210,24 @@ pub struct EventLoop {
     link: crate::link::Link,
     /// The Prometheus endpoint, with metrics-port set.
     metrics: Option<crate::metrics::Endpoint>,
+    /// Connections of import tasks still connecting to their source.
+    dialing: Vec<Dialing>,
 }
+
+/// A destination's connection to its source (atomic slot migration) while
+/// the connect is in flight: registered under the client id it will have,
+/// so that its readiness wakes the loop, and looked at each turn.
+struct Dialing {
+    task: String,
+    sock: mio::net::TcpStream,
+    cid: ClientId,
+    hello: Vec<u8>,
+    deadline: Instant,
+}
+
+/// How long a destination's connect to its source may take: cluster
+/// nodes are near, and the task tries again a second later.
+const DIAL_TIMEOUT: Duration = Duration::from_millis(1000);
 
 impl EventLoop {
     /// Binds `addr`, and builds the command table and the scripting engine.
@@ -260,7 +277,7 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Serves the cluster bus on `listeners` (the bus port on every `bind`
@@ -394,6 +411,9 @@ impl EventLoop {
             }
             let work_left = runnable || srv.evict.unfinished || srv.reports.busy() || srv.migrations.busy();
             let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            if let Some(d) = self.dialing.iter().map(|d| d.deadline).min() {
+                timeout = timeout.min(d.saturating_duration_since(Instant::now()));
+            }
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
             if let Some(wait) = persist::bgsave_step(srv, served) {
@@ -464,6 +484,13 @@ impl EventLoop {
                 }
             }
             self.pending.clear();
+            if !self.dialing.is_empty() {
+                for id in self.poll_dialing(srv) {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
             let woke = Instant::now();
             let commands_before = srv.total_commands;
             for &id in &ids {
@@ -521,35 +548,75 @@ impl EventLoop {
     }
 
     /// Opens the connections of import tasks that wait for one (atomic
-    /// slot migration): a connect to the source's client port bounded by a
-    /// second (cluster nodes are near), then a client like an accepted
-    /// one, whose first output is the request for the slots.
+    /// slot migration): a non-blocking connect to the source's client
+    /// port, finished by `poll_dialing`; nothing here waits.
     fn connect_imports(&mut self, srv: &mut Server) {
+        self.poll_dialing(srv);
         while let Some((id, host, port, hello)) = crate::migration::due_connection(srv) {
+            if self.dialing.iter().any(|d| d.task == id) {
+                continue;
+            }
             let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port)).ok().and_then(|mut a| a.next());
-            let sock = addr.and_then(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_millis(1000)).ok());
-            let Some(sock) = sock.filter(|s| s.set_nonblocking(true).is_ok()) else {
+            let Some(mut sock) = addr.and_then(|a| mio::net::TcpStream::connect(a).ok()) else {
                 crate::migration::connected(srv, &id, None);
                 continue;
             };
-            let _ = sock.set_nodelay(true);
-            let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-            let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
-            let mut conn = Conn::Tcp(mio::net::TcpStream::from_std(sock));
             let cid = srv.new_client_id();
-            if self.poll.registry().register(&mut conn, Token(cid as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+            if self.poll.registry().register(&mut sock, Token(cid as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
                 crate::migration::connected(srv, &id, None);
                 continue;
             }
-            let mut c = Client::new(cid, Some(conn), peer, laddr);
+            self.dialing.push(Dialing { task: id, sock, cid, hello, deadline: Instant::now() + DIAL_TIMEOUT });
+        }
+    }
+
+    /// Looks at the connects in flight: one that completed becomes a
+    /// client like an accepted one, whose first output is the request for
+    /// the slots; one refused or past `DIAL_TIMEOUT` fails its attempt (the
+    /// task tries again a second later). Returns the new clients, to be
+    /// served this turn.
+    fn poll_dialing(&mut self, srv: &mut Server) -> Vec<ClientId> {
+        let mut ready = Vec::new();
+        let now = Instant::now();
+        for mut d in std::mem::take(&mut self.dialing) {
+            let outcome = match d.sock.take_error() {
+                Ok(Some(e)) | Err(e) => Err(e.to_string()),
+                Ok(None) => match d.sock.peer_addr() {
+                    Ok(peer) => Ok(peer),
+                    Err(e) if e.kind() == ErrorKind::NotConnected && now < d.deadline => {
+                        self.dialing.push(d);
+                        continue;
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotConnected => Err("connect timed out".to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
+            };
+            let peer = match outcome {
+                Ok(peer) => peer,
+                Err(why) => {
+                    let _ = self.poll.registry().deregister(&mut d.sock);
+                    srv.config.log.warning(&format!("Slot migration {}: could not connect to the source: {why}", d.task));
+                    crate::migration::connected(srv, &d.task, None);
+                    continue;
+                }
+            };
+            if !crate::migration::connected(srv, &d.task, Some(d.cid)) {
+                // Cancelled or ended while connecting.
+                let _ = self.poll.registry().deregister(&mut d.sock);
+                continue;
+            }
+            let _ = d.sock.set_nodelay(true);
+            let laddr = d.sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            let mut c = Client::new(d.cid, Some(Conn::Tcp(d.sock)), peer.to_string(), laddr);
             c.user = Some(srv.acl.default_user());
             c.authenticated = true;
             c.slot_import = true;
-            c.reply.raw(&hello);
-            srv.clients.insert(cid, Box::new(c));
-            srv.woken.push(cid);
-            crate::migration::connected(srv, &id, Some(cid));
+            c.reply.raw(&d.hello);
+            srv.clients.insert(d.cid, Box::new(c));
+            srv.woken.push(d.cid);
+            ready.push(d.cid);
         }
+        ready
     }
 
     /// Reads, runs and writes for one client.

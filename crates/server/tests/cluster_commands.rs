@@ -87,8 +87,19 @@ fn a_fresh_node_describes_itself() {
     assert_eq!(n.run(&["CLUSTER", "SLOTS"]), "*0\r\n");
     assert_eq!(n.run(&["CLUSTER", "LINKS"]), "*0\r\n");
     let help = n.run(&["CLUSTER", "HELP"]);
-    assert!(help.starts_with("*58\r\n+CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+COUNTKEYSINSLOT <slot>\r\n"), "{help}");
+    assert!(help.starts_with("*71\r\n+CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+COUNTKEYSINSLOT <slot>\r\n"), "{help}");
     assert!(help.ends_with("+HELP\r\n+    Print this help.\r\n"));
+    // Atomic slot migration: Redis 8.4's and Valkey 9's subcommands.
+    for sub in ["+MIGRATION IMPORT <start-slot>", "+MIGRATION CANCEL <ID <task-id> | ALL>", "+MIGRATION STATUS [ID <task-id> | ALL]", "+MIGRATESLOTS SLOTSRANGE", "+GETSLOTMIGRATIONS\r\n", "+CANCELSLOTMIGRATIONS\r\n"] {
+        assert!(help.contains(sub), "{sub}");
+    }
+    // CLUSTER INFO ends with Redis 8.4's atomic slot migration fields.
+    assert!(info.ends_with(
+        "total_cluster_links_buffer_limit_exceeded:0\r\ncluster_slot_migration_active_tasks:0\r\ncluster_slot_migration_active_trim_running:0\r\n\
+         cluster_slot_migration_active_trim_current_job_keys:0\r\ncluster_slot_migration_active_trim_current_job_trimmed:0\r\n\
+         cluster_slot_migration_stats_active_trim_started:0\r\ncluster_slot_migration_stats_active_trim_completed:0\r\n\
+         cluster_slot_migration_stats_active_trim_cancelled:0\r\n\r\n"
+    ), "{info}");
 }
 
 #[test]

@@ -35,7 +35,7 @@ pub enum TaskState {
 }
 
 impl TaskState {
-    /// The word CLUSTER MIGRATION STATUS shows.
+    /// A short word for logs.
     pub fn name(self) -> &'static str {
         match self {
             TaskState::Connecting => "connecting",
@@ -51,6 +51,30 @@ impl TaskState {
     pub fn is_final(self) -> bool {
         matches!(self, TaskState::Completed | TaskState::Canceled | TaskState::Failed)
     }
+}
+
+/// The type of a big key sent in pieces, which decides the pieces'
+/// commands and which writes compose with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BigKind {
+    Hash,
+    Set,
+    ZSet,
+    List,
+}
+
+/// A big key the source sends in pieces across turns.
+#[derive(Debug, Clone)]
+pub struct BigKey {
+    pub key: Vec<u8>,
+    pub kind: BigKind,
+    /// Hash and set: the scan cursor. List: how many elements at the head
+    /// are not sent yet (the pieces go from the tail towards the head).
+    pub cursor: u64,
+    /// Sorted set: the last (score, member) sent; pieces go in order.
+    pub after: Option<(f64, Vec<u8>)>,
+    /// Pieces sent so far.
+    pub pieces: u64,
 }
 
 /// One migration of a set of slot ranges between two primaries.
@@ -73,6 +97,11 @@ pub struct Task {
     pub create_time: u64,
     pub start_time: u64,
     pub end_time: u64,
+    /// Unix ms: the state last changed (Valkey's last_update_time), and
+    /// the other side was last heard on the task's connection (its
+    /// last_ack_time).
+    pub last_update: u64,
+    pub last_ack: u64,
     /// How long the source held the slots' commands for the switch, ms.
     pub write_pause_ms: u64,
     /// The connection carrying the task (the destination's to the source,
@@ -89,9 +118,8 @@ pub struct Task {
     /// bytes): the lag the hand-off waits to fall.
     pub sent_bytes: u64,
     pub acked_bytes: u64,
-    /// Source: big hashes being sent in pieces, the first in progress:
-    /// (key, scan cursor, pieces sent so far).
-    pub big: Vec<(Vec<u8>, u64, u64)>,
+    /// Source: big keys being sent in pieces, the first in progress.
+    pub big: Vec<BigKey>,
     /// Unix ms: the source's pause began (Handoff), or the destination may
     /// connect again (Connecting after a loss).
     pub since_ms: u64,
@@ -125,6 +153,8 @@ impl Task {
             create_time: now_ms,
             start_time: now_ms,
             end_time: 0,
+            last_update: now_ms,
+            last_ack: now_ms,
             write_pause_ms: 0,
             client: None,
             next: 0,
@@ -147,9 +177,59 @@ impl Task {
         self.ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect::<Vec<_>>().join(" ")
     }
 
+    /// Moves the task to `state` at `now_ms`.
+    pub fn set_state(&mut self, state: TaskState, now_ms: u64) {
+        if self.state != state {
+            self.state = state;
+            self.last_update = now_ms;
+        }
+    }
+
+    /// True while the source still has keys to send (slots not reached,
+    /// or a big key in pieces); after that only writes follow.
+    pub fn sending_keys(&self) -> bool {
+        self.next < self.slots.len() || !self.big.is_empty()
+    }
+
+    /// The state as Redis 8.4's CLUSTER MIGRATION STATUS names it: its
+    /// words for the step each of ours matches (the destination applies
+    /// the stream as it comes, so it waits for the end of the stream from
+    /// the start; the source sends keys and writes, then writes only,
+    /// then hands off).
+    pub fn redis_state(&self) -> &'static str {
+        match (self.op, self.state) {
+            (_, TaskState::Connecting) => "connecting",
+            (Op::Import, TaskState::Syncing) => "wait-stream-eof",
+            (Op::Import, TaskState::Handoff) => "takeover",
+            (Op::Migrate, TaskState::Syncing) if self.sending_keys() => "send-bulk-and-stream",
+            (Op::Migrate, TaskState::Syncing) => "send-stream",
+            (Op::Migrate, TaskState::Handoff) => "handoff",
+            (_, TaskState::Completed) => "completed",
+            (_, TaskState::Canceled) => "canceled",
+            (_, TaskState::Failed) => "failed",
+        }
+    }
+
+    /// The state as Valkey 9's CLUSTER GETSLOTMIGRATIONS names it: its
+    /// three documented final words, and for a running job its word for
+    /// the matching step.
+    pub fn valkey_state(&self) -> &'static str {
+        match (self.op, self.state) {
+            (_, TaskState::Connecting) => "connecting",
+            (Op::Import, TaskState::Syncing) => "receiving-snapshot",
+            (Op::Import, TaskState::Handoff) => "failover-requested",
+            (Op::Migrate, TaskState::Syncing) if self.sending_keys() => "snapshotting",
+            (Op::Migrate, TaskState::Syncing) => "replicating",
+            (Op::Migrate, TaskState::Handoff) => "failover-paused",
+            (_, TaskState::Completed) => "success",
+            (_, TaskState::Canceled) => "cancelled",
+            (_, TaskState::Failed) => "failed",
+        }
+    }
+
     /// Ends the task in `state` at `now_ms`.
     pub fn finish(&mut self, state: TaskState, why: &str, now_ms: u64) {
-        self.state = state;
+        self.set_state(state, now_ms);
         if !why.is_empty() {
             self.last_error = why.to_string();
         }
@@ -168,8 +248,21 @@ pub struct Migrations {
     pub paused: Vec<u16>,
     /// A pause just ended: the event loop runs the held clients again.
     pub unpaused: bool,
-    /// Keys of slots owned elsewhere wait to be deleted (`trim_step`).
+    /// Keys of slots owned elsewhere wait to be deleted (`trim_step`):
+    /// one trim job at a time, covering every such slot.
     pub trim: bool,
+    /// The running trim job: keys it set out to delete (more join when
+    /// another migration ends meanwhile) and deleted so far.
+    pub trim_job_keys: u64,
+    pub trim_job_trimmed: u64,
+    /// Trim jobs started, completed and cancelled (this node became a
+    /// replica) since start.
+    pub trim_started: u64,
+    pub trim_completed: u64,
+    pub trim_cancelled: u64,
+    /// The most input a destination's connection held unapplied
+    /// (INFO's mem_cluster_slot_migration_input_buffer_peak).
+    pub input_peak: usize,
     /// Draws for task ids.
     pub counter: u64,
     /// Writes the source collected this turn (the write stream's consumer

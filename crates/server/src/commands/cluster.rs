@@ -222,11 +222,26 @@ const HELP: &[&str] = &[
     "LINKS",
     "    Return information about all network links between this node and its peers.",
     "    Output format is an array where each array element is a map containing attributes of a link",
+    "MIGRATION IMPORT <start-slot> <end-slot> [<start-slot> <end-slot> ...]",
+    "    Import the slot ranges from the node owning them, by atomic slot migration.",
+    "    Returns the task id.",
+    "MIGRATION CANCEL <ID <task-id> | ALL>",
+    "    Cancel the atomic slot migration task named, or all of them.",
+    "MIGRATION STATUS [ID <task-id> | ALL]",
+    "    Show the atomic slot migration task named, or all of them.",
+    "MIGRATESLOTS SLOTSRANGE <start-slot> <end-slot> [<start-slot> <end-slot> ...] NODE <node-id> [SLOTSRANGE ... NODE <node-id> ...]",
+    "    Migrate the slot ranges owned by this node to the nodes named, by atomic slot migration.",
+    "GETSLOTMIGRATIONS",
+    "    Show the atomic slot migrations in progress and recently finished.",
+    "CANCELSLOTMIGRATIONS",
+    "    Cancel every atomic slot migration this node runs.",
 ];
 
 /// CLUSTER INFO
 fn info(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    let text = state(ctx)?.info_text();
+    let mut text = state(ctx)?.info_text();
+    // Redis 8.4 follows with atomic slot migration's fields.
+    text.push_str(&crate::migration::cluster_info(ctx.srv));
     ctx.out().verbatim(text.as_bytes());
     Ok(())
 }
@@ -757,7 +772,7 @@ fn migration_status(ctx: &mut Ctx, id: Option<&str>) {
         out.bulk(b"operation");
         out.bulk(if t.op == crate::cluster::migrate::Op::Import { b"import" } else { b"migrate" });
         out.bulk(b"state");
-        out.bulk(t.state.name().as_bytes());
+        out.bulk(t.redis_state().as_bytes());
         out.bulk(b"last_error");
         out.bulk(t.last_error.as_bytes());
         out.bulk(b"retries");
@@ -822,7 +837,7 @@ fn cancelslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 /// CLUSTER GETSLOTMIGRATIONS (Valkey 9): one map per job, Valkey's fields
 /// (times in Unix seconds; cow_size is 0: nothing is forked).
 fn getslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    use crate::cluster::migrate::{Op, TaskState};
+    use crate::cluster::migrate::Op;
     state(ctx)?;
     let tasks: Vec<crate::cluster::migrate::Task> = ctx.srv.migrations.tasks.clone();
     let out = ctx.out();
@@ -842,18 +857,15 @@ fn getslotmigrations(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         out.bulk(b"create_time");
         out.int((t.create_time / 1000) as i64);
         out.bulk(b"last_update_time");
-        out.int((t.end_time.max(t.start_time) / 1000) as i64);
+        out.int((t.last_update / 1000) as i64);
         out.bulk(b"last_ack_time");
-        out.int((t.end_time.max(t.start_time) / 1000) as i64);
+        out.int((t.last_ack / 1000) as i64);
         out.bulk(b"state");
-        out.bulk(match t.state {
-            TaskState::Completed => b"success".as_slice(),
-            TaskState::Failed => b"failed",
-            TaskState::Canceled => b"cancelled",
-            s => s.name().as_bytes(),
-        });
+        out.bulk(t.valkey_state().as_bytes());
         out.bulk(b"message");
-        out.bulk(t.last_error.as_bytes());
+        // A finished job's message is its outcome's: none for a success
+        // (an attempt that failed on the way is STATUS's last_error).
+        out.bulk(if t.state == crate::cluster::migrate::TaskState::Completed { b"".as_slice() } else { t.last_error.as_bytes() });
         out.bulk(b"cow_size");
         out.int(0);
     }

@@ -573,6 +573,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
             c.actions.iter().map(|a| if let crate::cluster::Action::Send { msg, .. } = a { msg.encoded_len() as u64 } else { 0 }).sum()
         });
         line(&mut s, "mem_cluster_links", &(srv.cluster_links_mem + queued));
+        let (asm_out, asm_in, asm_peak) = crate::migration::memory_info(srv);
+        line(&mut s, "mem_cluster_slot_migration_output_buffer", &asm_out);
+        line(&mut s, "mem_cluster_slot_migration_input_buffer", &asm_in);
+        line(&mut s, "mem_cluster_slot_migration_input_buffer_peak", &asm_peak);
         line(&mut s, "mem_aof_buffer", &srv.aof.buffered());
         line(&mut s, "mem_allocator", &"jemalloc-5.3.0");
         line(&mut s, "mem_overhead_db_hashtable_rehashing", &0);
@@ -753,9 +757,6 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     if has("cluster") {
         section(&mut s, "Cluster");
         line(&mut s, "cluster_enabled", &u8::from(srv.cluster.is_some()));
-        if srv.cluster.is_some() {
-            s.push_str(&crate::migration::info(srv));
-        }
     }
     if has("keyspace") {
         section(&mut s, "Keyspace");
