@@ -3,8 +3,9 @@
 //! Every key's blob (see `blob.rs`) lives here. Small blobs (up to
 //! `MAX_SMALL`, 1 KiB) are rounded up to a multiple of 8 from 16 on, and
 //! cut from 64 KiB pages that each serve one class; below 16 bytes every
-//! length is its own class (`TINY`), on pages of 4,096 slots (8 KiB for
-//! the 2-byte class, 60 KiB for the 15-byte one), because a tiny blob
+//! length is its own class (`TINY`), on pages of at most 4,096 slots, in
+//! a jemalloc size class (8 KiB for the 2-byte class, 56 KiB for the
+//! 15-byte one), because a tiny blob
 //! (`SET key:<n> <n>` with packed keys: 5 to 7 bytes) rounded up to 16
 //! would pay up to twice its size; jemalloc's own small
 //! classes are 16 bytes apart above 64 and 128 apart from 512 to 1024, and
@@ -225,12 +226,23 @@ fn class_of(size: usize) -> usize {
 
 /// Slots in a page of class `c`.
 fn per_page(c: usize) -> usize {
-    (PAGE / slot_size(c)).min(MAX_SLOTS)
+    page_bytes(c) / slot_size(c)
 }
 
-/// Bytes of a page of class `c`.
+/// Bytes of a page of class `c`: `PAGE`, or for a tiny class the largest
+/// jemalloc size class that holds at most 4,096 slots, so that the page
+/// costs what it says (4,096 slots of 15 bytes would be 60 KiB, which
+/// jemalloc serves from its 64 KiB class).
 fn page_bytes(c: usize) -> usize {
-    per_page(c) * slot_size(c)
+    if c < WIDE {
+        return PAGE;
+    }
+    let most = MAX_SLOTS * slot_size(c);
+    let mut n = most;
+    while jemalloc_size(n) != n {
+        n -= 1;
+    }
+    n
 }
 
 impl Slab {
@@ -528,6 +540,11 @@ mod tests {
             assert!(class_of(size) < CLASSES && per_page(class_of(size)) <= MAX_SLOTS);
         }
         assert_eq!(page_bytes(class_of(7)), 7 * 4096);
+        assert_eq!(page_bytes(class_of(15)), 56 * 1024);
+        for c in 0..CLASSES {
+            assert_eq!(jemalloc_size(page_bytes(c)), page_bytes(c), "class {c}");
+            assert!(per_page(c) <= MAX_SLOTS && page_bytes(c) - per_page(c) * slot_size(c) < slot_size(c), "class {c}");
+        }
         assert_eq!(class_size(104), 104);
         assert_eq!(class_size(256), 256);
         assert_eq!(class_size(1017), 1024);
