@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import threading
+import time
 
 import pytest
 import redis
@@ -30,6 +31,22 @@ def fill(r: redis.Redis, n: int = 2000, seed: int = 1) -> dict[bytes, bytes]:
     p = r.pipeline(transaction=False)
     for k, v in data.items():
         p.set(k, v, ex=3600)
+    p.execute()
+    return data
+
+
+def fill_numbers(r: redis.Redis, n: int = 3000) -> dict[bytes, bytes]:
+    """`SET key:<i> <i>` (number keys: prefix id and varint in a blob under
+    16 bytes), a few with a TTL, near misses (leading zeros, a second
+    prefix) and a value too long for the small form."""
+    data = {b"key:%d" % i: b"%d" % i for i in range(n)}
+    data.update({b"n%d" % i: b"%d" % -i for i in range(0, n, 7)})
+    data.update({b"key:%06d" % i: b"v" for i in range(0, n, 11)})
+    data[b"key:18446744073709551615"] = b"big"
+    data[b"key:99"] = b"a string value longer than the small form"
+    p = r.pipeline(transaction=False)
+    for i, (k, v) in enumerate(data.items()):
+        p.set(k, v, ex=3600 if i % 5 == 0 else None)
     p.execute()
     return data
 
@@ -137,6 +154,7 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
         r = redis.Redis(host=HOST, port=s.port)
         data = fill(r)
         assert compression(r)["compressed_values"] > 0
+        data |= fill_numbers(r)
         assert r.save()
     finally:
         s.stop()
@@ -165,7 +183,7 @@ def test_replica_gets_original_bytes(servers):
     replica = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
     pr = redis.Redis(host=HOST, port=primary.port)
     rr = redis.Redis(host=HOST, port=replica.port)
-    data = fill(pr, 1000, seed=2)
+    data = fill(pr, 1000, seed=2) | fill_numbers(pr, 1000)
     rr.replicaof(HOST, primary.port)
     wait = __import__("time")
     deadline = wait.time() + 20
@@ -185,6 +203,7 @@ def test_replica_gets_original_bytes(servers):
         wait.sleep(0.05)
     check_all(rr, data)
     check_all(rr, more)
+    assert rr.dbsize() == pr.dbsize()
     assert compression(rr)["compressed_values"] > 0, "the replica trains its own tables"
 
 
@@ -247,6 +266,71 @@ def test_retraining_while_a_client_reads_and_writes(cr):
     assert info["compression_dictionaries_freed"] >= 1, info
     assert info["compression_dictionaries"] == 1, info
     assert info["compressed_values"] == 0, info
+
+
+def test_number_keys(cr):
+    """`SET key:<n> <n>` keeps the key as its prefix id and the number:
+    every command sees the original key, INCR widens the value, and
+    MEMORY USAGE is the small blob plus its slot share."""
+    data = fill_numbers(cr)
+    check_all(cr, data)
+    assert sorted(cr.keys("key:12*")) == sorted(k for k in data if k.startswith(b"key:12"))
+    assert sorted(cr.scan_iter(match="n7*", count=100)) == sorted(k for k in data if k.startswith(b"n7"))
+    assert cr.exists(b"key:0123", b"key:1", b"key:01") == 1
+    # A 7-byte blob (flags, the number's 3-byte varint, the integer's 3
+    # bytes) against 15 with the key raw; the slot's share is the same.
+    cr.set(b"key:123456", 123456)
+    cr.config_set("key-compression", "no")
+    cr.set(b"key:123457", 123457)
+    cr.config_set("key-compression", "yes")
+    assert cr.memory_usage(b"key:123457") - cr.memory_usage(b"key:123456") == 8
+    for width in (126, 127, 128, 32767, 32768, 1 << 40):
+        cr.set(b"key:77", width - 1)
+        assert cr.incr(b"key:77") == width
+        assert cr.get(b"key:77") == b"%d" % width
+    assert cr.incrby(b"key:77", -(1 << 40) - 5) == -5
+    assert cr.object("encoding", b"key:77") == b"int"
+    assert cr.append(b"key:78", b"12") == len(data[b"key:78"]) + 2
+    assert cr.get(b"key:78") == data[b"key:78"] + b"12"
+    cr.expire(b"key:79", 100)
+    assert 0 < cr.ttl(b"key:79") <= 100 and cr.get(b"key:79") == b"79"
+    cr.persist(b"key:79")
+    assert cr.ttl(b"key:79") == -1
+    assert cr.rename(b"key:80", b"key:800000")
+    assert cr.get(b"key:800000") == b"80" and cr.get(b"key:80") is None
+    payload = cr.dump(b"key:81")
+    cr.restore(b"key:810000", 0, payload)
+    assert cr.get(b"key:810000") == b"81"
+    assert cr.getdel(b"key:82") == b"82" and cr.exists(b"key:82") == 0
+    cr.hset(b"key:9000083", b"f", b"v")
+    assert cr.hgetall(b"key:9000083") == {b"f": b"v"}
+    assert cr.type(b"key:9000083") == b"hash"
+
+
+def test_aof_rewrite_keeps_packed_keys_and_values(tmp_path):
+    wd = str(tmp_path / "d")
+    os.mkdir(wd)
+    args = ("--value-compression", "yes", "--key-compression", "yes", "--appendonly", "yes")
+    s = Server(server_binary(), args, workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        data = fill(r, 1000) | fill_numbers(r, 2000)
+        r.bgrewriteaof()
+        deadline = time.monotonic() + 20
+        while r.info("persistence")["aof_rewrite_in_progress"] or r.info("persistence")["aof_rewrites"] == 0:
+            assert time.monotonic() < deadline, "the rewrite did not end"
+            time.sleep(0.02)
+        r.set(b"key:5000", 5000)
+        data[b"key:5000"] = b"5000"
+    finally:
+        s.stop()
+    s = Server(server_binary(), args, workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        check_all(r, data)
+        assert r.dbsize() == len(data)
+    finally:
+        s.stop()
 
 
 def test_packed_keys_come_back_exactly(cr):

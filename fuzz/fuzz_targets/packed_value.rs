@@ -3,11 +3,12 @@
 //! stored packed form under a trained table, must decode to exactly the
 //! length their header states or be refused, never panic. The first bytes
 //! also pick sample values, so tables of every shape are tried; whatever
-//! a table packs must unpack to itself, and likewise for keys.
+//! a table packs must unpack to itself, and likewise for keys (keypack's
+//! form and number keys: a prefix id and a varint).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storage::encoding::keypack::Prefixes;
+use storage::encoding::keypack::{number_parts, read_number, Prefixes};
 use storage::encoding::packed::{raw_len, Tables};
 
 fuzz_target!(|data: &[u8]| {
@@ -40,5 +41,28 @@ fuzz_target!(|data: &[u8]| {
         prefixes.unpack(&key, &mut back).expect("own packed key decodes");
         assert_eq!(back, rest);
         assert!(prefixes.eq(&key, rest));
+    }
+    prefixes.number_id(b"key:");
+    let id = cut as u8 % 10;
+    back.clear();
+    if prefixes.unpack_number(id, rest, &mut back).is_some() {
+        assert!(prefixes.eq_number(id, rest, &back));
+        assert!(read_number(rest).is_some());
+    }
+    if let Some((prefix, n)) = number_parts(rest) {
+        if let Some(id) = prefixes.number_id(prefix) {
+            let mut varint = Vec::new();
+            let mut m = n;
+            while m >= 0x80 {
+                varint.push(m as u8 | 0x80);
+                m >>= 7;
+            }
+            varint.push(m as u8);
+            assert_eq!(read_number(&varint), Some(n));
+            back.clear();
+            prefixes.unpack_number(id, &varint, &mut back).expect("own number key decodes");
+            assert_eq!(back, rest);
+            assert!(prefixes.eq_number(id, &varint, rest));
+        }
     }
 });

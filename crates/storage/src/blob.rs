@@ -6,10 +6,14 @@
 //!          into the Db's object table, 3 small collection: its inline
 //!          form, `encoding::inline`)
 //!          bit 2    has deadline
-//!          bits 3-6 pad: bytes of slack at the end (0..=15); in a blob
-//!                   longer than 16 bytes the slack is at most 7, so
-//!                   pad is bits 3-5 and bit 6 says the key is stored
-//!                   packed (`encoding::keypack`: the keyspace decodes it)
+//!          bits 3-5 pad: bytes of slack at the end (0..=7), in a blob of
+//!                   16 bytes or more; a shorter blob has a slab class of
+//!                   its own length, so no slack, and bits 3-5 are the
+//!                   prefix id of a number key (bit 6)
+//!          bit 6    the key is stored packed (the keyspace decodes it):
+//!                   in a blob of 16 bytes or more in `encoding::keypack`'s
+//!                   form, after the key length like a raw key; in a
+//!                   shorter one as a number key (below)
 //!          bit 7    raw: a string edited in place (APPEND, SETRANGE,
 //!                   SETBIT, BITFIELD), which Redis reports as "raw"
 //!                   whatever its length; any new store clears it.
@@ -17,6 +21,18 @@
 //!                   it means packed instead: a string kept in its
 //!                   compressed form (`encoding::packed`, which holds
 //!                   its own raw mark)
+//! ```
+//!
+//! A number key (`key:123456`, with key-compression on) replaces the key
+//! length and key with the number after the key's prefix, as a LEB128
+//! varint, which ends itself; the prefix (id 0-7 in the keyspace's
+//! `keypack::Prefixes`, bits 3-5) and the decimal digits give back the key
+//! (`Prefixes::unpack_number`). It is used only where the blob stays under
+//! 16 bytes, where the slab has a class for each length:
+//!
+//! ```text
+//!   | flags: kind, TTL, 1 << 6 | id << 3 | n varint | deadline? | value |
+//!   SET key:123456 123456: | 0x41 | c0 c4 07 | 40 e2 01 |  (7 bytes)
 //! ```
 //!
 //! The blob's length is not stored: the slab knows its class size, and `pad`
@@ -29,7 +45,7 @@
 //! decide which qualify and write the bytes): no object slot and no second
 //! allocation.
 
-use crate::slab::{class_size, Slab, MAX_SMALL};
+use crate::slab::{class_size, Slab, MAX_SMALL, TINY};
 use crate::strref::StrRef;
 
 /// What a blob stores after the key: a string or an object-table index.
@@ -54,30 +70,79 @@ const HAS_TTL: u8 = 4;
 const RAW_ENC: u8 = 0x80;
 /// Kind 1 with bit 7: a packed string.
 const PACKED: u8 = KIND_INT | RAW_ENC;
-/// Bit 6 in a blob of more than 16 bytes: the key is packed.
+/// Bit 6: the key is packed (keypack form from 16 bytes on, a number key below).
 const KEY_PACKED: u8 = 0x40;
-/// Blobs longer than this can carry `KEY_PACKED`.
-const KEY_PACK_MIN: usize = 16;
+/// Largest pad: a blob of 16 bytes or more is at most 7 bytes short of its class.
+const MAX_PAD: usize = 7;
 
 /// Slack bytes at the end of blob `b`.
 fn pad_of(b: &[u8]) -> usize {
-    let mask = if b.len() > KEY_PACK_MIN { 7 } else { 0xF };
-    ((b[0] >> 3) & mask) as usize
+    if b.len() < TINY { 0 } else { ((b[0] >> 3) & 7) as usize }
 }
 
-/// True if the key in blob `b` is stored packed.
-pub fn key_is_packed(b: &[u8]) -> bool {
-    b.len() > KEY_PACK_MIN && b[0] & KEY_PACKED != 0
-}
-
-/// A key as `store` writes it.
-#[derive(Debug, Clone, Copy)]
-pub enum KeyForm<'a> {
+/// How the key of a blob is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
     /// The raw bytes.
-    Raw(&'a [u8]),
-    /// A packed form, used when the blob is long enough to say so; else
-    /// the raw bytes.
-    Packed { packed: &'a [u8], raw: &'a [u8] },
+    Raw,
+    /// `encoding::keypack`'s packed form.
+    Packed,
+    /// A number key: the prefix with this id, then the number whose
+    /// LEB128 varint is the stored key bytes (`Prefixes::unpack_number`).
+    Number(u8),
+}
+
+/// How the key in blob `b` is stored.
+pub fn key_kind(b: &[u8]) -> KeyKind {
+    match (b[0] & KEY_PACKED != 0, b.len() < TINY) {
+        (false, _) => KeyKind::Raw,
+        (true, false) => KeyKind::Packed,
+        (true, true) => KeyKind::Number((b[0] >> 3) & 7),
+    }
+}
+
+/// A key as `store` writes it: its raw bytes and the packed forms the
+/// keyspace found for it; `store` takes the one that costs least.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyForm<'a> {
+    /// The raw bytes.
+    pub raw: &'a [u8],
+    /// `encoding::keypack`'s packed form, used only if it makes the blob
+    /// a smaller slab class and the blob is 9 bytes or more (short ones
+    /// are padded to 16, at most 7 bytes).
+    pub packed: Option<&'a [u8]>,
+    /// A number key: prefix id (0-7) and number, used if the blob then
+    /// stays under 16 bytes.
+    pub number: Option<(u8, u64)>,
+}
+
+impl<'a> KeyForm<'a> {
+    /// Just the raw bytes.
+    pub fn raw(raw: &'a [u8]) -> Self {
+        KeyForm { raw, packed: None, number: None }
+    }
+}
+
+/// Bytes of a LEB128 varint of `n`.
+fn varint_len_u64(n: u64) -> usize {
+    (64 - (n | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// True if a number key `n` makes a blob of less than 16 bytes with this
+/// value and deadline (the keyspace asks before giving the key's prefix an id).
+pub fn number_key_fits(n: u64, value: &Body<'_>, deadline: Option<i64>) -> bool {
+    1 + varint_len_u64(n) + if deadline.is_some() { 8 } else { 0 } + value_len(value).1 < TINY
+}
+
+/// The kind bits and stored length of a value.
+fn value_len(value: &Body<'_>) -> (u8, usize) {
+    match *value {
+        Body::Str(StrRef::Int(v)) => (KIND_INT, int_bytes(v)),
+        Body::Str(StrRef::Bytes(b)) => (KIND_RAW, b.len()),
+        Body::Obj(_) => (KIND_OBJ, 4),
+        Body::Inline(e) => (KIND_INLINE, e.len()),
+        Body::Packed(p) => (PACKED, p.len()),
+    }
 }
 
 /// True if the flags byte is a packed string's.
@@ -101,34 +166,61 @@ fn int_bytes(v: i64) -> usize {
 
 /// Writes a new blob for (key, value, deadline) into `slab`; returns its address.
 pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Option<i64>) -> u64 {
-    let (kind, vlen) = match value {
-        Body::Str(StrRef::Int(v)) => (KIND_INT, int_bytes(v)),
-        Body::Str(StrRef::Bytes(b)) => (KIND_RAW, b.len()),
-        Body::Obj(_) => (KIND_OBJ, 4),
-        Body::Inline(e) => (KIND_INLINE, e.len()),
-        Body::Packed(p) => (PACKED, p.len()),
+    let (kind, vlen) = value_len(&value);
+    let rest = if deadline.is_some() { 8 } else { 0 } + vlen;
+    let blob_len = |k: &[u8]| 1 + varint_len(k.len()) + k.len() + rest;
+    let raw_len = blob_len(key.raw);
+    let flags = kind | if deadline.is_some() { HAS_TTL } else { 0 };
+    if let Some((id, n)) = key.number.filter(|&(id, n)| id < 8 && 1 + varint_len_u64(n) + rest < TINY) {
+        let (addr, b) = slab.alloc(1 + varint_len_u64(n) + rest);
+        b[0] = flags | KEY_PACKED | id << 3;
+        let at = 1 + write_varint(&mut b[1..], n);
+        write_rest(&mut b[at..], &value, vlen, deadline);
+        return addr;
+    }
+    // A packed key shorter than 16 bytes is padded up to 16 (so that bit
+    // 6 means keypack's form), which the pad's 3 bits allow from 9 bytes on.
+    let packed = key.packed.filter(|&p| {
+        let len = blob_len(p);
+        len + MAX_PAD >= TINY && class_size(len.max(TINY)) < class_size(raw_len)
+    });
+    let (k, len) = match packed {
+        Some(p) => (p, blob_len(p)),
+        None => (key.raw, raw_len),
     };
-    let blob_len = |k: &[u8]| 1 + varint_len(k.len()) + k.len() + if deadline.is_some() { 8 } else { 0 } + vlen;
-    let (key, packed) = match key {
-        KeyForm::Packed { packed, .. } if class_size(blob_len(packed)) > KEY_PACK_MIN => (packed, true),
-        KeyForm::Packed { raw, .. } | KeyForm::Raw(raw) => (raw, false),
-    };
-    let len = blob_len(key);
-    let pad = if len <= MAX_SMALL { class_size(len) - len } else { 0 };
-    let (addr, b) = slab.alloc(len);
-    debug_assert!(!packed || b.len() > KEY_PACK_MIN);
-    b[0] = kind | if deadline.is_some() { HAS_TTL } else { 0 } | (pad as u8) << 3 | if packed { KEY_PACKED } else { 0 };
-    let mut at = 1;
-    let mut n = key.len();
+    let size = if packed.is_some() { len.max(TINY) } else { len };
+    let pad = if size <= MAX_SMALL { class_size(size) - len } else { 0 };
+    let (addr, b) = slab.alloc(size);
+    debug_assert!(pad == 0 || (b.len() >= TINY && pad <= MAX_PAD));
+    b[0] = flags | (pad as u8) << 3 | if packed.is_some() { KEY_PACKED } else { 0 };
+    let mut at = 1 + write_varint(&mut b[1..], k.len() as u64);
+    b[at..at + k.len()].copy_from_slice(k);
+    at += k.len();
+    write_rest(&mut b[at..], &value, vlen, deadline);
+    addr
+}
+
+/// `write_varint` for other modules' tests.
+#[cfg(test)]
+pub(crate) fn tests_varint(b: &mut [u8], n: u64) -> usize {
+    write_varint(b, n)
+}
+
+/// Writes `n` as a LEB128 varint at the start of `b`; returns its length.
+fn write_varint(b: &mut [u8], mut n: u64) -> usize {
+    let mut at = 0;
     while n >= 0x80 {
         b[at] = (n as u8) | 0x80;
         n >>= 7;
         at += 1;
     }
     b[at] = n as u8;
-    at += 1;
-    b[at..at + key.len()].copy_from_slice(key);
-    at += key.len();
+    at + 1
+}
+
+/// Writes the deadline (if any) and the value (`vlen` bytes) at the start of `b`.
+fn write_rest(b: &mut [u8], value: &Body<'_>, vlen: usize, deadline: Option<i64>) {
+    let mut at = 0;
     if let Some(t) = deadline {
         b[at..at + 8].copy_from_slice(&t.to_le_bytes());
         at += 8;
@@ -139,7 +231,6 @@ pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Optio
         Body::Obj(i) => b[at..at + 4].copy_from_slice(&i.to_le_bytes()),
         Body::Inline(e) | Body::Packed(e) => b[at..at + vlen].copy_from_slice(e),
     }
-    addr
 }
 
 /// Replaces the integer stored in blob bytes `b` with `v` when the new value
@@ -154,13 +245,15 @@ pub fn rewrite_int(b: &mut [u8], v: i64) -> bool {
     let view = Blob::parse(b);
     let at = b.len() - pad_of(b) - view.value.len();
     let vlen = int_bytes(v);
-    let max_pad = if b.len() > KEY_PACK_MIN { 7 } else { 15 };
+    // A blob under 16 bytes has no pad: its class is its exact length.
+    let max_pad = if b.len() < TINY { 0 } else { MAX_PAD };
     if at + vlen > b.len() || b.len() - at - vlen > max_pad {
         return false;
     }
     let pad = b.len() - at - vlen;
-    let keep = if b.len() > KEY_PACK_MIN { flags & KEY_PACKED } else { 0 };
-    b[0] = (flags & 7) | (pad as u8) << 3 | (flags & RAW_ENC) | keep;
+    if b.len() >= TINY {
+        b[0] = (flags & 7) | (pad as u8) << 3 | (flags & RAW_ENC) | (flags & KEY_PACKED);
+    }
     b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]);
     true
 }
@@ -195,8 +288,13 @@ pub fn is_marked_raw(b: &[u8]) -> bool {
     b[0] & 3 == KIND_RAW && b[0] & RAW_ENC != 0
 }
 
-/// Where the key starts and its length (after the flags byte and varint).
+/// Where the key starts and its length (after the flags byte and varint;
+/// a number key's varint is the key).
 fn key_span(b: &[u8]) -> (usize, usize) {
+    if let KeyKind::Number(_) = key_kind(b) {
+        let len = b[1..].iter().position(|&c| c < 0x80).expect("a number key's varint ends") + 1;
+        return (1, len);
+    }
     let mut at = 1;
     let mut klen = 0usize;
     let mut shift = 0;
@@ -214,11 +312,11 @@ fn key_span(b: &[u8]) -> (usize, usize) {
 /// A decoded view of a blob.
 #[derive(Debug, Clone, Copy)]
 pub struct Blob<'a> {
-    /// The key as stored: packed when `key_packed` (the keyspace decodes
-    /// it), else the raw bytes.
+    /// The key as stored: raw or packed, as `key_kind` says (the keyspace
+    /// decodes a packed one).
     pub key: &'a [u8],
-    /// True if `key` is in packed form.
-    pub key_packed: bool,
+    /// How `key` is stored.
+    pub key_kind: KeyKind,
     /// The deadline, if any.
     pub deadline: Option<i64>,
     kind: u8,
@@ -240,11 +338,11 @@ impl<'a> Blob<'a> {
             None
         };
         let kind = if is_packed(flags) { PACKED } else { flags & 3 };
-        Blob { key, key_packed: key_is_packed(b), deadline, kind, value: &b[at..end] }
+        Blob { key, key_kind: key_kind(b), deadline, kind, value: &b[at..end] }
     }
 
     /// Just the key as stored (lookups compare it for every tag match; no
-    /// need to decode the rest); packed if `key_is_packed`.
+    /// need to decode the rest); packed unless `key_kind` says raw.
     pub fn key_of(b: &'a [u8]) -> &'a [u8] {
         let (at, klen) = key_span(b);
         &b[at..at + klen]
@@ -294,38 +392,74 @@ mod tests {
             (vec![3; 130], Value::Bytes(big.clone()), None),
         ];
         for v in [127i64, 128, -128, -129, 1 << 31, 999_999] {
-            let a = store(&mut s, KeyForm::Raw(b"i"), Body::Str(StrRef::Int(v)), None);
+            let a = store(&mut s, KeyForm::raw(b"i"), Body::Str(StrRef::Int(v)), None);
             assert_eq!(Blob::parse(s.bytes(a)).body(), Body::Str(StrRef::Int(v)));
         }
         for (k, v, d) in cases {
             let crate::value::ValueRef::Str(sv) = v.as_ref() else { unreachable!() };
-            let a = store(&mut s, KeyForm::Raw(&k), Body::Str(sv), d);
+            let a = store(&mut s, KeyForm::raw(&k), Body::Str(sv), d);
             let b = Blob::parse(s.bytes(a));
             assert_eq!(b.key, &k[..]);
             assert_eq!(b.deadline, d);
             assert_eq!(b.body(), Body::Str(sv));
         }
         // Workload (a): 48-byte key, 46-byte value, TTL: exactly 104 bytes.
-        let a = store(&mut s, KeyForm::Raw(&[1; 48]), Body::Str(StrRef::Bytes(&[2; 46])), Some(1));
+        let a = store(&mut s, KeyForm::raw(&[1; 48]), Body::Str(StrRef::Bytes(&[2; 46])), Some(1));
         assert_eq!(s.cost(a), 104);
-        // Workload (b): "key:123456" -> 123456: 16 bytes.
-        let a = store(&mut s, KeyForm::Raw(b"key:123456"), Body::Str(StrRef::Int(123456)), None);
-        assert_eq!(s.cost(a), 16);
-        // An object handle: "user:1" + 4-byte index in a 16-byte class.
-        let a = store(&mut s, KeyForm::Raw(b"user:1"), Body::Obj(70_000), Some(9));
+        // Workload (b): "key:123456" -> 123456: 15 bytes (a class of its
+        // own), 7 as a number key (prefix id 0, the number's 3-byte varint).
+        let a = store(&mut s, KeyForm::raw(b"key:123456"), Body::Str(StrRef::Int(123456)), None);
+        assert_eq!(s.cost(a), 15);
+        let form = KeyForm { raw: b"key:123456", packed: Some(&[0, 0, 0x12, 0x34, 0x56]), number: Some((0, 123456)) };
+        let a = store(&mut s, form, Body::Str(StrRef::Int(123456)), None);
+        assert_eq!(s.bytes(a), [0x41, 0xc0, 0xc4, 0x07, 0x40, 0xe2, 0x01]);
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.key_kind, b.deadline, b.body()), (&[0xc0, 0xc4, 0x07][..], KeyKind::Number(0), None, Body::Str(StrRef::Int(123456))));
+        assert!(number_key_fits(123456, &Body::Str(StrRef::Int(123456)), None));
+        // With a deadline and prefix id 5: 1 + 3 + 8 + 1 = 13 bytes.
+        let form = KeyForm { number: Some((5, 123456)), ..form };
+        let a = store(&mut s, form, Body::Str(StrRef::Int(-5)), Some(77));
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.key_kind, b.deadline, b.body()), (&[0xc0, 0xc4, 0x07][..], KeyKind::Number(5), Some(77), Body::Str(StrRef::Int(-5))));
+        assert_eq!(s.cost(a), 13);
+        // INCR in place keeps the number key while the integer's width stays.
+        assert!(rewrite_int(s.bytes_mut(a), 100));
+        assert!(!rewrite_int(s.bytes_mut(a), 1000), "a wider integer needs a new blob");
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key_kind, b.deadline, b.body()), (KeyKind::Number(5), Some(77), Body::Str(StrRef::Int(100))));
+        // No number form where the blob would reach 16 bytes: keypack's
+        // form if it gives a smaller class, else raw.
+        let long = Body::Str(StrRef::Bytes(&[9; 12]));
+        assert!(!number_key_fits(123456, &long, None));
+        let a = store(&mut s, form, long, None);
+        assert_eq!(key_kind(s.bytes(a)), KeyKind::Raw, "5 + 12 in 24 bytes either way");
+        let a = store(&mut s, form, Body::Str(StrRef::Bytes(&[9; 15])), None);
+        assert_eq!(key_kind(s.bytes(a)), KeyKind::Packed, "a 24-byte blob, not a 32");
+        assert_eq!(s.cost(a), 24);
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.body()), (&[0, 0, 0x12, 0x34, 0x56][..], Body::Str(StrRef::Bytes(&[9; 15]))));
+        // A packed form under 16 bytes is padded to 16, from 9 bytes on.
+        let short = KeyForm { raw: b"session:00112233", packed: Some(&[1, 0, 0, 0x11, 0x22, 0x33]), number: None };
+        let a = store(&mut s, short, Body::Str(StrRef::Int(1)), None);
+        assert_eq!((key_kind(s.bytes(a)), s.cost(a)), (KeyKind::Packed, 16));
+        assert!(rewrite_int(s.bytes_mut(a), 1 << 40));
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.body()), (&[1, 0, 0, 0x11, 0x22, 0x33][..], Body::Str(StrRef::Int(1 << 40))));
+        // An object handle: "user:1" + 4-byte index, 11 bytes.
+        let a = store(&mut s, KeyForm::raw(b"user:1"), Body::Obj(70_000), Some(9));
         let b = Blob::parse(s.bytes(a));
         assert_eq!((b.key, b.deadline, b.body()), (&b"user:1"[..], Some(9), Body::Obj(70_000)));
-        let a = store(&mut s, KeyForm::Raw(b"user:1"), Body::Obj(7), None);
-        assert_eq!(s.cost(a), 16);
+        let a = store(&mut s, KeyForm::raw(b"user:1"), Body::Obj(7), None);
+        assert_eq!(s.cost(a), 12);
         // A small collection in the blob: any bytes come back exactly.
         for (e, d) in [(&b"\x00\x04name\x01"[..], None), (&b"\x02"[..], Some(3)), (&[9u8; 200][..], None), (&[5u8; 900][..], Some(1))] {
-            let a = store(&mut s, KeyForm::Raw(b"h:1"), Body::Inline(e), d);
+            let a = store(&mut s, KeyForm::raw(b"h:1"), Body::Inline(e), d);
             let b = Blob::parse(s.bytes(a));
             assert_eq!((b.key, b.deadline, b.body()), (&b"h:1"[..], d, Body::Inline(e)));
         }
         // A one-field hash with an 11-byte key: 24 bytes. (The header byte
         // names the field width, 4, so the field has no length byte.)
-        let a = store(&mut s, KeyForm::Raw(b"h0000000001"), Body::Inline(b"\x10name\x01"), None);
+        let a = store(&mut s, KeyForm::raw(b"h0000000001"), Body::Inline(b"\x10name\x01"), None);
         assert_eq!(s.cost(a), 24);
     }
 }

@@ -1,8 +1,13 @@
 //! Size-class slab allocator for keyspace blobs, in safe Rust.
 //!
 //! Every key's blob (see `blob.rs`) lives here. Small blobs (up to
-//! `MAX_SMALL`, 1 KiB) are rounded up to a multiple of 8 (at least 16) and
-//! cut from 64 KiB pages that each serve one class; jemalloc's own small
+//! `MAX_SMALL`, 1 KiB) are rounded up to a multiple of 8 from 16 on, and
+//! cut from 64 KiB pages that each serve one class; below 16 bytes every
+//! length is its own class (`TINY`), on pages of at most 4,096 slots, in
+//! a jemalloc size class (8 KiB for the 2-byte class, 56 KiB for the
+//! 15-byte one), because a tiny blob
+//! (`SET key:<n> <n>` with packed keys: 5 to 7 bytes) rounded up to 16
+//! would pay up to twice its size; jemalloc's own small
 //! classes are 16 bytes apart above 64 and 128 apart from 512 to 1024, and
 //! would cost up to 15 bytes per key (up to 127 for the small hashes and
 //! sorted sets kept in their key's blob). Larger blobs are exact-length
@@ -31,7 +36,8 @@
 //! A page record (32 bytes, asserted) holds the page's bytes, its class, its
 //! live count, how many slots have been carved from its front so far, and the
 //! head of the page's own free list: freed slots are threaded through their
-//! first 2 bytes as u16 slot indices (every small blob is at least 16 bytes).
+//! first 2 bytes as u16 slot indices (every blob is at least 2 bytes: its
+//! flags and key length). A page has at most 4,096 slots (12 address bits).
 //! Each class keeps its pages that have room (a free or an uncarved slot) in
 //! a doubly linked list threaded through the page records; full pages are in
 //! no list.
@@ -58,10 +64,11 @@
 //!   inline hash growing through its sizes, a key whose value alternates
 //!   between two lengths) empties a page in one class as it needs one in
 //!   another: one shared spare serves both, where a spare per class would
-//!   keep an idle page in each of the 127 classes (up to 8 MiB) and leave the
+//!   keep an idle page in each of the 141 classes (up to 9 MiB) and leave the
 //!   pages a growing hash passed through behind. Two rather than one so that
 //!   two such ping-pongs at once still do not churn. After a mass delete at
-//!   most 128 KiB of empty pages stay held.
+//!   most 128 KiB of empty pages stay held. A spare whose byte count does
+//!   not suit its new class (a tiny class's page is smaller) gets new bytes.
 //! - A released page keeps its number (its bytes become an empty box),
 //!   because the addresses of live blobs embed page numbers; released numbers
 //!   are reused, newest first, before the page table grows.
@@ -76,7 +83,15 @@
 pub const PAGE: usize = 64 * 1024;
 /// Largest blob served from pages.
 pub const MAX_SMALL: usize = 1024;
-const CLASSES: usize = MAX_SMALL / 8 - 1; // 16, 24, ..., 1024
+/// Classes of 16, 24, ..., 1024 bytes (indices 0..127), then one for each
+/// length below 16 (`TINY`: 2..=15 bytes, indices 127..141).
+const CLASSES: usize = WIDE + TINY_CLASSES;
+const WIDE: usize = MAX_SMALL / 8 - 1;
+/// Blobs shorter than this have a class of their own length.
+pub const TINY: usize = 16;
+const TINY_CLASSES: usize = TINY - 2;
+/// Most slots a page holds (the address has 12 bits for the slot).
+const MAX_SLOTS: usize = 4096;
 const LARGE: u64 = 1 << 33;
 /// Empty pages kept for reuse (see the header).
 const SPARES: usize = 2;
@@ -118,8 +133,9 @@ pub struct Slab {
     nspares: usize,
     /// Numbers of released pages, reused last-in first-out.
     released: Vec<u32>,
-    /// Pages holding bytes (in use or spare).
+    /// Pages holding bytes (in use or spare), and their bytes.
     held: usize,
+    held_bytes: usize,
     large: Vec<Box<[u8]>>,
     large_free: Vec<u64>,
     large_bytes: usize,
@@ -136,6 +152,7 @@ impl Default for Slab {
             nspares: 0,
             released: Vec::new(),
             held: 0,
+            held_bytes: 0,
             large: Vec::new(),
             large_free: Vec::new(),
             large_bytes: 0,
@@ -147,8 +164,10 @@ impl Default for Slab {
 /// The bytes a blob of `len` bytes occupies: its slab class, or jemalloc's
 /// size class for a large one.
 pub fn class_size(len: usize) -> usize {
-    if len <= MAX_SMALL {
-        len.max(16).div_ceil(8) * 8
+    if len < TINY {
+        len.max(2)
+    } else if len <= MAX_SMALL {
+        len.div_ceil(8) * 8
     } else {
         jemalloc_size(len)
     }
@@ -197,7 +216,33 @@ fn buffer_size(n: usize) -> usize {
 
 /// Slot size of class `c`.
 fn slot_size(c: usize) -> usize {
-    (c + 2) * 8
+    if c < WIDE { (c + 2) * 8 } else { c - WIDE + 2 }
+}
+
+/// The class of slot size `size` (a `class_size`).
+fn class_of(size: usize) -> usize {
+    if size < TINY { WIDE + size - 2 } else { size / 8 - 2 }
+}
+
+/// Slots in a page of class `c`.
+fn per_page(c: usize) -> usize {
+    page_bytes(c) / slot_size(c)
+}
+
+/// Bytes of a page of class `c`: `PAGE`, or for a tiny class the largest
+/// jemalloc size class that holds at most 4,096 slots, so that the page
+/// costs what it says (4,096 slots of 15 bytes would be 60 KiB, which
+/// jemalloc serves from its 64 KiB class).
+fn page_bytes(c: usize) -> usize {
+    if c < WIDE {
+        return PAGE;
+    }
+    let most = MAX_SLOTS * slot_size(c);
+    let mut n = most;
+    while jemalloc_size(n) != n {
+        n -= 1;
+    }
+    n
 }
 
 impl Slab {
@@ -221,7 +266,7 @@ impl Slab {
             return (LARGE | (i + 1), &mut self.large[i as usize]);
         }
         let size = class_size(len);
-        let c = size / 8 - 2;
+        let c = class_of(size);
         if self.classes[c].head == 0 {
             let p = self.take_page(c);
             self.link_tail(c, p);
@@ -238,7 +283,7 @@ impl Slab {
         };
         page.live += 1;
         self.small_used += size;
-        if page.live as usize == PAGE / size {
+        if page.live as usize == per_page(c) {
             self.unlink(c, p);
         }
         let addr = ((p as u64 + 1) << 12) | slot as u64;
@@ -250,10 +295,17 @@ impl Slab {
     fn take_page(&mut self, c: usize) -> usize {
         let p = if self.nspares > 0 {
             self.nspares -= 1;
-            self.spares[self.nspares] as usize - 1
+            let p = self.spares[self.nspares] as usize - 1;
+            if self.pages[p].data.len() != page_bytes(c) {
+                self.held_bytes -= self.pages[p].data.len();
+                self.held_bytes += page_bytes(c);
+                self.pages[p].data = vec![0u8; page_bytes(c)].into_boxed_slice();
+            }
+            p
         } else {
-            let data = vec![0u8; PAGE].into_boxed_slice();
+            let data = vec![0u8; page_bytes(c)].into_boxed_slice();
             self.held += 1;
+            self.held_bytes += page_bytes(c);
             match self.released.pop() {
                 Some(n) => {
                     self.pages[n as usize].data = data;
@@ -305,6 +357,7 @@ impl Slab {
             let old = self.spares[0] as usize - 1;
             self.spares.copy_within(1.., 0);
             self.nspares -= 1;
+            self.held_bytes -= self.pages[old].data.len();
             self.pages[old].data = Box::default();
             self.held -= 1;
             self.released.push(old as u32);
@@ -373,7 +426,7 @@ impl Slab {
         let c = page.class as usize;
         let size = slot_size(c);
         assert!(page.live > 0 && !page.data.is_empty(), "slab: free of a blob in an empty page");
-        let was_full = page.live as usize == PAGE / size;
+        let was_full = page.live as usize == per_page(c);
         let next = page.free;
         page.data[s * size..s * size + 2].copy_from_slice(&next.to_le_bytes());
         page.free = s as u16;
@@ -392,13 +445,13 @@ impl Slab {
     /// Bytes of held pages that no blob uses: free slots, slots never
     /// carved, the tail a class's slots leave, spare pages.
     pub fn slack_bytes(&self) -> usize {
-        self.held * PAGE - self.small_used
+        self.held_bytes - self.small_used
     }
 
     /// Bytes held from the global allocator: pages holding bytes (spares
     /// included), large blobs and the bookkeeping vectors.
     pub fn allocated_bytes(&self) -> usize {
-        self.held * PAGE
+        self.held_bytes
             + self.large_bytes
             + buffer_size(self.pages.capacity() * size_of::<Page>())
             + buffer_size(self.released.capacity() * 4)
@@ -427,7 +480,7 @@ mod tests {
                     let page = &self.pages[p];
                     assert_eq!(page.class as usize, c);
                     assert_eq!(page.prev, prev);
-                    assert!(page.live > 0 && (page.live as usize) < PAGE / slot_size(c), "listed page {p} is empty or full");
+                    assert!(page.live > 0 && (page.live as usize) < per_page(c), "listed page {p} is empty or full");
                     (prev, q) = (q, page.next);
                 }
                 assert_eq!(cl.tail, prev);
@@ -442,9 +495,9 @@ mod tests {
                     continue;
                 }
                 held += 1;
-                assert_eq!(page.data.len(), PAGE);
+                assert_eq!(page.data.len(), page_bytes(page.class as usize));
                 assert!(!released);
-                let per_page = PAGE / slot_size(page.class as usize);
+                let per_page = per_page(page.class as usize);
                 assert_eq!(spare, page.live == 0, "page {p}: empty pages are spares, spares are empty");
                 assert_eq!(listed[p], !spare && (page.live as usize) < per_page);
                 if spare {
@@ -462,20 +515,36 @@ mod tests {
                 assert_eq!(page.live as usize + n + per_page - page.carved as usize, per_page);
             }
             assert_eq!(held, self.held);
+            let bytes: usize = self.pages.iter().map(|p| p.data.len()).sum();
+            assert_eq!(bytes, self.held_bytes);
             assert_eq!(self.released.len() + held, self.pages.len());
             let used: usize = self.pages.iter().map(|p| p.live as usize * slot_size(p.class as usize)).sum();
             assert_eq!(used, self.small_used, "bytes of small blobs in use");
         }
 
         fn bookkeeping(&self) -> usize {
-            self.allocated_bytes() - self.held * PAGE - self.large_bytes
+            self.allocated_bytes() - self.held_bytes - self.large_bytes
         }
     }
 
     #[test]
     fn classes_and_jemalloc_sizes() {
-        assert_eq!(class_size(1), 16);
+        assert_eq!(class_size(1), 2);
+        assert_eq!(class_size(7), 7);
+        assert_eq!(class_size(15), 15);
+        assert_eq!(class_size(16), 16);
         assert_eq!(class_size(17), 24);
+        for len in 2..=MAX_SMALL {
+            let size = class_size(len);
+            assert_eq!(slot_size(class_of(size)), size);
+            assert!(class_of(size) < CLASSES && per_page(class_of(size)) <= MAX_SLOTS);
+        }
+        assert_eq!(page_bytes(class_of(7)), 7 * 4096);
+        assert_eq!(page_bytes(class_of(15)), 56 * 1024);
+        for c in 0..CLASSES {
+            assert_eq!(jemalloc_size(page_bytes(c)), page_bytes(c), "class {c}");
+            assert!(per_page(c) <= MAX_SLOTS && page_bytes(c) - per_page(c) * slot_size(c) < slot_size(c), "class {c}");
+        }
         assert_eq!(class_size(104), 104);
         assert_eq!(class_size(256), 256);
         assert_eq!(class_size(1017), 1024);
@@ -556,6 +625,17 @@ mod tests {
         assert_eq!((s.held, s.pages.len()), (SPARES + 1, pages));
         for x in [a, b, c] {
             s.free(x);
+        }
+        s.check();
+        assert_eq!(s.held, SPARES);
+        // A tiny class takes a spare too, with bytes of its own page size,
+        // and its page becomes a spare of that size when it empties.
+        let tiny: Vec<u64> = (0..5000).map(|_| s.alloc(7).0).collect();
+        s.check();
+        assert_eq!(s.held, SPARES);
+        assert_eq!(s.allocated_bytes(), 2 * 7 * MAX_SLOTS + s.bookkeeping());
+        for a in tiny {
+            s.free(a);
         }
         s.check();
         assert_eq!(s.held, SPARES);
@@ -709,7 +789,7 @@ mod tests {
             }
             // Exact accounting: each held page, each large blob's class.
             let large: usize = model.iter().filter(|(a, _)| **a & LARGE != 0).map(|(_, v)| jemalloc_size(v.len())).sum();
-            prop_assert_eq!(s.allocated_bytes(), s.held * PAGE + large + s.bookkeeping());
+            prop_assert_eq!(s.allocated_bytes(), s.held_bytes + large + s.bookkeeping());
             let small = model.keys().filter(|a| **a & LARGE == 0).count();
             let in_use: std::collections::HashSet<usize> = model.keys().filter(|a| **a & LARGE == 0).map(|a| (a >> 12) as usize).collect();
             prop_assert!(s.held <= in_use.len() + SPARES, "{} pages held for {} small blobs on {} pages", s.held, small, in_use.len());

@@ -22,6 +22,15 @@
 //! replication all see the raw key (the keyspace decodes it for them).
 //! `unpack` checks everything it reads, so arbitrary bytes never panic it
 //! (fuzz/fuzz_targets/packed_value.rs feeds it too).
+//!
+//! Number keys: a key that ends in a decimal number written the one way
+//! (no leading zero, at most 19 digits) can also be kept as its prefix's
+//! id (0-7, ids the first eight prefixes got) and the number, as a LEB128
+//! varint (`number`, `unpack_number`, `eq_number`): `key:123456` is 3
+//! bytes and an id. `blob.rs` uses that form only for blobs under 16
+//! bytes, where it finds the id room in the blob's flags and saves the key
+//! length byte; there, nibbles would cost the same 3 bytes for the digits
+//! and 2 more for the id and form.
 
 use std::collections::HashMap;
 
@@ -32,6 +41,10 @@ const UUID: u8 = 4;
 const MAX_PREFIX: usize = 64;
 /// Most prefixes (ids are one byte).
 const MAX_PREFIXES: usize = 255;
+/// Prefix ids a number key can name (3 bits in the blob's flags).
+const NUMBER_IDS: usize = 8;
+/// Most digits of a number key's tail (any 19 digits fit in a u64).
+const MAX_NUMBER_DIGITS: usize = 19;
 /// Hyphen positions of a UUID's text.
 const HYPHENS: [usize; 4] = [8, 13, 18, 23];
 
@@ -108,7 +121,87 @@ fn tail_chars(form: u8, bytes: &[u8]) -> Option<impl Iterator<Item = u8> + '_> {
     }))
 }
 
+/// The number a canonical decimal tail stands for: 1-19 ASCII digits, no
+/// leading zero unless it is "0". None otherwise.
+fn parse_number(t: &[u8]) -> Option<u64> {
+    if t.is_empty() || t.len() > MAX_NUMBER_DIGITS || (t[0] == b'0' && t.len() > 1) {
+        return None;
+    }
+    t.iter().try_fold(0u64, |n, &c| c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0')))
+}
+
+/// Decodes a LEB128 varint that is exactly `b`, written the shortest way
+/// (no trailing zero group) and within 64 bits. None otherwise.
+pub fn read_number(b: &[u8]) -> Option<u64> {
+    let (&last, _) = b.split_last()?;
+    if b.len() > 10 || last >= 0x80 || (last == 0 && b.len() > 1) || b[..b.len() - 1].iter().any(|&c| c < 0x80) {
+        return None;
+    }
+    let mut n = 0u64;
+    for (i, &c) in b.iter().enumerate() {
+        let part = u64::from(c & 0x7F);
+        if i == 9 && part > 1 {
+            return None;
+        }
+        n |= part << (7 * i);
+    }
+    Some(n)
+}
+
+/// Splits `key` into its prefix and the number its decimal tail stands for,
+/// if it has one (see the header). The prefix never ends in a digit.
+pub fn number_parts(key: &[u8]) -> Option<(&[u8], u64)> {
+    let digits = key.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    let (prefix, tail) = key.split_at(key.len() - digits);
+    Some((prefix, parse_number(tail)?)).filter(|_| prefix.len() <= MAX_PREFIX)
+}
+
 impl Prefixes {
+    /// The id of `prefix` for a number key: its id if it has one below 8,
+    /// else a new one if fewer than 8 prefixes are known. None otherwise.
+    pub fn number_id(&mut self, prefix: &[u8]) -> Option<u8> {
+        match self.ids.get(prefix) {
+            Some(&id) => (usize::from(id) < NUMBER_IDS).then_some(id),
+            None if self.list.len() < NUMBER_IDS && prefix.len() <= MAX_PREFIX => {
+                let id = self.list.len() as u8;
+                self.list.push(prefix.to_vec());
+                self.ids.insert(prefix.to_vec(), id);
+                Some(id)
+            }
+            None => None,
+        }
+    }
+
+    /// Appends the key of number-key parts `id` and `bytes` (the number's
+    /// varint) to `out`. None if malformed (an unknown or too high id, a
+    /// varint not written the shortest way), so stored bytes never misread.
+    pub fn unpack_number(&self, id: u8, bytes: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        let prefix = self.list.get(usize::from(id)).filter(|_| usize::from(id) < NUMBER_IDS)?;
+        let n = read_number(bytes)?;
+        out.extend_from_slice(prefix);
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut m = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (m % 10) as u8;
+            m /= 10;
+            if m == 0 {
+                break;
+            }
+        }
+        // 20 digits only from a number no 19-digit tail gives.
+        (digits.len() - at <= MAX_NUMBER_DIGITS).then(|| out.extend_from_slice(&digits[at..]))
+    }
+
+    /// True if number-key parts `id` and `bytes` stand for `key` (no
+    /// allocation: the probe's tail is parsed and the numbers compared).
+    pub fn eq_number(&self, id: u8, bytes: &[u8], key: &[u8]) -> bool {
+        let Some(prefix) = self.list.get(usize::from(id)) else { return false };
+        let Some(tail) = key.strip_prefix(&prefix[..]) else { return false };
+        usize::from(id) < NUMBER_IDS && parse_number(tail).is_some_and(|n| read_number(bytes) == Some(n))
+    }
+
     /// Writes the packed form of `key` into `out` (cleared first) and
     /// returns true, if the key has a digit tail, its prefix has (or gets)
     /// an id, and the form is shorter than the key.
@@ -248,6 +341,48 @@ mod tests {
         }
     }
 
+    /// Packs `key` as a number key if it can be; checks that it comes back.
+    fn number(p: &mut Prefixes, key: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let (prefix, n) = number_parts(key)?;
+        let id = p.number_id(prefix)?;
+        let mut bytes = [0u8; 10];
+        let len = crate::blob::tests_varint(&mut bytes, n);
+        let bytes = bytes[..len].to_vec();
+        let mut back = Vec::new();
+        p.unpack_number(id, &bytes, &mut back).unwrap();
+        assert_eq!(back, key);
+        assert!(p.eq_number(id, &bytes, key));
+        Some((id, bytes))
+    }
+
+    #[test]
+    fn number_keys() {
+        let mut p = Prefixes::default();
+        assert_eq!(number(&mut p, b"key:123456"), Some((0, vec![0xc0, 0xc4, 0x07])));
+        assert_eq!(number(&mut p, b"key:0"), Some((0, vec![0])));
+        assert_eq!(number(&mut p, b"7"), Some((1, vec![7])), "an empty prefix");
+        assert_eq!(number(&mut p, b"key:9999999999999999999").map(|(_, b)| b.len()), Some(10));
+        assert_eq!(number(&mut p, b"key:10000000000000000000"), None, "20 digits");
+        assert_eq!(number(&mut p, b"key:0123"), None, "a leading zero");
+        assert_eq!(number(&mut p, b"key:"), None, "no digits");
+        assert_eq!(number(&mut p, b"user:1000:cart"), None);
+        let (id, bytes) = number(&mut p, b"key:120").unwrap();
+        for other in [&b"key:12"[..], b"key:0120", b"key:1200", b"kez:120", b"key:120 ", b"key:+120", b"key120", b"7"] {
+            assert!(!p.eq_number(id, &bytes, other), "{:?}", std::str::from_utf8(other));
+        }
+        // Ids 0-7 only; a prefix that got a higher id from `pack` has none.
+        for i in 2..8 {
+            assert_eq!(number(&mut p, format!("p{i}:1").as_bytes()).map(|(id, _)| id), Some(i));
+        }
+        assert_eq!(number(&mut p, b"p8:1"), None);
+        assert_eq!(number(&mut p, b"key:5").map(|(id, _)| id), Some(0));
+        // Malformed parts are refused, never misread.
+        let mut out = Vec::new();
+        for (id, bytes) in [(0u8, &[][..]), (0, &[0x80][..]), (0, &[0x80, 0x00][..]), (8, &[1][..]), (0, &[0xff; 10][..]), (0, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..])] {
+            assert!(p.unpack_number(id, bytes, &mut out).is_none(), "{id} {bytes:?}");
+        }
+    }
+
     #[test]
     fn prefixes_are_bounded() {
         let mut p = Prefixes::default();
@@ -277,6 +412,32 @@ mod tests {
                 for other in &keys {
                     prop_assert_eq!(p.eq(f, other), k == other);
                 }
+            }
+        }
+
+        /// Any key with a decimal tail comes back from its number form;
+        /// `eq_number` agrees with byte equality against any other key.
+        #[test]
+        fn number_round_trip(keys in prop::collection::vec(prop::collection::vec(prop::sample::select(&b"ab:0019"[..]), 0..24), 1..40)) {
+            let mut p = Prefixes::default();
+            let forms: Vec<_> = keys.iter().filter_map(|k| number(&mut p, k).map(|f| (k, f))).collect();
+            for (k, (id, bytes)) in &forms {
+                for other in &keys {
+                    prop_assert_eq!(p.eq_number(*id, bytes, other), *k == other);
+                }
+            }
+        }
+
+        /// Arbitrary number-key parts decode or are refused, never panic;
+        /// what decodes compares equal to itself.
+        #[test]
+        fn unpack_number_never_panics(id in 0u8..10, b in prop::collection::vec(any::<u8>(), 0..12)) {
+            let mut p = Prefixes::default();
+            p.number_id(b"key:");
+            p.number_id(b"");
+            let mut back = Vec::new();
+            if p.unpack_number(id, &b, &mut back).is_some() {
+                prop_assert!(p.eq_number(id, &b, &back));
             }
         }
 

@@ -19,7 +19,7 @@
 
 use super::{Db, Obj, Pending};
 use crate::blob::{self, Body};
-use crate::encoding::inline;
+use crate::encoding::{inline, keypack};
 use crate::segment::addr_of;
 use crate::types::hash::Hash;
 use crate::value::Kind;
@@ -42,13 +42,18 @@ impl Db {
             self.note_field_deadline(si, t);
         }
         if self.key_compression {
+            // A number key where the blob stays under 16 bytes (its prefix
+            // gets an id only then), else keypack's form where it pays.
+            let number = keypack::number_parts(key)
+                .filter(|&(_, n)| blob::number_key_fits(n, &body, deadline))
+                .and_then(|(prefix, n)| Some((self.prefixes.number_id(prefix)?, n)));
             let mut buf = std::mem::take(&mut self.key_buf);
-            let form = if self.prefixes.pack(key, &mut buf) { blob::KeyForm::Packed { packed: &buf, raw: key } } else { blob::KeyForm::Raw(key) };
-            let addr = blob::store(&mut self.slab, form, body, deadline);
+            let packed = (number.is_none() && self.prefixes.pack(key, &mut buf)).then_some(&buf[..]);
+            let addr = blob::store(&mut self.slab, blob::KeyForm { raw: key, packed, number }, body, deadline);
             self.key_buf = buf;
             return addr;
         }
-        blob::store(&mut self.slab, blob::KeyForm::Raw(key), body, deadline)
+        blob::store(&mut self.slab, blob::KeyForm::raw(key), body, deadline)
     }
 
     /// Frees the blob of slot `s` (the object it points at is the caller's).

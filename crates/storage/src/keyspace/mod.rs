@@ -47,7 +47,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::access::{lfu_decayed, Access};
-use crate::blob::{self, Blob, Body};
+use crate::blob::{self, Blob, Body, KeyKind};
 use crate::encoding::keypack::Prefixes;
 use crate::encoding::packed::{self, PackStats, Tables};
 use std::borrow::Cow;
@@ -424,11 +424,13 @@ impl Db {
 
     /// The raw key of blob `b` (decoded if stored packed).
     fn raw_key<'a>(&self, b: &Blob<'a>) -> Cow<'a, [u8]> {
-        if !b.key_packed {
-            return Cow::Borrowed(b.key);
+        let mut k = Vec::with_capacity(b.key.len() * 3 + 8);
+        match b.key_kind {
+            KeyKind::Raw => return Cow::Borrowed(b.key),
+            KeyKind::Packed => self.prefixes.unpack(b.key, &mut k),
+            KeyKind::Number(id) => self.prefixes.unpack_number(id, b.key, &mut k),
         }
-        let mut k = Vec::with_capacity(b.key.len() * 2 + 8);
-        self.prefixes.unpack(b.key, &mut k).expect("a stored packed key decodes");
+        .expect("a stored packed key decodes");
         Cow::Owned(k)
     }
 
@@ -437,10 +439,10 @@ impl Db {
     fn holds_key(&self, s: u64, key: &[u8]) -> bool {
         let b = self.slab.bytes(addr_of(s));
         let stored = Blob::key_of(b);
-        if blob::key_is_packed(b) {
-            self.prefixes.eq(stored, key)
-        } else {
-            stored == key
+        match blob::key_kind(b) {
+            KeyKind::Raw => stored == key,
+            KeyKind::Packed => self.prefixes.eq(stored, key),
+            KeyKind::Number(id) => self.prefixes.eq_number(id, stored, key),
         }
     }
 
