@@ -344,7 +344,7 @@ fn hotkeys_record(srv: &mut Server, spec: &Spec, argv: &[Vec<u8>], usec: u64, re
     }
     // All of a command's keys share one slot in cluster mode.
     let selected = h.slots.is_none() || h.selects(storage::slot::key_hash_slot(keys[0]));
-    let sampled = h.sample_ratio <= 1 || draw % h.sample_ratio == 0;
+    let sampled = h.sample_ratio <= 1 || draw.is_multiple_of(h.sample_ratio);
     let bytes = (request_bytes(argv) + reply_bytes) as u64;
     h.record(&keys, selected, sampled, usec, bytes, (draw >> 32) as usize);
 }
