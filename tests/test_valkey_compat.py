@@ -561,3 +561,78 @@ def test_client_list_and_kill_filters_of_valkey(r, new_client):
     assert err(r.execute_command, "CLIENT", "KILL", "ID", "x") == "client-id should be greater than 0"
     _wait(lambda: a_id not in listed(r) and b_id not in listed(r), "killed clients gone")
     ps_p.close()
+
+
+def test_client_list_and_kill_not_filters_of_valkey9(r, new_client):
+    # Valkey 9's NOT- forms: each one leaves out the clients its plain form
+    # would select; several combine with each other and with plain filters.
+    me = r.client_id()
+    a = new_client()
+    a.client_setname("alpha")
+    a.client_setinfo("LIB-NAME", "mylib")
+    a.client_setinfo("LIB-VER", "1.2")
+    a.select(3)
+    a_id = a.client_id()
+    b = new_client()
+    b.execute_command("CLIENT", "CAPA", "redirect")
+    b_id = b.client_id()
+    r.execute_command("ACL", "SETUSER", "notuser", "on", ">pw", "+@all", "~*")
+    try:
+        u = new_client()
+        u.execute_command("AUTH", "notuser", "pw")
+        u_id = u.client_id()
+        ours = [me, a_id, b_id, u_id]
+
+        def mine(*filters):
+            return [i for i in listed(r, *filters) if i in ours]
+
+        assert mine() == sorted(ours)
+        assert mine("NOT-ID", str(a_id)) == sorted([me, b_id, u_id])
+        assert mine("NOT-ID", str(a_id), str(b_id)) == sorted([me, u_id])
+        assert mine("NOT-NAME", "alpha") == sorted([me, b_id, u_id])
+        assert mine("NOT-LIB-NAME", "mylib") == sorted([me, b_id, u_id])
+        assert mine("NOT-LIB-VER", "1.2") == sorted([me, b_id, u_id])
+        assert mine("NOT-DB", "0") == [a_id]
+        assert mine("NOT-CAPA", "r") == sorted([me, a_id, u_id])
+        assert mine("NOT-USER", "default") == [u_id]
+        assert mine("NOT-TYPE", "normal") == []
+        assert mine("NOT-TYPE", "pubsub") == sorted(ours)
+        assert mine("NOT-IP", "127.0.0.1") == []
+        assert mine("NOT-IP", "10.0.0.1") == sorted(ours)
+        me_addr = r.client_info()["addr"]
+        me_laddr = r.client_info()["laddr"]
+        assert mine("NOT-ADDR", me_addr) == sorted([a_id, b_id, u_id])
+        assert mine("NOT-LADDR", me_laddr) == []
+        assert mine("NOT-FLAGS", "N") == []
+        assert mine("NOT-FLAGS", "P") == sorted(ours)
+        # NOT- beside plain filters and beside each other.
+        assert mine("DB", "0", "NOT-ID", str(me), "NOT-CAPA", "r") == [u_id]
+        assert mine("NOT-NAME", "alpha", "NOT-USER", "notuser", "SKIPME", "yes") == [b_id]
+        for filters, msg in (
+            (("NOT-FLAGS", "Nz"), "Unknown flags found in the NOT-FLAGS filter: Nz"),
+            (("NOT-CAPA", "x"), "Unknown capa found in the NOT-CAPA filter: x"),
+            (("NOT-DB", "99"), "DB number should be between 0 and 15"),
+            (("NOT-DB", "x"), "DB is not an integer or out of range"),
+            (("NOT-ID", "x"), "Invalid client ID"),
+            (("NOT-ID", "0"), "client-id should be greater than 0"),
+            (("NOT-TYPE", "bogus"), "Unknown client type 'bogus'"),
+            (("NOT-USER", "nosuchuser"), "No such user 'nosuchuser'"),
+            (("NOT-SKIPME", "yes"), "syntax error"),
+            (("NOT-MAXAGE", "5"), "syntax error"),
+            (("NOT-IDLE", "5"), "syntax error"),
+            (("NOT-NAME",), "syntax error"),
+        ):
+            assert err(r.execute_command, "CLIENT", "LIST", *filters) == msg, filters
+        # KILL: everyone of ours but the caller (SKIPME) and the spared ones.
+        assert err(r.execute_command, "CLIENT", "KILL", "NOT-ID", "x") == "client-id should be greater than 0"
+        assert r.execute_command("CLIENT", "KILL", "ID", str(a_id), str(b_id), str(u_id), "NOT-NAME", "alpha",
+                                 "NOT-USER", "notuser") == 1
+        _wait(lambda: b_id not in listed(r), "killed client gone")
+        assert a_id in listed(r) and u_id in listed(r)
+        assert r.execute_command("CLIENT", "KILL", "ID", str(a_id), str(u_id), "NOT-LIB-VER", "1.2") == 1
+        _wait(lambda: u_id not in listed(r), "killed client gone")
+        assert a_id in listed(r)
+        help_text = b"\n".join(r.execute_command("CLIENT", "HELP"))
+        assert b"NOT-<option>" in help_text and b"CAPA <capability>" in help_text
+    finally:
+        r.execute_command("ACL", "DELUSER", "notuser")

@@ -114,6 +114,9 @@ pub fn tick(srv: &mut Server) {
         srv.ops_per_sec = (srv.total_commands.saturating_sub(n0) as f64 / dt) as u64;
         srv.ops_sample = (Instant::now(), srv.total_commands);
     }
+    if let Some(h) = srv.hotkeys.as_deref_mut() {
+        h.expire(now);
+    }
     let used = srv.used_memory();
     srv.peak_memory = srv.peak_memory.max(used);
     // Even with no command coming, the tracking table comes back within

@@ -295,7 +295,7 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
     if !spec.has(flags::SKIP_SLOWLOG) {
         // The request as the client sent it in RESP (an inline command
         // counts as its RESP form).
-        let request = || argv.iter().map(|a| 1 + digits(a.len()) + 2 + a.len() + 2).sum::<usize>() + 1 + digits(argv.len()) + 2;
+        let request = || request_bytes(argv);
         let t = &srv.config.commandlog_threshold;
         let due = [
             t[0] >= 0 && usec as i64 >= t[0],
@@ -315,6 +315,38 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
         }
     }
     srv.latency_sample("command", usec / 1000);
+    // One test while no HOTKEYS session runs. A script's commands count as
+    // the script; a transaction's one by one, as Redis counts them.
+    if srv.hotkeys.as_ref().is_some_and(|h| h.active) && (srv.feed.depth() == 0 || (c.in_exec && !c.in_script)) {
+        hotkeys_record(srv, spec, argv, usec, reply_bytes);
+    }
+}
+
+/// Bytes of `argv` as a RESP request (an inline command counts as its
+/// RESP form).
+fn request_bytes(argv: &[Vec<u8>]) -> usize {
+    argv.iter().map(|a| 1 + digits(a.len()) + 2 + a.len() + 2).sum::<usize>() + 1 + digits(argv.len()) + 2
+}
+
+/// Gives a command's time and bytes (request and reply) to its keys in the
+/// running HOTKEYS session; a command without keys counts nowhere.
+#[cold]
+fn hotkeys_record(srv: &mut Server, spec: &Spec, argv: &[Vec<u8>], usec: u64, reply_bytes: usize) {
+    let now = unix_ms();
+    let draw = srv.random();
+    let Some(h) = srv.hotkeys.as_deref_mut() else { return };
+    if h.expire(now) || !spec.has_keys() {
+        return;
+    }
+    let keys: Vec<&[u8]> = spec.find_keys(argv).into_iter().filter(|(_, f)| !f.contains(&"not_key")).map(|(i, _)| &argv[i][..]).collect();
+    if keys.is_empty() {
+        return;
+    }
+    // All of a command's keys share one slot in cluster mode.
+    let selected = h.slots.is_none() || h.selects(storage::slot::key_hash_slot(keys[0]));
+    let sampled = h.sample_ratio <= 1 || draw.is_multiple_of(h.sample_ratio);
+    let bytes = (request_bytes(argv) + reply_bytes) as u64;
+    h.record(&keys, selected, sampled, usec, bytes, (draw >> 32) as usize);
 }
 
 /// Writes an error reply and counts it in errorstats.

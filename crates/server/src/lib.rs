@@ -70,6 +70,7 @@ pub mod evict;
 pub mod exec;
 pub mod feed;
 pub mod glob;
+pub mod hotkeys;
 pub mod keyspec;
 pub mod lazyfree;
 pub mod ldouble;

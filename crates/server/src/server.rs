@@ -395,6 +395,9 @@ pub struct Server {
     /// The command logs, by `LogKind`: the slow log (SLOWLOG), then
     /// Valkey's large-request and large-reply logs (COMMANDLOG).
     pub commandlog: [CommandLog; 3],
+    /// The HOTKEYS session, running or stopped with its results; None
+    /// after HOTKEYS RESET or before any START.
+    pub hotkeys: Option<Box<crate::hotkeys::HotKeys>>,
     /// Latency monitor series by event name.
     pub latency: HashMap<String, LatencySeries>,
     /// Clients in MONITOR mode.
@@ -743,6 +746,7 @@ impl Server {
             errorstats: HashMap::new(),
             errorstats_enabled: true,
             commandlog: Default::default(),
+            hotkeys: None,
             latency: HashMap::new(),
             monitors: Vec::new(),
             pause: None,

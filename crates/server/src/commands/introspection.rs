@@ -184,9 +184,9 @@ fn parse_client_type(a: &[u8]) -> Result<String, CmdError> {
 }
 
 /// What CLIENT LIST and CLIENT KILL select clients by: Redis's filters
-/// (ID, TYPE, ADDR, LADDR, USER, SKIPME, MAXAGE) and those Valkey 8.1
-/// added (NAME, IDLE, FLAGS, LIB-NAME, LIB-VER, DB, CAPA, IP); all given
-/// must match.
+/// (ID, TYPE, ADDR, LADDR, USER, SKIPME, MAXAGE), those Valkey 8.1 added
+/// (NAME, IDLE, FLAGS, LIB-NAME, LIB-VER, DB, CAPA, IP) and Valkey 9's
+/// NOT- forms of all but SKIPME, MAXAGE and IDLE; all given must hold.
 #[derive(Default)]
 struct ClientFilter {
     ids: Option<Vec<u64>>,
@@ -208,23 +208,53 @@ struct ClientFilter {
     /// Capability letters (`r`: redirect), all required.
     capa: Option<Vec<u8>>,
     ip: Option<Vec<u8>>,
+    /// The NOT- filters, one criterion each: a client matching any of them
+    /// is left out.
+    not: Vec<ClientFilter>,
 }
 
 /// Flag letters a FLAGS filter may name (Valkey's list).
 const FILTER_FLAGS: &[u8] = b"OSMPxbtRBdcuAUreTIN";
 
+/// Filters that have a NOT- form (Valkey 9).
+const NEGATABLE: &[&str] = &["id", "type", "addr", "laddr", "user", "flags", "name", "lib-name", "lib-ver", "db", "capa", "ip"];
+
 impl ClientFilter {
-    /// Parses `args[i..]`, option-value pairs; ID takes one or more
-    /// numbers. `kill`: CLIENT KILL's defaults (SKIPME yes) and its error
-    /// for a bad first ID.
+    /// Parses `args[i..]`, option-value pairs; ID and NOT-ID take one or
+    /// more numbers. `kill`: CLIENT KILL's defaults (SKIPME yes) and its
+    /// error for a bad first ID.
     fn parse(srv: &crate::server::Server, args: &[Vec<u8>], mut i: usize, kill: bool) -> Result<ClientFilter, CmdError> {
         let mut f = ClientFilter { skipme: kill, ..ClientFilter::default() };
         while i < args.len() {
             let o = &args[i];
-            let Some(v) = args.get(i + 1) else { return Err(CmdError::Syntax) };
-            if is(o, "id") {
+            if args.get(i + 1).is_none() {
+                return Err(CmdError::Syntax);
+            }
+            let lower = o.to_ascii_lowercase();
+            i = match lower.strip_prefix(b"not-") {
+                Some(base) if NEGATABLE.iter().any(|n| n.as_bytes() == base) => {
+                    let mut one = ClientFilter::default();
+                    let next = one.parse_one(srv, base, args, i, kill, true)?;
+                    f.not.push(one);
+                    next
+                }
+                _ => f.parse_one(srv, &lower, args, i, kill, false)?,
+            };
+        }
+        Ok(f)
+    }
+
+    /// Parses the filter `name` (lower case, without NOT-) at `args[i]`,
+    /// its value(s) after it (at least one is there); returns the index
+    /// after them. `neg`: it was given as NOT-, for the error texts that
+    /// name the filter.
+    fn parse_one(&mut self, srv: &crate::server::Server, name: &[u8], args: &[Vec<u8>], i: usize, kill: bool, neg: bool) -> Result<usize, CmdError> {
+        let v = &args[i + 1];
+        let which = |plain: &str| if neg { format!("NOT-{}", plain.to_ascii_uppercase()) } else { "provided".to_string() };
+        match name {
+            b"id" => {
                 // Every number after ID is one, as Valkey reads it.
-                let ids = f.ids.get_or_insert_with(Vec::new);
+                let ids = self.ids.get_or_insert_with(Vec::new);
                 let mut n = 0;
                 while let Some(a) = args.get(i + 1 + n) {
                     let Ok(id) = arg_i64(a) else { break };
@@ -237,67 +267,62 @@ impl ClientFilter {
                 if n == 0 {
                     return Err(CmdError::err(if kill { "client-id should be greater than 0" } else { "Invalid client ID" }));
                 }
-                i += 1 + n;
-                continue;
-            } else if is(o, "maxage") {
-                f.maxage = arg_i64(v).map_err(|_| CmdError::err("maxage is not an integer or out of range"))?;
-                if f.maxage <= 0 {
+                return Ok(i + 1 + n);
+            }
+            b"maxage" => {
+                self.maxage = arg_i64(v).map_err(|_| CmdError::err("maxage is not an integer or out of range"))?;
+                if self.maxage <= 0 {
                     return Err(CmdError::err("maxage should be greater than 0"));
                 }
-            } else if is(o, "idle") {
-                f.idle = arg_i64(v).map_err(|_| CmdError::err("idle is not an integer or out of range"))?;
-                if f.idle <= 0 {
+            }
+            b"idle" => {
+                self.idle = arg_i64(v).map_err(|_| CmdError::err("idle is not an integer or out of range"))?;
+                if self.idle <= 0 {
                     return Err(CmdError::err("idle should be greater than 0"));
                 }
-            } else if is(o, "type") {
-                f.ty = Some(parse_client_type(v)?);
-            } else if is(o, "addr") {
-                f.addr = Some(v.clone());
-            } else if is(o, "laddr") {
-                f.laddr = Some(v.clone());
-            } else if is(o, "user") {
-                match srv.acl.user(v) {
-                    Some(u) => f.user = Some(u),
-                    None => return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v)))),
-                }
-            } else if is(o, "skipme") {
-                f.skipme = if is(v, "yes") {
+            }
+            b"type" => self.ty = Some(parse_client_type(v)?),
+            b"addr" => self.addr = Some(v.clone()),
+            b"laddr" => self.laddr = Some(v.clone()),
+            b"user" => match srv.acl.user(v) {
+                Some(u) => self.user = Some(u),
+                None => return Err(CmdError::err(format!("No such user '{}'", String::from_utf8_lossy(v)))),
+            },
+            b"skipme" => {
+                self.skipme = if is(v, "yes") {
                     true
                 } else if is(v, "no") {
                     false
                 } else {
                     return Err(CmdError::Syntax);
                 };
-            } else if is(o, "flags") {
+            }
+            b"flags" => {
                 if !v.iter().all(|b| FILTER_FLAGS.contains(b)) {
-                    return Err(CmdError::err(format!("Unknown flags found in the provided filter: {}", String::from_utf8_lossy(v))));
+                    return Err(CmdError::err(format!("Unknown flags found in the {} filter: {}", which("flags"), String::from_utf8_lossy(v))));
                 }
-                f.flags = Some(v.clone());
-            } else if is(o, "name") {
-                f.name = Some(v.clone());
-            } else if is(o, "lib-name") {
-                f.lib_name = Some(v.clone());
-            } else if is(o, "lib-ver") {
-                f.lib_ver = Some(v.clone());
-            } else if is(o, "db") {
+                self.flags = Some(v.clone());
+            }
+            b"name" => self.name = Some(v.clone()),
+            b"lib-name" => self.lib_name = Some(v.clone()),
+            b"lib-ver" => self.lib_ver = Some(v.clone()),
+            b"db" => {
                 let n = arg_i64(v).ok().filter(|n| i32::try_from(*n).is_ok()).ok_or_else(|| CmdError::err("DB is not an integer or out of range"))?;
                 if n < 0 || n as usize >= srv.dbs.len() {
                     return Err(CmdError::err(format!("DB number should be between 0 and {}", srv.dbs.len() - 1)));
                 }
-                f.db = Some(n as usize);
-            } else if is(o, "capa") {
-                if !v.iter().all(|&b| b == b'r') {
-                    return Err(CmdError::err(format!("Unknown capa found in the provided filter: {}", String::from_utf8_lossy(v))));
-                }
-                f.capa = Some(v.clone());
-            } else if is(o, "ip") {
-                f.ip = Some(v.clone());
-            } else {
-                return Err(CmdError::Syntax);
+                self.db = Some(n as usize);
             }
-            i += 2;
+            b"capa" => {
+                if !v.iter().all(|&b| b == b'r') {
+                    return Err(CmdError::err(format!("Unknown capa found in the {} filter: {}", which("capa"), String::from_utf8_lossy(v))));
+                }
+                self.capa = Some(v.clone());
+            }
+            b"ip" => self.ip = Some(v.clone()),
+            _ => return Err(CmdError::Syntax),
         }
-        Ok(f)
+        Ok(i + 2)
     }
 
     /// True if client `c` (`me`: the one asking) is selected.
@@ -318,6 +343,7 @@ impl ClientFilter {
             && self.db.is_none_or(|d| d == c.db)
             && self.capa.as_ref().is_none_or(|_| c.capa_redirect)
             && self.ip.as_ref().is_none_or(|ip| ip_matches(&c.addr, ip))
+            && !self.not.iter().any(|n| n.matches(c, me, now))
     }
 }
 
@@ -714,10 +740,24 @@ fn client_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
             "      Kill connections by client id.",
             "    * MAXAGE <maxage>",
             "      Kill connections older than the specified age.",
+            "    * NAME <name>, IDLE <seconds>, FLAGS <letters>, LIB-NAME <name>,",
+            "      LIB-VER <version>, DB <db>, CAPA <letters>, IP <ip>",
+            "      Kill connections with that name, idle that long or longer, with all",
+            "      those CLIENT LIST flags, library, database, capabilities or IP.",
+            "    * NOT-<option> <value> for ID, TYPE, ADDR, LADDR, USER, NAME, FLAGS,",
+            "      LIB-NAME, LIB-VER, DB, CAPA and IP",
+            "      Spare connections that match the option.",
             "LIST [options ...]",
             "    Return information about client connections. Options:",
             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
             "      Return clients of specified type.",
+            "    * ID <client-id> [<client-id> ...]",
+            "      Return clients with those ids.",
+            "    * Every KILL option but the old <ip:port> form",
+            "      Return the clients it selects (SKIPME defaults to no).",
+            "CAPA <capability> [<capability> ...]",
+            "    Declare what the client supports: REDIRECT (a replica answers its",
+            "    commands with -REDIRECT to its primary).",
             "UNPAUSE",
             "    Stop the current client pause, resuming traffic.",
             "PAUSE <timeout> [WRITE|ALL]",

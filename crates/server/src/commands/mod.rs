@@ -12,6 +12,7 @@ pub mod dump;
 pub mod geo;
 pub mod hash;
 pub mod hll;
+pub mod hotkeys;
 pub mod introspection;
 pub mod keys;
 pub mod list;
@@ -40,6 +41,7 @@ pub fn table() -> Vec<Spec> {
     all.extend(geo::table());
     all.extend(hash::table());
     all.extend(hll::table());
+    all.extend(hotkeys::table());
     all.extend(introspection::table());
     all.extend(keys::table());
     all.extend(dump::table());

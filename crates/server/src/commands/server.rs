@@ -405,7 +405,8 @@ fn human(n: u64) -> String {
     format!("{n}B")
 }
 
-fn cpu_times() -> (f64, f64) {
+/// The process's user and system CPU time, in seconds.
+pub fn cpu_times() -> (f64, f64) {
     // utime and stime (fields 14, 15) of /proc/self/stat, in clock ticks.
     let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
     let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
