@@ -135,7 +135,7 @@ impl IoThreads {
             let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
             let (tx, rx) = mpsc::channel();
             let stats = Arc::new(Stats::default());
-            let mut worker = Worker { poll, rx, tx: out_tx.clone(), executor: executor.clone(), stats: stats.clone(), peers: HashMap::new(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice() };
+            let mut worker = Worker { poll, rx, tx: out_tx.clone(), executor: executor.clone(), stats: stats.clone(), peers: HashMap::new(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 };
             let join = std::thread::Builder::new().name(format!("io_thd_{}", i + 1)).spawn(move || worker.run())?;
             threads.push(Handle { tx, waker, stats, batch: Vec::new(), join: Some(join) });
         }
@@ -242,6 +242,8 @@ struct Worker {
     peers: HashMap<Id, Peer>,
     out: Vec<FromIo>,
     scratch: Box<[u8]>,
+    /// Net bytes last published to used_memory.
+    published: i64,
 }
 
 impl Worker {
@@ -351,8 +353,12 @@ impl Worker {
         }
     }
 
-    /// Sends this turn's news to the executor and wakes it, once.
+    /// Publishes this thread's allocations (used_memory counts them: the
+    /// executor frees the input buffers this thread fills, and this thread
+    /// frees the reply buffers the executor filled), then sends this turn's
+    /// news to the executor and wakes it, once.
     fn flush_out(&mut self) {
+        crate::memory::publish_thread(&mut self.published);
         if !self.out.is_empty() {
             let batch = std::mem::take(&mut self.out);
             if self.tx.send(batch).is_ok() {
