@@ -288,6 +288,8 @@ pub struct IoLink {
     pub queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// A Unix domain socket (CLIENT LIST's `U` flag).
     pub unix: bool,
+    /// A tls-port client (the thread holds its TLS session).
+    pub tls: bool,
     /// What the executor last asked: read (true) or not.
     pub reading: bool,
     /// The thread saw the end of the stream.
@@ -299,7 +301,7 @@ pub struct IoLink {
 impl IoLink {
     /// A link to thread `thread`.
     pub fn new(thread: usize, unix: bool) -> IoLink {
-        IoLink { thread, queued: Default::default(), unix, reading: true, eof: false, returning: false }
+        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false }
     }
 
     /// Reply bytes the thread holds.
@@ -456,6 +458,12 @@ impl Client {
     /// thread holds); false for internal clients (scripts, AOF loading).
     pub fn connected(&self) -> bool {
         self.sock.is_some() || self.io.is_some()
+    }
+
+    /// True for a client that came through tls-port, whichever thread
+    /// holds its session.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some() || self.io.as_ref().is_some_and(|l| l.tls)
     }
 
     /// True once nothing of the reply waits on the executor's side: for a

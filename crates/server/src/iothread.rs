@@ -36,6 +36,7 @@ use std::thread::JoinHandle;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::conn::Conn;
+use crate::tls::Session;
 
 /// A client's id (the executor's `ClientId`).
 pub type Id = u64;
@@ -51,12 +52,11 @@ const CHUNK: usize = 16 * 1024;
 const MAX_IOV: usize = 64;
 
 /// What the executor asks of an I/O thread.
-#[derive(Debug)]
 pub enum ToIo {
     /// Serve this connection from now on; `queued` counts the reply bytes
     /// handed over and not yet written (the executor reads it for output
     /// limits, the thread lowers it as it writes).
-    Adopt { id: Id, conn: Conn, queued: Arc<AtomicUsize> },
+    Adopt { id: Id, conn: Conn, tls: Option<Box<Session>>, queued: Arc<AtomicUsize> },
     /// Write these reply bytes after those handed over before.
     Write { id: Id, buf: Vec<u8> },
     /// Stop reading (false) or read again (true).
@@ -71,7 +71,6 @@ pub enum ToIo {
 }
 
 /// What an I/O thread tells the executor.
-#[derive(Debug)]
 pub enum FromIo {
     /// Bytes the client sent, in order.
     Input { id: Id, buf: Vec<u8> },
@@ -85,7 +84,7 @@ pub enum FromIo {
     Drained { id: Id },
     /// The socket, as asked by `GiveBack`, with the reply bytes not yet
     /// written.
-    Returned { id: Id, conn: Conn, unwritten: Vec<u8> },
+    Returned { id: Id, conn: Conn, tls: Option<Box<Session>>, unwritten: Vec<u8> },
 }
 
 /// One thread's counters, for INFO (Redis 8's per-thread line).
@@ -215,6 +214,9 @@ impl IoThreads {
 /// One connection as its thread holds it.
 struct Peer {
     conn: Conn,
+    /// The TLS session of a tls-port client: this thread decrypts,
+    /// encrypts and does the handshake.
+    tls: Option<Box<Session>>,
     /// Reply buffers in order; `off` bytes of the first are written.
     out: VecDeque<Vec<u8>>,
     off: usize,
@@ -279,13 +281,13 @@ impl Worker {
             while let Ok(batch) = self.rx.try_recv() {
                 for m in batch {
                     match m {
-                        ToIo::Adopt { id, mut conn, queued } => {
+                        ToIo::Adopt { id, mut conn, tls, queued } => {
                             if self.poll.registry().register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
                                 self.out.push(FromIo::Failed { id });
                                 continue;
                             }
                             self.stats.clients.fetch_add(1, Ordering::Relaxed);
-                            self.peers.insert(id, Peer { conn, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, hup: false, done: false, stalled: false, closing: false });
+                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, hup: false, done: false, stalled: false, closing: false });
                         }
                         ToIo::Write { id, buf } => {
                             if let Some(p) = self.peers.get_mut(&id) {
@@ -321,7 +323,7 @@ impl Worker {
                                     unwritten.extend_from_slice(if i == 0 { &b[p.off..] } else { b });
                                 }
                                 p.queued.store(0, Ordering::Relaxed);
-                                self.out.push(FromIo::Returned { id, conn: p.conn, unwritten });
+                                self.out.push(FromIo::Returned { id, conn: p.conn, tls: p.tls, unwritten });
                             }
                         }
                         ToIo::Exit => {
@@ -369,6 +371,9 @@ impl Worker {
 
     fn drop_peer(&mut self, id: Id) {
         if let Some(mut p) = self.peers.remove(&id) {
+            if let Some(t) = p.tls.as_mut() {
+                t.close(&mut p.conn);
+            }
             let _ = self.poll.registry().deregister(&mut p.conn);
             self.stats.clients.fetch_sub(1, Ordering::Relaxed);
         }
@@ -389,6 +394,34 @@ impl Worker {
         let mut got: Vec<u8> = Vec::new();
         let mut more = false;
         let mut end = None;
+        if let Some(t) = p.tls.as_mut() {
+            match t.read(&mut p.conn, &mut self.scratch, &mut got, READ_PER_TURN, p.hup) {
+                Ok(r) => {
+                    if r.net_bytes > 0 {
+                        self.stats.reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                    more = r.unread;
+                    if r.eof {
+                        end = Some(FromIo::Eof { id });
+                    }
+                }
+                Err(_) => end = Some(FromIo::Failed { id }),
+            }
+            // Handshake messages rustls queued go out now, replies or not.
+            let handshake = t.wants_write();
+            if !got.is_empty() {
+                self.out.push(FromIo::Input { id, buf: got });
+            }
+            if let Some(e) = end {
+                p.done = true;
+                self.out.push(e);
+                return false;
+            }
+            if handshake {
+                self.write(id);
+            }
+            return more;
+        }
         loop {
             match p.conn.read(&mut self.scratch) {
                 Ok(0) => {
@@ -432,6 +465,62 @@ impl Worker {
     fn write(&mut self, id: Id) {
         let Some(p) = self.peers.get_mut(&id) else { return };
         let mut failed = false;
+        if let Some(t) = p.tls.as_mut() {
+            loop {
+                let buf: &[u8] = p.out.front().map_or(&[], |b| &b[p.off..]);
+                match t.write(&mut p.conn, buf) {
+                    Ok((taken, sent)) => {
+                        if sent > 0 {
+                            self.stats.writes.fetch_add(1, Ordering::Relaxed);
+                        }
+                        p.queued.fetch_sub(taken, Ordering::Relaxed);
+                        if taken == buf.len() && !buf.is_empty() {
+                            p.out.pop_front();
+                            p.off = 0;
+                            continue;
+                        }
+                        p.off += taken;
+                        if t.wants_write() || !p.out.is_empty() {
+                            p.stalled = true;
+                        }
+                        break;
+                    }
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        } else {
+            failed = self.write_plain(id);
+        }
+        let Some(p) = self.peers.get_mut(&id) else { return };
+        if failed {
+            p.out.clear();
+            p.queued.store(0, Ordering::Relaxed);
+            if p.closing {
+                self.drop_peer(id);
+            } else if !p.done {
+                p.done = true;
+                self.out.push(FromIo::Failed { id });
+            }
+            return;
+        }
+        let held = p.tls.as_ref().is_some_and(|t| t.wants_write());
+        if p.out.is_empty() && !held {
+            p.off = 0;
+            if p.closing {
+                self.drop_peer(id);
+            } else if std::mem::take(&mut p.stalled) {
+                self.out.push(FromIo::Drained { id });
+            }
+        }
+    }
+
+    /// `write` for a plain socket; returns true if the socket failed.
+    fn write_plain(&mut self, id: Id) -> bool {
+        let Some(p) = self.peers.get_mut(&id) else { return false };
+        let mut failed = false;
         while !p.out.is_empty() {
             let slices: Vec<IoSlice<'_>> = p.out.iter().take(MAX_IOV).enumerate().map(|(i, b)| IoSlice::new(if i == 0 { &b[p.off..] } else { b })).collect();
             match p.conn.write_vectored(&slices) {
@@ -462,24 +551,6 @@ impl Worker {
                 }
             }
         }
-        if failed {
-            p.out.clear();
-            p.queued.store(0, Ordering::Relaxed);
-            if p.closing {
-                self.drop_peer(id);
-            } else if !p.done {
-                p.done = true;
-                self.out.push(FromIo::Failed { id });
-            }
-            return;
-        }
-        if p.out.is_empty() {
-            p.off = 0;
-            if p.closing {
-                self.drop_peer(id);
-            } else if std::mem::take(&mut p.stalled) {
-                self.out.push(FromIo::Drained { id });
-            }
-        }
+        failed
     }
 }

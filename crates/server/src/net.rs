@@ -1123,7 +1123,7 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
                 ready(id);
             }
         }
-        FromIo::Returned { id, mut conn, unwritten } => {
+        FromIo::Returned { id, mut conn, tls, unwritten } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
             if registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
                 c.close_asap = true;
@@ -1143,6 +1143,7 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
             c.reply.buf = out;
             c.sent = 0;
             c.sock = Some(conn);
+            c.tls = tls;
             ready(id);
         }
     });
@@ -1365,17 +1366,19 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
         return;
     }
     let id = srv.new_client_id();
-    // With I/O threads, a plain or Unix socket goes to the thread serving
-    // the fewest clients; TLS ones stay here.
+    // With I/O threads, the socket (and its TLS session) goes to the
+    // thread serving the fewest clients.
     let mut link = None;
     let mut sock = None;
+    let mut session = session;
     match srv.io.as_mut() {
-        Some(io) if session.is_none() => {
-            let l = crate::client::IoLink::new(io.assign(), conn.is_unix());
-            io.push(l.thread, crate::iothread::ToIo::Adopt { id, conn, queued: l.queued.clone() });
+        Some(io) => {
+            let mut l = crate::client::IoLink::new(io.assign(), conn.is_unix());
+            l.tls = session.is_some();
+            io.push(l.thread, crate::iothread::ToIo::Adopt { id, conn, tls: session.take(), queued: l.queued.clone() });
             link = Some(l);
         }
-        _ => {
+        None => {
             if registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
                 return;
             }
