@@ -615,7 +615,10 @@ impl EventLoop {
         }
         flush(srv, c);
         if c.pending_out() > OUTPUT_SOFT_LIMIT {
-            // Wait for WRITABLE; unread input stays in the socket.
+            // Wait for WRITABLE; unread input stays in the socket (on an
+            // I/O thread: its thread is asked to stop reading, and says
+            // when the replies drained).
+            steer_reading(srv, c);
             return false;
         }
         let mut eof = c.io.as_ref().is_some_and(|l| l.eof);
