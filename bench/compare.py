@@ -16,6 +16,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py save-throughput [--during bgsave|bgrewriteaof] [--keys 2000000] [--pipeline 16,1] [--rounds R]
   bench/compare.py cache      [--keys 2000000] [--maxmemory 64mb] [--zipf 1.0] [--workers 3] [--seconds 20]
   bench/compare.py tls        [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
+  bench/compare.py io-threads [-n N] [--threads 1,2] [--pipeline 1,16] [--tests get,set] [--rounds R] [--tls]
   bench/compare.py aggregate  [--keys 10000] [--days 365] [--inputs 5000] [--rounds 5]
   bench/compare.py seeds      [--cases partitioned,uuid16,chars24] [--sizes 100,1000,...]
   bench/compare.py repl       [-n N] [--pipeline 16,1] [--rounds 3]
@@ -70,6 +71,12 @@ cache       a cache under eviction: both servers with the same maxmemory and all
             ratio, keys held, evicted keys, commands/s, and the server's main-thread
             CPU share over the window (near 1.0: the server, not the client, is the
             bottleneck) and its CPU per command; the servers run one after the other
+io-threads  both servers started with each --io-threads value (and io-threads-do-reads
+            yes, which Redis 7.0 needs to read on its threads); redis-benchmark -c 50 per
+            test and pipeline depth, alternating servers: the executor thread's CPU per
+            request (the main thread, /proc/PID/task/PID/stat: commands run there in both),
+            the whole process's CPU per request, requests/s, and each value's executor CPU
+            against io-threads 1 of the same server. --tls runs over a TLS port instead
 tls         a throwaway CA and server certificate made with the openssl command; both
             servers get --tls-port (a free loopback port) with tls-auth-clients no, and
             keep a plaintext port only to be seen ready; redis-benchmark --tls --cacert
@@ -884,6 +891,75 @@ def cmd_tls(args) -> None:
     table(["test", "-P", "densekv req/s", "redis req/s", "densekv/redis"], rows)
     if args.rounds > 1:
         print(f"(median of {args.rounds} rounds)\n")
+
+
+# ---------------------------------------------------------------- io-threads
+
+
+def process_cpu(s: Server) -> float:
+    """CPU seconds (user + system) of the whole server process, every thread."""
+    f = Path(f"/proc/{s.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cmd_io_threads(args) -> None:
+    """Executor CPU per request with each io-threads value, both servers."""
+    header("densekv vs redis: io-threads, executor CPU per request (redis-benchmark)", args)
+    print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
+    n = args.n or 300_000
+    certdir = tempfile.mkdtemp(prefix="bench-tls-") if args.tls else None
+    files = make_tls_files(certdir) if certdir else {}
+    # (server, threads, test, pipeline) -> [(executor ns/req, process ns/req, req/s)]
+    samples: dict[tuple, list[tuple[float, float, float]]] = {}
+    try:
+        for threads in args.threads:
+            servers = new_servers(args)
+            tls_ports = {}
+            for s in servers:
+                s.argv_prefix = [*s.argv_prefix, "--io-threads", str(threads), "--io-threads-do-reads", "yes"]
+                if files:
+                    tls_ports[s.name] = free_port()
+                    s.argv_prefix += ["--tls-port", str(tls_ports[s.name]), "--tls-cert-file", files["cert"],
+                                      "--tls-key-file", files["key"], "--tls-ca-cert-file", files["ca"],
+                                      "--tls-auth-clients", "no"]
+            try:
+                for s in servers:
+                    s.start()
+                for rnd in range(args.rounds):
+                    for pipeline in args.pipeline:
+                        for test in args.tests.split(","):
+                            for s in servers if rnd % 2 == 0 else servers[::-1]:
+                                port = tls_ports.get(s.name, s.port)
+                                extra = ["--tls", "--cacert", files["ca"]] if files else []
+                                argv = ["redis-benchmark", "-h", HOST, "-p", str(port), *extra, "-t", test,
+                                        "-c", str(args.clients), "-n", str(n), "-r", "100000", "-P", str(pipeline)]
+                                exe0, all0, t0 = s.main_thread_cpu(), process_cpu(s), time.perf_counter()
+                                got = run_benchmark(argv, s, args.timeout)
+                                exe1, all1 = s.main_thread_cpu(), process_cpu(s)
+                                rps = float(next(iter(got.values()))[0]) if got else n / (time.perf_counter() - t0)
+                                samples.setdefault((s.name, threads, test, pipeline), []).append(
+                                    ((exe1 - exe0) / n * 1e9, (all1 - all0) / n * 1e9, rps))
+            finally:
+                stop_servers(servers)
+    finally:
+        if certdir:
+            shutil.rmtree(certdir, ignore_errors=True)
+    rows = []
+    for name in ("densekv", "redis"):
+        for pipeline in args.pipeline:
+            for test in args.tests.split(","):
+                base = statistics.median(x[0] for x in samples[(name, args.threads[0], test, pipeline)])
+                for threads in args.threads:
+                    got = samples[(name, threads, test, pipeline)]
+                    exe = statistics.median(x[0] for x in got)
+                    rows.append([name, test, pipeline, threads, f"{exe:,.0f}",
+                                 f"{statistics.median(x[1] for x in got):,.0f}",
+                                 f"{statistics.median(x[2] for x in got):,.0f}", ratio(exe, base)])
+    table(["server", "test", "-P", "io-threads", "executor ns/req", "process ns/req", "req/s",
+           f"executor vs io-threads {args.threads[0]}"], rows)
+    tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
+    print(f"(median of {args.rounds} rounds; -c {args.clients}, -n {n}; CPU is read in clock ticks: "
+          f"resolution {tick:.0f} ns/req)\n")
 
 
 # ---------------------------------------------------------------- cpu per request
@@ -2095,6 +2171,16 @@ def main() -> None:
     p.add_argument("--tests", default="get,set")
     p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
     p.set_defaults(func=cmd_tls)
+
+    p = sub.add_parser("io-threads", parents=[common], help="executor CPU per request by io-threads")
+    p.add_argument("--threads", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2],
+                   help="io-threads values, comma-separated; the first is the base (default 1,2)")
+    p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")], default=[1, 16])
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--tests", default="get,set")
+    p.add_argument("--rounds", type=int, default=3, help="runs per server, test and depth (median)")
+    p.add_argument("--tls", action="store_true", help="over a TLS port (redis-benchmark --tls)")
+    p.set_defaults(func=cmd_io_threads)
 
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
     p.add_argument("--port", type=int, required=True)

@@ -188,9 +188,10 @@ cluster-node-timeout 5000
     # One warning names what is accepted but has no effect (non-default values only).
     (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
     assert "lazyfree-lazy-eviction" not in ignored  # eviction frees lazily when asked
-    for name in ("io-threads", "activedefrag", "lazyfree-lazy-expire", "disable-thp",
-                 "tls-replication"):
+    for name in ("activedefrag", "lazyfree-lazy-expire", "disable-thp", "tls-replication"):
         assert name in ignored
+    # io-threads runs I/O threads now.
+    assert "io-threads" not in ignored
     # The cluster directives take effect now (a cluster node uses them).
     assert "cluster-node-timeout" not in ignored
     # `user` lines define ACL users now (a reset user, then the rules).

@@ -545,7 +545,7 @@ fn redirect_blocked(srv: &mut Server, host: &mut dyn Host) {
         let Some(key) = p.req.keys.first() else { continue };
         let Some(c) = srv.clients.get(&id) else { continue };
         let write = matches!(crate::exec::lookup(&table, &p.argv), crate::exec::Lookup::Found(s) if s.has(crate::command::flags::WRITE));
-        if let Some(r) = crate::redirect::blocked_elsewhere(cluster, key, write, c.readonly, c.tls.is_some()) {
+        if let Some(r) = crate::redirect::blocked_elsewhere(cluster, key, write, c.readonly, c.is_tls()) {
             moved.push((id, r.message()));
         }
     }

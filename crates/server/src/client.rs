@@ -273,6 +273,41 @@ pub struct Client {
     /// A file on its way to this client behind its reply (a full sync's
     /// image to a replica), read a slice at a time as the socket drains.
     pub bulk: Option<Bulk>,
+    /// The I/O thread that owns this client's socket (`io-threads` > 1);
+    /// `sock` is None then.
+    pub io: Option<IoLink>,
+}
+
+/// A client whose socket an I/O thread owns (`iothread.rs`), as the
+/// executor sees it.
+#[derive(Debug)]
+pub struct IoLink {
+    /// The thread's index.
+    pub thread: usize,
+    /// Reply bytes handed to the thread and not yet written.
+    pub queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// A Unix domain socket (CLIENT LIST's `U` flag).
+    pub unix: bool,
+    /// A tls-port client (the thread holds its TLS session).
+    pub tls: bool,
+    /// What the executor last asked: read (true) or not.
+    pub reading: bool,
+    /// The thread saw the end of the stream.
+    pub eof: bool,
+    /// The socket was asked back (`ToIo::GiveBack`) and has not come yet.
+    pub returning: bool,
+}
+
+impl IoLink {
+    /// A link to thread `thread`.
+    pub fn new(thread: usize, unix: bool) -> IoLink {
+        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false }
+    }
+
+    /// Reply bytes the thread holds.
+    pub fn queued(&self) -> usize {
+        self.queued.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A file sent to a client in slices, so that it never sits in the reply
@@ -415,6 +450,29 @@ impl Client {
             mem_counted: 0,
             obuf_soft_since: None,
             bulk: None,
+            io: None,
+        }
+    }
+
+    /// True for a client with a connection (its own socket or one an I/O
+    /// thread holds); false for internal clients (scripts, AOF loading).
+    pub fn connected(&self) -> bool {
+        self.sock.is_some() || self.io.is_some()
+    }
+
+    /// True for a client that came through tls-port, whichever thread
+    /// holds its session.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some() || self.io.as_ref().is_some_and(|l| l.tls)
+    }
+
+    /// True once nothing of the reply waits on the executor's side: for a
+    /// client on an I/O thread, what was handed over is the thread's to
+    /// write before it closes the socket.
+    pub fn out_settled(&self) -> bool {
+        match &self.io {
+            Some(_) => self.reply.buf.len() == self.sent,
+            None => self.pending_out() == 0,
         }
     }
 
@@ -447,14 +505,14 @@ impl Client {
         let watched: usize = self.watched.iter().map(|(_, k, _)| entry(k)).sum();
         let subs: usize = self.pubsub.as_deref().map_or(0, |s| s.channels.iter().chain(&s.patterns).chain(&s.shard).map(entry).sum::<usize>() + std::mem::size_of::<Subscriptions>());
         let prefixes: usize = self.tracking.as_deref().map_or(0, |t| t.prefixes.iter().map(entry).sum::<usize>() + std::mem::size_of::<ClientTracking>());
-        std::mem::size_of::<Client>() + qbuf + self.reply.buf.capacity() + self.multi_mem() + watched + subs + prefixes
+        std::mem::size_of::<Client>() + qbuf + self.reply.buf.capacity() + self.io.as_ref().map_or(0, IoLink::queued) + self.multi_mem() + watched + subs + prefixes
     }
 
     /// Bytes of reply not yet written; a TLS client whose session still
     /// holds ciphertext, or one with a bulk file still to send, counts one
     /// more, so that it is not closed before that leaves.
     pub fn pending_out(&self) -> usize {
-        self.reply.buf.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write())) + usize::from(self.bulk.is_some())
+        self.reply.buf.len() - self.sent + self.io.as_ref().map_or(0, IoLink::queued) + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write())) + usize::from(self.bulk.is_some())
     }
 
     /// The RESP version (2 or 3).
@@ -518,7 +576,7 @@ impl Client {
             f.push('c');
         }
         // Redis's order from here: U, r, e, T.
-        if self.sock.as_ref().is_some_and(Conn::is_unix) {
+        if self.sock.as_ref().is_some_and(Conn::is_unix) || self.io.as_ref().is_some_and(|l| l.unix) {
             f.push('U');
         }
         if self.readonly {
@@ -552,7 +610,7 @@ impl Client {
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
         let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread=0",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
@@ -570,14 +628,15 @@ impl Client {
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
             self.multi_mem(),
-            self.reply.buf.len() - self.sent + stream,
+            self.reply.buf.len() - self.sent + self.io.as_ref().map_or(0, IoLink::queued) + stream,
             self.memory() + stream,
             self.last_cmd,
             self.user_name(),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             self.resp(),
             lib_name,
-            lib_ver
+            lib_ver,
+            self.io.as_ref().map_or(0, |l| l.thread + 1)
         )
     }
 }

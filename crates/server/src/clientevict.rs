@@ -19,7 +19,7 @@ use crate::server::Server;
 
 /// True if a client's memory counts in the total.
 fn counted(c: &Client) -> bool {
-    c.sock.is_some() && c.repl_role == ReplRole::None && !c.close_asap
+    c.connected() && c.repl_role == ReplRole::None && !c.close_asap
 }
 
 /// True if the client may be chosen.

@@ -434,7 +434,7 @@ impl Ctx<'_> {
     /// True if the running client may block: not inside MULTI/EXEC, not a
     /// socketless internal client, not while a script runs.
     pub fn may_block(&self) -> bool {
-        !self.client.in_exec && self.client.sock.is_some() && self.srv.blocking.deny == 0
+        !self.client.in_exec && self.client.connected() && self.srv.blocking.deny == 0
     }
 
     /// Blocks the running client: the handler must then write no reply and

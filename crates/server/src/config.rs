@@ -182,8 +182,10 @@ pub static PARAMS: &[Param] = &[
     p("bio-cpulist", S, "").alias(&["bio_cpulist"]).fixed().ignored(),
     p("aof-rewrite-cpulist", S, "").alias(&["aof_rewrite_cpulist"]).fixed().ignored(),
     p("bgsave-cpulist", S, "").alias(&["bgsave_cpulist"]).fixed().ignored(),
-    p("io-threads", Kind::Int(1, 128), "1").fixed().ignored(),
-    p("io-threads-do-reads", B, "no").fixed().ignored(),
+    p("io-threads", Kind::Int(1, 128), "1").fixed(),
+    // Redis 8 reads on its I/O threads whenever it has some, and keeps this
+    // switch only so that old config files load; so does densekv.
+    p("io-threads-do-reads", B, "no").fixed(),
     p("jemalloc-bg-thread", B, "yes"),
     p("shutdown-timeout", UI, "10"),
     p("shutdown-on-sigint", Kind::Flags(SHUTDOWN_FLAGS), "default"),
@@ -1428,7 +1430,8 @@ mod tests {
     fn ignored_parameters_are_named() {
         let mut c = Config::default();
         c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
-        assert_eq!(c.ignored_in_use(), vec!["io-threads".to_string(), "lazyfree-lazy-expire".into()]);
+        // io-threads acts (the I/O threads), so it is not named.
+        assert_eq!(c.ignored_in_use(), vec!["lazyfree-lazy-expire".to_string()]);
         assert_eq!(c.get("io-threads"), Some("4"));
     }
 

@@ -16,7 +16,8 @@
 //!    over a command catalog dispatch hands it), `sha256` (password hashes),
 //!    `tls` (rustls configuration from the tls-* settings, and
 //!    one client's TLS session over a non-blocking socket), `ldouble` (the
-//!    80-bit extended precision INCRBYFLOAT and HINCRBYFLOAT compute in)
+//!    80-bit extended precision INCRBYFLOAT and HINCRBYFLOAT compute in),
+//!    `iothread` (the I/O threads: sockets and queues, no server state)
 //! 2. `config`, `client`, `aofcore::check` (redis-check-aof), `nodesconf`
 //!    (the cluster config file's lock and atomic write)
 //! 3. registries: `pubsub` (who listens to what), `blocking` (who waits on
@@ -71,6 +72,7 @@ pub mod exec;
 pub mod feed;
 pub mod glob;
 pub mod hotkeys;
+pub mod iothread;
 pub mod keyspec;
 pub mod lazyfree;
 pub mod ldouble;

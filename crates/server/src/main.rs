@@ -312,6 +312,8 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     }
     // ACL rules name commands as the table defines them, whatever
     // rename-command did (Redis works from its original table too).
+    let io_threads: usize = srv.config.get("io-threads").and_then(|v| v.parse().ok()).unwrap_or(1);
+    ev.start_io_threads(&mut srv, io_threads).map_err(|e| fail(&format!("Failed creating the I/O threads: {}", config::strerror(&e))))?;
     if metrics_port != 0 {
         match ev.serve_metrics(&metrics_bind, metrics_port) {
             Ok(addr) => log.notice(&format!("Serving metrics on http://{addr}/metrics")),

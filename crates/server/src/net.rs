@@ -50,6 +50,8 @@ const LINK: Token = Token(LISTENER0 - MAX_LISTENERS);
 const METRICS: Token = Token(usize::MAX - 64);
 /// The `unixsocket` listener.
 const UNIX: Token = Token(usize::MAX - 65);
+/// The I/O threads' waker: they sent requests or news.
+const IO: Token = Token(usize::MAX - 66);
 /// The first listener's token; the others count down from it.
 const LISTENER0: usize = usize::MAX - 1;
 /// At most this many listeners (Redis's limit on bind addresses).
@@ -182,7 +184,7 @@ impl Host for Shell {
             return false;
         }
         serve_while_busy(srv, self);
-        let dead: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0)).map(|c| c.id).collect();
+        let dead: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap || (c.close_after_reply && c.out_settled())).map(|c| c.id).collect();
         for id in dead {
             close_client(srv, &self.acceptor.registry, id);
         }
@@ -302,6 +304,19 @@ impl EventLoop {
         Some(due)
     }
 
+    /// Starts `n - 1` I/O threads (io-threads counts this one, as Redis's
+    /// does); with `n` 1 nothing changes: every socket stays on this
+    /// thread.
+    ///
+    /// Errors: a thread or its poller could not be created.
+    pub fn start_io_threads(&mut self, srv: &mut Server, n: usize) -> io::Result<()> {
+        if n > 1 {
+            let waker = std::sync::Arc::new(mio::Waker::new(self.poll.registry(), IO)?);
+            srv.io = Some(crate::iothread::IoThreads::start(n - 1, waker)?);
+        }
+        Ok(())
+    }
+
     /// Serves `GET /metrics` and `GET /health` on `bind:port` (metrics.rs);
     /// returns the address bound.
     pub fn serve_metrics(&mut self, bind: &str, port: u16) -> Result<SocketAddr, String> {
@@ -386,6 +401,9 @@ impl EventLoop {
             let bus_due = self.bus_cron(srv);
             if srv.shutdown {
                 crate::aof::shutdown(srv);
+                if let Some(io) = srv.io.as_mut() {
+                    io.stop();
+                }
                 return Ok(());
             }
             // Blocked clients: answer those past their deadline, wake those served.
@@ -432,6 +450,11 @@ impl EventLoop {
             if self.shell.bus.as_ref().is_some_and(|b| b.has_queued()) {
                 timeout = Duration::ZERO;
             }
+            // This turn's replies and control messages go to the I/O
+            // threads, one batch and one wake-up per thread.
+            if let Some(io) = srv.io.as_mut() {
+                io.send();
+            }
             busy += now.elapsed();
             crate::crash::turn_ended();
             match self.poll.poll(&mut events, Some(timeout)) {
@@ -462,6 +485,8 @@ impl EventLoop {
                     }
                 } else if ev.token() == SIGNALS {
                     self.shell.take_signals(srv);
+                } else if ev.token() == IO {
+                    // Taken below, every turn.
                 } else if ev.token() == UNIX {
                     accept_unix(srv, &self.shell.acceptor);
                 } else if crate::bus::owns(ev.token()) {
@@ -482,6 +507,16 @@ impl EventLoop {
                         ids.push(id);
                     }
                 }
+            }
+            // What the I/O threads read, in the order it came, after the
+            // clients of the executor's own sockets.
+            if srv.io.is_some() {
+                let pending = &mut self.pending;
+                take_io(srv, self.poll.registry(), &mut |id| {
+                    if pending.insert(id) && ids[..carried].binary_search(&id).is_err() {
+                        ids.push(id);
+                    }
+                });
             }
             self.pending.clear();
             if !self.dialing.is_empty() {
@@ -655,12 +690,17 @@ impl EventLoop {
         }
         flush(srv, c);
         if c.pending_out() > OUTPUT_SOFT_LIMIT {
-            // Wait for WRITABLE; unread input stays in the socket.
+            // Wait for WRITABLE; unread input stays in the socket (on an
+            // I/O thread: its thread is asked to stop reading, and says
+            // when the replies drained).
+            steer_reading(srv, c);
             return false;
         }
-        let mut eof = false;
+        let mut eof = c.io.as_ref().is_some_and(|l| l.eof);
         let mut unread = false;
-        if c.tls.is_some() && !c.close_after_reply && !c.paused {
+        if c.io.is_some() {
+            // The I/O thread reads; its bytes are in the query buffer.
+        } else if c.tls.is_some() && !c.close_after_reply && !c.paused {
             match read_tls_client(srv, c, &mut self.scratch) {
                 Some((e, u)) => (eof, unread) = (e, u),
                 None => return false,
@@ -743,6 +783,12 @@ impl EventLoop {
         if eof {
             c.close_after_reply = true;
         }
+        if c.io.is_some() {
+            steer_reading(srv, c);
+            // New input comes as events; a client that stopped early is
+            // served again when the reason goes (unpaused, woken, drained).
+            return false;
+        }
         // More to do if input is waiting (read stopped early or paused
         // commands) and output is not backed up.
         let input_left = c.qbuf.len() > c.qpos;
@@ -771,7 +817,7 @@ impl EventLoop {
         let dead: Vec<ClientId> = ids
             .iter()
             .filter_map(|id| srv.clients.get(id))
-            .filter(|c| c.close_asap || (c.close_after_reply && c.pending_out() == 0))
+            .filter(|c| c.close_asap || (c.close_after_reply && c.out_settled()))
             .map(|c| c.id)
             .collect();
         for id in dead {
@@ -822,6 +868,12 @@ fn read_tls_client(srv: &mut Server, c: &mut Client, scratch: &mut [u8]) -> Opti
 /// Closes client `id` and forgets it everywhere.
 fn close_client(srv: &mut Server, registry: &mio::Registry, id: ClientId) {
     if let Some(mut c) = srv.clients.remove(&id) {
+        if let (Some(link), Some(io)) = (c.io.as_ref(), srv.io.as_mut()) {
+            // The thread writes what it holds first unless the client is
+            // dropped (killed, over a limit, failed).
+            io.push(link.thread, crate::iothread::ToIo::Close { id, flush: !c.close_asap });
+            io.release(link.thread);
+        }
         if let (Some(t), Some(s)) = (c.tls.as_mut(), c.sock.as_mut()) {
             t.close(s);
         }
@@ -994,6 +1046,10 @@ const BULK_PER_FLUSH: usize = 32 << 20;
 /// stream it has not been sent (`replication::refill`) as it goes on
 /// taking.
 pub fn flush(srv: &mut Server, c: &mut Client) {
+    if c.io.is_some() {
+        hand_over(srv, c);
+        return;
+    }
     let mut budget = BULK_PER_FLUSH;
     let mut streamed = false;
     loop {
@@ -1045,6 +1101,134 @@ pub fn flush(srv: &mut Server, c: &mut Client) {
         // The blocks it was the last to need go.
         crate::replication::trim(srv);
     }
+}
+
+/// `flush` for a client on an I/O thread: its pending reply goes to the
+/// thread (the buffer itself when nothing of it was written here), to
+/// leave with this turn's batch. A client that now needs this thread's
+/// loop for its socket (a replica, a bulk file, a slot export) asks for
+/// the socket back instead and keeps its reply until it comes.
+fn hand_over(srv: &mut Server, c: &mut Client) {
+    let Some(link) = c.io.as_mut() else { return };
+    if link.returning {
+        return;
+    }
+    let Some(io) = srv.io.as_mut() else { return };
+    if c.repl_role != ReplRole::None || c.bulk.is_some() || c.slot_export {
+        link.returning = true;
+        io.push(link.thread, crate::iothread::ToIo::GiveBack { id: c.id });
+        return;
+    }
+    let n = c.reply.buf.len() - c.sent;
+    if n == 0 {
+        return;
+    }
+    let buf = if c.sent == 0 {
+        std::mem::take(&mut c.reply.buf)
+    } else {
+        let rest = c.reply.buf[c.sent..].to_vec();
+        c.reply.buf.clear();
+        rest
+    };
+    c.sent = 0;
+    link.queued.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    io.push(link.thread, crate::iothread::ToIo::Write { id: c.id, buf });
+    srv.net_writes += 1;
+    c.net_out += n as u64;
+    srv.net_output_bytes += n as u64;
+}
+
+/// Asks a client's I/O thread to stop reading it while it cannot run what
+/// it sent (paused, blocked, replies backed up, closing) and a chunk of
+/// input already waits, so that the socket, not the query buffer, holds
+/// the rest (back-pressure); and to read again once it can.
+fn steer_reading(srv: &mut Server, c: &mut Client) {
+    let Some(link) = c.io.as_mut() else { return };
+    let stuck = c.paused || c.blocked || c.close_after_reply || c.reply.buf.len() - c.sent + link.queued() > OUTPUT_SOFT_LIMIT;
+    let want = !(stuck && c.qbuf.len() - c.qpos >= READ_CHUNK);
+    if want != link.reading {
+        link.reading = want;
+        if let Some(io) = srv.io.as_mut() {
+            io.push(link.thread, crate::iothread::ToIo::Reading { id: c.id, on: want });
+        }
+    }
+}
+
+/// Takes what the I/O threads sent: input appended to query buffers (the
+/// query buffer limit checked as a read here checks it), ends of streams,
+/// failures, drained outputs, and sockets given back (registered with
+/// this loop's `registry`, their unwritten replies first). `ready` gets
+/// each client to serve, in the order the news came.
+fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(ClientId)) {
+    use crate::iothread::FromIo;
+    let Some(mut io) = srv.io.take() else { return };
+    let mut back = Vec::new();
+    io.recv(|m| match m {
+        FromIo::Input { id, buf } => {
+            let Some(c) = srv.clients.get_mut(&id) else { return };
+            srv.net_reads += 1;
+            c.net_in += buf.len() as u64;
+            srv.net_input_bytes += buf.len() as u64;
+            if c.qbuf.is_empty() {
+                c.qbuf = buf;
+            } else {
+                c.qbuf.extend_from_slice(&buf);
+            }
+            if c.qbuf.len() - c.qpos > srv.config.query_buffer_limit && !c.close_asap {
+                c.close_asap = true;
+                srv.client_kills += 1;
+            }
+            c.qbuf_peak = c.qbuf_peak.max(c.qbuf.len());
+            ready(id);
+        }
+        FromIo::Eof { id } => {
+            if let Some(c) = srv.clients.get_mut(&id) {
+                c.peer_closed = true;
+                if let Some(l) = c.io.as_mut() {
+                    l.eof = true;
+                }
+                ready(id);
+            }
+        }
+        FromIo::Failed { id } => {
+            if let Some(c) = srv.clients.get_mut(&id) {
+                c.close_asap = true;
+                ready(id);
+            }
+        }
+        FromIo::Drained { id } => {
+            if srv.clients.contains_key(&id) {
+                ready(id);
+            }
+        }
+        FromIo::Returned { id, mut conn, tls, unwritten } => {
+            let Some(c) = srv.clients.get_mut(&id) else { return };
+            if registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                c.close_asap = true;
+                if let Some(l) = c.io.take() {
+                    back.push(l.thread);
+                }
+                ready(id);
+                return;
+            }
+            let eof = c.io.as_ref().is_some_and(|l| l.eof);
+            if let Some(l) = c.io.take() {
+                back.push(l.thread);
+            }
+            c.peer_closed |= eof;
+            let mut out = unwritten;
+            out.extend_from_slice(&c.reply.buf[c.sent..]);
+            c.reply.buf = out;
+            c.sent = 0;
+            c.sock = Some(conn);
+            c.tls = tls;
+            ready(id);
+        }
+    });
+    for t in back {
+        io.release(t);
+    }
+    srv.io = Some(io);
 }
 
 fn flush_plain(srv: &mut Server, c: &mut Client) {
@@ -1260,11 +1444,28 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
         return;
     }
     let id = srv.new_client_id();
-    if registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
-        return;
+    // With I/O threads, the socket (and its TLS session) goes to the
+    // thread serving the fewest clients.
+    let mut link = None;
+    let mut sock = None;
+    let mut session = session;
+    match srv.io.as_mut() {
+        Some(io) => {
+            let mut l = crate::client::IoLink::new(io.assign(), conn.is_unix());
+            l.tls = session.is_some();
+            io.push(l.thread, crate::iothread::ToIo::Adopt { id, conn, tls: session.take(), queued: l.queued.clone() });
+            link = Some(l);
+        }
+        None => {
+            if registry.register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                return;
+            }
+            sock = Some(conn);
+        }
     }
     srv.total_connections += 1;
-    let mut c = Client::new(id, Some(conn), addr, laddr);
+    let mut c = Client::new(id, sock, addr, laddr);
+    c.io = link;
     c.user = Some(srv.acl.default_user());
     c.authenticated = !srv.acl.auth_required();
     c.tls = session;
@@ -1279,6 +1480,7 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
 pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
     accept(srv, &shell.acceptor);
     crate::aof::flush(srv);
+    take_io(srv, &shell.acceptor.registry, &mut |_| {});
     let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
     let mut buf = [0u8; 16 * 1024];
     for id in ids {
@@ -1316,6 +1518,9 @@ pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
             }
         }
         srv.clients.insert(id, c);
+    }
+    if let Some(io) = srv.io.as_mut() {
+        io.send();
     }
     // The cluster bus too, as Redis's processEventsWhileBlocked serves
     // it: peers get their PONGs (a loading replica's carry offset 0, which

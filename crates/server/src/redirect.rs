@@ -265,7 +265,7 @@ pub fn check(srv: &Server, table: &CommandMap, c: &Client, spec: &Spec, argv: &[
         pubsubshard,
         asking: c.asking || spec.full_name == "restore-asking",
         readonly: c.readonly,
-        tls: c.tls.is_some(),
+        tls: c.is_tls(),
         migrate: spec.full_name == "migrate",
     };
     // A key past its deadline is missing (Redis looks keys up with

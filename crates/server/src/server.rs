@@ -507,6 +507,10 @@ pub struct Server {
     /// feed): the event loop must look at every client, not just those it
     /// served.
     pub sweep_clients: bool,
+    /// The I/O threads with `io-threads` above 1 (`iothread.rs`): the
+    /// queues to them, filled during a turn and sent before the loop
+    /// sleeps. None runs every socket on this thread.
+    pub io: Option<crate::iothread::IoThreads>,
     /// Peak of used_memory.
     pub peak_memory: u64,
     /// Unix seconds of the last successful save.
@@ -789,6 +793,7 @@ impl Server {
             supervised_systemd: false,
             peak_memory: 0,
             sweep_clients: false,
+            io: None,
             clock_unix_us: unix_us(),
             clock_instant: Instant::now(),
             last_save: unix_ms() / 1000,

@@ -95,7 +95,7 @@ pub fn reset(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     ctx.client.no_touch = false;
     ctx.client.readonly = false;
     ctx.client.asking = false;
-    if ctx.client.sock.is_some() {
+    if ctx.client.connected() {
         ctx.client.user = Some(ctx.srv.acl.default_user());
         ctx.client.authenticated = !ctx.srv.acl.auth_required();
     }

@@ -9,6 +9,7 @@ use crate::command::{container, is, spec, CmdError, CmdResult, Ctx, Spec, NO_KEY
 use crate::bgsave::Purpose;
 use crate::client::ReplRole;
 use crate::memory;
+use std::sync::atomic::Ordering::Relaxed;
 use crate::server::{unix_ms, unix_us};
 
 /// The rows of this family.
@@ -366,6 +367,7 @@ const ALL_SECTIONS: &[&str] = &[
     "persistence",
     "stats",
     "replication",
+    "threads",
     "cpu",
     "modules",
     "commandstats",
@@ -474,7 +476,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "lru_clock", &((unix_ms() / 1000) & 0xff_ffff));
         line(&mut s, "executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
         line(&mut s, "config_file", &srv.config.file.clone().unwrap_or_default());
-        line(&mut s, "io_threads_active", &0);
+        line(&mut s, "io_threads_active", &u8::from(srv.io.is_some()));
         if let Some(ms) = crate::shutdown::remaining_ms(srv) {
             line(&mut s, "shutdown_in_milliseconds", &ms);
         }
@@ -684,8 +686,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "dump_payload_sanitizations", &0);
         line(&mut s, "total_reads_processed", &srv.net_reads);
         line(&mut s, "total_writes_processed", &srv.net_writes);
-        line(&mut s, "io_threaded_reads_processed", &0);
-        line(&mut s, "io_threaded_writes_processed", &0);
+        let (reads, writes) = srv.io.as_ref().map_or((0, 0), |io| io.stats().fold((0, 0), |(r, w), t| (r + t.reads.load(Relaxed), w + t.writes.load(Relaxed))));
+        line(&mut s, "io_threaded_reads_processed", &reads);
+        line(&mut s, "io_threaded_writes_processed", &writes);
         line(&mut s, "client_query_buffer_limit_disconnections", &srv.client_kills);
         line(&mut s, "client_output_buffer_limit_disconnections", &srv.obuf_kills);
         line(&mut s, "reply_buffer_shrinks", &0);
@@ -703,6 +706,16 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     if has("replication") {
         section(&mut s, "Replication");
         s.push_str(&crate::replication::info(srv));
+    }
+    if has("threads") {
+        // Redis 8's section: one line per thread, the executor's first
+        // (its own sockets: TLS clients, replicas, the primary link).
+        section(&mut s, "Threads");
+        let own = srv.clients.values().filter(|x| x.sock.is_some()).count() + usize::from(c.sock.is_some());
+        line(&mut s, "io_thread_0", &format!("clients={own},reads={},writes={}", srv.net_reads, srv.net_writes));
+        for (i, t) in srv.io.iter().flat_map(|io| io.stats()).enumerate() {
+            line(&mut s, &format!("io_thread_{}", i + 1), &format!("clients={},reads={},writes={}", t.clients.load(Relaxed), t.reads.load(Relaxed), t.writes.load(Relaxed)));
+        }
     }
     if has("cpu") {
         section(&mut s, "CPU");

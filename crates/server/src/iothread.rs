@@ -1,0 +1,556 @@
+//! I/O threads (`io-threads N`, N > 1): N - 1 threads that own client
+//! sockets, read them and write replies, so that the executor thread
+//! spends its time running commands, not in system calls.
+//!
+//! The model is Redis 8's: each client belongs to one I/O thread for its
+//! life (the one holding the fewest clients when it connected); the
+//! executor keeps the `Client` with all its command state. Every hand-off
+//! is a batch: an I/O thread sends, at the end of its turn, everything it
+//! read (one `Input` per client) and wakes the executor once; the executor
+//! sends each thread, once per loop turn, the replies of every client that
+//! got some (the reply buffer itself, moved, not copied) and the control
+//! messages (close, stop/resume reading, give the socket back), and wakes
+//! it once. No lock is taken per command on either side; the queues are
+//! std's channels, which push and pop without a lock.
+//!
+//! Parsing and the command itself stay on the executor: requests reach it
+//! as the bytes that came, appended to the client's query buffer, so that
+//! every rule that reads that buffer (CLIENT PAUSE rewinding a request, a
+//! blocked client's later requests, the query buffer limit, a primary's
+//! stream counted as it came) is the single-threaded one.
+//!
+//! A client that needs the executor's own loop for its socket (a replica
+//! being fed the replication stream or an image file, a slot-export link)
+//! is moved back: `GiveBack` returns the socket with what was not yet
+//! written, which goes out before anything the executor adds.
+//!
+//! This module knows sockets and queues, nothing of the server.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, ErrorKind, IoSlice, Read, Write};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::conn::Conn;
+use crate::tls::Session;
+
+/// A client's id (the executor's `ClientId`).
+pub type Id = u64;
+
+/// A thread's own waker token; client ids stay below.
+const WAKE: Token = Token(usize::MAX);
+/// Most bytes read from one client in one turn before the thread serves
+/// its other clients (it comes back to this one in the next turn).
+const READ_PER_TURN: usize = 64 * 1024;
+/// Read chunk size.
+const CHUNK: usize = 16 * 1024;
+/// Most buffers one vectored write hands the kernel.
+const MAX_IOV: usize = 64;
+
+/// What the executor asks of an I/O thread.
+pub enum ToIo {
+    /// Serve this connection from now on; `queued` counts the reply bytes
+    /// handed over and not yet written (the executor reads it for output
+    /// limits, the thread lowers it as it writes).
+    Adopt { id: Id, conn: Conn, tls: Option<Box<Session>>, queued: Arc<AtomicUsize> },
+    /// Write these reply bytes after those handed over before.
+    Write { id: Id, buf: Vec<u8> },
+    /// Stop reading (false) or read again (true).
+    Reading { id: Id, on: bool },
+    /// Close the connection: after writing what is queued (`flush`), or at
+    /// once, dropping it.
+    Close { id: Id, flush: bool },
+    /// Hand the socket back (`FromIo::Returned`).
+    GiveBack { id: Id },
+    /// Write what can be written without waiting, then end the thread.
+    Exit,
+}
+
+/// What an I/O thread tells the executor.
+pub enum FromIo {
+    /// Bytes the client sent, in order.
+    Input { id: Id, buf: Vec<u8> },
+    /// The client closed its end: nothing more will be read.
+    Eof { id: Id },
+    /// The connection failed (reset, write error): it is to be closed.
+    Failed { id: Id },
+    /// Every reply byte handed over was written, after the socket had
+    /// stopped taking them: the client may be served again (back-pressure
+    /// lifted).
+    Drained { id: Id },
+    /// The socket, as asked by `GiveBack`, with the reply bytes not yet
+    /// written.
+    Returned { id: Id, conn: Conn, tls: Option<Box<Session>>, unwritten: Vec<u8> },
+}
+
+/// One thread's counters, for INFO (Redis 8's per-thread line).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Clients it serves.
+    pub clients: AtomicUsize,
+    /// Reads that returned data.
+    pub reads: AtomicU64,
+    /// Writes that took data.
+    pub writes: AtomicU64,
+}
+
+struct Handle {
+    tx: Sender<Vec<ToIo>>,
+    waker: Arc<Waker>,
+    stats: Arc<Stats>,
+    batch: Vec<ToIo>,
+    join: Option<JoinHandle<()>>,
+}
+
+/// The I/O threads, as the executor holds them.
+pub struct IoThreads {
+    threads: Vec<Handle>,
+    /// Clients given to each thread and not yet closed or given back, as
+    /// the executor counts them (the threads' own counts lag behind).
+    assigned: Vec<usize>,
+    inbox: Receiver<Vec<FromIo>>,
+}
+
+impl std::fmt::Debug for IoThreads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IoThreads({})", self.threads.len())
+    }
+}
+
+impl IoThreads {
+    /// Starts `n` threads (named `io_thd_1` ...), each waking the executor
+    /// through `executor` once per turn that had something for it.
+    ///
+    /// Errors: a poller, a waker or a thread could not be created.
+    pub fn start(n: usize, executor: Arc<Waker>) -> io::Result<IoThreads> {
+        let (out_tx, inbox) = mpsc::channel();
+        let mut threads = Vec::with_capacity(n);
+        for i in 0..n {
+            let poll = Poll::new()?;
+            let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
+            let (tx, rx) = mpsc::channel();
+            let stats = Arc::new(Stats::default());
+            let mut worker = Worker { poll, rx, tx: out_tx.clone(), executor: executor.clone(), stats: stats.clone(), peers: HashMap::new(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 };
+            let join = std::thread::Builder::new().name(format!("io_thd_{}", i + 1)).spawn(move || worker.run())?;
+            threads.push(Handle { tx, waker, stats, batch: Vec::new(), join: Some(join) });
+        }
+        Ok(IoThreads { assigned: vec![0; threads.len()], threads, inbox })
+    }
+
+    /// How many threads (io-threads minus the executor's own).
+    pub fn len(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// True with no thread (never, once started).
+    pub fn is_empty(&self) -> bool {
+        self.threads.is_empty()
+    }
+
+    /// The thread a new client goes to: the one with the fewest clients
+    /// (Redis 8's choice), the first of them on a tie; counted until
+    /// `release`.
+    pub fn assign(&mut self) -> usize {
+        let t = (0..self.assigned.len()).min_by_key(|&i| self.assigned[i]).unwrap_or(0);
+        self.assigned[t] += 1;
+        t
+    }
+
+    /// A client of thread `t` closed or came back to the executor.
+    pub fn release(&mut self, t: usize) {
+        self.assigned[t] = self.assigned[t].saturating_sub(1);
+    }
+
+    /// Queues `msg` for thread `t`; it leaves with the next `send`.
+    pub fn push(&mut self, t: usize, msg: ToIo) {
+        self.threads[t].batch.push(msg);
+    }
+
+    /// Sends every thread its queued batch and wakes it, once per thread.
+    pub fn send(&mut self) {
+        for h in &mut self.threads {
+            if !h.batch.is_empty() {
+                let batch = std::mem::take(&mut h.batch);
+                if h.tx.send(batch).is_ok() {
+                    let _ = h.waker.wake();
+                }
+            }
+        }
+    }
+
+    /// Takes what the threads sent, in the order it came.
+    pub fn recv(&mut self, mut f: impl FnMut(FromIo)) {
+        while let Ok(batch) = self.inbox.try_recv() {
+            for m in batch {
+                f(m);
+            }
+        }
+    }
+
+    /// Each thread's counters, in thread order.
+    pub fn stats(&self) -> impl Iterator<Item = &Stats> {
+        self.threads.iter().map(|h| &*h.stats)
+    }
+
+    /// Sends what is queued, asks every thread to write what it can and
+    /// end, and waits for them.
+    pub fn stop(&mut self) {
+        for h in &mut self.threads {
+            h.batch.push(ToIo::Exit);
+        }
+        self.send();
+        for h in &mut self.threads {
+            if let Some(j) = h.join.take() {
+                let _ = j.join();
+            }
+        }
+    }
+}
+
+/// One connection as its thread holds it.
+struct Peer {
+    conn: Conn,
+    /// The TLS session of a tls-port client: this thread decrypts,
+    /// encrypts and does the handshake.
+    tls: Option<Box<Session>>,
+    /// Reply buffers in order; `off` bytes of the first are written.
+    out: VecDeque<Vec<u8>>,
+    off: usize,
+    queued: Arc<AtomicUsize>,
+    /// False while the executor asked not to read.
+    reading: bool,
+    /// A read was due while not reading: do it on resume.
+    missed: bool,
+    /// The poller said the peer's end closed: read to the end.
+    hup: bool,
+    /// The end of the stream (or an error) was seen: no more reads.
+    done: bool,
+    /// A write would have blocked: tell the executor once it drains.
+    stalled: bool,
+    /// Close once `out` is written.
+    closing: bool,
+}
+
+struct Worker {
+    poll: Poll,
+    rx: Receiver<Vec<ToIo>>,
+    tx: Sender<Vec<FromIo>>,
+    executor: Arc<Waker>,
+    stats: Arc<Stats>,
+    peers: HashMap<Id, Peer>,
+    out: Vec<FromIo>,
+    scratch: Box<[u8]>,
+    /// Net bytes last published to used_memory.
+    published: i64,
+}
+
+impl Worker {
+    fn run(&mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut again: Vec<Id> = Vec::new();
+        loop {
+            let timeout = if again.is_empty() { None } else { Some(std::time::Duration::ZERO) };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+            let mut readable = std::mem::take(&mut again);
+            let mut writable: Vec<Id> = Vec::new();
+            for ev in events.iter() {
+                if ev.token() == WAKE {
+                    continue;
+                }
+                let id = ev.token().0 as Id;
+                if ev.is_read_closed() || ev.is_error() {
+                    if let Some(p) = self.peers.get_mut(&id) {
+                        p.hup = true;
+                    }
+                }
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    readable.push(id);
+                }
+                if ev.is_writable() {
+                    writable.push(id);
+                }
+            }
+            while let Ok(batch) = self.rx.try_recv() {
+                for m in batch {
+                    match m {
+                        ToIo::Adopt { id, mut conn, tls, queued } => {
+                            if self.poll.registry().register(&mut conn, Token(id as usize), Interest::READABLE | Interest::WRITABLE).is_err() {
+                                self.out.push(FromIo::Failed { id });
+                                continue;
+                            }
+                            self.stats.clients.fetch_add(1, Ordering::Relaxed);
+                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, hup: false, done: false, stalled: false, closing: false });
+                        }
+                        ToIo::Write { id, buf } => {
+                            if let Some(p) = self.peers.get_mut(&id) {
+                                p.out.push_back(buf);
+                                writable.push(id);
+                            }
+                        }
+                        ToIo::Reading { id, on } => {
+                            if let Some(p) = self.peers.get_mut(&id) {
+                                p.reading = on;
+                                if on && std::mem::take(&mut p.missed) {
+                                    readable.push(id);
+                                }
+                            }
+                        }
+                        ToIo::Close { id, flush } => {
+                            if flush {
+                                if let Some(p) = self.peers.get_mut(&id) {
+                                    p.closing = true;
+                                    p.reading = false;
+                                    writable.push(id);
+                                }
+                            } else {
+                                self.drop_peer(id);
+                            }
+                        }
+                        ToIo::GiveBack { id } => {
+                            if let Some(mut p) = self.peers.remove(&id) {
+                                let _ = self.poll.registry().deregister(&mut p.conn);
+                                self.stats.clients.fetch_sub(1, Ordering::Relaxed);
+                                let mut unwritten = Vec::new();
+                                for (i, b) in p.out.iter().enumerate() {
+                                    unwritten.extend_from_slice(if i == 0 { &b[p.off..] } else { b });
+                                }
+                                p.queued.store(0, Ordering::Relaxed);
+                                self.out.push(FromIo::Returned { id, conn: p.conn, tls: p.tls, unwritten });
+                            }
+                        }
+                        ToIo::Exit => {
+                            let ids: Vec<Id> = self.peers.keys().copied().collect();
+                            for id in ids {
+                                self.write(id);
+                            }
+                            self.flush_out();
+                            return;
+                        }
+                    }
+                }
+            }
+            // In the order the poller reported them (arrival order, which the
+            // executor keeps), each client once.
+            let mut seen = std::collections::HashSet::with_capacity(readable.len());
+            readable.retain(|id| seen.insert(*id));
+            for id in readable {
+                if self.read(id) {
+                    again.push(id);
+                }
+            }
+            writable.sort_unstable();
+            writable.dedup();
+            for id in writable {
+                self.write(id);
+            }
+            self.flush_out();
+        }
+    }
+
+    /// Publishes this thread's allocations (used_memory counts them: the
+    /// executor frees the input buffers this thread fills, and this thread
+    /// frees the reply buffers the executor filled), then sends this turn's
+    /// news to the executor and wakes it, once.
+    fn flush_out(&mut self) {
+        crate::memory::publish_thread(&mut self.published);
+        if !self.out.is_empty() {
+            let batch = std::mem::take(&mut self.out);
+            if self.tx.send(batch).is_ok() {
+                let _ = self.executor.wake();
+            }
+        }
+    }
+
+    fn drop_peer(&mut self, id: Id) {
+        if let Some(mut p) = self.peers.remove(&id) {
+            if let Some(t) = p.tls.as_mut() {
+                t.close(&mut p.conn);
+            }
+            let _ = self.poll.registry().deregister(&mut p.conn);
+            self.stats.clients.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Reads what client `id` sent, up to `READ_PER_TURN`; returns true if
+    /// it stopped there (the socket may hold more: edge-triggered, so no
+    /// event will say so).
+    fn read(&mut self, id: Id) -> bool {
+        let Some(p) = self.peers.get_mut(&id) else { return false };
+        if p.done || p.closing {
+            return false;
+        }
+        if !p.reading {
+            p.missed = true;
+            return false;
+        }
+        let mut got: Vec<u8> = Vec::new();
+        let mut more = false;
+        let mut end = None;
+        if let Some(t) = p.tls.as_mut() {
+            match t.read(&mut p.conn, &mut self.scratch, &mut got, READ_PER_TURN, p.hup) {
+                Ok(r) => {
+                    if r.net_bytes > 0 {
+                        self.stats.reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                    more = r.unread;
+                    if r.eof {
+                        end = Some(FromIo::Eof { id });
+                    }
+                }
+                Err(_) => end = Some(FromIo::Failed { id }),
+            }
+            // Handshake messages rustls queued go out now, replies or not.
+            let handshake = t.wants_write();
+            if !got.is_empty() {
+                self.out.push(FromIo::Input { id, buf: got });
+            }
+            if let Some(e) = end {
+                p.done = true;
+                self.out.push(e);
+                return false;
+            }
+            if handshake {
+                self.write(id);
+            }
+            return more;
+        }
+        loop {
+            match p.conn.read(&mut self.scratch) {
+                Ok(0) => {
+                    end = Some(FromIo::Eof { id });
+                    break;
+                }
+                Ok(n) => {
+                    self.stats.reads.fetch_add(1, Ordering::Relaxed);
+                    got.extend_from_slice(&self.scratch[..n]);
+                    if got.len() >= READ_PER_TURN {
+                        more = true;
+                        break;
+                    }
+                    // A short read took what the socket held; new data
+                    // raises a new edge. Once the peer's end closed, that
+                    // edge is spent: read on to the end of the stream.
+                    if n < self.scratch.len() && !p.hup {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    end = Some(FromIo::Failed { id });
+                    break;
+                }
+            }
+        }
+        if !got.is_empty() {
+            self.out.push(FromIo::Input { id, buf: got });
+        }
+        if let Some(e) = end {
+            p.done = true;
+            self.out.push(e);
+            return false;
+        }
+        more
+    }
+
+    /// Writes what client `id` has queued, as far as the socket takes it.
+    fn write(&mut self, id: Id) {
+        let Some(p) = self.peers.get_mut(&id) else { return };
+        let mut failed = false;
+        if let Some(t) = p.tls.as_mut() {
+            loop {
+                let buf: &[u8] = p.out.front().map_or(&[], |b| &b[p.off..]);
+                match t.write(&mut p.conn, buf) {
+                    Ok((taken, sent)) => {
+                        if sent > 0 {
+                            self.stats.writes.fetch_add(1, Ordering::Relaxed);
+                        }
+                        p.queued.fetch_sub(taken, Ordering::Relaxed);
+                        if taken == buf.len() && !buf.is_empty() {
+                            p.out.pop_front();
+                            p.off = 0;
+                            continue;
+                        }
+                        p.off += taken;
+                        if t.wants_write() || !p.out.is_empty() {
+                            p.stalled = true;
+                        }
+                        break;
+                    }
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        } else {
+            failed = self.write_plain(id);
+        }
+        let Some(p) = self.peers.get_mut(&id) else { return };
+        if failed {
+            p.out.clear();
+            p.queued.store(0, Ordering::Relaxed);
+            if p.closing {
+                self.drop_peer(id);
+            } else if !p.done {
+                p.done = true;
+                self.out.push(FromIo::Failed { id });
+            }
+            return;
+        }
+        let held = p.tls.as_ref().is_some_and(|t| t.wants_write());
+        if p.out.is_empty() && !held {
+            p.off = 0;
+            if p.closing {
+                self.drop_peer(id);
+            } else if std::mem::take(&mut p.stalled) {
+                self.out.push(FromIo::Drained { id });
+            }
+        }
+    }
+
+    /// `write` for a plain socket; returns true if the socket failed.
+    fn write_plain(&mut self, id: Id) -> bool {
+        let Some(p) = self.peers.get_mut(&id) else { return false };
+        let mut failed = false;
+        while !p.out.is_empty() {
+            let slices: Vec<IoSlice<'_>> = p.out.iter().take(MAX_IOV).enumerate().map(|(i, b)| IoSlice::new(if i == 0 { &b[p.off..] } else { b })).collect();
+            match p.conn.write_vectored(&slices) {
+                Ok(0) => break,
+                Ok(mut n) => {
+                    self.stats.writes.fetch_add(1, Ordering::Relaxed);
+                    p.queued.fetch_sub(n, Ordering::Relaxed);
+                    while n > 0 {
+                        let left = p.out[0].len() - p.off;
+                        if n >= left {
+                            n -= left;
+                            p.out.pop_front();
+                            p.off = 0;
+                        } else {
+                            p.off += n;
+                            n = 0;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    p.stalled = true;
+                    break;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        failed
+    }
+}
