@@ -302,6 +302,21 @@ impl Prefixes {
             return false;
         }
         let allowed = if form & UPPER != 0 { 1 | 4 } else { 1 | 2 };
+        if !uuid {
+            // Two digits a byte, checked without a branch per digit (key
+            // digits are random, so such a branch mispredicts).
+            let pairs = tail.chunks_exact(2);
+            let last = pairs.remainder().first().map(|&c| CLASS[c as usize]);
+            let mut ok = true;
+            for (p, &b) in pairs.zip(bytes) {
+                let (x, y) = (CLASS[p[0] as usize], CLASS[p[1] as usize]);
+                ok &= (x & allowed != 0) & (y & allowed != 0) & (((x & 0xF0) | (y >> 4)) == b);
+            }
+            if let Some(x) = last {
+                ok &= (x & allowed != 0) & (x & 0xF0 == bytes[bytes.len() - 1]);
+            }
+            return ok;
+        }
         let mut i = 0;
         for (j, &c) in tail.iter().enumerate() {
             if uuid && HYPHENS.contains(&j) {
