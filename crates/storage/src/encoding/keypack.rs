@@ -56,6 +56,9 @@ const UPPER_DIGITS: &[u8; 16] = b"0123456789ABCDEF";
 pub struct Prefixes {
     list: Vec<Vec<u8>>,
     ids: HashMap<Vec<u8>, u8>,
+    /// The id the last write found (a hint: `id_of` compares its prefix
+    /// first, so a run of keys with one prefix skips hashing it).
+    last: usize,
 }
 
 /// Per byte: bit 0 a digit, bit 1 a lower-case hex letter, bit 2 an
@@ -157,11 +160,22 @@ pub fn number_parts(key: &[u8]) -> Option<(&[u8], u64)> {
 }
 
 impl Prefixes {
+    /// The id of a known `prefix`. Prefixes are never removed, so the
+    /// last hit stays valid while its bytes match.
+    fn id_of(&mut self, prefix: &[u8]) -> Option<u8> {
+        if self.list.get(self.last).is_some_and(|p| p[..] == *prefix) {
+            return Some(self.last as u8);
+        }
+        let id = *self.ids.get(prefix)?;
+        self.last = usize::from(id);
+        Some(id)
+    }
+
     /// The id of `prefix` for a number key: its id if it has one below 8,
     /// else a new one if fewer than 8 prefixes are known. None otherwise.
     pub fn number_id(&mut self, prefix: &[u8]) -> Option<u8> {
-        match self.ids.get(prefix) {
-            Some(&id) => (usize::from(id) < NUMBER_IDS).then_some(id),
+        match self.id_of(prefix) {
+            Some(id) => (usize::from(id) < NUMBER_IDS).then_some(id),
             None if self.list.len() < NUMBER_IDS && prefix.len() <= MAX_PREFIX => {
                 let id = self.list.len() as u8;
                 self.list.push(prefix.to_vec());
@@ -210,23 +224,25 @@ impl Prefixes {
         let mut upper = up > lo;
         let mut n = lo.max(up);
         let t = &key[key.len().saturating_sub(36)..];
-        if t.len() == 36 && (is_uuid(t, false) || is_uuid(t, true)) {
-            upper = is_uuid(t, true) && !is_uuid(t, false);
+        let uuid_lower = is_uuid(t, false);
+        let uuid = uuid_lower || is_uuid(t, true);
+        if uuid {
+            upper = !uuid_lower;
             n = 36;
         } else if n < 2 {
             return false;
         }
         let mut form = if upper { UPPER } else { 0 };
-        if n == 36 && t.len() == 36 && (is_uuid(t, false) || is_uuid(t, true)) {
+        if uuid {
             form |= UUID;
         }
         let (prefix, tail) = key.split_at(key.len() - n);
-        let digits = if form & UUID != 0 { 32 } else { n };
+        let digits = if uuid { 32 } else { n };
         if 2 + digits.div_ceil(2) >= key.len() || prefix.len() > MAX_PREFIX {
             return false;
         }
-        let id = match self.ids.get(prefix) {
-            Some(&id) => id,
+        let id = match self.id_of(prefix) {
+            Some(id) => id,
             None if self.list.len() < MAX_PREFIXES => {
                 let id = self.list.len() as u8;
                 self.list.push(prefix.to_vec());
@@ -241,17 +257,21 @@ impl Prefixes {
         out.clear();
         out.push(id);
         out.push(form);
-        let mut half = None;
-        for &c in tail {
-            if c == b'-' && form & UUID != 0 {
-                continue;
+        if uuid {
+            let mut half = None;
+            for &c in tail.iter().filter(|&&c| c != b'-') {
+                match half.take() {
+                    None => half = Some(nibble(c) << 4),
+                    Some(h) => out.push(h | nibble(c)),
+                }
             }
-            match half.take() {
-                None => half = Some(nibble(c) << 4),
-                Some(h) => out.push(h | nibble(c)),
-            }
+        } else {
+            // Two digits a byte, a branch-free loop (most keys take this).
+            let pairs = tail.chunks_exact(2);
+            let last = pairs.remainder().first().map(|&c| nibble(c) << 4);
+            out.extend(pairs.map(|p| nibble(p[0]) << 4 | nibble(p[1])));
+            out.extend(last);
         }
-        out.extend(half);
         true
     }
 
@@ -282,6 +302,21 @@ impl Prefixes {
             return false;
         }
         let allowed = if form & UPPER != 0 { 1 | 4 } else { 1 | 2 };
+        if !uuid {
+            // Two digits a byte, checked without a branch per digit (key
+            // digits are random, so such a branch mispredicts).
+            let pairs = tail.chunks_exact(2);
+            let last = pairs.remainder().first().map(|&c| CLASS[c as usize]);
+            let mut ok = true;
+            for (p, &b) in pairs.zip(bytes) {
+                let (x, y) = (CLASS[p[0] as usize], CLASS[p[1] as usize]);
+                ok &= (x & allowed != 0) & (y & allowed != 0) & (((x & 0xF0) | (y >> 4)) == b);
+            }
+            if let Some(x) = last {
+                ok &= (x & allowed != 0) & (x & 0xF0 == bytes[bytes.len() - 1]);
+            }
+            return ok;
+        }
         let mut i = 0;
         for (j, &c) in tail.iter().enumerate() {
             if uuid && HYPHENS.contains(&j) {

@@ -105,6 +105,9 @@ pub struct Tables {
     /// Where a value's codes are written before they are framed (kept, so
     /// a write allocates nothing).
     codes: Vec<u8>,
+    /// The table the last write found current (a hint: `current_id`
+    /// checks it), so a run of writes to one pattern skips hashing it.
+    last: usize,
 }
 
 impl std::fmt::Debug for Tables {
@@ -216,7 +219,7 @@ impl Tables {
             return false;
         }
         let pattern = pattern_of(key);
-        let Some(&id) = self.current.get(pattern) else {
+        let Some(id) = self.current_id(pattern) else {
             self.sample(pattern, value);
             return false;
         };
@@ -258,6 +261,20 @@ impl Tables {
         self.stats.raw_bytes += value.len() as u64;
         self.stats.packed_bytes += out.len() as u64;
         true
+    }
+
+    /// The current table of `pattern`. A table's `pattern` is Some(p)
+    /// exactly while `current` maps p to it, so the last hit is checked
+    /// against it first (a compare of a few bytes instead of a hash).
+    fn current_id(&mut self, pattern: &[u8]) -> Option<u8> {
+        if let Some(Some(t)) = self.tables.get(self.last) {
+            if t.pattern.as_deref() == Some(pattern) {
+                return Some(self.last as u8);
+            }
+        }
+        let id = *self.current.get(pattern)?;
+        self.last = id as usize;
+        Some(id)
     }
 
     fn sample(&mut self, pattern: &[u8], value: &[u8]) {

@@ -41,6 +41,7 @@ impl Db {
             self.inline_ttl += 1;
             self.note_field_deadline(si, t);
         }
+        let key_packed = std::mem::take(&mut self.key_packed);
         if self.key_compression {
             // A number key where the blob stays under 16 bytes (its prefix
             // gets an id only then), else keypack's form where it pays.
@@ -48,7 +49,8 @@ impl Db {
                 .filter(|&(_, n)| blob::number_key_fits(n, &body, deadline))
                 .and_then(|(prefix, n)| Some((self.prefixes.number_id(prefix)?, n)));
             let mut buf = std::mem::take(&mut self.key_buf);
-            let packed = (number.is_none() && self.prefixes.pack(key, &mut buf)).then_some(&buf[..]);
+            debug_assert!(!key_packed || { let mut again = Vec::new(); self.prefixes.pack(key, &mut again) && again == buf });
+            let packed = (number.is_none() && (key_packed || self.prefixes.pack(key, &mut buf))).then_some(&buf[..]);
             let addr = blob::store(&mut self.slab, blob::KeyForm { raw: key, packed, number }, body, deadline);
             self.key_buf = buf;
             return addr;

@@ -326,6 +326,10 @@ pub struct Db {
     prefixes: Prefixes,
     /// Where `store_blob` packs a key.
     key_buf: Vec<u8>,
+    /// `key_buf` already holds the packed form of the key `store_blob`
+    /// writes next: `insert` copied it from the blob it replaces (the
+    /// same key packs to the same bytes), so an overwrite packs nothing.
+    key_packed: bool,
 }
 
 impl Default for Db {
@@ -367,6 +371,7 @@ impl Default for Db {
             key_compression: false,
             prefixes: Prefixes::default(),
             key_buf: Vec::new(),
+            key_packed: false,
         }
     }
 }
@@ -828,6 +833,12 @@ impl Db {
             let s = self.segs[si].take(pos);
             if let Body::Obj(i) = self.blob(s).body() {
                 self.take_obj(i);
+            }
+            let b = Blob::parse(self.slab.bytes(addr_of(s)));
+            if self.key_compression && b.key_kind == KeyKind::Packed {
+                self.key_buf.clear();
+                self.key_buf.extend_from_slice(b.key);
+                self.key_packed = true;
             }
             self.free_blob(s);
             let addr = self.store(si, key, value, deadline);
