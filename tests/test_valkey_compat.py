@@ -507,17 +507,22 @@ def listed(r, *filters):
     return sorted(int(line.split(" ")[0][3:]) for line in r.execute_command("CLIENT", "LIST", *filters).decode().splitlines())
 
 
-def test_client_list_and_kill_filters_of_valkey(r, new_client):
-    me = r.client_id()
+def _named_clients(r, new_client):
+    """The caller's id and two more clients: one named `alpha` with library
+    `mylib` 1.2 in db 3, one with CAPA redirect. The clients stay open as
+    long as the test's fixture keeps them."""
     a = new_client()
     a.client_setname("alpha")
     a.client_setinfo("LIB-NAME", "mylib")
     a.client_setinfo("LIB-VER", "1.2")
     a.select(3)
-    a_id = a.client_id()
     b = new_client()
     b.execute_command("CLIENT", "CAPA", "redirect")
-    b_id = b.client_id()
+    return r.client_id(), a.client_id(), b.client_id()
+
+
+def test_client_list_and_kill_filters_of_valkey(r, new_client):
+    me, a_id, b_id = _named_clients(r, new_client)
     everyone = listed(r)
     assert {me, a_id, b_id} <= set(everyone)
     assert listed(r, "NAME", "alpha") == [a_id]
@@ -566,16 +571,7 @@ def test_client_list_and_kill_filters_of_valkey(r, new_client):
 def test_client_list_and_kill_not_filters_of_valkey9(r, new_client):
     # Valkey 9's NOT- forms: each one leaves out the clients its plain form
     # would select; several combine with each other and with plain filters.
-    me = r.client_id()
-    a = new_client()
-    a.client_setname("alpha")
-    a.client_setinfo("LIB-NAME", "mylib")
-    a.client_setinfo("LIB-VER", "1.2")
-    a.select(3)
-    a_id = a.client_id()
-    b = new_client()
-    b.execute_command("CLIENT", "CAPA", "redirect")
-    b_id = b.client_id()
+    me, a_id, b_id = _named_clients(r, new_client)
     r.execute_command("ACL", "SETUSER", "notuser", "on", ">pw", "+@all", "~*")
     try:
         u = new_client()
