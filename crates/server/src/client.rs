@@ -296,12 +296,15 @@ pub struct IoLink {
     pub eof: bool,
     /// The socket was asked back (`ToIo::GiveBack`) and has not come yet.
     pub returning: bool,
+    /// Input bytes taken from the thread since the last `ToIo::Grant`; the
+    /// thread stops reading at `iothread::READ_WINDOW` of them.
+    pub delivered: usize,
 }
 
 impl IoLink {
     /// A link to thread `thread`.
     pub fn new(thread: usize, unix: bool) -> IoLink {
-        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false }
+        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false, delivered: 0 }
     }
 
     /// Reply bytes the thread holds.

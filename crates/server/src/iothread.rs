@@ -46,6 +46,12 @@ const WAKE: Token = Token(usize::MAX);
 /// Most bytes read from one client in one turn before the thread serves
 /// its other clients (it comes back to this one in the next turn).
 const READ_PER_TURN: usize = 64 * 1024;
+/// Input bytes a thread hands over for one client before the executor
+/// grants more (`ToIo::Grant`, sent when it has taken them in): without
+/// this window a thread reads on while the executor is busy, and a client
+/// that pipelines without reading its replies filled the query buffer with
+/// a hundred megabytes before the executor could ask the thread to stop.
+pub const READ_WINDOW: usize = 1024 * 1024;
 /// Read chunk size.
 const CHUNK: usize = 16 * 1024;
 /// Most buffers one vectored write hands the kernel.
@@ -61,6 +67,8 @@ pub enum ToIo {
     Write { id: Id, buf: Vec<u8> },
     /// Stop reading (false) or read again (true).
     Reading { id: Id, on: bool },
+    /// The executor took in what was read: another `READ_WINDOW` may come.
+    Grant { id: Id },
     /// Close the connection: after writing what is queued (`flush`), or at
     /// once, dropping it.
     Close { id: Id, flush: bool },
@@ -225,6 +233,8 @@ struct Peer {
     reading: bool,
     /// A read was due while not reading: do it on resume.
     missed: bool,
+    /// Bytes handed over since the executor's last grant.
+    window: usize,
     /// The poller said the peer's end closed: read to the end.
     hup: bool,
     /// The end of the stream (or an error) was seen: no more reads.
@@ -287,7 +297,7 @@ impl Worker {
                                 continue;
                             }
                             self.stats.clients.fetch_add(1, Ordering::Relaxed);
-                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, hup: false, done: false, stalled: false, closing: false });
+                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false });
                         }
                         ToIo::Write { id, buf } => {
                             if let Some(p) = self.peers.get_mut(&id) {
@@ -299,6 +309,14 @@ impl Worker {
                             if let Some(p) = self.peers.get_mut(&id) {
                                 p.reading = on;
                                 if on && std::mem::take(&mut p.missed) {
+                                    readable.push(id);
+                                }
+                            }
+                        }
+                        ToIo::Grant { id } => {
+                            if let Some(p) = self.peers.get_mut(&id) {
+                                p.window = 0;
+                                if p.reading && std::mem::take(&mut p.missed) {
                                     readable.push(id);
                                 }
                             }
@@ -387,7 +405,7 @@ impl Worker {
         if p.done || p.closing {
             return false;
         }
-        if !p.reading {
+        if !p.reading || p.window >= READ_WINDOW {
             p.missed = true;
             return false;
         }
@@ -410,6 +428,7 @@ impl Worker {
             // Handshake messages rustls queued go out now, replies or not.
             let handshake = t.wants_write();
             if !got.is_empty() {
+                p.window += got.len();
                 self.out.push(FromIo::Input { id, buf: got });
             }
             if let Some(e) = end {
@@ -451,6 +470,7 @@ impl Worker {
             }
         }
         if !got.is_empty() {
+            p.window += got.len();
             self.out.push(FromIo::Input { id, buf: got });
         }
         if let Some(e) = end {

@@ -1152,6 +1152,14 @@ fn steer_reading(srv: &mut Server, c: &mut Client) {
             io.push(link.thread, crate::iothread::ToIo::Reading { id: c.id, on: want });
         }
     }
+    // The thread stopped at its window: more input may come once what it
+    // sent has been taken in (whatever is left is one unfinished request).
+    if !stuck && link.delivered >= crate::iothread::READ_WINDOW {
+        link.delivered = 0;
+        if let Some(io) = srv.io.as_mut() {
+            io.push(link.thread, crate::iothread::ToIo::Grant { id: c.id });
+        }
+    }
 }
 
 /// Takes what the I/O threads sent: input appended to query buffers (the
@@ -1166,6 +1174,9 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     io.recv(|m| match m {
         FromIo::Input { id, buf } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
+            if let Some(l) = c.io.as_mut() {
+                l.delivered += buf.len();
+            }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;
             srv.net_input_bytes += buf.len() as u64;
