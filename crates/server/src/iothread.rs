@@ -412,6 +412,7 @@ impl Worker {
         let mut got: Vec<u8> = Vec::new();
         let mut more = false;
         let mut end = None;
+        let mut handshake = false;
         if let Some(t) = p.tls.as_mut() {
             match t.read(&mut p.conn, &mut self.scratch, &mut got, READ_PER_TURN, p.hup) {
                 Ok(r) => {
@@ -426,25 +427,36 @@ impl Worker {
                 Err(_) => end = Some(FromIo::Failed { id }),
             }
             // Handshake messages rustls queued go out now, replies or not.
-            let handshake = t.wants_write();
-            if !got.is_empty() {
-                p.window += got.len();
-                self.out.push(FromIo::Input { id, buf: got });
-            }
-            if let Some(e) = end {
-                p.done = true;
-                self.out.push(e);
-                return false;
-            }
-            if handshake {
-                self.write(id);
-            }
-            return more;
+            handshake = t.wants_write();
+        } else {
+            more = self.read_plain(id, &mut got, &mut end);
         }
+        let Some(p) = self.peers.get_mut(&id) else { return false };
+        if !got.is_empty() {
+            p.window += got.len();
+            self.out.push(FromIo::Input { id, buf: got });
+        }
+        if let Some(e) = end {
+            p.done = true;
+            self.out.push(e);
+            return false;
+        }
+        if handshake {
+            self.write(id);
+        }
+        more
+    }
+
+    /// `read` of a plain socket: appends to `got`, sets `end` at the end of
+    /// the stream or on a failure; returns true if it stopped at
+    /// `READ_PER_TURN`.
+    fn read_plain(&mut self, id: Id, got: &mut Vec<u8>, end: &mut Option<FromIo>) -> bool {
+        let Some(p) = self.peers.get_mut(&id) else { return false };
+        let mut more = false;
         loop {
             match p.conn.read(&mut self.scratch) {
                 Ok(0) => {
-                    end = Some(FromIo::Eof { id });
+                    *end = Some(FromIo::Eof { id });
                     break;
                 }
                 Ok(n) => {
@@ -464,19 +476,10 @@ impl Worker {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => {
-                    end = Some(FromIo::Failed { id });
+                    *end = Some(FromIo::Failed { id });
                     break;
                 }
             }
-        }
-        if !got.is_empty() {
-            p.window += got.len();
-            self.out.push(FromIo::Input { id, buf: got });
-        }
-        if let Some(e) = end {
-            p.done = true;
-            self.out.push(e);
-            return false;
         }
         more
     }
