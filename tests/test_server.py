@@ -659,3 +659,33 @@ def test_lolwut(r, r3, raw):
     assert b"*2\r\n+@read\r\n+@fast\r\n" in info
     docs = c.call("COMMAND", "DOCS", "lolwut")
     assert b"$5\r\ngroup\r\n$6\r\nserver\r\n" in docs and b"$5\r\nsince\r\n$5\r\n5.0.0\r\n" in docs
+
+
+def test_oom_score_adj_follows_the_role(start_server):
+    srv = start_server()
+    c = redis.Redis(host=srv.host, port=srv.port)
+    # The server's pid, also when DENSEKV_BIN is a wrapper that execs it.
+    pid = c.info("server")["process_id"]
+
+    def score() -> int:
+        with open(f"/proc/{pid}/oom_score_adj") as f:
+            return int(f.read())
+
+    base = score()
+    c.config_set("oom-score-adj-values", "10 20 30")
+    assert score() == base, "off: the score is left alone"
+    c.config_set("oom-score-adj", "yes")
+    assert score() == base + 10
+    c.config_set("oom-score-adj-values", "15 20 30")
+    assert score() == base + 15
+    c.execute_command("REPLICAOF", "127.0.0.1", "1")
+    assert score() == base + 20, "a replica takes the second value"
+    c.execute_command("REPLICAOF", "NO", "ONE")
+    assert score() == base + 15
+    c.execute_command("CONFIG", "SET", "oom-score-adj-values", f"{base + 3} 0 0", "oom-score-adj", "absolute")
+    assert score() == base + 3
+    c.config_set("oom-score-adj", "no")
+    assert score() == base, "off again: the score from before"
+    assert err(c.execute_command, "CONFIG", "SET", "oom-score-adj-values", "2001 0 0") == \
+        "CONFIG SET failed (possibly related to argument 'oom-score-adj-values') - " \
+        "Invalid oom-score-adj-values, elements must be between -2000 and 2000."

@@ -63,6 +63,7 @@ pub mod commandlog;
 pub mod commands;
 pub mod config;
 pub mod crash;
+pub mod oom;
 pub mod conn;
 pub mod cron;
 pub mod digest;

@@ -372,6 +372,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         }
     }
     srv.apply_expire_mode();
+    let _ = srv.apply_oom_score();
     if srv.repl.restored && !srv.is_replica_node() {
         // Replicas of this primary before its restart continue by PSYNC.
         server::replication::start_restored(&mut srv);

@@ -568,6 +568,8 @@ pub struct Server {
     pub aof: crate::aofcore::state::AofState,
     /// Replication: id, offset, backlog, replicas, the primary link.
     pub repl: crate::repl::Repl,
+    /// What `oom-score-adj` did to the process's OOM score.
+    pub oom: crate::oom::OomAdj,
 }
 
 /// The error writes get while the last background save failed and
@@ -820,6 +822,7 @@ impl Server {
             aof_base_done: None,
             aof: Default::default(),
             repl: crate::repl::Repl::new(),
+            oom: crate::oom::OomAdj::default(),
         };
         srv.apply_db_settings();
         srv
@@ -1153,6 +1156,30 @@ impl Server {
         for db in &mut self.dbs {
             db.keep_expired = keep;
         }
+        // Every role change passes here: the OOM score follows the role.
+        if self.oom.class.is_some_and(|c| c != self.oom_class()) {
+            let _ = self.apply_oom_score();
+        }
+    }
+
+    /// The oom-score-adj-values entry of this server's role.
+    fn oom_class(&self) -> crate::oom::Class {
+        if self.is_replica_node() {
+            crate::oom::Class::Replica
+        } else {
+            crate::oom::Class::Primary
+        }
+    }
+
+    /// Sets the process's OOM score from `oom-score-adj` for the current
+    /// role, as Redis's setOOMScoreAdj does; a failure is logged.
+    ///
+    /// Errors: the reason, already logged.
+    pub fn apply_oom_score(&mut self) -> Result<(), String> {
+        let class = self.oom_class();
+        let mode = self.config.get("oom-score-adj").unwrap_or("no").to_string();
+        let values = self.config.get("oom-score-adj-values").unwrap_or("0 200 800").to_string();
+        self.oom.apply(&mode, &values, class).inspect_err(|e| self.config.log.warning(e))
     }
 }
 

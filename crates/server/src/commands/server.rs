@@ -253,6 +253,14 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let pass_before = ctx.srv.config.get("requirepass").map(str::to_string);
     let before = std::mem::replace(&mut ctx.srv.config, next);
+    if let Some(name) = seen.iter().find(|n| n.starts_with("oom-score-adj")) {
+        if ctx.srv.apply_oom_score().is_err() {
+            // As Redis rolls back: the old settings, applied again.
+            ctx.srv.config = before;
+            let _ = ctx.srv.apply_oom_score();
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs.")));
+        }
+    }
     if let Some(name) = seen.iter().find(|n| n.starts_with("tls-")) {
         // New certificates (or settings) for the connections to come.
         if ctx.srv.reload_tls().is_err() {
