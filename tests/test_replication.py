@@ -285,6 +285,59 @@ def test_a_write_to_an_expired_key_reaches_the_replica_after_its_del(servers):
         assert rr.pttl(key) == -1, key
 
 
+def test_a_past_deadline_deletes_on_the_replica_too(servers):
+    """EXPIRE with a deadline already past (and GETEX EXAT/PXAT, RESTORE
+    REPLACE with a past ABSTTL) deletes the key on the primary; the replica
+    must get that DEL, not a past PEXPIREAT it would keep the key under,
+    since a replica never expires keys itself and the primary, holding no
+    such key any more, never sends one."""
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    for k in ("e0", "pe", "ea", "pea", "gx", "gpx", "rs", "kept"):
+        pr.set(k, "v")
+    payload = pr.dump("kept")
+    pr.expire("e0", 0)
+    pr.pexpire("pe", -5)
+    pr.expireat("ea", 1)
+    pr.pexpireat("pea", 1)
+    assert pr.execute_command("GETEX", "gx", "EXAT", 1) == b"v"
+    assert pr.execute_command("GETEX", "gpx", "PXAT", 1) == b"v"
+    assert pr.execute_command("RESTORE", "rs", 1, payload, "REPLACE", "ABSTTL") == b"OK"
+    assert pr.execute_command("RESTORE", "absent", 1, payload, "ABSTTL") == b"OK"
+    assert pr.execute_command("WAIT", 1, 0) == 1
+    assert pr.keys("*") == [b"kept"]
+    assert rr.dbsize() == 1, "the replica holds keys the primary deleted"
+    assert rr.info("keyspace")["db0"]["expires"] == 0
+
+
+def test_appendonly_set_while_the_replica_loads_takes_effect_after(servers):
+    """CONFIG SET appendonly during a replica's load only records the
+    setting (the AOF restarts from the new data set once it is in); after
+    the load the AOF follows it, on or off, as Redis's does."""
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    pr.execute_command("DEBUG", "POPULATE", 10000)
+    for want in ("yes", "no"):
+        rr.replicaof("no", "one")
+        rr.config_set("appendonly", "no" if want == "yes" else "yes")
+        wait_for(lambda: rr.info("persistence")["aof_rewrite_in_progress"] == 0, what="rewrite")
+        rr.config_set("key-load-delay", 100)
+        rr.config_set("loading-process-events-interval-bytes", 1024)
+        rr.replicaof(primary.host, primary.port)
+        wait_for(lambda: rr.info("persistence")["loading"] == 1, what="loading")
+        rr.config_set("appendonly", want)
+        assert rr.info("persistence")["loading"] == 1
+        rr.config_set("key-load-delay", 0)
+        wait_for(lambda: rr.info("persistence")["loading"] == 0, what="load")
+        # At once: the load's end restarts the AOF in the same turn.
+        assert rr.info("persistence")["aof_enabled"] == (1 if want == "yes" else 0), want
+        wait_for(lambda: link_up(replica), what="link")
+
+
 def test_min_replicas_to_write(servers):
     primary = servers(server_binary())
     replica = servers(server_binary())

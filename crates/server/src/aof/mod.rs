@@ -289,14 +289,18 @@ pub fn stop(srv: &mut Server) {
 
 /// After a replica loaded its primary's image: the AOF, which holds the
 /// data set the image replaced, starts over from a rewrite of the new
-/// one, as Redis's replica restarts its AOF after a full sync.
+/// one, as Redis's replica restarts its AOF after a full sync. It follows
+/// `appendonly` as it stands now: set to yes while the image loaded (which
+/// only records the setting), the AOF starts here.
 ///
 /// Errors: the AOF could not be turned on again (logged).
 pub fn restart_after_sync(srv: &mut Server, host: &mut dyn Host) -> Result<(), String> {
-    if !srv.aof.on {
+    if !srv.config.flag("appendonly") {
         return Ok(());
     }
-    stop(srv);
+    if srv.aof.on {
+        stop(srv);
+    }
     config_changed(srv, host)
 }
 

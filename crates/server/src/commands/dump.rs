@@ -115,9 +115,14 @@ pub fn restore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let db = ctx.db();
     let deleted = replace && db.remove(key, now).is_some();
     if past {
-        // Already expired: nothing is created (an old key was still replaced).
+        // Already expired: nothing is created (an old key was still
+        // replaced). Replicas and the AOF get the DEL, as Redis rewrites
+        // it, not a RESTORE they would keep with its past deadline.
         if deleted {
             ctx.modified(key, notify::GENERIC, "del");
+            ctx.srv.feed.replace_current(vec![b"DEL".to_vec(), key.clone()]);
+        } else {
+            ctx.srv.feed.skip_current();
         }
         ctx.out().ok();
         return Ok(());

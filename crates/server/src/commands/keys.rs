@@ -622,8 +622,14 @@ fn expire_generic(ctx: &mut Ctx, args: &[Vec<u8>], cmd: ExpireCmd) -> CmdResult 
         return Ok(());
     }
     let event = if ctx.already_expired(when) {
-        // A deadline already past deletes the key outright (a DEL, not an expiry).
+        // A deadline already past deletes the key outright (a DEL, not an
+        // expiry), and replicas and the AOF get that DEL (UNLINK under
+        // lazyfree-lazy-expire), as Redis rewrites it: a past PEXPIREAT
+        // would only set the deadline there, since a replica and a
+        // replaying AOF never expire keys themselves.
         ctx.db().remove(key, now);
+        let del = ctx.srv.expire_cmd().to_vec();
+        ctx.srv.feed.replace_current(vec![del, key.clone()]);
         "del"
     } else {
         ctx.db().set_expire(key, Some(when), now);

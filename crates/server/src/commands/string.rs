@@ -367,6 +367,9 @@ pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         Some((ExpireKind::ExAt | ExpireKind::PxAt, t)) if ctx.already_expired(t) => {
             ctx.db().remove(key, now);
             ctx.modified(key, notify::GENERIC, "del");
+            // Replayed as the delete, as EXPIRE with a past deadline is.
+            let del = ctx.srv.expire_cmd().to_vec();
+            ctx.srv.feed.replace_current(vec![del, key.clone()]);
         }
         Some((_, t)) => {
             ctx.db().set_expire(key, Some(t), now);
