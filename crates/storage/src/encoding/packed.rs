@@ -42,7 +42,10 @@
 //! `SAMPLES` values of a pattern (a key's bytes up to its first ':' or
 //! digit): about a millisecond on the executor, so there is no background
 //! thread. When a pattern's values drift (recent packed sizes 25% worse than
-//! at training) its table is retrained from new samples; the old table
+//! at training; for a table with a zstd dictionary, than over its first
+//! `DRIFT_WINDOW` values, since a dictionary holds much of its own samples
+//! and packs them far better than anything else) its table is retrained
+//! from new samples; the old table
 //! stays readable for the values that use it and is freed when the last of
 //! them goes.
 
@@ -98,7 +101,9 @@ struct Table {
     /// The pattern it was trained for, while it is that pattern's current
     /// table (None once replaced: freed when `refs` reaches 0).
     pattern: Option<Vec<u8>>,
-    /// Raw and packed bytes at training (over the samples).
+    /// Raw and packed bytes at training: over the samples (FSST only), or
+    /// over the first `DRIFT_WINDOW` values packed (with a zstd
+    /// dictionary: (0, 0) until then).
     trained: (u64, u64),
     /// Raw and packed bytes since the last drift check.
     window: (u64, u64, u64),
@@ -205,7 +210,7 @@ pub fn is_zstd(packed: &[u8]) -> bool {
 impl Table {
     /// Trains FSST symbols from all `samples` and, if `dict` allows, a
     /// zstd dictionary from those of `zdict::MIN_LEN` bytes and more.
-    fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool, coder: &mut zdict::Coder) -> Table {
+    fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool) -> Table {
         let refs: Vec<&[u8]> = samples.iter().map(|v| &v[..]).collect();
         let comp = fsst::Compressor::train(&refs);
         let syms = comp.symbol_table().iter().map(|s| s.to_u64()).collect();
@@ -216,23 +221,18 @@ impl Table {
         } else {
             None
         };
+        let mut t = Table { comp, syms, lens, dict, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
+        if t.dict.is_none() {
+            t.measure(samples);
+        }
+        t
+    }
+
+    /// Sets the drift baseline to the FSST packed share of `samples`.
+    fn measure(&mut self, samples: &[Vec<u8>]) {
         let raw: u64 = samples.iter().map(|v| v.len() as u64).sum();
-        let mut out = Vec::new();
-        let packed: u64 = samples
-            .iter()
-            .map(|v| match &dict {
-                Some(d) if v.len() >= zdict::MIN_LEN => {
-                    out.clear();
-                    if coder.compress(d, v, v.len(), &mut out) {
-                        out.len() as u64
-                    } else {
-                        v.len() as u64
-                    }
-                }
-                _ => comp.compress(v).len() as u64,
-            })
-            .sum();
-        Table { comp, syms, lens, dict, refs: 0, pattern: Some(pattern), trained: (raw, packed), window: (0, 0, 0) }
+        let packed: u64 = samples.iter().map(|v| self.comp.compress(v).len() as u64).sum();
+        self.trained = (raw, packed);
     }
 
     /// Decodes `codes` into `out`, expecting exactly `len` bytes.
@@ -328,8 +328,11 @@ impl Tables {
         t.window.2 += 1;
         if t.window.2 >= DRIFT_WINDOW {
             let (raw, packed, _) = std::mem::take(&mut t.window);
-            // Drifted: packed share 25% worse than over the samples.
-            if packed * t.trained.0 * 4 > 5 * t.trained.1 * raw {
+            if t.trained.0 == 0 {
+                // The first window of a table with a dictionary: its baseline.
+                t.trained = (raw, packed);
+            } else if packed * t.trained.0 * 4 > 5 * t.trained.1 * raw {
+                // Drifted: packed share 25% worse than at training.
                 let p = t.pattern.take().expect("current table has a pattern");
                 self.current.remove(&p);
                 if t.refs == 0 {
@@ -398,11 +401,11 @@ impl Tables {
         let dicts = self.tables.iter().flatten().filter_map(|t| t.dict.as_ref());
         let room = dicts.clone().count() < MAX_DICTS;
         let used: usize = dicts.map(Dict::bytes).sum();
-        let mut t = Table::new(&samples, pattern.to_vec(), room, &mut self.coder);
+        let mut t = Table::new(&samples, pattern.to_vec(), room);
         if t.dict.as_ref().is_some_and(|d| used + d.bytes() > DICT_MEMORY) {
             // Over the memory cap: this pattern keeps FSST only.
             t.dict = None;
-            t.trained.1 = samples.iter().map(|v| t.comp.compress(v).len() as u64).sum();
+            t.measure(&samples);
         }
         self.tables[id] = Some(t);
         self.current.insert(pattern.to_vec(), id as u8);
@@ -607,6 +610,14 @@ mod tests {
         assert!(t.pack(b"s:1", &shape(5000), &mut out));
         assert!(is_zstd(&out));
         let kept = out.clone();
+        // The first window sets the baseline (a dictionary packs its own
+        // samples far better than other values, so they would not do).
+        let mut good = Vec::new();
+        for i in 0..DRIFT_WINDOW {
+            assert!(t.pack(b"s:3", &shape(10_000 + i), &mut out));
+            good.push(out.clone());
+        }
+        assert!(t.current.contains_key(&b"s"[..]), "like values do not retire it");
         // Bytes no codec can shorten (xorshift output).
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let odd: Vec<u8> = (0..600)
@@ -626,6 +637,9 @@ mod tests {
         t.unpack(&kept, &mut back).unwrap();
         assert_eq!(back, shape(5000));
         t.release(&kept);
+        for g in &good {
+            t.release(g);
+        }
         assert_eq!((t.stats().tables, t.stats().dicts, t.stats().dict_bytes), (0, 0, 0));
     }
 
