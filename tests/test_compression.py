@@ -425,7 +425,8 @@ def test_aof_rewrite_keeps_packed_keys_and_values(tmp_path):
     s = Server(server_binary(), args, workdir=wd).start()
     try:
         r = redis.Redis(host=HOST, port=s.port)
-        data = fill(r, 1000) | fill_numbers(r, 2000)
+        data = fill(r, 1000) | fill_numbers(r, 2000) | fill_records(r, 300)
+        assert compression(r)["compressed_values_zstd"] > 0
         r.bgrewriteaof()
         deadline = time.monotonic() + 20
         while r.info("persistence")["aof_rewrite_in_progress"] or r.info("persistence")["aof_rewrites"] == 0:
