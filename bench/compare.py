@@ -4,7 +4,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
 
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
   bench/compare.py compression [-n N] [--records N] [--cases sessions,intkeys,iso639,ec2shapes]
-  bench/compare.py compression-cpu [-n N] [--rounds R]
+  bench/compare.py compression-cpu [-n N] [--rounds R] [--case sessions|ec2shapes]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
@@ -1756,17 +1756,34 @@ def cmd_compression(args) -> None:
 
 
 def cmd_compression_cpu(args) -> None:
-    """Server main-thread CPU per GET and per SETEX on seed 002's sessions,
-    with compression off and on (keys and values), alternating, beside redis."""
-    header("densekv compression off vs on vs redis: main-thread CPU per request, seed 002 sessions", args)
-    n = args.n or 300_000
+    """Server main-thread CPU per GET and per SETEX on seed 002's sessions
+    (or SET on the EC2 API shape records, zstd's workload), with
+    compression off and on (keys and values), alternating, beside redis."""
     rng = random.Random(7)
-    keys = [b"session:%040x" % rng.getrandbits(160) for _ in range(n)]
-    load_data = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in keys]
-    order = keys[:]
-    rng.shuffle(order)
-    gets = [encode(b"GET", k) for k in order]
-    sets = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in order]
+    if args.case == "ec2shapes":
+        header("densekv compression off vs on vs redis: main-thread CPU per request, ec2shapes records (zstd)", args)
+        recs = public_records().get("ec2shapes")
+        if not recs:
+            raise SystemExit("ec2shapes: botocore is not installed")
+        n = args.n or 100_000
+        keys = [b"ec2shapes:%s:%d" % (recs[i % len(recs)][0], i // len(recs)) for i in range(n)]
+        value = lambda i: recs[(i * 7 + 3) % len(recs)][1]
+        load_data = [encode(b"SET", k, recs[i % len(recs)][1]) for i, k in enumerate(keys)]
+        order = keys[:]
+        rng.shuffle(order)
+        gets = [encode(b"GET", k) for k in order]
+        sets = [encode(b"SET", k, value(i)) for i, k in enumerate(order)]
+        set_name = "SET"
+    else:
+        header("densekv compression off vs on vs redis: main-thread CPU per request, seed 002 sessions", args)
+        n = args.n or 300_000
+        keys = [b"session:%040x" % rng.getrandbits(160) for _ in range(n)]
+        load_data = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in keys]
+        order = keys[:]
+        rng.shuffle(order)
+        gets = [encode(b"GET", k) for k in order]
+        sets = [encode(b"SETEX", k, SESSION_TTL, session_json(rng)) for k in order]
+        set_name = "SETEX"
     servers = [Server("densekv off", [args.densekv_bin]),
                Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
                Server("redis", [args.redis_bin, "--daemonize", "no"])]
@@ -1786,19 +1803,19 @@ def cmd_compression_cpu(args) -> None:
             s.start()
             send_all(s, load_data)
         for rnd in range(args.rounds):
-            for test, cmds in (("GET", gets), ("SETEX", sets)):
+            for test, cmds in (("GET", gets), (set_name, sets)):
                 for s in (servers if rnd % 2 == 0 else servers[::-1]):
                     samples.setdefault((s.name, test), []).append(send_all(s, cmds))
         info = servers[1].info("compression")
     finally:
         stop_servers(servers)
     rows = []
-    for test in ("GET", "SETEX"):
+    for test in ("GET", set_name):
         off, on, red = (statistics.median(samples[(name, test)]) for name in ("densekv off", "densekv on", "redis"))
         rows.append([test, f"{off:,.0f}", f"{on:,.0f}", f"{red:,.0f}", ratio(on, off), ratio(on, red)])
     table(["command", "densekv off ns/req", "densekv on ns/req", "redis ns/req", "on/off", "on/redis"], rows)
     print(f"(median of {args.rounds} rounds of {n:,} requests; pipelined {chunk} deep over one connection; "
-          f"compressed values {info.get('compressed_values')} of {n:,})\n", flush=True)
+          f"compressed values {info.get('compressed_values')} of {n:,}, zstd {info.get('compressed_values_zstd')})\n", flush=True)
 
 
 # ---------------------------------------------------------------- replication
@@ -2162,6 +2179,9 @@ def main() -> None:
     p = sub.add_parser("compression-cpu", parents=[common],
                        help="main-thread CPU per GET/SETEX on sessions, compression off vs on")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--case", choices=["sessions", "ec2shapes"], default="sessions",
+                   help="sessions: SETEX/GET of seed 002 (FSST); ec2shapes: SET/GET of the EC2 "
+                        "API shape records, 200-4096 bytes (zstd)")
     p.set_defaults(func=cmd_compression_cpu)
 
     p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")

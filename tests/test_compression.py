@@ -1,11 +1,13 @@
 """Strings kept packed (value-compression yes): every reply byte for byte as
 stored, through GET/GETRANGE/STRLEN/APPEND/SETRANGE/INCR, OBJECT ENCODING,
-SCAN, DUMP/RESTORE, SAVE and restart, Redis 7.0 loading our RDB, a replica,
-and tables retrained while a client reads and writes.
+SCAN, DUMP/RESTORE, SAVE and restart, Redis 7.0 loading our RDB, MIGRATE to
+Redis 7.0, a replica, and tables retrained while a client reads and writes.
+Both codecs: FSST (short values) and zstd (records of 200 bytes and more).
 docs/design/compression.md explains the feature."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -47,6 +49,32 @@ def fill_numbers(r: redis.Redis, n: int = 3000) -> dict[bytes, bytes]:
     p = r.pipeline(transaction=False)
     for i, (k, v) in enumerate(data.items()):
         p.set(k, v, ex=3600 if i % 5 == 0 else None)
+    p.execute()
+    return data
+
+
+def record(rng: random.Random, i: int) -> bytes:
+    """A JSON record of a few hundred to ~1,500 bytes, of one template (an
+    API shape), as the zstd codec's workload."""
+    members = {}
+    for j in range(rng.randrange(2, 12)):
+        what = rng.choice(["ID", "name", "state", "owner", "tags"])
+        members[f"Field{j}"] = {"shape": rng.choice(["String", "Integer", "Boolean", "TagList"]),
+                                "documentation": f"<p>The {what} of the resource {rng.randrange(10**6)}, "
+                                                 "as the describe call returns it.</p>",
+                                "locationName": f"field{j}"}
+    return json.dumps({"name": f"Shape{i}", "type": "structure", "members": members},
+                      separators=(",", ":")).encode()
+
+
+def fill_records(r: redis.Redis, n: int = 600, seed: int = 4) -> dict[bytes, bytes]:
+    """`SET shape:<hex>:<i> <record>`: values of 200 bytes and more, packed
+    with zstd once the pattern's dictionary is trained; a few with a TTL."""
+    rng = random.Random(seed)
+    data = {b"shape:%08x:%d" % (rng.getrandbits(32), i): record(rng, i) for i in range(n)}
+    p = r.pipeline(transaction=False)
+    for i, (k, v) in enumerate(data.items()):
+        p.set(k, v, ex=3600 if i % 3 == 0 else None)
     p.execute()
     return data
 
@@ -124,6 +152,52 @@ def test_edits_of_packed_strings(cr):
     assert cr.get(c) is None
 
 
+def test_large_values_pack_with_zstd(cr):
+    """Records of 200 bytes and more: a zstd dictionary is trained for their
+    pattern from the same samples as its FSST table; every command sees
+    the original bytes."""
+    data = fill_records(cr)
+    info = compression(cr)
+    assert info["compression_zstd_dictionaries"] == 1, info
+    assert info["compression_zstd_dictionary_bytes"] > 0, info
+    assert info["compressed_values_zstd"] > 400, info
+    assert info["compressed_bytes_after"] * 3 < info["compressed_bytes_before"], info
+    check_all(cr, data)
+    keys = list(data)
+    k, v = keys[-1], data[keys[-1]]
+    assert len(v) >= 200
+    assert cr.strlen(k) == len(v)
+    assert cr.getrange(k, 100, 180) == v[100:181]
+    assert cr.getrange(k, -30, -1) == v[-30:]
+    assert cr.object("encoding", k) == b"raw"
+    # MEMORY USAGE is what the packed blob costs: well below the raw bytes.
+    assert cr.memory_usage(k) < len(v)
+    a, b, c = keys[-4:-1]
+    assert cr.append(a, b"tail") == len(data[a]) + 4
+    assert cr.get(a) == data[a] + b"tail"
+    assert cr.setrange(b, 150, b"EDITED") == len(data[b])
+    assert cr.get(b) == data[b][:150] + b"EDITED" + data[b][156:]
+    assert cr.setrange(c, len(data[c]) + 3, b"x") == len(data[c]) + 4
+    assert cr.get(c) == data[c] + b"\0\0\0x"
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        cr.incr(keys[0])
+    # A short value of the same pattern goes through FSST, a value that
+    # does not compress stays raw.
+    cr.set(b"shape:short:1", data[keys[0]][:60])
+    assert cr.get(b"shape:short:1") == data[keys[0]][:60]
+    noise = random.Random(3).randbytes(700)
+    before = compression(cr)["compressed_values"]
+    cr.set(b"shape:noise:1", noise)
+    assert cr.get(b"shape:noise:1") == noise
+    assert compression(cr)["compressed_values"] == before
+    payload = cr.dump(keys[1])
+    assert data[keys[1]] in payload
+    cr.restore(b"shape:copy:1", 0, payload)
+    assert cr.get(b"shape:copy:1") == data[keys[1]]
+    cr.delete(*keys, b"shape:copy:1")
+    assert compression(cr)["compressed_values_zstd"] == 0
+
+
 def test_dump_restore_and_config_set(cr):
     data = fill(cr)
     k = list(data)[-1]
@@ -155,6 +229,8 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
         data = fill(r)
         assert compression(r)["compressed_values"] > 0
         data |= fill_numbers(r)
+        data |= fill_records(r)
+        assert compression(r)["compressed_values_zstd"] > 0
         assert r.save()
     finally:
         s.stop()
@@ -163,6 +239,7 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
         r = redis.Redis(host=HOST, port=s.port)
         check_all(r, data)
         assert compression(r)["compressed_values"] > 1000, "loading packs again"
+        assert compression(r)["compressed_values_zstd"] > 0, "with both codecs"
     finally:
         s.stop()
     if not os.path.exists(REDIS_BIN):
@@ -174,8 +251,40 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
     try:
         r = redis.Redis(host=HOST, port=s.port)
         check_all(r, data)
+        assert r.dbsize() == len(data)
     finally:
         s.stop()
+
+
+def test_migrate_to_redis_7(servers):
+    """MIGRATE of packed keys and values (FSST and zstd) from densekv to
+    Debian's Redis 7.0, with COPY and without: Redis gets the original
+    bytes and TTLs."""
+    if not os.path.exists(REDIS_BIN):
+        pytest.skip("no Debian redis-server")
+    src = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
+    dst = servers(REDIS_BIN)
+    sr = redis.Redis(host=HOST, port=src.port)
+    dr = redis.Redis(host=HOST, port=dst.port)
+    data = fill(sr, 500) | fill_numbers(sr, 500) | fill_records(sr, 400)
+    info = compression(sr)
+    assert info["compressed_values_zstd"] > 0 and info["compressed_values"] > info["compressed_values_zstd"], info
+    keys = list(data)
+    rng = random.Random(11)
+    rng.shuffle(keys)
+    copied, moved, single = keys[:600], keys[600:1200], keys[1200:1210]
+    assert sr.execute_command("MIGRATE", HOST, dst.port, "", 0, 5000, "COPY", "KEYS", *copied) == b"OK"
+    assert sr.execute_command("MIGRATE", HOST, dst.port, "", 0, 5000, "KEYS", *moved) == b"OK"
+    for k in single:
+        assert sr.execute_command("MIGRATE", HOST, dst.port, k, 0, 5000) == b"OK"
+    check_all(dr, {k: data[k] for k in copied + moved + single})
+    check_all(sr, {k: data[k] for k in copied + keys[1210:]})
+    assert sr.exists(*moved, *single) == 0
+    assert dr.dbsize() == 1210
+    # TTLs travel too: the sessions and some records had one.
+    for k in copied:
+        assert (dr.ttl(k) > 0) == (sr.ttl(k) > 0), k
+    assert all(0 < dr.ttl(k) <= 3600 for k in moved if k.startswith(b"session:"))
 
 
 def test_replica_gets_original_bytes(servers):
@@ -183,7 +292,8 @@ def test_replica_gets_original_bytes(servers):
     replica = servers(server_binary(), "--value-compression", "yes", "--key-compression", "yes")
     pr = redis.Redis(host=HOST, port=primary.port)
     rr = redis.Redis(host=HOST, port=replica.port)
-    data = fill(pr, 1000, seed=2) | fill_numbers(pr, 1000)
+    data = fill(pr, 1000, seed=2) | fill_numbers(pr, 1000) | fill_records(pr, 400, seed=5)
+    assert compression(pr)["compressed_values_zstd"] > 0
     rr.replicaof(HOST, primary.port)
     wait = __import__("time")
     deadline = wait.time() + 20
@@ -205,6 +315,7 @@ def test_replica_gets_original_bytes(servers):
     check_all(rr, more)
     assert rr.dbsize() == pr.dbsize()
     assert compression(rr)["compressed_values"] > 0, "the replica trains its own tables"
+    assert compression(rr)["compressed_values_zstd"] > 0, "zstd dictionaries too"
 
 
 def test_retraining_while_a_client_reads_and_writes(cr):
@@ -314,7 +425,8 @@ def test_aof_rewrite_keeps_packed_keys_and_values(tmp_path):
     s = Server(server_binary(), args, workdir=wd).start()
     try:
         r = redis.Redis(host=HOST, port=s.port)
-        data = fill(r, 1000) | fill_numbers(r, 2000)
+        data = fill(r, 1000) | fill_numbers(r, 2000) | fill_records(r, 300)
+        assert compression(r)["compressed_values_zstd"] > 0
         r.bgrewriteaof()
         deadline = time.monotonic() + 20
         while r.info("persistence")["aof_rewrite_in_progress"] or r.info("persistence")["aof_rewrites"] == 0:

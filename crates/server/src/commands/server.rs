@@ -799,6 +799,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
                 packed_bytes: a.packed_bytes + b.packed_bytes,
                 trained: a.trained + b.trained,
                 freed: a.freed + b.freed,
+                dicts: a.dicts + b.dicts,
+                dict_bytes: a.dict_bytes + b.dict_bytes,
+                zstd_values: a.zstd_values + b.zstd_values,
             }
         });
         line(&mut s, "value_compression", &if srv.config.flag("value-compression") { "yes" } else { "no" });
@@ -809,6 +812,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "compressed_values", &st.values);
         line(&mut s, "compressed_bytes_before", &st.raw_bytes);
         line(&mut s, "compressed_bytes_after", &st.packed_bytes);
+        line(&mut s, "compression_zstd_dictionaries", &st.dicts);
+        line(&mut s, "compression_zstd_dictionary_bytes", &st.dict_bytes);
+        line(&mut s, "compressed_values_zstd", &st.zstd_values);
     }
     // Only when named: neither `all` nor `everything` includes it (Redis).
     if has("debug") {

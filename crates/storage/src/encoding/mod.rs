@@ -14,6 +14,7 @@ pub mod listpack;
 pub mod intset;
 pub mod keypack;
 pub mod packed;
+pub mod zdict;
 
 /// The first byte of a collection kept inline in its key's blob (the
 /// keyspace's small-collection form, `blob::Body::Inline`): which type it

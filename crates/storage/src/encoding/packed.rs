@@ -4,19 +4,26 @@
 //!
 //! ```text
 //!   | table u8 | raw len (LEB128 varint) | codes |
-//!   table:  bits 0-6 the table's id in `Tables` (0..MAX_TABLES)
+//!   table:  bits 0-5 the table's id in `Tables` (0..MAX_TABLES)
+//!           bit 6    the codec: 0 FSST, 1 zstd (`ZSTD`)
 //!           bit 7    the "raw" mark of a string edited in place (OBJECT
 //!                    ENCODING; see keyspace/rawmark.rs)
-//!   codes:  FSST codes; code c < 255 stands for the table's symbol c
-//!           (1-8 bytes), 255 (escape) is followed by one literal byte
+//!   codes:  FSST: code c < 255 stands for the table's symbol c (1-8
+//!           bytes), 255 (escape) is followed by one literal byte;
+//!           zstd: one magicless frame under the table's dictionary
+//!           (encoding/zdict.rs)
 //! ```
 //!
-//! Why FSST and not zstd with a trained dictionary: on seed 002's 46-byte
-//! session JSON a 256-symbol table gives 13.4 bytes of codes a value and
+//! Two codecs, chosen by a value's length: on seed 002's 46-byte session
+//! JSON a 256-symbol FSST table gives 13.4 bytes of codes a value and
 //! decodes in about 30 ns, where zstd with a trained dictionary gives 23-24
-//! bytes (its frame and block headers alone are 5) and decodes in 150-200 ns
-//! (docs/design/compression.md has the figures). zstd wins on records of
-//! several hundred bytes; that is a later step.
+//! bytes (its frame and block headers alone are 5) and decodes in 150-200 ns;
+//! on records of several hundred bytes zstd with a 16 KiB dictionary packs
+//! about twice as tight as FSST (docs/design/compression.md has the
+//! figures). So a table holds FSST symbols and, where its pattern's samples
+//! include enough values of `zdict::MIN_LEN` bytes and more, a zstd
+//! dictionary trained from those same samples; values of that length are
+//! packed with zstd, shorter ones with FSST.
 //!
 //! A value is stored packed only when the form above is shorter than the
 //! value itself; `Tables::pack` says so. The raw length is kept so STRLEN and
@@ -28,18 +35,33 @@
 //!
 //! Tables: at most `MAX_TABLES`, each about 165 KiB while it can compress
 //! (the trainer's lookup structures, counted in used_memory as every heap
-//! byte is) and 2.3 KiB of decoding symbols. A table is trained from
+//! byte is) and 2.3 KiB of decoding symbols; at most `MAX_DICTS` of them
+//! also hold a zstd dictionary (prepared for both directions, at most
+//! `DICT_MEMORY` bytes together, allocated through the same allocator so
+//! used_memory counts them alike). A table is trained from
 //! `SAMPLES` values of a pattern (a key's bytes up to its first ':' or
 //! digit): about a millisecond on the executor, so there is no background
 //! thread. When a pattern's values drift (recent packed sizes 25% worse than
-//! at training) its table is retrained from new samples; the old table
+//! at training; for a table with a zstd dictionary, than over its first
+//! `DRIFT_WINDOW` values, since a dictionary holds much of its own samples
+//! and packs them far better than anything else) its table is retrained
+//! from new samples; the old table
 //! stays readable for the values that use it and is freed when the last of
 //! them goes.
 
 use std::collections::HashMap;
 
-/// Most tables a keyspace holds at once (ids fit in 7 bits).
+use super::zdict::{self, Dict};
+
+/// Most tables a keyspace holds at once (ids fit in 6 bits).
 pub const MAX_TABLES: usize = 64;
+/// Most tables that also hold a zstd dictionary.
+pub const MAX_DICTS: usize = 16;
+/// Most bytes of prepared zstd dictionaries a keyspace holds: a table
+/// whose new dictionary would pass it keeps FSST only.
+pub const DICT_MEMORY: usize = 8 << 20;
+/// Longest value packed (with zstd; FSST stops at `MAX_LEN`).
+pub const MAX_ZLEN: usize = 64 * 1024;
 /// Values of one pattern sampled before a table is trained.
 pub const SAMPLES: usize = 256;
 /// Values shorter than this are never packed (no room to save anything
@@ -59,6 +81,10 @@ const DRIFT_WINDOW: u64 = 4096;
 const ESCAPE: u8 = 255;
 /// The raw mark in the first byte of the packed form.
 pub const RAW_MARK: u8 = 0x80;
+/// The codec bit in the first byte: the codes are a zstd frame.
+pub const ZSTD: u8 = 0x40;
+/// The table id in the first byte.
+const ID_MASK: u8 = 0x3F;
 
 /// One trained table.
 struct Table {
@@ -67,12 +93,17 @@ struct Table {
     /// Decoding symbols, little-endian, and their lengths.
     syms: Vec<u64>,
     lens: Vec<u8>,
+    /// The zstd dictionary for values of `zdict::MIN_LEN` bytes and more,
+    /// if the samples had enough of them (and the caps allowed it).
+    dict: Option<Dict>,
     /// Stored values that use this table.
     refs: u64,
     /// The pattern it was trained for, while it is that pattern's current
     /// table (None once replaced: freed when `refs` reaches 0).
     pattern: Option<Vec<u8>>,
-    /// Raw and packed bytes at training (over the samples).
+    /// Raw and packed bytes at training: over the samples (FSST only), or
+    /// over the first `DRIFT_WINDOW` values packed (with a zstd
+    /// dictionary: (0, 0) until then).
     trained: (u64, u64),
     /// Raw and packed bytes since the last drift check.
     window: (u64, u64, u64),
@@ -93,6 +124,12 @@ pub struct PackStats {
     pub trained: u64,
     /// Tables freed so far.
     pub freed: u64,
+    /// Live tables that hold a zstd dictionary.
+    pub dicts: usize,
+    /// Bytes of their prepared dictionaries.
+    pub dict_bytes: usize,
+    /// Values stored packed with zstd now (part of `values`).
+    pub zstd_values: u64,
 }
 
 /// The tables of one keyspace, and the samples being gathered for new ones.
@@ -105,6 +142,8 @@ pub struct Tables {
     /// Where a value's codes are written before they are framed (kept, so
     /// a write allocates nothing).
     codes: Vec<u8>,
+    /// The zstd compression context.
+    coder: zdict::Coder,
     /// The table the last write found current (a hint: `current_id`
     /// checks it), so a run of writes to one pattern skips hashing it.
     last: usize,
@@ -160,18 +199,40 @@ pub fn is_marked_raw(packed: &[u8]) -> bool {
 
 /// The table id of a packed form.
 pub fn table_of(packed: &[u8]) -> u8 {
-    packed[0] & !RAW_MARK
+    packed[0] & ID_MASK
+}
+
+/// True if the packed form is a zstd frame.
+pub fn is_zstd(packed: &[u8]) -> bool {
+    packed.first().is_some_and(|b| b & ZSTD != 0)
 }
 
 impl Table {
-    fn new(samples: &[Vec<u8>], pattern: Vec<u8>) -> Table {
+    /// Trains FSST symbols from all `samples` and, if `dict` allows, a
+    /// zstd dictionary from those of `zdict::MIN_LEN` bytes and more.
+    fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool) -> Table {
         let refs: Vec<&[u8]> = samples.iter().map(|v| &v[..]).collect();
         let comp = fsst::Compressor::train(&refs);
         let syms = comp.symbol_table().iter().map(|s| s.to_u64()).collect();
         let lens = comp.symbol_lengths().to_vec();
+        let dict = if dict {
+            let large: Vec<&[u8]> = refs.iter().copied().filter(|v| v.len() >= zdict::MIN_LEN).collect();
+            Dict::train(&large)
+        } else {
+            None
+        };
+        let mut t = Table { comp, syms, lens, dict, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
+        if t.dict.is_none() {
+            t.measure(samples);
+        }
+        t
+    }
+
+    /// Sets the drift baseline to the FSST packed share of `samples`.
+    fn measure(&mut self, samples: &[Vec<u8>]) {
         let raw: u64 = samples.iter().map(|v| v.len() as u64).sum();
-        let packed: u64 = samples.iter().map(|v| comp.compress(v).len() as u64).sum();
-        Table { comp, syms, lens, refs: 0, pattern: Some(pattern), trained: (raw, packed), window: (0, 0, 0) }
+        let packed: u64 = samples.iter().map(|v| self.comp.compress(v).len() as u64).sum();
+        self.trained = (raw, packed);
     }
 
     /// Decodes `codes` into `out`, expecting exactly `len` bytes.
@@ -205,7 +266,14 @@ impl Table {
 impl Tables {
     /// Counters for INFO.
     pub fn stats(&self) -> PackStats {
-        PackStats { tables: self.tables.iter().flatten().count(), ..self.stats }
+        let live = self.tables.iter().flatten();
+        let dicts = live.clone().filter_map(|t| t.dict.as_ref());
+        PackStats {
+            tables: live.count(),
+            dicts: dicts.clone().count(),
+            dict_bytes: dicts.map(Dict::bytes).sum(),
+            ..self.stats
+        }
     }
 
     /// Packs `value` of `key` into `out` (cleared first) if a table for its
@@ -215,34 +283,56 @@ impl Tables {
     /// its pattern (training one when enough are gathered) and returns
     /// false.
     pub fn pack(&mut self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> bool {
-        if value.len() < MIN_LEN || value.len() > MAX_LEN {
+        if value.len() < MIN_LEN || value.len() > MAX_ZLEN {
             return false;
         }
         let pattern = pattern_of(key);
         let Some(id) = self.current_id(pattern) else {
-            self.sample(pattern, value);
+            if value.len() <= MAX_LEN {
+                self.sample(pattern, value);
+            }
             return false;
         };
         let t = self.tables[id as usize].as_mut().expect("current table is live");
-        // At most two bytes of codes a byte (all escapes).
-        self.codes.clear();
-        self.codes.reserve(2 * value.len());
-        // SAFETY: `codes` has room for 2 * value.len() bytes, the most FSST
-        // writes for `value` (every byte an escape and its literal), which
-        // is what compress_into requires; value.len() >= MIN_LEN >= 8, as
-        // its word-at-a-time loop assumes.
-        unsafe { t.comp.compress_into(value, &mut self.codes) };
         out.clear();
-        out.push(id);
-        varint(out, value.len());
-        out.extend_from_slice(&self.codes);
+        let mut zstd = false;
+        if let Some(d) = t.dict.as_ref().filter(|_| value.len() >= zdict::MIN_LEN) {
+            out.push(id | ZSTD);
+            varint(out, value.len());
+            // Only a frame that leaves the whole form shorter than the
+            // value is worth keeping.
+            let room = value.len() - out.len() - 1;
+            zstd = self.coder.compress(d, value, room, out);
+            if !zstd {
+                out.clear();
+            }
+        }
+        if !zstd {
+            if value.len() > MAX_LEN {
+                return false;
+            }
+            // At most two bytes of codes a byte (all escapes).
+            self.codes.clear();
+            self.codes.reserve(2 * value.len());
+            // SAFETY: `codes` has room for 2 * value.len() bytes, the most
+            // FSST writes for `value` (every byte an escape and its
+            // literal), which is what compress_into requires; value.len() >=
+            // MIN_LEN >= 8, as its word-at-a-time loop assumes.
+            unsafe { t.comp.compress_into(value, &mut self.codes) };
+            out.push(id);
+            varint(out, value.len());
+            out.extend_from_slice(&self.codes);
+        }
         t.window.0 += value.len() as u64;
         t.window.1 += out.len().min(value.len()) as u64;
         t.window.2 += 1;
         if t.window.2 >= DRIFT_WINDOW {
             let (raw, packed, _) = std::mem::take(&mut t.window);
-            // Drifted: packed share 25% worse than over the samples.
-            if packed * t.trained.0 * 4 > 5 * t.trained.1 * raw {
+            if t.trained.0 == 0 {
+                // The first window of a table with a dictionary: its baseline.
+                t.trained = (raw, packed);
+            } else if packed * t.trained.0 * 4 > 5 * t.trained.1 * raw {
+                // Drifted: packed share 25% worse than at training.
                 let p = t.pattern.take().expect("current table has a pattern");
                 self.current.remove(&p);
                 if t.refs == 0 {
@@ -258,6 +348,7 @@ impl Tables {
         let t = self.tables[id as usize].as_mut().expect("the table is in use");
         t.refs += 1;
         self.stats.values += 1;
+        self.stats.zstd_values += u64::from(zstd);
         self.stats.raw_bytes += value.len() as u64;
         self.stats.packed_bytes += out.len() as u64;
         true
@@ -307,7 +398,16 @@ impl Tables {
             }
             None => return,
         };
-        self.tables[id] = Some(Table::new(&samples, pattern.to_vec()));
+        let dicts = self.tables.iter().flatten().filter_map(|t| t.dict.as_ref());
+        let room = dicts.clone().count() < MAX_DICTS;
+        let used: usize = dicts.map(Dict::bytes).sum();
+        let mut t = Table::new(&samples, pattern.to_vec(), room);
+        if t.dict.as_ref().is_some_and(|d| used + d.bytes() > DICT_MEMORY) {
+            // Over the memory cap: this pattern keeps FSST only.
+            t.dict = None;
+            t.measure(&samples);
+        }
+        self.tables[id] = Some(t);
         self.current.insert(pattern.to_vec(), id as u8);
         self.stats.trained += 1;
     }
@@ -320,6 +420,7 @@ impl Tables {
         let t = self.tables[id].as_mut().expect("a stored value's table is live");
         t.refs -= 1;
         self.stats.values -= 1;
+        self.stats.zstd_values -= u64::from(is_zstd(packed));
         self.stats.raw_bytes -= raw_len(packed).expect("stored form is valid") as u64;
         self.stats.packed_bytes -= packed.len() as u64;
         if t.refs == 0 && t.pattern.is_none() {
@@ -334,6 +435,7 @@ impl Tables {
         let t = self.tables[table_of(packed) as usize].as_mut().expect("live table");
         t.refs += 1;
         self.stats.values += 1;
+        self.stats.zstd_values += u64::from(is_zstd(packed));
         self.stats.raw_bytes += raw_len(packed).expect("stored form is valid") as u64;
         self.stats.packed_bytes += packed.len() as u64;
     }
@@ -341,9 +443,16 @@ impl Tables {
     /// Appends the raw bytes of `packed` to `out`. None if the form is
     /// malformed or names no live table (never for stored values).
     pub fn unpack(&self, packed: &[u8], out: &mut Vec<u8>) -> Option<()> {
-        let id = *packed.first()? & !RAW_MARK;
+        let first = *packed.first()?;
         let (len, n) = read_varint(&packed[1..])?;
-        let t = self.tables.get(id as usize)?.as_ref()?;
+        let t = self.tables.get((first & ID_MASK) as usize)?.as_ref()?;
+        if first & ZSTD != 0 {
+            // The stated length sizes the output buffer: bound it first.
+            if len > MAX_ZLEN {
+                return None;
+            }
+            return zdict::decompress(t.dict.as_ref()?, &packed[1 + n..], len, out);
+        }
         let start = out.len();
         let r = t.decode(&packed[1 + n..], len, out);
         if r.is_none() {
@@ -439,6 +548,129 @@ mod tests {
         assert_eq!(t.stats().values, 0);
     }
 
+    /// A record of a few hundred bytes, alike across `i` (an API shape).
+    fn shape(i: u64) -> Vec<u8> {
+        format!(
+            "{{\"name\":\"Describe{i}Request\",\"type\":\"structure\",\"members\":{{\"InstanceIds\":{{\"shape\":\"InstanceIdStringList\",\"documentation\":\"<p>The IDs of the instances ({}).</p>\",\"locationName\":\"InstanceId\"}},\"DryRun\":{{\"shape\":\"Boolean\",\"documentation\":\"<p>Checks whether you have the required permissions for the action.</p>\"}},\"MaxResults\":{{\"shape\":\"Integer\"}}}}}}",
+            i * 7919 % 1_000_003
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn large_values_pack_with_zstd() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        for i in 0..SAMPLES as u64 {
+            t.pack(b"shape:1", &shape(i), &mut out);
+        }
+        let st = t.stats();
+        assert_eq!((st.tables, st.dicts), (1, 1));
+        assert!(st.dict_bytes > 0);
+        let (mut raw, mut packed) = (0, 0);
+        let mut kept = Vec::new();
+        // Values after training, in the loop above, were packed too.
+        let before = st.zstd_values;
+        for i in 1000..1100 {
+            let v = shape(i);
+            assert!(t.pack(b"shape:2", &v, &mut out));
+            assert!(is_zstd(&out));
+            assert_eq!(raw_len(&out), Some(v.len()));
+            let mut back = Vec::new();
+            t.unpack(&out, &mut back).unwrap();
+            assert_eq!(back, v);
+            raw += v.len();
+            packed += out.len();
+            kept.push(out.clone());
+        }
+        assert!(packed * 4 < raw, "{packed} of {raw}");
+        // Short values of the same pattern still go through FSST.
+        assert!(t.pack(b"shape:3", b"{\"name\":\"Describe1Request\"}", &mut out));
+        assert!(!is_zstd(&out));
+        t.release(&out);
+        assert_eq!(t.stats().zstd_values, before + 100);
+        // The raw mark leaves the codec and table readable.
+        let mut marked = kept[0].clone();
+        marked[0] |= RAW_MARK;
+        let mut back = Vec::new();
+        t.unpack(&marked, &mut back).unwrap();
+        assert_eq!(back, shape(1000));
+        for k in &kept {
+            t.release(k);
+        }
+        assert_eq!(t.stats().zstd_values, before);
+    }
+
+    #[test]
+    fn a_retired_zstd_table_lives_until_its_last_value_goes() {
+        let mut t = Tables::default();
+        let mut out = Vec::new();
+        let samples: Vec<Vec<u8>> = (0..64).map(shape).collect();
+        t.train_now(b"s", &samples);
+        assert!(t.pack(b"s:1", &shape(5000), &mut out));
+        assert!(is_zstd(&out));
+        let kept = out.clone();
+        // The first window sets the baseline (a dictionary packs its own
+        // samples far better than other values, so they would not do).
+        let mut good = Vec::new();
+        for i in 0..DRIFT_WINDOW {
+            assert!(t.pack(b"s:3", &shape(10_000 + i), &mut out));
+            good.push(out.clone());
+        }
+        assert!(t.current.contains_key(&b"s"[..]), "like values do not retire it");
+        // Bytes no codec can shorten (xorshift output).
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let odd: Vec<u8> = (0..600)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        for _ in 0..DRIFT_WINDOW {
+            t.pack(b"s:2", &odd, &mut out);
+        }
+        assert!(!t.current.contains_key(&b"s"[..]), "drift retires the table");
+        assert_eq!((t.stats().tables, t.stats().dicts), (1, 1));
+        let mut back = Vec::new();
+        t.unpack(&kept, &mut back).unwrap();
+        assert_eq!(back, shape(5000));
+        t.release(&kept);
+        for g in &good {
+            t.release(g);
+        }
+        assert_eq!((t.stats().tables, t.stats().dicts, t.stats().dict_bytes), (0, 0, 0));
+    }
+
+    #[test]
+    fn dictionaries_are_capped() {
+        let mut t = Tables::default();
+        for p in 0..MAX_DICTS + 3 {
+            let samples: Vec<Vec<u8>> = (0..64).map(|i| shape(i + 100 * p as u64)).collect();
+            t.train_now(format!("p{}x", "y".repeat(p)).as_bytes(), &samples);
+        }
+        let st = t.stats();
+        assert_eq!(st.tables, MAX_DICTS + 3);
+        assert_eq!(st.dicts, MAX_DICTS);
+        assert!(st.dict_bytes <= DICT_MEMORY);
+    }
+
+    #[test]
+    fn a_zstd_form_with_a_huge_length_is_refused() {
+        let mut t = Tables::default();
+        let samples: Vec<Vec<u8>> = (0..64).map(shape).collect();
+        t.train_now(b"s", &samples);
+        let mut out = Vec::new();
+        assert!(t.pack(b"s:1", &shape(1), &mut out));
+        let mut bad = vec![out[0]];
+        varint(&mut bad, MAX_ZLEN + 1);
+        bad.extend_from_slice(&out[3..]);
+        let mut back = Vec::new();
+        assert!(t.unpack(&bad, &mut back).is_none());
+        assert!(back.is_empty());
+    }
+
     proptest! {
         /// Any bytes, under any table trained on any samples, come back
         /// exactly; packed only when shorter.
@@ -464,6 +696,54 @@ mod tests {
             }
             prop_assert_eq!(t.stats().values, 0);
             prop_assert_eq!(t.stats().raw_bytes, 0);
+        }
+
+        /// The same with zstd: values of every length around and above
+        /// `zdict::MIN_LEN`, some alike (shapes with noise), some not.
+        #[test]
+        fn round_trip_zstd(noise in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..30),
+                           cut in prop::collection::vec(0usize..2000, 1..30)) {
+            let mut t = Tables::default();
+            let samples: Vec<Vec<u8>> = (0..64).map(shape).collect();
+            t.train_now(b"p", &samples);
+            let mut out = Vec::new();
+            let mut kept = Vec::new();
+            for (i, (n, c)) in noise.iter().zip(&cut).enumerate() {
+                let mut v = shape(i as u64);
+                v.extend_from_slice(n);
+                v.extend(std::iter::repeat_n(n.first().copied().unwrap_or(7), *c));
+                v.truncate(c + 150);
+                if t.pack(b"p:x", &v, &mut out) {
+                    prop_assert!(out.len() < v.len());
+                    prop_assert_eq!(raw_len(&out), Some(v.len()));
+                    let mut back = Vec::new();
+                    t.unpack(&out, &mut back).unwrap();
+                    prop_assert_eq!(&back, &v);
+                    kept.push(out.clone());
+                }
+            }
+            for k in &kept {
+                t.release(k);
+            }
+            prop_assert_eq!(t.stats().values, 0);
+            prop_assert_eq!(t.stats().zstd_values, 0);
+        }
+
+        /// Arbitrary bytes after a zstd header never panic the decoder.
+        #[test]
+        fn unpack_zstd_never_panics(len in 0usize..5000, b in prop::collection::vec(any::<u8>(), 0..400)) {
+            let mut t = Tables::default();
+            let samples: Vec<Vec<u8>> = (0..64).map(shape).collect();
+            t.train_now(b"p", &samples);
+            let mut form = vec![ZSTD];
+            varint(&mut form, len);
+            form.extend_from_slice(&b);
+            let mut out = Vec::new();
+            if t.unpack(&form, &mut out).is_some() {
+                prop_assert_eq!(out.len(), len);
+            } else {
+                prop_assert!(out.is_empty());
+            }
         }
 
         /// Arbitrary bytes never panic the decoder, and what it accepts
