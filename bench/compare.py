@@ -855,40 +855,51 @@ def make_tls_files(d: str) -> dict[str, str]:
 
 
 def cmd_tls(args) -> None:
+    """redis-benchmark over TLS, densekv beside redis, at each --io-threads
+    value (given to both servers); with more than one value, densekv's
+    throughput at each is also shown against its first."""
     header("densekv vs redis: throughput over TLS (redis-benchmark --tls)", args)
     print(f"- redis-benchmark: {run_text(['redis-benchmark', '--version'])}\n")
     certdir = tempfile.mkdtemp(prefix="bench-tls-")
     files = make_tls_files(certdir)
-    servers = new_servers(args)
-    tls_ports = {}
-    for s in servers:
-        tls_ports[s.name] = free_port()
-        s.argv_prefix = [*s.argv_prefix, "--tls-port", str(tls_ports[s.name]), "--tls-cert-file", files["cert"],
-                         "--tls-key-file", files["key"], "--tls-ca-cert-file", files["ca"],
-                         "--tls-auth-clients", "no"]
-    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    results: dict[tuple[str, int, int], list[dict[str, float]]] = {}
     try:
-        for s in servers:
-            s.start()
-        for pipeline in args.pipeline:
-            for rnd in range(args.rounds):
-                for s in servers if rnd % 2 == 0 else servers[::-1]:
-                    argv = ["redis-benchmark", "-h", HOST, "-p", str(tls_ports[s.name]), "--tls",
-                            "--cacert", files["ca"], "-t", args.tests, "-c", str(args.clients),
-                            "-n", str(args.n or 1_000_000), "-r", "1000000", "-P", str(pipeline)]
-                    got = {t: float(r[0]) for t, r in run_benchmark(argv, s, args.timeout).items()}
-                    results.setdefault((s.name, pipeline), []).append(got)
+        for threads in args.io_threads:
+            servers = new_servers(args)
+            tls_ports = {}
+            for s in servers:
+                tls_ports[s.name] = free_port()
+                s.argv_prefix = [*s.argv_prefix, "--tls-port", str(tls_ports[s.name]), "--tls-cert-file", files["cert"],
+                                 "--tls-key-file", files["key"], "--tls-ca-cert-file", files["ca"],
+                                 "--tls-auth-clients", "no", "--io-threads", str(threads)]
+            try:
+                for s in servers:
+                    s.start()
+                for pipeline in args.pipeline:
+                    for rnd in range(args.rounds):
+                        for s in servers if rnd % 2 == 0 else servers[::-1]:
+                            argv = ["redis-benchmark", "-h", HOST, "-p", str(tls_ports[s.name]), "--tls",
+                                    "--cacert", files["ca"], "-t", args.tests, "-c", str(args.clients),
+                                    "-n", str(args.n or 1_000_000), "-r", "1000000", "-P", str(pipeline)]
+                            if args.bench_threads > 1:
+                                argv += ["--threads", str(args.bench_threads)]
+                            got = {t: float(r[0]) for t, r in run_benchmark(argv, s, args.timeout).items()}
+                            results.setdefault((s.name, threads, pipeline), []).append(got)
+            finally:
+                stop_servers(servers)
     finally:
-        stop_servers(servers)
         shutil.rmtree(certdir, ignore_errors=True)
     rows = []
-    for pipeline in args.pipeline:
-        dk, rd = results[("densekv", pipeline)], results[("redis", pipeline)]
-        for test in dk[0]:
-            a = statistics.median(r.get(test, 0.0) for r in dk)
-            b = statistics.median(r.get(test, 0.0) for r in rd)
-            rows.append([test, pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b)])
-    table(["test", "-P", "densekv req/s", "redis req/s", "densekv/redis"], rows)
+    base = args.io_threads[0]
+    for threads in args.io_threads:
+        for pipeline in args.pipeline:
+            dk, rd = results[("densekv", threads, pipeline)], results[("redis", threads, pipeline)]
+            for test in dk[0]:
+                a = statistics.median(r.get(test, 0.0) for r in dk)
+                b = statistics.median(r.get(test, 0.0) for r in rd)
+                a0 = statistics.median(r.get(test, 0.0) for r in results[("densekv", base, pipeline)])
+                rows.append([test, threads, pipeline, f"{a:,.0f}", f"{b:,.0f}", ratio(a, b), ratio(a, a0)])
+    table(["test", "io-threads", "-P", "densekv req/s", "redis req/s", "densekv/redis", f"densekv/io-threads {base}"], rows)
     if args.rounds > 1:
         print(f"(median of {args.rounds} rounds)\n")
 
@@ -2190,6 +2201,10 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--tests", default="get,set")
     p.add_argument("--rounds", type=int, default=1, help="runs per server and depth (median)")
+    p.add_argument("--io-threads", type=lambda v: [int(x) for x in v.split(",")], default=[1],
+                   help="io-threads values, comma-separated, given to both servers (default 1)")
+    p.add_argument("--bench-threads", type=int, default=1,
+                   help="redis-benchmark --threads, the same for every io-threads value (default 1)")
     p.set_defaults(func=cmd_tls)
 
     p = sub.add_parser("io-threads", parents=[common], help="executor CPU per request by io-threads")
