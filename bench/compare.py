@@ -5,6 +5,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
   bench/compare.py compression [-n N] [--records N] [--cases sessions,intkeys,iso639,ec2shapes]
   bench/compare.py compression-cpu [-n N] [--rounds R] [--case sessions|ec2shapes]
+  bench/compare.py compression-load [-n N] [--rounds R]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
@@ -1766,6 +1767,50 @@ def cmd_compression(args) -> None:
         stop_servers(servers)
 
 
+def cmd_compression_load(args) -> None:
+    """Load time of one RDB file of seed 002's sessions: densekv with
+    compression off, densekv with both switches on (it trains and packs
+    while it loads), and redis, one server at a time, alternating."""
+    header("densekv compression off vs on vs redis: RDB load of seed 002 sessions", args)
+    n = args.n or 10_000_000
+    maker = Server("densekv maker", [args.densekv_bin])
+    try:
+        maker.start()
+        load_checked(maker, "sessions", n)
+        with Conn(maker.port, timeout=args.timeout) as c:
+            c.call("SAVE")
+        rdb = os.path.join(maker.dir, "dump.rdb")
+        size = os.path.getsize(rdb)
+        maker.stop(keep_dir=True)
+        servers = [Server("densekv off", [args.densekv_bin]),
+                   Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
+                   Server("redis", [args.redis_bin, "--daemonize", "no"])]
+        got: dict[str, dict[str, list[float]]] = {s.name: {"ready": [], "logged": [], "mem": []} for s in servers}
+        try:
+            for rnd in range(args.rounds):
+                for s in servers if rnd % 2 == 0 else servers[::-1]:
+                    shutil.copy(rdb, os.path.join(s.dir, "dump.rdb"))
+                    s.start(ready_within=args.timeout)
+                    got[s.name]["ready"].append(s.ready_secs)
+                    got[s.name]["logged"].append(logged_load_secs(s) or 0.0)
+                    check_dbsize(s, n)
+                    with Conn(s.port) as c:
+                        info = c.call("INFO", "memory").decode()
+                    got[s.name]["mem"].append(int(info.split("used_memory:")[1].split()[0]) / n)
+                    s.stop(keep_dir=True)
+        finally:
+            stop_servers(servers)
+    finally:
+        maker.stop()
+    med = {name: {k: statistics.median(v) for k, v in d.items()} for name, d in got.items()}
+    off = med["densekv off"]
+    rows = [[name, f"{m['ready']:.2f} s", f"{m['logged']:.2f} s", ratio(m["ready"], off["ready"]), f"{m['mem']:.1f}"]
+            for name, m in med.items()]
+    print(f"N={n:,} sessions (`SETEX session:<40 hex> <ttl> <46-byte JSON>`), one RDB file of "
+          f"{size / 2**20:,.1f} MiB written by densekv; median of {args.rounds} round{'s' if args.rounds > 1 else ''}.\n")
+    table(["server", "start to first PING", "log's `DB loaded`", "ready / densekv off", "used_memory B/session"], rows)
+
+
 def cmd_compression_cpu(args) -> None:
     """Server main-thread CPU per GET and per SETEX on seed 002's sessions
     (or SET on the EC2 API shape records, zstd's workload), with
@@ -2194,6 +2239,10 @@ def main() -> None:
                    help="sessions: SETEX/GET of seed 002 (FSST); ec2shapes: SET/GET of the EC2 "
                         "API shape records, 200-4096 bytes (zstd)")
     p.set_defaults(func=cmd_compression_cpu)
+    p = sub.add_parser("compression-load", parents=[common],
+                       help="RDB load time of seed 002's sessions, compression off vs on vs redis")
+    p.add_argument("--rounds", type=int, default=3)
+    p.set_defaults(func=cmd_compression_load)
 
     p = sub.add_parser("tls", parents=[common], help="redis-benchmark requests/s over TLS")
     p.add_argument("--pipeline", type=lambda v: [int(x) for x in v.split(",")],
