@@ -203,8 +203,8 @@ fn pack(b: &mut Vec<u8>) {
 
 /// The plain node that packed node `b` holds, or None if the frame does not
 /// give exactly the stated length of whole entries, as many as the header
-/// says. Never panics, whatever the bytes.
-pub(crate) fn unpack(b: &[u8]) -> Option<Vec<u8>> {
+/// says. Never panics, whatever the bytes (fuzz/fuzz_targets/list_node.rs).
+pub fn unpack(b: &[u8]) -> Option<Vec<u8>> {
     let h = u32::from_le_bytes(b.get(..HDR)?.try_into().ok()?);
     let plain = u32::from_le_bytes(b.get(HDR..PACKED_HDR)?.try_into().ok()?) as usize;
     if h & PACKED == 0 || plain < HDR {
