@@ -42,8 +42,9 @@
 //! their own and leave the list as it is; a write opens (decompresses) the
 //! nodes it changes and `settle` compresses them again afterwards. The ends
 //! of a chain are always plain, so a push or pop at either end touches no
-//! frame; after one, only the nodes at positions N and len - 1 - N can have
-//! become interior, so a push costs one compression per node filled. A
+//! frame; a pop makes no node interior and a push only the nodes it moved
+//! past position N from its end, so a push costs one compression per node
+//! filled. A
 //! plain node that did not compress well enough is marked (TRIED) until it
 //! changes, so it is not tried again on every push. Decompressing checks
 //! the frame's length and every entry (`listpack::validate`), so no stored
