@@ -3,7 +3,7 @@
 script on free loopback ports in the same run and stopped by their PIDs at the end.
 
   bench/compare.py memory     [--workload sessions|intkeys|all] [-n N]
-  bench/compare.py compression [-n N] [--records N] [--cases sessions,intkeys,iso639,ec2shapes]
+  bench/compare.py compression [-n N] [--records N] [--events N] [--cases sessions,hashsessions,intkeys,iso639,ec2shapes,events]
   bench/compare.py compression-cpu [-n N] [--rounds R] [--case sessions|ec2shapes]
   bench/compare.py compression-load [-n N] [--rounds R]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
@@ -1715,6 +1715,86 @@ def record_raw(prefix: bytes, records: list[tuple[bytes, bytes]], n: int) -> flo
     return total / n
 
 
+EVENT_KINDS = [(b"page_view", 60), (b"click", 20), (b"add_to_cart", 8), (b"search", 7),
+               (b"checkout", 3), (b"purchase", 2)]
+EVENT_PAGES = [b"/", b"/products/%d", b"/category/%s", b"/search", b"/cart", b"/checkout", b"/account"]
+EVENT_CATEGORIES = [b"shoes", b"books", b"garden", b"toys", b"kitchen", b"audio", b"sports"]
+EVENT_REFERRERS = [b"https://www.google.com/", b"https://www.bing.com/", b"https://t.co/", b"",
+                   b"https://www.facebook.com/", b"https://duckduckgo.com/"]
+EVENT_DEVICES = [(b"mobile", b"Android 14"), (b"mobile", b"iOS 17.5"), (b"desktop", b"Windows 11"),
+                 (b"desktop", b"macOS 14.5"), (b"tablet", b"iPadOS 17.5"), (b"desktop", b"Linux")]
+EVENT_COUNTRIES = [b"US", b"DE", b"GB", b"FR", b"IN", b"BR", b"JP", b"NL", b"ES", b"CA"]
+
+
+def event_records(n: int, seed: int = 1):
+    """n web-shop analytics events as an event pipeline emits them (one JSON
+    object each, 180-260 bytes): a millisecond timestamp that grows, one of
+    ~50,000 users with a session id of 16 random hex digits kept for a
+    while, the kind of event by a skewed choice, its page, referrer, device,
+    country, and a product and price for cart events. Written for this
+    benchmark (no public event stream of this size ships with a package)."""
+    rng = random.Random(seed)
+    kinds = [k for k, w in EVENT_KINDS for _ in range(w)]
+    ts = 1_764_000_000_000
+    sessions = {}
+    for i in range(n):
+        ts += rng.randrange(1, 120)
+        user = rng.randrange(100_000, 150_000)
+        sid = sessions.get(user)
+        if sid is None or rng.random() < 0.05:
+            sid = sessions[user] = b"%016x" % rng.getrandbits(64)
+        kind = rng.choice(kinds)
+        page = rng.choice(EVENT_PAGES)
+        if b"%d" in page:
+            page = page % rng.randrange(1000, 99999)
+        elif b"%s" in page:
+            page = page % rng.choice(EVENT_CATEGORIES)
+        device, os_ = rng.choice(EVENT_DEVICES)
+        rec = (b'{"event":"%s","ts":%d,"user_id":%d,"session_id":"%s","page":"%s","referrer":"%s",'
+               b'"device":"%s","os":"%s","country":"%s"' % (kind, ts, user, sid, page, rng.choice(EVENT_REFERRERS),
+                                                         device, os_, rng.choice(EVENT_COUNTRIES)))
+        if kind in (b"add_to_cart", b"checkout", b"purchase"):
+            rec += b',"product_id":%d,"price":%d.%02d,"currency":"EUR"' % (
+                rng.randrange(1000, 99999), rng.randrange(1, 300), rng.randrange(100))
+        yield rec + b"}"
+
+
+def event_commands(key: bytes, n: int, per_cmd: int = 100, batch: int = 100):
+    """RPUSH <key> with `per_cmd` event records a command, `batch` commands a
+    yield: (resp bytes, count)."""
+    parts, elems = [], []
+    for rec in event_records(n):
+        elems.append(rec)
+        if len(elems) == per_cmd:
+            parts.append(encode(b"RPUSH", key, *elems))
+            elems = []
+            if len(parts) == batch:
+                yield b"".join(parts), len(parts)
+                parts = []
+    if elems:
+        parts.append(encode(b"RPUSH", key, *elems))
+    if parts:
+        yield b"".join(parts), len(parts)
+
+
+def hash_session_commands(n: int, batch: int = 5000):
+    """Seed 002's hash-per-session layout: HSET session:<40 hex> i <7-digit
+    user id> x <10-digit timestamp>, then EXPIRE it 30 days; (resp bytes,
+    count) with both commands counted."""
+    rng = random.Random(1)
+    parts = []
+    for _ in range(n):
+        key = b"session:%040x" % rng.getrandbits(160)
+        parts.append(encode(b"HSET", key, b"i", b"%d" % rng.randrange(1_000_000, 10_000_000),
+                            b"x", b"%d" % (1_700_000_000 + rng.randrange(SESSION_TTL))))
+        parts.append(encode(b"EXPIRE", key, SESSION_TTL))
+        if len(parts) == 2 * batch:
+            yield b"".join(parts), len(parts)
+            parts = []
+    if parts:
+        yield b"".join(parts), len(parts)
+
+
 def workload_commands(workload: str, n: int):
     for data, count, _reply in batches(workload, n):
         yield data, count
@@ -1727,9 +1807,18 @@ def cmd_compression(args) -> None:
     if "sessions" in args.cases:
         cases.append(("seed 002 SETEX session:<40 hex> <46-byte JSON>", n,
                       lambda: workload_commands("sessions", n), 48 + 46, ("B", 60.0)))
+    if "hashsessions" in args.cases:
+        # key, two one-byte field names, 7 + 10 digits of values
+        cases.append(("seed 002 HSET session:<40 hex> i <n> x <ts> + EXPIRE", n,
+                      lambda: hash_session_commands(n), 48 + 2 + 7 + 10, ("B", 50.0)))
     if "intkeys" in args.cases:
         raw = sum(2 * len(b"%d" % i) + 4 for i in range(n)) / n
         cases.append(("SET key:<n> <n>", n, lambda: workload_commands("intkeys", n), raw, ("B", 16.0)))
+    if "events" in args.cases:
+        m = args.events
+        raw = sum(len(r) for r in event_records(m)) / m
+        cases.append((f"RPUSH of {m:,} JSON events (~{raw:.0f} B) into one list", m,
+                      lambda: event_commands(b"events", m), raw, ("x raw", 0.4)))
     records = public_records()
     for name, bar in (("iso639", 0.8), ("ec2shapes", 0.5)):
         if name not in args.cases:
@@ -2227,9 +2316,11 @@ def main() -> None:
 
     p = sub.add_parser("compression", parents=[common],
                        help="memory per entry with value-compression on and off, beside redis")
-    p.add_argument("--cases", type=lambda v: v.split(","), default=["sessions", "intkeys", "iso639", "ec2shapes"],
-                   help="comma-separated: sessions,intkeys,iso639,ec2shapes")
+    p.add_argument("--cases", type=lambda v: v.split(","),
+                   default=["sessions", "hashsessions", "intkeys", "iso639", "ec2shapes", "events"],
+                   help="comma-separated: sessions,hashsessions,intkeys,iso639,ec2shapes,events")
     p.add_argument("--records", type=int, default=200_000, help="keys per public-records case")
+    p.add_argument("--events", type=int, default=1_000_000, help="list elements in the events case")
     p.set_defaults(func=cmd_compression)
 
     p = sub.add_parser("compression-cpu", parents=[common],

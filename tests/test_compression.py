@@ -468,3 +468,122 @@ def test_packed_keys_come_back_exactly(cr):
     assert cr.get(b"session:" + b"f" * 40) == b"value 0"
     assert cr.memory_usage(keys[0]) < cr.memory_usage(b"user:1000:cart") + 40
     assert compression(cr)["key_compression"] == "yes"
+
+
+# ---------------------------------------------------------------- lists: list-compress-depth
+
+
+def event(rng: random.Random, i: int) -> bytes:
+    kind = rng.choice([b"page_view", b"click", b"add_to_cart", b"search"])
+    return (b'{"event":"%s","ts":%d,"user_id":%d,"session_id":"%016x","page":"/products/%d",'
+            b'"device":"mobile","country":"DE"}' % (kind, 1_764_000_000_000 + 37 * i,
+                                                   rng.randrange(100_000, 150_000), rng.getrandbits(64),
+                                                   rng.randrange(1000, 99999)))
+
+
+def ql(r: redis.Redis, key: bytes) -> dict[str, str]:
+    """DEBUG OBJECT's fields as a dict."""
+    line = r.execute_command("DEBUG", "OBJECT", key)
+    line = line.decode() if isinstance(line, bytes) else line
+    return dict(f.split(":", 1) for f in line.split() if ":" in f)
+
+
+@pytest.mark.parametrize("args", [("--list-compress-depth", "1"), ("--list-compress-depth", "2"),
+                                  ("--value-compression", "yes")])
+def test_compressed_list_commands_match_a_model(start_server, args):
+    """Interior nodes compressed (by list-compress-depth, or implied by
+    value-compression): every list command replies as on a plain list, and
+    MEMORY USAGE counts the compressed bytes."""
+    s = start_server(*args, "--enable-debug-command", "yes")
+    p = start_server("--enable-debug-command", "yes")
+    r, plain = redis.Redis(host=HOST, port=s.port), redis.Redis(host=HOST, port=p.port)
+    rng = random.Random(7)
+    model = [event(rng, i) for i in range(6000)]
+    for c in (r, plain):
+        for k in range(0, len(model), 500):
+            c.rpush(b"ev", *model[k:k + 500])
+    f = ql(r, b"ev")
+    assert r.object("encoding", b"ev") == b"quicklist"
+    assert int(f["ql_compressed_nodes"]) >= int(f["ql_nodes"]) - 4 > 0
+    assert f["ql_compressed"] == "1"
+    assert f["ql_uncompressed_size"] == ql(plain, b"ev")["ql_uncompressed_size"]
+    assert ql(plain, b"ev")["ql_compressed_nodes"] == "0"
+    assert r.memory_usage(b"ev") * 2 < plain.memory_usage(b"ev")
+    assert r.lrange(b"ev", 0, -1) == model
+    for i in list(range(0, len(model), 211)) + [-1, -2, -len(model)]:
+        assert r.lindex(b"ev", i) == model[i]
+    assert r.lrange(b"ev", 2500, 2600) == model[2500:2601]
+    assert r.lpos(b"ev", model[3333]) == 3333
+    assert r.lpos(b"ev", model[3333], rank=-1) == 3333
+    # Writes in the interior: LSET, LINSERT, LREM, LTRIM, and the ends.
+    r.lset(b"ev", 3000, b"replaced")
+    model[3000] = b"replaced"
+    assert r.linsert(b"ev", "AFTER", model[4000], b"inserted") == len(model) + 1
+    model.insert(4001, b"inserted")
+    r.rpush(b"ev", b"replaced")
+    model.append(b"replaced")
+    assert r.lrem(b"ev", 0, b"replaced") == 2
+    model = [e for e in model if e != b"replaced"]
+    assert r.lrange(b"ev", 0, -1) == model
+    assert r.ltrim(b"ev", 100, 5000)
+    model = model[100:5001]
+    assert r.lpop(b"ev", 50) == model[:50]
+    assert r.rpop(b"ev", 50) == model[-50:][::-1]
+    model = model[50:-50]
+    assert r.lrange(b"ev", 0, -1) == model
+    assert int(ql(r, b"ev")["ql_compressed_nodes"]) > 0
+    # DUMP carries the elements (Redis's forms), RESTORE compresses again.
+    r.restore(b"ev2", 0, r.dump(b"ev"))
+    assert r.lrange(b"ev2", 0, -1) == model
+    assert int(ql(r, b"ev2")["ql_compressed_nodes"]) > 0
+    plain.restore(b"ev3", 0, r.dump(b"ev"))
+    assert plain.lrange(b"ev3", 0, -1) == model
+
+
+def test_list_compress_depth_config_set(start_server):
+    s = start_server("--enable-debug-command", "yes")
+    r = redis.Redis(host=HOST, port=s.port)
+    rng = random.Random(3)
+    model = [event(rng, i) for i in range(3000)]
+    r.rpush(b"a", *model)
+    assert ql(r, b"a")["ql_compressed_nodes"] == "0"
+    assert r.config_set("list-compress-depth", 1)
+    assert r.config_get("list-compress-depth") == {"list-compress-depth": "1"}
+    r.rpush(b"b", *model)
+    assert int(ql(r, b"b")["ql_compressed_nodes"]) > 0
+    assert r.config_set("list-compress-depth", 0)
+    r.rpush(b"b", b"more")
+    assert r.lrange(b"b", 0, -1) == model + [b"more"]
+
+
+def test_compressed_list_save_restart_and_redis_loads_it(tmp_path):
+    wd = str(tmp_path / "d")
+    os.mkdir(wd)
+    args = ("--list-compress-depth", "1", "--enable-debug-command", "yes")
+    rng = random.Random(5)
+    model = [event(rng, i) for i in range(5000)]
+    s = Server(server_binary(), args, workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.rpush(b"ev", *model)
+        assert int(ql(r, b"ev")["ql_compressed_nodes"]) > 0
+        assert r.save()
+    finally:
+        s.stop()
+    s = Server(server_binary(), args, workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.lrange(b"ev", 0, -1) == model
+        assert int(ql(r, b"ev")["ql_compressed_nodes"]) > 0, "loading compresses again"
+    finally:
+        s.stop()
+    if not os.path.exists(REDIS_BIN):
+        pytest.skip("no Debian redis-server")
+    rd = str(tmp_path / "redis")
+    os.mkdir(rd)
+    shutil.copy(os.path.join(wd, "dump.rdb"), rd)
+    s = Server(REDIS_BIN, (), workdir=rd).start()
+    try:
+        assert redis.Redis(host=HOST, port=s.port).lrange(b"ev", 0, -1) == model
+    finally:
+        s.stop()

@@ -1111,7 +1111,17 @@ impl Config {
             idmp_duration: size("stream-idmp-duration") as u64,
             idmp_maxsize: size("stream-idmp-maxsize") as u64,
         };
-        let list = ListConfig { fill: self.num("list-max-listpack-size") };
+        // value-compression implies Redis's lightest list compression (the
+        // ends plain, the interior nodes compressed) when list-compress-depth
+        // asks for none; an explicit depth wins (docs/design/compression.md).
+        let list_compress_depth = match self.num("list-compress-depth").max(0) as usize {
+            0 if self.flag("value-compression") => 1,
+            d => d,
+        };
+        let list = ListConfig {
+            fill: self.num("list-max-listpack-size"),
+            compress: list_compress_depth,
+        };
         let hll_sparse_max_bytes = size("hll-sparse-max-bytes");
         (self.hash, self.set, self.zset, self.stream, self.list) = (hash, set, zset, stream, list);
         self.hll_sparse_max_bytes = hll_sparse_max_bytes;

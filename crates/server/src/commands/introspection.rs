@@ -1782,6 +1782,7 @@ fn atoi(a: &[u8]) -> i64 {
 /// Errors: no such key.
 fn debug_object(ctx: &mut Ctx, key: &[u8], now: i64) -> Result<String, CmdError> {
     let idle = ctx.db().idle_secs(key, now);
+    let list_cfg = ctx.srv.config.list;
     let Some(v) = ctx.db().get(key, now) else { return Err(CmdError::NoSuchKey) };
     let (enc, len) = match v {
         storage::ValueRef::Str(storage::StrRef::Int(n)) => ("int", storage::strref::int_len(n)),
@@ -1792,8 +1793,21 @@ fn debug_object(ctx: &mut Ctx, key: &[u8], now: i64) -> Result<String, CmdError>
         storage::ValueRef::Set(s) => (s.encoding_name(), s.mem_usage()),
         storage::ValueRef::Stream(s) => (s.encoding_name(), s.mem_usage()),
     };
+    // Redis's quicklist fields, and how many nodes are kept compressed.
+    let ql = match v {
+        storage::ValueRef::List(l) => l.quicklist_stats().map_or(String::new(), |(nodes, packed, bytes)| {
+            let cfg = list_cfg;
+            format!(
+                " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{bytes} ql_compressed_nodes:{packed}",
+                l.len() as f64 / nodes.max(1) as f64,
+                cfg.fill,
+                u8::from(cfg.compress != 0),
+            )
+        }),
+        _ => String::new(),
+    };
     Ok(format!(
-        "Value at:0x{:012x} refcount:1 encoding:{enc} serializedlength:{} lru:0 lru_seconds_idle:{}",
+        "Value at:0x{:012x} refcount:1 encoding:{enc} serializedlength:{} lru:0 lru_seconds_idle:{}{ql}",
         ctx.srv.random() & 0xffff_ffff_fff0,
         len + 1,
         idle.unwrap_or(0)

@@ -13,7 +13,7 @@
 
 use crate::notify;
 use resp::Reply;
-use storage::types::list::{End, List};
+use storage::types::list::{Elem, End, List};
 use storage::{StrRef, ValueRef};
 
 use crate::command::flags::*;
@@ -266,7 +266,7 @@ pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let (first, n) = clamp_range(start, stop, l.len());
     out.array(n);
     for v in l.iter_from(first).take(n) {
-        bulk(out, v);
+        bulk(out, v.get());
     }
     Ok(())
 }
@@ -276,7 +276,7 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let index = arg_i64(&args[2])?;
     let (l, out) = ctx.read_out::<List>(&args[1])?;
     match l.and_then(|l| l.get(index)) {
-        Some(v) => bulk(out, v),
+        Some(v) => bulk(out, v.get()),
         None => out.null(),
     }
     Ok(())
@@ -390,7 +390,7 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let len = l.len();
     let from_tail = rank < 0;
     let skip = rank.unsigned_abs() - 1;
-    let scan: Box<dyn Iterator<Item = StrRef>> = if from_tail {
+    let scan: Box<dyn Iterator<Item = Elem>> = if from_tail {
         Box::new(l.rev_from(len - 1))
     } else {
         Box::new(l.iter())
@@ -404,7 +404,7 @@ pub fn lpos(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut found = Vec::new();
     let mut matches = 0u64;
     for (k, v) in scan.take(limit).enumerate() {
-        if storage::encoding::listpack::eq(v, elem) {
+        if storage::encoding::listpack::eq(v.get(), elem) {
             matches += 1;
             if matches > skip {
                 found.push(if from_tail { len - 1 - k } else { k });

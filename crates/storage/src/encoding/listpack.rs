@@ -203,6 +203,43 @@ pub fn prev(buf: &[u8], end: usize) -> usize {
     i - body
 }
 
+/// Checks that `buf[at..]` is whole entries as `insert` writes them (tags,
+/// lengths within the buffer, back-lengths of the right width and value),
+/// so that `decode` and `prev` can walk it; returns how many. For bytes
+/// that did not come from `insert` (a decompressed list node).
+pub fn validate(buf: &[u8], mut at: usize) -> Option<usize> {
+    let mut n = 0;
+    while at < buf.len() {
+        let tag = buf[at];
+        let byte = |i: usize| buf.get(at + i).map(|&b| b as usize);
+        let body = match tag {
+            0x00..=0x7f => 1,
+            0x80..=0xbf => 1 + (tag & 0x3f) as usize,
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 2 + ((tag as usize & 0x0f) << 8 | byte(1)?),
+            0xf0 => {
+                let len = buf.get(at + 1..at + 5)?;
+                5usize.checked_add(u32::from_le_bytes(len.try_into().ok()?) as usize)?
+            }
+            0xf1..=0xf4 => 1 + [2, 3, 4, 8][(tag - 0xf1) as usize],
+            _ => return None,
+        };
+        let bl = backlen_len(body);
+        let end = at.checked_add(body)?.checked_add(bl)?;
+        let back = buf.get(at + body..end)?;
+        for (i, &b) in back.iter().enumerate() {
+            let shift = 7 * (bl - 1 - i);
+            let want = ((body >> shift) & 0x7f) as u8 | if i > 0 { 0x80 } else { 0 };
+            if b != want {
+                return None;
+            }
+        }
+        at = end;
+        n += 1;
+    }
+    Some(n)
+}
+
 /// True if `elem` equals the stored element `v` (an integer entry equals
 /// only the canonical decimal form of its value).
 pub fn eq(v: StrRef<'_>, elem: &[u8]) -> bool {

@@ -65,7 +65,7 @@ pub fn write_value(out: &mut Vec<u8>, v: ValueRef, now: i64) -> u16 {
             out.push(ty::LIST);
             put_len(out, l.len() as u64);
             for e in l.iter() {
-                put_strref(out, e);
+                put_strref(out, e.get());
             }
         }
         ValueRef::Set(s) if s.min_deadline().is_some() => {

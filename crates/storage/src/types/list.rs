@@ -27,17 +27,57 @@
 //! Complexity: push/pop O(1) amortised (a node's buffer moves on a head
 //! insert, at most 64 KiB); index O(nodes + node size); LREM/LTRIM linear.
 //!
+//! Compression (`list-compress-depth`, Redis's quicklist rules): with depth
+//! N > 0 the N nodes at each end stay plain and the interior ones are kept
+//! as zstd frames, a node under 48 bytes of entries is not tried, and a
+//! node is kept compressed only if that saves more than 8 bytes and a size
+//! class. A packed node keeps its element count in the same header word,
+//! so finding an index never decompresses:
+//!
+//! ```text
+//! packed node: [count | PACKED u32 LE][plain length u32 LE][zstd frame]
+//! ```
+//!
+//! Readers (`get`, the iterators) decompress a packed node into a buffer of
+//! their own and leave the list as it is; a write opens (decompresses) the
+//! nodes it changes and `settle` compresses them again afterwards. The ends
+//! of a chain are always plain, so a push or pop at either end touches no
+//! frame; a pop makes no node interior and a push only the nodes it moved
+//! past position N from its end, so a push costs one compression per node
+//! filled. A
+//! plain node that did not compress well enough is marked (TRIED) until it
+//! changes, so it is not tried again on every push. Decompressing checks
+//! the frame's length and every entry (`listpack::validate`), so no stored
+//! byte can misread.
+//!
 //! Memory (`mem_usage`): heap bytes this list owns, each block rounded to
-//! jemalloc's size class.
+//! jemalloc's size class (a packed node counts its compressed bytes).
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use crate::encoding::listpack::{self, decode, prev};
 use crate::encoding::{alloc_size, reserve_class, shrink_class};
 use crate::strref::StrRef;
 
-/// Node header: the element count, u32 LE.
+/// Node header: the element count, u32 LE (with the two flags below).
 const HDR: usize = 4;
+/// Header flag: the node is packed (a zstd frame, see the module header).
+const PACKED: u32 = 1 << 31;
+/// Header flag: a plain node that did not compress well enough; any change
+/// to the node rewrites the header and clears it.
+const TRIED: u32 = 1 << 30;
+/// Header bits of the element count.
+const COUNT_MASK: u32 = TRIED - 1;
+/// A packed node's header: count word and plain length.
+const PACKED_HDR: usize = 8;
+/// Redis's quicklist: nodes with fewer bytes of entries are not compressed.
+const MIN_COMPRESS_BYTES: usize = 48;
+/// Redis's quicklist: a compressed node must save more than this.
+const MIN_COMPRESS_IMPROVE: usize = 8;
+/// zstd level for nodes (docs/design/compression.md has the measurement).
+const ZSTD_LEVEL: i32 = 1;
 /// Redis's node size limits for list-max-listpack-size -1..=-5.
 const SIZE_LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 /// Redis's safety size limit when the fill is a count.
@@ -51,11 +91,14 @@ const ESTIMATE_OVERHEAD: usize = 8;
 pub struct ListConfig {
     /// The parameter's value (Redis's `fill`).
     pub fill: i64,
+    /// `list-compress-depth`: nodes kept plain at each end; 0 compresses
+    /// nothing.
+    pub compress: usize,
 }
 
 impl Default for ListConfig {
     fn default() -> Self {
-        ListConfig { fill: -2 }
+        ListConfig { fill: -2, compress: 0 }
     }
 }
 
@@ -99,8 +142,108 @@ pub enum End {
     Tail,
 }
 
+fn header(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..HDR].try_into().expect("header"))
+}
+
 fn count(b: &[u8]) -> usize {
-    u32::from_le_bytes(b[..HDR].try_into().expect("header")) as usize
+    (header(b) & COUNT_MASK) as usize
+}
+
+fn is_packed(b: &[u8]) -> bool {
+    header(b) & PACKED != 0
+}
+
+thread_local! {
+    /// One zstd context of each kind per thread, made on first use.
+    static ZSTD: RefCell<Option<(zstd::bulk::Compressor<'static>, zstd::bulk::Decompressor<'static>)>> =
+        const { RefCell::new(None) };
+}
+
+fn with_zstd<R>(
+    f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut zstd::bulk::Decompressor<'static>) -> R,
+) -> R {
+    ZSTD.with(|z| {
+        let mut z = z.borrow_mut();
+        let (c, d) = z.get_or_insert_with(|| {
+            (
+                zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd compression context"),
+                zstd::bulk::Decompressor::new().expect("zstd decompression context"),
+            )
+        });
+        f(c, d)
+    })
+}
+
+/// Compresses plain node `b` in place if that saves enough (Redis's rules
+/// and a smaller size class); otherwise marks it TRIED. A packed or TRIED
+/// node is left as it is.
+fn pack(b: &mut Vec<u8>) {
+    let h = header(b);
+    if h & (PACKED | TRIED) != 0 {
+        return;
+    }
+    let plain = b.len();
+    let mark_tried = |b: &mut Vec<u8>| b[..HDR].copy_from_slice(&(h | TRIED).to_le_bytes());
+    if plain - HDR < MIN_COMPRESS_BYTES || plain > u32::MAX as usize {
+        return mark_tried(b);
+    }
+    let z = with_zstd(|c, _| c.compress(&b[HDR..])).ok();
+    let Some(z) = z.filter(|z| {
+        let n = PACKED_HDR + z.len();
+        n + MIN_COMPRESS_IMPROVE < plain && alloc_size(n) < alloc_size(b.capacity())
+    }) else {
+        return mark_tried(b);
+    };
+    let mut out = Vec::with_capacity(alloc_size(PACKED_HDR + z.len()));
+    out.extend_from_slice(&(h | PACKED).to_le_bytes());
+    out.extend_from_slice(&(plain as u32).to_le_bytes());
+    out.extend_from_slice(&z);
+    *b = out;
+}
+
+/// The plain node that packed node `b` holds, or None if the frame does not
+/// give exactly the stated length of whole entries, as many as the header
+/// says. Never panics, whatever the bytes (fuzz/fuzz_targets/list_node.rs).
+pub fn unpack(b: &[u8]) -> Option<Vec<u8>> {
+    let h = u32::from_le_bytes(b.get(..HDR)?.try_into().ok()?);
+    let plain = u32::from_le_bytes(b.get(HDR..PACKED_HDR)?.try_into().ok()?) as usize;
+    if h & PACKED == 0 || plain < HDR {
+        return None;
+    }
+    // The frame states its size too: both must agree before allocating.
+    let stated = zstd::zstd_safe::get_frame_content_size(&b[PACKED_HDR..]).ok()??;
+    if stated != (plain - HDR) as u64 {
+        return None;
+    }
+    let mut out = vec![0u8; plain];
+    let n = with_zstd(|_, d| d.decompress_to_buffer(&b[PACKED_HDR..], &mut out[HDR..])).ok()?;
+    if HDR + n != plain {
+        return None;
+    }
+    let cnt = (h & COUNT_MASK) as usize;
+    if listpack::validate(&out, HDR)? != cnt {
+        return None;
+    }
+    out[..HDR].copy_from_slice(&(cnt as u32).to_le_bytes());
+    Some(out)
+}
+
+/// Makes node `b` plain if it is packed. The bytes are our own, so a frame
+/// that does not decode is a broken invariant.
+fn open(b: &mut Vec<u8>) {
+    if is_packed(b) {
+        *b = unpack(b).expect("packed list node decodes");
+    }
+}
+
+/// Node `b` as a plain buffer: borrowed if plain, else decompressed.
+fn plain_node(b: &[u8]) -> Result<&[u8], Rc<Vec<u8>>> {
+    if is_packed(b) {
+        Err(Rc::new(unpack(b).expect("packed list node decodes")))
+    } else {
+        Ok(b)
+    }
 }
 
 fn add_count(b: &mut [u8], delta: isize) {
@@ -221,8 +364,19 @@ impl List {
 
     /// (node, byte offset) of element `i` (< len).
     fn locate(&self, i: usize) -> (usize, usize) {
+        let (ni, k, node) = self.find(i);
+        let at = match node {
+            Some(node) => offset_in(&node, k),
+            None => offset_in(self.nodes().get(ni).expect("located"), k),
+        };
+        (ni, at)
+    }
+
+    /// (node, element index in it, the node decompressed if it is packed)
+    /// of element `i` (< len).
+    fn find(&self, i: usize) -> (usize, usize, Option<Rc<Vec<u8>>>) {
         match &self.repr {
-            Repr::Small(b) => (0, offset_in(b, i)),
+            Repr::Small(_) => (0, i, None),
             Repr::Large(c) => {
                 let (mut ni, mut k) = (0, i);
                 if i < c.len / 2 {
@@ -239,16 +393,22 @@ impl List {
                     }
                     k = count(&c.nodes[ni]) - from_end;
                 }
-                (ni, offset_in(&c.nodes[ni], k))
+                (ni, k, plain_node(&c.nodes[ni]).err())
             }
         }
     }
 
     /// The element at Redis index `index`, if in range.
-    pub fn get(&self, index: i64) -> Option<StrRef<'_>> {
+    pub fn get(&self, index: i64) -> Option<Elem<'_>> {
         let i = self.resolve(index)?;
-        let (ni, at) = self.locate(i);
-        Some(decode(self.nodes().get(ni)?, at).0)
+        let (ni, k, node) = self.find(i);
+        Some(match node {
+            Some(node) => Elem::Node(node.clone(), offset_in(&node, k)),
+            None => {
+                let b = self.nodes().get(ni)?;
+                Elem::Ref(decode(b, offset_in(b, k)).0)
+            }
+        })
     }
 
     /// Elements from index `i` (0-based) towards the tail.
@@ -258,14 +418,16 @@ impl List {
                 nodes: Nodes::Many(&EMPTY),
                 ni: 0,
                 at: 0,
+                cur: None,
             };
         }
-        let (ni, at) = self.locate(i);
-        Iter {
-            nodes: self.nodes(),
-            ni,
-            at,
-        }
+        let (ni, k, cur) = self.find(i);
+        let nodes = self.nodes();
+        let at = match &cur {
+            Some(node) => offset_in(node, k),
+            None => offset_in(nodes.get(ni).expect("located"), k),
+        };
+        Iter { nodes, ni, at, cur }
     }
 
     /// All elements, head to tail.
@@ -280,12 +442,19 @@ impl List {
                 nodes: Nodes::Many(&EMPTY),
                 ni: 0,
                 at: 0,
+                cur: None,
             };
         }
-        let (ni, at) = self.locate(i);
+        let (ni, k, cur) = self.find(i);
         let nodes = self.nodes();
-        let end = decode(nodes.get(ni).expect("located"), at).1;
-        RevIter { nodes, ni, at: end }
+        let end = match &cur {
+            Some(node) => decode(node, offset_in(node, k)).1,
+            None => {
+                let b = nodes.get(ni).expect("located");
+                decode(b, offset_in(b, k)).1
+            }
+        };
+        RevIter { nodes, ni, at: end, cur }
     }
 
     /// Converts a small list to a chain if adding `n` elements of `bytes`
@@ -314,7 +483,11 @@ impl List {
         let Repr::Large(c) = &mut self.repr else {
             return;
         };
-        if c.nodes.len() != 1 || is_plain(&c.nodes[0], cfg) {
+        if c.nodes.len() != 1 {
+            return;
+        }
+        open(&mut c.nodes[0]);
+        if is_plain(&c.nodes[0], cfg) {
             return;
         }
         let (size, n) = cfg.limits();
@@ -332,9 +505,48 @@ impl List {
             .map(|e| e.as_ref().len())
             .fold(0usize, usize::saturating_add);
         self.grow_check(bytes, elems.len(), cfg);
+        let before = self.node_count();
         for e in elems {
             self.push_one(end, e.as_ref(), cfg);
         }
+        // Each node added moved one more node into the interior.
+        let d = cfg.compress;
+        let added = self.node_count() - before;
+        let n = self.node_count();
+        let touched = match end {
+            End::Head => d..d + added + 1,
+            End::Tail => (n - 1).saturating_sub(d + added)..n.saturating_sub(d),
+        };
+        self.settle(cfg, touched);
+    }
+
+    fn node_count(&self) -> usize {
+        match &self.repr {
+            Repr::Small(_) => 1,
+            Repr::Large(c) => c.nodes.len(),
+        }
+    }
+
+    /// Puts the chain back in the shape `list-compress-depth` asks for after
+    /// a write: the end nodes plain (always the first and the last, so a push
+    /// or pop never meets a frame, whatever the depth was before), and the
+    /// nodes at positions `touched` that are interior compressed. A pop or
+    /// trim makes no node interior; a push makes the nodes it passed
+    /// interior; LSET, LINSERT and LREM open nodes anywhere and ask for all
+    /// (each is already linear in the list).
+    fn settle(&mut self, cfg: &ListConfig, touched: std::ops::Range<usize>) {
+        let Repr::Large(c) = &mut self.repr else {
+            return;
+        };
+        let (n, d) = (c.nodes.len(), cfg.compress);
+        let keep = d.max(1).min(n);
+        for i in (0..keep).chain(n - keep..n) {
+            open(&mut c.nodes[i]);
+        }
+        if d == 0 || n <= 2 * d {
+            return;
+        }
+        (touched.start.max(d)..touched.end.min(n - d)).for_each(|i| pack(&mut c.nodes[i]));
     }
 
     fn push_one(&mut self, end: End, elem: &[u8], cfg: &ListConfig) {
@@ -345,11 +557,14 @@ impl List {
             }
             Repr::Large(c) => {
                 c.len += 1;
-                let node = if end == End::Head {
+                let mut node = if end == End::Head {
                     c.nodes.front_mut()
                 } else {
                     c.nodes.back_mut()
                 };
+                if let Some(b) = node.as_deref_mut() {
+                    open(b);
+                }
                 if let Some(b) = node.filter(|b| allow_insert(b, elem.len(), cfg)) {
                     let at = if end == End::Head { HDR } else { b.len() };
                     insert_node(b, at, elem);
@@ -376,6 +591,7 @@ impl List {
         let v = self.get(i as i64)?.to_vec();
         self.delete_range(i, 1);
         self.shrink_check(cfg);
+        self.settle(cfg, 0..0);
         Some(v)
     }
 
@@ -399,6 +615,7 @@ impl List {
                     if take == cnt {
                         c.nodes.remove(ni);
                     } else {
+                        open(&mut c.nodes[ni]);
                         drain_node(&mut c.nodes[ni], k, take);
                         ni += 1;
                     }
@@ -415,6 +632,7 @@ impl List {
         self.delete_range(start + n, len - start - n);
         self.delete_range(0, start);
         self.shrink_check(cfg);
+        self.settle(cfg, 0..0);
     }
 
     /// Inserts `elem` so that it becomes element `i` (0..=len).
@@ -430,6 +648,10 @@ impl List {
             Repr::Small(b) => insert_node(b, at, elem),
             Repr::Large(c) => {
                 c.len += 1;
+                open(&mut c.nodes[ni]);
+                if ni > 0 {
+                    open(&mut c.nodes[ni - 1]);
+                }
                 if allow_insert(&c.nodes[ni], elem.len(), cfg) {
                     return insert_node(&mut c.nodes[ni], at, elem);
                 }
@@ -482,11 +704,12 @@ impl List {
         elem: &[u8],
         cfg: &ListConfig,
     ) -> bool {
-        let Some(i) = self.iter().position(|v| listpack::eq(v, pivot)) else {
+        let Some(i) = self.iter().position(|v| listpack::eq(v.get(), pivot)) else {
             return false;
         };
         self.grow_check(elem.len(), 1, cfg);
         self.insert_at(i + usize::from(after), elem, cfg);
+        self.settle(cfg, 0..usize::MAX);
         true
     }
 
@@ -494,6 +717,9 @@ impl List {
     pub fn set(&mut self, i: usize, elem: &[u8], cfg: &ListConfig) {
         self.grow_check(elem.len(), 1, cfg);
         let (ni, at) = self.locate(i);
+        if let Repr::Large(c) = &mut self.repr {
+            open(&mut c.nodes[ni]);
+        }
         let fits = match &self.repr {
             Repr::Small(_) => true,
             Repr::Large(c) => {
@@ -515,12 +741,14 @@ impl List {
             let end = decode(b, at).1;
             b.drain(at..end);
             listpack::insert(b, at, elem);
+            add_count(b, 0);
             shrink_class(b);
         } else {
             self.insert_at(i, elem, cfg);
             self.delete_range(i + 1, 1);
         }
         self.shrink_check(cfg);
+        self.settle(cfg, 0..usize::MAX);
     }
 
     /// LREM: removes up to `limit` elements equal to `elem` (0: all),
@@ -547,7 +775,10 @@ impl List {
             if left == 0 {
                 break;
             }
-            let b = &mut nodes[ni];
+            // A packed node is read from a decompressed copy and replaced
+            // only if it loses an element.
+            let opened = is_packed(&nodes[ni]).then(|| unpack(&nodes[ni]).expect("packed list node decodes"));
+            let b: &[u8] = opened.as_deref().unwrap_or(&nodes[ni]);
             let mut spans = Vec::new();
             let mut at = HDR;
             while at < b.len() {
@@ -583,7 +814,7 @@ impl List {
             }
             add_count(&mut out, -(gone as isize));
             shrink_class(&mut out);
-            *b = out;
+            nodes[ni] = out;
             removed += gone;
         }
         if let Repr::Large(c) = &mut self.repr {
@@ -591,6 +822,7 @@ impl List {
             c.nodes.retain(|b| count(b) > 0);
         }
         self.shrink_check(cfg);
+        self.settle(cfg, 0..usize::MAX);
         removed
     }
 
@@ -608,6 +840,29 @@ impl List {
                         .sum::<usize>()
             }
         }
+    }
+
+    /// For a quicklist: (nodes, nodes kept compressed, the sum of Redis's
+    /// lpBytes of every node uncompressed), as DEBUG OBJECT shows them.
+    pub fn quicklist_stats(&self) -> Option<(usize, usize, usize)> {
+        let Repr::Large(c) = &self.repr else {
+            return None;
+        };
+        let packed = c.nodes.iter().filter(|b| is_packed(b)).count();
+        let bytes = c
+            .nodes
+            .iter()
+            .map(|b| {
+                if is_packed(b) {
+                    u32::from_le_bytes(b[HDR..PACKED_HDR].try_into().expect("plain length")) as usize
+                        - HDR
+                        + 7
+                } else {
+                    lp_bytes(b)
+                }
+            })
+            .sum();
+        Some((c.nodes.len(), packed, bytes))
     }
 
     /// What Redis's OBJECT ENCODING answers: "listpack" or "quicklist".
@@ -637,27 +892,78 @@ impl<'a> Nodes<'a> {
     }
 }
 
+/// An element as the list hands it out: borrowed from a plain node, or
+/// an entry of a node decompressed for the reader (shared by the elements
+/// read from it, freed with the last).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Elem<'a> {
+    /// In a plain node.
+    Ref(StrRef<'a>),
+    /// The entry at this offset of a decompressed node.
+    Node(Rc<Vec<u8>>, usize),
+}
+
+impl Elem<'_> {
+    /// The element.
+    pub fn get(&self) -> StrRef<'_> {
+        match self {
+            Elem::Ref(v) => *v,
+            Elem::Node(b, at) => decode(b, *at).0,
+        }
+    }
+
+    /// The element's bytes (integers are formatted).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.get().to_vec()
+    }
+
+    /// The element's length in bytes.
+    pub fn len(&self) -> usize {
+        self.get().len()
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl PartialEq<StrRef<'_>> for Elem<'_> {
+    fn eq(&self, other: &StrRef<'_>) -> bool {
+        self.get() == *other
+    }
+}
+
 /// Elements towards the tail, see `List::iter_from`.
 #[derive(Debug, Clone)]
 pub struct Iter<'a> {
     nodes: Nodes<'a>,
     ni: usize,
     at: usize,
+    /// Node `ni` decompressed, when it is packed.
+    cur: Option<Rc<Vec<u8>>>,
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = StrRef<'a>;
+    type Item = Elem<'a>;
 
-    fn next(&mut self) -> Option<StrRef<'a>> {
+    fn next(&mut self) -> Option<Elem<'a>> {
         loop {
             let b = self.nodes.get(self.ni)?;
-            if self.at < b.len() {
+            if let Some(node) = &self.cur {
+                if self.at < node.len() {
+                    let at = self.at;
+                    self.at = decode(node, at).1;
+                    return Some(Elem::Node(node.clone(), at));
+                }
+            } else if self.at < b.len() {
                 let (v, next) = decode(b, self.at);
                 self.at = next;
-                return Some(v);
+                return Some(Elem::Ref(v));
             }
             self.ni += 1;
             self.at = HDR;
+            self.cur = self.nodes.get(self.ni).and_then(|b| plain_node(b).err());
         }
     }
 }
@@ -668,20 +974,28 @@ pub struct RevIter<'a> {
     nodes: Nodes<'a>,
     ni: usize,
     at: usize,
+    /// Node `ni` decompressed, when it is packed.
+    cur: Option<Rc<Vec<u8>>>,
 }
 
 impl<'a> Iterator for RevIter<'a> {
-    type Item = StrRef<'a>;
+    type Item = Elem<'a>;
 
-    fn next(&mut self) -> Option<StrRef<'a>> {
+    fn next(&mut self) -> Option<Elem<'a>> {
         loop {
             let b = self.nodes.get(self.ni)?;
             if self.at > HDR {
+                if let Some(node) = &self.cur {
+                    self.at = prev(node, self.at);
+                    return Some(Elem::Node(node.clone(), self.at));
+                }
                 self.at = prev(b, self.at);
-                return Some(decode(b, self.at).0);
+                return Some(Elem::Ref(decode(b, self.at).0));
             }
             self.ni = self.ni.checked_sub(1)?;
-            self.at = self.nodes.get(self.ni)?.len();
+            let b = self.nodes.get(self.ni)?;
+            self.cur = plain_node(b).err();
+            self.at = self.cur.as_ref().map_or(b.len(), |node| node.len());
         }
     }
 }

@@ -457,7 +457,7 @@ impl<W: Write> RdbWriter<W> {
                 out.push(ty::LIST);
                 put_len(out, l.len() as u64);
                 for e in l.iter() {
-                    put_strref_lzf(out, e, spans.as_deref_mut());
+                    put_strref_lzf(out, e.get(), spans.as_deref_mut());
                 }
             }
             ValueRef::Set(s) if s.min_deadline().is_none() => {
