@@ -900,6 +900,10 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     let mut limits = Limits { max_bulk_len: srv.config.proto_max_bulk_len, unauthenticated: false };
     let mut all = true;
     c.paused = false;
+    // Requests parsed ahead of the one running (see `parse_ahead`); the
+    // query buffer's position stays that of the request running, so every
+    // rule below sees the buffer as if requests were parsed one at a time.
+    let mut ahead = Ahead::new();
     loop {
         // A blocked client's later requests wait until it is answered;
         // after a shutdown nothing more runs (Redis has exited by then).
@@ -910,9 +914,19 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             all = false;
             break;
         }
-        let start = c.qpos;
         limits.unauthenticated = !c.authenticated && srv.acl.auth_required();
-        let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, &limits);
+        if ahead.unauthenticated != limits.unauthenticated {
+            // AUTH, HELLO or RESET changed the limits the rest was parsed
+            // under: parse it again under the new ones.
+            ahead.rewind(c);
+        }
+        let (start, parsed) = match ahead.reqs.pop_front() {
+            Some((start, end, parsed)) => {
+                c.qpos = end;
+                (start, parsed)
+            }
+            None => parse_ahead(srv, host, c, &limits, &mut ahead),
+        };
         if c.repl_role == ReplRole::Primary {
             c.repl_cmd.extend_from_slice(&c.qbuf[start..c.qpos]);
         }
@@ -936,6 +950,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
                 if !ran {
                     // Paused: rewind so the request runs again later.
                     c.repl_cmd.clear();
+                    ahead.reqs.clear();
                     c.qpos = start;
                     c.parser = resp::Parser::new();
                     c.paused = true;
@@ -957,11 +972,84 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             }
         }
     }
+    ahead.rewind(c);
     if c.qpos > 0 {
         c.qbuf.drain(..c.qpos);
         c.qpos = 0;
     }
     all
+}
+
+/// Most requests `parse_ahead` parses past the one about to run.
+const AHEAD_MAX: usize = 15;
+
+/// Requests parsed ahead of the running one: for each, where it starts
+/// and ends in the query buffer and what the parser said (a command, or
+/// the incomplete request or protocol error that ended the batch).
+struct Ahead {
+    reqs: std::collections::VecDeque<(usize, usize, Result<Parsed, resp::ProtocolError>)>,
+    /// The unauthenticated limits they were parsed under.
+    unauthenticated: bool,
+}
+
+impl Ahead {
+    fn new() -> Ahead {
+        Ahead { reqs: std::collections::VecDeque::new(), unauthenticated: false }
+    }
+
+    /// Forgets the requests parsed ahead that did not run: the query
+    /// buffer goes back to the first of them, which starts between two
+    /// requests, so the parser starts afresh there (whatever it had read
+    /// of a later, incomplete one is read again).
+    fn rewind(&mut self, c: &mut Client) {
+        if let Some(&(start, _, _)) = self.reqs.front() {
+            c.qpos = start;
+            c.parser = resp::Parser::new();
+            self.reqs.clear();
+        }
+    }
+}
+
+/// Parses the next request at the query buffer's position and returns
+/// where it starts and what it is. When it is a command and more bytes
+/// follow (a pipeline), parses up to `AHEAD_MAX` more into `ahead` and
+/// prefetches the table slots and values of the keys they name, so that
+/// the cache misses of a batch overlap instead of each command waiting
+/// for its own in turn (Valkey 8's batched prefetch). The query buffer's
+/// position is left at the end of the returned request.
+fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, ahead: &mut Ahead) -> (usize, Result<Parsed, resp::ProtocolError>) {
+    let start = c.qpos;
+    let first = c.parser.parse(&c.qbuf, &mut c.qpos, limits);
+    let Ok(Parsed::Command(argv)) = &first else { return (start, first) };
+    if c.qpos >= c.qbuf.len() {
+        return (start, first);
+    }
+    let first_end = c.qpos;
+    ahead.unauthenticated = limits.unauthenticated;
+    while ahead.reqs.len() < AHEAD_MAX && c.qpos < c.qbuf.len() {
+        let at = c.qpos;
+        let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, limits);
+        let more = matches!(parsed, Ok(Parsed::Command(_)));
+        ahead.reqs.push_back((at, c.qpos, parsed));
+        if !more {
+            break;
+        }
+    }
+    if let Some(db) = srv.dbs.get(c.db) {
+        let mut keys: [&[u8]; storage::keyspace::PREFETCH_MAX] = [&[]; storage::keyspace::PREFETCH_MAX];
+        let mut n = 0;
+        let table = host.table();
+        let queued = ahead.reqs.iter().filter_map(|(_, _, p)| match p {
+            Ok(Parsed::Command(a)) => Some(a),
+            _ => None,
+        });
+        for argv in std::iter::once(argv).chain(queued) {
+            n = exec::key_args(table, argv, &mut keys, n);
+        }
+        db.prefetch(&keys[..n]);
+    }
+    c.qpos = first_end;
+    (start, first)
 }
 
 /// Runs a command a replica of this server sent. Its connection carries
