@@ -68,7 +68,10 @@ pub enum ToIo {
     /// Stop reading (false) or read again (true).
     Reading { id: Id, on: bool },
     /// The executor took in what was read: another `READ_WINDOW` may come.
-    Grant { id: Id },
+    /// `idle_at`: the stream offset at which the executor's parser stands
+    /// between requests with nothing buffered, or `u64::MAX`; a thread
+    /// that stopped indexing this client's requests starts again there.
+    Grant { id: Id, idle_at: u64 },
     /// Close the connection: after writing what is queued (`flush`), or at
     /// once, dropping it.
     Close { id: Id, flush: bool },
@@ -80,8 +83,9 @@ pub enum ToIo {
 
 /// What an I/O thread tells the executor.
 pub enum FromIo {
-    /// Bytes the client sent, in order.
-    Input { id: Id, buf: Vec<u8> },
+    /// Bytes the client sent, in order, with the complete requests the
+    /// thread parsed in them (`Req`; maybe none).
+    Input { id: Id, buf: Vec<u8>, reqs: Vec<Req> },
     /// The client closed its end: nothing more will be read.
     Eof { id: Id },
     /// The connection failed (reset, write error): it is to be closed.
@@ -93,6 +97,101 @@ pub enum FromIo {
     /// The socket, as asked by `GiveBack`, with the reply bytes not yet
     /// written.
     Returned { id: Id, conn: Conn, tls: Option<Box<Session>>, unwritten: Vec<u8> },
+}
+
+/// A request an I/O thread parsed: where it starts and ends in the
+/// client's stream (bytes counted from the first one read) and its
+/// arguments. The executor runs it in place of parsing those bytes itself
+/// when its own parser stands, idle, at `start` (see `Index`).
+#[derive(Debug)]
+pub struct Req {
+    /// Stream offset of its first byte.
+    pub start: u64,
+    /// Stream offset just past its last byte.
+    pub end: u64,
+    /// The arguments, as `resp::Parser` returns them.
+    pub argv: Vec<Vec<u8>>,
+}
+
+/// Largest unfinished request a thread keeps to parse once the rest
+/// comes; past it the thread stops indexing the client (the executor
+/// parses, as always) until told where the executor's parser is idle.
+const TAIL_MAX: usize = 64 * 1024;
+
+/// A thread's parser over one client's stream.
+///
+/// The executor remains the only judge of what a request is: a `Req` is
+/// used only where its start is where the executor's own parser stands
+/// between requests, so any error here (a request split oddly, a limit
+/// the thread does not know) costs only the parsing it would have saved.
+/// The thread parses with no limit but `TAIL_MAX` on what it buffers; the
+/// executor checks a request against its own limits before using it.
+#[derive(Debug, Default)]
+struct Index {
+    parser: resp::Parser,
+    /// The unparsed end of the last input (an unfinished request).
+    tail: Vec<u8>,
+    /// Stream bytes handed over so far.
+    read: u64,
+    /// Stream offset where the request being parsed started.
+    req_start: u64,
+    /// False after a protocol error or an unfinished request past
+    /// `TAIL_MAX`: the thread does not know where requests start.
+    lost: bool,
+}
+
+const INDEX_LIMITS: resp::Limits = resp::Limits { max_bulk_len: i64::MAX, unauthenticated: false };
+
+impl Index {
+    /// Parses `got`, the next bytes of the stream, pushing the complete
+    /// requests found to `reqs`.
+    fn scan(&mut self, got: &[u8], reqs: &mut Vec<Req>) {
+        let base = self.read - self.tail.len() as u64;
+        self.read += got.len() as u64;
+        if self.lost {
+            return;
+        }
+        let mut joined = std::mem::take(&mut self.tail);
+        let buf: &[u8] = if joined.is_empty() {
+            got
+        } else {
+            joined.extend_from_slice(got);
+            &joined
+        };
+        let mut pos = 0;
+        loop {
+            if self.parser.is_idle() {
+                self.req_start = base + pos as u64;
+            }
+            match self.parser.parse(buf, &mut pos, &INDEX_LIMITS) {
+                Ok(resp::Parsed::Command(argv)) => reqs.push(Req { start: self.req_start, end: base + pos as u64, argv }),
+                Ok(resp::Parsed::Incomplete { .. }) if buf.len() - pos <= TAIL_MAX => {
+                    let rest = buf[pos..].to_vec();
+                    joined.clear();
+                    self.tail = if rest.is_empty() { joined } else { rest };
+                    return;
+                }
+                _ => {
+                    self.lose();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn lose(&mut self) {
+        self.lost = true;
+        self.parser = resp::Parser::new();
+        self.tail = Vec::new();
+    }
+
+    /// The executor's parser is idle at stream offset `at` with nothing
+    /// left to parse: if nothing was read since, requests start here.
+    fn found(&mut self, at: u64) {
+        if self.lost && at == self.read {
+            self.lost = false;
+        }
+    }
 }
 
 /// One thread's counters, for INFO (Redis 8's per-thread line).
@@ -243,6 +342,8 @@ struct Peer {
     stalled: bool,
     /// Close once `out` is written.
     closing: bool,
+    /// The requests parsed in what was read.
+    index: Index,
 }
 
 struct Worker {
@@ -297,7 +398,7 @@ impl Worker {
                                 continue;
                             }
                             self.stats.clients.fetch_add(1, Ordering::Relaxed);
-                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false });
+                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false, index: Index::default() });
                         }
                         ToIo::Write { id, buf } => {
                             if let Some(p) = self.peers.get_mut(&id) {
@@ -313,9 +414,10 @@ impl Worker {
                                 }
                             }
                         }
-                        ToIo::Grant { id } => {
+                        ToIo::Grant { id, idle_at } => {
                             if let Some(p) = self.peers.get_mut(&id) {
                                 p.window = 0;
+                                p.index.found(idle_at);
                                 if p.reading && std::mem::take(&mut p.missed) {
                                     readable.push(id);
                                 }
@@ -434,7 +536,9 @@ impl Worker {
         let Some(p) = self.peers.get_mut(&id) else { return false };
         if !got.is_empty() {
             p.window += got.len();
-            self.out.push(FromIo::Input { id, buf: got });
+            let mut reqs = Vec::new();
+            p.index.scan(&got, &mut reqs);
+            self.out.push(FromIo::Input { id, buf: got, reqs });
         }
         if let Some(e) = end {
             p.done = true;

@@ -974,10 +974,45 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     }
     ahead.rewind(c);
     if c.qpos > 0 {
+        if let Some(l) = c.io.as_mut() {
+            l.qbase = l.qbase.wrapping_add(c.qpos as u64);
+        }
         c.qbuf.drain(..c.qpos);
         c.qpos = 0;
     }
     all
+}
+
+/// Parses the request at the query buffer's position, advancing it. For
+/// a client of an I/O thread, the request the thread parsed there, when
+/// there is one: the executor's parser is idle here (between requests),
+/// the thread's request starts at this very byte, and it is within the
+/// limits this client has now (the thread parses with none). Otherwise,
+/// and for every byte the thread did not parse, the executor's parser, so
+/// whatever consumes or rewinds the query buffer stays the one rule.
+fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolError> {
+    if let Some(l) = c.io.as_mut().filter(|l| !l.reqs.is_empty()) {
+        if c.parser.is_idle() {
+            let at = l.qbase.wrapping_add(c.qpos as u64);
+            // Requests this position is past (run, or parsed here).
+            while l.reqs.front().is_some_and(|r| (at.wrapping_sub(r.start) as i64) > 0) {
+                l.reqs.pop_front();
+            }
+            let fits = |r: &crate::iothread::Req| {
+                r.start == at
+                    && (r.end - r.start) as usize <= c.qbuf.len() - c.qpos
+                    && (!limits.unauthenticated
+                        || (r.argv.len() as i64 <= resp::parse::UNAUTH_MULTIBULK_MAX && r.argv.iter().all(|a| a.len() as i64 <= resp::parse::UNAUTH_BULK_MAX)))
+                    && r.argv.iter().all(|a| a.len() as i64 <= limits.max_bulk_len)
+            };
+            if l.reqs.front().is_some_and(fits) {
+                let r = l.reqs.pop_front().expect("front checked");
+                c.qpos += (r.end - r.start) as usize;
+                return Ok(Parsed::Command(r.argv));
+            }
+        }
+    }
+    c.parser.parse(&c.qbuf, &mut c.qpos, limits)
 }
 
 /// Most requests `parse_ahead` parses past the one about to run.
@@ -1019,7 +1054,7 @@ impl Ahead {
 /// position is left at the end of the returned request.
 fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, ahead: &mut Ahead) -> (usize, Result<Parsed, resp::ProtocolError>) {
     let start = c.qpos;
-    let first = c.parser.parse(&c.qbuf, &mut c.qpos, limits);
+    let first = parse_one(c, limits);
     let Ok(Parsed::Command(argv)) = &first else { return (start, first) };
     if c.qpos >= c.qbuf.len() {
         return (start, first);
@@ -1028,7 +1063,7 @@ fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, a
     ahead.unauthenticated = limits.unauthenticated;
     while ahead.reqs.len() < AHEAD_MAX && c.qpos < c.qbuf.len() {
         let at = c.qpos;
-        let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, limits);
+        let parsed = parse_one(c, limits);
         let more = matches!(parsed, Ok(Parsed::Command(_)));
         ahead.reqs.push_back((at, c.qpos, parsed));
         if !more {
@@ -1244,8 +1279,10 @@ fn steer_reading(srv: &mut Server, c: &mut Client) {
     // sent has been taken in (whatever is left is one unfinished request).
     if !stuck && link.delivered >= crate::iothread::READ_WINDOW {
         link.delivered = 0;
+        // Where the thread may parse again, if it stopped (a big request).
+        let idle_at = if c.qpos == c.qbuf.len() && c.parser.is_idle() { link.qbase.wrapping_add(c.qpos as u64) } else { u64::MAX };
         if let Some(io) = srv.io.as_mut() {
-            io.push(link.thread, crate::iothread::ToIo::Grant { id: c.id });
+            io.push(link.thread, crate::iothread::ToIo::Grant { id: c.id, idle_at });
         }
     }
 }
@@ -1260,10 +1297,11 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     let Some(mut io) = srv.io.take() else { return };
     let mut back = Vec::new();
     io.recv(|m| match m {
-        FromIo::Input { id, buf } => {
+        FromIo::Input { id, buf, reqs } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
             if let Some(l) = c.io.as_mut() {
                 l.delivered += buf.len();
+                l.reqs.extend(reqs);
             }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;
