@@ -278,6 +278,12 @@ impl Slab {
         let slot = if page.free != NONE {
             let s = page.free as usize;
             page.free = u16::from_le_bytes([page.data[s * size], page.data[s * size + 1]]);
+            if page.free != NONE {
+                // The next alloc of this class reads that slot's link, freed
+                // long ago and cold: start loading it now (SET over a big
+                // keyspace waited for that miss on every write).
+                prefetch_bytes(&page.data[page.free as usize * size..], 1);
+            }
             s
         } else {
             page.carved += 1;
