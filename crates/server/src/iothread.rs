@@ -13,11 +13,14 @@
 //! it once. No lock is taken per command on either side; the queues are
 //! std's channels, which push and pop without a lock.
 //!
-//! Parsing and the command itself stay on the executor: requests reach it
-//! as the bytes that came, appended to the client's query buffer, so that
-//! every rule that reads that buffer (CLIENT PAUSE rewinding a request, a
+//! The command itself stays on the executor: requests reach it as the
+//! bytes that came, appended to the client's query buffer, so that every
+//! rule that reads that buffer (CLIENT PAUSE rewinding a request, a
 //! blocked client's later requests, the query buffer limit, a primary's
-//! stream counted as it came) is the single-threaded one.
+//! stream counted as it came) is the single-threaded one. With the bytes
+//! go the requests the thread parsed in them (`Req`, positioned in the
+//! stream), which the executor takes where its own parser would have
+//! parsed the same bytes (`Index`).
 //!
 //! A client that needs the executor's own loop for its socket (a replica
 //! being fed the replication stream or an image file, a slot-export link)
@@ -113,9 +116,10 @@ pub struct Req {
     pub argv: Vec<Vec<u8>>,
 }
 
-/// Largest unfinished request a thread keeps to parse once the rest
-/// comes; past it the thread stops indexing the client (the executor
-/// parses, as always) until told where the executor's parser is idle.
+/// Largest unfinished request (its bytes so far) a thread keeps to parse
+/// once the rest comes; past it the thread stops indexing the client (the
+/// executor parses, as always) until told where the executor's parser is
+/// idle. A complete request is at most this plus one turn's read.
 const TAIL_MAX: usize = 64 * 1024;
 
 /// A thread's parser over one client's stream.
@@ -165,10 +169,12 @@ impl Index {
             }
             match self.parser.parse(buf, &mut pos, &INDEX_LIMITS) {
                 Ok(resp::Parsed::Command(argv)) => reqs.push(Req { start: self.req_start, end: base + pos as u64, argv }),
-                Ok(resp::Parsed::Incomplete { .. }) if buf.len() - pos <= TAIL_MAX => {
-                    let rest = buf[pos..].to_vec();
-                    joined.clear();
-                    self.tail = if rest.is_empty() { joined } else { rest };
+                // What the unfinished request holds so far (its arguments
+                // read, in the parser, and the rest in `tail`) is bounded.
+                Ok(resp::Parsed::Incomplete { .. }) if self.read - self.req_start <= TAIL_MAX as u64 => {
+                    // A fresh buffer, never the joined one: it would keep
+                    // a whole read's capacity for the client's life.
+                    self.tail = buf[pos..].to_vec();
                     return;
                 }
                 _ => {
@@ -679,5 +685,84 @@ impl Worker {
             }
         }
         failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    /// Feeds `stream` in pieces cut at `cuts`; returns the requests found.
+    fn scan_in_pieces(stream: &[u8], cuts: &[usize]) -> (Vec<Req>, Index) {
+        let mut ix = Index::default();
+        let mut reqs = Vec::new();
+        let mut at = 0;
+        for &c in cuts.iter().chain([&stream.len()]) {
+            ix.scan(&stream[at..c], &mut reqs);
+            at = c;
+        }
+        (reqs, ix)
+    }
+
+    #[test]
+    fn requests_and_their_offsets_whatever_the_split() {
+        let parts: Vec<Vec<u8>> = vec![cmd(&[b"SET", b"k", b"v"]), b"PING\r\n".to_vec(), cmd(&[b"GET", b"k"]), b"set a \"b c\"\n".to_vec(), cmd(&[])];
+        let stream: Vec<u8> = parts.concat();
+        let mut want = Vec::new();
+        let mut at = 0u64;
+        for p in &parts {
+            want.push((at, at + p.len() as u64));
+            at += p.len() as u64;
+        }
+        for a in 0..=stream.len() {
+            for b in a..=stream.len() {
+                let (reqs, ix) = scan_in_pieces(&stream, &[a, b]);
+                let got: Vec<(u64, u64)> = reqs.iter().map(|r| (r.start, r.end)).collect();
+                assert_eq!(got, want, "cut at {a}, {b}");
+                assert_eq!(reqs[3].argv, vec![b"set".to_vec(), b"a".to_vec(), b"b c".to_vec()]);
+                assert!(ix.tail.is_empty() && !ix.lost);
+            }
+        }
+    }
+
+    #[test]
+    fn a_big_unfinished_request_stops_the_index_until_the_executor_says_where_it_is() {
+        let big = vec![b'x'; TAIL_MAX + 10];
+        let first = cmd(&[b"SET", b"k", &big]);
+        let mut ix = Index::default();
+        let mut reqs = Vec::new();
+        ix.scan(&first[..first.len() - 5], &mut reqs);
+        assert!(ix.lost && ix.tail.is_empty() && reqs.is_empty());
+        ix.scan(&first[first.len() - 5..], &mut reqs);
+        let next = cmd(&[b"GET", b"k"]);
+        ix.scan(&next, &mut reqs);
+        assert!(reqs.is_empty(), "lost: nothing is parsed");
+        // The executor, idle somewhere before the end: nothing changes.
+        ix.found(first.len() as u64);
+        assert!(ix.lost);
+        ix.found((first.len() + next.len()) as u64);
+        assert!(!ix.lost);
+        ix.scan(&next, &mut reqs);
+        let at = (first.len() + next.len()) as u64;
+        assert_eq!(reqs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(), vec![(at, at + next.len() as u64)]);
+    }
+
+    #[test]
+    fn a_protocol_error_stops_the_index() {
+        let mut ix = Index::default();
+        let mut reqs = Vec::new();
+        ix.scan(b"*1\r\n$4\r\nPING\r\n*1\r\nx\r\n*1\r\n$4\r\nPING\r\n", &mut reqs);
+        assert_eq!(reqs.len(), 1);
+        assert!(ix.lost);
     }
 }

@@ -973,6 +973,10 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
         }
     }
     ahead.rewind(c);
+    if let Some(l) = c.io.as_mut().filter(|l| l.reqs.is_empty() && l.reqs.capacity() > 64) {
+        // A deep pipeline grew it: give the room back, as the query buffer's.
+        l.reqs = Default::default();
+    }
     if c.qpos > 0 {
         if let Some(l) = c.io.as_mut() {
             l.qbase = l.qbase.wrapping_add(c.qpos as u64);
