@@ -973,8 +973,9 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
         }
     }
     ahead.rewind(c);
-    if let Some(l) = c.io.as_mut().filter(|l| l.reqs.is_empty() && l.reqs.capacity() > 64) {
-        // A deep pipeline grew it: give the room back, as the query buffer's.
+    if let Some(l) = c.io.as_mut().filter(|l| l.reqs.is_empty() && l.reqs.capacity() > 0) {
+        // Keep no room between inputs (each comes with its own, moved in),
+        // so used_memory does not depend on how the last pipeline was cut.
         l.reqs = Default::default();
     }
     if c.qpos > 0 {
@@ -1305,7 +1306,11 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
             let Some(c) = srv.clients.get_mut(&id) else { return };
             if let Some(l) = c.io.as_mut() {
                 l.delivered += buf.len();
-                l.reqs.extend(reqs);
+                if l.reqs.is_empty() {
+                    l.reqs = reqs.into();
+                } else {
+                    l.reqs.extend(reqs);
+                }
             }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;
