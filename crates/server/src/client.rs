@@ -299,12 +299,18 @@ pub struct IoLink {
     /// Input bytes taken from the thread since the last `ToIo::Grant`; the
     /// thread stops reading at `iothread::READ_WINDOW` of them.
     pub delivered: usize,
+    /// Requests the thread parsed, not yet run or passed by
+    /// (`net::parse_one`).
+    pub reqs: std::collections::VecDeque<crate::iothread::Req>,
+    /// Stream offset of the query buffer's first byte (the stream counted
+    /// from the first byte the thread read).
+    pub qbase: u64,
 }
 
 impl IoLink {
     /// A link to thread `thread`.
     pub fn new(thread: usize, unix: bool) -> IoLink {
-        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false, delivered: 0 }
+        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false, delivered: 0, reqs: Default::default(), qbase: 0 }
     }
 
     /// Reply bytes the thread holds.

@@ -24,6 +24,30 @@ pub enum Lookup<'a> {
     BadArity(CmdError),
 }
 
+/// Appends to `keys[n..]` the keys `argv` names by its command's legacy
+/// key positions (first, last, step), as many as fit; returns the new
+/// count. For prefetching only: an unknown command, a container or a
+/// wrong argument count adds nothing, and nothing is checked or replied.
+pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8]], mut n: usize) -> usize {
+    let mut buf = [0u8; 16];
+    let Some(raw) = argv.first().filter(|a| a.len() <= buf.len()) else { return n };
+    buf[..raw.len()].copy_from_slice(raw);
+    buf[..raw.len()].make_ascii_lowercase();
+    let Some(spec) = std::str::from_utf8(&buf[..raw.len()]).ok().and_then(|name| table.get(name)) else { return n };
+    let k = spec.keys;
+    if k.first <= 0 || k.step <= 0 || !spec.subcommands.is_empty() {
+        return n;
+    }
+    let last = if k.last < 0 { argv.len() as i32 + k.last } else { k.last.min(argv.len() as i32 - 1) };
+    let mut i = k.first;
+    while i <= last && n < keys.len() {
+        keys[n] = &argv[i as usize];
+        n += 1;
+        i += k.step;
+    }
+    n
+}
+
 /// Finds the spec for `argv`, descending into subcommands, and checks arity.
 pub fn lookup<'a>(table: &'a CommandMap, argv: &[Vec<u8>]) -> Lookup<'a> {
     // Lowercase into a stack buffer: no allocation on the hot path.

@@ -13,11 +13,14 @@
 //! it once. No lock is taken per command on either side; the queues are
 //! std's channels, which push and pop without a lock.
 //!
-//! Parsing and the command itself stay on the executor: requests reach it
-//! as the bytes that came, appended to the client's query buffer, so that
-//! every rule that reads that buffer (CLIENT PAUSE rewinding a request, a
+//! The command itself stays on the executor: requests reach it as the
+//! bytes that came, appended to the client's query buffer, so that every
+//! rule that reads that buffer (CLIENT PAUSE rewinding a request, a
 //! blocked client's later requests, the query buffer limit, a primary's
-//! stream counted as it came) is the single-threaded one.
+//! stream counted as it came) is the single-threaded one. With the bytes
+//! go the requests the thread parsed in them (`Req`, positioned in the
+//! stream), which the executor takes where its own parser would have
+//! parsed the same bytes (`Index`).
 //!
 //! A client that needs the executor's own loop for its socket (a replica
 //! being fed the replication stream or an image file, a slot-export link)
@@ -68,7 +71,10 @@ pub enum ToIo {
     /// Stop reading (false) or read again (true).
     Reading { id: Id, on: bool },
     /// The executor took in what was read: another `READ_WINDOW` may come.
-    Grant { id: Id },
+    /// `idle_at`: the stream offset at which the executor's parser stands
+    /// between requests with nothing buffered, or `u64::MAX`; a thread
+    /// that stopped indexing this client's requests starts again there.
+    Grant { id: Id, idle_at: u64 },
     /// Close the connection: after writing what is queued (`flush`), or at
     /// once, dropping it.
     Close { id: Id, flush: bool },
@@ -80,8 +86,9 @@ pub enum ToIo {
 
 /// What an I/O thread tells the executor.
 pub enum FromIo {
-    /// Bytes the client sent, in order.
-    Input { id: Id, buf: Vec<u8> },
+    /// Bytes the client sent, in order, with the complete requests the
+    /// thread parsed in them (`Req`; maybe none).
+    Input { id: Id, buf: Vec<u8>, reqs: Vec<Req> },
     /// The client closed its end: nothing more will be read.
     Eof { id: Id },
     /// The connection failed (reset, write error): it is to be closed.
@@ -93,6 +100,104 @@ pub enum FromIo {
     /// The socket, as asked by `GiveBack`, with the reply bytes not yet
     /// written.
     Returned { id: Id, conn: Conn, tls: Option<Box<Session>>, unwritten: Vec<u8> },
+}
+
+/// A request an I/O thread parsed: where it starts and ends in the
+/// client's stream (bytes counted from the first one read) and its
+/// arguments. The executor runs it in place of parsing those bytes itself
+/// when its own parser stands, idle, at `start` (see `Index`).
+#[derive(Debug)]
+pub struct Req {
+    /// Stream offset of its first byte.
+    pub start: u64,
+    /// Stream offset just past its last byte.
+    pub end: u64,
+    /// The arguments, as `resp::Parser` returns them.
+    pub argv: Vec<Vec<u8>>,
+}
+
+/// Largest unfinished request (its bytes so far) a thread keeps to parse
+/// once the rest comes; past it the thread stops indexing the client (the
+/// executor parses, as always) until told where the executor's parser is
+/// idle. A complete request is at most this plus one turn's read.
+const TAIL_MAX: usize = 64 * 1024;
+
+/// A thread's parser over one client's stream.
+///
+/// The executor remains the only judge of what a request is: a `Req` is
+/// used only where its start is where the executor's own parser stands
+/// between requests, so any error here (a request split oddly, a limit
+/// the thread does not know) costs only the parsing it would have saved.
+/// The thread parses with no limit but `TAIL_MAX` on what it buffers; the
+/// executor checks a request against its own limits before using it.
+#[derive(Debug, Default)]
+struct Index {
+    parser: resp::Parser,
+    /// The unparsed end of the last input (an unfinished request).
+    tail: Vec<u8>,
+    /// Stream bytes handed over so far.
+    read: u64,
+    /// Stream offset where the request being parsed started.
+    req_start: u64,
+    /// False after a protocol error or an unfinished request past
+    /// `TAIL_MAX`: the thread does not know where requests start.
+    lost: bool,
+}
+
+const INDEX_LIMITS: resp::Limits = resp::Limits { max_bulk_len: i64::MAX, unauthenticated: false };
+
+impl Index {
+    /// Parses `got`, the next bytes of the stream, pushing the complete
+    /// requests found to `reqs`.
+    fn scan(&mut self, got: &[u8], reqs: &mut Vec<Req>) {
+        let base = self.read - self.tail.len() as u64;
+        self.read += got.len() as u64;
+        if self.lost {
+            return;
+        }
+        let mut joined = std::mem::take(&mut self.tail);
+        let buf: &[u8] = if joined.is_empty() {
+            got
+        } else {
+            joined.extend_from_slice(got);
+            &joined
+        };
+        let mut pos = 0;
+        loop {
+            if self.parser.is_idle() {
+                self.req_start = base + pos as u64;
+            }
+            match self.parser.parse(buf, &mut pos, &INDEX_LIMITS) {
+                Ok(resp::Parsed::Command(argv)) => reqs.push(Req { start: self.req_start, end: base + pos as u64, argv }),
+                // What the unfinished request holds so far (its arguments
+                // read, in the parser, and the rest in `tail`) is bounded.
+                Ok(resp::Parsed::Incomplete { .. }) if self.read - self.req_start <= TAIL_MAX as u64 => {
+                    // A fresh buffer, never the joined one: it would keep
+                    // a whole read's capacity for the client's life.
+                    self.tail = buf[pos..].to_vec();
+                    return;
+                }
+                _ => {
+                    self.lose();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn lose(&mut self) {
+        self.lost = true;
+        self.parser = resp::Parser::new();
+        self.tail = Vec::new();
+    }
+
+    /// The executor's parser is idle at stream offset `at` with nothing
+    /// left to parse: if nothing was read since, requests start here.
+    fn found(&mut self, at: u64) {
+        if self.lost && at == self.read {
+            self.lost = false;
+        }
+    }
 }
 
 /// One thread's counters, for INFO (Redis 8's per-thread line).
@@ -243,6 +348,8 @@ struct Peer {
     stalled: bool,
     /// Close once `out` is written.
     closing: bool,
+    /// The requests parsed in what was read.
+    index: Index,
 }
 
 struct Worker {
@@ -297,7 +404,7 @@ impl Worker {
                                 continue;
                             }
                             self.stats.clients.fetch_add(1, Ordering::Relaxed);
-                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false });
+                            self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false, index: Index::default() });
                         }
                         ToIo::Write { id, buf } => {
                             if let Some(p) = self.peers.get_mut(&id) {
@@ -313,9 +420,10 @@ impl Worker {
                                 }
                             }
                         }
-                        ToIo::Grant { id } => {
+                        ToIo::Grant { id, idle_at } => {
                             if let Some(p) = self.peers.get_mut(&id) {
                                 p.window = 0;
+                                p.index.found(idle_at);
                                 if p.reading && std::mem::take(&mut p.missed) {
                                     readable.push(id);
                                 }
@@ -434,7 +542,9 @@ impl Worker {
         let Some(p) = self.peers.get_mut(&id) else { return false };
         if !got.is_empty() {
             p.window += got.len();
-            self.out.push(FromIo::Input { id, buf: got });
+            let mut reqs = Vec::new();
+            p.index.scan(&got, &mut reqs);
+            self.out.push(FromIo::Input { id, buf: got, reqs });
         }
         if let Some(e) = end {
             p.done = true;
@@ -575,5 +685,84 @@ impl Worker {
             }
         }
         failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    /// Feeds `stream` in pieces cut at `cuts`; returns the requests found.
+    fn scan_in_pieces(stream: &[u8], cuts: &[usize]) -> (Vec<Req>, Index) {
+        let mut ix = Index::default();
+        let mut reqs = Vec::new();
+        let mut at = 0;
+        for &c in cuts.iter().chain([&stream.len()]) {
+            ix.scan(&stream[at..c], &mut reqs);
+            at = c;
+        }
+        (reqs, ix)
+    }
+
+    #[test]
+    fn requests_and_their_offsets_whatever_the_split() {
+        let parts: Vec<Vec<u8>> = vec![cmd(&[b"SET", b"k", b"v"]), b"PING\r\n".to_vec(), cmd(&[b"GET", b"k"]), b"set a \"b c\"\n".to_vec(), cmd(&[])];
+        let stream: Vec<u8> = parts.concat();
+        let mut want = Vec::new();
+        let mut at = 0u64;
+        for p in &parts {
+            want.push((at, at + p.len() as u64));
+            at += p.len() as u64;
+        }
+        for a in 0..=stream.len() {
+            for b in a..=stream.len() {
+                let (reqs, ix) = scan_in_pieces(&stream, &[a, b]);
+                let got: Vec<(u64, u64)> = reqs.iter().map(|r| (r.start, r.end)).collect();
+                assert_eq!(got, want, "cut at {a}, {b}");
+                assert_eq!(reqs[3].argv, vec![b"set".to_vec(), b"a".to_vec(), b"b c".to_vec()]);
+                assert!(ix.tail.is_empty() && !ix.lost);
+            }
+        }
+    }
+
+    #[test]
+    fn a_big_unfinished_request_stops_the_index_until_the_executor_says_where_it_is() {
+        let big = vec![b'x'; TAIL_MAX + 10];
+        let first = cmd(&[b"SET", b"k", &big]);
+        let mut ix = Index::default();
+        let mut reqs = Vec::new();
+        ix.scan(&first[..first.len() - 5], &mut reqs);
+        assert!(ix.lost && ix.tail.is_empty() && reqs.is_empty());
+        ix.scan(&first[first.len() - 5..], &mut reqs);
+        let next = cmd(&[b"GET", b"k"]);
+        ix.scan(&next, &mut reqs);
+        assert!(reqs.is_empty(), "lost: nothing is parsed");
+        // The executor, idle somewhere before the end: nothing changes.
+        ix.found(first.len() as u64);
+        assert!(ix.lost);
+        ix.found((first.len() + next.len()) as u64);
+        assert!(!ix.lost);
+        ix.scan(&next, &mut reqs);
+        let at = (first.len() + next.len()) as u64;
+        assert_eq!(reqs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(), vec![(at, at + next.len() as u64)]);
+    }
+
+    #[test]
+    fn a_protocol_error_stops_the_index() {
+        let mut ix = Index::default();
+        let mut reqs = Vec::new();
+        ix.scan(b"*1\r\n$4\r\nPING\r\n*1\r\nx\r\n*1\r\n$4\r\nPING\r\n", &mut reqs);
+        assert_eq!(reqs.len(), 1);
+        assert!(ix.lost);
     }
 }

@@ -900,6 +900,10 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     let mut limits = Limits { max_bulk_len: srv.config.proto_max_bulk_len, unauthenticated: false };
     let mut all = true;
     c.paused = false;
+    // Requests parsed ahead of the one running (see `parse_ahead`); the
+    // query buffer's position stays that of the request running, so every
+    // rule below sees the buffer as if requests were parsed one at a time.
+    let mut ahead = Ahead::new();
     loop {
         // A blocked client's later requests wait until it is answered;
         // after a shutdown nothing more runs (Redis has exited by then).
@@ -910,9 +914,19 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             all = false;
             break;
         }
-        let start = c.qpos;
         limits.unauthenticated = !c.authenticated && srv.acl.auth_required();
-        let parsed = c.parser.parse(&c.qbuf, &mut c.qpos, &limits);
+        if ahead.unauthenticated != limits.unauthenticated {
+            // AUTH, HELLO or RESET changed the limits the rest was parsed
+            // under: parse it again under the new ones.
+            ahead.rewind(c);
+        }
+        let (start, parsed) = match ahead.reqs.pop_front() {
+            Some((start, end, parsed)) => {
+                c.qpos = end;
+                (start, parsed)
+            }
+            None => parse_ahead(srv, host, c, &limits, &mut ahead),
+        };
         if c.repl_role == ReplRole::Primary {
             c.repl_cmd.extend_from_slice(&c.qbuf[start..c.qpos]);
         }
@@ -936,6 +950,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
                 if !ran {
                     // Paused: rewind so the request runs again later.
                     c.repl_cmd.clear();
+                    ahead.reqs.clear();
                     c.qpos = start;
                     c.parser = resp::Parser::new();
                     c.paused = true;
@@ -957,11 +972,124 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             }
         }
     }
+    ahead.rewind(c);
+    if let Some(l) = c.io.as_mut().filter(|l| l.reqs.is_empty() && l.reqs.capacity() > 0) {
+        // Keep no room between inputs (each comes with its own, moved in),
+        // so used_memory does not depend on how the last pipeline was cut.
+        l.reqs = Default::default();
+    }
     if c.qpos > 0 {
+        if let Some(l) = c.io.as_mut() {
+            l.qbase = l.qbase.wrapping_add(c.qpos as u64);
+        }
         c.qbuf.drain(..c.qpos);
         c.qpos = 0;
     }
     all
+}
+
+/// Parses the request at the query buffer's position, advancing it. For
+/// a client of an I/O thread, the request the thread parsed there, when
+/// there is one: the executor's parser is idle here (between requests),
+/// the thread's request starts at this very byte, and it is within the
+/// limits this client has now (the thread parses with none). Otherwise,
+/// and for every byte the thread did not parse, the executor's parser, so
+/// whatever consumes or rewinds the query buffer stays the one rule.
+fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolError> {
+    if let Some(l) = c.io.as_mut().filter(|l| !l.reqs.is_empty()) {
+        if c.parser.is_idle() {
+            let at = l.qbase.wrapping_add(c.qpos as u64);
+            // Requests this position is past (run, or parsed here).
+            while l.reqs.front().is_some_and(|r| (at.wrapping_sub(r.start) as i64) > 0) {
+                l.reqs.pop_front();
+            }
+            let fits = |r: &crate::iothread::Req| {
+                r.start == at
+                    && (r.end - r.start) as usize <= c.qbuf.len() - c.qpos
+                    && (!limits.unauthenticated
+                        || (r.argv.len() as i64 <= resp::parse::UNAUTH_MULTIBULK_MAX && r.argv.iter().all(|a| a.len() as i64 <= resp::parse::UNAUTH_BULK_MAX)))
+                    && r.argv.iter().all(|a| a.len() as i64 <= limits.max_bulk_len)
+            };
+            if l.reqs.front().is_some_and(fits) {
+                let r = l.reqs.pop_front().expect("front checked");
+                c.qpos += (r.end - r.start) as usize;
+                return Ok(Parsed::Command(r.argv));
+            }
+        }
+    }
+    c.parser.parse(&c.qbuf, &mut c.qpos, limits)
+}
+
+/// Most requests `parse_ahead` parses past the one about to run.
+const AHEAD_MAX: usize = 15;
+
+/// Requests parsed ahead of the running one: for each, where it starts
+/// and ends in the query buffer and what the parser said (a command, or
+/// the incomplete request or protocol error that ended the batch).
+struct Ahead {
+    reqs: std::collections::VecDeque<(usize, usize, Result<Parsed, resp::ProtocolError>)>,
+    /// The unauthenticated limits they were parsed under.
+    unauthenticated: bool,
+}
+
+impl Ahead {
+    fn new() -> Ahead {
+        Ahead { reqs: std::collections::VecDeque::new(), unauthenticated: false }
+    }
+
+    /// Forgets the requests parsed ahead that did not run: the query
+    /// buffer goes back to the first of them, which starts between two
+    /// requests, so the parser starts afresh there (whatever it had read
+    /// of a later, incomplete one is read again).
+    fn rewind(&mut self, c: &mut Client) {
+        if let Some(&(start, _, _)) = self.reqs.front() {
+            c.qpos = start;
+            c.parser = resp::Parser::new();
+            self.reqs.clear();
+        }
+    }
+}
+
+/// Parses the next request at the query buffer's position and returns
+/// where it starts and what it is. When it is a command and more bytes
+/// follow (a pipeline), parses up to `AHEAD_MAX` more into `ahead` and
+/// prefetches the table slots and values of the keys they name, so that
+/// the cache misses of a batch overlap instead of each command waiting
+/// for its own in turn (Valkey 8's batched prefetch). The query buffer's
+/// position is left at the end of the returned request.
+fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, ahead: &mut Ahead) -> (usize, Result<Parsed, resp::ProtocolError>) {
+    let start = c.qpos;
+    let first = parse_one(c, limits);
+    let Ok(Parsed::Command(argv)) = &first else { return (start, first) };
+    if c.qpos >= c.qbuf.len() {
+        return (start, first);
+    }
+    let first_end = c.qpos;
+    ahead.unauthenticated = limits.unauthenticated;
+    while ahead.reqs.len() < AHEAD_MAX && c.qpos < c.qbuf.len() {
+        let at = c.qpos;
+        let parsed = parse_one(c, limits);
+        let more = matches!(parsed, Ok(Parsed::Command(_)));
+        ahead.reqs.push_back((at, c.qpos, parsed));
+        if !more {
+            break;
+        }
+    }
+    if let Some(db) = srv.dbs.get(c.db) {
+        let mut keys: [&[u8]; storage::keyspace::PREFETCH_MAX] = [&[]; storage::keyspace::PREFETCH_MAX];
+        let mut n = 0;
+        let table = host.table();
+        let queued = ahead.reqs.iter().filter_map(|(_, _, p)| match p {
+            Ok(Parsed::Command(a)) => Some(a),
+            _ => None,
+        });
+        for argv in std::iter::once(argv).chain(queued) {
+            n = exec::key_args(table, argv, &mut keys, n);
+        }
+        db.prefetch(&keys[..n]);
+    }
+    c.qpos = first_end;
+    (start, first)
 }
 
 /// Runs a command a replica of this server sent. Its connection carries
@@ -1156,8 +1284,10 @@ fn steer_reading(srv: &mut Server, c: &mut Client) {
     // sent has been taken in (whatever is left is one unfinished request).
     if !stuck && link.delivered >= crate::iothread::READ_WINDOW {
         link.delivered = 0;
+        // Where the thread may parse again, if it stopped (a big request).
+        let idle_at = if c.qpos == c.qbuf.len() && c.parser.is_idle() { link.qbase.wrapping_add(c.qpos as u64) } else { u64::MAX };
         if let Some(io) = srv.io.as_mut() {
-            io.push(link.thread, crate::iothread::ToIo::Grant { id: c.id });
+            io.push(link.thread, crate::iothread::ToIo::Grant { id: c.id, idle_at });
         }
     }
 }
@@ -1172,10 +1302,15 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     let Some(mut io) = srv.io.take() else { return };
     let mut back = Vec::new();
     io.recv(|m| match m {
-        FromIo::Input { id, buf } => {
+        FromIo::Input { id, buf, reqs } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
             if let Some(l) = c.io.as_mut() {
                 l.delivered += buf.len();
+                if l.reqs.is_empty() {
+                    l.reqs = reqs.into();
+                } else {
+                    l.reqs.extend(reqs);
+                }
             }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;

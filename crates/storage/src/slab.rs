@@ -174,18 +174,20 @@ pub fn class_size(len: usize) -> usize {
 }
 
 /// Asks the CPU to start loading the first `lines` cache lines of `b`, for
-/// a walk that reads them soon (the slab's blobs, a sorted set's next chunk).
-/// A hint only: no effect on any value.
+/// a walk that reads them soon (the slab's blobs, a sorted set's next chunk,
+/// the keyspace table's buckets). A hint only: no effect on any value.
 #[inline]
-pub fn prefetch_bytes(b: &[u8], lines: usize) {
+pub fn prefetch_bytes<T>(b: &[T], lines: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        for line in b.chunks(64).take(lines) {
+        let p = b.as_ptr().cast::<i8>();
+        for i in 0..std::mem::size_of_val(b).div_ceil(64).min(lines) {
             // SAFETY: SSE is part of every x86_64 target, and a prefetch
             // only hints the cache: it reads nothing the program sees and
-            // cannot fault, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+            // cannot fault, whatever the address (`wrapping_add` makes no
+            // claim that it is in bounds).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i * 64)) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -276,6 +278,12 @@ impl Slab {
         let slot = if page.free != NONE {
             let s = page.free as usize;
             page.free = u16::from_le_bytes([page.data[s * size], page.data[s * size + 1]]);
+            if page.free != NONE {
+                // The next alloc of this class reads that slot's link, freed
+                // long ago and cold: start loading it now (SET over a big
+                // keyspace waited for that miss on every write).
+                prefetch_bytes(&page.data[page.free as usize * size..], 1);
+            }
             s
         } else {
             page.carved += 1;

@@ -67,6 +67,7 @@ mod scan;
 mod slots;
 mod snapshot;
 mod table;
+pub use table::PREFETCH_MAX;
 #[cfg(test)]
 mod slots_tests;
 #[cfg(test)]

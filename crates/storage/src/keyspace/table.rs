@@ -23,11 +23,15 @@
 //! entries.
 
 use super::{Db, Hand, SubDir, SUB};
-use crate::segment::{hash, tag_at, tag_of, Segment, TAG_BITS};
+use crate::segment::{addr_of, hash, tag_at, tag_of, Segment, TAG_BITS};
+use crate::slab::prefetch_bytes;
 use crate::slot::{key_hash_slot, SLOTS};
 
 /// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
 const MAX_DEPTH: u32 = 64 - TAG_BITS;
+
+/// Most keys one `Db::prefetch` call takes.
+pub const PREFETCH_MAX: usize = 32;
 
 /// Hash bits that name a key's slot in slot mode (2^14 = `SLOTS`).
 pub(super) const SLOT_BITS: u32 = 14;
@@ -105,6 +109,39 @@ impl Db {
         let seg = &self.segs[si];
         let pos = seg.find(tag_at(h, seg.depth as u32), |s| self.holds_key(s, key));
         (h, si, pos)
+    }
+
+    /// Asks the CPU to start loading what looking up `keys` will read, for
+    /// a batch of commands about to run: first each key's two candidate
+    /// buckets, then, once those are on their way, the blob of every slot
+    /// whose tag matches. With a keyspace larger than the caches each
+    /// lookup otherwise waits for two misses in turn (bucket, then blob),
+    /// most of a GET's or SET's time on the executor; issued together for
+    /// the batch, the misses overlap. A hint only: no effect on any value.
+    /// At most `PREFETCH_MAX` keys are taken.
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        let keys = &keys[..keys.len().min(PREFETCH_MAX)];
+        let mut at = [(0u64, 0usize); PREFETCH_MAX];
+        for (k, slot) in keys.iter().zip(at.iter_mut()) {
+            let h = self.key_hash(k);
+            let si = self.seg_of(h);
+            let seg = &self.segs[si];
+            for r in seg.candidates(tag_at(h, seg.depth as u32)) {
+                prefetch_bytes(&seg.slots[r], 1);
+            }
+            *slot = (h, si);
+        }
+        for &(h, si) in &at[..keys.len()] {
+            let seg = &self.segs[si];
+            let tag = tag_at(h, seg.depth as u32);
+            for r in seg.candidates(tag) {
+                for &s in &seg.slots[r] {
+                    if s != 0 && tag_of(s) == tag {
+                        prefetch_bytes(self.slab.bytes(addr_of(s)), 2);
+                    }
+                }
+            }
+        }
     }
 
     /// Makes room for about `n` keys in an empty table: as many segments as
