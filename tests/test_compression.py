@@ -97,6 +97,17 @@ def cr(start_server):
     c.close()
 
 
+
+def redis_on_rdb_of(wd: str, tmp_path) -> Server:
+    """Redis 7.0 started on a copy of the dump.rdb densekv wrote in `wd`
+    (the test is skipped where Debian's redis-server is missing)."""
+    if not os.path.exists(REDIS_BIN):
+        pytest.skip("no Debian redis-server")
+    rd = str(tmp_path / "redis")
+    os.mkdir(rd)
+    shutil.copy(os.path.join(wd, "dump.rdb"), rd)
+    return Server(REDIS_BIN, (), workdir=rd).start()
+
 def test_sessions_are_packed_and_read_back(cr):
     data = fill(cr)
     info = compression(cr)
@@ -242,12 +253,7 @@ def test_save_restart_and_redis_loads_our_rdb(tmp_path):
         assert compression(r)["compressed_values_zstd"] > 0, "with both codecs"
     finally:
         s.stop()
-    if not os.path.exists(REDIS_BIN):
-        pytest.skip("no Debian redis-server")
-    rd = str(tmp_path / "redis")
-    os.mkdir(rd)
-    shutil.copy(os.path.join(wd, "dump.rdb"), rd)
-    s = Server(REDIS_BIN, (), workdir=rd).start()
+    s = redis_on_rdb_of(wd, tmp_path)
     try:
         r = redis.Redis(host=HOST, port=s.port)
         check_all(r, data)
@@ -577,12 +583,7 @@ def test_compressed_list_save_restart_and_redis_loads_it(tmp_path):
         assert int(ql(r, b"ev")["ql_compressed_nodes"]) > 0, "loading compresses again"
     finally:
         s.stop()
-    if not os.path.exists(REDIS_BIN):
-        pytest.skip("no Debian redis-server")
-    rd = str(tmp_path / "redis")
-    os.mkdir(rd)
-    shutil.copy(os.path.join(wd, "dump.rdb"), rd)
-    s = Server(REDIS_BIN, (), workdir=rd).start()
+    s = redis_on_rdb_of(wd, tmp_path)
     try:
         assert redis.Redis(host=HOST, port=s.port).lrange(b"ev", 0, -1) == model
     finally:

@@ -20,6 +20,8 @@ import time
 import pytest
 import redis
 
+from conftest import RawConn
+
 HOST = "127.0.0.1"
 ROUNDS = int(os.environ.get("STRESS_ROUNDS", "200"))
 WRITERS, POPPERS, SUBSCRIBERS, QUITTERS = 600, 100, 150, 150
@@ -109,12 +111,7 @@ async def _reply(reader: asyncio.StreamReader):
     raise AssertionError(f"unexpected reply {line!r}")
 
 
-def _cmd(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+_cmd = RawConn.encode
 
 
 async def _writer(port: int, i: int, rounds: int, start: asyncio.Event):

@@ -16,15 +16,12 @@ import time
 import pytest
 import redis
 
+from conftest import RawConn
+
 THREADS = ["4", "1"]
 
 
-def cmd(*args) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+cmd = RawConn.encode
 
 
 class Conn:
