@@ -30,6 +30,9 @@ pub const MIN_LEN: usize = 200;
 pub const DICT_BYTES: usize = 16 * 1024;
 /// Compression level (the design's measurement: level 3).
 const LEVEL: i32 = 3;
+/// The value size zstd tunes a dictionary's parameters for: values run
+/// from `MIN_LEN` to 64 KiB, most of them a few KiB.
+const SIZE_HINT: u64 = 4096;
 
 /// Bytes before each block our allocator hands zstd, holding its size
 /// (zstd's free callback is not told the size). 16 keeps zstd's blocks
@@ -122,7 +125,7 @@ impl Dict {
         }
         let dict = &buf[..n];
         // SAFETY: a pure computation on its arguments.
-        let params = unsafe { z::ZSTD_getCParams(LEVEL, crate::encoding::packed::MAX_LEN as u64, dict.len()) };
+        let params = unsafe { z::ZSTD_getCParams(LEVEL, SIZE_HINT, dict.len()) };
         // SAFETY: `dict` is valid for its length; byCopy makes zstd keep
         // its own copy (in memory from `mem()`), so `buf` may go.
         let cdict = unsafe {

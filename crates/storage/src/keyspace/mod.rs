@@ -67,7 +67,9 @@ mod scan;
 mod slots;
 mod snapshot;
 mod table;
-pub use table::PREFETCH_MAX;
+
+/// Most keys one `Db::prefetch` call takes.
+pub const PREFETCH_MAX: usize = 32;
 #[cfg(test)]
 mod slots_tests;
 #[cfg(test)]

@@ -22,7 +22,7 @@
 //! (a million keys under one hash tag) double the whole directory to 2^24
 //! entries.
 
-use super::{Db, Hand, SubDir, SUB};
+use super::{Db, Hand, SubDir, PREFETCH_MAX, SUB};
 use crate::segment::{addr_of, hash, tag_at, tag_of, Segment, TAG_BITS};
 use crate::slab::prefetch_bytes;
 use crate::slot::{key_hash_slot, SLOTS};
@@ -30,8 +30,6 @@ use crate::slot::{key_hash_slot, SLOTS};
 /// Deepest directory: a segment's prefix plus its 14 tag bits fit in 64 bits.
 const MAX_DEPTH: u32 = 64 - TAG_BITS;
 
-/// Most keys one `Db::prefetch` call takes.
-pub const PREFETCH_MAX: usize = 32;
 
 /// Hash bits that name a key's slot in slot mode (2^14 = `SLOTS`).
 pub(super) const SLOT_BITS: u32 = 14;
