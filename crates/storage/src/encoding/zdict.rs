@@ -305,9 +305,123 @@ pub fn decompress(dict: &Dict, frame: &[u8], len: usize, out: &mut Vec<u8>) -> O
     })
 }
 
+/// A thread's contexts for frames without a dictionary (standard frames:
+/// magic number, content size), made on first use with `mem()`, so
+/// used_memory counts them, and freed when the thread ends.
+struct Plain {
+    cctx: NonNull<z::ZSTD_CCtx>,
+    dctx: NonNull<z::ZSTD_DCtx>,
+}
+
+impl Drop for Plain {
+    fn drop(&mut self) {
+        // SAFETY: both were created by zstd in `new_plain` and are freed
+        // once, here.
+        unsafe {
+            z::ZSTD_freeCCtx(self.cctx.as_ptr());
+            z::ZSTD_freeDCtx(self.dctx.as_ptr());
+        }
+    }
+}
+
+thread_local! {
+    static PLAIN: std::cell::RefCell<Option<Plain>> = const { std::cell::RefCell::new(None) };
+}
+
+fn new_plain() -> Option<Plain> {
+    // SAFETY: creates a context with our allocator.
+    let cctx = NonNull::new(unsafe { z::ZSTD_createCCtx_advanced(mem()) })?;
+    // SAFETY: as above.
+    let Some(dctx) = NonNull::new(unsafe { z::ZSTD_createDCtx_advanced(mem()) }) else {
+        // SAFETY: created above, referenced by nothing.
+        unsafe { z::ZSTD_freeCCtx(cctx.as_ptr()) };
+        return None;
+    };
+    Some(Plain { cctx, dctx })
+}
+
+fn with_plain<R>(f: impl FnOnce(&Plain) -> Option<R>) -> Option<R> {
+    PLAIN.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(new_plain()?);
+        }
+        f(slot.as_ref()?)
+    })
+}
+
+/// Replaces `out` with the standard zstd frame of `src` at `level`, with
+/// no dictionary; false (and `out` empty) if zstd failed.
+pub fn compress_plain(level: i32, src: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    with_plain(|p| {
+        // SAFETY: a pure function of its argument.
+        let bound = unsafe { z::ZSTD_compressBound(src.len()) };
+        out.reserve(bound);
+        // SAFETY: the context is live and this thread's alone; the output
+        // has room for `bound` bytes, the capacity zstd is told; the input
+        // is a valid slice. The level is a valid parameter.
+        let n = unsafe {
+            z::ZSTD_CCtx_setParameter(p.cctx.as_ptr(), z::ZSTD_cParameter::ZSTD_c_compressionLevel, level);
+            z::ZSTD_compress2(p.cctx.as_ptr(), out.as_mut_ptr().cast(), bound, src.as_ptr().cast(), src.len())
+        };
+        if is_error(n) || n > bound {
+            return None;
+        }
+        // SAFETY: zstd initialised the first `n` bytes.
+        unsafe { out.set_len(n) };
+        Some(())
+    })
+    .is_some()
+}
+
+/// The content size a standard frame states; None if it states none or
+/// the header is malformed.
+pub fn plain_content_size(frame: &[u8]) -> Option<u64> {
+    // SAFETY: reads at most `frame.len()` bytes of a valid slice.
+    let n = unsafe { z::ZSTD_getFrameContentSize(frame.as_ptr().cast(), frame.len()) };
+    // ZSTD_CONTENTSIZE_UNKNOWN is u64::MAX, ZSTD_CONTENTSIZE_ERROR u64::MAX - 1.
+    (n < u64::MAX - 1).then_some(n)
+}
+
+/// Decodes standard frame `frame` into `out`; the bytes written, or None
+/// if it is malformed or does not fit.
+pub fn decompress_plain(frame: &[u8], out: &mut [u8]) -> Option<usize> {
+    with_plain(|p| {
+        // SAFETY: the context is live and this thread's alone; the output
+        // is a valid slice of `out.len()` bytes, the capacity zstd is
+        // told; zstd checks the frame against both bounds.
+        let n = unsafe { z::ZSTD_decompressDCtx(p.dctx.as_ptr(), out.as_mut_ptr().cast(), out.len(), frame.as_ptr().cast(), frame.len()) };
+        (!is_error(n) && n <= out.len()).then_some(n)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_frames_round_trip_and_refuse_damage() {
+        let src: Vec<u8> = (0..8000u32).flat_map(|i| format!("{{\"event\":\"view\",\"n\":{}}}", i % 97).into_bytes()).collect();
+        let mut z = Vec::new();
+        assert!(compress_plain(1, &src, &mut z));
+        assert!(z.len() < src.len() / 4);
+        assert_eq!(plain_content_size(&z), Some(src.len() as u64));
+        let mut back = vec![0u8; src.len()];
+        assert_eq!(decompress_plain(&z, &mut back), Some(src.len()));
+        assert_eq!(back, src);
+        let mut short = vec![0u8; src.len() - 1];
+        assert_eq!(decompress_plain(&z, &mut short), None, "does not fit");
+        for cut in [0, 1, 5, z.len() / 2, z.len() - 1] {
+            let _ = plain_content_size(&z[..cut]);
+            let _ = decompress_plain(&z[..cut], &mut back);
+        }
+        let mut bad = z.clone();
+        for i in (8..bad.len()).step_by(7) {
+            bad[i] ^= 0x5a;
+        }
+        let _ = decompress_plain(&bad, &mut back);
+    }
 
     fn record(i: usize) -> Vec<u8> {
         format!(

@@ -53,11 +53,11 @@
 //! Memory (`mem_usage`): heap bytes this list owns, each block rounded to
 //! jemalloc's size class (a packed node counts its compressed bytes).
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
 use crate::encoding::listpack::{self, decode, prev};
+use crate::encoding::zdict;
 use crate::encoding::{alloc_size, reserve_class, shrink_class};
 use crate::strref::StrRef;
 
@@ -154,27 +154,6 @@ fn is_packed(b: &[u8]) -> bool {
     header(b) & PACKED != 0
 }
 
-thread_local! {
-    /// One zstd context of each kind per thread, made on first use.
-    static ZSTD: RefCell<Option<(zstd::bulk::Compressor<'static>, zstd::bulk::Decompressor<'static>)>> =
-        const { RefCell::new(None) };
-}
-
-fn with_zstd<R>(
-    f: impl FnOnce(&mut zstd::bulk::Compressor<'static>, &mut zstd::bulk::Decompressor<'static>) -> R,
-) -> R {
-    ZSTD.with(|z| {
-        let mut z = z.borrow_mut();
-        let (c, d) = z.get_or_insert_with(|| {
-            (
-                zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd compression context"),
-                zstd::bulk::Decompressor::new().expect("zstd decompression context"),
-            )
-        });
-        f(c, d)
-    })
-}
-
 /// Compresses plain node `b` in place if that saves enough (Redis's rules
 /// and a smaller size class); otherwise marks it TRIED. A packed or TRIED
 /// node is left as it is.
@@ -188,8 +167,9 @@ fn pack(b: &mut Vec<u8>) {
     if plain - HDR < MIN_COMPRESS_BYTES || plain > u32::MAX as usize {
         return mark_tried(b);
     }
-    let z = with_zstd(|c, _| c.compress(&b[HDR..])).ok();
-    let Some(z) = z.filter(|z| {
+    let mut z = Vec::new();
+    let packed = zdict::compress_plain(ZSTD_LEVEL, &b[HDR..], &mut z);
+    let Some(z) = packed.then_some(z).filter(|z| {
         let n = PACKED_HDR + z.len();
         n + MIN_COMPRESS_IMPROVE < plain && alloc_size(n) < alloc_size(b.capacity())
     }) else {
@@ -212,12 +192,12 @@ pub fn unpack(b: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     // The frame states its size too: both must agree before allocating.
-    let stated = zstd::zstd_safe::get_frame_content_size(&b[PACKED_HDR..]).ok()??;
+    let stated = zdict::plain_content_size(b.get(PACKED_HDR..)?)?;
     if stated != (plain - HDR) as u64 {
         return None;
     }
     let mut out = vec![0u8; plain];
-    let n = with_zstd(|_, d| d.decompress_to_buffer(&b[PACKED_HDR..], &mut out[HDR..])).ok()?;
+    let n = zdict::decompress_plain(&b[PACKED_HDR..], &mut out[HDR..])?;
     if HDR + n != plain {
         return None;
     }
