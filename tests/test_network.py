@@ -168,6 +168,80 @@ def test_hard_output_limit_stops_hrandfield_mid_reply(start_server):
     assert r.ping()
 
 
+def keys_reply_of(r: redis.Redis, n: int) -> int:
+    """Makes `n` keys of 100-byte names; returns KEYS *'s reply size."""
+    prefix = "long-key-name-prefix-of-100-chars".ljust(100, "-")
+    r.mset({f"{prefix}{i}": "v" for i in range(n)})
+    return sum(len(b"$%d\r\n%s%d\r\n" % (100 + len(str(i)), b"x" * 100, i)) for i in range(n))
+
+
+def test_hard_output_limit_counts_reply_blocks_as_redis_does(start_server):
+    """Beyond the fixed 16 KiB, unsent output counts in 16 KiB blocks of
+    20,504 bytes each (Redis's allocation and list node): KEYS of about
+    110 KB, 94 KB past the fixed buffer, is six blocks (123,024 bytes) and
+    passes a 100,000-byte hard limit, as it does on Redis; about 55 KB is
+    three blocks and does not."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.config_set("client-output-buffer-limit", "normal 100000 0 0")
+    size = keys_reply_of(r, 500)
+    assert 16 * 1024 + 2 * 16 * 1024 < size <= 16 * 1024 + 3 * 16 * 1024
+    assert len(r.keys("*")) == 500
+    size = keys_reply_of(r, 1000)
+    assert 100_000 < size
+    victim = socket.create_connection((s.host, s.port), timeout=10)
+    victim.sendall(b"KEYS *\r\n")
+    assert victim.recv(100) == b""
+    assert r.info("stats")["client_output_buffer_limit_disconnections"] == 1
+
+
+def test_client_list_reports_output_in_reply_blocks(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    sub = idle_subscriber(s, "slow")
+    wait_for(lambda: clients_named(r, "slow") and "P" in clients_named(r, "slow")[0]["flags"], what="subscribed")
+    fill_subscriber(r, "slow", 200_000)
+    c = clients_named(r, "slow")[0]
+    oll, obl, omem = int(c["oll"]), int(c["obl"]), int(c["omem"])
+    assert oll > 0 and obl == 16 * 1024
+    assert omem == oll * 20504
+    me = [c for c in r.client_list() if c["name"] != "slow"][0]
+    assert (me["obl"], me["oll"], me["omem"]) == ("0", "0", "0")
+    sub.close()
+
+
+def test_a_large_reply_leaves_no_buffer_behind(start_server):
+    """A reply buffer a large reply grew is cut back once written, so
+    used_memory comes back (it kept up to 1 MB per client before)."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.set("big", "x" * 300_000)
+    r.info("memory")
+    before = r.info("memory")["used_memory"]
+    for _ in range(3):
+        assert len(r.get("big")) == 300_000
+    after = r.info("memory")["used_memory"]
+    assert after - before < 8 * 1024, (before, after)
+
+
+def test_latency_tracking_off_keeps_no_histograms(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.config_set("latency-tracking", "no")
+    r.set("k", "v")
+    r.get("k")
+    assert r.execute_command("LATENCY", "HISTOGRAM", "set", "get") == {}
+    assert not any(k.startswith("latency_percentiles_usec_set") for k in r.info("latencystats"))
+    r.config_set("latency-tracking", "yes")
+    r.set("k", "v")
+    hist = r.execute_command("LATENCY", "HISTOGRAM", "set")
+    # Counts the one call made while tracking, as Redis's histogram does;
+    # commandstats counts both.
+    assert hist[b"set"][b"calls"] == 1
+    assert r.info("commandstats")["cmdstat_set"]["calls"] == 2
+    assert "latency_percentiles_usec_set" in r.info("latencystats")
+
+
 def test_maxmemory_clients_evicts_the_largest_client(start_server):
     s = start_server()
     r = redis.Redis(host=s.host, port=s.port)

@@ -618,8 +618,16 @@ impl Client {
         let lib_ver = self.lib_ver.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let multi = self.multi.as_ref().map(|m| m.len() as i64).unwrap_or(-1);
         let qbuf = self.qbuf.len() - self.qpos + self.cur_cmd_len;
+        let pending = self.reply.buf.len() - self.sent + self.io.as_ref().map_or(0, IoLink::queued);
+        // A normal or Pub/Sub client's output as its limit counts it
+        // (obuf.rs); a replica's is the stream held for it.
+        let (obl, oll, omem) = if self.repl_role == ReplRole::None {
+            (pending.min(crate::obuf::REPLY_BUF_FREE), crate::obuf::blocks(pending), crate::obuf::usage(pending) as usize)
+        } else {
+            (0, 0, pending + stream)
+        };
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
@@ -637,7 +645,9 @@ impl Client {
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
             self.multi_mem(),
-            self.reply.buf.len() - self.sent + self.io.as_ref().map_or(0, IoLink::queued) + stream,
+            obl,
+            oll,
+            omem,
             self.memory() + stream,
             self.last_cmd,
             self.user_name(),

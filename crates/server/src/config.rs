@@ -797,6 +797,9 @@ pub struct Config {
     pub commandlog_max_len: [usize; 3],
     /// Latency monitor threshold in milliseconds (0 disables).
     pub latency_threshold: u64,
+    /// latency-tracking: per-command latency histograms (INFO
+    /// latencystats, LATENCY HISTOGRAM) are kept only while it is on.
+    pub latency_tracking: bool,
     /// maxmemory in bytes (0: unlimited).
     pub maxmemory: u64,
     /// maxmemory-clients in bytes, a percentage already applied to
@@ -853,6 +856,7 @@ impl Default for Config {
             commandlog_threshold: [0; 3],
             commandlog_max_len: [0; 3],
             latency_threshold: 0,
+            latency_tracking: true,
             maxmemory: 0,
             maxmemory_clients: 0,
             eviction: Eviction::default(),
@@ -1075,6 +1079,7 @@ impl Config {
             self.num("commandlog-large-reply-max-len") as usize,
         ];
         self.latency_threshold = self.num("latency-monitor-threshold") as u64;
+        self.latency_tracking = self.flag("latency-tracking");
         self.maxmemory = self.num("maxmemory") as u64;
         self.obuf = ObufConfig::parse(self.get("client-output-buffer-limit").unwrap_or(""));
         self.maxmemory_clients = match self.get("maxmemory-clients").unwrap_or("0").strip_suffix('%') {

@@ -312,7 +312,11 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
     let st = srv.cmdstats.entry(spec.id, spec.full_name);
     st.calls += 1;
     st.usec += usec;
-    st.record(usec);
+    // As Redis: with latency-tracking off no histogram is kept (nor
+    // allocated: a command's first recorded call allocates its 4 KiB).
+    if srv.config.latency_tracking {
+        st.record(usec);
+    }
     if failed {
         st.failed += 1;
     }

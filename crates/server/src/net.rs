@@ -202,7 +202,9 @@ pub struct EventLoop {
     /// Query buffer lent to a client with none of its own for one read and
     /// its processing; only a request left incomplete is copied out into a
     /// private buffer (Redis's reusable query buffer). Idle clients thus hold
-    /// no query buffer at all.
+    /// no query buffer at all. Made at the size of one read and kept at
+    /// least that, so the tot-mem of the client holding it does not
+    /// depend on the sizes of the requests before.
     shared_qbuf: Vec<u8>,
     /// Where reads land before being appended to a query buffer.
     scratch: Box<[u8]>,
@@ -279,7 +281,7 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::new(), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Serves the cluster bus on `listeners` (the bus port on every `bind`
@@ -670,7 +672,7 @@ impl EventLoop {
             c.qbuf.clear();
             std::mem::swap(&mut c.qbuf, &mut self.shared_qbuf);
             if self.shared_qbuf.capacity() > MAX_READ {
-                self.shared_qbuf = Vec::new();
+                self.shared_qbuf = Vec::with_capacity(READ_CHUNK);
             }
             c.qbuf = rest;
         } else if c.qbuf.is_empty() && c.parser.is_idle() {
@@ -1399,14 +1401,23 @@ fn flush_plain(srv: &mut Server, c: &mut Client) {
     settle_reply(c);
 }
 
+/// Room a reply buffer keeps once all of it is written: the usual small
+/// replies of a client reuse it, while a buffer a larger reply grew (an
+/// INFO, a KEYS) is cut back to this, so used_memory does not keep the
+/// largest reply each client ever had, and a client's tot-mem between
+/// its commands stays put whatever their replies' sizes were (Redis's
+/// per-client buffer is fixed at 16 KiB).
+const REPLY_KEEP: usize = 4 * 1024;
+
 /// Drops what was written from the reply buffer (all of it, or a large
-/// written head), shrinking a buffer a big reply left large.
+/// written head), giving back a buffer a big reply left large.
 fn settle_reply(c: &mut Client) {
     if c.sent == c.reply.buf.len() {
-        c.reply.buf.clear();
         c.sent = 0;
-        if c.reply.buf.capacity() > 1 << 20 {
-            c.reply.buf.shrink_to(16 * 1024);
+        if c.reply.buf.capacity() > REPLY_KEEP {
+            c.reply.buf = Vec::with_capacity(REPLY_KEEP);
+        } else {
+            c.reply.buf.clear();
         }
     } else if c.sent > 1 << 20 {
         c.reply.buf.drain(..c.sent);

@@ -6,9 +6,15 @@
 //! Checked where output grows (after a client's own commands, when a
 //! publish or an invalidation is pushed to it) and in cron, so that a soft
 //! limit expires on a client nobody writes to any more. What counts is
-//! the unsent reply bytes beyond the first `REPLY_BUF_FREE`: Redis keeps
-//! that much in a fixed per-client buffer its limit does not count, so a
-//! reply that fits there never closes a client, whatever the limit.
+//! what Redis counts for the same unsent bytes: the first `REPLY_BUF_FREE`
+//! sit in a fixed per-client buffer its limit leaves out (a reply that
+//! fits there never closes a client, whatever the limit); the rest sit in
+//! blocks of 16 KiB, each counted at the size its allocation really takes
+//! (16 KiB and a 16-byte header come from the allocator's 20 KiB class)
+//! plus its list node. So a limit closes a client at the same reply size
+//! in both servers: KEYS of 110 KB passes a 100,000-byte limit (six
+//! blocks) where the bare byte count, 94 KB past the fixed buffer, would
+//! not. CLIENT LIST's `omem`, `obl` and `oll` report the same figures.
 //! Replicas are held to the replica class on their stream by
 //! `replication`, through `over`.
 
@@ -22,10 +28,23 @@ use crate::server::Server;
 /// (Redis's fixed reply buffer).
 pub const REPLY_BUF_FREE: usize = 16 * 1024;
 
+/// Bytes of a reply block past the fixed buffer.
+const BLOCK: usize = 16 * 1024;
+
+/// What one block counts: the usable size of its allocation (the 20 KiB
+/// size class less the 16-byte header), the header, and a list node.
+const BLOCK_COST: u64 = (20 * 1024 - 16) + 16 + 24;
+
+/// Reply blocks holding `pending` unsent bytes beyond the fixed buffer
+/// (CLIENT LIST `oll`).
+pub fn blocks(pending: usize) -> usize {
+    pending.saturating_sub(REPLY_BUF_FREE).div_ceil(BLOCK)
+}
+
 /// The output of `pending` unsent reply bytes that counts against a
-/// normal or Pub/Sub client's limit.
+/// normal or Pub/Sub client's limit (CLIENT LIST `omem`).
 pub fn usage(pending: usize) -> u64 {
-    pending.saturating_sub(REPLY_BUF_FREE) as u64
+    blocks(pending) as u64 * BLOCK_COST
 }
 
 /// The limits of `c`'s class; None for replicas and the primary.

@@ -160,7 +160,10 @@ pub struct CmdStat {
 /// (`Spec::id`): counting a call is one index, not a hash of its name.
 #[derive(Debug, Default)]
 pub struct CmdStats {
-    slots: Vec<Option<(&'static str, CmdStat)>>,
+    /// Boxed, so that a slot no command has used yet costs a pointer: the
+    /// table has hundreds of ids, and a whole `CmdStat` each would be
+    /// about 100 KiB allocated at the first call of a late id.
+    slots: Vec<Option<Box<(&'static str, CmdStat)>>>,
 }
 
 impl CmdStats {
@@ -171,12 +174,12 @@ impl CmdStats {
         if id >= self.slots.len() {
             self.slots.resize_with(id + 1, || None);
         }
-        &mut self.slots[id].get_or_insert_with(|| (name, CmdStat::default())).1
+        &mut self.slots[id].get_or_insert_with(|| Box::new((name, CmdStat::default()))).1
     }
 
     /// Every command counted since the last reset, sorted by name.
     pub fn sorted(&self) -> Vec<(&'static str, &CmdStat)> {
-        let mut v: Vec<(&'static str, &CmdStat)> = self.slots.iter().flatten().map(|(n, st)| (*n, st)).collect();
+        let mut v: Vec<(&'static str, &CmdStat)> = self.slots.iter().flatten().map(|b| (b.0, &b.1)).collect();
         v.sort_unstable_by_key(|(n, _)| *n);
         v
     }
