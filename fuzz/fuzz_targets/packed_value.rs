@@ -8,9 +8,24 @@
 //! form and number keys: a prefix id and a varint).
 #![no_main]
 
+use std::cell::RefCell;
+
 use libfuzzer_sys::fuzz_target;
 use storage::encoding::keypack::{number_parts, read_number, Prefixes};
 use storage::encoding::packed::{raw_len, Tables, RAW_MARK, ZSTD};
+
+thread_local! {
+    static ZTABLE: RefCell<Tables> = RefCell::new({
+        let mut z = Tables::default();
+        let large: Vec<Vec<u8>> = (0..64u32)
+            .map(|i| {
+                format!("{{\"name\":\"Shape{i}\",\"type\":\"structure\",\"members\":{{\"Id\":{{\"shape\":\"String\",\"documentation\":\"<p>The ID {} of the resource, as returned by the describe call.</p>\"}},\"DryRun\":{{\"shape\":\"Boolean\"}}}}}}", i * 7919 % 1000).into_bytes()
+            })
+            .collect();
+        z.train_now(b"z", &large);
+        z
+    });
+}
 
 fuzz_target!(|data: &[u8]| {
     let cut = data.first().map_or(0, |&b| b as usize).min(data.len());
@@ -31,41 +46,38 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(back, rest);
     }
     // The zstd form: a table whose samples are large enough for a
-    // dictionary (records of a shared template, varied by the input), the
-    // input read as a frame after a zstd header, and the input packed.
-    let mut z = Tables::default();
-    let large: Vec<Vec<u8>> = (0..64u32)
-        .map(|i| {
-            let seed = samples.get(i as usize % samples.len().max(1)).copied().unwrap_or(0);
-            format!("{{\"name\":\"Shape{i}\",\"type\":\"structure\",\"members\":{{\"Id\":{{\"shape\":\"String\",\"documentation\":\"<p>The ID {seed} of the resource, as returned by the describe call.</p>\"}},\"DryRun\":{{\"shape\":\"Boolean\"}}}}}}").into_bytes()
-        })
-        .collect();
-    z.train_now(b"z", &large);
-    let mut form = vec![ZSTD | (cut as u8 & RAW_MARK)];
-    let len = u16::from_le_bytes([data.get(1).copied().unwrap_or(0), data.get(2).copied().unwrap_or(0)]) as usize;
-    let mut n = len;
-    while n >= 0x80 {
-        form.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    form.push(n as u8);
-    form.extend_from_slice(rest);
-    out.clear();
-    match z.unpack(&form, &mut out) {
-        Some(()) => assert_eq!(out.len(), len),
-        None => assert!(out.is_empty()),
-    }
-    out.clear();
-    if z.unpack(rest, &mut out).is_some() {
-        assert_eq!(Some(out.len()), raw_len(rest));
-    }
-    if z.pack(b"z:1", rest, &mut packed) {
-        assert!(packed.len() < rest.len());
-        let mut back = Vec::new();
-        z.unpack(&packed, &mut back).expect("own packed form decodes");
-        assert_eq!(back, rest);
-        z.release(&packed);
-    }
+    // dictionary (records of a shared template), trained once per process
+    // (training a dictionary takes milliseconds, which would make each run
+    // slow), the input read as a frame after a zstd header, and the input
+    // packed.
+    ZTABLE.with(|z| {
+        let mut z = z.borrow_mut();
+        let mut form = vec![ZSTD | (cut as u8 & RAW_MARK)];
+        let len = u16::from_le_bytes([data.get(1).copied().unwrap_or(0), data.get(2).copied().unwrap_or(0)]) as usize;
+        let mut n = len;
+        while n >= 0x80 {
+            form.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        form.push(n as u8);
+        form.extend_from_slice(rest);
+        out.clear();
+        match z.unpack(&form, &mut out) {
+            Some(()) => assert_eq!(out.len(), len),
+            None => assert!(out.is_empty()),
+        }
+        out.clear();
+        if z.unpack(rest, &mut out).is_some() {
+            assert_eq!(Some(out.len()), raw_len(rest));
+        }
+        if z.pack(b"z:1", rest, &mut packed) {
+            assert!(packed.len() < rest.len());
+            let mut back = Vec::new();
+            z.unpack(&packed, &mut back).expect("own packed form decodes");
+            assert_eq!(back, rest);
+            z.release(&packed);
+        }
+    });
     let mut prefixes = Prefixes::default();
     let mut key = Vec::new();
     prefixes.pack(b"session:00ff", &mut key);

@@ -827,12 +827,21 @@ impl EventLoop {
         }
         // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a write.
         let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| c.pending_out() > 0)).copied().collect();
+        let evicted_before = srv.evicted_clients;
         for id in flush_ids {
             if let Some(mut c) = srv.clients.remove(&id) {
                 flush(srv, &mut c);
                 srv.clients.insert(id, c);
             }
             crate::clientevict::after_push(srv, id);
+        }
+        // Clients that eviction chose just now go at once, as Redis frees
+        // them before it sleeps: CLIENT LIST never lists them afterwards.
+        if srv.evicted_clients != evicted_before {
+            let evicted: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap).map(|c| c.id).collect();
+            for id in evicted {
+                close_client(srv, self.poll.registry(), id);
+            }
         }
     }
 }
