@@ -10,6 +10,7 @@
 
 pub mod fieldpack;
 pub mod fieldtable;
+pub mod fsstenc;
 pub mod listpack;
 pub mod intset;
 pub mod keypack;

@@ -33,9 +33,10 @@
 //! against the table and refuses anything malformed, so arbitrary bytes
 //! never panic it (fuzz/fuzz_targets/packed_value.rs).
 //!
-//! Tables: at most `MAX_TABLES`, each about 165 KiB while it can compress
-//! (the trainer's lookup structures, counted in used_memory as every heap
-//! byte is) and 2.3 KiB of decoding symbols; at most `MAX_DICTS` of them
+//! Tables: at most `MAX_TABLES`, each under 8 KiB of encoding index
+//! (fsstenc.rs: the fsst-rs crate trains the symbols, our own encoder packs
+//! with them) and 2.3 KiB of decoding symbols, counted in used_memory as
+//! every heap byte is; at most `MAX_DICTS` of them
 //! also hold a zstd dictionary (prepared for both directions, at most
 //! `DICT_MEMORY` bytes together, allocated through the same allocator so
 //! used_memory counts them alike). A table is trained from
@@ -51,6 +52,7 @@
 
 use std::collections::HashMap;
 
+use super::fsstenc::{Encoder, ESCAPE};
 use super::zdict::{self, Dict};
 
 /// Most tables a keyspace holds at once (ids fit in 6 bits).
@@ -78,7 +80,6 @@ const SAMPLE_BYTES: usize = 64 * 1024;
 /// Values packed between two drift checks of a table.
 const DRIFT_WINDOW: u64 = 4096;
 
-const ESCAPE: u8 = 255;
 /// The raw mark in the first byte of the packed form.
 pub const RAW_MARK: u8 = 0x80;
 /// The codec bit in the first byte: the codes are a zstd frame.
@@ -88,8 +89,8 @@ const ID_MASK: u8 = 0x3F;
 
 /// One trained table.
 struct Table {
-    /// The trained compressor (lookup structures for encoding).
-    comp: fsst::Compressor,
+    /// The encoding index of the symbols (fsstenc.rs).
+    enc: Encoder,
     /// Decoding symbols, little-endian, and their lengths.
     syms: Vec<u64>,
     lens: Vec<u8>,
@@ -139,9 +140,6 @@ pub struct Tables {
     current: HashMap<Vec<u8>, u8>,
     sampling: HashMap<Vec<u8>, Vec<Vec<u8>>>,
     stats: PackStats,
-    /// Where a value's codes are written before they are framed (kept, so
-    /// a write allocates nothing).
-    codes: Vec<u8>,
     /// The zstd compression context.
     coder: zdict::Coder,
     /// The table the last write found current (a hint: `current_id`
@@ -212,16 +210,21 @@ impl Table {
     /// zstd dictionary from those of `zdict::MIN_LEN` bytes and more.
     fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool) -> Table {
         let refs: Vec<&[u8]> = samples.iter().map(|v| &v[..]).collect();
+        // The crate trains the symbols; our own index encodes with them
+        // (about 18 KiB on sessions, where the crate's lookup structures,
+        // kept for the table's life, are 160 KiB).
         let comp = fsst::Compressor::train(&refs);
-        let syms = comp.symbol_table().iter().map(|s| s.to_u64()).collect();
+        let syms: Vec<u64> = comp.symbol_table().iter().map(|s| s.to_u64()).collect();
         let lens = comp.symbol_lengths().to_vec();
+        drop(comp);
+        let enc = Encoder::new(&syms, &lens);
         let dict = if dict {
             let large: Vec<&[u8]> = refs.iter().copied().filter(|v| v.len() >= zdict::MIN_LEN).collect();
             Dict::train(&large)
         } else {
             None
         };
-        let mut t = Table { comp, syms, lens, dict, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
+        let mut t = Table { enc, syms, lens, dict, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
         if t.dict.is_none() {
             t.measure(samples);
         }
@@ -231,7 +234,15 @@ impl Table {
     /// Sets the drift baseline to the FSST packed share of `samples`.
     fn measure(&mut self, samples: &[Vec<u8>]) {
         let raw: u64 = samples.iter().map(|v| v.len() as u64).sum();
-        let packed: u64 = samples.iter().map(|v| self.comp.compress(v).len() as u64).sum();
+        let mut codes = Vec::new();
+        let packed: u64 = samples
+            .iter()
+            .map(|v| {
+                codes.clear();
+                self.enc.encode(v, &mut codes);
+                codes.len() as u64
+            })
+            .sum();
         self.trained = (raw, packed);
     }
 
@@ -311,17 +322,9 @@ impl Tables {
             if value.len() > MAX_LEN {
                 return false;
             }
-            // At most two bytes of codes a byte (all escapes).
-            self.codes.clear();
-            self.codes.reserve(2 * value.len());
-            // SAFETY: `codes` has room for 2 * value.len() bytes, the most
-            // FSST writes for `value` (every byte an escape and its
-            // literal), which is what compress_into requires; value.len() >=
-            // MIN_LEN >= 8, as its word-at-a-time loop assumes.
-            unsafe { t.comp.compress_into(value, &mut self.codes) };
             out.push(id);
             varint(out, value.len());
-            out.extend_from_slice(&self.codes);
+            t.enc.encode(value, out);
         }
         t.window.0 += value.len() as u64;
         t.window.1 += out.len().min(value.len()) as u64;
