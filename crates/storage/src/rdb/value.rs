@@ -3,7 +3,7 @@
 //! loaded file), with the DUMP payload's footer. See the `rdb` module
 //! header for the layouts written and read.
 
-use crate::strref::StrRef;
+use crate::strref::{parse_canonical_i64, StrRef};
 use crate::types::hash::{ExpireCond, Hash, HashConfig};
 use crate::types::list::{End, List, ListConfig};
 use crate::types::set::{Set, SetConfig};
@@ -35,8 +35,15 @@ pub struct Shapes {
 // ------------------------------------------------------------------ writing
 
 /// A string as Redis writes it: integers that fit 32 bits in the integer
-/// encoding, everything else raw.
+/// encoding, everything else raw. Bytes that are such an integer's
+/// canonical form (11 bytes at most) count as one, as Redis tries them
+/// (rdbTryIntegerEncoding): a value writes the same whether it is kept as
+/// an integer or as its digits.
 pub(crate) fn put_strref(out: &mut Vec<u8>, s: StrRef) {
+    let s = match s {
+        StrRef::Bytes(b) if b.len() <= 11 => parse_canonical_i64(b).map_or(s, StrRef::Int),
+        _ => s,
+    };
     match s {
         StrRef::Int(v) if i8::try_from(v).is_ok() => out.extend_from_slice(&[0xc0, v as i8 as u8]),
         StrRef::Int(v) if i16::try_from(v).is_ok() => {

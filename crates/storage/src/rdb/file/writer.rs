@@ -518,7 +518,7 @@ fn put_str_lzf(out: &mut Vec<u8>, s: &[u8], compress: bool, defer: Option<&mut V
 
 fn put_strref_lzf(out: &mut Vec<u8>, s: StrRef, defer: Option<&mut Vec<(usize, usize, usize)>>) {
     match s {
-        StrRef::Bytes(b) => put_str_lzf(out, b, true, defer),
-        StrRef::Int(_) => put_strref(out, s),
+        StrRef::Bytes(b) if b.len() > 11 => put_str_lzf(out, b, true, defer),
+        _ => put_strref(out, s),
     }
 }
