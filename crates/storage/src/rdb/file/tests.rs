@@ -727,7 +727,10 @@ fn packable_dataset() -> Vec<(u64, Vec<u8>, Value, Option<i64>)> {
 
 /// Everything a keyspace holds, in a comparable form: each key with its
 /// value, deadline and MEMORY USAGE, and the packing counters.
-fn held(db: &mut Db) -> (Vec<(Vec<u8>, Vec<String>, Option<i64>, Option<usize>)>, PackStats, usize) {
+/// A key, its value, its deadline and its MEMORY USAGE.
+type Held = (Vec<u8>, Vec<String>, Option<i64>, Option<usize>);
+
+fn held(db: &mut Db) -> (Vec<Held>, PackStats, usize) {
     let mut keys = Vec::new();
     db.for_each(|k, v, t| keys.push((k.to_vec(), canon(v), t)));
     keys.sort();
