@@ -588,3 +588,68 @@ def test_compressed_list_save_restart_and_redis_loads_it(tmp_path):
         assert redis.Redis(host=HOST, port=s.port).lrange(b"ev", 0, -1) == model
     finally:
         s.stop()
+
+
+def snapshot_of(r: redis.Redis, usage: bool) -> dict:
+    """Every key of database 0 and 1 with its value, its deadline (PEXPIRETIME)
+    and, with `usage`, its MEMORY USAGE; and DBSIZE."""
+    out = {}
+    for db in (0, 1):
+        r.execute_command("SELECT", db)
+        keys = sorted(r.scan_iter(count=10_000))
+        p = r.pipeline(transaction=False)
+        for k in keys:
+            p.get(k)
+            p.execute_command("PEXPIRETIME", k)
+            if usage:
+                p.memory_usage(k)
+        got = p.execute()
+        step = 3 if usage else 2
+        out[db] = (r.dbsize(), {k: tuple(got[i * step:(i + 1) * step]) for i, k in enumerate(keys)})
+    r.execute_command("SELECT", 0)
+    return out
+
+
+def test_rdb_load_packs_what_was_saved(tmp_path):
+    """An RDB of 150,000 sessions (and number keys, zstd records, keys in a
+    second database) loads with compression on to exactly the keys, values
+    and deadlines it loads with compression off; two loads with it on (keys
+    and values packed on a second thread as the file loads) store the same
+    bytes and counters."""
+    wd = str(tmp_path / "d")
+    os.mkdir(wd)
+    s = Server(server_binary(), (), workdir=wd).start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        data = fill(r, n=150_000, seed=9)
+        data |= fill_numbers(r)
+        data |= fill_records(r)
+        r.persist(next(iter(data)))
+        r.select(1)
+        fill(r, n=5_000, seed=10)
+        r.select(0)
+        assert r.save()
+    finally:
+        s.stop()
+    on = ("--value-compression", "yes", "--key-compression", "yes")
+    seen = []
+    for args in ((), on, on):
+        s = Server(server_binary(), args, workdir=wd).start()
+        try:
+            r = redis.Redis(host=HOST, port=s.port)
+            snap = snapshot_of(r, usage=bool(args))
+            seen.append((snap, compression(r)))
+        finally:
+            s.stop()
+    off, (on1, c1), (on2, c2) = seen[0][0], seen[1], seen[2]
+    assert off[0][0] == len(data) and off[1][0] == 5_000
+    assert {k: v[0] for k, v in off[0][1].items()} == data
+    # Values and deadlines as with compression off, byte for byte.
+    for db in (0, 1):
+        assert on1[db][0] == off[db][0]
+        assert {k: v[:2] for k, v in on1[db][1].items()} == off[db][1]
+    # Two loads store the same bytes (MEMORY USAGE) and count the same.
+    assert on1 == on2
+    counters = [k for k in c1 if k.startswith("compress")]
+    assert {k: c1[k] for k in counters} == {k: c2[k] for k in counters}
+    assert c1["compressed_values"] > 140_000 and c1["compressed_values_zstd"] > 0

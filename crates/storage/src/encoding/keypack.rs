@@ -52,7 +52,7 @@ const LOWER_DIGITS: &[u8; 16] = b"0123456789abcdef";
 const UPPER_DIGITS: &[u8; 16] = b"0123456789ABCDEF";
 
 /// The shared prefixes of one keyspace.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Prefixes {
     list: Vec<Vec<u8>>,
     ids: HashMap<Vec<u8>, u8>,
@@ -220,6 +220,28 @@ impl Prefixes {
     /// returns true, if the key has a digit tail, its prefix has (or gets)
     /// an id, and the form is shorter than the key.
     pub fn pack(&mut self, key: &[u8], out: &mut Vec<u8>) -> bool {
+        self.pack_as(key, out, true)
+    }
+
+    /// `pack` with the prefixes known already: a key whose prefix has no
+    /// id is left alone (false), so a copy of a keyspace's prefixes packs
+    /// on another thread exactly as the keyspace would (ids are never
+    /// reused) without giving out ids of its own.
+    pub fn pack_known(&mut self, key: &[u8], out: &mut Vec<u8>) -> bool {
+        self.pack_as(key, out, false)
+    }
+
+    /// The number of prefixes known (they are only ever added).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// True if no prefix is known.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    fn pack_as(&mut self, key: &[u8], out: &mut Vec<u8>, add: bool) -> bool {
         let (lo, up) = (run_len(key, false), run_len(key, true));
         let mut upper = up > lo;
         let mut n = lo.max(up);
@@ -243,7 +265,7 @@ impl Prefixes {
         }
         let id = match self.id_of(prefix) {
             Some(id) => id,
-            None if self.list.len() < MAX_PREFIXES => {
+            None if add && self.list.len() < MAX_PREFIXES => {
                 let id = self.list.len() as u8;
                 self.list.push(prefix.to_vec());
                 self.ids.insert(prefix.to_vec(), id);

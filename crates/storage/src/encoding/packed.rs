@@ -51,6 +51,7 @@
 //! them goes.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::fsstenc::{Encoder, ESCAPE};
 use super::zdict::{self, Dict};
@@ -89,14 +90,19 @@ const ID_MASK: u8 = 0x3F;
 
 /// One trained table.
 struct Table {
-    /// The encoding index of the symbols (fsstenc.rs).
-    enc: Encoder,
+    /// The encoding index of the symbols (fsstenc.rs), shared read-only
+    /// with a `PackView` (never changed after training).
+    enc: Arc<Encoder>,
     /// Decoding symbols, little-endian, and their lengths.
     syms: Vec<u64>,
     lens: Vec<u8>,
     /// The zstd dictionary for values of `zdict::MIN_LEN` bytes and more,
-    /// if the samples had enough of them (and the caps allowed it).
-    dict: Option<Dict>,
+    /// if the samples had enough of them (and the caps allowed it);
+    /// shared read-only with a `PackView` like `enc`.
+    dict: Option<Arc<Dict>>,
+    /// Which training made it (`PackStats::trained` then): a `PackView`'s
+    /// form is accepted only from the table that is still current.
+    serial: u64,
     /// Stored values that use this table.
     refs: u64,
     /// The pattern it was trained for, while it is that pattern's current
@@ -145,6 +151,9 @@ pub struct Tables {
     /// The table the last write found current (a hint: `current_id`
     /// checks it), so a run of writes to one pattern skips hashing it.
     last: usize,
+    /// Bumped whenever a pattern gets or loses its current table, so a
+    /// `PackView` can tell it is out of date (`Tables::version`).
+    changes: u64,
 }
 
 impl std::fmt::Debug for Tables {
@@ -205,10 +214,108 @@ pub fn is_zstd(packed: &[u8]) -> bool {
     packed.first().is_some_and(|b| b & ZSTD != 0)
 }
 
+/// Writes the packed form of `value` under table `id` (`enc`, `dict`)
+/// into `out` (cleared first): one zstd frame if the table has a
+/// dictionary, the value is long enough and the frame leaves the form
+/// shorter than the value, else FSST codes. Returns whether it is zstd,
+/// or None if neither applies (too long for FSST). The FSST form may be
+/// no shorter than the value: the caller decides. Depends only on the
+/// table, so any thread makes the same bytes.
+fn encode(enc: &Encoder, dict: Option<&Dict>, coder: &mut zdict::Coder, id: u8, value: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    out.clear();
+    if let Some(d) = dict.filter(|_| value.len() >= zdict::MIN_LEN) {
+        out.push(id | ZSTD);
+        varint(out, value.len());
+        // Only a frame that leaves the whole form shorter than the
+        // value is worth keeping.
+        let room = value.len() - out.len() - 1;
+        if coder.compress(d, value, room, out) {
+            return Some(true);
+        }
+        out.clear();
+    }
+    if value.len() > MAX_LEN {
+        return None;
+    }
+    out.push(id);
+    varint(out, value.len());
+    enc.encode(value, out);
+    Some(false)
+}
+
+/// What a `ViewPacker` made of a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepacked {
+    /// Nothing: no table for its pattern in the view, or a length that is
+    /// never packed. `Tables::pack` decides on the executor.
+    None,
+    /// A form made with the table of training `serial` (a zstd frame if
+    /// `zstd`), possibly no shorter than the value.
+    Form { serial: u64, zstd: bool },
+}
+
+/// One current table as a `PackView` holds it.
+#[derive(Clone)]
+struct ViewTable {
+    pattern: Vec<u8>,
+    id: u8,
+    serial: u64,
+    enc: Arc<Encoder>,
+    dict: Option<Arc<Dict>>,
+}
+
+/// A read-only copy of a keyspace's current tables (`Tables::view`),
+/// sendable to another thread: an RDB load packs values there while the
+/// executor parses and inserts. Tables never change after training, so a
+/// form made here is byte for byte the one `Tables::pack` makes with the
+/// same table; `Tables::accept` takes it only while that table is still
+/// its pattern's current one.
+#[derive(Clone, Default)]
+pub struct PackView {
+    tables: Vec<ViewTable>,
+}
+
+/// Packs values with a `PackView`, with its own zstd context and buffer.
+#[derive(Default)]
+pub struct ViewPacker {
+    view: PackView,
+    coder: zdict::Coder,
+    /// Index in `view.tables` of the last hit.
+    last: usize,
+}
+
+impl ViewPacker {
+    /// Packs with `view` from now on.
+    pub fn set_view(&mut self, view: PackView) {
+        self.view = view;
+        self.last = 0;
+    }
+
+    /// Writes into `out` the form `Tables::pack` would make of `value` of
+    /// `key` with the view's table for its pattern, if there is one.
+    pub fn pack(&mut self, key: &[u8], value: &[u8], out: &mut Vec<u8>) -> Prepacked {
+        if value.len() < MIN_LEN || value.len() > MAX_ZLEN {
+            return Prepacked::None;
+        }
+        let pattern = pattern_of(key);
+        let hit = match self.view.tables.get(self.last) {
+            Some(t) if t.pattern == pattern => Some(self.last),
+            _ => self.view.tables.iter().position(|t| t.pattern == pattern),
+        };
+        let Some(i) = hit else { return Prepacked::None };
+        self.last = i;
+        let t = &self.view.tables[i];
+        match encode(&t.enc, t.dict.as_deref(), &mut self.coder, t.id, value, out) {
+            Some(zstd) => Prepacked::Form { serial: t.serial, zstd },
+            None => Prepacked::None,
+        }
+    }
+}
+
 impl Table {
     /// Trains FSST symbols from all `samples` and, if `dict` allows, a
     /// zstd dictionary from those of `zdict::MIN_LEN` bytes and more.
-    fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool) -> Table {
+    fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool, serial: u64) -> Table {
         let refs: Vec<&[u8]> = samples.iter().map(|v| &v[..]).collect();
         // The crate trains the symbols; our own index encodes with them
         // (about 18 KiB on sessions, where the crate's lookup structures,
@@ -217,14 +324,14 @@ impl Table {
         let syms: Vec<u64> = comp.symbol_table().iter().map(|s| s.to_u64()).collect();
         let lens = comp.symbol_lengths().to_vec();
         drop(comp);
-        let enc = Encoder::new(&syms, &lens);
+        let enc = Arc::new(Encoder::new(&syms, &lens));
         let dict = if dict {
             let large: Vec<&[u8]> = refs.iter().copied().filter(|v| v.len() >= zdict::MIN_LEN).collect();
-            Dict::train(&large)
+            Dict::train(&large).map(Arc::new)
         } else {
             None
         };
-        let mut t = Table { enc, syms, lens, dict, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
+        let mut t = Table { enc, syms, lens, dict, serial, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
         if t.dict.is_none() {
             t.measure(samples);
         }
@@ -282,7 +389,7 @@ impl Tables {
         PackStats {
             tables: live.count(),
             dicts: dicts.clone().count(),
-            dict_bytes: dicts.map(Dict::bytes).sum(),
+            dict_bytes: dicts.map(|d| d.bytes()).sum(),
             ..self.stats
         }
     }
@@ -304,40 +411,32 @@ impl Tables {
             }
             return false;
         };
+        let t = self.tables[id as usize].as_ref().expect("current table is live");
+        let Some(zstd) = encode(&t.enc, t.dict.as_deref(), &mut self.coder, id, value, out) else {
+            return false;
+        };
+        self.account(id, value.len(), out.len(), zstd)
+    }
+
+    /// Counts a form of `len` bytes made with table `id` (current) for a
+    /// value of `raw` bytes: the drift window (which may retire the table),
+    /// then, if the form is shorter than the value, its reference and
+    /// INFO's counters. Returns true if the form is to be stored.
+    fn account(&mut self, id: u8, raw: usize, len: usize, zstd: bool) -> bool {
         let t = self.tables[id as usize].as_mut().expect("current table is live");
-        out.clear();
-        let mut zstd = false;
-        if let Some(d) = t.dict.as_ref().filter(|_| value.len() >= zdict::MIN_LEN) {
-            out.push(id | ZSTD);
-            varint(out, value.len());
-            // Only a frame that leaves the whole form shorter than the
-            // value is worth keeping.
-            let room = value.len() - out.len() - 1;
-            zstd = self.coder.compress(d, value, room, out);
-            if !zstd {
-                out.clear();
-            }
-        }
-        if !zstd {
-            if value.len() > MAX_LEN {
-                return false;
-            }
-            out.push(id);
-            varint(out, value.len());
-            t.enc.encode(value, out);
-        }
-        t.window.0 += value.len() as u64;
-        t.window.1 += out.len().min(value.len()) as u64;
+        t.window.0 += raw as u64;
+        t.window.1 += len.min(raw) as u64;
         t.window.2 += 1;
         if t.window.2 >= DRIFT_WINDOW {
-            let (raw, packed, _) = std::mem::take(&mut t.window);
+            let (w_raw, w_packed, _) = std::mem::take(&mut t.window);
             if t.trained.0 == 0 {
                 // The first window of a table with a dictionary: its baseline.
-                t.trained = (raw, packed);
-            } else if packed * t.trained.0 * 4 > 5 * t.trained.1 * raw {
+                t.trained = (w_raw, w_packed);
+            } else if w_packed * t.trained.0 * 4 > 5 * t.trained.1 * w_raw {
                 // Drifted: packed share 25% worse than at training.
                 let p = t.pattern.take().expect("current table has a pattern");
                 self.current.remove(&p);
+                self.changes += 1;
                 if t.refs == 0 {
                     self.tables[id as usize] = None;
                     self.stats.freed += 1;
@@ -345,16 +444,56 @@ impl Tables {
                 }
             }
         }
-        if out.len() >= value.len() {
+        if len >= raw {
             return false;
         }
         let t = self.tables[id as usize].as_mut().expect("the table is in use");
         t.refs += 1;
         self.stats.values += 1;
         self.stats.zstd_values += u64::from(zstd);
-        self.stats.raw_bytes += value.len() as u64;
-        self.stats.packed_bytes += out.len() as u64;
+        self.stats.raw_bytes += raw as u64;
+        self.stats.packed_bytes += len as u64;
         true
+    }
+
+    /// `pack` for a value whose form a `ViewPacker` made (`pre`, `len`
+    /// bytes; the caller holds them): Some(true) if that form is to be
+    /// stored, counted exactly as `pack` counts it, Some(false) if the
+    /// value is to be stored raw (as `pack` would decide with the same
+    /// bytes), None if the form was made with a table that is not (or no
+    /// longer) the pattern's current one, or with none: the caller must
+    /// call `pack`, which samples or packs as it would have anyway. So a
+    /// load that packs on another thread stores the same bytes as one
+    /// that does not.
+    pub fn accept(&mut self, key: &[u8], raw: usize, pre: Prepacked, len: usize) -> Option<bool> {
+        let Prepacked::Form { serial, zstd } = pre else { return None };
+        let id = self.current_id(pattern_of(key))?;
+        if self.tables[id as usize].as_ref().expect("current table is live").serial != serial {
+            return None;
+        }
+        Some(self.account(id, raw, len, zstd))
+    }
+
+    /// A number that changes whenever a pattern gets or loses its current
+    /// table: a `PackView` taken at one version packs as `pack` does until
+    /// the version changes.
+    pub fn version(&self) -> u64 {
+        self.changes
+    }
+
+    /// A read-only copy of the current tables, for a `ViewPacker` on
+    /// another thread (the tables' encoders are shared, not copied).
+    pub fn view(&self) -> PackView {
+        let mut tables: Vec<ViewTable> = self
+            .current
+            .iter()
+            .map(|(p, &id)| {
+                let t = self.tables[id as usize].as_ref().expect("current table is live");
+                ViewTable { pattern: p.clone(), id, serial: t.serial, enc: Arc::clone(&t.enc), dict: t.dict.clone() }
+            })
+            .collect();
+        tables.sort_by_key(|t| t.id);
+        PackView { tables }
     }
 
     /// The current table of `pattern`. A table's `pattern` is Some(p)
@@ -403,8 +542,8 @@ impl Tables {
         };
         let dicts = self.tables.iter().flatten().filter_map(|t| t.dict.as_ref());
         let room = dicts.clone().count() < MAX_DICTS;
-        let used: usize = dicts.map(Dict::bytes).sum();
-        let mut t = Table::new(&samples, pattern.to_vec(), room);
+        let used: usize = dicts.map(|d| d.bytes()).sum();
+        let mut t = Table::new(&samples, pattern.to_vec(), room, self.stats.trained);
         if t.dict.as_ref().is_some_and(|d| used + d.bytes() > DICT_MEMORY) {
             // Over the memory cap: this pattern keeps FSST only.
             t.dict = None;
@@ -413,6 +552,7 @@ impl Tables {
         self.tables[id] = Some(t);
         self.current.insert(pattern.to_vec(), id as u8);
         self.stats.trained += 1;
+        self.changes += 1;
     }
 
     /// Notes that a stored packed value went away (deleted, overwritten or
@@ -454,7 +594,7 @@ impl Tables {
             if len > MAX_ZLEN {
                 return None;
             }
-            return zdict::decompress(t.dict.as_ref()?, &packed[1 + n..], len, out);
+            return zdict::decompress(t.dict.as_deref()?, &packed[1 + n..], len, out);
         }
         let start = out.len();
         let r = t.decode(&packed[1 + n..], len, out);

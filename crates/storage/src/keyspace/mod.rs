@@ -62,6 +62,7 @@ mod evict;
 mod expire;
 mod field_expiry;
 mod objects;
+pub mod prepack;
 mod rawmark;
 mod scan;
 mod slots;
@@ -544,17 +545,28 @@ impl Db {
         let b = self.blob(s);
         let (key, deadline) = (self.raw_key(&b).into_owned(), b.deadline);
         self.free_blob(s);
-        let addr = self.store(p.si, &key, p.obj.into_value(), deadline);
+        let addr = self.store(p.si, &key, p.obj.into_value(), deadline, None);
         self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         false
     }
 
     /// Writes the blob for `key` in segment `si`: strings and small hashes
     /// inline, other collections into the object table.
-    fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>) -> u64 {
+    fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>) -> u64 {
         let mut inline = Vec::new();
+        if let Some(k) = hint.and_then(|h| h.key).filter(|_| self.key_compression) {
+            // The packed key store_blob would make (prepack.rs).
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(k);
+            self.key_packed = true;
+        }
         if let Value::Bytes(b) = &value {
             if self.value_compression {
+                let made = hint.and_then(|h| Some((self.packs.accept(key, b.len(), h.value, h.form.len())?, h.form)));
+                if let Some((stored, form)) = made {
+                    let body = if stored { Body::Packed(form) } else { Body::Str(StrRef::Bytes(b)) };
+                    return self.store_blob(si, key, body, deadline);
+                }
                 let mut buf = std::mem::take(&mut self.pack_buf);
                 let packed = self.packs.pack(key, b, &mut buf);
                 let addr = self.store_blob(si, key, if packed { Body::Packed(&buf) } else { Body::Str(StrRef::Bytes(b)) }, deadline);
@@ -808,6 +820,12 @@ impl Db {
 
     /// Sets or replaces `key`. Returns true if a live key was replaced.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64) -> bool {
+        self.insert_with(key, value, ttl, now, None)
+    }
+
+    /// `insert`, with forms of the key and value made on another thread
+    /// (prepack.rs), used where they are what `store` would make.
+    fn insert_with(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64, hint: Option<prepack::Hint<'_>>) -> bool {
         self.flush();
         let (h, si, pos) = self.find(key);
         match pos {
@@ -844,7 +862,7 @@ impl Db {
                 self.key_packed = true;
             }
             self.free_blob(s);
-            let addr = self.store(si, key, value, deadline);
+            let addr = self.store(si, key, value, deadline, hint);
             self.len -= 1;
             self.volatile -= usize::from(s & TTL_BIT != 0);
             // Re-insert into the same slot: its bucket has room now.
@@ -854,7 +872,7 @@ impl Db {
             self.segs[si].len += 1;
             self.segs[si].volatile += u32::from(deadline.is_some());
         } else {
-            let addr = self.store(si, key, value, deadline);
+            let addr = self.store(si, key, value, deadline, hint);
             let tag = tag_at(h, self.segs[si].depth as u32);
             if let Some(t) = deadline {
                 self.note_deadline(si, t);

@@ -20,11 +20,13 @@
 //! field is due is still a key loaded.
 
 use std::io::Read;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::super::crc64::crc64;
 use super::super::primitives::{ty, RdbError, Reader, RDB_VERSION};
 use super::super::value::Shapes;
 use super::format::{module_name, module_ty, op, show, RdbFileError, CHECKSUM_SINCE, MAGIC};
+use crate::keyspace::prepack::{DbView, Prepack, Prepacker};
 use crate::{Db, Ttl, Value};
 
 /// How to load.
@@ -66,6 +68,8 @@ pub struct LoadedEntry {
     pub idle_secs: Option<u64>,
     /// LFU counter, when the file has it (FREQ).
     pub freq: Option<u8>,
+    /// Where its item (the value type byte) starts in the file.
+    pub offset: usize,
 }
 
 /// What `load` calls for each item, in file order. An `Err` stops the
@@ -195,7 +199,7 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
                     continue;
                 };
                 let (expire_ms, idle_secs, freq) = taken;
-                visitor.entry(LoadedEntry { db, key, value, expire_ms, idle_secs, freq }).map_err(said)?;
+                visitor.entry(LoadedEntry { db, key, value, expire_ms, idle_secs, freq, offset: at }).map_err(said)?;
                 sum.keys += 1;
             }
         }
@@ -347,12 +351,50 @@ pub fn load_into(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions) -> Result<Loa
 
 /// `load_into`, calling `progress(offset)` after each item (see
 /// `RdbVisitor::progress`; false stops the load).
+///
+/// With key or value compression on in any database, keys and values are
+/// packed on a second thread (keyspace/prepack.rs): this thread parses and
+/// inserts, a batch or two behind the parser, and stores exactly what it
+/// would have stored packing them itself. Errors are the same, at the same
+/// offsets: a key that fails to insert (a duplicate) is reported at its own
+/// offset, ahead of any error the parser met after it.
 pub fn load_into_with(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress: &mut dyn FnMut(usize) -> bool) -> Result<Loaded, RdbFileError> {
+    load_into_threads(bytes, dbs, opts, progress, true)
+}
+
+/// `load_into_with`, packing on a second thread only if `thread` allows
+/// (false: all on this one; the tests compare the two).
+pub(super) fn load_into_threads(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions, progress: &mut dyn FnMut(usize) -> bool, thread: bool) -> Result<Loaded, RdbFileError> {
     // A key takes at least 3 bytes of the file (type, key length, value):
     // RESIZEDB hints beyond that are not believed.
     let max_keys = bytes.len() / 3;
-    let mut into = IntoDbs { dbs, now: opts.now, keep_expired: opts.keep_expired, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: Vec::new(), empty: Vec::new(), progress, db: 0, max_keys };
-    let summary = load(bytes, opts, &mut into)?;
+    let packing = thread && dbs.iter().any(|d| d.pack_view_version().is_some());
+    let sent = vec![None; dbs.len()];
+    let mut into = IntoDbs { dbs, now: opts.now, keep_expired: opts.keep_expired, aux: Vec::new(), functions: Vec::new(), inserted: 0, expired: Vec::new(), empty: Vec::new(), progress, db: 0, max_keys, pipe: None, failed: None };
+    let result = if packing {
+        std::thread::scope(|s| {
+            let (to_packer, batches) = sync_channel::<(Vec<(usize, DbView)>, Batch)>(2);
+            let (packed, from_packer) = sync_channel::<Batch>(2);
+            std::thread::Builder::new()
+                .name("rdb-pack".into())
+                .spawn_scoped(s, move || pack_batches(batches, packed))
+                .map_err(|e| RdbFileError::new(0, format!("can't start the packing thread: {e}")))?;
+            into.pipe = Some(Pipe { to: to_packer, from: from_packer, batch: Batch::default(), in_flight: 0, spare: Vec::new(), sent });
+            let r = load(bytes, opts, &mut into);
+            // Keys parsed before an error are still inserted, as without
+            // the thread (and one of them may fail first).
+            let _ = into.finish();
+            // Closing the channels ends the thread.
+            into.pipe = None;
+            r
+        })
+    } else {
+        load(bytes, opts, &mut into)
+    };
+    if let Some(e) = into.failed.take() {
+        return Err(e);
+    }
+    let summary = result?;
     Ok(Loaded { summary, aux: into.aux, functions: into.functions, inserted: into.inserted, expired_skipped: into.expired.len() as u64, expired_keys: into.expired, empty_keys: into.empty })
 }
 
@@ -370,9 +412,138 @@ struct IntoDbs<'a> {
     db: usize,
     /// Most keys the file can hold.
     max_keys: usize,
+    /// The packing thread, with compression on.
+    pipe: Option<Pipe>,
+    /// The first key that failed to insert: its error, at its own offset
+    /// (with `pipe`, inserts run behind the parser).
+    failed: Option<RdbFileError>,
+}
+
+/// Keys handed to the packing thread at a time.
+const BATCH: usize = 1024;
+
+/// Parsed keys on their way to the keyspace, with the forms the packing
+/// thread made (`packs[i]` for `entries[i]`, ranges in `buf`).
+#[derive(Default)]
+struct Batch {
+    entries: Vec<(usize, LoadedEntry)>,
+    packs: Vec<Prepack>,
+    buf: Vec<u8>,
+}
+
+/// The loader's end of the packing thread.
+struct Pipe {
+    to: SyncSender<(Vec<(usize, DbView)>, Batch)>,
+    from: Receiver<Batch>,
+    /// Keys parsed and not yet sent.
+    batch: Batch,
+    /// Batches sent and not yet inserted.
+    in_flight: usize,
+    /// Emptied batches, to reuse their buffers.
+    spare: Vec<Batch>,
+    /// Per database, the tables' and prefixes' version its last view had.
+    sent: Vec<Option<(u64, usize)>>,
+}
+
+/// The packing thread: packs each batch with the latest views it was sent
+/// and hands it back, until the loader closes its channel.
+fn pack_batches(batches: Receiver<(Vec<(usize, DbView)>, Batch)>, packed: SyncSender<Batch>) {
+    let mut packer = Prepacker::default();
+    for (views, mut b) in batches {
+        for (db, view) in views {
+            packer.set_view(db, view);
+        }
+        b.packs.clear();
+        b.buf.clear();
+        for (db, e) in &b.entries {
+            let pre = packer.pack(*db, &e.key, &e.value, &mut b.buf);
+            b.packs.push(pre);
+        }
+        if packed.send(b).is_err() {
+            break;
+        }
+    }
 }
 
 impl IntoDbs<'_> {
+    /// Inserts key `e` into database `i`, with the forms the packing thread
+    /// made, if any.
+    fn insert(&mut self, i: usize, e: LoadedEntry, pre: Option<(&Prepack, &[u8])>) -> Result<(), String> {
+        let db = &mut self.dbs[i];
+        let ttl = e.expire_ms.map_or(Ttl::Clear, Ttl::At);
+        let replaced = match pre {
+            Some((p, buf)) => db.insert_prepacked(&e.key, e.value, ttl, self.now, p, buf),
+            None => db.insert(&e.key, e.value, ttl, self.now),
+        };
+        if replaced {
+            let m = format!("duplicate key '{}' in database {i}", show(&e.key));
+            self.failed.get_or_insert_with(|| RdbFileError::new(e.offset, m.clone()));
+            return Err(m);
+        }
+        if let Some(secs) = e.idle_secs {
+            db.set_idle_secs(&e.key, i64::try_from(secs).unwrap_or(i64::MAX), self.now);
+        }
+        self.inserted += 1;
+        Ok(())
+    }
+
+    /// Sends the keys parsed so far to the packing thread, with new views
+    /// of the databases whose tables or prefixes changed since the last,
+    /// then inserts the batch before it, so one is packed while this
+    /// thread parses the next and inserts the one before.
+    fn send(&mut self) -> Result<(), String> {
+        let Some(p) = self.pipe.as_mut() else { return Ok(()) };
+        let mut views = Vec::new();
+        for (i, db) in self.dbs.iter().enumerate() {
+            let v = db.pack_view_version();
+            if v.is_some() && v != p.sent[i] {
+                views.push((i, db.pack_view()));
+                p.sent[i] = v;
+            }
+        }
+        let batch = std::mem::replace(&mut p.batch, p.spare.pop().unwrap_or_default());
+        p.to.send((views, batch)).map_err(|_| "the packing thread stopped".to_string())?;
+        p.in_flight += 1;
+        if p.in_flight > 1 {
+            self.receive()?;
+        }
+        Ok(())
+    }
+
+    /// Inserts the oldest batch sent.
+    fn receive(&mut self) -> Result<(), String> {
+        let Some(p) = self.pipe.as_mut() else { return Ok(()) };
+        let mut b = p.from.recv().map_err(|_| "the packing thread stopped".to_string())?;
+        p.in_flight -= 1;
+        let mut r = Ok(());
+        for (k, (i, e)) in b.entries.drain(..).enumerate() {
+            let pre = b.packs.get(k).copied().unwrap_or(Prepack::NONE);
+            r = self.insert(i, e, Some((&pre, &b.buf)));
+            if r.is_err() {
+                break;
+            }
+        }
+        b.packs.clear();
+        if let Some(p) = self.pipe.as_mut() {
+            p.spare.push(b);
+        }
+        r
+    }
+
+    /// Inserts every key parsed and not inserted yet.
+    fn finish(&mut self) -> Result<(), String> {
+        let Some(p) = self.pipe.as_mut() else { return Ok(()) };
+        if !p.batch.entries.is_empty() {
+            let batch = std::mem::take(&mut p.batch);
+            p.to.send((Vec::new(), batch)).map_err(|_| "the packing thread stopped".to_string())?;
+            p.in_flight += 1;
+        }
+        while self.pipe.as_ref().is_some_and(|p| p.in_flight > 0) {
+            self.receive()?;
+        }
+        Ok(())
+    }
+
     fn check_db(&self, index: u64) -> Result<usize, String> {
         usize::try_from(index)
             .ok()
@@ -417,15 +588,11 @@ impl RdbVisitor for IntoDbs<'_> {
             self.expired.push((i, e.key));
             return Ok(());
         }
-        let db = &mut self.dbs[i];
-        let ttl = e.expire_ms.map_or(Ttl::Clear, Ttl::At);
-        if db.insert(&e.key, e.value, ttl, self.now) {
-            return Err(format!("duplicate key '{}' in database {i}", show(&e.key)));
+        let Some(p) = self.pipe.as_mut() else { return self.insert(i, e, None) };
+        p.batch.entries.push((i, e));
+        if p.batch.entries.len() >= BATCH {
+            self.send()?;
         }
-        if let Some(secs) = e.idle_secs {
-            db.set_idle_secs(&e.key, i64::try_from(secs).unwrap_or(i64::MAX), self.now);
-        }
-        self.inserted += 1;
         Ok(())
     }
 }

@@ -684,3 +684,133 @@ fn deferred_compression_gives_the_same_bytes() {
         assert!(out == direct, "cut {cut}: {} bytes vs {}", out.len(), direct.len());
     }
 }
+
+/// Seed 002's sessions and more, in two databases: keys and values of
+/// several patterns (FSST, zstd, numbers, values that drift so a table is
+/// retired mid-load, collections), to load with compression on.
+fn packable_dataset() -> Vec<(u64, Vec<u8>, Value, Option<i64>)> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut data = Vec::new();
+    for i in 0..30_000u64 {
+        let key = format!("session:{:040x}", u128::from(rnd()) << 64 | u128::from(rnd())).into_bytes();
+        let value = if (12_000..18_000).contains(&i) {
+            // Bytes no table shortens: the session table drifts and is
+            // retired, and the pattern trains again.
+            (0..46).map(|_| rnd() as u8).collect()
+        } else {
+            format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + rnd() % 9_000_000, 1_700_000_000 + rnd() % 2_592_000).into_bytes()
+        };
+        data.push((0, key, Value::Bytes(value), (i % 3 != 0).then_some(NOW + 1_000 + i as i64)));
+        if i % 10 == 0 {
+            let shape = format!("{{\"name\":\"Describe{i}Request\",\"type\":\"structure\",\"members\":{{\"InstanceIds\":{{\"shape\":\"InstanceIdStringList\",\"documentation\":\"<p>The IDs of the instances ({}) to describe, as a list; every instance named must exist and belong to the caller.</p>\"}},\"DryRun\":{{\"shape\":\"Boolean\"}}}}}}", rnd() % 1_000_003);
+            data.push((0, format!("shape:{i}").into_bytes(), Value::Bytes(shape.into_bytes()), None));
+            data.push((0, format!("key:{i}").into_bytes(), Value::Int(i as i64), None));
+            data.push((0, format!("short{i}").into_bytes(), Value::Bytes(b"tiny".to_vec()), None));
+        }
+        if i % 1000 == 0 {
+            data.push((0, format!("user:{i}:cart").into_bytes(), list((0..5).map(|j| format!("item-{j}").into_bytes())), None));
+        }
+    }
+    for i in 0..5_000u64 {
+        let key = format!("session:{:040X}", u128::from(rnd())).into_bytes();
+        let value = format!("{{\"user_id\":{},\"ts\":{},\"role\":\"a\"}}", 1_000_000 + rnd() % 9_000_000, 1_700_000_000 + i).into_bytes();
+        data.push((2, key, Value::Bytes(value), Some(NOW + 5_000)));
+    }
+    data
+}
+
+/// Everything a keyspace holds, in a comparable form: each key with its
+/// value, deadline and MEMORY USAGE, and the packing counters.
+/// A key, its value, its deadline and its MEMORY USAGE.
+type Held = (Vec<u8>, Vec<String>, Option<i64>, Option<usize>);
+
+fn held(db: &mut Db) -> (Vec<Held>, PackStats, usize) {
+    let mut keys = Vec::new();
+    db.for_each(|k, v, t| keys.push((k.to_vec(), canon(v), t)));
+    keys.sort();
+    let keys = keys.into_iter().map(|(k, v, t)| { let m = db.mem_usage(&k, NOW); (k, v, t, m) }).collect();
+    (keys, db.pack_stats(), db.allocated_bytes())
+}
+
+use crate::encoding::packed::PackStats;
+use crate::rdb::RDB_VERSION;
+
+#[test]
+fn packing_on_a_second_thread_stores_what_one_thread_stores() {
+    let data = packable_dataset();
+    let bytes = write_file(&data, RDB_VERSION, WriteOptions::default(), &[]);
+    let make = || -> Vec<Db> {
+        (0..3).map(|_| { let mut d = Db::new(); d.value_compression = true; d.key_compression = true; d }).collect()
+    };
+    let (mut one, mut two) = (make(), make());
+    let a = super::loader::load_into_threads(&bytes, &mut one, &LoadOptions::new(NOW), &mut |_| true, false).unwrap();
+    let b = super::loader::load_into_threads(&bytes, &mut two, &LoadOptions::new(NOW), &mut |_| true, true).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.inserted, data.len() as u64);
+    for i in 0..3 {
+        let (x, y) = (held(&mut one[i]), held(&mut two[i]));
+        assert_eq!(x.0.len(), y.0.len());
+        for (p, q) in x.0.iter().zip(&y.0) {
+            assert_eq!(p, q);
+        }
+        assert_eq!((x.1, x.2), (y.1, y.2), "database {i}");
+    }
+    let st = two[0].pack_stats();
+    assert!(st.trained >= 3 && st.zstd_values > 0 && st.values > 10_000, "{st:?}");
+    // And what was loaded is the file's data.
+    for (db, k, v, t) in &data {
+        let d = &mut two[*db as usize];
+        assert_eq!(canon(d.get(k, NOW).unwrap()), canon(v.as_ref()));
+        assert_eq!(d.expire_of(k, NOW), Some(*t));
+    }
+}
+
+#[test]
+fn packing_on_a_second_thread_fails_as_one_thread_fails() {
+    let mut data = packable_dataset();
+    data.truncate(8_000);
+    let dup = data[6_000].clone();
+    let mut w = RdbWriter::new(Vec::new(), RDB_VERSION, WriteOptions::default()).unwrap();
+    write_entries(&mut w, &data);
+    let at = w.bytes_written() as usize;
+    w.entry(&dup.1, dup.2.as_ref(), dup.3, NOW).unwrap();
+    // Keys after the duplicate, then a file cut short: the duplicate is
+    // still what is reported, at its own offset.
+    for (_, k, v, t) in &data[7_000..7_900] {
+        w.entry(&[b"x:", &k[..]].concat(), v.as_ref(), *t, NOW).unwrap();
+    }
+    let (whole, _) = w.finish().unwrap();
+    let cut = &whole[..whole.len() - 40];
+    for bytes in [&whole[..], cut] {
+        let mut errs = Vec::new();
+        for thread in [false, true] {
+            let mut dbs: Vec<Db> = (0..3).map(|_| { let mut d = Db::new(); d.value_compression = true; d.key_compression = true; d }).collect();
+            let e = super::loader::load_into_threads(bytes, &mut dbs, &LoadOptions::new(NOW), &mut |_| true, thread).unwrap_err();
+            errs.push((e, dbs[0].len()));
+        }
+        assert_eq!(errs[0], errs[1]);
+        assert_eq!(errs[0].0.offset, at);
+        assert_eq!(errs[0].0.message, format!("duplicate key '{}' in database 0", String::from_utf8_lossy(&dup.1)));
+    }
+    // A file cut short with no duplicate fails at the same offset either way.
+    let plain = write_file(&data, RDB_VERSION, WriteOptions::default(), &[]);
+    let cut = &plain[..plain.len() - 300];
+    let errs: Vec<RdbFileError> = [false, true]
+        .map(|thread| {
+            let mut dbs: Vec<Db> = (0..3).map(|_| { let mut d = Db::new(); d.value_compression = true; d.key_compression = true; d }).collect();
+            super::loader::load_into_threads(cut, &mut dbs, &LoadOptions::new(NOW), &mut |_| true, thread).unwrap_err()
+        })
+        .into();
+    assert_eq!(errs[0], errs[1]);
+    // Stopped by the progress callback (a shutdown while loading).
+    let mut n = 0;
+    let mut dbs: Vec<Db> = (0..3).map(|_| { let mut d = Db::new(); d.value_compression = true; d.key_compression = true; d }).collect();
+    let e = load_into_with(&plain, &mut dbs, &LoadOptions::new(NOW), &mut |_| { n += 1; n < 5_000 }).unwrap_err();
+    assert_eq!(e.message, "loading stopped");
+}
