@@ -424,6 +424,72 @@ def test_number_keys(cr):
     assert cr.type(b"key:9000083") == b"hash"
 
 
+def test_hash_per_session_and_extreme_deadlines(cr):
+    """Seed 002's hash per session (a 40-byte blob: 6-byte deadline, packed
+    key with no length byte, integers with no tags) reads back through the
+    hash and TTL commands, DUMP/RESTORE and a restart; deadlines of any
+    size (past 2^48 ms up to i64::MAX, which take 14 bytes) come back
+    exactly, and the hash stays listpack whatever its values."""
+    rng = random.Random(7)
+    now_ms = int(time.time() * 1000)
+    sessions = {}
+    for _ in range(300):
+        key = b"session:%040x" % rng.getrandbits(160)
+        i, x = rng.randrange(1_000_000, 10_000_000), 1_700_000_000 + rng.randrange(2_592_000)
+        assert cr.hset(key, mapping={b"i": i, b"x": x}) == 2
+        assert cr.expire(key, 2_592_000)
+        sessions[key] = {b"i": b"%d" % i, b"x": b"%d" % x}
+    key = next(iter(sessions))
+    assert cr.object("encoding", key) == b"listpack"
+    # One packed key, one deadline and the inline hash: the 40-byte class;
+    # raw (key-compression off when it is written) it takes 72.
+    cr.config_set("key-compression", "no")
+    cr.hset(b"session:" + b"0" * 40, mapping={b"i": 1234567, b"x": 1700000000})
+    cr.expire(b"session:" + b"0" * 40, 2_592_000)
+    cr.config_set("key-compression", "yes")
+    assert cr.memory_usage(b"session:" + b"0" * 40) - cr.memory_usage(key) == 72 - 40
+    for k, v in sessions.items():
+        assert cr.hgetall(k) == v
+        assert 2_591_990 <= cr.ttl(k) <= 2_592_000
+    assert cr.hincrby(key, b"i", 1) == int(sessions[key][b"i"]) + 1
+    assert cr.hincrby(key, b"i", -1) == int(sessions[key][b"i"])
+    assert cr.hset(key, b"x", -(1 << 62)) == 0
+    assert cr.hget(key, b"x") == b"%d" % -(1 << 62)
+    assert cr.object("encoding", key) == b"listpack"
+    assert cr.hset(key, b"x", sessions[key][b"x"]) == 0
+    # Deadlines: short (6 bytes) up to 2^48 - 2 ms, long (14) beyond.
+    edges = [now_ms + 10_000_000, (1 << 48) - 2, (1 << 48) - 1, 1 << 48, (1 << 62) + 3, (1 << 63) - 1]
+    for n, at in enumerate(edges):
+        for k in (key, b"key:%d" % (900 + n), b"plain%d" % n):
+            if k != key:
+                cr.set(k, 7)
+            assert cr.pexpireat(k, at)
+            assert cr.pexpiretime(k) == at, (k, at)
+            assert cr.ttl(k) > 0
+            assert cr.pexpireat(k, at + 1, gt=True) if at < (1 << 63) - 1 else not cr.pexpireat(k, at, gt=True)
+            assert cr.pexpireat(k, at, lt=True) if at < (1 << 63) - 1 else True
+            assert cr.pexpiretime(k) == at
+            payload = cr.dump(k)
+            cr.restore(b"copy", at, payload, replace=True, absttl=True)
+            assert cr.pexpiretime(b"copy") == at and cr.dump(b"copy") == payload
+        assert cr.hgetall(key) == sessions[key]
+    assert cr.persist(key) and cr.ttl(key) == -1 and cr.hgetall(key) == sessions[key]
+    assert cr.expire(key, 100, nx=True) and not cr.expire(key, 200, nx=True)
+    assert cr.expire(key, 50, xx=True) and 0 < cr.ttl(key) <= 50
+    assert cr.pexpireat(key, (1 << 63) - 1)
+    # A restart through the RDB file keeps every deadline and value.
+    expected = {k: (cr.hgetall(k), cr.pexpiretime(k)) for k in sessions}
+    expected |= {b"key:%d" % (900 + n): ({}, cr.pexpiretime(b"key:%d" % (900 + n))) for n in range(len(edges))}
+    cr.execute_command("DEBUG", "RELOAD")
+    for k, (v, at) in expected.items():
+        if v:
+            assert cr.hgetall(k) == v
+        else:
+            assert cr.get(k) == b"7"
+        assert cr.pexpiretime(k) == at, k
+    assert cr.object("encoding", key) == b"listpack"
+
+
 def test_aof_rewrite_keeps_packed_keys_and_values(tmp_path):
     wd = str(tmp_path / "d")
     os.mkdir(wd)

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
-use storage::encoding::keypack::{number_parts, read_number, Prefixes};
+use storage::encoding::keypack::{number_parts, packed_len, read_number, Prefixes};
 use storage::encoding::packed::{raw_len, Tables, RAW_MARK, ZSTD};
 
 thread_local! {
@@ -84,8 +84,11 @@ fuzz_target!(|data: &[u8]| {
     let mut back = Vec::new();
     if prefixes.unpack(rest, &mut back).is_some() {
         assert!(prefixes.eq(rest, &back));
+        assert_eq!(packed_len(rest), Some(rest.len()));
     }
+    assert!(packed_len(rest).is_none_or(|n| n <= rest.len()));
     if prefixes.pack(rest, &mut key) {
+        assert_eq!(packed_len(&key), Some(key.len()));
         back.clear();
         prefixes.unpack(&key, &mut back).expect("own packed key decodes");
         assert_eq!(back, rest);

@@ -1,7 +1,11 @@
 //! The one allocation per key: header, key, optional deadline and value.
 //!
 //! ```text
-//!   | flags u8 | key len (LEB128 varint) | key | deadline i64 LE (only with TTL) | value | pad |
+//!   | flags u8 | key len (LEB128 varint) | key | deadline (only with TTL) | value | pad |
+//!   deadline: Unix ms as 6 bytes LE, for 0 <= t < 2^48 - 1 (any date
+//!             before the year 10889); else the 6 bytes ff ff ff ff ff ff
+//!             and the deadline as i64 LE (14 bytes: EXPIREAT and RESTORE
+//!             ABSTTL accept any i64)
 //!   flags: bits 0-1 kind (0 raw string, 1 integer, 2 object: u32 LE index
 //!          into the Db's object table, 3 small collection: its inline
 //!          form, `encoding::inline`)
@@ -12,8 +16,8 @@
 //!                   prefix id of a number key (bit 6)
 //!          bit 6    the key is stored packed (the keyspace decodes it):
 //!                   in a blob of 16 bytes or more in `encoding::keypack`'s
-//!                   form, after the key length like a raw key; in a
-//!                   shorter one as a number key (below)
+//!                   form, which ends itself, so no key length precedes
+//!                   it; in a shorter one as a number key (below)
 //!          bit 7    raw: a string edited in place (APPEND, SETRANGE,
 //!                   SETBIT, BITFIELD), which Redis reports as "raw"
 //!                   whatever its length; any new store clears it.
@@ -44,7 +48,15 @@
 //! or sorted set stored in the blob itself (`types::hash` and `types::zset`
 //! decide which qualify and write the bytes): no object slot and no second
 //! allocation.
+//!
+//! Seed 002's hash per session (`HSET session:<40 hex> i <7 digits> x
+//! <10 digits>` + EXPIRE, both switches on) fits the 40-byte class:
+//!
+//! ```text
+//!   | flags | packed key 22 | deadline 6 | inline hash 11: header, i, i32, x, i32 |
+//! ```
 
+use crate::encoding::keypack;
 use crate::slab::{class_size, Slab, MAX_SMALL, TINY};
 use crate::strref::StrRef;
 
@@ -131,7 +143,7 @@ fn varint_len_u64(n: u64) -> usize {
 /// True if a number key `n` makes a blob of less than 16 bytes with this
 /// value and deadline (the keyspace asks before giving the key's prefix an id).
 pub fn number_key_fits(n: u64, value: &Body<'_>, deadline: Option<i64>) -> bool {
-    1 + varint_len_u64(n) + if deadline.is_some() { 8 } else { 0 } + value_len(value).1 < TINY
+    1 + varint_len_u64(n) + deadline_len(deadline) + value_len(value).1 < TINY
 }
 
 /// The kind bits and stored length of a value.
@@ -164,12 +176,56 @@ fn int_bytes(v: i64) -> usize {
     (1..8).find(|&n| (v << (64 - 8 * n)) >> (64 - 8 * n) == v).unwrap_or(8)
 }
 
+/// Escape of the short deadline form: these 6 bytes are followed by the
+/// deadline as a full i64.
+const DEADLINE_ESCAPE: u64 = (1 << 48) - 1;
+/// Bytes of the short deadline form.
+const SHORT_DEADLINE: usize = 6;
+
+/// Bytes a deadline takes in a blob: none without one, 6 for Unix ms in
+/// 0..2^48 - 1 (any date before the year 10889), 14 for any other i64.
+pub fn deadline_len(deadline: Option<i64>) -> usize {
+    match deadline {
+        None => 0,
+        Some(t) if (t as u64) < DEADLINE_ESCAPE => SHORT_DEADLINE,
+        Some(_) => SHORT_DEADLINE + 8,
+    }
+}
+
+/// Writes `deadline` (if any) at the start of `b`; returns its length
+/// (`deadline_len`). The one writer of a key's deadline.
+fn write_deadline(b: &mut [u8], deadline: Option<i64>) -> usize {
+    let Some(t) = deadline else { return 0 };
+    let len = deadline_len(deadline);
+    let short = if len == SHORT_DEADLINE { t as u64 } else { DEADLINE_ESCAPE };
+    b[..SHORT_DEADLINE].copy_from_slice(&short.to_le_bytes()[..SHORT_DEADLINE]);
+    if len > SHORT_DEADLINE {
+        b[SHORT_DEADLINE..len].copy_from_slice(&t.to_le_bytes());
+    }
+    len
+}
+
+/// Reads the deadline `write_deadline` wrote at the start of `b`; returns
+/// it and its length. The one reader of a key's deadline.
+fn read_deadline(b: &[u8]) -> (i64, usize) {
+    let mut short = [0u8; 8];
+    short[..SHORT_DEADLINE].copy_from_slice(&b[..SHORT_DEADLINE]);
+    match u64::from_le_bytes(short) {
+        DEADLINE_ESCAPE => {
+            let long = b[SHORT_DEADLINE..SHORT_DEADLINE + 8].try_into().expect("8 bytes");
+            (i64::from_le_bytes(long), SHORT_DEADLINE + 8)
+        }
+        t => (t as i64, SHORT_DEADLINE),
+    }
+}
+
 /// Writes a new blob for (key, value, deadline) into `slab`; returns its address.
 pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Option<i64>) -> u64 {
     let (kind, vlen) = value_len(&value);
-    let rest = if deadline.is_some() { 8 } else { 0 } + vlen;
-    let blob_len = |k: &[u8]| 1 + varint_len(k.len()) + k.len() + rest;
-    let raw_len = blob_len(key.raw);
+    let rest = deadline_len(deadline) + vlen;
+    let raw_len = 1 + varint_len(key.raw.len()) + key.raw.len() + rest;
+    // keypack's form ends itself: no key length before it.
+    let packed_len = |p: &[u8]| 1 + p.len() + rest;
     let flags = kind | if deadline.is_some() { HAS_TTL } else { 0 };
     if let Some((id, n)) = key.number.filter(|&(id, n)| id < 8 && 1 + varint_len_u64(n) + rest < TINY) {
         let (addr, b) = slab.alloc(1 + varint_len_u64(n) + rest);
@@ -180,22 +236,36 @@ pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Optio
     }
     // A packed key shorter than 16 bytes is padded up to 16 (so that bit
     // 6 means keypack's form), which the pad's 3 bits allow from 9 bytes on.
+    // One byte short of that, the key is written widened (its count in a
+    // byte of its own), which reaches the 9 bytes.
+    let widen = key.packed.is_some_and(|p| packed_len(p) + MAX_PAD + 1 == TINY);
     let packed = key.packed.filter(|&p| {
-        let len = blob_len(p);
+        let len = packed_len(p) + usize::from(widen);
         len + MAX_PAD >= TINY && class_size(len.max(TINY)) < class_size(raw_len)
     });
-    let (k, len) = match packed {
-        Some(p) => (p, blob_len(p)),
-        None => (key.raw, raw_len),
+    let len = match packed {
+        Some(p) => packed_len(p) + usize::from(widen),
+        None => raw_len,
     };
     let size = if packed.is_some() { len.max(TINY) } else { len };
     let pad = if size <= MAX_SMALL { class_size(size) - len } else { 0 };
     let (addr, b) = slab.alloc(size);
     debug_assert!(pad == 0 || (b.len() >= TINY && pad <= MAX_PAD));
     b[0] = flags | (pad as u8) << 3 | if packed.is_some() { KEY_PACKED } else { 0 };
-    let mut at = 1 + write_varint(&mut b[1..], k.len() as u64);
-    b[at..at + k.len()].copy_from_slice(k);
-    at += k.len();
+    let at = match packed {
+        Some(p) if widen => 1 + keypack::write_widened(p, &mut b[1..]),
+        Some(p) => {
+            debug_assert_eq!(keypack::packed_len(p), Some(p.len()), "a packed key ends itself");
+            b[1..1 + p.len()].copy_from_slice(p);
+            1 + p.len()
+        }
+        None => {
+            let k = key.raw;
+            let at = 1 + write_varint(&mut b[1..], k.len() as u64);
+            b[at..at + k.len()].copy_from_slice(k);
+            at + k.len()
+        }
+    };
     write_rest(&mut b[at..], &value, vlen, deadline);
     addr
 }
@@ -220,11 +290,7 @@ fn write_varint(b: &mut [u8], mut n: u64) -> usize {
 
 /// Writes the deadline (if any) and the value (`vlen` bytes) at the start of `b`.
 fn write_rest(b: &mut [u8], value: &Body<'_>, vlen: usize, deadline: Option<i64>) {
-    let mut at = 0;
-    if let Some(t) = deadline {
-        b[at..at + 8].copy_from_slice(&t.to_le_bytes());
-        at += 8;
-    }
+    let at = write_deadline(b, deadline);
     match value {
         Body::Str(StrRef::Int(v)) => b[at..at + vlen].copy_from_slice(&v.to_le_bytes()[..vlen]),
         Body::Str(StrRef::Bytes(v)) => b[at..at + vlen].copy_from_slice(v),
@@ -291,9 +357,13 @@ pub fn is_marked_raw(b: &[u8]) -> bool {
 /// Where the key starts and its length (after the flags byte and varint;
 /// a number key's varint is the key).
 fn key_span(b: &[u8]) -> (usize, usize) {
-    if let KeyKind::Number(_) = key_kind(b) {
-        let len = b[1..].iter().position(|&c| c < 0x80).expect("a number key's varint ends") + 1;
-        return (1, len);
+    match key_kind(b) {
+        KeyKind::Number(_) => {
+            let len = b[1..].iter().position(|&c| c < 0x80).expect("a number key's varint ends") + 1;
+            return (1, len);
+        }
+        KeyKind::Packed => return (1, keypack::packed_len(&b[1..]).expect("a packed key ends in its blob")),
+        KeyKind::Raw => {}
     }
     let mut at = 1;
     let mut klen = 0usize;
@@ -332,8 +402,9 @@ impl<'a> Blob<'a> {
         let key = &b[at..at + klen];
         at += klen;
         let deadline = if flags & HAS_TTL != 0 {
-            at += 8;
-            Some(i64::from_le_bytes(b[at - 8..at].try_into().expect("8 bytes")))
+            let (t, len) = read_deadline(&b[at..]);
+            at += len;
+            Some(t)
         } else {
             None
         };
@@ -378,6 +449,52 @@ mod tests {
     use super::*;
     use crate::value::Value;
 
+    /// Deadlines in 0..2^48 - 1 take 6 bytes, every other i64 14, and all
+    /// come back exactly, with every kind of key and value after them.
+    #[test]
+    fn deadline_forms() {
+        let mut s = Slab::default();
+        let cases = [
+            (0, 6),
+            (1, 6),
+            (1_767_225_600_000, 6),
+            ((1 << 48) - 2, 6),
+            ((1 << 48) - 1, 14),
+            (1 << 48, 14),
+            (i64::MAX, 14),
+            (i64::MAX - 1, 14),
+            (-1, 14),
+            (i64::MIN, 14),
+        ];
+        let packed = [&[0u8, 20 << 3][..], &[0x5a; 20]].concat();
+        let forms = [
+            KeyForm::raw(b"k"),
+            KeyForm::raw(&[7; 300]),
+            KeyForm { raw: b"key:123456", packed: None, number: Some((3, 123456)) },
+            KeyForm { raw: &[b'x'; 60], packed: Some(&packed), number: None },
+        ];
+        let values = [Body::Str(StrRef::Int(-9)), Body::Str(StrRef::Bytes(b"v")), Body::Obj(3), Body::Inline(b"\x04a\x01"), Body::Str(StrRef::Bytes(&[1; 40]))];
+        for (t, len) in cases {
+            assert_eq!(deadline_len(Some(t)), len, "{t}");
+            let mut b = [0u8; 14];
+            assert_eq!(write_deadline(&mut b, Some(t)), len);
+            assert_eq!(read_deadline(&b), (t, len), "{t}");
+            for form in forms {
+                for v in values {
+                    let a = store(&mut s, form, v, Some(t));
+                    let b = Blob::parse(s.bytes(a));
+                    assert_eq!((b.deadline, b.body()), (Some(t), v), "{t} {form:?}");
+                    let without = store(&mut s, form, v, None);
+                    let n = |a| s.bytes(a).len() - pad_of(s.bytes(a));
+                    if key_kind(s.bytes(a)) == key_kind(s.bytes(without)) {
+                        assert_eq!(n(a), n(without) + len, "{t} {form:?} {v:?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(deadline_len(None), 0);
+    }
+
     #[test]
     fn round_trip() {
         let mut s = Slab::default();
@@ -410,18 +527,18 @@ mod tests {
         // own), 7 as a number key (prefix id 0, the number's 3-byte varint).
         let a = store(&mut s, KeyForm::raw(b"key:123456"), Body::Str(StrRef::Int(123456)), None);
         assert_eq!(s.cost(a), 15);
-        let form = KeyForm { raw: b"key:123456", packed: Some(&[0, 0, 0x12, 0x34, 0x56]), number: Some((0, 123456)) };
+        let form = KeyForm { raw: b"key:123456", packed: Some(&[0, 3 << 3, 0x12, 0x34, 0x56]), number: Some((0, 123456)) };
         let a = store(&mut s, form, Body::Str(StrRef::Int(123456)), None);
         assert_eq!(s.bytes(a), [0x41, 0xc0, 0xc4, 0x07, 0x40, 0xe2, 0x01]);
         let b = Blob::parse(s.bytes(a));
         assert_eq!((b.key, b.key_kind, b.deadline, b.body()), (&[0xc0, 0xc4, 0x07][..], KeyKind::Number(0), None, Body::Str(StrRef::Int(123456))));
         assert!(number_key_fits(123456, &Body::Str(StrRef::Int(123456)), None));
-        // With a deadline and prefix id 5: 1 + 3 + 8 + 1 = 13 bytes.
+        // With a deadline and prefix id 5: 1 + 3 + 6 + 1 = 11 bytes.
         let form = KeyForm { number: Some((5, 123456)), ..form };
         let a = store(&mut s, form, Body::Str(StrRef::Int(-5)), Some(77));
         let b = Blob::parse(s.bytes(a));
         assert_eq!((b.key, b.key_kind, b.deadline, b.body()), (&[0xc0, 0xc4, 0x07][..], KeyKind::Number(5), Some(77), Body::Str(StrRef::Int(-5))));
-        assert_eq!(s.cost(a), 13);
+        assert_eq!(s.cost(a), 11);
         // INCR in place keeps the number key while the integer's width stays.
         assert!(rewrite_int(s.bytes_mut(a), 100));
         assert!(!rewrite_int(s.bytes_mut(a), 1000), "a wider integer needs a new blob");
@@ -437,14 +554,30 @@ mod tests {
         assert_eq!(key_kind(s.bytes(a)), KeyKind::Packed, "a 24-byte blob, not a 32");
         assert_eq!(s.cost(a), 24);
         let b = Blob::parse(s.bytes(a));
-        assert_eq!((b.key, b.body()), (&[0, 0, 0x12, 0x34, 0x56][..], Body::Str(StrRef::Bytes(&[9; 15]))));
+        assert_eq!((b.key, b.body()), (&[0, 3 << 3, 0x12, 0x34, 0x56][..], Body::Str(StrRef::Bytes(&[9; 15]))));
         // A packed form under 16 bytes is padded to 16, from 9 bytes on.
-        let short = KeyForm { raw: b"session:00112233", packed: Some(&[1, 0, 0, 0x11, 0x22, 0x33]), number: None };
+        let short = KeyForm { raw: b"session:0011223344", packed: Some(&[1, 5 << 3, 0, 0x11, 0x22, 0x33, 0x44]), number: None };
         let a = store(&mut s, short, Body::Str(StrRef::Int(1)), None);
         assert_eq!((key_kind(s.bytes(a)), s.cost(a)), (KeyKind::Packed, 16));
         assert!(rewrite_int(s.bytes_mut(a), 1 << 40));
         let b = Blob::parse(s.bytes(a));
-        assert_eq!((b.key, b.body()), (&[1, 0, 0, 0x11, 0x22, 0x33][..], Body::Str(StrRef::Int(1 << 40))));
+        assert_eq!((b.key, b.body()), (&[1, 5 << 3, 0, 0x11, 0x22, 0x33, 0x44][..], Body::Str(StrRef::Int(1 << 40))));
+        // A byte shorter (8 bytes), the key is written widened to reach 9.
+        let short = KeyForm { raw: b"session:00112233", packed: Some(&[1, 4 << 3, 0, 0x11, 0x22, 0x33]), number: None };
+        let a = store(&mut s, short, Body::Str(StrRef::Int(1)), None);
+        assert_eq!((key_kind(s.bytes(a)), s.cost(a)), (KeyKind::Packed, 16));
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.body()), (&[1, 0, 4, 0, 0x11, 0x22, 0x33][..], Body::Str(StrRef::Int(1))));
+        assert!(!keypack::is_canonical(b.key));
+        let mut p = keypack::Prefixes::default();
+        let mut form = Vec::new();
+        assert!(p.pack(b"p:0011", &mut form), "prefix id 0");
+        assert!(p.pack(b"session:00112233", &mut form));
+        assert_eq!(form, [1, 4 << 3, 0, 0x11, 0x22, 0x33]);
+        let mut back = Vec::new();
+        p.unpack(b.key, &mut back).expect("a widened key unpacks");
+        assert_eq!(back, b"session:00112233");
+        assert!(p.eq(b.key, b"session:00112233"));
         // An object handle: "user:1" + 4-byte index, 11 bytes.
         let a = store(&mut s, KeyForm::raw(b"user:1"), Body::Obj(70_000), Some(9));
         let b = Blob::parse(s.bytes(a));
@@ -457,6 +590,17 @@ mod tests {
             let b = Blob::parse(s.bytes(a));
             assert_eq!((b.key, b.deadline, b.body()), (&b"h:1"[..], d, Body::Inline(e)));
         }
+        // Seed 002's hash per session with both switches on: flags, the
+        // 22-byte packed key, a 6-byte deadline, an 11-byte hash of
+        // integers (header, `i` and `x` with their i32s): 40 bytes.
+        let key = [&[1u8, 20 << 3][..], &[0xab; 20]].concat();
+        let form = KeyForm { raw: &[b'a'; 48], packed: Some(&key), number: None };
+        let hash = [&[crate::encoding::inline::int_header(1, 4), b'i'][..], &9_999_999i32.to_le_bytes(), b"x", &1_702_592_000i32.to_le_bytes()].concat();
+        let a = store(&mut s, form, Body::Inline(&hash), Some(1_767_225_600_000));
+        assert_eq!(s.bytes(a).len(), 40);
+        assert_eq!(s.cost(a), 40);
+        let b = Blob::parse(s.bytes(a));
+        assert_eq!((b.key, b.deadline, b.body()), (&key[..], Some(1_767_225_600_000), Body::Inline(&hash)));
         // A one-field hash with an 11-byte key: 24 bytes. (The header byte
         // names the field width, 4, so the field has no length byte.)
         let a = store(&mut s, KeyForm::raw(b"h0000000001"), Body::Inline(b"\x10name\x01"), None);

@@ -3,15 +3,18 @@
 //! digit, giving back exactly the same bytes.
 //!
 //! ```text
-//!   | prefix id u8 | form u8 | nibbles, two a byte, high first |
+//!   | prefix id u8 | form u8 | count varint (if bits 3-7 are 0) | nibbles, two a byte, high first |
 //!   form: bit 0 upper-case hex letters (A-F), else lower (digits have no case)
 //!         bit 1 odd number of digits (the last byte's low nibble is 0)
 //!         bit 2 UUID: 32 digits shown as 8-4-4-4-12 with hyphens
-//!         bits 3-7 zero
+//!         bits 3-7 bytes of nibbles, 1..=31; 0: more, their count follows
+//!                  as a LEB128 varint
 //! ```
 //!
 //! `session:` + 40 hex digits (48 bytes) becomes 22 bytes; `key:123456`
-//! becomes 5. The tail is the longest run at the end of the key of digits
+//! becomes 5. The form ends itself (`packed_len`), so the blob that holds
+//! it stores no key length: tails of up to 62 digits (any hex digest up to
+//! SHA-256's 64, UUIDs, decimal ids) need nothing more than the form byte. The tail is the longest run at the end of the key of digits
 //! and letters of one case (leading zeros included: a digit is a nibble,
 //! not a number), so every key maps to one packed form and back:
 //! equal packed forms mean equal keys, and `eq` compares a packed key with
@@ -37,6 +40,10 @@ use std::collections::HashMap;
 const UPPER: u8 = 1;
 const ODD: u8 = 2;
 const UUID: u8 = 4;
+/// Bits 3-7 of the form: bytes of nibbles (0: a varint count follows).
+const COUNT_SHIFT: u8 = 3;
+/// Most nibble bytes the form byte can count.
+const MAX_FORM_COUNT: usize = 31;
 /// Longest prefix kept in the table.
 const MAX_PREFIX: usize = 64;
 /// Most prefixes (ids are one byte).
@@ -98,6 +105,79 @@ fn is_uuid(t: &[u8], upper: bool) -> bool {
     t.len() == 36
         && HYPHENS.iter().all(|&i| t[i] == b'-')
         && t.iter().enumerate().all(|(i, &c)| HYPHENS.contains(&i) || CLASS[c as usize] & mask != 0)
+}
+
+/// A nibble count's LEB128 varint at the start of `b` (at most 3 bytes):
+/// the count and the varint's length. None if it does not end in time.
+fn read_count(b: &[u8]) -> Option<(usize, usize)> {
+    let mut n = 0usize;
+    for (i, &c) in b.iter().take(3).enumerate() {
+        n |= usize::from(c & 0x7F) << (7 * i);
+        if c < 0x80 {
+            return Some((n, i + 1));
+        }
+    }
+    None
+}
+
+/// Bytes of the count varint `pack` writes for `n` nibble bytes (none up
+/// to 31: the form byte holds those).
+fn count_bytes(n: usize) -> usize {
+    if n <= MAX_FORM_COUNT { 0 } else { (usize::BITS - n.leading_zeros()).div_ceil(7) as usize }
+}
+
+/// Length of the packed key at the start of `b` (prefix id, form, count,
+/// nibbles), read from its form: the blob that holds a packed key finds
+/// its end so. None if `b` is too short for what the form says. `b` may
+/// go on past the key.
+pub fn packed_len(b: &[u8]) -> Option<usize> {
+    let &form = b.get(1)?;
+    let len = match usize::from(form >> COUNT_SHIFT) {
+        0 => {
+            let (n, used) = read_count(&b[2..])?;
+            2 + used + n
+        }
+        n => 2 + n,
+    };
+    (len <= b.len()).then_some(len)
+}
+
+/// Splits a packed key into prefix id, form (bits 0-2) and nibble bytes.
+/// None unless `packed` is exactly one packed key with its count written
+/// as `pack` writes it (in the form byte up to 31, else the shortest varint).
+fn split(packed: &[u8]) -> Option<(u8, u8, &[u8])> {
+    let [id, form, rest @ ..] = packed else { return None };
+    let (n, bytes) = match usize::from(form >> COUNT_SHIFT) {
+        0 => {
+            let (n, used) = read_count(rest)?;
+            // `pack`'s count, or `write_widened`'s one-byte count.
+            if count_bytes(n) != used && !(used == 1 && (1..=MAX_FORM_COUNT).contains(&n)) {
+                return None;
+            }
+            (n, &rest[used..])
+        }
+        n => (n, rest),
+    };
+    (bytes.len() == n).then_some((*id, form & (UPPER | ODD | UUID), bytes))
+}
+
+/// True if `packed` is the form `pack` writes (not `write_widened`'s).
+pub fn is_canonical(packed: &[u8]) -> bool {
+    packed.len() < 2 || packed[1] >> COUNT_SHIFT != 0 || packed.len() > 2 + 1 + MAX_FORM_COUNT
+}
+
+/// Writes `packed` (as `pack` wrote it, with at most 31 nibble bytes) into
+/// `out` one byte longer: its count as a one-byte varint instead of in the
+/// form byte. The same key, for a blob that needs a byte more to be padded
+/// to its slab class. Returns the length written.
+pub fn write_widened(packed: &[u8], out: &mut [u8]) -> usize {
+    let (id, form) = (packed[0], packed[1]);
+    debug_assert!(form >> COUNT_SHIFT != 0, "only a count in the form byte widens");
+    out[0] = id;
+    out[1] = form & (UPPER | ODD | UUID);
+    out[2] = form >> COUNT_SHIFT;
+    out[3..packed.len() + 1].copy_from_slice(&packed[2..]);
+    packed.len() + 1
 }
 
 /// The digit characters a packed tail stands for, in order (hyphens of a
@@ -260,7 +340,8 @@ impl Prefixes {
         }
         let (prefix, tail) = key.split_at(key.len() - n);
         let digits = if uuid { 32 } else { n };
-        if 2 + digits.div_ceil(2) >= key.len() || prefix.len() > MAX_PREFIX {
+        let nbytes = digits.div_ceil(2);
+        if 2 + count_bytes(nbytes) + nbytes >= key.len() || prefix.len() > MAX_PREFIX {
             return false;
         }
         let id = match self.id_of(prefix) {
@@ -278,7 +359,12 @@ impl Prefixes {
         }
         out.clear();
         out.push(id);
-        out.push(form);
+        if nbytes <= MAX_FORM_COUNT {
+            out.push(form | (nbytes as u8) << COUNT_SHIFT);
+        } else {
+            out.push(form);
+            crate::encoding::fieldpack::put_varint(out, nbytes);
+        }
         if uuid {
             let mut half = None;
             for &c in tail.iter().filter(|&&c| c != b'-') {
@@ -299,8 +385,7 @@ impl Prefixes {
 
     /// Appends the key `packed` stands for to `out`. None if malformed.
     pub fn unpack(&self, packed: &[u8], out: &mut Vec<u8>) -> Option<()> {
-        let (&id, rest) = packed.split_first()?;
-        let (&form, bytes) = rest.split_first()?;
+        let (id, form, bytes) = split(packed)?;
         let prefix = self.list.get(id as usize)?;
         let chars = tail_chars(form, bytes)?;
         out.extend_from_slice(prefix);
@@ -311,8 +396,8 @@ impl Prefixes {
     /// True if the packed key `packed` is `key` (no allocation; a plain
     /// loop, as lookups run it on every tag match).
     pub fn eq(&self, packed: &[u8], key: &[u8]) -> bool {
-        let [id, form, bytes @ ..] = packed else { return false };
-        let Some(prefix) = self.list.get(*id as usize) else { return false };
+        let Some((id, form, bytes)) = split(packed) else { return false };
+        let Some(prefix) = self.list.get(id as usize) else { return false };
         let Some(tail) = key.strip_prefix(&prefix[..]) else { return false };
         if form & !(UPPER | ODD | UUID) != 0 || bytes.is_empty() {
             return false;
@@ -373,7 +458,44 @@ mod tests {
         p.unpack(&out, &mut back).unwrap();
         assert_eq!(back, key);
         assert!(p.eq(&out, key));
+        // The form ends itself, whatever follows it in a blob.
+        assert_eq!(packed_len(&out), Some(out.len()));
+        let mut more = out.clone();
+        more.extend_from_slice(&[0x80, 0xff, 7]);
+        assert_eq!(packed_len(&more), Some(out.len()));
+        assert_eq!(packed_len(&out[..out.len() - 1]), None);
         Some(out.len())
+    }
+
+    #[test]
+    fn long_tails_count_in_a_varint() {
+        let mut p = Prefixes::default();
+        // 62 digits: 31 bytes, counted in the form byte; 63 and 64 (a
+        // SHA-256 in hex): 32 bytes and a 1-byte count; 300: 150 and 2.
+        for (digits, len) in [(62, 33), (63, 35), (64, 35), (300, 2 + 2 + 150)] {
+            let key: Vec<u8> = b"sha:".iter().copied().chain((0..digits).map(|i| b"0123456789abcdef"[i * 7 % 16])).collect();
+            assert_eq!(round(&mut p, &key), Some(len), "{digits} digits");
+        }
+        // A count written as neither `pack` nor `write_widened` writes it
+        // is refused; the widened form is the same key.
+        let mut out = Vec::new();
+        assert!(p.pack(b"sha:0123456789", &mut out));
+        let (id, form) = (out[0], out[1] & 7);
+        let two_byte_5: Vec<u8> = [id, form, 0x85, 0].iter().chain(&out[2..]).copied().collect();
+        let mut back = Vec::new();
+        assert_eq!(p.unpack(&two_byte_5, &mut back), None);
+        assert!(!p.eq(&two_byte_5, b"sha:0123456789"));
+        let mut widened = vec![0; out.len() + 1];
+        assert_eq!(write_widened(&out, &mut widened), out.len() + 1);
+        assert_eq!(widened[..3], [id, form, 5]);
+        assert!(!is_canonical(&widened) && is_canonical(&out));
+        assert_eq!(packed_len(&widened), Some(widened.len()));
+        p.unpack(&widened, &mut back).expect("widened unpacks");
+        assert_eq!(back, b"sha:0123456789");
+        assert!(p.eq(&widened, b"sha:0123456789"));
+        let mut wrong = out.clone();
+        wrong[1] += 1 << COUNT_SHIFT;
+        assert_eq!(p.unpack(&wrong, &mut back), None);
     }
 
     #[test]
@@ -455,7 +577,7 @@ mod tests {
         /// Any key packs (or not) and comes back exactly; `eq` agrees with
         /// byte equality against any other key.
         #[test]
-        fn round_trip(keys in prop::collection::vec(prop::collection::vec(prop::sample::select(&b"ab:-0159fAF-x"[..]), 0..50), 1..40)) {
+        fn round_trip(keys in prop::collection::vec(prop::collection::vec(prop::sample::select(&b"ab:-0159fAF-x"[..]), 0..150), 1..40)) {
             let mut p = Prefixes::default();
             let mut forms = Vec::new();
             for k in &keys {
@@ -507,7 +629,9 @@ mod tests {
             let ok = p.unpack(&b, &mut back).is_some();
             if ok {
                 prop_assert!(p.eq(&b, &back));
+                prop_assert_eq!(packed_len(&b), Some(b.len()), "what unpacks ends where it says");
             }
+            prop_assert!(packed_len(&b).is_none_or(|n| n <= b.len()));
         }
     }
 }

@@ -22,21 +22,51 @@ pub mod zdict;
 /// is and how its entries are written.
 ///
 /// ```text
-/// bit 0     0: a hash (types::hash), 1: a sorted set (types::zset)
-/// bit 1     (hash) OBJECT ENCODING says listpackex
+/// bits 0-1  0: a hash (types::hash), 2: a hash OBJECT ENCODING calls
+///           listpackex, 1: a sorted set (types::zset), 3: a hash of
+///           integers (below)
 /// bits 2-7  0: entries in the type's own packed form; w in 1..=63: every
 ///           field (member) is w bytes long and its length is left out
+///
+/// a hash of integers (bits 0-1 = 3), every field w bytes, every value an
+/// integer, no TTL, not listpackex:
+/// bits 2-4  w - 1 (w in 1..=8)
+/// bits 5-7  v - 1: every value is a v-byte little-endian two's-complement
+///           integer (v in 1..=8), sign-extended on read, with no tag
 /// ```
 ///
 /// The fixed width is stored once per collection: a partition of keys that
 /// are all one length (session ids, UUIDs, hashes) saves a byte an entry.
+/// A hash of integers with short field names (seed 002's `i <id> x <ts>`)
+/// also leaves out each value's tag byte: `i` and `x` with 7- and
+/// 10-digit values are 11 bytes with the header instead of 13.
 pub mod inline {
     /// Bit 0: a sorted set.
     pub const ZSET: u8 = 1;
     /// Bit 1: a hash Redis would call listpackex.
     pub const HASH_EX: u8 = 2;
+    /// Bits 0-1 both: a hash of integers.
+    pub const INT_HASH: u8 = 3;
     /// Largest fixed width the header can hold.
     pub const MAX_WIDTH: usize = 63;
+    /// Largest field width (and integer width) of a hash of integers.
+    pub const MAX_INT_WIDTH: usize = 8;
+
+    /// True if the header is a sorted set's.
+    pub fn is_zset(header: u8) -> bool {
+        header & 3 == ZSET
+    }
+
+    /// The header of a hash of integers: `w`-byte fields, `v`-byte values.
+    pub fn int_header(w: usize, v: usize) -> u8 {
+        debug_assert!((1..=MAX_INT_WIDTH).contains(&w) && (1..=MAX_INT_WIDTH).contains(&v));
+        INT_HASH | ((w - 1) as u8) << 2 | ((v - 1) as u8) << 5
+    }
+
+    /// The integer width of a hash of integers' header; None for others.
+    pub fn int_width(header: u8) -> Option<usize> {
+        (header & 3 == INT_HASH).then_some(usize::from(header >> 5) + 1)
+    }
     /// Most entry bytes (in the type's own packed form) a collection may
     /// have to be kept inline: up to a few dozen short entries, so that
     /// with its key the blob stays within the slab's largest class (1 KiB).
@@ -52,7 +82,7 @@ pub mod inline {
 
     /// The fixed width a header names (0: entries carry their lengths).
     pub fn width(header: u8) -> usize {
-        (header >> 2) as usize
+        if header & 3 == INT_HASH { usize::from((header >> 2) & 7) + 1 } else { (header >> 2) as usize }
     }
 }
 

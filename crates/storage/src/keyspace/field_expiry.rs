@@ -27,7 +27,7 @@ use crate::value::Kind;
 /// Earliest field deadline of an inline hash body.
 pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
     match body {
-        Body::Inline(e) if e[0] & inline::ZSET == 0 => Hash::inline_min_deadline(e),
+        Body::Inline(e) if !inline::is_zset(e[0]) => Hash::inline_min_deadline(e),
         Body::Inline(_) => None,
         Body::Str(_) | Body::Obj(_) | Body::Packed(_) => None,
     }

@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::access::{lfu_decayed, Access};
 use crate::blob::{self, Blob, Body, KeyKind};
-use crate::encoding::keypack::Prefixes;
+use crate::encoding::keypack::{self, Prefixes};
 use crate::encoding::packed::{self, PackStats, Tables};
 use std::borrow::Cow;
 use crate::segment::{addr_of, clock_of, make_slot, tag_at, tag_of, with_clock, Segment, CLOCK_MOD, TTL_BIT};
@@ -856,7 +856,7 @@ impl Db {
                 self.take_obj(i);
             }
             let b = Blob::parse(self.slab.bytes(addr_of(s)));
-            if self.key_compression && b.key_kind == KeyKind::Packed {
+            if self.key_compression && b.key_kind == KeyKind::Packed && keypack::is_canonical(b.key) {
                 self.key_buf.clear();
                 self.key_buf.extend_from_slice(b.key);
                 self.key_packed = true;

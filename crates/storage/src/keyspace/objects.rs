@@ -55,7 +55,7 @@ impl Obj {
 
     /// The collection a key's blob keeps inline (`encoding::inline`).
     pub(super) fn from_inline(bytes: &[u8]) -> Obj {
-        if bytes[0] & inline::ZSET != 0 {
+        if inline::is_zset(bytes[0]) {
             Obj::ZSet(Box::new(ZSet::from_inline(bytes)))
         } else {
             Obj::Hash(Hash::from_inline(bytes))

@@ -327,7 +327,8 @@ fn idle_mem_usage_random() {
     assert_eq!(db.random_key(12345).as_deref(), Some(&b"a"[..]));
     db.set_expire(b"a", Some(20_000), 17_000);
     assert_eq!(db.expire_of(b"a", 17_000), Some(Some(20_000)));
-    assert_eq!(db.mem_usage(b"a", 17_000), Some(64 + 64));
+    // The deadline's 6 bytes keep the blob in class 56 (55 bytes).
+    assert_eq!(db.mem_usage(b"a", 17_000), Some(56 + 64));
     for i in 0..1000 {
         db.insert(format!("r{i}").as_bytes(), Value::Int(i), Ttl::Clear, 0);
     }
@@ -1440,6 +1441,37 @@ proptest! {
             prop_assert!(db.remove(k, 0).is_some());
         }
         prop_assert_eq!(db.len(), 0);
+    }
+}
+
+/// Seed 002's hash per session (`HSET session:<40 hex> i <7 digits> x
+/// <10 digits>` + EXPIRE) with both switches on is one 40-byte blob: flags,
+/// the 22-byte packed key, a 6-byte deadline and an 11-byte hash of
+/// integers; every field, the deadline and OBJECT ENCODING come back.
+#[test]
+fn hash_session_blob_is_40_bytes() {
+    let mut db = Db::new();
+    db.key_compression = true;
+    db.value_compression = true;
+    let cfg = crate::types::hash::HashConfig::default();
+    let now = 1_764_000_000_000;
+    let fields = |i: u64| (format!("{}", 1_000_000 + i * 8_999_999 % 9_000_000), format!("{}", 1_700_000_000 + i * 2_591 % 2_592_000));
+    for i in 0..2_000u64 {
+        let (id, ts) = fields(i);
+        let mut h = Hash::new();
+        h.insert(b"i", id.as_bytes(), &cfg);
+        h.insert(b"x", ts.as_bytes(), &cfg);
+        db.insert(&session_key(i), Value::Hash(Box::new(h)), Ttl::At(now + 2_592_000_000 + i as i64), now);
+        let (_, si, pos) = db.find(&session_key(i));
+        assert_eq!(db.slab.cost(addr_of(db.segs[si].slots[pos.unwrap()])), 40, "{i}");
+    }
+    for i in 0..2_000u64 {
+        let (id, ts) = fields(i);
+        assert_eq!(db.expire_of(&session_key(i), now), Some(Some(now + 2_592_000_000 + i as i64)));
+        let Some(ValueRef::Hash(h)) = db.get(&session_key(i), now) else { panic!("a hash") };
+        assert_eq!(h.get(b"i", now), Some(StrRef::Int(id.parse().unwrap())));
+        assert_eq!(h.get(b"x", now), Some(StrRef::Int(ts.parse().unwrap())));
+        assert_eq!(h.encoding_name(), "listpack");
     }
 }
 

@@ -50,6 +50,11 @@ const HDR: usize = 3;
 /// (`inline_encode`; see `encoding::inline::MAX_BYTES`).
 pub const INLINE_MAX_BYTES: usize = inline::MAX_BYTES;
 
+/// Bytes of the shortest sign-extended little-endian form of `x` (1..=8).
+fn int_bytes(x: i64) -> usize {
+    (1..8).find(|&n| (x << (64 - 8 * n)) >> (64 - 8 * n) == x).unwrap_or(8)
+}
+
 /// Thresholds steering encodings. The first two are Redis's config
 /// parameters and only decide what `encoding_name` answers; the rest are
 /// ours, tuned by measurement (tests shrink them to exercise conversion).
@@ -390,6 +395,15 @@ impl Hash {
         }
         let ex = if b[0] & F_LISTPACK_EX != 0 { inline::HASH_EX } else { 0 };
         match Fields::fixed_width(b, HDR, inline::MAX_WIDTH) {
+            Some(w) if ex == 0 && w <= inline::MAX_INT_WIDTH && Self::int_width(b).is_some() => {
+                let v = Self::int_width(b).expect("just checked");
+                out.push(inline::int_header(w, v));
+                for e in Fields::iter(b, HDR) {
+                    let StrRef::Int(x) = e.value else { unreachable!("int_width checked every value") };
+                    out.extend_from_slice(e.field);
+                    out.extend_from_slice(&x.to_le_bytes()[..v]);
+                }
+            }
             Some(w) => {
                 out.push(inline::header(ex, w));
                 Fields::strip_headers(b, HDR, w, out);
@@ -402,13 +416,46 @@ impl Hash {
         true
     }
 
+    /// The value width of the inline form of integers (`encoding::inline`)
+    /// for the small buffer `b`: the bytes that hold its widest integer,
+    /// when every value is an integer and that form is shorter than the
+    /// entries' own tagged values. None otherwise.
+    fn int_width(b: &[u8]) -> Option<usize> {
+        let (mut v, mut n, mut tagged) = (1, 0, 0);
+        for e in Fields::iter(b, HDR) {
+            let StrRef::Int(x) = e.value else { return None };
+            v = v.max(int_bytes(x));
+            n += 1;
+            tagged += e.end - e.start - 1 - e.field.len();
+        }
+        (n > 0 && n * v < tagged).then_some(v)
+    }
+
     /// Rebuilds a hash from `inline_encode`'s bytes (the small shape,
     /// buffer sized to its class).
     pub fn from_inline(bytes: &[u8]) -> Hash {
         let (hdr, body) = (bytes[0], &bytes[1..]);
-        debug_assert_eq!(hdr & inline::ZSET, 0, "a sorted set's inline bytes");
+        debug_assert!(!inline::is_zset(hdr), "a sorted set's inline bytes");
         let mut buf = Vec::new();
         let w = inline::width(hdr);
+        if let Some(v) = inline::int_width(hdr) {
+            assert_eq!(body.len() % (w + v), 0, "hash of integers: a cut entry");
+            let int = |e: &[u8]| {
+                let mut x = [0u8; 8];
+                x[..v].copy_from_slice(&e[w..]);
+                let shift = 64 - 8 * v as u32;
+                (i64::from_le_bytes(x) << shift) >> shift
+            };
+            let entries = body.chunks_exact(w + v);
+            let len: usize = entries.clone().map(|e| Fields::entry_len(&e[..w], StrRef::Int(int(e)), false)).sum();
+            reserve_class(&mut buf, HDR + len);
+            buf.push(0);
+            buf.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+            for e in entries {
+                Fields::push(&mut buf, &e[..w], StrRef::Int(int(e)), None);
+            }
+            return Hash { repr: Repr::Small(buf) };
+        }
         let n = if w > 0 { Fields::stripped_count(body, w) } else { Fields::iter(body, 0).count() };
         reserve_class(&mut buf, HDR + body.len() + if w > 0 { n } else { 0 });
         buf.push(if hdr & inline::HASH_EX != 0 { F_LISTPACK_EX } else { 0 });
@@ -422,7 +469,7 @@ impl Hash {
     }
 
     /// The earliest field deadline of an inline hash's bytes (fixed-width
-    /// entries have none).
+    /// entries, integers' included, have none).
     pub fn inline_min_deadline(bytes: &[u8]) -> Option<i64> {
         if inline::width(bytes[0]) > 0 { None } else { Fields::min_deadline(&bytes[1..], 0) }
     }

@@ -454,6 +454,57 @@ fn budget_not_above_redis_listpack_up_to_512() {
     });
 }
 
+/// A hash whose fields are one width of 1-8 bytes and whose values are all
+/// integers is kept inline with no tag bytes: the header names the
+/// integers' width, the widest value's shortest form, and it is chosen
+/// only where it is shorter than the tagged values.
+#[test]
+fn inline_hash_of_integers() {
+    let cfg = HashConfig::default();
+    let enc = |pairs: &[(&str, &str)]| {
+        let mut h = Hash::new();
+        for (f, v) in pairs {
+            h.insert(f.as_bytes(), v.as_bytes(), &cfg);
+        }
+        let mut out = Vec::new();
+        assert!(h.inline_encode(&mut out));
+        let back = Hash::from_inline(&out);
+        let (Repr::Small(a), Repr::Small(b)) = (&h.repr, &back.repr) else { unreachable!("small") };
+        assert_eq!(a, b, "{pairs:?}");
+        assert_eq!(back.mem_usage(), h.mem_usage());
+        assert_eq!(Hash::inline_min_deadline(&out), None);
+        out
+    };
+    // Seed 002's session: header, `i` + 4 bytes, `x` + 4 bytes.
+    let out = enc(&[("i", "9999999"), ("x", "1702592000")]);
+    assert_eq!(out.len(), 11);
+    assert_eq!((inline::width(out[0]), inline::int_width(out[0])), (1, Some(4)));
+    // A 7-digit id under 2^23 alone: 3 bytes.
+    assert_eq!(enc(&[("i", "8388607")]), [inline::int_header(1, 3), b'i', 0xff, 0xff, 0x7f]);
+    assert_eq!(enc(&[("i", "-8388608")]), [inline::int_header(1, 3), b'i', 0, 0, 0x80]);
+    // Wide and negative values, 8-byte fields.
+    let out = enc(&[("field001", "-5000000000"), ("field002", &i64::MIN.to_string()), ("field003", &i64::MAX.to_string())]);
+    assert_eq!(inline::int_width(out[0]), Some(8));
+    assert_eq!(out.len(), 1 + 3 * 16);
+    // Not where it would not save: small values (one tag byte each) and
+    // a mix of one large and many small ones stay tagged.
+    for pairs in [&[("a", "1"), ("b", "127")][..], &[("a", "1"), ("b", "2"), ("c", "3"), ("d", "1000000000")]] {
+        assert_eq!(inline::int_width(enc(pairs)[0]), None, "{pairs:?}");
+    }
+    // Not with a non-integer value, a 9-byte field or mixed widths.
+    for pairs in [&[("a", "1000"), ("b", "x")][..], &[("field0001", "1000")], &[("a", "1000"), ("bb", "1000")], &[("a", "01000")]] {
+        assert_eq!(inline::int_width(enc(pairs)[0]), None, "{pairs:?}");
+    }
+    // Not for a hash OBJECT ENCODING calls listpackex (its header bit).
+    let mut h = Hash::new();
+    h.insert(b"i", b"1000000", &cfg);
+    h.set_expire(b"i", 1 << 40, ExpireCond::Always, 0);
+    h.persist(b"i", 0);
+    let mut out = Vec::new();
+    assert!(h.inline_encode(&mut out));
+    assert_eq!((out[0] & 3, Hash::from_inline(&out).encoding_name()), (inline::HASH_EX, "listpackex"));
+}
+
 proptest! {
     /// The inline form gives back the same hash, byte for byte: fixed-width
     /// fields lose their length bytes there, field TTLs and mixed lengths
