@@ -146,6 +146,29 @@ pub enum ReplRole {
     Primary,
 }
 
+/// Unsent reply bytes a client holds before they count against its output
+/// limit (Redis's fixed reply buffer; obuf.rs has the whole rule).
+pub const REPLY_BUF_FREE: usize = 16 * 1024;
+
+/// Bytes of a reply block past the fixed buffer.
+const BLOCK: usize = 16 * 1024;
+
+/// What one block counts: the usable size of its allocation (the 20 KiB
+/// size class less the 16-byte header), the header, and a list node.
+const BLOCK_COST: u64 = (20 * 1024 - 16) + 16 + 24;
+
+/// Reply blocks holding `pending` unsent bytes beyond the fixed buffer
+/// (CLIENT LIST `oll`).
+pub fn reply_blocks(pending: usize) -> usize {
+    pending.saturating_sub(REPLY_BUF_FREE).div_ceil(BLOCK)
+}
+
+/// The output of `pending` unsent reply bytes that counts against a
+/// normal or Pub/Sub client's limit (CLIENT LIST `omem`).
+pub fn reply_usage(pending: usize) -> u64 {
+    reply_blocks(pending) as u64 * BLOCK_COST
+}
+
 /// One connection.
 pub struct Client {
     /// Unique id.
@@ -622,7 +645,7 @@ impl Client {
         // A normal or Pub/Sub client's output as its limit counts it
         // (obuf.rs); a replica's is the stream held for it.
         let (obl, oll, omem) = if self.repl_role == ReplRole::None {
-            (pending.min(crate::obuf::REPLY_BUF_FREE), crate::obuf::blocks(pending), crate::obuf::usage(pending) as usize)
+            (pending.min(REPLY_BUF_FREE), reply_blocks(pending), reply_usage(pending) as usize)
         } else {
             (0, 0, pending + stream)
         };

@@ -14,38 +14,16 @@
 //! plus its list node. So a limit closes a client at the same reply size
 //! in both servers: KEYS of 110 KB passes a 100,000-byte limit (six
 //! blocks) where the bare byte count, 94 KB past the fixed buffer, would
-//! not. CLIENT LIST's `omem`, `obl` and `oll` report the same figures.
+//! not (the arithmetic is `client::reply_usage`, below this module, so
+//! CLIENT LIST's `omem`, `obl` and `oll` report the same figures).
 //! Replicas are held to the replica class on their stream by
 //! `replication`, through `over`.
 
 use std::time::Instant;
 
-use crate::client::{Client, ClientId, ReplRole};
+use crate::client::{reply_usage as usage, Client, ClientId, ReplRole};
 use crate::config::{ObufConfig, ObufLimit};
 use crate::server::Server;
-
-/// Unsent reply bytes a client holds before they count against its limit
-/// (Redis's fixed reply buffer).
-pub const REPLY_BUF_FREE: usize = 16 * 1024;
-
-/// Bytes of a reply block past the fixed buffer.
-const BLOCK: usize = 16 * 1024;
-
-/// What one block counts: the usable size of its allocation (the 20 KiB
-/// size class less the 16-byte header), the header, and a list node.
-const BLOCK_COST: u64 = (20 * 1024 - 16) + 16 + 24;
-
-/// Reply blocks holding `pending` unsent bytes beyond the fixed buffer
-/// (CLIENT LIST `oll`).
-pub fn blocks(pending: usize) -> usize {
-    pending.saturating_sub(REPLY_BUF_FREE).div_ceil(BLOCK)
-}
-
-/// The output of `pending` unsent reply bytes that counts against a
-/// normal or Pub/Sub client's limit (CLIENT LIST `omem`).
-pub fn usage(pending: usize) -> u64 {
-    blocks(pending) as u64 * BLOCK_COST
-}
 
 /// The limits of `c`'s class; None for replicas and the primary.
 fn limits(cfg: &ObufConfig, c: &Client) -> Option<ObufLimit> {

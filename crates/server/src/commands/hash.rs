@@ -437,7 +437,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         for _ in 0..n {
             let (f, v) = h.random_field(now, &mut rng).expect("hash has live fields");
             emit(out, f, v);
-            if hard > 0 && crate::obuf::usage(out.buf.len()) >= hard {
+            if hard > 0 && crate::client::reply_usage(out.buf.len()) >= hard {
                 // Redis stops here when the output limit closes the client;
                 // so do we (dispatch drops the reply and closes it).
                 break;
