@@ -34,7 +34,7 @@
 //! a size-changing update moves the tail once. Capacity grows by allocator
 //! size classes (`reserve_class`), never by doubling.
 
-use super::{reserve_class, shrink_class};
+use super::{put_varint, reserve_class, shrink_class};
 use crate::strref::{parse_canonical_i64, StrRef};
 
 const TTL_BIT: u8 = 0x80;
@@ -95,15 +95,6 @@ fn varint_len(mut n: usize) -> usize {
         len += 1;
     }
     len
-}
-
-/// Appends `n` as LEB128.
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
 }
 
 /// The LEB128 number at `p` and the offset past it.

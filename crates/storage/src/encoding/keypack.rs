@@ -37,6 +37,8 @@
 
 use std::collections::HashMap;
 
+use super::{put_varint, read_varint};
+
 const UPPER: u8 = 1;
 const ODD: u8 = 2;
 const UUID: u8 = 4;
@@ -107,19 +109,6 @@ fn is_uuid(t: &[u8], upper: bool) -> bool {
         && t.iter().enumerate().all(|(i, &c)| HYPHENS.contains(&i) || CLASS[c as usize] & mask != 0)
 }
 
-/// A nibble count's LEB128 varint at the start of `b` (at most 3 bytes):
-/// the count and the varint's length. None if it does not end in time.
-fn read_count(b: &[u8]) -> Option<(usize, usize)> {
-    let mut n = 0usize;
-    for (i, &c) in b.iter().take(3).enumerate() {
-        n |= usize::from(c & 0x7F) << (7 * i);
-        if c < 0x80 {
-            return Some((n, i + 1));
-        }
-    }
-    None
-}
-
 /// Bytes of the count varint `pack` writes for `n` nibble bytes (none up
 /// to 31: the form byte holds those).
 fn count_bytes(n: usize) -> usize {
@@ -134,8 +123,8 @@ pub fn packed_len(b: &[u8]) -> Option<usize> {
     let &form = b.get(1)?;
     let len = match usize::from(form >> COUNT_SHIFT) {
         0 => {
-            let (n, used) = read_count(&b[2..])?;
-            2 + used + n
+            let (n, used) = read_varint(&b[2..])?;
+            (2 + used).checked_add(n)?
         }
         n => 2 + n,
     };
@@ -149,7 +138,7 @@ fn split(packed: &[u8]) -> Option<(u8, u8, &[u8])> {
     let [id, form, rest @ ..] = packed else { return None };
     let (n, bytes) = match usize::from(form >> COUNT_SHIFT) {
         0 => {
-            let (n, used) = read_count(rest)?;
+            let (n, used) = read_varint(rest)?;
             // `pack`'s count, or `write_widened`'s one-byte count.
             if count_bytes(n) != used && !(used == 1 && (1..=MAX_FORM_COUNT).contains(&n)) {
                 return None;
@@ -363,7 +352,7 @@ impl Prefixes {
             out.push(form | (nbytes as u8) << COUNT_SHIFT);
         } else {
             out.push(form);
-            crate::encoding::fieldpack::put_varint(out, nbytes);
+            put_varint(out, nbytes);
         }
         if uuid {
             let mut half = None;

@@ -17,6 +17,32 @@ pub mod keypack;
 pub mod packed;
 pub mod zdict;
 
+/// Appends `n` as a LEB128 varint (the encodings' lengths and counts).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// The LEB128 varint at the start of `b` and its length; None if it is
+/// cut short or holds more than a usize (stored and fuzzed bytes alike).
+pub(crate) fn read_varint(b: &[u8]) -> Option<(usize, usize)> {
+    let mut n = 0usize;
+    for (i, &c) in b.iter().enumerate().take(10) {
+        let part = ((c & 0x7F) as usize).checked_shl(7 * i as u32)?;
+        if i == 9 && c > 1 {
+            return None;
+        }
+        n |= part;
+        if c < 0x80 {
+            return Some((n, i + 1));
+        }
+    }
+    None
+}
+
 /// The first byte of a collection kept inline in its key's blob (the
 /// keyspace's small-collection form, `blob::Body::Inline`): which type it
 /// is and how its entries are written.

@@ -55,6 +55,7 @@ use std::sync::Arc;
 
 use super::fsstenc::{Encoder, ESCAPE};
 use super::zdict::{self, Dict};
+use super::{put_varint, read_varint};
 
 /// Most tables a keyspace holds at once (ids fit in 6 bits).
 pub const MAX_TABLES: usize = 64;
@@ -170,30 +171,6 @@ pub fn pattern_of(key: &[u8]) -> &[u8] {
     &key[..end.min(32)]
 }
 
-fn varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Reads a varint; None if truncated or longer than a usize holds.
-fn read_varint(b: &[u8]) -> Option<(usize, usize)> {
-    let mut n = 0usize;
-    for (i, &c) in b.iter().enumerate().take(10) {
-        let part = ((c & 0x7F) as usize).checked_shl(7 * i as u32)?;
-        if i == 9 && c > 1 {
-            return None;
-        }
-        n |= part;
-        if c < 0x80 {
-            return Some((n, i + 1));
-        }
-    }
-    None
-}
-
 /// The raw length a packed form states (O(1)); None if malformed.
 pub fn raw_len(packed: &[u8]) -> Option<usize> {
     read_varint(packed.get(1..)?).map(|(n, _)| n)
@@ -225,7 +202,7 @@ fn encode(enc: &Encoder, dict: Option<&Dict>, coder: &mut zdict::Coder, id: u8, 
     out.clear();
     if let Some(d) = dict.filter(|_| value.len() >= zdict::MIN_LEN) {
         out.push(id | ZSTD);
-        varint(out, value.len());
+        put_varint(out, value.len());
         // Only a frame that leaves the whole form shorter than the
         // value is worth keeping.
         let room = value.len() - out.len() - 1;
@@ -238,7 +215,7 @@ fn encode(enc: &Encoder, dict: Option<&Dict>, coder: &mut zdict::Coder, id: u8, 
         return None;
     }
     out.push(id);
-    varint(out, value.len());
+    put_varint(out, value.len());
     enc.encode(value, out);
     Some(false)
 }
@@ -807,7 +784,7 @@ mod tests {
         let mut out = Vec::new();
         assert!(t.pack(b"s:1", &shape(1), &mut out));
         let mut bad = vec![out[0]];
-        varint(&mut bad, MAX_ZLEN + 1);
+        put_varint(&mut bad, MAX_ZLEN + 1);
         bad.extend_from_slice(&out[3..]);
         let mut back = Vec::new();
         assert!(t.unpack(&bad, &mut back).is_none());
@@ -879,7 +856,7 @@ mod tests {
             let samples: Vec<Vec<u8>> = (0..64).map(shape).collect();
             t.train_now(b"p", &samples);
             let mut form = vec![ZSTD];
-            varint(&mut form, len);
+            put_varint(&mut form, len);
             form.extend_from_slice(&b);
             let mut out = Vec::new();
             if t.unpack(&form, &mut out).is_some() {

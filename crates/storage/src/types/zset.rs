@@ -77,7 +77,8 @@
 
 use std::cmp::Ordering;
 
-use crate::encoding::fieldpack::{get_varint, put_varint};
+use crate::encoding::fieldpack::get_varint;
+use crate::encoding::put_varint;
 use crate::encoding::{alloc_size, inline, reserve_class, shrink_class};
 use crate::segment::hash;
 use crate::slab::prefetch_bytes;
