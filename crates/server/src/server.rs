@@ -217,6 +217,13 @@ fn fine_bucket_top(b: u16) -> u64 {
 }
 
 impl CmdStat {
+    /// Calls counted in the histograms (those made while latency-tracking
+    /// was on): Redis's per-command histogram count, which LATENCY
+    /// HISTOGRAM reports and INFO latencystats lists commands by.
+    pub fn recorded(&self) -> u64 {
+        self.histogram.iter().sum()
+    }
+
     /// Counts one call of `usec` microseconds in both histograms.
     pub fn record(&mut self, usec: u64) {
         let bucket = (63 - usec.max(1).leading_zeros() as usize).min(self.histogram.len() - 1);

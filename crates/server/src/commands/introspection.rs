@@ -1336,9 +1336,7 @@ fn latency_histogram(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut rows: Vec<(String, u64, Vec<u64>)> = Vec::new();
     let wanted: Option<Vec<String>> = (args.len() > 2).then(|| args[2..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect());
     for (n, st) in ctx.srv.cmdstats.sorted() {
-        // Calls recorded in the histogram (none while latency-tracking
-        // was off), as Redis counts its per-command histogram.
-        let recorded: u64 = st.histogram.iter().sum();
+        let recorded = st.recorded();
         if recorded == 0 {
             continue;
         }

@@ -769,8 +769,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
                 .split_whitespace()
                 .filter_map(|x| x.parse().ok())
                 .collect();
-            // Commands with a histogram: called while latency-tracking was on.
-            for (n, st) in stats.iter().filter(|(_, st)| !st.fine.is_empty()) {
+            for (n, st) in stats.iter().filter(|(_, st)| st.recorded() > 0) {
                 let parts: Vec<String> =
                     pcts.iter().map(|p| format!("p{}={:.3}", fmt_pct(*p), st.percentile(*p))).collect();
                 let _ = write!(s, "latency_percentiles_usec_{n}:{}\r\n", parts.join(","));
