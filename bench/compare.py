@@ -17,7 +17,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py save-throughput [--during bgsave|bgrewriteaof] [--keys 2000000] [--pipeline 16,1] [--rounds R]
   bench/compare.py cache      [--keys 2000000] [--maxmemory 64mb] [--zipf 1.0] [--workers 3] [--seconds 20]
   bench/compare.py tls        [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
-  bench/compare.py io-threads [-n N] [--threads 1,2] [--pipeline 1,16] [--tests get,set] [--rounds R] [--tls]
+  bench/compare.py io-threads [-n N] [--threads 1,2] [--pipeline 1,16] [--tests get,set] [--rounds R] [--tls] [--bench-threads B] [--plot PNG]
   bench/compare.py aggregate  [--keys 10000] [--days 365] [--inputs 5000] [--rounds 5]
   bench/compare.py seeds      [--cases partitioned,uuid16,chars24] [--sizes 100,1000,...]
   bench/compare.py repl       [-n N] [--pipeline 16,1] [--rounds 3]
@@ -921,8 +921,8 @@ def cmd_io_threads(args) -> None:
     n = args.n or 300_000
     certdir = tempfile.mkdtemp(prefix="bench-tls-") if args.tls else None
     files = make_tls_files(certdir) if certdir else {}
-    # (server, threads, test, pipeline) -> [(executor ns/req, process ns/req, req/s)]
-    samples: dict[tuple, list[tuple[float, float, float]]] = {}
+    # (server, threads, test, pipeline) -> [(executor ns/req, process ns/req, req/s, executor busy)]
+    samples: dict[tuple, list[tuple[float, float, float, float]]] = {}
     try:
         for threads in args.threads:
             servers = new_servers(args)
@@ -945,12 +945,14 @@ def cmd_io_threads(args) -> None:
                                 extra = ["--tls", "--cacert", files["ca"]] if files else []
                                 argv = ["redis-benchmark", "-h", HOST, "-p", str(port), *extra, "-t", test,
                                         "-c", str(args.clients), "-n", str(n), "-r", "100000", "-P", str(pipeline)]
+                                if args.bench_threads > 1:
+                                    argv += ["--threads", str(args.bench_threads)]
                                 exe0, all0, t0 = s.main_thread_cpu(), process_cpu(s), time.perf_counter()
                                 got = run_benchmark(argv, s, args.timeout)
-                                exe1, all1 = s.main_thread_cpu(), process_cpu(s)
-                                rps = float(next(iter(got.values()))[0]) if got else n / (time.perf_counter() - t0)
+                                exe1, all1, wall = s.main_thread_cpu(), process_cpu(s), time.perf_counter() - t0
+                                rps = float(next(iter(got.values()))[0]) if got else n / wall
                                 samples.setdefault((s.name, threads, test, pipeline), []).append(
-                                    ((exe1 - exe0) / n * 1e9, (all1 - all0) / n * 1e9, rps))
+                                    ((exe1 - exe0) / n * 1e9, (all1 - all0) / n * 1e9, rps, (exe1 - exe0) / wall))
             finally:
                 stop_servers(servers)
     finally:
@@ -966,12 +968,46 @@ def cmd_io_threads(args) -> None:
                     exe = statistics.median(x[0] for x in got)
                     rows.append([name, test, pipeline, threads, f"{exe:,.0f}",
                                  f"{statistics.median(x[1] for x in got):,.0f}",
-                                 f"{statistics.median(x[2] for x in got):,.0f}", ratio(exe, base)])
+                                 f"{statistics.median(x[2] for x in got):,.0f}",
+                                 f"{statistics.median(x[3] for x in got):.2f}", ratio(exe, base)])
     table(["server", "test", "-P", "io-threads", "executor ns/req", "process ns/req", "req/s",
-           f"executor vs io-threads {args.threads[0]}"], rows)
+           "executor busy", f"executor vs io-threads {args.threads[0]}"], rows)
     tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
-    print(f"(median of {args.rounds} rounds; -c {args.clients}, -n {n}; CPU is read in clock ticks: "
-          f"resolution {tick:.0f} ns/req)\n")
+    print(f"(median of {args.rounds} rounds; -c {args.clients}, -n {n}, redis-benchmark --threads "
+          f"{args.bench_threads}; CPU is read in clock ticks: resolution {tick:.0f} ns/req; executor busy: "
+          f"the executor thread's CPU seconds over the run's wall seconds, near 1.00 when it is the "
+          f"bottleneck)\n")
+    if args.plot:
+        plot_io_threads(args, samples, args.plot)
+
+
+def plot_io_threads(args, samples: dict, path: str) -> None:
+    """requests/s against io-threads, a line per server, test and depth (matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"(no plot: matplotlib is not installed; {path} not written)\n")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, style in (("densekv", "-o"), ("redis", "--s")):
+        for pipeline in args.pipeline:
+            for test in args.tests.split(","):
+                ys = [statistics.median(x[2] for x in samples[(name, t, test, pipeline)]) / 1e6
+                      for t in args.threads]
+                ax.plot(args.threads, ys, style, label=f"{name} {test.upper()} -P {pipeline}")
+    ax.set_xlabel("io-threads")
+    ax.set_ylabel("million requests/s")
+    ax.set_xticks(args.threads)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"redis-benchmark --threads {args.bench_threads}, -c {args.clients}, "
+                 f"{os.cpu_count()} cores")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"(plot: {path})\n")
 
 
 # ---------------------------------------------------------------- cpu per request
@@ -2355,6 +2391,9 @@ def main() -> None:
     p.add_argument("--tests", default="get,set")
     p.add_argument("--rounds", type=int, default=3, help="runs per server, test and depth (median)")
     p.add_argument("--tls", action="store_true", help="over a TLS port (redis-benchmark --tls)")
+    p.add_argument("--bench-threads", type=int, default=1,
+                   help="redis-benchmark --threads, the same for every io-threads value (default 1)")
+    p.add_argument("--plot", metavar="PNG", help="also draw requests/s by io-threads into this file")
     p.set_defaults(func=cmd_io_threads)
 
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
