@@ -198,7 +198,7 @@ pub struct EventLoop {
     /// The table, the scripting engine and the listener, lent to dispatch.
     shell: Shell,
     /// Clients with work left that no readiness event will announce.
-    pending: HashSet<ClientId>,
+    pending: rustc_hash::FxHashSet<ClientId>,
     /// Query buffer lent to a client with none of its own for one read and
     /// its processing; only a request left incomplete is copied out into a
     /// private buffer (Redis's reusable query buffer). Idle clients thus hold
@@ -281,7 +281,7 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: HashSet::new(), shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: Default::default(), shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Serves the cluster bus on `listeners` (the bus port on every `bind`
@@ -453,13 +453,21 @@ impl EventLoop {
                 timeout = Duration::ZERO;
             }
             // This turn's replies and control messages go to the I/O
-            // threads, one batch and one wake-up per thread.
+            // threads, one batch per thread, which is woken if it sleeps;
+            // news from them already waiting means no wait here.
             if let Some(io) = srv.io.as_mut() {
                 io.send();
+                if !timeout.is_zero() && !io.park() {
+                    timeout = Duration::ZERO;
+                }
             }
             busy += now.elapsed();
             crate::crash::turn_ended();
-            match self.poll.poll(&mut events, Some(timeout)) {
+            let polled = self.poll.poll(&mut events, Some(timeout));
+            if let Some(io) = srv.io.as_ref() {
+                io.unpark();
+            }
+            match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -519,6 +527,7 @@ impl EventLoop {
                         ids.push(id);
                     }
                 });
+                prefetch_first(srv, &self.shell.table, &ids);
             }
             self.pending.clear();
             if !self.dialing.is_empty() {
@@ -1103,6 +1112,30 @@ fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, a
     (start, first)
 }
 
+/// Prefetches the keys of the first request each of `ids` has from its
+/// I/O thread, before any of them runs. At pipeline depth 1 every client
+/// of a turn sends one request, so `parse_ahead` has no batch to prefetch
+/// within a client; across the turn's clients the lookups' cache misses
+/// overlap instead (Valkey 8's batch prefetch over its I/O threads' jobs).
+fn prefetch_first(srv: &Server, table: &CommandMap, ids: &[ClientId]) {
+    const MAX: usize = storage::keyspace::PREFETCH_MAX;
+    let mut keys: [&[u8]; MAX] = [&[]; MAX];
+    let (mut n, mut db) = (0, 0);
+    for id in ids {
+        let Some(c) = srv.clients.get(id) else { continue };
+        let Some(req) = c.io.as_ref().and_then(|l| l.reqs.front()) else { continue };
+        if n == MAX || (n > 0 && c.db != db) {
+            srv.dbs[db].prefetch(&keys[..n]);
+            n = 0;
+        }
+        db = c.db;
+        n = exec::key_args(table, &req.argv, &mut keys, n);
+    }
+    if n > 0 {
+        srv.dbs[db].prefetch(&keys[..n]);
+    }
+}
+
 /// Runs a command a replica of this server sent. Its connection carries
 /// the stream, so a command that replies (anything but REPLCONF) gets the
 /// replica disconnected, with Redis's warnings; the reply is dropped.
@@ -1263,7 +1296,11 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
         return;
     }
     let buf = if c.sent == 0 {
-        std::mem::take(&mut c.reply.buf)
+        // The next reply starts in a buffer with room for a small one:
+        // growing an empty one took two or three reallocations per request
+        // at pipeline depth 1. Always the same room, so that a client's
+        // memory between its commands does not depend on its last reply.
+        std::mem::replace(&mut c.reply.buf, Vec::with_capacity(REPLY_FRESH))
     } else {
         let rest = c.reply.buf[c.sent..].to_vec();
         c.reply.buf.clear();
@@ -1417,6 +1454,10 @@ fn flush_plain(srv: &mut Server, c: &mut Client) {
 /// its commands stays put whatever their replies' sizes were (Redis's
 /// per-client buffer is fixed at 16 KiB).
 const REPLY_KEEP: usize = 4 * 1024;
+
+/// Room of the reply buffer a client of an I/O thread gets when its last
+/// one was handed over: a status, an integer or a short bulk reply fits.
+const REPLY_FRESH: usize = 64;
 
 /// Drops what was written from the reply buffer (all of it, or a large
 /// written head), giving back a buffer a big reply left large.

@@ -388,7 +388,7 @@ pub struct Server {
     /// tls-port is 0); CONFIG SET of a tls-* setting replaces it.
     pub tls: Option<crate::tls::Config>,
     /// Connected clients, except the one currently executing.
-    pub clients: HashMap<ClientId, Box<Client>>,
+    pub clients: rustc_hash::FxHashMap<ClientId, Box<Client>>,
     /// Next client id.
     pub next_client_id: ClientId,
     /// Changes since start (a proxy for Redis's dirty counter).
@@ -754,7 +754,7 @@ impl Server {
             tls: None,
             script: None,
             running_function: None,
-            clients: HashMap::new(),
+            clients: Default::default(),
             next_client_id: 1,
             dirty: 0,
             watched: HashMap::new(),
