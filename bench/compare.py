@@ -121,6 +121,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -914,6 +915,12 @@ def process_cpu(s: Server) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this script's finished child processes."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def cmd_io_threads(args) -> None:
     """Executor CPU per request with each io-threads value, both servers."""
     header("densekv vs redis: io-threads, executor CPU per request (redis-benchmark)", args)
@@ -921,8 +928,9 @@ def cmd_io_threads(args) -> None:
     n = args.n or 300_000
     certdir = tempfile.mkdtemp(prefix="bench-tls-") if args.tls else None
     files = make_tls_files(certdir) if certdir else {}
-    # (server, threads, test, pipeline) -> [(executor ns/req, process ns/req, req/s, executor busy)]
-    samples: dict[tuple, list[tuple[float, float, float, float]]] = {}
+    # (server, threads, test, pipeline) -> [(executor ns/req, process ns/req, req/s, executor busy,
+    # redis-benchmark's ns/req)]
+    samples: dict[tuple, list[tuple[float, float, float, float, float]]] = {}
     try:
         for threads in args.threads:
             servers = new_servers(args)
@@ -947,12 +955,13 @@ def cmd_io_threads(args) -> None:
                                         "-c", str(args.clients), "-n", str(n), "-r", "100000", "-P", str(pipeline)]
                                 if args.bench_threads > 1:
                                     argv += ["--threads", str(args.bench_threads)]
-                                exe0, all0, t0 = s.main_thread_cpu(), process_cpu(s), time.perf_counter()
+                                exe0, all0, cl0, t0 = s.main_thread_cpu(), process_cpu(s), children_cpu(), time.perf_counter()
                                 got = run_benchmark(argv, s, args.timeout)
-                                exe1, all1, wall = s.main_thread_cpu(), process_cpu(s), time.perf_counter() - t0
+                                exe1, all1, cl1, wall = s.main_thread_cpu(), process_cpu(s), children_cpu(), time.perf_counter() - t0
                                 rps = float(next(iter(got.values()))[0]) if got else n / wall
                                 samples.setdefault((s.name, threads, test, pipeline), []).append(
-                                    ((exe1 - exe0) / n * 1e9, (all1 - all0) / n * 1e9, rps, (exe1 - exe0) / wall))
+                                    ((exe1 - exe0) / n * 1e9, (all1 - all0) / n * 1e9, rps, (exe1 - exe0) / wall,
+                                     (cl1 - cl0) / n * 1e9))
             finally:
                 stop_servers(servers)
     finally:
@@ -969,14 +978,16 @@ def cmd_io_threads(args) -> None:
                     rows.append([name, test, pipeline, threads, f"{exe:,.0f}",
                                  f"{statistics.median(x[1] for x in got):,.0f}",
                                  f"{statistics.median(x[2] for x in got):,.0f}",
-                                 f"{statistics.median(x[3] for x in got):.2f}", ratio(exe, base)])
+                                 f"{statistics.median(x[3] for x in got):.2f}",
+                                 f"{statistics.median(x[4] for x in got):,.0f}", ratio(exe, base)])
     table(["server", "test", "-P", "io-threads", "executor ns/req", "process ns/req", "req/s",
-           "executor busy", f"executor vs io-threads {args.threads[0]}"], rows)
+           "executor busy", "client ns/req", f"executor vs io-threads {args.threads[0]}"], rows)
     tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
     print(f"(median of {args.rounds} rounds; -c {args.clients}, -n {n}, redis-benchmark --threads "
           f"{args.bench_threads}; CPU is read in clock ticks: resolution {tick:.0f} ns/req; executor busy: "
           f"the executor thread's CPU seconds over the run's wall seconds, near 1.00 when it is the "
-          f"bottleneck)\n")
+          f"bottleneck; client ns/req: redis-benchmark's own CPU per request, all its threads: "
+          f"{os.cpu_count()} cores / (process + client ns/req) bounds the req/s one machine can hold)\n")
     if args.plot:
         plot_io_threads(args, samples, args.plot)
 
