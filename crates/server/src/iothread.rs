@@ -6,11 +6,11 @@
 //! life (the one holding the fewest clients when it connected); the
 //! executor keeps the `Client` with all its command state. Every hand-off
 //! is a batch: an I/O thread sends, at the end of its turn, everything it
-//! read (one `Input` per client) and wakes the executor once; the executor
-//! sends each thread, once per loop turn, the replies of every client that
-//! got some (the reply buffer itself, moved, not copied) and the control
-//! messages (close, stop/resume reading, give the socket back), and wakes
-//! it once. No lock is taken per command on either side; the queues are
+//! read (one `Input` per client); the executor sends each thread, once per
+//! loop turn, the replies of every client that got some (the reply buffer
+//! itself, moved, not copied) and the control messages (close, stop/resume
+//! reading, give the socket back). A batch wakes its reader only if the
+//! reader sleeps (`Doorbell`). No lock is taken per command on either side; the queues are
 //! std's channels, which push and pop without a lock.
 //!
 //! The command itself stays on the executor: requests reach it as the
