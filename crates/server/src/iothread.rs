@@ -10,8 +10,8 @@
 //! loop turn, the replies of every client that got some (the reply buffer
 //! itself, moved, not copied) and the control messages (close, stop/resume
 //! reading, give the socket back). A batch wakes its reader only if the
-//! reader sleeps (`Doorbell`). No lock is taken per command on either side; the queues are
-//! std's channels, which push and pop without a lock.
+//! reader sleeps (`Doorbell`). No lock is taken per command on either
+//! side; the queues are std's channels, which push and pop without a lock.
 //!
 //! The command itself stays on the executor: requests reach it as the
 //! bytes that came, appended to the client's query buffer, so that every
