@@ -839,6 +839,76 @@ mod tests {
     }
 
     #[test]
+    fn a_doorbell_wakes_only_a_sleeper_and_never_lets_a_batch_wait() {
+        let bell = Doorbell::default();
+        // Awake reader: a batch needs no wake, and the reader may not sleep
+        // while it waits.
+        assert!(!bell.rang());
+        assert!(!bell.park());
+        bell.took();
+        // Nothing waits: the reader sleeps, and the next batch wakes it.
+        assert!(bell.park());
+        assert!(bell.rang());
+        bell.unpark();
+        bell.took();
+        assert!(bell.park());
+        bell.unpark();
+        assert!(!bell.rang());
+    }
+
+    #[test]
+    fn a_doorbell_between_threads_loses_no_batch() {
+        // A reader that sleeps (a condition variable standing for the
+        // poller's eventfd: a wake before the sleep is kept) only when `park`
+        // allows, and a writer that wakes it only when `rang` says so and
+        // pauses now and then, so that the reader catches up and sleeps:
+        // every batch is taken, none waits behind a sleep.
+        use std::sync::{Condvar, Mutex};
+        const BATCHES: usize = 3_000;
+        let bell = Arc::new(Doorbell::default());
+        let (tx, rx) = mpsc::channel::<usize>();
+        let wake = Arc::new((Mutex::new(false), Condvar::new()));
+        let reader = {
+            let (bell, wake) = (bell.clone(), wake.clone());
+            std::thread::spawn(move || {
+                let (mut got, mut slept) = (0, 0);
+                while got < BATCHES {
+                    if bell.park() {
+                        slept += 1;
+                        let (lock, cv) = &*wake;
+                        let mut woken = lock.lock().unwrap();
+                        while !*woken {
+                            let (w, t) = cv.wait_timeout(woken, std::time::Duration::from_secs(10)).unwrap();
+                            assert!(!t.timed_out(), "batch {got} waited behind a sleep");
+                            woken = w;
+                        }
+                        *woken = false;
+                    }
+                    bell.unpark();
+                    while let Ok(n) = rx.try_recv() {
+                        bell.took();
+                        assert_eq!(n, got);
+                        got += 1;
+                    }
+                }
+                slept
+            })
+        };
+        for n in 0..BATCHES {
+            tx.send(n).unwrap();
+            if bell.rang() {
+                let (lock, cv) = &*wake;
+                *lock.lock().unwrap() = true;
+                cv.notify_one();
+            }
+            if n % 3 == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        assert!(reader.join().unwrap() > 0, "the reader never slept: the test proved nothing");
+    }
+
+    #[test]
     fn a_protocol_error_stops_the_index() {
         let mut ix = Index::default();
         let mut reqs = Vec::new();
