@@ -250,7 +250,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, serve: bool) -> Result<Optio
         Err(e) => return Err(LoadError::Failed(format!("Fatal error loading the DB, check server logs. {}: {e}", path.display()))),
     };
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
-    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum, keep_expired: replica_at_load(srv) };
+    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum, keep_expired: replica_at_load(srv), publish_thread: Some(crate::memory::publish_thread) };
     let result = if serve {
         load_aside(srv, host, &bytes, &opts)?
     } else {
@@ -450,7 +450,7 @@ fn stream_version(srv: &Server, functions: bool) -> u16 {
 pub fn load_replica_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8]) -> Result<LoadStats, String> {
     bgsave_abort(srv);
     let verify_checksum = srv.config.flag("rdbchecksum") && !srv.skip_checksum_validation;
-    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum, keep_expired: true };
+    let opts = LoadOptions { shapes: srv.config.shapes(), now: unix_ms(), verify_checksum, keep_expired: true, publish_thread: Some(crate::memory::publish_thread) };
     // A diskless load said so when its image began to arrive.
     let said = srv.repl.transfer_loading.is_some();
     let loaded = if srv.config.get("repl-diskless-load") == Some("swapdb") {

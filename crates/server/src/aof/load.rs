@@ -133,7 +133,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str, serve: bool) -> 
         l.notice(if old_style { "Reading RDB preamble from AOF file..." } else { "Reading RDB base file on AOF loading..." });
         // A preamble's keys are kept even if expired, as Redis does: the
         // commands after it may touch them.
-        let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: srv.config.flag("rdbchecksum"), keep_expired: false };
+        let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: srv.config.flag("rdbchecksum"), keep_expired: false, publish_thread: Some(crate::memory::publish_thread) };
         // Served only when the base comes first, into empty databases.
         let result = if serve && srv.dbs.iter().all(|d| d.is_empty()) {
             match crate::persist::load_aside(srv, host, &bytes, &opts) {
@@ -179,7 +179,7 @@ fn load_file(srv: &mut Server, host: &mut dyn Host, name: &str, serve: bool) -> 
 pub fn replay_image(srv: &mut Server, host: &mut dyn Host, bytes: &[u8], allow: &dyn Fn(&[Vec<u8>]) -> bool) -> Result<(), String> {
     let mut start = 0;
     if bytes.starts_with(b"REDIS") {
-        let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: true, keep_expired: false };
+        let opts = LoadOptions { shapes: srv.config.shapes(), now: i64::MIN, verify_checksum: true, keep_expired: false, publish_thread: Some(crate::memory::publish_thread) };
         let loaded = rdb::load_into(bytes, &mut srv.dbs, &opts).map_err(|e| e.to_string())?;
         start = loaded.summary.end;
     }

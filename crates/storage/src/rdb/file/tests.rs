@@ -433,6 +433,44 @@ fn empty_keys_are_skipped_as_redis_does() {
 }
 
 #[test]
+fn a_large_file_checksummed_beside_the_parse_is_checked_as_a_small_one() {
+    // Past 4 MiB the checksum runs on a second thread over all but the last
+    // 8 bytes, and is used only when EOF stands just before them.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        }).collect()
+    };
+    let big: Vec<(u64, Vec<u8>, Value, Option<i64>)> = (0..80u64).map(|i| (0, format!("big:{i}").into_bytes(), Value::Bytes(noise(64 * 1024)), None)).collect();
+    let good = write_file(&big, RDB_VERSION, WriteOptions::default(), &[]);
+    assert!(good.len() > 5 << 20);
+    let (c, sum) = collect(&good).unwrap();
+    assert_eq!(c.entries.len(), 80);
+    assert_eq!(sum.checksum, u64::from_le_bytes(good[good.len() - 8..].try_into().unwrap()));
+    // A flipped byte in a value, and one in the checksum.
+    let mut bad = good.clone();
+    bad[good.len() / 2] ^= 0x10;
+    assert_eq!(err(&bad).message, "RDB CRC error");
+    let mut bad = good.clone();
+    *bad.last_mut().unwrap() ^= 1;
+    let e = err(&bad);
+    assert_eq!((e.offset, e.message.as_str()), (good.len() - 8, "RDB CRC error"));
+    assert!(e.crc_mismatch.is_some());
+    // Bytes after the checksum: EOF is not where the thread assumed, and the
+    // checksum is computed over what precedes EOF, as for a small file.
+    let mut trailing = good.clone();
+    trailing.extend_from_slice(b"tail");
+    assert_eq!(collect(&trailing).unwrap().0.entries.len(), 80);
+    let mut bad = trailing.clone();
+    bad[good.len() / 3] ^= 0x01;
+    assert_eq!(err(&bad).message, "RDB CRC error");
+}
+
+#[test]
 fn errors_name_the_offset() {
     let good = write_file(&dataset(true), 12, WriteOptions::default(), &[b"#!lua name=l\n"]);
     // Checksum: a flipped bit in a value, or in the checksum itself.
