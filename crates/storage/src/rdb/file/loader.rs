@@ -20,7 +20,7 @@
 //! field is due is still a key loaded.
 
 use std::io::Read;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 
 use super::super::crc64::crc64;
 use super::super::primitives::{ty, RdbError, Reader, RDB_VERSION};
@@ -147,11 +147,10 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
     // checksum of a large file is computed on a second thread while this
     // one parses (it was a tenth of a load's time, all at the end), and
     // used if EOF turns out to be where the file said.
-    if opts.verify_checksum && bytes.len() >= CRC_AHEAD_MIN {
-        let body = &bytes[..bytes.len() - 8];
+    if let Some(body) = crc_body(bytes, opts) {
         return std::thread::scope(|s| {
             let ahead = std::thread::Builder::new().name("rdb-crc".into()).spawn_scoped(s, || crc64(0, body)).ok();
-            parse(bytes, opts, visitor, ahead.map(|h| (body.len(), h)))
+            parse(bytes, opts, visitor, ahead.map(|h| CrcAhead { len: body.len(), get: Box::new(move || h.join().ok()) }))
         });
     }
     parse(bytes, opts, visitor, None)
@@ -160,9 +159,22 @@ pub fn load(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor) -> 
 /// Files from this size on have their checksum computed beside the parse.
 const CRC_AHEAD_MIN: usize = 4 << 20;
 
-/// `load`'s parse; `crc_ahead`: the checksum of the first `.0` bytes, on
-/// its way.
-fn parse(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor, crc_ahead: Option<(usize, std::thread::ScopedJoinHandle<'_, u64>)>) -> Result<LoadSummary, RdbFileError> {
+/// The bytes whose checksum may be computed beside the parse: all but the
+/// last 8 of a file of `CRC_AHEAD_MIN` or more whose checksum is checked.
+fn crc_body<'a>(bytes: &'a [u8], opts: &LoadOptions) -> Option<&'a [u8]> {
+    (opts.verify_checksum && bytes.len() >= CRC_AHEAD_MIN).then(|| &bytes[..bytes.len() - 8])
+}
+
+/// A checksum on its way from another thread: of the first `len` bytes;
+/// `get` waits for it (None: the thread failed to give it).
+struct CrcAhead<'a> {
+    len: usize,
+    get: Box<dyn FnOnce() -> Option<u64> + 'a>,
+}
+
+/// `load`'s parse, with the checksum of the file's start on its way
+/// (`crc_ahead`), or none.
+fn parse(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor, crc_ahead: Option<CrcAhead<'_>>) -> Result<LoadSummary, RdbFileError> {
     let version = header(bytes)?;
     let mut f = FileReader { r: Reader::new(bytes) };
     f.r.pos = 9;
@@ -238,7 +250,7 @@ fn parse(bytes: &[u8], opts: &LoadOptions, visitor: &mut impl RdbVisitor, crc_ah
         let stored = f.field("checksum after EOF", Reader::millis)? as u64;
         if opts.verify_checksum && stored != 0 {
             let computed = match crc_ahead {
-                Some((len, h)) if len == eof => h.join().unwrap_or_else(|_| crc64(0, &bytes[..eof])),
+                Some(c) if c.len == eof => (c.get)().unwrap_or_else(|| crc64(0, &bytes[..eof])),
                 _ => crc64(0, &bytes[..eof]),
             };
             if computed != stored {
@@ -404,12 +416,19 @@ pub(super) fn load_into_threads(bytes: &[u8], dbs: &mut [Db], opts: &LoadOptions
         std::thread::scope(|s| {
             let (to_packer, batches) = sync_channel::<(Vec<(usize, DbView)>, Batch)>(2);
             let (packed, from_packer) = sync_channel::<Batch>(2);
+            // The packing thread also computes the file's checksum while it
+            // waits for batches: on two cores a third thread for it took
+            // the loading thread's core.
+            let body = crc_body(bytes, opts);
+            let (crc_tx, crc_rx) = sync_channel::<u64>(1);
+            let publish = opts.publish_thread;
             std::thread::Builder::new()
                 .name("rdb-pack".into())
-                .spawn_scoped(s, move || pack_batches(batches, packed, opts.publish_thread))
+                .spawn_scoped(s, move || pack_batches(batches, packed, publish, body.map(|b| (b, crc_tx))))
                 .map_err(|e| RdbFileError::new(0, format!("can't start the packing thread: {e}")))?;
             into.pipe = Some(Pipe { to: to_packer, from: from_packer, batch: Batch::default(), in_flight: 0, spare: Vec::new(), sent });
-            let r = load(bytes, opts, &mut into);
+            let ahead = body.map(|b| CrcAhead { len: b.len(), get: Box::new(move || crc_rx.recv().ok()) });
+            let r = parse(bytes, opts, &mut into, ahead);
             // Keys parsed before an error are still inserted, as without
             // the thread (and one of them may fail first).
             let _ = into.finish();
@@ -476,16 +495,45 @@ struct Pipe {
 
 /// The packing thread: packs each batch with the latest views it was sent
 /// and hands it back, until the loader closes its channel; `publish` (see
-/// `LoadOptions::publish_thread`) after each batch and at the end.
-fn pack_batches(batches: Receiver<(Vec<(usize, DbView)>, Batch)>, packed: SyncSender<Batch>, publish: Option<fn(&mut i64)>) {
+/// `LoadOptions::publish_thread`) after each batch and at the end. With
+/// `crc`, whenever no batch waits it advances the checksum of those bytes
+/// a chunk at a time, and sends it once complete (the loader waits for it
+/// at EOF, when it sends no batch: at most one batch is then out, so
+/// handing it back never blocks).
+fn pack_batches(batches: Receiver<(Vec<(usize, DbView)>, Batch)>, packed: SyncSender<Batch>, publish: Option<fn(&mut i64)>, crc: Option<(&[u8], SyncSender<u64>)>) {
+    /// Bytes checksummed between two looks for a batch (about 0.1 ms).
+    const CRC_CHUNK: usize = 256 << 10;
     let mut published = 0;
     let mut publish = move || {
         if let Some(f) = publish {
             f(&mut published);
         }
     };
+    let mut crc = crc.map(|(body, tx)| (body, 0usize, 0u64, tx));
     let mut packer = Prepacker::default();
-    for (views, mut b) in batches {
+    loop {
+        let next = match batches.try_recv() {
+            Ok(x) => x,
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                if let Some((body, at, sum, tx)) = crc.as_mut() {
+                    if *at < body.len() {
+                        let end = (*at + CRC_CHUNK).min(body.len());
+                        *sum = crc64(*sum, &body[*at..end]);
+                        *at = end;
+                        if end == body.len() {
+                            let _ = tx.send(*sum);
+                        }
+                        continue;
+                    }
+                }
+                match batches.recv() {
+                    Ok(x) => x,
+                    Err(_) => break,
+                }
+            }
+        };
+        let (views, mut b) = next;
         for (db, view) in views {
             packer.set_view(db, view);
         }

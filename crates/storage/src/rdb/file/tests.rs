@@ -468,6 +468,18 @@ fn a_large_file_checksummed_beside_the_parse_is_checked_as_a_small_one() {
     let mut bad = trailing.clone();
     bad[good.len() / 3] ^= 0x01;
     assert_eq!(err(&bad).message, "RDB CRC error");
+    // With compression on, the packing thread computes it between batches.
+    let packed_load = |bytes: &[u8]| {
+        let mut dbs: Vec<Db> = (0..1).map(|_| { let mut d = Db::new(); d.value_compression = true; d.key_compression = true; d }).collect();
+        super::loader::load_into_threads(bytes, &mut dbs, &LoadOptions::new(NOW), &mut |_| true, true).map(|l| l.inserted)
+    };
+    assert_eq!(packed_load(&good).unwrap(), 80);
+    assert_eq!(packed_load(&trailing).unwrap(), 80);
+    for at in [good.len() / 2, good.len() - 1] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x04;
+        assert_eq!(packed_load(&bad).unwrap_err().message, "RDB CRC error");
+    }
 }
 
 #[test]
