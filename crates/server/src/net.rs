@@ -1112,18 +1112,20 @@ fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, a
     (start, first)
 }
 
-/// Prefetches the keys of the first request each of `ids` has from its
-/// I/O thread, before any of them runs. At pipeline depth 1 every client
-/// of a turn sends one request, so `parse_ahead` has no batch to prefetch
-/// within a client; across the turn's clients the lookups' cache misses
-/// overlap instead (Valkey 8's batch prefetch over its I/O threads' jobs).
+/// Prefetches the keys of the request of each of `ids` that has exactly
+/// one from its I/O thread, before any of them runs. At pipeline depth 1
+/// every client of a turn sends one request, so `parse_ahead` has no batch
+/// to prefetch within a client; across the turn's clients the lookups'
+/// cache misses overlap instead (Valkey 8's batch prefetch over its I/O
+/// threads' jobs). A client with more is left to `parse_ahead`, which
+/// prefetches its first request with the ones behind it.
 fn prefetch_first(srv: &Server, table: &CommandMap, ids: &[ClientId]) {
     const MAX: usize = storage::keyspace::PREFETCH_MAX;
     let mut keys: [&[u8]; MAX] = [&[]; MAX];
     let (mut n, mut db) = (0, 0);
     for id in ids {
         let Some(c) = srv.clients.get(id) else { continue };
-        let Some(req) = c.io.as_ref().and_then(|l| l.reqs.front()) else { continue };
+        let Some(req) = c.io.as_ref().filter(|l| l.reqs.len() == 1).and_then(|l| l.reqs.front()) else { continue };
         if n == MAX || (n > 0 && c.db != db) {
             srv.dbs[db].prefetch(&keys[..n]);
             n = 0;
