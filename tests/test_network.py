@@ -282,3 +282,80 @@ def test_no_evict_client_is_never_chosen(start_server):
     assert clients_named(r, "keep")
     assert r.info("stats")["evicted_clients"] == 0
     keep.close()
+
+
+def client_named(r: redis.Redis, name: str) -> dict:
+    found = clients_named(r, name)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_reply_buffer_room_follows_the_client_as_redis_sizes_it(start_server):
+    """CLIENT LIST rbs/rbp: an idle client's room shrinks to 1-2 KiB, one
+    that keeps getting large replies has it doubled up to 16 KiB, and the
+    room is what the buffer keeps between replies (tot-mem)."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100")
+    tc = redis.Redis(host=s.host, port=s.port)
+    tc.client_setname("tc")
+    wait_for(lambda: 1024 <= int(client_named(r, "tc")["rbs"]) < 2046, what="idle room shrinks")
+    idle = client_named(r, "tc")
+    assert int(idle["rbp"]) <= int(idle["rbs"])
+    shrinks = r.info("stats")["reply_buffer_shrinks"]
+    assert shrinks >= 1
+
+    r.set("bigval", "x" * 32768)
+    r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never")
+
+    def busy_room() -> int:
+        assert len(tc.get("bigval")) == 32768
+        return int(client_named(r, "tc")["rbs"])
+    wait_for(lambda: busy_room() >= 16384, what="busy room grows")
+    busy = client_named(r, "tc")
+    assert int(busy["rbs"]) == 16384 and int(busy["rbp"]) == 16384
+    assert r.info("stats")["reply_buffer_expands"] >= 4  # 1 KiB to 16 KiB, doubling
+    on_io_thread = busy["io-thread"] != "0"
+    if not on_io_thread:
+        # The executor keeps the client's buffer: the room is held between
+        # replies, and given back once the client is idle.
+        assert int(busy["tot-mem"]) - int(idle["tot-mem"]) >= 14 * 1024, (busy, idle)
+    r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100")
+    wait_for(lambda: int(client_named(r, "tc")["rbs"]) < 2046, what="room shrinks again")
+    if not on_io_thread:
+        wait_for(lambda: int(client_named(r, "tc")["tot-mem"]) <= int(idle["tot-mem"]) + 1024, what="buffer given back")
+    r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset")
+    r.config_resetstat()
+    stats = r.info("stats")
+    assert (stats["reply_buffer_shrinks"], stats["reply_buffer_expands"]) == (0, 0)
+
+
+def test_reply_buffer_resizing_off_keeps_the_room(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "0")
+    r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100")
+    tc = redis.Redis(host=s.host, port=s.port)
+    tc.client_setname("tc")
+    time.sleep(0.5)
+    assert client_named(r, "tc")["rbs"] == "4096"
+    assert r.info("stats")["reply_buffer_shrinks"] == 0
+    r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "1")
+    wait_for(lambda: int(client_named(r, "tc")["rbs"]) < 2046, what="resizing on again")
+    with pytest.raises(redis.ResponseError, match="^value is not an integer or out of range$"):
+        r.execute_command("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "soon")
+    with pytest.raises(redis.ResponseError, match=r"^unknown subcommand or wrong number of arguments for 'REPLYBUFFER'\. Try DEBUG HELP\.$"):
+        r.execute_command("DEBUG", "REPLYBUFFER", "SIZE", "1")
+    with pytest.raises(redis.ResponseError, match=r"^unknown subcommand or wrong number of arguments for 'REPLYBUFFER'\. Try DEBUG HELP\.$"):
+        r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING")
+
+
+def test_client_list_fd_is_the_connections_socket(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.client_setname("me")
+    fd = int(client_named(r, "me")["fd"])
+    assert os.readlink(f"/proc/{s.proc.pid}/fd/{fd}").startswith("socket:")
+    other = redis.Redis(host=s.host, port=s.port)
+    other.client_setname("other")
+    assert int(client_named(r, "other")["fd"]) != fd

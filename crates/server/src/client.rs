@@ -5,7 +5,7 @@
 //! buffer and drains its reply buffer, `exec.rs` runs what it parsed.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use resp::{Parser, Reply};
 
@@ -169,12 +169,91 @@ pub fn reply_usage(pending: usize) -> u64 {
     reply_blocks(pending) as u64 * BLOCK_COST
 }
 
+/// Least room a reply buffer is cut back to (Redis's 1 KiB floor).
+pub const REPLY_ROOM_MIN: usize = 1024;
+/// Most room a reply buffer keeps (Redis's 16 KiB reply chunk).
+pub const REPLY_ROOM_MAX: usize = 16 * 1024;
+/// A new client's room. Redis allocates 16 KiB for each client up front;
+/// densekv allocates as replies need and starts the room lower, so a
+/// client that got one large reply keeps no more than 4 KiB of it.
+pub const REPLY_ROOM_START: usize = 4 * 1024;
+/// How often, by default, the peak a room is sized by starts over (ms).
+pub const REPLY_PEAK_RESET_MS: u64 = 5000;
+
+/// The room a client's reply buffer keeps once its replies are written
+/// (CLIENT LIST `rbs`), and the most of that room the buffer used since
+/// the peak last started over (`rbp`).
+///
+/// The buffer grows as a reply needs; once all of it is written, a
+/// buffer larger than its room is cut back to the room (`net.rs`). The
+/// cron sizes the room by the peak, as Redis sizes its per-client buffer:
+/// a peak under half the room shrinks it to the peak (not under
+/// `REPLY_ROOM_MIN`), a peak that filled it doubles it (up to
+/// `REPLY_ROOM_MAX`); every reset period the peak starts over from what
+/// the buffer holds then. So a client that goes idle gives back all but
+/// a kilobyte or two, and one that keeps getting large replies keeps
+/// 16 KiB instead of growing a buffer again for each.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyRoom {
+    /// Bytes the buffer may keep between replies.
+    pub size: usize,
+    /// Most bytes it held since `peak_at`, at most `size`.
+    pub peak: usize,
+    /// When the peak last started over.
+    pub peak_at: Instant,
+}
+
+/// What one cron visit did to a room (INFO's reply_buffer_shrinks and
+/// reply_buffer_expands count them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resized {
+    Same,
+    Shrunk,
+    Expanded,
+}
+
+impl ReplyRoom {
+    pub fn new(now: Instant) -> ReplyRoom {
+        ReplyRoom { size: REPLY_ROOM_START, peak: 0, peak_at: now }
+    }
+
+    /// Notes that the buffer holds `held` bytes.
+    #[inline]
+    pub fn note(&mut self, held: usize) {
+        self.peak = self.peak.max(held.min(self.size));
+    }
+
+    /// One cron visit: resizes the room by its peak, then starts the peak
+    /// over from `held` if `reset` (None: never) has passed since it last
+    /// did.
+    pub fn adapt(&mut self, now: Instant, reset: Option<Duration>, held: usize) -> Resized {
+        let half = self.size / 2;
+        let resized = if half >= REPLY_ROOM_MIN && self.peak < half {
+            self.size = REPLY_ROOM_MIN.max(self.peak + 1);
+            Resized::Shrunk
+        } else if self.size < REPLY_ROOM_MAX && self.peak == self.size {
+            self.size = REPLY_ROOM_MAX.min(self.size * 2);
+            Resized::Expanded
+        } else {
+            Resized::Same
+        };
+        if reset.is_some_and(|r| now.duration_since(self.peak_at) >= r) {
+            self.peak = held.min(self.size);
+            self.peak_at = now;
+        }
+        resized
+    }
+}
+
 /// One connection.
 pub struct Client {
     /// Unique id.
     pub id: ClientId,
     /// The socket; None for the internal client used by tests and scripts.
     pub sock: Option<Conn>,
+    /// The socket's file descriptor, kept while an I/O thread holds the
+    /// socket; -1 for a client without one.
+    pub fd: i32,
     /// The TLS session of a client that came through tls-port; None for a
     /// plain one.
     pub tls: Option<Box<crate::tls::Session>>,
@@ -198,6 +277,8 @@ pub struct Client {
     pub parser: Parser,
     /// Reply bytes not yet written; `reply.resp3` is the protocol version.
     pub reply: Reply,
+    /// The room `reply.buf` keeps between replies.
+    pub reply_room: ReplyRoom,
     /// How much of `reply.buf` was already written.
     pub sent: usize,
     /// Commands queued by MULTI (None outside a transaction).
@@ -430,6 +511,7 @@ impl Client {
         let now = Instant::now();
         Client {
             id,
+            fd: sock.as_ref().map_or(-1, Conn::raw_fd),
             sock,
             tls: None,
             addr,
@@ -442,6 +524,7 @@ impl Client {
             qpos: 0,
             parser: Parser::new(),
             reply: Reply::new(),
+            reply_room: ReplyRoom::new(now),
             sent: 0,
             multi: None,
             multi_error: false,
@@ -650,11 +733,11 @@ impl Client {
             (0, 0, pending + stream)
         };
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
-            self.id + 7,
+            self.fd,
             name,
             now.duration_since(self.created).as_secs(),
             now.duration_since(self.last_interaction).as_secs(),
@@ -668,6 +751,8 @@ impl Client {
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
             self.multi_mem(),
+            self.reply_room.size,
+            self.reply_room.peak,
             obl,
             oll,
             omem,

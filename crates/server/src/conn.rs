@@ -21,6 +21,14 @@ impl Conn {
         matches!(self, Conn::Unix(_))
     }
 
+    /// The socket's file descriptor (CLIENT LIST `fd`).
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        match self {
+            Conn::Tcp(s) => s.as_raw_fd(),
+            Conn::Unix(s) => s.as_raw_fd(),
+        }
+    }
 }
 
 impl Read for Conn {

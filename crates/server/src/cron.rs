@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::client::Resized;
 use crate::{notify, publish};
 use crate::server::{unix_ms, Server};
 use storage::value::Kind;
@@ -101,12 +102,25 @@ pub fn tick(srv: &mut Server) {
         }
     }
     crate::conn::close_idle_migrate_conns(&mut srv.migrate_conns);
+    let t = Instant::now();
     for c in srv.clients.values_mut() {
         // Give back a query buffer that grew for one big request.
         if c.qbuf.is_empty() && c.qbuf.capacity() > 32 * 1024 && c.qbuf_peak < c.qbuf.capacity() / 2 {
             c.qbuf = Vec::new();
         }
         c.qbuf_peak = 0;
+        if srv.reply_resizing {
+            match c.reply_room.adapt(t, srv.reply_peak_reset, c.reply.buf.len()) {
+                Resized::Same => {}
+                Resized::Shrunk => srv.reply_shrinks += 1,
+                Resized::Expanded => srv.reply_expands += 1,
+            }
+            // An idle buffer larger than its room gives the rest back.
+            if c.sent == c.reply.buf.len() && c.reply.buf.capacity() > c.reply_room.size {
+                c.reply.buf = Vec::with_capacity(c.reply_room.size);
+                c.sent = 0;
+            }
+        }
     }
     let (t0, n0) = srv.ops_sample;
     let dt = t0.elapsed().as_secs_f64();

@@ -1220,6 +1220,7 @@ const BULK_PER_FLUSH: usize = 32 << 20;
 /// stream it has not been sent (`replication::refill`) as it goes on
 /// taking.
 pub fn flush(srv: &mut Server, c: &mut Client) {
+    c.reply_room.note(c.reply.buf.len());
     if c.io.is_some() {
         hand_over(srv, c);
         return;
@@ -1449,25 +1450,19 @@ fn flush_plain(srv: &mut Server, c: &mut Client) {
     settle_reply(c);
 }
 
-/// Room a reply buffer keeps once all of it is written: the usual small
-/// replies of a client reuse it, while a buffer a larger reply grew (an
-/// INFO, a KEYS) is cut back to this, so used_memory does not keep the
-/// largest reply each client ever had, and a client's tot-mem between
-/// its commands stays put whatever their replies' sizes were (Redis's
-/// per-client buffer is fixed at 16 KiB).
-const REPLY_KEEP: usize = 4 * 1024;
-
 /// Room of the reply buffer a client of an I/O thread gets when its last
 /// one was handed over: a status, an integer or a short bulk reply fits.
 const REPLY_FRESH: usize = 64;
 
 /// Drops what was written from the reply buffer (all of it, or a large
-/// written head), giving back a buffer a big reply left large.
+/// written head), cutting a buffer a big reply grew back to the client's
+/// room (`ReplyRoom`), so used_memory does not keep the largest reply
+/// each client ever had.
 fn settle_reply(c: &mut Client) {
     if c.sent == c.reply.buf.len() {
         c.sent = 0;
-        if c.reply.buf.capacity() > REPLY_KEEP {
-            c.reply.buf = Vec::with_capacity(REPLY_KEEP);
+        if c.reply.buf.capacity() > c.reply_room.size {
+            c.reply.buf = Vec::with_capacity(c.reply_room.size);
         } else {
             c.reply.buf.clear();
         }
@@ -1658,6 +1653,7 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
     let mut link = None;
     let mut sock = None;
     let mut session = session;
+    let fd = conn.raw_fd();
     match srv.io.as_mut() {
         Some(io) => {
             let mut l = crate::client::IoLink::new(io.assign(), conn.is_unix());
@@ -1674,6 +1670,7 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
     }
     srv.total_connections += 1;
     let mut c = Client::new(id, sock, addr, laddr);
+    c.fd = fd;
     c.io = link;
     c.user = Some(srv.acl.default_user());
     c.authenticated = !srv.acl.auth_required();

@@ -6,7 +6,7 @@
 //! several executors side by side (DESIGN §2).
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use storage::{Db, EvictionPool};
 
@@ -529,6 +529,14 @@ pub struct Server {
     pub pid: u32,
     /// Clients killed by limits (qbuf, obuf).
     pub client_kills: u64,
+    /// The cron sizes reply buffers' room (DEBUG REPLYBUFFER RESIZING).
+    pub reply_resizing: bool,
+    /// How often a reply room's peak starts over; None: never (DEBUG
+    /// REPLYBUFFER PEAK-RESET-TIME).
+    pub reply_peak_reset: Option<Duration>,
+    /// Reply rooms the cron shrank and expanded (INFO stats).
+    pub reply_shrinks: u64,
+    pub reply_expands: u64,
     /// Last unix time the stats were reset (CONFIG RESETSTAT).
     pub stat_reset: i64,
     /// 40 hex digits identifying this run (INFO run_id, master_replid).
@@ -811,6 +819,10 @@ impl Server {
             last_save: unix_ms() / 1000,
             pid: std::process::id(),
             client_kills: 0,
+            reply_resizing: true,
+            reply_peak_reset: Some(Duration::from_millis(crate::client::REPLY_PEAK_RESET_MS)),
+            reply_shrinks: 0,
+            reply_expands: 0,
             stat_reset: unix_ms() / 1000,
             run_id: (0..5).map(|i| format!("{:08x}", (seed.rotate_left(i * 13) ^ (seed >> i)) as u32)).collect(),
             lazyfree: LazyFree::new(),
@@ -1095,6 +1107,8 @@ impl Server {
         self.net_input_bytes = 0;
         self.net_output_bytes = 0;
         self.client_kills = 0;
+        self.reply_shrinks = 0;
+        self.reply_expands = 0;
         self.lazyfree.reset_stats();
         self.net_reads = 0;
         self.net_writes = 0;

@@ -7,7 +7,7 @@
 //! command runs, so everything that walks "all clients" (CLIENT LIST/KILL)
 //! looks at `ctx.client` as well.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::command::flags::*;
 use crate::command::{arg_i64, container, is, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
@@ -15,7 +15,7 @@ use crate::blocking::BlockRequest;
 use crate::dispatch::{self, Release};
 use crate::client::{Client, ReplyMode};
 use crate::commandlog::LogKind;
-use crate::server::{unix_us, Pause};
+use crate::server::{unix_us, Pause, Server};
 use crate::tracking::{Options, Tracking};
 
 const ADM: &[&str] = &["admin", "slow", "dangerous"];
@@ -1761,6 +1761,29 @@ fn debug_populate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// DEBUG REPLYBUFFER PEAK-RESET-TIME <never|reset|ms> | RESIZING <0|1>.
+fn debug_replybuffer(srv: &mut Server, args: &[Vec<u8>]) -> Result<(), CmdError> {
+    let (what, arg) = (&args[2], &args[3]);
+    if what.eq_ignore_ascii_case(b"peak-reset-time") {
+        srv.reply_peak_reset = if arg.eq_ignore_ascii_case(b"never") {
+            None
+        } else if arg.eq_ignore_ascii_case(b"reset") {
+            Some(Duration::from_millis(crate::client::REPLY_PEAK_RESET_MS))
+        } else {
+            // A negative time is "never", as in Redis.
+            u64::try_from(crate::command::arg_i64(arg)?).ok().map(Duration::from_millis)
+        };
+    } else if what.eq_ignore_ascii_case(b"resizing") {
+        srv.reply_resizing = atoi(arg) != 0;
+    } else {
+        return Err(CmdError::err(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(&args[1])
+        )));
+    }
+    Ok(())
+}
+
 /// An argument as C's atoi reads it: leading digits (after an optional
 /// sign), 0 when there are none.
 fn atoi(a: &[u8]) -> i64 {
@@ -1867,7 +1890,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.srv.dirty = 0;
             ctx.srv.persist.dirty_at_save = 0;
         }
-        ("replybuffer", 4) => {}
+        ("replybuffer", 4) => debug_replybuffer(ctx.srv, args)?,
         ("drop-cluster-packet-filter", 3) => {
             // The message type the bus drops on receipt; -1 none, -2 all.
             let t = crate::command::arg_i64(&args[2])?;
@@ -1914,6 +1937,11 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Reply with a test value of the specified type. <type> can be: string,",
                     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
                     "    true, false.",
+                    "REPLYBUFFER PEAK-RESET-TIME <NEVER|RESET|milliseconds>",
+                    "    How often the peak a client's reply buffer is sized by starts over;",
+                    "    NEVER keeps the last peak, RESET restores the default (5000).",
+                    "REPLYBUFFER RESIZING <0|1>",
+                    "    Turn the cron's sizing of client reply buffers off or on.",
                     "SET-ACTIVE-EXPIRE <0|1>",
                     "    Setting it to 0 disables expiring keys in background when they are not accessed.",
                     "SET-SKIP-CHECKSUM-VALIDATION <0|1>",

@@ -699,8 +699,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "io_threaded_writes_processed", &writes);
         line(&mut s, "client_query_buffer_limit_disconnections", &srv.client_kills);
         line(&mut s, "client_output_buffer_limit_disconnections", &srv.obuf_kills);
-        line(&mut s, "reply_buffer_shrinks", &0);
-        line(&mut s, "reply_buffer_expands", &0);
+        line(&mut s, "reply_buffer_shrinks", &srv.reply_shrinks);
+        line(&mut s, "reply_buffer_expands", &srv.reply_expands);
         line(&mut s, "eventloop_cycles", &srv.el.cycles);
         line(&mut s, "eventloop_duration_sum", &(srv.el.busy_ns / 1000));
         line(&mut s, "eventloop_duration_cmd_sum", &(srv.el.cmd_ns / 1000));
