@@ -359,3 +359,28 @@ def test_client_list_fd_is_the_connections_socket(start_server):
     other = redis.Redis(host=s.host, port=s.port)
     other.client_setname("other")
     assert int(client_named(r, "other")["fd"]) != fd
+
+
+def test_client_list_argv_mem_is_the_running_or_blocked_commands_arguments(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.client_setname("me")
+    # Its own CLIENT LIST: "client" + "list" (Redis's argv_len_sum).
+    assert client_named(r, "me")["argv-mem"] == "10"
+    assert b" argv-mem=10 " in r.execute_command("CLIENT", "INFO")
+    b = redis.Connection(host=s.host, port=s.port)
+    b.send_command("CLIENT", "SETNAME", "blocked")
+    assert b.read_response() == b"OK"
+    assert client_named(r, "blocked")["argv-mem"] == "0"
+    b.send_command("BLPOP", "somelist", "0")
+    wait_for(lambda: "b" in client_named(r, "blocked")["flags"], what="blocked")
+    assert client_named(r, "blocked")["argv-mem"] == str(len("BLPOP") + len("somelist") + 1)
+    r.rpush("somelist", "x")
+    assert b.read_response() == [b"somelist", b"x"]
+    wait_for(lambda: client_named(r, "blocked")["argv-mem"] == "0", what="argv released")
+    b.send_command("BLPOP", "other", "0")
+    wait_for(lambda: "b" in client_named(r, "blocked")["flags"], what="blocked again")
+    r.client_unblock(int(client_named(r, "blocked")["id"]))
+    assert b.read_response() is None
+    assert client_named(r, "blocked")["argv-mem"] == "0"
+    b.disconnect()

@@ -449,6 +449,7 @@ impl Blocking {
             self.nokey += 1;
         }
         let argv = req.rerun_argv.take().unwrap_or_else(|| argv.to_vec());
+        c.argv_mem = argv.iter().map(Vec::len).sum();
         self.parked.insert(c.id, Parked { db: c.db, seq, req, argv, spent_us });
         c.blocked = true;
         true

@@ -279,6 +279,9 @@ pub struct Client {
     pub reply: Reply,
     /// The room `reply.buf` keeps between replies.
     pub reply_room: ReplyRoom,
+    /// Bytes of the arguments of the command it is running or blocked in
+    /// (CLIENT LIST `argv-mem`); 0 between commands.
+    pub argv_mem: usize,
     /// How much of `reply.buf` was already written.
     pub sent: usize,
     /// Commands queued by MULTI (None outside a transaction).
@@ -525,6 +528,7 @@ impl Client {
             parser: Parser::new(),
             reply: Reply::new(),
             reply_room: ReplyRoom::new(now),
+            argv_mem: 0,
             sent: 0,
             multi: None,
             multi_error: false,
@@ -733,7 +737,7 @@ impl Client {
             (0, 0, pending + stream)
         };
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} io-thread={}",
             self.id,
             self.addr,
             self.laddr,
@@ -750,6 +754,7 @@ impl Client {
             self.watched.len(),
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
+            self.argv_mem,
             self.multi_mem(),
             self.reply_room.size,
             self.reply_room.peak,

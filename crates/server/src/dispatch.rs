@@ -408,6 +408,7 @@ fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
         return;
     };
     c.blocked = false;
+    c.argv_mem = 0;
     let table = host.table().clone();
     if let Lookup::Found(spec) = exec::lookup(&table, &p.argv) {
         // Rights are checked again: they may have changed while it waited.
@@ -461,6 +462,7 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
     let Some(mut c) = srv.clients.remove(&id) else { return false };
     let p = srv.blocking.unpark(id).expect("checked above");
     c.blocked = false;
+    c.argv_mem = 0;
     let mark = c.reply.buf.len();
     let failed = match how {
         Release::Timeout => {
