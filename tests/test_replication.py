@@ -1094,3 +1094,36 @@ def test_a_streamed_save_stops_when_its_last_replica_drops(servers):
     rr = client(replica)
     rr.replicaof(primary.host, primary.port)
     wait_for(lambda: link_up(replica) and rr.dbsize() == 200, what="a fresh sync")
+
+
+def test_replication_bytes_are_counted_apart_from_clients(servers):
+    """INFO total_net_repl_input/output_bytes count the replication link
+    (the image and the stream) and total_net_input/output_bytes do not;
+    the instantaneous repl rates follow them."""
+    primary = servers(server_binary())
+    replica = servers(server_binary(), "--replica-read-only", "no")
+    pr, rr = client(primary), client(replica)
+    pr.set("big", os.urandom(200_000))  # the image's LZF cannot shrink it
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    synced_in = rr.info("stats")["total_net_repl_input_bytes"]
+    assert synced_in > 200_000  # the image carried the value
+    client_in = rr.info("stats")["total_net_input_bytes"]
+    value = "y" * 100_000
+    for i in range(20):
+        pr.set(f"k{i}", value)
+    assert pr.wait(1, 5000) == 1
+    p_stats, r_stats = pr.info("stats"), rr.info("stats")
+    assert r_stats["total_net_repl_input_bytes"] - synced_in >= 20 * 100_000
+    assert p_stats["total_net_repl_output_bytes"] >= 20 * 100_000 + 200_000
+    # The stream is not client input on the replica, nor client output on
+    # the primary (whose clients only got +OK and the WAIT reply).
+    assert r_stats["total_net_input_bytes"] - client_in < 10_000
+    assert p_stats["total_net_output_bytes"] < 10_000
+    # The rates come from cron's 100 ms samples: the next one shows them.
+    wait_for(lambda: float(rr.info("stats")["instantaneous_input_repl_kbps"]) > 0, timeout=2, what="replica's repl rate")
+    wait_for(lambda: float(pr.info("stats")["instantaneous_output_repl_kbps"]) > 0, timeout=2, what="primary's repl rate")
+    # A writable replica tracks the TTLs of keys written on it.
+    rr.set("local", "v", ex=100)
+    assert rr.info("stats")["slave_expires_tracked_keys"] == 1
+    assert pr.info("stats")["slave_expires_tracked_keys"] == 0

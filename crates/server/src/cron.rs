@@ -122,12 +122,7 @@ pub fn tick(srv: &mut Server) {
             }
         }
     }
-    let (t0, n0) = srv.ops_sample;
-    let dt = t0.elapsed().as_secs_f64();
-    if dt >= 0.1 {
-        srv.ops_per_sec = (srv.total_commands.saturating_sub(n0) as f64 / dt) as u64;
-        srv.ops_sample = (Instant::now(), srv.total_commands);
-    }
+    srv.rates.sample([srv.total_commands, srv.net_input_bytes, srv.net_output_bytes, srv.net_repl_input_bytes, srv.net_repl_output_bytes]);
     if let Some(h) = srv.hotkeys.as_deref_mut() {
         h.expire(now);
     }

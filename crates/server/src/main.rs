@@ -325,6 +325,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
         return Err(fail(&e));
     }
     log.notice("Server initialized");
+    srv.used_memory_startup = srv.used_memory();
     let started = std::time::Instant::now();
     match ev.load(&mut srv) {
         Ok(Some(st)) => {

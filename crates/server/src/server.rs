@@ -53,6 +53,53 @@ pub struct EventLoopStats {
     next_rate: usize,
 }
 
+/// INFO's instantaneous_* figures: per-second rates of a few counters,
+/// one per interval of at least 100 ms (sampled by cron), averaged over
+/// the last `RATE_SAMPLES` as Redis averages its instantaneous metrics.
+#[derive(Debug)]
+pub struct Rates {
+    at: Instant,
+    last: [u64; RATES],
+    rates: [[f64; RATES]; RATE_SAMPLES],
+    next: usize,
+}
+
+/// The counters `Rates` follows, in order.
+pub const RATES: usize = 5;
+pub const RATE_OPS: usize = 0;
+pub const RATE_NET_IN: usize = 1;
+pub const RATE_NET_OUT: usize = 2;
+pub const RATE_REPL_IN: usize = 3;
+pub const RATE_REPL_OUT: usize = 4;
+
+impl Rates {
+    pub fn new() -> Rates {
+        Rates { at: Instant::now(), last: [0; RATES], rates: [[0.0; RATES]; RATE_SAMPLES], next: 0 }
+    }
+
+    /// Takes a sample of the counters' `totals` once 100 ms have passed
+    /// since the last. A counter that went down (CONFIG RESETSTAT) counts
+    /// from zero.
+    pub fn sample(&mut self, totals: [u64; RATES]) {
+        let dt = self.at.elapsed().as_secs_f64();
+        if dt < 0.1 {
+            return;
+        }
+        for (i, (&now, last)) in totals.iter().zip(&self.last).enumerate() {
+            let d = if now >= *last { now - last } else { now };
+            self.rates[self.next][i] = d as f64 / dt;
+        }
+        self.next = (self.next + 1) % RATE_SAMPLES;
+        self.last = totals;
+        self.at = Instant::now();
+    }
+
+    /// Counter `i`'s mean rate per second over the last samples.
+    pub fn get(&self, i: usize) -> f64 {
+        self.rates.iter().map(|r| r[i]).sum::<f64>() / RATE_SAMPLES as f64
+    }
+}
+
 /// Rates kept for the instantaneous figures (1.6 s at one per 100 ms, as
 /// Redis averages its instantaneous metrics).
 const RATE_SAMPLES: usize = 16;
@@ -543,10 +590,15 @@ pub struct Server {
     pub run_id: String,
     /// The background freeing thread (UNLINK, FLUSH* ASYNC).
     pub lazyfree: LazyFree,
-    /// Commands per second over the last cron interval.
-    pub ops_per_sec: u64,
-    /// (time, total_commands) at the last ops/sec sample.
-    pub ops_sample: (Instant, u64),
+    /// INFO's instantaneous rates (commands, network bytes).
+    pub rates: Rates,
+    /// Bytes read from this server's primary, and written to its replicas
+    /// (INFO total_net_repl_*; not in total_net_input/output_bytes).
+    pub net_repl_input_bytes: u64,
+    pub net_repl_output_bytes: u64,
+    /// used_memory once the server was initialized, before loading data
+    /// (INFO used_memory_startup).
+    pub used_memory_startup: u64,
     /// Socket reads done.
     pub net_reads: u64,
     /// Socket writes done.
@@ -596,6 +648,27 @@ pub struct Server {
 pub const MISCONF_RDB: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 impl Server {
+
+    /// Counts `n` bytes read from a client: a primary's stream as
+    /// replication input, anything else as client input (as Redis splits
+    /// total_net_input_bytes and total_net_repl_input_bytes).
+    pub fn count_input(&mut self, role: crate::client::ReplRole, n: u64) {
+        if role == crate::client::ReplRole::Primary {
+            self.net_repl_input_bytes += n;
+        } else {
+            self.net_input_bytes += n;
+        }
+    }
+
+    /// Counts `n` bytes written to a client: to a replica as replication
+    /// output, else as client output.
+    pub fn count_output(&mut self, role: crate::client::ReplRole, n: u64) {
+        if role == crate::client::ReplRole::Replica {
+            self.net_repl_output_bytes += n;
+        } else {
+            self.net_output_bytes += n;
+        }
+    }
     /// How a key that expired leaves the write stream: DEL, or UNLINK with
     /// lazyfree-lazy-expire, as Redis propagates it.
     pub fn expire_cmd(&self) -> &'static [u8] {
@@ -826,8 +899,10 @@ impl Server {
             stat_reset: unix_ms() / 1000,
             run_id: (0..5).map(|i| format!("{:08x}", (seed.rotate_left(i * 13) ^ (seed >> i)) as u32)).collect(),
             lazyfree: LazyFree::new(),
-            ops_per_sec: 0,
-            ops_sample: (Instant::now(), 0),
+            rates: Rates::new(),
+            net_repl_input_bytes: 0,
+            net_repl_output_bytes: 0,
+            used_memory_startup: 0,
             net_reads: 0,
             net_writes: 0,
             el: EventLoopStats::new(),
@@ -1106,6 +1181,8 @@ impl Server {
         self.total_error_replies = 0;
         self.net_input_bytes = 0;
         self.net_output_bytes = 0;
+        self.net_repl_input_bytes = 0;
+        self.net_repl_output_bytes = 0;
         self.client_kills = 0;
         self.reply_shrinks = 0;
         self.reply_expands = 0;

@@ -775,7 +775,8 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let clients: u64 = ctx.srv.clients.values().map(|c| &**c).chain(std::iter::once(&*ctx.client)).map(|c| (c.qbuf.capacity() + c.reply.buf.capacity()) as u64).sum();
     let dbs: Vec<(usize, usize)> = ctx.srv.dbs.iter().enumerate().filter(|(_, d)| !d.is_empty()).map(|(i, d)| (i, d.len())).collect();
     let keys: u64 = dbs.iter().map(|&(_, n)| n as u64).sum();
-    let overhead = clients;
+    let startup = ctx.srv.used_memory_startup;
+    let overhead = startup + clients;
     let dataset = allocated.saturating_sub(overhead);
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let out = &mut ctx.client.reply;
@@ -786,7 +787,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     };
     int(out, "peak.allocated", peak);
     int(out, "total.allocated", allocated);
-    int(out, "startup.allocated", 0);
+    int(out, "startup.allocated", startup);
     int(out, "replication.backlog", 0);
     int(out, "clients.slaves", 0);
     int(out, "clients.normal", clients);
@@ -808,7 +809,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     int(out, "keys.bytes-per-key", dataset.checked_div(keys).unwrap_or(0));
     int(out, "dataset.bytes", dataset);
     out.bulk(b"dataset.percentage");
-    out.double(100.0 * ratio(dataset, allocated));
+    out.double(100.0 * ratio(dataset, allocated.saturating_sub(startup)));
     out.bulk(b"peak.percentage");
     out.double(100.0 * ratio(allocated, peak));
     int(out, "allocator.allocated", allocated);

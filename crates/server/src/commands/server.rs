@@ -10,7 +10,7 @@ use crate::bgsave::Purpose;
 use crate::client::ReplRole;
 use crate::memory;
 use std::sync::atomic::Ordering::Relaxed;
-use crate::server::{unix_ms, unix_us};
+use crate::server::{unix_ms, unix_us, RATE_NET_IN, RATE_NET_OUT, RATE_OPS, RATE_REPL_IN, RATE_REPL_OUT};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -530,10 +530,15 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "used_memory_peak", &peak);
         line(&mut s, "used_memory_peak_human", &human(peak));
         line(&mut s, "used_memory_peak_perc", &format!("{:.2}%", if peak == 0 { 0.0 } else { used as f64 * 100.0 / peak as f64 }));
-        line(&mut s, "used_memory_overhead", &clients_mem);
-        line(&mut s, "used_memory_startup", &0);
-        line(&mut s, "used_memory_dataset", &used.saturating_sub(clients_mem as u64));
-        line(&mut s, "used_memory_dataset_perc", &"100.00%");
+        // As Redis: the overhead includes the memory used at start-up, and
+        // the dataset's share is of what was allocated since.
+        let overhead = srv.used_memory_startup + clients_mem as u64;
+        line(&mut s, "used_memory_overhead", &overhead);
+        let dataset = used.saturating_sub(overhead);
+        let net = used.saturating_sub(srv.used_memory_startup);
+        line(&mut s, "used_memory_startup", &srv.used_memory_startup);
+        line(&mut s, "used_memory_dataset", &dataset);
+        line(&mut s, "used_memory_dataset_perc", &format!("{:.2}%", if net == 0 { 0.0 } else { dataset as f64 * 100.0 / net as f64 }));
         line(&mut s, "allocator_allocated", &used);
         line(&mut s, "allocator_active", &active);
         line(&mut s, "allocator_resident", &resident);
@@ -641,13 +646,18 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         section(&mut s, "Stats");
         line(&mut s, "total_connections_received", &srv.total_connections);
         line(&mut s, "total_commands_processed", &srv.total_commands);
-        line(&mut s, "instantaneous_ops_per_sec", &srv.ops_per_sec);
+        line(&mut s, "instantaneous_ops_per_sec", &(srv.rates.get(RATE_OPS) as u64));
         line(&mut s, "total_net_input_bytes", &srv.net_input_bytes);
         line(&mut s, "total_net_output_bytes", &srv.net_output_bytes);
-        line(&mut s, "total_net_repl_input_bytes", &0);
-        line(&mut s, "total_net_repl_output_bytes", &0);
-        for k in ["instantaneous_input_kbps", "instantaneous_output_kbps", "instantaneous_input_repl_kbps", "instantaneous_output_repl_kbps"] {
-            line(&mut s, k, &"0.00");
+        line(&mut s, "total_net_repl_input_bytes", &srv.net_repl_input_bytes);
+        line(&mut s, "total_net_repl_output_bytes", &srv.net_repl_output_bytes);
+        for (k, i) in [
+            ("instantaneous_input_kbps", RATE_NET_IN),
+            ("instantaneous_output_kbps", RATE_NET_OUT),
+            ("instantaneous_input_repl_kbps", RATE_REPL_IN),
+            ("instantaneous_output_repl_kbps", RATE_REPL_OUT),
+        ] {
+            line(&mut s, k, &format!("{:.2}", srv.rates.get(i) / 1024.0));
         }
         line(&mut s, "rejected_connections", &srv.rejected_connections);
         line(&mut s, "sync_full", &srv.repl.sync_full);
@@ -672,10 +682,13 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "pubsub_channels", &srv.pubsub.len(crate::pubsub::Kind::Channel));
         line(&mut s, "pubsub_patterns", &srv.pubsub.len(crate::pubsub::Kind::Pattern));
         line(&mut s, "pubsubshard_channels", &srv.pubsub.len(crate::pubsub::Kind::Shard));
+        // Saves never fork and nothing defragments: these stay 0.
+        for k in ["latest_fork_usec", "total_forks"] {
+            line(&mut s, k, &0);
+        }
+        line(&mut s, "migrate_cached_sockets", &srv.migrate_conns.len());
+        line(&mut s, "slave_expires_tracked_keys", &srv.repl.local_keys.len());
         for k in [
-            "latest_fork_usec",
-            "total_forks",
-            "slave_expires_tracked_keys",
             "active_defrag_hits",
             "active_defrag_misses",
             "active_defrag_key_hits",
@@ -685,7 +698,6 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         ] {
             line(&mut s, k, &0);
         }
-        line(&mut s, "migrate_cached_sockets", &srv.migrate_conns.len());
         line(&mut s, "tracking_total_keys", &srv.tracking.keys());
         line(&mut s, "tracking_total_items", &srv.tracking.items());
         line(&mut s, "tracking_total_prefixes", &srv.tracking.prefixes());
