@@ -64,6 +64,12 @@ pub struct Rates {
     next: usize,
 }
 
+impl Default for Rates {
+    fn default() -> Rates {
+        Rates::new()
+    }
+}
+
 /// The counters `Rates` follows, in order.
 pub const RATES: usize = 5;
 pub const RATE_OPS: usize = 0;
