@@ -740,3 +740,33 @@ def test_used_memory_startup_and_dataset_share(start_server):
     assert abs(perc - dataset * 100 / (mem["used_memory"] - startup)) < 0.01
     assert 50 < perc <= 100
     assert r.memory_stats()["startup.allocated"] == startup
+
+
+def test_memory_stats_shows_the_overhead_info_shows(start_server):
+    """MEMORY STATS and INFO memory give the same parts, and the overhead
+    is their sum (Redis's overhead_total)."""
+    s = start_server("--appendonly", "yes")
+    r = redis.Redis(host=s.host, port=s.port)
+    r.script_load("return 1")
+    r.function_load("#!lua name=lib\nredis.register_function('f', function() return 1 end)")
+    r.set("k", "v")
+    stats, mem = r.memory_stats(), r.info("memory")
+    parts = {
+        "startup.allocated": "used_memory_startup",
+        "replication.backlog": "mem_replication_backlog",
+        "clients.slaves": "mem_clients_slaves",
+        "cluster.links": "mem_cluster_links",
+        "aof.buffer": "mem_aof_buffer",
+        "lua.caches": "used_memory_scripts_eval",
+        "functions.caches": "used_memory_functions",
+    }
+    for field, key in parts.items():
+        assert stats[field] == mem[key], (field, stats[field], mem[key])
+    assert stats["lua.caches"] > 0 and stats["functions.caches"] > 0
+    # The caller's own buffers differ by a reply between the two calls.
+    assert abs(stats["clients.normal"] - mem["mem_clients_normal"]) < 16 * 1024
+    total = sum(stats[f] for f in parts if f != "cluster.links") + stats["cluster.links"] + stats["clients.normal"]
+    assert stats["overhead.total"] == total
+    assert abs(stats["overhead.total"] - mem["used_memory_overhead"]) < 16 * 1024
+    assert stats["dataset.bytes"] == stats["total.allocated"] - stats["overhead.total"]
+    assert abs(stats["total.allocated"] - mem["used_memory"]) < 64 * 1024

@@ -771,13 +771,15 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let active = memory::active();
     let resident = memory::resident();
     let rss = memory::rss();
-    let peak = ctx.srv.peak_memory.max(allocated);
-    let clients: u64 = ctx.srv.clients.values().map(|c| &**c).chain(std::iter::once(&*ctx.client)).map(|c| (c.qbuf.capacity() + c.reply.buf.capacity()) as u64).sum();
+    // total.allocated is used_memory, as in Redis (INFO shows the same).
+    let used = ctx.srv.used_memory();
+    let peak = ctx.srv.peak_memory.max(used);
+    let si = ctx.host.scripts_ref().info();
+    let o = crate::commands::server::Overhead::of(ctx.srv, ctx.client, &si);
     let dbs: Vec<(usize, usize)> = ctx.srv.dbs.iter().enumerate().filter(|(_, d)| !d.is_empty()).map(|(i, d)| (i, d.len())).collect();
     let keys: u64 = dbs.iter().map(|&(_, n)| n as u64).sum();
-    let startup = ctx.srv.used_memory_startup;
-    let overhead = startup + clients;
-    let dataset = allocated.saturating_sub(overhead);
+    let overhead = o.total();
+    let dataset = used.saturating_sub(overhead);
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let out = &mut ctx.client.reply;
     out.map(31 + dbs.len());
@@ -786,15 +788,17 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         out.int(i64::try_from(v).unwrap_or(i64::MAX));
     };
     int(out, "peak.allocated", peak);
-    int(out, "total.allocated", allocated);
-    int(out, "startup.allocated", startup);
-    int(out, "replication.backlog", 0);
-    int(out, "clients.slaves", 0);
-    int(out, "clients.normal", clients);
-    int(out, "cluster.links", 0);
-    int(out, "aof.buffer", 0);
-    int(out, "lua.caches", 0);
-    int(out, "functions.caches", 0);
+    int(out, "total.allocated", used);
+    int(out, "startup.allocated", o.startup);
+    int(out, "replication.backlog", o.backlog);
+    int(out, "clients.slaves", o.replicas);
+    int(out, "clients.normal", o.normal);
+    int(out, "cluster.links", o.links);
+    int(out, "aof.buffer", o.aof);
+    int(out, "lua.caches", o.lua);
+    int(out, "functions.caches", o.functions);
+    // The keyspace's table is in the dataset: densekv has no per-database
+    // dictionaries to count apart.
     for &(i, _) in &dbs {
         out.bulk(format!("db.{i}").as_bytes());
         out.map(2);
@@ -809,9 +813,9 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     int(out, "keys.bytes-per-key", dataset.checked_div(keys).unwrap_or(0));
     int(out, "dataset.bytes", dataset);
     out.bulk(b"dataset.percentage");
-    out.double(100.0 * ratio(dataset, allocated.saturating_sub(startup)));
+    out.double(100.0 * ratio(dataset, used.saturating_sub(o.startup)));
     out.bulk(b"peak.percentage");
-    out.double(100.0 * ratio(allocated, peak));
+    out.double(100.0 * ratio(used, peak));
     int(out, "allocator.allocated", allocated);
     int(out, "allocator.active", active);
     int(out, "allocator.resident", resident);
@@ -826,8 +830,8 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     out.double(ratio(rss, resident));
     int(out, "rss-overhead.bytes", rss.saturating_sub(resident));
     out.bulk(b"fragmentation");
-    out.double(ratio(rss, allocated));
-    int(out, "fragmentation.bytes", rss.saturating_sub(allocated));
+    out.double(ratio(rss, used));
+    int(out, "fragmentation.bytes", rss.saturating_sub(used));
     Ok(())
 }
 
