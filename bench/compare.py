@@ -936,6 +936,8 @@ def cmd_io_threads(args) -> None:
             servers = new_servers(args)
             tls_ports = {}
             for s in servers:
+                if args.server_cpus:
+                    s.wrap = ["taskset", "-c", args.server_cpus]
                 s.argv_prefix = [*s.argv_prefix, "--io-threads", str(threads), "--io-threads-do-reads", "yes"]
                 if files:
                     tls_ports[s.name] = free_port()
@@ -953,6 +955,8 @@ def cmd_io_threads(args) -> None:
                                 extra = ["--tls", "--cacert", files["ca"]] if files else []
                                 argv = ["redis-benchmark", "-h", HOST, "-p", str(port), *extra, "-t", test,
                                         "-c", str(args.clients), "-n", str(n), "-r", "100000", "-P", str(pipeline)]
+                                if args.client_cpus:
+                                    argv = ["taskset", "-c", args.client_cpus, *argv]
                                 if args.bench_threads > 1:
                                     argv += ["--threads", str(args.bench_threads)]
                                 exe0, all0, cl0, t0 = s.main_thread_cpu(), process_cpu(s), children_cpu(), time.perf_counter()
@@ -987,7 +991,9 @@ def cmd_io_threads(args) -> None:
           f"{args.bench_threads}; CPU is read in clock ticks: resolution {tick:.0f} ns/req; executor busy: "
           f"the executor thread's CPU seconds over the run's wall seconds, near 1.00 when it is the "
           f"bottleneck; client ns/req: redis-benchmark's own CPU per request, all its threads: "
-          f"{os.cpu_count()} cores / (process + client ns/req) bounds the req/s one machine can hold)\n")
+          f"{os.cpu_count()} cores / (process + client ns/req) bounds the req/s one machine can hold"
+          + (f"; servers on CPUs {args.server_cpus}" if args.server_cpus else "")
+          + (f", redis-benchmark on CPUs {args.client_cpus}" if args.client_cpus else "") + ")\n")
     if args.plot:
         plot_io_threads(args, samples, args.plot)
 
@@ -2415,6 +2421,10 @@ def main() -> None:
     p.add_argument("--bench-threads", type=int, default=1,
                    help="redis-benchmark --threads, the same for every io-threads value (default 1)")
     p.add_argument("--plot", metavar="PNG", help="also draw requests/s by io-threads into this file")
+    p.add_argument("--server-cpus", metavar="LIST",
+                   help="run both servers on these CPUs (taskset -c LIST, e.g. 0-7)")
+    p.add_argument("--client-cpus", metavar="LIST",
+                   help="run redis-benchmark on these CPUs (taskset -c LIST, e.g. 8-15), apart from the servers")
     p.set_defaults(func=cmd_io_threads)
 
     p = sub.add_parser("_load", parents=[common])  # internal, used by latency
