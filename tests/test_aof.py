@@ -851,3 +851,22 @@ def test_shutdown_is_refused_while_the_first_aof_rewrite_runs(workdir):
         assert "Writing initial AOF. Exit anyway." in open(s.log_path, errors="replace").read()
     finally:
         s.cleanup()
+
+
+def test_an_error_while_loading_is_logged_and_counted(workdir):
+    """A command of the file that fails (here INCR of a non-number) is
+    logged as Redis logs it and counted in unexpected_error_replies."""
+    with open(os.path.join(workdir, "appendonly.aof"), "wb") as f:
+        f.write(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\nabc\r\n*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n"
+                b"*3\r\n$3\r\nSET\r\n$1\r\nj\r\n$1\r\n1\r\n")
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.get("k") == b"abc" and r.get("j") == b"1"
+        assert r.info("stats")["unexpected_error_replies"] == 1
+        assert ("== CRITICAL == This server is sending an error to its AOF-loading-client: "
+                "'ERR value is not an integer or out of range' after processing the command 'incr'") in open(s.log_path).read()
+        r.config_resetstat()
+        assert r.info("stats")["unexpected_error_replies"] == 0
+    finally:
+        s.stop()

@@ -770,3 +770,43 @@ def test_memory_stats_shows_the_overhead_info_shows(start_server):
     assert abs(stats["overhead.total"] - mem["used_memory_overhead"]) < 16 * 1024
     assert stats["dataset.bytes"] == stats["total.allocated"] - stats["overhead.total"]
     assert abs(stats["total.allocated"] - mem["used_memory"]) < 64 * 1024
+
+
+def test_expired_stale_perc_follows_active_expiry(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    assert r.info("stats")["expired_stale_perc"] == 0
+    pipe = r.pipeline(transaction=False)
+    for i in range(5000):
+        pipe.set(f"k{i}", "v", px=50)
+    pipe.execute()
+    deadline = time.monotonic() + 10
+    while r.info("stats")["expired_keys"] < 5000:
+        assert time.monotonic() < deadline, "keys did not expire"
+        time.sleep(0.05)
+    # Every volatile key a cycle looked at was due: each such cycle moves
+    # the smoothed share 5% of the way to 100%.
+    assert 0 < float(r.info("stats")["expired_stale_perc"]) <= 100
+
+
+def test_eviction_exceeded_time_counts_while_memory_stays_over(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    stats = r.info("stats")
+    assert (stats["total_eviction_exceeded_time"], stats["current_eviction_exceeded_time"]) == (0, 0)
+    r.execute_command("DEBUG", "POPULATE", "20000", "key", "100")
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", 1024 * 1024)
+    with pytest.raises(redis.exceptions.OutOfMemoryError):
+        r.set("more", "x")
+    time.sleep(0.3)
+    stats = r.info("stats")
+    assert stats["current_eviction_exceeded_time"] >= 250
+    assert stats["total_eviction_exceeded_time"] >= stats["current_eviction_exceeded_time"]
+    r.config_set("maxmemory", 0)
+    r.set("more", "x")
+    stats = r.info("stats")
+    assert stats["current_eviction_exceeded_time"] == 0
+    assert stats["total_eviction_exceeded_time"] >= 250
+    r.config_resetstat()
+    assert r.info("stats")["total_eviction_exceeded_time"] == 0

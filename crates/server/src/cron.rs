@@ -175,6 +175,8 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
     // HDELs (SREMs, ZREMs) to propagate, filled only when the write stream
     // has a consumer.
     let mut hdels: Vec<Vec<Vec<u8>>> = Vec::new();
+    // Volatile keys looked at and found due, for expired_stale_perc.
+    let (mut sampled, mut due) = (0.0, 0u64);
     for d in 0..ndb {
         // Lazy member expiry recorded outside a command (eviction's
         // lookups): counted and replayed now.
@@ -189,6 +191,7 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
         loop {
             if start.elapsed() >= budget {
                 srv.expire_db_cursor = i;
+                record_stale(srv, sampled, due);
                 return false;
             }
             let replay = !srv.feed.is_empty();
@@ -239,6 +242,7 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
         loop {
             if start.elapsed() >= budget {
                 srv.expire_db_cursor = i;
+                record_stale(srv, sampled, due);
                 return false;
             }
             let db = &mut srv.dbs[i];
@@ -259,6 +263,10 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
                 publish::emit(srv, None, i, notify::EXPIRED, "expired", &key);
             }
             examined_here += examined;
+            // The walk visits every key; the volatile ones among them are
+            // what Redis's sampling looks at.
+            sampled += examined as f64 * volatile_share;
+            due += expired as u64;
             let good = (expired as f64) >= 0.1 * examined as f64 * volatile_share;
             if examined < EXPIRE_BATCH || (!good && examined_here >= min_sweep) {
                 break;
@@ -266,7 +274,15 @@ pub fn active_expire(srv: &mut Server, now: i64) -> bool {
         }
     }
     srv.expire_db_cursor = (first + 1) % ndb.max(1);
+    record_stale(srv, sampled, due);
     true
+}
+
+/// INFO expired_stale_perc: the share of volatile keys a cycle found due,
+/// smoothed over cycles as Redis smooths it (5% of each new cycle).
+fn record_stale(srv: &mut Server, sampled: f64, due: u64) {
+    let current = if sampled > 0.0 { (due as f64 / sampled).min(1.0) } else { 0.0 };
+    srv.expired_stale_perc = current * 0.05 + srv.expired_stale_perc * 0.95;
 }
 
 #[cfg(test)]

@@ -169,8 +169,9 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
         return true;
     }
     // Eviction first (Redis's performEvictions), then OOM for what may
-    // grow memory when nothing more could go.
-    if srv.config.maxmemory != 0 && c.repl_role != ReplRole::Primary {
+    // grow memory when nothing more could go. With maxmemory gone while
+    // memory was over it, the first command ends that spell's timing.
+    if (srv.config.maxmemory != 0 || srv.evict.exceeded_since.is_some()) && c.repl_role != ReplRole::Primary {
         let outcome = evict::perform(srv, Some(&mut *c), now);
         if srv.tracking.clients > 0 && !srv.tracking.pending.is_empty() {
             // This client cached keys just evicted: it hears so before

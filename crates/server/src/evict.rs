@@ -62,24 +62,46 @@ pub fn over_limit(srv: &Server) -> bool {
 /// Evicts keys until memory is under maxmemory, within the time limit.
 /// `current` is the client whose command waits (not in `srv.clients`):
 /// it sees its own WATCH invalidated and its keyspace events.
-pub fn perform(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> Outcome {
+pub fn perform(srv: &mut Server, current: Option<&mut Client>, now: i64) -> Outcome {
+    let (outcome, measured) = evict(srv, current, now);
+    if measured {
+        // How long memory stays over maxmemory, as Redis times it: from
+        // the first call that could not bring it under to the first that did.
+        let e = &mut srv.evict;
+        match outcome {
+            Outcome::Running | Outcome::Fail => {
+                e.exceeded_since.get_or_insert_with(Instant::now);
+            }
+            Outcome::Ok => {
+                if let Some(t) = e.exceeded_since.take() {
+                    e.exceeded_us += t.elapsed().as_micros() as u64;
+                }
+            }
+        }
+    }
+    outcome
+}
+
+/// `perform`'s work; the flag is false where eviction is not safe to run
+/// now (loading, a script, a pause), which Redis leaves out of its timing.
+fn evict(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> (Outcome, bool) {
     let max = srv.config.maxmemory;
     // Not while loading, inside a script that lent the server to others
     // (its writes must stay atomic), or while CLIENT PAUSE holds writes
     // (a pause must not change data), as Redis.
     let paused = srv.paused_at(now).is_some();
-    if max == 0 || srv.persist.loading.is_some() || srv.script.is_some() || paused {
+    if max != 0 && (srv.persist.loading.is_some() || srv.script.is_some() || paused) {
         srv.evict.unfinished = false;
-        return Outcome::Ok;
+        return (Outcome::Ok, false);
     }
-    if counted(srv) <= max {
+    if max == 0 || counted(srv) <= max {
         srv.evict.unfinished = false;
-        return Outcome::Ok;
+        return (Outcome::Ok, true);
     }
     let ev = srv.config.eviction;
     if ev.policy == Policy::NoEviction {
         srv.evict.unfinished = false;
-        return Outcome::Fail;
+        return (Outcome::Fail, true);
     }
     let limit = time_limit(ev.tenacity);
     let start = Instant::now();
@@ -93,12 +115,12 @@ pub fn perform(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> 
                 break;
             }
             srv.evict.unfinished = true;
-            return Outcome::Running;
+            return (Outcome::Running, true);
         }
     }
     srv.evict.unfinished = false;
     if counted(srv) <= max {
-        return Outcome::Ok;
+        return (Outcome::Ok, true);
     }
     // Values freed on the freeing thread count once it is done: wait a
     // little for it, as Redis does, before refusing.
@@ -108,10 +130,10 @@ pub fn perform(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> 
             std::thread::yield_now();
         }
         if counted(srv) <= max {
-            return Outcome::Ok;
+            return (Outcome::Ok, true);
         }
     }
-    Outcome::Fail
+    (Outcome::Fail, true)
 }
 
 /// The next key to evict under `policy`: (database, key).

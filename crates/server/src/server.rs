@@ -427,6 +427,20 @@ pub struct EvictState {
     /// The last call stopped at its time limit with memory still over
     /// maxmemory: the event loop calls again soon (Redis's eviction timer).
     pub unfinished: bool,
+    /// Since when memory has stayed over maxmemory (a call ended Running
+    /// or Fail), and the microseconds of the spells that ended: INFO's
+    /// current_ and total_eviction_exceeded_time.
+    pub exceeded_since: Option<Instant>,
+    pub exceeded_us: u64,
+}
+
+impl EvictState {
+    /// Milliseconds of the spell over maxmemory going on now, and of all
+    /// of them (this one included).
+    pub fn exceeded_ms(&self) -> (u64, u64) {
+        let current = self.exceeded_since.map_or(0, |t| t.elapsed().as_micros() as u64);
+        (current / 1000, (self.exceeded_us + current) / 1000)
+    }
 }
 
 /// Everything the executor owns.
@@ -582,6 +596,11 @@ pub struct Server {
     pub pid: u32,
     /// Clients killed by limits (qbuf, obuf).
     pub client_kills: u64,
+    /// Error replies to links that expect none (INFO unexpected_error_replies).
+    pub unexpected_error_replies: u64,
+    /// Share of the volatile keys active expiry looks at that are due,
+    /// smoothed (INFO expired_stale_perc, as a fraction).
+    pub expired_stale_perc: f64,
     /// The cron sizes reply buffers' room (DEBUG REPLYBUFFER RESIZING).
     pub reply_resizing: bool,
     /// How often a reply room's peak starts over; None: never (DEBUG
@@ -898,6 +917,8 @@ impl Server {
             last_save: unix_ms() / 1000,
             pid: std::process::id(),
             client_kills: 0,
+            expired_stale_perc: 0.0,
+            unexpected_error_replies: 0,
             reply_resizing: true,
             reply_peak_reset: Some(Duration::from_millis(crate::client::REPLY_PEAK_RESET_MS)),
             reply_shrinks: 0,
@@ -1190,6 +1211,9 @@ impl Server {
         self.net_repl_input_bytes = 0;
         self.net_repl_output_bytes = 0;
         self.client_kills = 0;
+        self.unexpected_error_replies = 0;
+        self.evict.exceeded_us = 0;
+        self.evict.exceeded_since = None;
         self.reply_shrinks = 0;
         self.reply_expands = 0;
         self.lazyfree.reset_stats();

@@ -709,18 +709,15 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "sync_partial_err", &srv.repl.sync_partial_err);
         line(&mut s, "expired_subkeys", &srv.expired_subkeys);
         line(&mut s, "expired_keys", &srv.expired_keys);
-        line(&mut s, "expired_stale_perc", &"0.00");
+        line(&mut s, "expired_stale_perc", &format!("{:.2}", srv.expired_stale_perc * 100.0));
         line(&mut s, "expired_time_cap_reached_count", &srv.expire_cap_reached);
         line(&mut s, "expire_cycle_cpu_milliseconds", &(srv.expire_cycle_us / 1000));
         line(&mut s, "evicted_keys", &srv.evicted_keys);
         line(&mut s, "evicted_clients", &srv.evicted_clients);
         line(&mut s, "evicted_scripts", &si.evicted_scripts);
-        for k in [
-            "total_eviction_exceeded_time",
-            "current_eviction_exceeded_time",
-        ] {
-            line(&mut s, k, &0);
-        }
+        let (current_exceeded, total_exceeded) = srv.evict.exceeded_ms();
+        line(&mut s, "total_eviction_exceeded_time", &total_exceeded);
+        line(&mut s, "current_eviction_exceeded_time", &current_exceeded);
         line(&mut s, "keyspace_hits", &srv.keyspace_hits);
         line(&mut s, "keyspace_misses", &srv.keyspace_misses);
         line(&mut s, "pubsub_channels", &srv.pubsub.len(crate::pubsub::Kind::Channel));
@@ -745,7 +742,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "tracking_total_keys", &srv.tracking.keys());
         line(&mut s, "tracking_total_items", &srv.tracking.items());
         line(&mut s, "tracking_total_prefixes", &srv.tracking.prefixes());
-        line(&mut s, "unexpected_error_replies", &0);
+        line(&mut s, "unexpected_error_replies", &srv.unexpected_error_replies);
         line(&mut s, "total_error_replies", &srv.total_error_replies);
         line(&mut s, "dump_payload_sanitizations", &0);
         line(&mut s, "total_reads_processed", &srv.net_reads);
