@@ -90,6 +90,19 @@ const CLASS: [u8; 256] = {
     t
 };
 
+/// The two digits of each byte, high nibble first, as the little-endian
+/// u16 of their text: [lower-case letters, upper-case letters].
+static HEX_PAIRS: [[u16; 256]; 2] = {
+    let mut t = [[0u16; 256]; 2];
+    let mut b = 0;
+    while b < 256 {
+        t[0][b] = u16::from_le_bytes([LOWER_DIGITS[b >> 4], LOWER_DIGITS[b & 15]]);
+        t[1][b] = u16::from_le_bytes([UPPER_DIGITS[b >> 4], UPPER_DIGITS[b & 15]]);
+        b += 1;
+    }
+    t
+};
+
 fn nibble(c: u8) -> u8 {
     CLASS[c as usize] >> 4
 }
@@ -399,17 +412,21 @@ impl Prefixes {
         }
         let allowed = if form & UPPER != 0 { 1 | 4 } else { 1 | 2 };
         if !uuid {
-            // Two digits a byte, checked without a branch per digit (key
-            // digits are random, so such a branch mispredicts).
-            let pairs = tail.chunks_exact(2);
-            let last = pairs.remainder().first().map(|&c| CLASS[c as usize]);
+            // The text each byte's two digits have in the key's case (one
+            // load), against the key's two bytes: no branch per digit (key
+            // digits are random, so such a branch mispredicts). A pair
+            // matches exactly when both characters are digits of that case
+            // with those values: the text of a packed key is unique.
+            let pairs = &HEX_PAIRS[usize::from(form & UPPER != 0)];
+            let two = tail.chunks_exact(2);
+            let last = two.remainder().first().copied();
             let mut ok = true;
-            for (p, &b) in pairs.zip(bytes) {
-                let (x, y) = (CLASS[p[0] as usize], CLASS[p[1] as usize]);
-                ok &= (x & allowed != 0) & (y & allowed != 0) & (((x & 0xF0) | (y >> 4)) == b);
+            for (p, &b) in two.zip(bytes) {
+                ok &= u16::from_le_bytes([p[0], p[1]]) == pairs[b as usize];
             }
-            if let Some(x) = last {
-                ok &= (x & allowed != 0) & (x & 0xF0 == bytes[bytes.len() - 1]);
+            if let Some(c) = last {
+                // The last byte's high nibble; its low one is 0 (checked).
+                ok &= pairs[bytes[bytes.len() - 1] as usize].to_le_bytes()[0] == c;
             }
             return ok;
         }
