@@ -384,3 +384,42 @@ def test_client_list_argv_mem_is_the_running_or_blocked_commands_arguments(start
     assert b.read_response() is None
     assert client_named(r, "blocked")["argv-mem"] == "0"
     b.disconnect()
+
+
+def server_socket_timer(port: int, client: socket.socket) -> tuple[int, float]:
+    """The timer of the server's end of `client`'s connection, from
+    /proc/net/tcp: (kind, seconds until it fires); kind 2 is keepalive."""
+    cport = client.getsockname()[1]
+    ticks = os.sysconf("SC_CLK_TCK")
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if int(f[1].split(":")[1], 16) == port and int(f[2].split(":")[1], 16) == cport:
+            kind, when = f[5].split(":")
+            return int(kind, 16), int(when, 16) / ticks
+    raise AssertionError("connection not found")
+
+
+def test_tcp_keepalive_probes_idle_clients_as_redis_does(start_server):
+    """tcp-keepalive (default 300 s) turns on keepalive probes for every
+    client connection; 0 turns them off; CONFIG SET takes effect for new
+    connections."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    assert r.config_get("tcp-keepalive") == {"tcp-keepalive": "300"}
+
+    def timer() -> tuple[int, float]:
+        c = socket.create_connection((s.host, s.port))
+        c.sendall(b"PING\r\n")
+        assert c.recv(16) == b"+PONG\r\n"
+        time.sleep(0.1)
+        try:
+            return server_socket_timer(s.port, c)
+        finally:
+            c.close()
+    kind, secs = timer()
+    assert kind == 2 and 290 <= secs <= 300, (kind, secs)
+    r.config_set("tcp-keepalive", 60)
+    kind, secs = timer()
+    assert kind == 2 and 50 <= secs <= 60, (kind, secs)
+    r.config_set("tcp-keepalive", 0)
+    assert timer()[0] == 0

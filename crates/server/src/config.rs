@@ -146,7 +146,7 @@ pub static PARAMS: &[Param] = &[
     p("bind-source-addr", S, ""),
     p("protected-mode", B, "yes"),
     p("tcp-backlog", UI, "511").fixed(),
-    p("tcp-keepalive", UI, "300").ignored(),
+    p("tcp-keepalive", UI, "300"),
     p("socket-mark-id", Kind::Int(0, u32::MAX as i64), "0").fixed().ignored(),
     p("unixsocket", S, "").fixed(),
     p("unixsocketperm", Kind::Octal(0o777), "0").fixed(),
@@ -987,6 +987,11 @@ impl Config {
     /// True if a yes/no parameter is yes.
     pub fn flag(&self, name: &str) -> bool {
         self.get(name) == Some("yes")
+    }
+
+    /// `tcp-keepalive` in seconds (0: off), read when a connection is made.
+    pub fn tcp_keepalive(&self) -> u64 {
+        self.get("tcp-keepalive").and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
     /// Whether an action guarded by `setting` (enable-protected-configs,

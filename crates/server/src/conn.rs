@@ -31,6 +31,21 @@ impl Conn {
     }
 }
 
+/// Turns on TCP keepalive probes for a client's socket, as Redis does
+/// with `tcp-keepalive` seconds (0: off): the first probe after that long
+/// idle, then one every third of it, the connection dropped after three
+/// unanswered (so a peer that vanished without closing is found).
+pub fn keepalive(sock: &TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let probes = socket2::TcpKeepalive::new()
+        .with_time(std::time::Duration::from_secs(secs))
+        .with_interval(std::time::Duration::from_secs((secs / 3).max(1)))
+        .with_retries(3);
+    let _ = socket2::SockRef::from(sock).set_tcp_keepalive(&probes);
+}
+
 impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {

@@ -457,6 +457,8 @@ fn become_client(srv: &mut Server, registry: &Registry, link: &mut Link) -> Clie
     let _ = registry.reregister(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE);
     let addr = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
     let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    // The primary's link is a client like any other (Redis's createClient).
+    crate::conn::keepalive(&sock, srv.config.tcp_keepalive());
     let mut c = Client::new(id, Some(crate::conn::Conn::Tcp(sock)), addr, laddr);
     c.repl_role = ReplRole::Primary;
     c.authenticated = true;

@@ -652,6 +652,7 @@ impl EventLoop {
                 continue;
             }
             let _ = d.sock.set_nodelay(true);
+            crate::conn::keepalive(&d.sock, srv.config.tcp_keepalive());
             let laddr = d.sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
             let mut c = Client::new(d.cid, Some(Conn::Tcp(d.sock)), peer.to_string(), laddr);
             c.user = Some(srv.acl.default_user());
@@ -1644,6 +1645,7 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                     (true, None) => continue,
                 };
                 let _ = sock.set_nodelay(true);
+                crate::conn::keepalive(&sock, srv.config.tcp_keepalive());
                 let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 admit(srv, registry, Conn::Tcp(sock), peer.to_string(), laddr, session);
             }
