@@ -1127,3 +1127,29 @@ def test_replication_bytes_are_counted_apart_from_clients(servers):
     rr.set("local", "v", ex=100)
     assert rr.info("stats")["slave_expires_tracked_keys"] == 1
     assert pr.info("stats")["slave_expires_tracked_keys"] == 0
+
+
+def test_a_replica_leaves_eviction_to_its_primary(servers):
+    """replica-ignore-maxmemory yes (the default): a replica over its
+    maxmemory evicts nothing and refuses nothing, keeping what its primary
+    sent; with no, it evicts on its own as a primary would."""
+    primary = servers(server_binary())
+    replica = servers(server_binary(), "--maxmemory", "2mb", "--maxmemory-policy", "allkeys-lru")
+    pr, rr = client(primary), client(replica)
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    pipe = pr.pipeline(transaction=False)
+    for i in range(40_000):
+        pipe.set(f"k{i}", "v" * 100)
+    pipe.execute()
+    assert pr.wait(1, 10_000) == 1
+    assert rr.info("memory")["used_memory"] > 2 * 1024 * 1024
+    for i in range(50):
+        rr.get(f"k{i}")
+    assert rr.dbsize() == 40_000
+    assert rr.info("stats")["evicted_keys"] == 0
+    assert rr.config_get("replica-ignore-maxmemory") == {"replica-ignore-maxmemory": "yes"}
+    rr.config_set("replica-ignore-maxmemory", "no")
+    rr.get("k0")
+    assert rr.info("stats")["evicted_keys"] > 0
+    assert rr.dbsize() < 40_000

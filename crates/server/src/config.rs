@@ -295,7 +295,7 @@ pub static PARAMS: &[Param] = &[
     p("replica-serve-stale-data", B, "yes").alias(&["slave-serve-stale-data"]),
     p("replica-read-only", B, "yes").alias(&["slave-read-only"]),
     p("replica-lazy-flush", B, "no").alias(&["slave-lazy-flush"]),
-    p("replica-ignore-maxmemory", B, "yes").alias(&["slave-ignore-maxmemory"]).ignored(),
+    p("replica-ignore-maxmemory", B, "yes").alias(&["slave-ignore-maxmemory"]),
     p("replica-priority", UI, "100").alias(&["slave-priority"]),
     p("replica-announce-ip", S, "").alias(&["slave-announce-ip"]),
     p("replica-announce-port", PORT, "0").alias(&["slave-announce-port"]),

@@ -87,10 +87,15 @@ pub fn perform(srv: &mut Server, current: Option<&mut Client>, now: i64) -> Outc
 fn evict(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> (Outcome, bool) {
     let max = srv.config.maxmemory;
     // Not while loading, inside a script that lent the server to others
-    // (its writes must stay atomic), or while CLIENT PAUSE holds writes
-    // (a pause must not change data), as Redis.
+    // (its writes must stay atomic), while CLIENT PAUSE holds writes (a
+    // pause must not change data), or on a replica told to leave memory
+    // to its primary, as Redis.
     let paused = srv.paused_at(now).is_some();
-    if max != 0 && (srv.persist.loading.is_some() || srv.script.is_some() || paused) {
+    // A replica keeps what its primary sends and deletes only what the
+    // primary deletes (replica-ignore-maxmemory yes, the default): its own
+    // evictions would make it differ from the primary.
+    let replica = srv.repl.is_replica() && srv.config.flag("replica-ignore-maxmemory");
+    if max != 0 && (srv.persist.loading.is_some() || srv.script.is_some() || paused || replica) {
         srv.evict.unfinished = false;
         return (Outcome::Ok, false);
     }
