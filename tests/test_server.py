@@ -454,6 +454,21 @@ def test_unlink_frees_big_values_in_the_background(r):
     assert after < before - 500_000
 
 
+def test_del_frees_as_unlink_with_lazyfree_lazy_user_del(start_server):
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    assert r.config_get("lazyfree-lazy-user-del") == {"lazyfree-lazy-user-del": "no"}
+    r.sadd("big", *range(100_000))
+    assert r.delete("big") == 1
+    assert r.info("memory")["lazyfreed_objects"] == 0  # freed inline
+    r.config_set("lazyfree-lazy-user-del", "yes")
+    r.sadd("big", *range(100_000))
+    r.set("small", "x")
+    assert r.delete("big", "small", "nokey") == 2
+    assert r.exists("big", "small") == 0
+    _wait_lazyfree(r, 1)  # the set on the freeing thread, the string inline
+
+
 def test_flush_async_frees_in_the_background(r):
     r.config_resetstat()
     for db in (0, 1):

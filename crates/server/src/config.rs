@@ -216,7 +216,7 @@ pub static PARAMS: &[Param] = &[
     p("key-compression", B, "no").hidden(),
     p("lazyfree-lazy-expire", B, "no").ignored(),
     p("lazyfree-lazy-server-del", B, "no").ignored(),
-    p("lazyfree-lazy-user-del", B, "no").ignored(),
+    p("lazyfree-lazy-user-del", B, "no"),
     p("lazyfree-lazy-user-flush", B, "no"),
     p("activerehashing", B, "yes").ignored(),
     p("activedefrag", B, "no").ignored(),

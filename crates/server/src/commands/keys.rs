@@ -122,27 +122,26 @@ fn arg_db(ctx: &Ctx, a: &[u8]) -> Result<usize, CmdError> {
     usize::try_from(v).ok().filter(|&i| i < ctx.srv.dbs.len()).ok_or(CmdError::DbIndex)
 }
 
-/// DEL key [key ...] and UNLINK key [key ...]
+/// DEL key [key ...]
 pub fn del(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let mut n = 0;
-    for k in &args[1..] {
-        if ctx.db().remove(k, now).is_some() {
-            ctx.modified(k, notify::GENERIC, "del");
-            n += 1;
-        }
-    }
-    ctx.out().int(n);
-    Ok(())
+    // lazyfree-lazy-user-del yes: DEL frees as UNLINK does.
+    let lazy = ctx.srv.config.flag("lazyfree-lazy-user-del");
+    del_generic(ctx, args, lazy)
 }
 
 /// UNLINK key [key ...]: DEL that frees big values on the freeing thread.
 pub fn unlink(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    del_generic(ctx, args, true)
+}
+
+fn del_generic(ctx: &mut Ctx, args: &[Vec<u8>], lazy: bool) -> CmdResult {
     let now = ctx.now;
     let mut n = 0;
     for k in &args[1..] {
         if let Some(v) = ctx.db().remove(k, now) {
-            crate::lazyfree::drop_value(&ctx.srv.lazyfree, v);
+            if lazy {
+                crate::lazyfree::drop_value(&ctx.srv.lazyfree, v);
+            }
             ctx.modified(k, notify::GENERIC, "del");
             n += 1;
         }
