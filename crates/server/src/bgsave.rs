@@ -88,6 +88,9 @@ pub struct Plan<'a> {
     pub tmp: PathBuf,
     /// `rdbcompression` and `rdbchecksum`.
     pub opts: WriteOptions,
+    /// fsync the file every `AUTOSYNC_BYTES` as it is written
+    /// (rdb-save-incremental-fsync, aof-rewrite-incremental-fsync).
+    pub incremental_fsync: bool,
     /// `rdb-key-save-delay`: microseconds the writer waits per key (a
     /// negative -n waits 1 µs for about one key in n), to slow a save down.
     pub key_delay_us: i64,
@@ -274,7 +277,10 @@ impl Job {
         let shown = progress.clone();
         // Created here, not by the thread: a streamed image's readers open
         // it as soon as the save started.
-        let file = File::create(&tmp).map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
+        let incremental = plan.incremental_fsync;
+        let file = File::create(&tmp)
+            .map(|f| AutoSync::new(f, incremental))
+            .map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
         std::thread::Builder::new()
             .name("bgsave".into())
             .spawn(move || {
@@ -492,12 +498,51 @@ impl Write for Chunks {
     }
 }
 
+/// Bytes written between two fsyncs of a file being saved with
+/// rdb-save-incremental-fsync or aof-rewrite-incremental-fsync (Redis's
+/// 4 MB).
+pub const AUTOSYNC_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A file being saved, fsynced after every `AUTOSYNC_BYTES` written when
+/// `on`, so that a large save does not leave all its dirty pages to one
+/// fsync at the end (a long stall of the disk for everything else).
+pub struct AutoSync {
+    pub file: File,
+    on: bool,
+    since: u64,
+    /// fsyncs done so far.
+    pub syncs: u64,
+}
+
+impl AutoSync {
+    pub fn new(file: File, on: bool) -> AutoSync {
+        AutoSync { file, on, since: 0, syncs: 0 }
+    }
+}
+
+impl Write for AutoSync {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.since += n as u64;
+        if self.on && self.since >= AUTOSYNC_BYTES {
+            self.file.sync_data()?;
+            self.since = 0;
+            self.syncs += 1;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// The writer thread: bytes to `file` (at `tmp`) as they come, checksumming all but
 /// the header; at `Finish`, the settled header and checksum, fsync, and
 /// the rename onto `path`. Returns when finished, or when the job was
 /// dropped (an abort: the caller removes `tmp`).
 #[allow(clippy::too_many_arguments)]
-fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool, progress: &Progress) -> Result<Saved, String> {
+fn write_file(rx: Receiver<Msg>, mut file: Result<AutoSync, String>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool, progress: &Progress) -> Result<Saved, String> {
     let (mut crc, mut len) = (0u64, 0u64);
     let mut delayed = 0u64;
     // A chunk with its strings compressed, written into the previous
@@ -552,10 +597,10 @@ fn write_file(rx: Receiver<Msg>, mut file: Result<File, String>, tmp: &Path, pat
                     progress.written.store(len, Ordering::Release);
                     progress.complete.store(true, Ordering::Release);
                 } else {
-                    f.seek(SeekFrom::Start(0)).map_err(io)?;
-                    f.write_all(&header).map_err(io)?;
+                    f.file.seek(SeekFrom::Start(0)).map_err(io)?;
+                    f.file.write_all(&header).map_err(io)?;
                 }
-                f.sync_all().map_err(io)?;
+                f.file.sync_all().map_err(io)?;
                 drop(f);
                 fs::rename(tmp, path).map_err(|e| format!("Error moving temp DB file {} on the final destination {} (in server root dir {}): {e}", tmp.display(), path.display(), cwd()))?;
                 if let Some(dir) = path.parent().and_then(|d| File::open(if d.as_os_str().is_empty() { Path::new(".") } else { d }).ok()) {
@@ -592,4 +637,33 @@ fn key_delay(us: &AtomicI64, n: u64, stop: &AtomicBool) {
 
 fn cwd() -> String {
     std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes 10 MiB and 1 byte through an `AutoSync` in 64 KiB pieces:
+    /// the fsyncs it made, and whether the file holds every byte.
+    fn write_ten_mib(on: bool) -> (u64, bool) {
+        let path = std::env::temp_dir().join(format!("densekv-autosync-{}-{on}", std::process::id()));
+        let mut f = AutoSync::new(File::create(&path).expect("temp file"), on);
+        let piece: Vec<u8> = (0..64 * 1024).map(|i| i as u8).collect();
+        for _ in 0..160 {
+            f.write_all(&piece).expect("write");
+        }
+        f.write_all(b"!").expect("write");
+        let syncs = f.syncs;
+        drop(f);
+        let back = fs::read(&path).expect("read back");
+        let _ = fs::remove_file(&path);
+        let whole = back.len() == 160 * piece.len() + 1 && back.chunks(piece.len()).take(160).all(|c| c == &piece[..]);
+        (syncs, whole)
+    }
+
+    #[test]
+    fn incremental_fsync_syncs_every_four_mib() {
+        assert_eq!(write_ten_mib(true), (2, true));
+        assert_eq!(write_ten_mib(false), (0, true));
+    }
 }

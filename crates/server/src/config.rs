@@ -270,7 +270,7 @@ pub static PARAMS: &[Param] = &[
     p("rdbcompression", B, "yes"),
     p("rdbchecksum", B, "yes").fixed(),
     p("rdb-del-sync-files", B, "no").ignored(),
-    p("rdb-save-incremental-fsync", B, "yes").ignored(),
+    p("rdb-save-incremental-fsync", B, "yes"),
     p("stop-writes-on-bgsave-error", B, "yes"),
     p("rdb-key-save-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0").hidden(),
     p("key-load-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0").hidden(),
@@ -286,7 +286,7 @@ pub static PARAMS: &[Param] = &[
     p("aof-load-truncated", B, "yes"),
     p("aof-use-rdb-preamble", B, "yes"),
     p("aof-timestamp-enabled", B, "no"),
-    p("aof-rewrite-incremental-fsync", B, "yes").ignored(),
+    p("aof-rewrite-incremental-fsync", B, "yes"),
     p("aof-disable-auto-gc", B, "no").hidden(),
     // Replication (`repl`, `replication`, `link`).
     p("replicaof", Kind::ReplicaOf, "").alias(&["slaveof"]),

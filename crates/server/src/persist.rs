@@ -84,6 +84,8 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
     let key_delay = if aof_base { 0 } else { key_save_delay(srv).max(0) as u64 };
     let shutting_down = srv.shutdown_signal.is_some();
     let file = File::create(tmp).map_err(|e| format!("Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}", tmp.display(), cwd()))?;
+    let incremental = srv.config.flag(if aof_base { "aof-rewrite-incremental-fsync" } else { "rdb-save-incremental-fsync" });
+    let file = crate::bgsave::AutoSync::new(file, incremental);
     let mut w = RdbWriter::new(BufWriter::with_capacity(1 << 20, file), rdb::RDB_VERSION, opts).map_err(|e| e.to_string())?;
     w.standard_aux(crate::REDIS_VERSION, now / 1000, crate::memory::allocated(), aof_base).map_err(|e| e.to_string())?;
     if let Some((db, id, offset)) = repl_save_info(srv) {
@@ -122,7 +124,7 @@ fn write_file(srv: &Server, host: &mut dyn Host, tmp: &std::path::Path, aof_base
         }
     }
     let (buf, _, header) = w.finish_lowest().map_err(|e| e.to_string())?;
-    let mut file = buf.into_inner().map_err(|e| format!("write: {}", e.error()))?;
+    let mut file = buf.into_inner().map_err(|e| format!("write: {}", e.error()))?.file;
     file.seek(SeekFrom::Start(0)).and_then(|_| file.write_all(&header)).map_err(|e| format!("write: {e}"))?;
     file.sync_all().map_err(|e| format!("fsync: {e}"))?;
     Ok(())
@@ -540,6 +542,7 @@ fn snapshot_start(srv: &mut Server, host: &mut dyn Host, purpose: Purpose, form:
         path,
         tmp,
         opts: WriteOptions { compression: srv.config.flag("rdbcompression"), checksum: srv.config.flag("rdbchecksum") },
+        incremental_fsync: srv.config.flag(if purpose == Purpose::AofBase { "aof-rewrite-incremental-fsync" } else { "rdb-save-incremental-fsync" }),
         key_delay_us: key_save_delay(srv),
         now,
         redis_ver: crate::REDIS_VERSION,
