@@ -423,3 +423,35 @@ def test_tcp_keepalive_probes_idle_clients_as_redis_does(start_server):
     assert kind == 2 and 50 <= secs <= 60, (kind, secs)
     r.config_set("tcp-keepalive", 0)
     assert timer()[0] == 0
+
+
+def accept_burst(s, per_turn: int, n: int = 100) -> int:
+    """Turns of the event loop the server takes to accept `n` connections
+    that queued while it slept, with max-new-connections-per-cycle
+    `per_turn`; every one of them is then served."""
+    r = redis.Redis(host=s.host, port=s.port)
+    r.config_set("max-new-connections-per-cycle", per_turn)
+    base = r.info("clients")["connected_clients"]
+    sleeper = socket.create_connection((s.host, s.port))
+    sleeper.sendall(b"DEBUG SLEEP 0.5\r\n")
+    time.sleep(0.1)
+    socks = [socket.create_connection((s.host, s.port)) for _ in range(n)]
+    before = r.info("stats")["eventloop_cycles"]
+    assert sleeper.recv(16) == b"+OK\r\n"
+    wait_for(lambda: r.info("clients")["connected_clients"] == base + 1 + n, what="all accepted")
+    turns = r.info("stats")["eventloop_cycles"] - before
+    for c in socks:
+        c.sendall(b"PING\r\n")
+    assert all(c.recv(16) == b"+PONG\r\n" for c in socks)
+    for c in socks + [sleeper]:
+        c.close()
+    return turns
+
+
+def test_new_connections_are_accepted_a_limited_number_a_turn(start_server):
+    """max-new-connections-per-cycle caps the connections accepted in one
+    turn of the event loop, as Redis's does; the rest wait for the next
+    turns (no new readiness event comes for them) and are all served."""
+    s = start_server()
+    assert accept_burst(s, 1) >= 100
+    assert accept_burst(s, 1000) < 50

@@ -153,7 +153,7 @@ pub static PARAMS: &[Param] = &[
     p("timeout", UI, "0"),
     p("maxclients", Kind::Int(1, u32::MAX as i64), "10000"),
     p("max-new-connections-per-cycle", Kind::Int(1, 1000), "10"),
-    p("max-new-tls-connections-per-cycle", Kind::Int(1, 1000), "1").ignored(),
+    p("max-new-tls-connections-per-cycle", Kind::Int(1, 1000), "1"),
     // Process.
     p("daemonize", B, "no").fixed(),
     p("supervised", Kind::Enum(&["upstart", "systemd", "auto", "no"]), "no").fixed(),

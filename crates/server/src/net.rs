@@ -199,6 +199,9 @@ pub struct EventLoop {
     shell: Shell,
     /// Clients with work left that no readiness event will announce.
     pending: rustc_hash::FxHashSet<ClientId>,
+    /// A listener stopped at its connections-per-turn limit with more
+    /// waiting: accept again next turn (no new edge will announce them).
+    accept_more: bool,
     /// Query buffer lent to a client with none of its own for one read and
     /// its processing; only a request left incomplete is copied out into a
     /// private buffer (Redis's reusable query buffer). Idle clients thus hold
@@ -281,7 +284,7 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: Default::default(), shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: Default::default(), accept_more: false, shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Serves the cluster bus on `listeners` (the bus port on every `bind`
@@ -429,7 +432,7 @@ impl EventLoop {
                 }
                 self.pending.extend(srv.blocking.take_woken());
             }
-            let work_left = runnable || srv.evict.unfinished || srv.reports.busy() || srv.migrations.busy();
+            let work_left = runnable || self.accept_more || srv.evict.unfinished || srv.reports.busy() || srv.migrations.busy();
             let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
             if let Some(d) = self.dialing.iter().map(|d| d.deadline).min() {
                 timeout = timeout.min(d.saturating_duration_since(Instant::now()));
@@ -486,6 +489,7 @@ impl EventLoop {
             let mut ids: Vec<ClientId> = self.pending.drain().collect();
             ids.sort_unstable();
             let carried = ids.len();
+            let mut accept_now = std::mem::take(&mut self.accept_more);
             for ev in events.iter() {
                 if ev.token() == LINK {
                     self.poll_link(srv);
@@ -498,14 +502,14 @@ impl EventLoop {
                 } else if ev.token() == IO {
                     // Taken below, every turn.
                 } else if ev.token() == UNIX {
-                    accept_unix(srv, &self.shell.acceptor);
+                    accept_now = true;
                 } else if crate::bus::owns(ev.token()) {
                     if let Some(mut bus) = self.shell.bus.take() {
                         bus.ready(srv, &mut self.shell, self.poll.registry(), ev);
                         self.shell.bus = Some(bus);
                     }
                 } else if ev.token().0 > LISTENER0 - MAX_LISTENERS {
-                    accept(srv, &self.shell.acceptor);
+                    accept_now = true;
                 } else {
                     let id = ev.token().0 as ClientId;
                     if ev.is_read_closed() || ev.is_error() {
@@ -517,6 +521,9 @@ impl EventLoop {
                         ids.push(id);
                     }
                 }
+            }
+            if accept_now {
+                self.accept_more = accept(srv, &self.shell.acceptor);
             }
             // What the I/O threads read, in the order it came, after the
             // clients of the executor's own sockets.
@@ -1587,27 +1594,41 @@ NOTE: You only need to do one of the above things in order for the server to sta
 
 /// Accepts every pending connection (turning away non-loopback clients in
 /// protected mode, as Redis does).
-pub fn accept(srv: &mut Server, a: &Acceptor) {
+///
+/// Each listener takes at most max-new-connections-per-cycle connections
+/// a call (max-new-tls-connections-per-cycle for TLS ones, whose
+/// handshakes cost more), as Redis does, so a burst of connections does
+/// not hold up the clients already served. Returns true if a listener
+/// stopped at its limit: the caller calls again next turn.
+pub fn accept(srv: &mut Server, a: &Acceptor) -> bool {
+    let per_turn = |name: &str| srv.config.get(name).and_then(|v| v.parse().ok()).unwrap_or(10usize);
+    let (plain, tls) = (per_turn("max-new-connections-per-cycle"), per_turn("max-new-tls-connections-per-cycle"));
+    let mut more = false;
     for (i, listener) in a.listeners.iter().enumerate() {
-        accept_from(srv, listener, &a.registry, i >= a.tls_from);
+        let is_tls = i >= a.tls_from;
+        more |= accept_from(srv, listener, &a.registry, is_tls, if is_tls { tls } else { plain });
     }
-    accept_unix(srv, a);
+    more | accept_unix(srv, a, plain)
 }
 
 /// Accepts what waits on the `unixsocket` listener. Such clients are
 /// local: protected mode does not apply; their address is the path.
-fn accept_unix(srv: &mut Server, a: &Acceptor) {
-    let Some((listener, path)) = &a.unix else { return };
-    loop {
+/// At most `max` of them; true if it stopped there.
+fn accept_unix(srv: &mut Server, a: &Acceptor, max: usize) -> bool {
+    let Some((listener, path)) = &a.unix else { return false };
+    let mut taken = 0;
+    while taken < max {
         match listener.accept() {
             Ok((sock, _)) => {
+                taken += 1;
                 let addr = format!("{path}:0");
                 admit(srv, &a.registry, Conn::Unix(sock), addr.clone(), addr, None);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => break,
+            Err(_) => return false,
         }
     }
+    true
 }
 
 /// Opens the `unixsocket` listener at `path` (a stale socket file there is
@@ -1626,10 +1647,14 @@ pub fn listen_unix(path: &str, perm: u32) -> io::Result<std::os::unix::net::Unix
     Ok(l)
 }
 
-fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registry, tls: bool) {
-    loop {
+/// Accepts at most `max` connections of `listener`; true if it stopped
+/// there (more may wait).
+fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registry, tls: bool, max: usize) -> bool {
+    let mut taken = 0;
+    while taken < max {
         match listener.accept() {
             Ok((mut sock, peer)) => {
+                taken += 1;
                 if srv.config.flag("protected-mode") && srv.acl.default_user().borrow().nopass && !peer.ip().is_loopback() {
                     // Protected mode: with no password, only loopback clients.
                     let _ = sock.write_all(PROTECTED_MODE_DENIED);
@@ -1649,11 +1674,11 @@ fn accept_from(srv: &mut Server, listener: &TcpListener, registry: &mio::Registr
                 let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 admit(srv, registry, Conn::Tcp(sock), peer.to_string(), laddr, session);
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => break,
+            Err(_) => return false,
         }
     }
+    true
 }
 
 /// Makes an accepted connection a client (with its TLS `session`, if any),
@@ -1701,7 +1726,7 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
 /// accepted first, so a user can still connect to send SCRIPT KILL. The
 /// client running the script is not in `srv.clients` at this point.
 pub fn serve_while_busy(srv: &mut Server, shell: &mut Shell) {
-    accept(srv, &shell.acceptor);
+    let _ = accept(srv, &shell.acceptor);
     crate::aof::flush(srv);
     take_io(srv, &shell.acceptor.registry, &mut |_| {});
     let ids: Vec<ClientId> = srv.clients.keys().copied().collect();
