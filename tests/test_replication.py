@@ -1153,3 +1153,19 @@ def test_a_replica_leaves_eviction_to_its_primary(servers):
     rr.get("k0")
     assert rr.info("stats")["evicted_keys"] > 0
     assert rr.dbsize() < 40_000
+
+
+def test_repl_disable_tcp_nodelay_still_replicates(servers):
+    """repl-disable-tcp-nodelay yes (fewer, larger packets to replicas):
+    the full sync and the stream after it arrive whole."""
+    primary = servers(server_binary(), "--repl-disable-tcp-nodelay", "yes")
+    replica = servers(server_binary())
+    pr, rr = client(primary), client(replica)
+    assert pr.config_get("repl-disable-tcp-nodelay") == {"repl-disable-tcp-nodelay": "yes"}
+    pr.set("before", "1")
+    rr.replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    for i in range(100):
+        pr.set(f"k{i}", i)
+    assert pr.wait(1, 5000) == 1
+    assert rr.get("before") == b"1" and rr.get("k99") == b"99"

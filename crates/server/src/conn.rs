@@ -21,6 +21,13 @@ impl Conn {
         matches!(self, Conn::Unix(_))
     }
 
+    /// TCP_NODELAY on or off (nothing for a unix socket).
+    pub fn set_nodelay(&self, on: bool) {
+        if let Conn::Tcp(s) = self {
+            let _ = s.set_nodelay(on);
+        }
+    }
+
     /// The socket's file descriptor (CLIENT LIST `fd`).
     pub fn raw_fd(&self) -> i32 {
         use std::os::fd::AsRawFd;
@@ -234,5 +241,33 @@ pub fn close_idle_migrate_conns(conns: &mut std::collections::HashMap<String, Mi
     while conns.len() > MIGRATE_CONN_MAX {
         let Some(oldest) = conns.iter().min_by_key(|(_, c)| c.last_use).map(|(k, _)| k.clone()) else { break };
         conns.remove(&oldest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodelay_and_keepalive_reach_the_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        let conn = Conn::Tcp(TcpStream::from_std(server));
+        let Conn::Tcp(s) = &conn else { unreachable!() };
+        conn.set_nodelay(true);
+        assert!(s.nodelay().expect("nodelay"));
+        conn.set_nodelay(false);
+        assert!(!s.nodelay().expect("nodelay"));
+        let sock = socket2::SockRef::from(s);
+        assert!(!sock.keepalive().expect("keepalive"));
+        keepalive(s, 0);
+        assert!(!sock.keepalive().expect("keepalive"));
+        keepalive(s, 60);
+        assert!(sock.keepalive().expect("keepalive"));
+        assert_eq!(sock.tcp_keepalive_time().expect("idle"), std::time::Duration::from_secs(60));
+        assert_eq!(sock.tcp_keepalive_interval().expect("interval"), std::time::Duration::from_secs(20));
+        assert_eq!(sock.tcp_keepalive_retries().expect("count"), 3);
+        drop(client);
     }
 }

@@ -1436,6 +1436,9 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
                 back.push(l.thread);
             }
             c.peer_closed |= eof;
+            if c.repl_role == ReplRole::Replica && srv.config.flag("repl-disable-tcp-nodelay") {
+                conn.set_nodelay(false);
+            }
             let mut out = unwritten;
             out.extend_from_slice(&c.reply.buf[c.sent..]);
             c.reply.buf = out;

@@ -342,6 +342,13 @@ pub fn sync_request(srv: &mut Server, host: &mut dyn Host, c: &mut Client, psync
         }
     }
     c.repl_role = ReplRole::Replica;
+    // repl-disable-tcp-nodelay: fewer, larger packets to the replica. A
+    // socket an I/O thread holds gets it when given back (net.rs).
+    if srv.config.flag("repl-disable-tcp-nodelay") {
+        if let Some(sock) = c.sock.as_ref() {
+            sock.set_nodelay(false);
+        }
+    }
     let r = replica_entry(srv, id);
     r.state = ReplicaState::WaitBgsaveStart;
     r.plain_sync = psync.is_none();
