@@ -144,6 +144,12 @@ fn line(pid: u32, role: char, stamp: &str, mark: char, msg: &str) -> String {
     format!("{pid}:{role} {stamp} {mark} {msg}\n")
 }
 
+/// The first line of `reply` (at most 4096 bytes of it), for a log line.
+pub fn first_line(reply: &[u8]) -> String {
+    let end = reply.windows(2).position(|w| w == b"\r\n").unwrap_or(reply.len()).min(4096);
+    String::from_utf8_lossy(&reply[..end]).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

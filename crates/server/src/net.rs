@@ -1146,20 +1146,6 @@ fn prefetch_first(srv: &Server, table: &CommandMap, ids: &[ClientId]) {
     }
 }
 
-/// The first line of `reply` (at most 4096 bytes of it), for a log line.
-pub fn first_line(reply: &[u8]) -> String {
-    let end = reply.windows(2).position(|w| w == b"\r\n").unwrap_or(reply.len()).min(4096);
-    String::from_utf8_lossy(&reply[..end]).into_owned()
-}
-
-/// An error reply to a link that expects none (a primary's stream, a
-/// replica's commands, the AOF being loaded): logged as Redis logs it and
-/// counted in INFO unexpected_error_replies.
-pub fn unexpected_error(srv: &mut Server, from: &str, to: &str, err: &str, cmd: &str) {
-    srv.config.log.warning(&format!("== CRITICAL == This {from} is sending an error to its {to}: '{err}' after processing the command '{cmd}'"));
-    srv.unexpected_error_replies += 1;
-}
-
 /// Runs a command a replica of this server sent. Its connection carries
 /// the stream, so a command that replies (anything but REPLCONF) gets the
 /// replica disconnected, with Redis's warnings; the reply is dropped.
@@ -1173,9 +1159,9 @@ fn from_replica(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec
     if c.reply.buf.len() <= mark {
         return ran;
     }
-    let text = first_line(&c.reply.buf[mark..]);
+    let text = crate::log::first_line(&c.reply.buf[mark..]);
     if let Some(err) = text.strip_prefix('-') {
-        unexpected_error(srv, "master", "replica", err, name);
+        srv.unexpected_error("master", "replica", err, name);
     }
     srv.config.log.warning(&format!("Replica generated a reply to command '{name}', disconnecting it: {text}"));
     c.reply.buf.truncate(mark);
@@ -1212,8 +1198,8 @@ fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, arg
     // value densekv accepts), goes on.
     let start = mark.max(c.sent);
     if c.reply.buf.get(start) == Some(&b'-') {
-        let text = first_line(&c.reply.buf[start + 1..]);
-        unexpected_error(srv, "replica", "master", &text, name);
+        let text = crate::log::first_line(&c.reply.buf[start + 1..]);
+        srv.unexpected_error("replica", "master", &text, name);
     }
     c.reply.buf.truncate(start);
     if getack {

@@ -674,6 +674,14 @@ pub const MISCONF_RDB: &str = "MISCONF Redis is configured to save RDB snapshots
 
 impl Server {
 
+    /// An error reply to a link that expects none (a primary's stream, a
+    /// replica's commands, the AOF being loaded): logged as Redis logs it
+    /// and counted in INFO unexpected_error_replies.
+    pub fn unexpected_error(&mut self, from: &str, to: &str, err: &str, cmd: &str) {
+        self.config.log.warning(&format!("== CRITICAL == This {from} is sending an error to its {to}: '{err}' after processing the command '{cmd}'"));
+        self.unexpected_error_replies += 1;
+    }
+
     /// Counts `n` bytes read from a client: a primary's stream as
     /// replication input, anything else as client input (as Redis splits
     /// total_net_input_bytes and total_net_repl_input_bytes).
