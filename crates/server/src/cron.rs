@@ -122,7 +122,8 @@ pub fn tick(srv: &mut Server) {
             }
         }
     }
-    srv.rates.sample([srv.total_commands, srv.net_input_bytes, srv.net_output_bytes, srv.net_repl_input_bytes, srv.net_repl_output_bytes]);
+    let n = srv.net;
+    srv.rates.sample([srv.total_commands, n.input, n.output, n.repl_input, n.repl_output]);
     if let Some(h) = srv.hotkeys.as_deref_mut() {
         h.expire(now);
     }

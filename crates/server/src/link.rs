@@ -209,7 +209,7 @@ fn step(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &mut L
                 }
                 Ok(n) => {
                     link.buf.extend_from_slice(&chunk[..n]);
-                    srv.net_repl_input_bytes += n as u64;
+                    srv.net.repl_input += n as u64;
                     if let Some(p) = srv.repl.primary.as_mut() {
                         p.last_io = Instant::now();
                     }

@@ -743,7 +743,7 @@ impl EventLoop {
                     Ok(n) => {
                         srv.net_reads += 1;
                         c.net_in += n as u64;
-                        srv.count_input(c.repl_role, n as u64);
+                        srv.net.read(c.repl_role, n as u64);
                         if c.qbuf.len() - c.qpos > limit {
                             c.close_asap = true;
                             srv.client_kills += 1;
@@ -878,7 +878,7 @@ fn read_tls_client(srv: &mut Server, c: &mut Client, scratch: &mut [u8]) -> Opti
     if r.net_bytes > 0 {
         srv.net_reads += 1;
         c.net_in += r.net_bytes as u64;
-        srv.count_input(c.repl_role, r.net_bytes as u64);
+        srv.net.read(c.repl_role, r.net_bytes as u64);
     }
     if c.qbuf.len() - c.qpos > srv.config.query_buffer_limit {
         c.close_asap = true;
@@ -1318,7 +1318,7 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
     io.push(link.thread, crate::iothread::ToIo::Write { id: c.id, buf });
     srv.net_writes += 1;
     c.net_out += n as u64;
-    srv.count_output(c.repl_role, n as u64);
+    srv.net.written(c.repl_role, n as u64);
 }
 
 /// Asks a client's I/O thread to stop reading it while it cannot run what
@@ -1369,12 +1369,7 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
             }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;
-            // srv.count_input, with `c` borrowed from srv.clients.
-            if c.repl_role == ReplRole::Primary {
-                srv.net_repl_input_bytes += buf.len() as u64;
-            } else {
-                srv.net_input_bytes += buf.len() as u64;
-            }
+            srv.net.read(c.repl_role, buf.len() as u64);
             if c.qbuf.is_empty() {
                 c.qbuf = buf;
             } else {
@@ -1449,7 +1444,7 @@ fn flush_plain(srv: &mut Server, c: &mut Client) {
                 srv.net_writes += 1;
                 c.sent += n;
                 c.net_out += n as u64;
-                srv.count_output(c.repl_role, n as u64);
+                srv.net.written(c.repl_role, n as u64);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -1495,7 +1490,7 @@ fn flush_tls(srv: &mut Server, c: &mut Client) {
             if sent > 0 {
                 srv.net_writes += 1;
                 c.net_out += sent as u64;
-                srv.count_output(c.repl_role, sent as u64);
+                srv.net.written(c.repl_role, sent as u64);
             }
         }
         Err(_) => c.close_asap = true,

@@ -53,6 +53,41 @@ pub struct EventLoopStats {
     next_rate: usize,
 }
 
+/// Bytes read from and written to the network (INFO total_net_*): a
+/// primary's stream (the image too) and what replicas are sent counted
+/// apart from client traffic, as Redis splits them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NetBytes {
+    pub input: u64,
+    pub output: u64,
+    pub repl_input: u64,
+    pub repl_output: u64,
+}
+
+impl NetBytes {
+    /// `n` bytes read from a client with `role` (the primary's link is
+    /// replication input).
+    #[inline]
+    pub fn read(&mut self, role: crate::client::ReplRole, n: u64) {
+        if role == crate::client::ReplRole::Primary {
+            self.repl_input += n;
+        } else {
+            self.input += n;
+        }
+    }
+
+    /// `n` bytes written to a client with `role` (a replica's are
+    /// replication output).
+    #[inline]
+    pub fn written(&mut self, role: crate::client::ReplRole, n: u64) {
+        if role == crate::client::ReplRole::Replica {
+            self.repl_output += n;
+        } else {
+            self.output += n;
+        }
+    }
+}
+
 /// INFO's instantaneous_* figures: per-second rates of a few counters,
 /// one per interval of at least 100 ms (sampled by cron), averaged over
 /// the last `RATE_SAMPLES` as Redis averages its instantaneous metrics.
@@ -519,10 +554,8 @@ pub struct Server {
     pub keyspace_misses: u64,
     /// Total error replies.
     pub total_error_replies: u64,
-    /// Bytes read from clients.
-    pub net_input_bytes: u64,
-    /// Bytes written to clients.
-    pub net_output_bytes: u64,
+    /// Bytes read and written (INFO total_net_*).
+    pub net: NetBytes,
     /// Active expiry enabled (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire_enabled: bool,
     /// The cluster state: Some only with cluster-enabled yes.
@@ -617,10 +650,6 @@ pub struct Server {
     pub lazyfree: LazyFree,
     /// INFO's instantaneous rates (commands, network bytes).
     pub rates: Rates,
-    /// Bytes read from this server's primary, and written to its replicas
-    /// (INFO total_net_repl_*; not in total_net_input/output_bytes).
-    pub net_repl_input_bytes: u64,
-    pub net_repl_output_bytes: u64,
     /// used_memory once the server was initialized, before loading data
     /// (INFO used_memory_startup).
     pub used_memory_startup: u64,
@@ -682,26 +711,6 @@ impl Server {
         self.unexpected_error_replies += 1;
     }
 
-    /// Counts `n` bytes read from a client: a primary's stream as
-    /// replication input, anything else as client input (as Redis splits
-    /// total_net_input_bytes and total_net_repl_input_bytes).
-    pub fn count_input(&mut self, role: crate::client::ReplRole, n: u64) {
-        if role == crate::client::ReplRole::Primary {
-            self.net_repl_input_bytes += n;
-        } else {
-            self.net_input_bytes += n;
-        }
-    }
-
-    /// Counts `n` bytes written to a client: to a replica as replication
-    /// output, else as client output.
-    pub fn count_output(&mut self, role: crate::client::ReplRole, n: u64) {
-        if role == crate::client::ReplRole::Replica {
-            self.net_repl_output_bytes += n;
-        } else {
-            self.net_output_bytes += n;
-        }
-    }
     /// How a key that expired leaves the write stream: DEL, or UNLINK with
     /// lazyfree-lazy-expire, as Redis propagates it.
     pub fn expire_cmd(&self) -> &'static [u8] {
@@ -897,8 +906,7 @@ impl Server {
             keyspace_hits: 0,
             keyspace_misses: 0,
             total_error_replies: 0,
-            net_input_bytes: 0,
-            net_output_bytes: 0,
+            net: NetBytes::default(),
             active_expire_enabled: true,
             cluster: None,
             migrations: Default::default(),
@@ -935,8 +943,6 @@ impl Server {
             run_id: (0..5).map(|i| format!("{:08x}", (seed.rotate_left(i * 13) ^ (seed >> i)) as u32)).collect(),
             lazyfree: LazyFree::new(),
             rates: Rates::new(),
-            net_repl_input_bytes: 0,
-            net_repl_output_bytes: 0,
             used_memory_startup: 0,
             net_reads: 0,
             net_writes: 0,
@@ -1214,10 +1220,7 @@ impl Server {
         self.keyspace_hits = 0;
         self.keyspace_misses = 0;
         self.total_error_replies = 0;
-        self.net_input_bytes = 0;
-        self.net_output_bytes = 0;
-        self.net_repl_input_bytes = 0;
-        self.net_repl_output_bytes = 0;
+        self.net = NetBytes::default();
         self.client_kills = 0;
         self.unexpected_error_replies = 0;
         self.evict.exceeded_us = 0;

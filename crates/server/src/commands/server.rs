@@ -691,10 +691,10 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "total_connections_received", &srv.total_connections);
         line(&mut s, "total_commands_processed", &srv.total_commands);
         line(&mut s, "instantaneous_ops_per_sec", &(srv.rates.get(RATE_OPS) as u64));
-        line(&mut s, "total_net_input_bytes", &srv.net_input_bytes);
-        line(&mut s, "total_net_output_bytes", &srv.net_output_bytes);
-        line(&mut s, "total_net_repl_input_bytes", &srv.net_repl_input_bytes);
-        line(&mut s, "total_net_repl_output_bytes", &srv.net_repl_output_bytes);
+        line(&mut s, "total_net_input_bytes", &srv.net.input);
+        line(&mut s, "total_net_output_bytes", &srv.net.output);
+        line(&mut s, "total_net_repl_input_bytes", &srv.net.repl_input);
+        line(&mut s, "total_net_repl_output_bytes", &srv.net.repl_output);
         for (k, i) in [
             ("instantaneous_input_kbps", RATE_NET_IN),
             ("instantaneous_output_kbps", RATE_NET_OUT),
