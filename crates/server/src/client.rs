@@ -279,8 +279,8 @@ pub struct Client {
     pub reply: Reply,
     /// The room `reply.buf` keeps between replies.
     pub reply_room: ReplyRoom,
-    /// Bytes of the arguments of the command it is running or blocked in
-    /// (CLIENT LIST `argv-mem`); 0 between commands.
+    /// Bytes of the arguments of the command it is blocked in (CLIENT
+    /// LIST `argv-mem`; CLIENT LIST and INFO fill in their caller's own).
     pub argv_mem: usize,
     /// How much of `reply.buf` was already written.
     pub sent: usize,

@@ -180,15 +180,10 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     let dirty_before = srv.dirty;
     srv.feed.enter();
     let outer = crate::crash::running(name, argv.len());
-    c.argv_mem = argv.iter().map(Vec::len).sum();
     let result = {
         let mut ctx = Ctx { srv, host, client: c, now };
         (spec.handler)(&mut ctx, argv)
     };
-    // A client that blocked keeps its arguments (set when parked).
-    if !c.blocked {
-        c.argv_mem = 0;
-    }
     let rewrite = srv.feed.take_rewrite();
     if srv.dbs[db].has_member_expiry() {
         crate::publish::member_expiry(srv, Some(&mut *c), db);

@@ -156,10 +156,19 @@ fn client_id(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn client_info(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
+fn client_info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    ctx.client.argv_mem = argv_len(args);
     let line = ctx.client.info_line(Instant::now()) + "\n";
+    ctx.client.argv_mem = 0;
     ctx.out().verbatim(line.as_bytes());
     Ok(())
+}
+
+/// The caller's `argv-mem` while CLIENT INFO or CLIENT LIST shows it: the
+/// bytes of the command's arguments (a client's field holds them only
+/// while it is blocked, so no command pays for counting them).
+fn argv_len(args: &[Vec<u8>]) -> usize {
+    args.iter().map(Vec::len).sum()
 }
 
 /// Redis's client types: replicas and MONITOR clients (which Redis flags
@@ -368,6 +377,7 @@ fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let f = ClientFilter::parse(ctx.srv, args, 2, false)?;
+    ctx.client.argv_mem = argv_len(args);
     let mut all: Vec<&Client> = ctx.srv.clients.values().map(|c| &**c).collect();
     all.push(ctx.client);
     let me = ctx.client.id;
@@ -392,6 +402,7 @@ fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             all.iter().filter(|c| picked(c)).for_each(|c| add(c));
         }
     }
+    ctx.client.argv_mem = 0;
     ctx.out().verbatim(s.as_bytes());
     Ok(())
 }
