@@ -122,8 +122,8 @@ pub fn tick(srv: &mut Server) {
             }
         }
     }
-    let n = srv.net;
-    srv.rates.sample([srv.total_commands, n.input, n.output, n.repl_input, n.repl_output]);
+    let (n, el) = (srv.net, &srv.el);
+    srv.rates.sample([srv.total_commands, n.input, n.output, n.repl_input, n.repl_output, el.total_cycles, el.total_busy_ns]);
     if let Some(h) = srv.hotkeys.as_deref_mut() {
         h.expire(now);
     }

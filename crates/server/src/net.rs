@@ -373,7 +373,6 @@ impl EventLoop {
             // poll's return to the end of the pass.
             let mut busy = Duration::ZERO;
             if now >= next_cron && !srv.cron_paused {
-                srv.el.sample();
                 cron::tick(srv);
                 crate::obuf::cron(srv);
                 crate::clientevict::recount(srv, None);

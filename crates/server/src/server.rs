@@ -42,15 +42,11 @@ pub struct EventLoopStats {
     pub cmd_per_cycle_max: u64,
     /// Longest cycle, in microseconds.
     pub duration_max_us: u64,
-    /// (time, cycles, busy ns) at the last rate sample; these totals are
-    /// never reset, so CONFIG RESETSTAT does not disturb the rates.
-    sample: (Instant, u64, u64),
-    total_cycles: u64,
-    total_busy_ns: u64,
-    /// The last `RATE_SAMPLES` (cycles per second, mean cycle µs) rates,
-    /// one per 100 ms interval, oldest overwritten first.
-    rates: [(u64, u64); RATE_SAMPLES],
-    next_rate: usize,
+    /// Cycles and their busy nanoseconds, never reset, for the
+    /// instantaneous figures (`Rates`): CONFIG RESETSTAT does not disturb
+    /// them.
+    pub total_cycles: u64,
+    pub total_busy_ns: u64,
 }
 
 /// Bytes read from and written to the network (INFO total_net_*): a
@@ -106,12 +102,15 @@ impl Default for Rates {
 }
 
 /// The counters `Rates` follows, in order.
-pub const RATES: usize = 5;
+pub const RATES: usize = 7;
 pub const RATE_OPS: usize = 0;
 pub const RATE_NET_IN: usize = 1;
 pub const RATE_NET_OUT: usize = 2;
 pub const RATE_REPL_IN: usize = 3;
 pub const RATE_REPL_OUT: usize = 4;
+/// Event loop cycles, and the nanoseconds they were busy.
+pub const RATE_CYCLES: usize = 5;
+pub const RATE_BUSY_NS: usize = 6;
 
 impl Rates {
     pub fn new() -> Rates {
@@ -139,6 +138,15 @@ impl Rates {
     pub fn get(&self, i: usize) -> f64 {
         self.rates.iter().map(|r| r[i]).sum::<f64>() / RATE_SAMPLES as f64
     }
+
+    /// The mean over the last samples of counter `num`'s change per unit
+    /// of counter `den`'s in each (0 for a sample where `den` did not
+    /// move), each rounded up: the event loop's mean cycle in µs, where an
+    /// idle loop's cycles take a few microseconds and 0 would say none.
+    pub fn mean_per(&self, num: usize, den: usize, scale: f64) -> u64 {
+        let per = |r: &[f64; RATES]| if r[den] > 0.0 { (r[num] / r[den] / scale).ceil() } else { 0.0 };
+        (self.rates.iter().map(per).sum::<f64>() / RATE_SAMPLES as f64) as u64
+    }
 }
 
 /// Rates kept for the instantaneous figures (1.6 s at one per 100 ms, as
@@ -146,7 +154,7 @@ impl Rates {
 const RATE_SAMPLES: usize = 16;
 
 impl EventLoopStats {
-    /// Everything zero, the sample window starting now.
+    /// Everything zero.
     pub fn new() -> EventLoopStats {
         EventLoopStats {
             cycles: 0,
@@ -156,11 +164,8 @@ impl EventLoopStats {
             aof_ns: 0,
             cmd_per_cycle_max: 0,
             duration_max_us: 0,
-            sample: (Instant::now(), 0, 0),
             total_cycles: 0,
             total_busy_ns: 0,
-            rates: [(0, 0); RATE_SAMPLES],
-            next_rate: 0,
         }
     }
 
@@ -174,33 +179,6 @@ impl EventLoopStats {
         self.total_busy_ns += ns;
         self.cmd_per_cycle_max = self.cmd_per_cycle_max.max(cmds);
         self.duration_max_us = self.duration_max_us.max(ns / 1000);
-    }
-
-    /// Records the rates of the interval since the last sample once it
-    /// lasted 100 ms; called from cron.
-    pub fn sample(&mut self) {
-        let (t0, c0, b0) = self.sample;
-        let dt = t0.elapsed().as_secs_f64();
-        if dt < 0.1 {
-            return;
-        }
-        let cycles = self.total_cycles - c0;
-        // The mean is rounded up: an idle loop's cycles take a few
-        // microseconds, and 0 would say they took none.
-        let mean = if cycles == 0 { 0 } else { (self.total_busy_ns - b0).div_ceil(cycles * 1000) };
-        self.rates[self.next_rate] = ((cycles as f64 / dt).round() as u64, mean);
-        self.next_rate = (self.next_rate + 1) % RATE_SAMPLES;
-        self.sample = (Instant::now(), self.total_cycles, self.total_busy_ns);
-    }
-
-    /// Cycles per second, averaged over the last 1.6 s.
-    pub fn cycles_per_sec(&self) -> u64 {
-        self.rates.iter().map(|r| r.0).sum::<u64>() / RATE_SAMPLES as u64
-    }
-
-    /// Mean cycle duration in microseconds, averaged over the last 1.6 s.
-    pub fn mean_duration_us(&self) -> u64 {
-        self.rates.iter().map(|r| r.1).sum::<u64>() / RATE_SAMPLES as u64
     }
 
     /// CONFIG RESETSTAT: the sums and maxima restart; the rates go on.

@@ -10,7 +10,7 @@ use crate::bgsave::Purpose;
 use crate::client::ReplRole;
 use crate::memory;
 use std::sync::atomic::Ordering::Relaxed;
-use crate::server::{unix_ms, unix_us, RATE_NET_IN, RATE_NET_OUT, RATE_OPS, RATE_REPL_IN, RATE_REPL_OUT};
+use crate::server::{unix_ms, unix_us, RATE_BUSY_NS, RATE_CYCLES, RATE_NET_IN, RATE_NET_OUT, RATE_OPS, RATE_REPL_IN, RATE_REPL_OUT};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -757,8 +757,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "eventloop_cycles", &srv.el.cycles);
         line(&mut s, "eventloop_duration_sum", &(srv.el.busy_ns / 1000));
         line(&mut s, "eventloop_duration_cmd_sum", &(srv.el.cmd_ns / 1000));
-        line(&mut s, "instantaneous_eventloop_cycles_per_sec", &srv.el.cycles_per_sec());
-        line(&mut s, "instantaneous_eventloop_duration_usec", &srv.el.mean_duration_us());
+        line(&mut s, "instantaneous_eventloop_cycles_per_sec", &(srv.rates.get(RATE_CYCLES).round() as u64));
+        line(&mut s, "instantaneous_eventloop_duration_usec", &srv.rates.mean_per(RATE_BUSY_NS, RATE_CYCLES, 1000.0));
         line(&mut s, "acl_access_denied_auth", &srv.acl.denied[0]);
         line(&mut s, "acl_access_denied_cmd", &srv.acl.denied[1]);
         line(&mut s, "acl_access_denied_key", &srv.acl.denied[2]);
