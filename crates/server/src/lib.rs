@@ -87,6 +87,7 @@ pub mod net;
 pub mod nodesconf;
 pub mod notify;
 pub mod obuf;
+pub mod overhead;
 pub mod persist;
 pub mod process;
 pub mod publish;

@@ -23,7 +23,7 @@ const SERVER: &[&[&str]] = &[
     &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl", "cluster"],
     &["server"],
     &["publish", "obuf", "cron", "evict", "clientevict"],
-    &["command", "access", "exec", "redirect", "dispatch", "persist", "shutdown", "aof", "replication", "migration"],
+    &["command", "access", "exec", "redirect", "dispatch", "persist", "shutdown", "aof", "replication", "migration", "overhead"],
     &["commands"],
     &["script"],
     &["registry", "metrics"],

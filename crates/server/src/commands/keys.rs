@@ -774,7 +774,7 @@ pub fn memory_stats(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let used = ctx.srv.used_memory();
     let peak = ctx.srv.peak_memory.max(used);
     let si = ctx.host.scripts_ref().info();
-    let o = crate::commands::server::Overhead::of(ctx.srv, ctx.client, &si);
+    let o = crate::overhead::Overhead::of(ctx.srv, ctx.client, &si);
     let dbs: Vec<(usize, usize)> = ctx.srv.dbs.iter().enumerate().filter(|(_, d)| !d.is_empty()).map(|(i, d)| (i, d.len())).collect();
     let keys: u64 = dbs.iter().map(|&(_, n)| n as u64).sum();
     let overhead = o.total();
