@@ -684,6 +684,11 @@ def test_clients_are_served_with_loading_while_the_file_loads(workdir):
                 raw.sendall(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(a)}\r\n{a}\r\n".encode() for a in cmd))
                 want = b"+OK\r\n" if cmd[1:2] == ("LOG",) else b"-LOADING Redis is loading the dataset in memory\r\n"
                 assert f.readline() == want, cmd
+            # Settings the load depends on wait for it; others apply.
+            for cmd, want in ((("CONFIG", "SET", "repl-diskless-load", "swapdb"), b"-LOADING Redis is loading the dataset in memory\r\n"),
+                              (("CONFIG", "SET", "loglevel", "debug"), b"+OK\r\n")):
+                raw.sendall(f"*{len(cmd)}\r\n".encode() + b"".join(f"${len(a)}\r\n{a}\r\n".encode() for a in cmd))
+                assert f.readline() == want, cmd
             f.close()
         # Clients that leave during the load are freed.
         extra = [redis.Redis(host=HOST, port=s.port) for _ in range(5)]

@@ -977,13 +977,87 @@ def test_a_replica_that_sends_a_command_with_a_reply_is_disconnected(servers):
     assert pr.ping()
 
 
-def test_propagation_error_behavior_panic_is_refused(r):
-    """Only `ignore` (log and go on) is built: the panic values are refused."""
-    assert r.config_get("propagation-error-behavior") == {"propagation-error-behavior": "ignore"}
-    r.config_set("propagation-error-behavior", "ignore")
-    with pytest.raises(redis.ResponseError, match="only its default value is accepted"):
-        r.config_set("propagation-error-behavior", "panic")
-    assert r.config_get("propagation-error-behavior") == {"propagation-error-behavior": "ignore"}
+def replica_of(servers, *replica_args: str):
+    primary, replica = servers(server_binary()), servers(server_binary(), *replica_args)
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    return primary, replica
+
+
+def test_propagation_error_behavior_panic_ends_a_read_only_replica(servers):
+    """With `panic` (Redis's suite runs every server so), an error from the
+    primary's stream ends a read-only replica with Redis's panic line
+    rather than leave its data diverged."""
+    primary, replica = replica_of(servers, "--propagation-error-behavior", "panic")
+    pr = client(primary)
+    pr.set("before", "1")
+    wait_for(lambda: client(replica).get("before") == b"1", what="stream")
+    pr.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+    wait_for(lambda: not replica.alive(), what="the replica to end")
+    text = log_text(replica)
+    assert "This replica is sending an error to its master: 'ERR unknown command 'fake-command-1'" in text
+    assert "Guru Meditation: This replica panicked sending an error to its master after processing the command '<unknown>'" in text
+    assert pr.ping()
+
+
+@pytest.mark.parametrize("behavior,read_only", [("panic-on-replicas", "yes"), ("panic", "no")])
+def test_propagation_error_behavior_on_replicas(servers, behavior, read_only):
+    """`panic-on-replicas` ends a read-only replica as `panic` does; a
+    writable replica may hold keys its primary does not know of, so an
+    error never ends it. CONFIG SET changes it at run time."""
+    primary, replica = replica_of(servers)
+    rr = client(replica)
+    assert rr.config_get("propagation-error-behavior") == {"propagation-error-behavior": "ignore"}
+    rr.config_set("propagation-error-behavior", behavior)
+    rr.config_set("replica-read-only", read_only)
+    assert rr.config_get("propagation-error-behavior") == {"propagation-error-behavior": behavior}
+    pr = client(primary)
+    if read_only == "no":
+        rr.set("n", "text")
+    pr.incr("n")
+    pr.set("after", "1")
+    if read_only == "yes":
+        # The stream's INCR and the replica's copy agree: nothing fails.
+        wait_for(lambda: rr.get("after") == b"1", what="stream")
+        assert rr.get("n") == b"1"
+        pr.execute_command("DEBUG", "REPLICATE", "fake-command-1")
+        wait_for(lambda: not replica.alive(), what="the replica to end")
+        assert "Guru Meditation: This replica panicked" in log_text(replica)
+    else:
+        wait_for(lambda: rr.get("after") == b"1", what="stream goes on")
+        assert rr.get("n") == b"text"
+        text = log_text(replica)
+        assert "'ERR value is not an integer or out of range' after processing the command 'incrby'" in text
+        assert "Guru Meditation" not in text
+        replica.check_alive()
+
+
+def test_propagation_error_behavior_panic_refuses_a_failing_aof(servers):
+    """An AOF whose command fails on load: `panic` stops the start with
+    Redis's panic line; `panic-on-replicas` (and `ignore`) log it and load
+    the rest."""
+    s = servers(server_binary(), "--appendonly", "yes")
+    r = client(s)
+    r.set("s", "text")
+    r.set("n", "5")
+    r.config_set("appendfsync", "always")
+    aof_dir = os.path.join(s.workdir, "appendonlydir")
+    s.stop()
+    incr = os.path.join(aof_dir, sorted(f for f in os.listdir(aof_dir) if f.endswith(".incr.aof"))[-1])
+    with open(incr, "ab") as f:
+        f.write(b"*2\r\n$4\r\nINCR\r\n$1\r\ns\r\n*3\r\n$3\r\nSET\r\n$4\r\nlast\r\n$1\r\n1\r\n")
+    for behavior, starts in (("panic", False), ("panic-on-replicas", True)):
+        again = Server(server_binary(), ("--appendonly", "yes", "--propagation-error-behavior", behavior), workdir=s.workdir)
+        try:
+            if starts:
+                again.start()
+                assert client(again).get("last") == b"1" and client(again).get("n") == b"5"
+            else:
+                with pytest.raises(RuntimeError, match="failed to start"):
+                    again.start(attempts=1)
+                assert "Guru Meditation: This server panicked sending an error to its AOF-loading-client after processing the command 'incr'" in log_text(again)
+        finally:
+            again.stop()
 
 
 def test_a_diskless_load_cut_short_logs_an_rdb_error(servers):

@@ -2,13 +2,15 @@
 SLOWLOG, LATENCY, MONITOR, DEBUG, TIME, SELECT, FLUSH*, HELLO, with Redis's exact
 replies and errors."""
 
+import os
 import socket
+import subprocess
 import time
 
 import pytest
 import redis
 
-from conftest import err
+from conftest import err, free_port, ping, server_binary
 
 
 def bulk_text(reply: bytes) -> str:
@@ -681,6 +683,77 @@ def test_lolwut(r, r3, raw):
     assert b"*2\r\n+@read\r\n+@fast\r\n" in info
     docs = c.call("COMMAND", "DOCS", "lolwut")
     assert b"$5\r\ngroup\r\n$6\r\nserver\r\n" in docs and b"$5\r\nsince\r\n$5\r\n5.0.0\r\n" in docs
+
+
+def config_file_server(path: str, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([server_binary(), path], cwd=os.path.dirname(path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 15
+    while ping(port, timeout=0.5) is None:
+        assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    return proc
+
+
+def test_config_rewrite_and_rewrite_of_every_setting(tmp_path):
+    """CONFIG REWRITE keeps the file's own lines and writes what differs
+    from the defaults; DEBUG CONFIG-REWRITE-FORCE-ALL writes every setting,
+    and a server started from that file has the same configuration."""
+    port = free_port()
+    path = tmp_path / "densekv.conf"
+    path.write_text(f"# kept\nport {port}\nbind 127.0.0.1\nsave \"\"\nenable-debug-command yes\n"
+                    "propagation-error-behavior panic\n")
+    proc = config_file_server(str(path), port)
+    try:
+        c = redis.Redis(port=port)
+        c.config_set("maxmemory-policy", "allkeys-lru")
+        assert c.execute_command("CONFIG", "REWRITE") == b"OK"
+        lines = path.read_text().splitlines()
+        assert lines[0] == "# kept"
+        assert "maxmemory-policy allkeys-lru" in lines and "propagation-error-behavior panic" in lines
+        assert "hz 10" not in lines, "defaults are left out"
+        before = dict(zip(*[iter(c.execute_command("CONFIG", "GET", "*"))] * 2))
+        assert c.execute_command("DEBUG", "CONFIG-REWRITE-FORCE-ALL") == b"OK"
+        lines = path.read_text().splitlines()
+        assert "hz 10" in lines and "maxmemory-policy allkeys-lru" in lines
+        c.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        proc.wait(10)
+    proc = config_file_server(str(path), port)
+    try:
+        c = redis.Redis(port=port)
+        after = dict(zip(*[iter(c.execute_command("CONFIG", "GET", "*"))] * 2))
+        assert after == before
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_config_set_rolls_back_what_it_applied(start_server):
+    """A CONFIG SET that fails on a later setting (a port in use) puts back
+    the earlier ones, those already applied (the OOM score) included."""
+    srv = start_server()
+    c = redis.Redis(host=srv.host, port=srv.port)
+    pid = c.info("server")["process_id"]
+
+    def score() -> int:
+        with open(f"/proc/{pid}/oom_score_adj") as f:
+            return int(f.read())
+
+    base = score()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        used = taken.getsockname()[1]
+        with pytest.raises(redis.ResponseError, match="possibly related to argument 'port'"):
+            c.execute_command("CONFIG", "SET", "oom-score-adj", "yes", "oom-score-adj-values", "1 1 1",
+                              "maxmemory", "10000001", "port", used)
+    assert score() == base
+    assert c.config_get("oom-score-adj") == {"oom-score-adj": "no"}
+    assert c.config_get("maxmemory") == {"maxmemory": "0"}
+    assert c.ping()
 
 
 def test_oom_score_adj_follows_the_role(start_server):

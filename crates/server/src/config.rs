@@ -317,7 +317,7 @@ pub static PARAMS: &[Param] = &[
     p("repl-backlog-ttl", U, "3600"),
     p("min-replicas-to-write", UI, "0").alias(&["min-slaves-to-write"]),
     p("min-replicas-max-lag", UI, "10").alias(&["min-slaves-max-lag"]),
-    p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore").ignored(),
+    p("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
     // Cluster (cluster/ is the state, bus.rs the links, redirect.rs the
     // routing): the mutable ones reach the running state through
     // `server::cluster_settings` after every CONFIG SET.
@@ -1287,15 +1287,19 @@ impl Config {
         out
     }
 
-    /// The non-default parameters, as config-file lines (CONFIG REWRITE).
-    pub fn rewrite_text(&self) -> String {
+    /// The non-default parameters, as config-file lines (CONFIG REWRITE);
+    /// with `all`, every parameter that has a value to write.
+    pub fn rewrite_text(&self, all: bool) -> String {
         let mut out = String::new();
         // A cluster node's primary is nodes.conf's to say: Redis writes no
         // replicaof into a cluster node's config file (it would refuse it).
         let cluster = self.flag("cluster-enabled");
         for p in PARAMS {
             let v = &self.values[p.name];
-            if v != p.default && !(cluster && p.name == "replicaof") {
+            // An empty list (no primary, no save points written as "")
+            // has no line of its own but `save ""`.
+            let unwritable = v.is_empty() && p.kind.is_list() && p.name != "save";
+            if (all || v != p.default) && !unwritable && !(cluster && p.name == "replicaof") {
                 out.push_str(p.name);
                 out.push(' ');
                 if v.is_empty() || (v.contains(' ') && !p.kind.is_list()) {

@@ -1160,7 +1160,7 @@ fn from_replica(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec
     }
     let text = crate::log::first_line(&c.reply.buf[mark..]);
     if let Some(err) = text.strip_prefix('-') {
-        srv.unexpected_error("master", "replica", err, name);
+        srv.unexpected_error(crate::server::ErrorTo::Replica, err, name);
     }
     srv.config.log.warning(&format!("Replica generated a reply to command '{name}', disconnecting it: {text}"));
     c.reply.buf.truncate(mark);
@@ -1193,12 +1193,11 @@ fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, arg
         return false;
     }
     // An error in reply to the primary's stream means the data diverged:
-    // Redis logs it and, under propagation-error-behavior ignore (the only
-    // value densekv accepts), goes on.
+    // logged, and fatal where propagation-error-behavior says so.
     let start = mark.max(c.sent);
     if c.reply.buf.get(start) == Some(&b'-') {
         let text = crate::log::first_line(&c.reply.buf[start + 1..]);
-        srv.unexpected_error("replica", "master", &text, name);
+        srv.unexpected_error(crate::server::ErrorTo::Primary, &text, name);
     }
     c.reply.buf.truncate(start);
     if getack {

@@ -674,6 +674,18 @@ pub struct Server {
     pub oom: crate::oom::OomAdj,
 }
 
+/// The link an error reply went to that expects none
+/// (`Server::unexpected_error`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ErrorTo {
+    /// A replica of this server, which sent a command with a reply.
+    Replica,
+    /// This replica's primary, whose stream held a command that failed.
+    Primary,
+    /// The AOF being loaded, which held a command that failed.
+    AofLoader,
+}
+
 /// The error writes get while the last background save failed and
 /// `stop-writes-on-bgsave-error` is on with save points set (Redis's
 /// MISCONF), as Redis words it.
@@ -684,9 +696,31 @@ impl Server {
     /// An error reply to a link that expects none (a primary's stream, a
     /// replica's commands, the AOF being loaded): logged as Redis logs it
     /// and counted in INFO unexpected_error_replies.
-    pub fn unexpected_error(&mut self, from: &str, to: &str, err: &str, cmd: &str) {
-        self.config.log.warning(&format!("== CRITICAL == This {from} is sending an error to its {to}: '{err}' after processing the command '{cmd}'"));
+    ///
+    /// The data has diverged then, and `propagation-error-behavior` says
+    /// what follows, as in Redis: `ignore` goes on; `panic` ends the
+    /// process when the error answers the AOF being loaded or, on a
+    /// read-only replica, its primary's stream; `panic-on-replicas` only in
+    /// the second case. A writable replica may hold data its primary does
+    /// not know of, so its errors never end it. The panic is the
+    /// executor's (crash.rs reports it to the log, and it ends the process).
+    pub fn unexpected_error(&mut self, to: ErrorTo, err: &str, cmd: &str) {
+        let (from, to_name) = match to {
+            ErrorTo::Replica => ("master", "replica"),
+            ErrorTo::Primary => ("replica", "master"),
+            ErrorTo::AofLoader => ("server", "AOF-loading-client"),
+        };
+        self.config.log.warning(&format!("== CRITICAL == This {from} is sending an error to its {to_name}: '{err}' after processing the command '{cmd}'"));
         self.unexpected_error_replies += 1;
+        let behavior = self.config.get("propagation-error-behavior").unwrap_or("ignore");
+        let panics = match to {
+            ErrorTo::Replica => false,
+            ErrorTo::Primary => behavior != "ignore" && self.config.flag("replica-read-only"),
+            ErrorTo::AofLoader => behavior == "panic",
+        };
+        if panics {
+            panic!("This {from} panicked sending an error to its {to_name} after processing the command '{cmd}'");
+        }
     }
 
     /// How a key that expired leaves the write stream: DEL, or UNLINK with

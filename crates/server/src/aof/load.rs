@@ -303,7 +303,7 @@ fn run_commands(srv: &mut Server, host: &mut dyn Host, name: &str, bytes: &[u8],
             exec::run(srv, host, &mut c, spec, &argv, unix_ms(), Instant::now());
             if let Some(err) = c.reply.buf.strip_prefix(b"-") {
                 let err = crate::log::first_line(err);
-                srv.unexpected_error("server", "AOF-loading-client", &err, spec.full_name);
+                srv.unexpected_error(crate::server::ErrorTo::AofLoader, &err, spec.full_name);
             }
             if c.blocked {
                 // A blocking command that found nothing: as if timed out.

@@ -1902,6 +1902,12 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.srv.persist.dirty_at_save = 0;
         }
         ("replybuffer", 4) => debug_replybuffer(ctx.srv, args)?,
+        ("config-rewrite-force-all", 2) => {
+            crate::commands::server::rewrite_config(ctx.srv, true).map_err(|e| match e {
+                CmdError::Custom(m) => CmdError::err(format!("CONFIG-REWRITE-FORCE-ALL failed: {}", m.trim_start_matches("ERR "))),
+                e => e,
+            })?
+        }
         ("drop-cluster-packet-filter", 3) => {
             // The message type the bus drops on receipt; -1 none, -2 all.
             let t = crate::command::arg_i64(&args[2])?;
@@ -1921,6 +1927,9 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                     "    Crash the server with a failed assertion, reported in the log.",
                     "CLUSTERLINK KILL <to|from|all> <node-id>",
                     "    Kills the link based on the direction to/from (both) with the provided node.",
+                    "CONFIG-REWRITE-FORCE-ALL",
+                    "    Like CONFIG REWRITE but writes all configuration options, including",
+                    "    keywords not listed in original configuration file or default values.",
                     "DIGEST",
                     "    Output a hex signature representing the current DB content.",
                     "DROP-CLUSTER-PACKET-FILTER <packet-type>",

@@ -222,6 +222,10 @@ pub fn config_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
+/// What CONFIG SET refuses while a data set loads: where files are, and
+/// how a replica loads its primary's image.
+const DENY_LOADING: &[&str] = &["dir", "repl-diskless-load"];
+
 /// CONFIG SET parameter value [parameter value ...]; all or nothing.
 pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
@@ -238,6 +242,11 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - can't set protected config")));
         }
         if let Some(c) = canon {
+            // Settings a load in progress depends on wait for its end
+            // (Redis's DENY_LOADING_CONFIG).
+            if ctx.srv.persist.loading.is_some() && DENY_LOADING.contains(&c) {
+                return Err(CmdError::Custom(crate::dispatch::LOADING_ERROR.into()));
+            }
             if seen.contains(&c) {
                 return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter")));
             }
@@ -276,6 +285,14 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         let name = ["bind", "port", "tls-port"].into_iter().find(|n| seen.contains(n)).unwrap_or("port");
         let now = std::mem::replace(&mut ctx.srv.config, before);
         if let Err(e) = ctx.host.relisten(ctx.srv, &bind, port, tls_port) {
+            // Everything goes back, what was already applied too (Redis
+            // re-applies the old values).
+            if seen.iter().any(|n| n.starts_with("oom-score-adj")) {
+                let _ = ctx.srv.apply_oom_score();
+            }
+            if seen.iter().any(|n| n.starts_with("tls-")) {
+                let _ = ctx.srv.reload_tls();
+            }
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {e}")));
         }
         ctx.srv.config = now;
@@ -323,7 +340,15 @@ pub fn config_resetstat(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 /// writes every non-default parameter after them, then the ACL users (as
 /// `user` lines) unless an ACL file holds them.
 pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    let Some(path) = ctx.srv.config.file.clone() else {
+    rewrite_config(ctx.srv, false)?;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// Writes the config file as CONFIG REWRITE does; `all` writes every
+/// parameter, defaults included (DEBUG CONFIG-REWRITE-FORCE-ALL).
+pub fn rewrite_config(srv: &mut crate::server::Server, all: bool) -> Result<(), CmdError> {
+    let Some(path) = srv.config.file.clone() else {
         return Err(CmdError::err("The server is running without a config file"));
     };
     let old = std::fs::read_to_string(&path).unwrap_or_default();
@@ -335,14 +360,12 @@ pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
         })
         .map(|l| format!("{l}\n"))
         .collect();
-    text.push_str(&ctx.srv.config.rewrite_text());
+    text.push_str(&srv.config.rewrite_text(all));
     // Users live in the config file unless an ACL file holds them (Redis).
-    if ctx.srv.config.get("aclfile").unwrap_or("").is_empty() {
-        text.push_str(&crate::commands::acl::aclfile_text(ctx.srv));
+    if srv.config.get("aclfile").unwrap_or("").is_empty() {
+        text.push_str(&crate::commands::acl::aclfile_text(srv));
     }
-    std::fs::write(&path, text).map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))?;
-    ctx.out().ok();
-    Ok(())
+    std::fs::write(&path, text).map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))
 }
 
 /// CONFIG HELP
