@@ -440,6 +440,34 @@ def test_appendfsync_always_loses_no_acknowledged_write(workdir):
         s.stop()
 
 
+@pytest.mark.parametrize("setting", ["no", "yes"])
+def test_no_appendfsync_on_rewrite_holds_fsyncs_while_a_save_runs(workdir, setting):
+    """no-appendfsync-on-rewrite yes: while a background save writes its
+    file, the AOF is written but not fsynced (WAITAOF counts no local
+    fsync), and the fsync comes once the save ends; with no, appendfsync
+    always fsyncs every write as before."""
+    s = start(workdir, "--appendfsync", "always", "--no-appendfsync-on-rewrite", setting)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert r.config_get("no-appendfsync-on-rewrite") == {"no-appendfsync-on-rewrite": setting}
+        for i in range(20):
+            r.set(f"k{i}", i)
+        r.config_set("rdb-key-save-delay", 100_000)
+        r.bgsave()
+        r.set("during", "save")
+        local = r.execute_command("WAITAOF", 1, 0, 300)[0]
+        assert r.info("persistence")["rdb_bgsave_in_progress"] == 1
+        assert local == (0 if setting == "yes" else 1)
+        r.config_set("rdb-key-save-delay", 0)
+        wait_for_save = time.monotonic() + 20
+        while r.info("persistence")["rdb_bgsave_in_progress"]:
+            assert time.monotonic() < wait_for_save, "the save did not end"
+            time.sleep(0.02)
+        assert r.execute_command("WAITAOF", 1, 0, 5000)[0] == 1
+    finally:
+        s.stop()
+
+
 def test_appendfsync_everysec_loses_at_most_two_seconds(workdir):
     acked, killed_at = kill_while_writing(workdir, 2.5, "--appendfsync", "everysec")
     s = start(workdir)

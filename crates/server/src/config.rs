@@ -280,7 +280,7 @@ pub static PARAMS: &[Param] = &[
     p("appendfilename", S, "appendonly.aof").fixed(),
     p("appenddirname", S, "appendonlydir").fixed(),
     p("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec"),
-    p("no-appendfsync-on-rewrite", B, "no").ignored(),
+    p("no-appendfsync-on-rewrite", B, "no"),
     p("auto-aof-rewrite-percentage", UI, "100"),
     p("auto-aof-rewrite-min-size", M, "67108864"),
     p("aof-load-truncated", B, "yes"),

@@ -201,6 +201,7 @@ fn start(srv: &mut Server) {
 /// Mirrors appendfsync and aof-timestamp-enabled into the running state.
 pub fn apply_settings(srv: &mut Server) {
     srv.aof.fsync = Fsync::parse(srv.config.get("appendfsync").unwrap_or("everysec"));
+    srv.aof.no_fsync_on_rewrite = srv.config.flag("no-appendfsync-on-rewrite");
     srv.aof.pending.borrow_mut().timestamps = srv.config.flag("aof-timestamp-enabled");
 }
 
@@ -406,6 +407,13 @@ fn sync_if_due(srv: &mut Server, cron: bool, end: i64) {
         if srv.aof.fsync != Fsync::No && srv.aof.fsync_inflight.is_none() && srv.aof.pending.borrow().buf.is_empty() && srv.aof.file.is_some() {
             note_synced(srv, end);
         }
+        return;
+    }
+    // no-appendfsync-on-rewrite yes: while a background save or rewrite
+    // writes its file, the AOF is written but fsynced only after it, as
+    // Redis skips the fsync while a child does disk I/O (the operator
+    // trades durability for latency; WAITAOF waits for the fsync).
+    if srv.aof.no_fsync_on_rewrite && (srv.bgsave.is_some() || rewrite_running(srv)) {
         return;
     }
     let Some(file) = srv.aof.file.as_ref() else { return };

@@ -152,6 +152,9 @@ pub struct AofState {
     pub manifest: Manifest,
     /// appendfsync.
     pub fsync: Fsync,
+    /// no-appendfsync-on-rewrite: no fsync while a background save or
+    /// rewrite writes its own file.
+    pub no_fsync_on_rewrite: bool,
     /// When the last fsync was asked for.
     pub last_fsync: Instant,
     /// Bytes written but not yet fsynced.
@@ -203,6 +206,7 @@ impl Default for AofState {
             dir: PathBuf::new(),
             manifest: Manifest::default(),
             fsync: Fsync::EverySec,
+            no_fsync_on_rewrite: false,
             last_fsync: Instant::now(),
             unsynced: false,
             syncer: None,
