@@ -471,6 +471,60 @@ def test_del_frees_as_unlink_with_lazyfree_lazy_user_del(start_server):
     _wait_lazyfree(r, 1)  # the set on the freeing thread, the string inline
 
 
+def test_lazyfree_lazy_server_del_frees_what_overwrites_replace(start_server):
+    """lazyfree-lazy-server-del: the collection SET, RENAME or a *STORE
+    replaces is freed on the freeing thread (lazyfreed_objects counts it),
+    as UNLINK frees; off, inline. Overwrites go out as before."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    assert r.config_get("lazyfree-lazy-server-del") == {"lazyfree-lazy-server-del": "no"}
+    r.sadd("big", *range(100_000))
+    r.set("big", "v")
+    assert r.info("memory")["lazyfreed_objects"] == 0  # freed inline
+    r.config_set("lazyfree-lazy-server-del", "yes")
+    r.sadd("big2", *range(100_000))
+    before = r.info("memory")["used_memory"]
+    assert r.set("big2", "v") is True
+    after = _wait_lazyfree(r, 1)["used_memory"]
+    assert after < before - 500_000
+    r.sadd("big3", *range(100_000))
+    r.set("s", "x")
+    assert r.rename("s", "big3") is True and r.get("big3") == b"x"
+    r.zadd("z", {f"m{i}": i for i in range(1000)})
+    r.zadd("dst", {f"m{i}": i for i in range(1000)})
+    r.zunionstore("dst", ["z"])
+    _wait_lazyfree(r, 3)
+    r.sadd("small", "a")
+    r.set("small", "v")  # cheap: freed inline, not counted
+    _wait_lazyfree(r, 3)
+    assert r.zcard("dst") == 1000 and r.get("big2") == b"v"
+
+
+def test_lazyfree_lazy_expire_frees_expired_collections_in_the_background(start_server):
+    """lazyfree-lazy-expire: a big collection that expires (active expiry
+    or a read that finds it due) is freed on the freeing thread."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.config_set("lazyfree-lazy-expire", "yes")
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    r.sadd("a", *range(100_000))
+    r.sadd("b", *range(100_000))
+    r.pexpire("a", 50)
+    r.pexpire("b", 50)
+    time.sleep(0.1)
+    assert r.exists("a") == 0  # found due on access
+    _wait_lazyfree(r, 1)
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    _wait_lazyfree(r, 2)  # the active cycle
+    assert r.info("stats")["expired_keys"] == 2
+    r.config_set("lazyfree-lazy-expire", "no")
+    r.sadd("c", *range(100_000))
+    r.pexpire("c", 10)
+    time.sleep(0.05)
+    assert r.exists("c") == 0
+    assert r.info("memory")["lazyfreed_objects"] == 2
+
+
 def test_flush_async_frees_in_the_background(r):
     r.config_resetstat()
     for db in (0, 1):

@@ -214,8 +214,8 @@ pub static PARAMS: &[Param] = &[
     p("value-compression", B, "no").hidden(),
     // densekv: keys of common shapes (prefix + hex/decimal/UUID) packed.
     p("key-compression", B, "no").hidden(),
-    p("lazyfree-lazy-expire", B, "no").ignored(),
-    p("lazyfree-lazy-server-del", B, "no").ignored(),
+    p("lazyfree-lazy-expire", B, "no"),
+    p("lazyfree-lazy-server-del", B, "no"),
     p("lazyfree-lazy-user-del", B, "no"),
     p("lazyfree-lazy-user-flush", B, "no"),
     p("activerehashing", B, "yes").ignored(),
@@ -1453,9 +1453,10 @@ mod tests {
     #[test]
     fn ignored_parameters_are_named() {
         let mut c = Config::default();
-        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
-        // io-threads acts (the I/O threads), so it is not named.
-        assert_eq!(c.ignored_in_use(), vec!["lazyfree-lazy-expire".to_string()]);
+        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\ntls-replication yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
+        // io-threads and lazyfree-lazy-expire act, so they are not named;
+        // activedefrag is at its default.
+        assert_eq!(c.ignored_in_use(), vec!["tls-replication".to_string()]);
         assert_eq!(c.get("io-threads"), Some("4"));
     }
 

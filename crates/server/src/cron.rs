@@ -83,6 +83,7 @@ pub fn tick(srv: &mut Server) {
         if !active_expire(srv, now) {
             srv.expire_cap_reached += 1;
         }
+        srv.free_discarded();
         let us = start.elapsed().as_micros() as u64;
         srv.expire_cycle_us += us;
         srv.latency_sample("expire-cycle", us / 1000);

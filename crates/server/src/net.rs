@@ -571,6 +571,7 @@ impl EventLoop {
             if srv.tracking.has_broadcast() {
                 crate::publish::broadcast_invalidations(srv);
             }
+            srv.free_discarded();
             // The group commit: this turn's AOF bytes reach the file (and
             // the disk, with appendfsync always) before its replies leave.
             let aof_start = Instant::now();

@@ -998,10 +998,28 @@ impl Server {
         }
         let compress = self.config.flag("value-compression");
         let keys = self.config.flag("key-compression");
+        let lazy_server_del = self.config.flag("lazyfree-lazy-server-del");
+        let lazy_expire = self.config.flag("lazyfree-lazy-expire");
         for db in &mut self.dbs {
             db.access = access;
             db.value_compression = compress;
             db.key_compression = keys;
+            db.lazy_server_del = lazy_server_del;
+            db.lazy_expire = lazy_expire;
+        }
+    }
+
+    /// Frees what overwrites and expiries left in the databases under
+    /// lazyfree-lazy-server-del / lazyfree-lazy-expire: big collections on
+    /// the freeing thread, the rest here. Once per event-loop turn and
+    /// after each active-expiry pass.
+    pub fn free_discarded(&mut self) {
+        for db in &mut self.dbs {
+            if db.has_discarded() {
+                for v in db.take_discarded() {
+                    crate::lazyfree::drop_value(&self.lazyfree, v);
+                }
+            }
         }
     }
 

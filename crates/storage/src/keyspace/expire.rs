@@ -114,7 +114,8 @@ impl Db {
                     Some(t) if t <= now => {
                         on_expired(&self.raw_key(&b));
                         self.pre_write_slot(si, pos);
-                        self.delete(si, pos);
+                        let gone = self.delete(si, pos);
+                        self.discard(gone, self.lazy_expire);
                         expired += 1;
                     }
                     Some(t) => self.hand.min = self.hand.min.min(t),

@@ -290,6 +290,13 @@ pub struct Db {
     member_ttl: usize,
     /// Lazy member expiry since the last `take_member_expiry`.
     member_expired: Vec<MemberExpiry>,
+    /// lazyfree-lazy-server-del: the collection an overwrite replaces is
+    /// left in `discarded` for the caller to free, not freed here.
+    pub lazy_server_del: bool,
+    /// lazyfree-lazy-expire: so is the collection of a key that expired.
+    pub lazy_expire: bool,
+    /// Collections left for the caller to free (`take_discarded`).
+    discarded: Vec<Value>,
     /// The inline hash lent out by the last `get`/`get_mut`, if any.
     pending: Option<Pending>,
     /// Snapshot epoch, bumped by each `snapshot_begin`.
@@ -360,6 +367,9 @@ impl Default for Db {
             inline_ttl: 0,
             member_ttl: 0,
             member_expired: Vec::new(),
+            lazy_server_del: false,
+            lazy_expire: false,
+            discarded: Vec::new(),
             pending: None,
             epoch: 0,
             marks: vec![0],
@@ -633,7 +643,8 @@ impl Db {
                 return None;
             }
             self.pre_write_slot(si, pos);
-            self.delete(si, pos);
+            let gone = self.delete(si, pos);
+            self.discard(gone, self.lazy_expire);
             self.lazy_expired += 1;
             self.log(LOG_EXPIRED, KeyEvent::Expired, key);
             return None;
@@ -676,6 +687,26 @@ impl Db {
             self.member_expired.push(MemberExpiry { kind, key: key.into(), members, deleted });
         }
         deleted
+    }
+
+    /// Frees a collection taken out of the table here, or with `lazy`
+    /// leaves it for the caller (`take_discarded`), who frees big ones off
+    /// the executor (lazyfree-lazy-server-del, lazyfree-lazy-expire).
+    fn discard(&mut self, obj: Option<Obj>, lazy: bool) {
+        if let (Some(o), true) = (obj, lazy) {
+            self.discarded.push(o.into_value());
+        }
+    }
+
+    /// The collections overwrites and expiries left for the caller to free
+    /// since the last call (none unless `lazy_server_del`/`lazy_expire`).
+    pub fn take_discarded(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.discarded)
+    }
+
+    /// True if `take_discarded` has something to give.
+    pub fn has_discarded(&self) -> bool {
+        !self.discarded.is_empty()
     }
 
     /// Removes the slot at (si, pos) and frees its blob; returns the
@@ -837,7 +868,8 @@ impl Db {
             let s = self.segs[si].slots[pos];
             let d = self.blob(s).deadline;
             if matches!(d, Some(t) if t <= now) {
-                self.delete(si, pos);
+                let gone = self.delete(si, pos);
+                self.discard(gone, self.lazy_expire);
                 self.lazy_expired += 1;
                 self.log(LOG_EXPIRED, KeyEvent::Expired, key);
             } else {
@@ -853,7 +885,8 @@ impl Db {
             // Free first so that a same-class blob reuses the same bytes.
             let s = self.segs[si].take(pos);
             if let Body::Obj(i) = self.blob(s).body() {
-                self.take_obj(i);
+                let replaced = self.take_obj(i);
+                self.discard(Some(replaced), self.lazy_server_del);
             }
             let b = Blob::parse(self.slab.bytes(addr_of(s)));
             if self.key_compression && b.key_kind == KeyKind::Packed && keypack::is_canonical(b.key) {

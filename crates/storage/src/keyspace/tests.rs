@@ -1493,3 +1493,39 @@ fn packed_session_keys_through_splits() {
     let total: usize = (40_000..50_000).map(|i| db.slab.cost(addr_of(db.segs[db.find(&key(i)).1].slots[db.find(&key(i)).2.unwrap()]))).sum();
     assert!(total / 10_000 <= 56, "{} bytes a blob", total / 10_000);
 }
+
+#[test]
+fn lazy_flags_leave_replaced_and_expired_collections_to_the_caller() {
+    use crate::types::set::{Set, SetConfig};
+    let set = |m: &[u8]| {
+        let mut s = Set::new();
+        s.insert(m, &SetConfig::default());
+        Value::Set(Box::new(s))
+    };
+    let mut db = Db::default();
+    // Off: freed here, nothing left over.
+    db.insert(b"a", set(b"1"), Ttl::Clear, 0);
+    db.insert(b"a", Value::Int(1), Ttl::Clear, 0);
+    assert!(!db.has_discarded());
+    // lazy_server_del: an overwrite's collection is left; an expiry's is not.
+    db.lazy_server_del = true;
+    db.insert(b"b", set(b"2"), Ttl::At(10), 0);
+    db.insert(b"b", Value::Int(1), Ttl::Clear, 0);
+    db.insert(b"c", set(b"3"), Ttl::At(10), 0);
+    assert!(db.get(b"c", 10).is_none());
+    assert_eq!(db.take_discarded(), vec![set(b"2")]);
+    // lazy_expire: expiries on access, on overwrite and by the active cycle.
+    db.lazy_server_del = false;
+    db.lazy_expire = true;
+    db.insert(b"d", set(b"4"), Ttl::At(10), 0);
+    db.insert(b"e", set(b"5"), Ttl::At(10), 0);
+    db.insert(b"f", set(b"6"), Ttl::At(10), 0);
+    assert!(db.get(b"d", 10).is_none());
+    db.insert(b"e", Value::Int(1), Ttl::Clear, 10);
+    db.active_expire(10, 100, |_| {});
+    let mut left = db.take_discarded();
+    left.sort_by_key(|v| format!("{v:?}"));
+    assert_eq!(left, vec![set(b"4"), set(b"5"), set(b"6")]);
+    assert!(!db.has_discarded());
+    assert_eq!(db.len(), 3); // a, b, e
+}
