@@ -810,6 +810,66 @@ def test_config_set_rolls_back_what_it_applied(start_server):
     assert c.ping()
 
 
+def thread_cpus(pid: int) -> dict[str, str]:
+    """Each thread's name and the CPUs it may run on (the last of a name)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                line = next(l for l in f if l.startswith("Cpus_allowed_list:"))
+        except (OSError, StopIteration):
+            continue  # a thread that ended meanwhile
+        out[name] = line.split(":", 1)[1].strip()
+    return out
+
+
+def test_cpu_lists_pin_each_thread_to_its_role(start_server):
+    """server-cpulist pins the executor and the I/O threads, bio-cpulist the
+    background threads, bgsave-cpulist a save's writer, as taskset lists
+    them; a list that does not parse is left unapplied."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs to tell the lists apart")
+    a, b = str(cpus[0]), str(cpus[-1])
+    srv = start_server("--server-cpulist", a, "--bio-cpulist", b, "--bgsave-cpulist", f"{b}-{b}:1",
+                       "--io-threads", "2")
+    c = redis.Redis(host=srv.host, port=srv.port)
+    pid = c.info("server")["process_id"]
+    threads = thread_cpus(pid)
+    assert threads["io_thd_1"] == a and threads["lazyfree"] == b
+    assert [cpus for name, cpus in threads.items() if name.startswith("densekv")] == [a]
+    assert c.config_get("server-cpulist") == {"server-cpulist": a}
+    c.execute_command("DEBUG", "POPULATE", 1000)
+    c.config_set("rdb-key-save-delay", 10_000)
+    c.bgsave()
+    deadline = time.monotonic() + 10
+    while "bgsave" not in thread_cpus(pid):
+        assert time.monotonic() < deadline, "no save thread"
+        time.sleep(0.01)
+    assert thread_cpus(pid)["bgsave"] == b
+    c.config_set("rdb-key-save-delay", 0)
+    plain = start_server("--server-cpulist", "3-1", "--bio-cpulist", "x")
+    with open("/proc/self/status") as f:
+        mine = next(l for l in f if l.startswith("Cpus_allowed_list:")).split(":", 1)[1].strip()
+    pid = redis.Redis(host=plain.host, port=plain.port).info("server")["process_id"]
+    assert set(thread_cpus(pid).values()) == {mine}, "unparsed lists leave threads where they were"
+
+
+def test_disable_thp_turns_huge_pages_off_for_the_process(start_server):
+    def thp(srv) -> str:
+        pid = redis.Redis(host=srv.host, port=srv.port).info("server")["process_id"]
+        with open(f"/proc/{pid}/status") as f:
+            lines = [l for l in f if l.startswith("THP_enabled:")]
+        if not lines:
+            pytest.skip("the kernel does not report THP_enabled (before Linux 5.0)")
+        return lines[0].split()[1]
+
+    assert thp(start_server()) == "0", "on by default, as Redis's"
+    assert thp(start_server("--disable-thp", "no")) == "1"
+
+
 def test_oom_score_adj_follows_the_role(start_server):
     srv = start_server()
     c = redis.Redis(host=srv.host, port=srv.port)

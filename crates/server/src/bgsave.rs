@@ -278,12 +278,14 @@ impl Job {
         // Created here, not by the thread: a streamed image's readers open
         // it as soon as the save started.
         let incremental = plan.incremental_fsync;
+        let role = if plan.purpose == Purpose::AofBase { crate::affinity::Role::AofRewrite } else { crate::affinity::Role::Bgsave };
         let file = File::create(&tmp)
             .map(|f| AutoSync::new(f, incremental))
             .map_err(|e| format!("Failed opening the temp RDB file {} for saving: {e}", tmp.display()));
         std::thread::Builder::new()
             .name("bgsave".into())
             .spawn(move || {
+                crate::affinity::pin(role);
                 let r = write_file(rx, file, &tmp, &path, &flight, &live_delay, &stopped, &shown);
                 if r.is_err() {
                     let _ = fs::remove_file(&tmp);

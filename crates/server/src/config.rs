@@ -177,11 +177,11 @@ pub static PARAMS: &[Param] = &[
     p("ignore-warnings", S, ""),
     p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no"),
     p("oom-score-adj-values", Kind::OomValues, "0 200 800"),
-    p("disable-thp", B, "yes").fixed().ignored(),
-    p("server-cpulist", S, "").alias(&["server_cpulist"]).fixed().ignored(),
-    p("bio-cpulist", S, "").alias(&["bio_cpulist"]).fixed().ignored(),
-    p("aof-rewrite-cpulist", S, "").alias(&["aof_rewrite_cpulist"]).fixed().ignored(),
-    p("bgsave-cpulist", S, "").alias(&["bgsave_cpulist"]).fixed().ignored(),
+    p("disable-thp", B, "yes").fixed(),
+    p("server-cpulist", S, "").alias(&["server_cpulist"]).fixed(),
+    p("bio-cpulist", S, "").alias(&["bio_cpulist"]).fixed(),
+    p("aof-rewrite-cpulist", S, "").alias(&["aof_rewrite_cpulist"]).fixed(),
+    p("bgsave-cpulist", S, "").alias(&["bgsave_cpulist"]).fixed(),
     p("io-threads", Kind::Int(1, 128), "1").fixed(),
     // Redis 8 reads on its I/O threads whenever it has some, and keeps this
     // switch only so that old config files load; so does densekv.

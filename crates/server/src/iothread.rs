@@ -298,7 +298,10 @@ impl IoThreads {
             let stats = Arc::new(Stats::default());
             let bell = Arc::new(Doorbell::default());
             let mut worker = Worker { poll, rx, bell: bell.clone(), tx: out_tx.clone(), executor: executor.clone(), executor_bell: inbox_bell.clone(), stats: stats.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 };
-            let join = std::thread::Builder::new().name(format!("io_thd_{}", i + 1)).spawn(move || worker.run())?;
+            let join = std::thread::Builder::new().name(format!("io_thd_{}", i + 1)).spawn(move || {
+                crate::affinity::pin(crate::affinity::Role::Server);
+                worker.run()
+            })?;
             threads.push(Handle { tx, waker, bell, stats, batch: Vec::new(), join: Some(join) });
         }
         Ok(IoThreads { assigned: vec![0; threads.len()], threads, inbox, bell: inbox_bell })

@@ -46,6 +46,7 @@ impl LazyFree {
         let freed = Arc::new(AtomicU64::new(0));
         let (p, f) = (pending.clone(), freed.clone());
         let started = std::thread::Builder::new().name("lazyfree".into()).spawn(move || {
+            crate::affinity::pin(crate::affinity::Role::Bio);
             let mut published = 0;
             for job in rx {
                 drop(job.garbage);

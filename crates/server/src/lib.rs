@@ -47,6 +47,7 @@
 //! 11. `net`: the event loop, which owns the listener and the sockets
 
 pub mod access;
+pub mod affinity;
 pub mod acl;
 pub mod aof;
 pub mod aofcore;

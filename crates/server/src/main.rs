@@ -237,6 +237,19 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     let log = config.log.clone();
     server::crash::configure_from(&config);
     log.notice("monotonic clock: POSIX clock_gettime");
+    // Threads take their CPU lists as they start; the executor first, so
+    // the threads it starts inherit the server's list (affinity.rs).
+    let list = |name: &str| config.get(name).unwrap_or("").to_string();
+    server::affinity::configure(server::affinity::Lists {
+        server: list("server-cpulist"),
+        bio: list("bio-cpulist"),
+        aof_rewrite: list("aof-rewrite-cpulist"),
+        bgsave: list("bgsave-cpulist"),
+    });
+    server::affinity::pin(server::affinity::Role::Server);
+    if let Some(warning) = server::affinity::disable_thp(config.flag("disable-thp")) {
+        log.warning(&warning);
+    }
     if config.flag("jemalloc-bg-thread") {
         // As Redis does: a background thread returns freed pages to the OS on
         // jemalloc's decay schedule even while the server is idle, so RSS

@@ -193,7 +193,10 @@ impl ConfWriter {
         let shared = Arc::new(Shared { state: Mutex::new(Pending::default()), work: Condvar::new(), done: Condvar::new() });
         let path = conf.path().to_path_buf();
         let theirs = Arc::clone(&shared);
-        let thread = std::thread::Builder::new().name("nodes-conf".into()).spawn(move || write_loop(conf, &theirs))?;
+        let thread = std::thread::Builder::new().name("nodes-conf".into()).spawn(move || {
+            crate::affinity::pin(crate::affinity::Role::Bio);
+            write_loop(conf, &theirs)
+        })?;
         Ok(ConfWriter { shared, path, thread: Some(thread) })
     }
 

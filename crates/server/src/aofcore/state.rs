@@ -99,6 +99,7 @@ impl Syncer {
         let failed = Arc::new(AtomicBool::new(false));
         let (b, f) = (busy.clone(), failed.clone());
         let _ = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || {
+            crate::affinity::pin(crate::affinity::Role::Bio);
             while let Ok(file) = rx.recv() {
                 f.store(file.sync_data().is_err(), Ordering::Relaxed);
                 b.store(false, Ordering::Release);
