@@ -101,6 +101,8 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self.workdir = workdir or tempfile.mkdtemp(prefix="densekv-test-")
         self.log_path = os.path.join(self.workdir, "server.log")
+        # Run in the child before the server starts (limits, signals).
+        self.preexec_fn = None
 
     def __repr__(self) -> str:
         pid = self.proc.pid if self.proc else None
@@ -117,7 +119,7 @@ class Server:
                 log.write(f"--- {' '.join(args)}\n".encode())
                 log.flush()
                 self.proc = subprocess.Popen(args, cwd=self.workdir, stdin=subprocess.DEVNULL,
-                                             stdout=log, stderr=subprocess.STDOUT)
+                                             stdout=log, stderr=subprocess.STDOUT, preexec_fn=self.preexec_fn)
             deadline = time.monotonic() + self.START_TIMEOUT
             while time.monotonic() < deadline and self.proc.poll() is None:
                 reply = ping(self.port, timeout=0.5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import resource
 import signal
 import subprocess
 import tempfile
@@ -466,6 +467,112 @@ def test_no_appendfsync_on_rewrite_holds_fsyncs_while_a_save_runs(workdir, setti
         assert r.execute_command("WAITAOF", 1, 0, 5000)[0] == 1
     finally:
         s.stop()
+
+
+class LimitedServer(Server):
+    """A server whose files may not grow past `limit` bytes (RLIMIT_FSIZE;
+    SIGXFSZ ignored, so a write past it fails with EFBIG): a disk that
+    fills up, for this process only. `unlimit()` lifts it while it runs."""
+
+    def __init__(self, limit: int, *args, **kw):
+        super().__init__(*args, **kw)
+
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+        self.preexec_fn = limited
+
+    def unlimit(self) -> None:
+        resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+def fill_until_refused(r: redis.Redis) -> tuple[int, str]:
+    """Writes 1 KB values until one is refused; returns how many went in
+    and the error."""
+    for i in range(10_000):
+        try:
+            r.set(f"k{i}", "x" * 1000)
+        except redis.ResponseError as e:
+            return i, str(e)
+        time.sleep(0.001)
+    raise AssertionError("no write was refused")
+
+
+def test_writes_are_refused_while_the_aof_cannot_be_written(workdir):
+    """appendfsync everysec: once a write to the AOF fails (here the file
+    may not grow), writes get Redis's MISCONF error and reads go on; when
+    the disk takes the bytes again, the kept bytes are written (a partial
+    write cut off first) and writes are accepted. The file then replays
+    to exactly the acknowledged writes."""
+    s = LimitedServer(64 * 1024, server_binary(), ("--appendonly", "yes", "--appendfsync", "everysec"), workdir=workdir)
+    s.start()
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        n, error = fill_until_refused(r)
+        assert error == "MISCONF Errors writing to the AOF file: File too large"
+        assert n > 10
+        assert r.get("k0") == b"x" * 1000
+        with pytest.raises(redis.ResponseError, match="MISCONF"):
+            r.ping()  # refused as Redis refuses it: a health check sees the disk error
+        assert r.info("persistence")["aof_last_write_status"] == "err"
+        with pytest.raises(redis.ResponseError, match="MISCONF"):
+            r.set("again", "1")
+        s.unlimit()
+        deadline = time.monotonic() + 10
+        while r.info("persistence")["aof_last_write_status"] != "ok":
+            assert time.monotonic() < deadline, "the write was not retried"
+            time.sleep(0.05)
+        r.set("after", "1")
+        expected = {f"k{i}".encode() for i in range(n)} | {b"after"}
+        assert set(r.keys("*")) == expected
+        log = open(s.log_path).read()
+        assert log.count("Error writing to the AOF file: File too large") == 1, "rate limited"
+        assert "AOF write error looks solved" in log
+    finally:
+        s.stop()
+    s = start(workdir)
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        assert set(r.keys("*")) == expected
+        assert r.get(f"k{n - 1}") == b"x" * 1000
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("ignore", ["no", "yes"])
+def test_a_replica_that_cannot_write_its_aof(workdir, ignore):
+    """A replica whose AOF write failed stops on its primary's next write
+    (replica-ignore-disk-write-errors no, Redis's default) rather than
+    fall behind it, or with yes applies it and logs that it did."""
+    primary = Server(server_binary(), (), workdir=tempfile.mkdtemp(prefix="densekv-aof-")).start()
+    replica = LimitedServer(64 * 1024, server_binary(),
+                            ("--appendonly", "yes", "--replica-ignore-disk-write-errors", ignore), workdir=workdir)
+    replica.start()
+    try:
+        pr, rr = redis.Redis(host=HOST, port=primary.port), redis.Redis(host=HOST, port=replica.port)
+        rr.replicaof(HOST, primary.port)
+        deadline = time.monotonic() + 15
+        while rr.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() < deadline, "no sync"
+            time.sleep(0.05)
+        for i in range(200):
+            pr.set(f"k{i}", "x" * 1000)
+            if not replica.alive():
+                break
+            time.sleep(0.002)
+        pr.set("last", "1")
+        time.sleep(0.5)
+        log = open(replica.log_path).read()
+        assert "Error writing to the AOF file: File too large" in log
+        if ignore == "no":
+            assert not replica.alive()
+            assert "Guru Meditation: Replica was unable to write command to disk." in log
+        else:
+            assert replica.alive() and rr.get("last") == b"1" and rr.dbsize() == 201
+            assert log.count("Replica is applying a command even though it is unable to write to disk.") == 1
+    finally:
+        replica.stop()
+        primary.cleanup()
 
 
 def test_appendfsync_everysec_loses_at_most_two_seconds(workdir):

@@ -1060,6 +1060,24 @@ def test_propagation_error_behavior_panic_refuses_a_failing_aof(servers):
             again.stop()
 
 
+@pytest.mark.parametrize("setting", ["no", "yes"])
+def test_a_sync_leaves_no_rdb_file_without_persistence(servers, setting):
+    """rdb-del-sync-files: a persistence-less primary and replica keep no
+    RDB file of a disk-based sync. Here that holds whatever the setting:
+    the primary's image is a temp file that goes once the replicas have
+    it open, and the replica loads the image from memory."""
+    args = ("--repl-diskless-sync", "no", "--repl-diskless-load", "disabled", "--rdb-del-sync-files", setting)
+    primary, replica = servers(server_binary(), *args), servers(server_binary(), *args)
+    pr = client(primary)
+    pr.set("k", "v")
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="sync")
+    assert client(replica).get("k") == b"v"
+    assert "with target: disk" in log_text(primary)
+    wait_for(lambda: not [f for s in (primary, replica) for f in os.listdir(s.workdir) if f.endswith(".rdb")],
+             what="no RDB file left")
+
+
 def test_a_diskless_load_cut_short_logs_an_rdb_error(servers):
     """A diskless load whose image breaks off mid-way is a short read of the
     RDB: the replica logs it with Redis's "Internal error in RDB" wording

@@ -269,7 +269,10 @@ pub static PARAMS: &[Param] = &[
     p("dir", Kind::Dir, "").protected(),
     p("rdbcompression", B, "yes"),
     p("rdbchecksum", B, "yes").fixed(),
-    p("rdb-del-sync-files", B, "no").ignored(),
+    // Holds whatever its value: a primary's image for a disk-based sync is
+    // a temp file removed once the replicas have it open, and a replica
+    // loads the image from memory, so no RDB file is left of a sync.
+    p("rdb-del-sync-files", B, "no"),
     p("rdb-save-incremental-fsync", B, "yes"),
     p("stop-writes-on-bgsave-error", B, "yes"),
     p("rdb-key-save-delay", Kind::Int(i32::MIN as i64, INT_MAX), "0").hidden(),
@@ -300,7 +303,7 @@ pub static PARAMS: &[Param] = &[
     p("replica-announce-ip", S, "").alias(&["slave-announce-ip"]),
     p("replica-announce-port", PORT, "0").alias(&["slave-announce-port"]),
     p("replica-announced", B, "yes"),
-    p("replica-ignore-disk-write-errors", B, "no").ignored(),
+    p("replica-ignore-disk-write-errors", B, "no"),
     p("repl-diskless-sync", B, "yes"),
     // A diskless full sync waits this long for more replicas to share it
     // (`replication::sync_due`).

@@ -186,8 +186,18 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
         }
     }
     if let Some(e) = srv.disk_error().filter(|_| disk_sensitive(&*host, &table, c, spec, &argv)) {
-        reject(srv, c, spec, &CmdError::Custom(e.into()));
-        return true;
+        if c.repl_role != ReplRole::Primary {
+            reject(srv, c, spec, &CmdError::Custom(e.into_owned()));
+            return true;
+        }
+        // The primary's stream: refusing its write would leave this
+        // replica's data behind its primary's. Redis's replica stops
+        // (the default) or, with replica-ignore-disk-write-errors, applies
+        // it and says so.
+        if !srv.config.flag("replica-ignore-disk-write-errors") && spec.full_name != "ping" {
+            panic!("Replica was unable to write command to disk.");
+        }
+        srv.note_write_despite_disk_error();
     }
     if let Some(e) = srv.replicas_error().filter(|_| spec.full_name != "ping" && disk_sensitive(&*host, &table, c, spec, &argv)) {
         reject(srv, c, spec, &CmdError::Custom(e.into()));

@@ -609,6 +609,8 @@ pub struct Server {
     pub client_kills: u64,
     /// Error replies to links that expect none (INFO unexpected_error_replies).
     pub unexpected_error_replies: u64,
+    /// When `note_write_despite_disk_error` last logged.
+    pub disk_error_logged: Option<Instant>,
     /// Share of the volatile keys active expiry looks at that are due,
     /// smoothed (INFO expired_stale_perc, as a fraction).
     pub expired_stale_perc: f64,
@@ -733,11 +735,34 @@ impl Server {
         }
     }
 
-    /// Why writes are refused for a disk error, if they are (MISCONF).
+    /// Why writes are refused for a disk error, if they are (MISCONF): the
+    /// last background save failed (with stop-writes-on-bgsave-error and
+    /// save points), or the AOF's last write or fsync did, until one
+    /// succeeds again, as Redis refuses them.
     #[inline]
-    pub fn disk_error(&self) -> Option<&'static str> {
+    pub fn disk_error(&self) -> Option<std::borrow::Cow<'static, str>> {
         let rdb_failed = !self.persist.last_save_ok && self.config.flag("stop-writes-on-bgsave-error") && !self.config.save_points().is_empty();
-        rdb_failed.then_some(MISCONF_RDB)
+        if rdb_failed {
+            return Some(std::borrow::Cow::Borrowed(MISCONF_RDB));
+        }
+        if self.aof.on && (!self.aof.last_write_ok || self.aof.syncer.as_ref().is_some_and(crate::aofcore::state::Syncer::failed)) {
+            let why = match self.aof.syncer.as_ref().and_then(crate::aofcore::state::Syncer::error) {
+                Some(e) => crate::config::strerror(&e),
+                None => self.aof.last_write_error.clone().unwrap_or_default(),
+            };
+            return Some(std::borrow::Cow::Owned(format!("MISCONF Errors writing to the AOF file: {why}")));
+        }
+        None
+    }
+
+    /// A replica applies its primary's write although its own disk write
+    /// failed (`replica-ignore-disk-write-errors yes`): logged once per 10
+    /// seconds at most, as Redis logs it.
+    pub fn note_write_despite_disk_error(&mut self) {
+        if self.disk_error_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+            self.disk_error_logged = Some(Instant::now());
+            self.config.log.warning("Replica is applying a command even though it is unable to write to disk.");
+        }
     }
 
     /// Why writes are refused for want of replicas, if they are: on a
@@ -947,6 +972,7 @@ impl Server {
             client_kills: 0,
             expired_stale_perc: 0.0,
             unexpected_error_replies: 0,
+            disk_error_logged: None,
             reply_resizing: true,
             reply_peak_reset: Some(Duration::from_millis(crate::client::REPLY_PEAK_RESET_MS)),
             reply_shrinks: 0,

@@ -28,7 +28,7 @@ pub mod files;
 pub mod load;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -362,7 +362,21 @@ pub fn flush(srv: &mut Server) {
         if srv.aof.flush_sleep_us > 0 {
             std::thread::sleep(Duration::from_micros(srv.aof.flush_sleep_us));
         }
-        match file.write_all(&buf) {
+        let mut written = 0;
+        let result = loop {
+            match file.write(&buf[written..]) {
+                Ok(0) => break Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+                Ok(n) => {
+                    written += n;
+                    if written == buf.len() {
+                        break Ok(());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        match result {
             Ok(()) => {
                 srv.aof.current_size += buf.len() as u64;
                 srv.aof.unsynced = true;
@@ -370,18 +384,40 @@ pub fn flush(srv: &mut Server) {
                     log(srv).warning("AOF write error looks solved, Redis can write again.");
                 }
                 srv.aof.last_write_ok = true;
+                srv.aof.last_write_error = None;
             }
             Err(e) => {
+                // A partial write is cut off again, so the retry does not
+                // leave half a command in the file; if it cannot be, what
+                // was written stays and only the rest is retried.
+                let mut rest = &buf[..];
+                if written > 0 {
+                    let cut = file.stream_position().and_then(|end| {
+                        let size = end - written as u64;
+                        file.set_len(size)?;
+                        file.seek(std::io::SeekFrom::Start(size)).map(|_| ())
+                    });
+                    if cut.is_err() {
+                        srv.aof.current_size += written as u64;
+                        rest = &buf[written..];
+                    }
+                }
                 let l = log(srv);
-                l.warning(&format!("Error writing to the AOF file: {}", errno_text(&e)));
+                // Logged once per 30 s while it lasts (every turn retries).
+                let quiet = srv.aof.write_error_logged.is_some_and(|t| t.elapsed() < Duration::from_secs(30));
+                if !quiet || srv.aof.fsync == Fsync::Always {
+                    srv.aof.write_error_logged = Some(Instant::now());
+                    l.warning(&format!("Error writing to the AOF file: {}", errno_text(&e)));
+                }
                 if srv.aof.fsync == Fsync::Always {
                     l.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
                     std::process::exit(1);
                 }
                 srv.aof.last_write_ok = false;
+                srv.aof.last_write_error = Some(errno_text(&e));
                 // Keep the bytes for the next try, before anything newer.
                 let mut p = srv.aof.pending.borrow_mut();
-                let newer = std::mem::replace(&mut p.buf, buf);
+                let newer = std::mem::replace(&mut p.buf, rest.to_vec());
                 p.buf.extend_from_slice(&newer);
                 return;
             }
@@ -458,8 +494,9 @@ pub fn cron(srv: &mut Server, host: &mut dyn Host) {
     flush(srv);
     let end = srv.repl.end_offset();
     sync_if_due(srv, true, end);
-    if srv.aof.syncer.as_ref().is_some_and(Syncer::failed) {
+    if let Some(e) = srv.aof.syncer.as_ref().and_then(Syncer::error) {
         srv.aof.last_write_ok = false;
+        srv.aof.last_write_error = Some(errno_text(&e));
     }
     rewrite_poll(srv);
     if srv.aof.rewrite_scheduled && srv.feed.depth() == 0 && srv.bgsave.is_none() {

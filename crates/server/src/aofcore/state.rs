@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::time::Instant;
@@ -89,6 +89,8 @@ pub struct Syncer {
     tx: Sender<File>,
     busy: Arc<AtomicBool>,
     failed: Arc<AtomicBool>,
+    /// The failed fsync's OS error number.
+    errno: Arc<AtomicI32>,
 }
 
 impl Syncer {
@@ -97,15 +99,20 @@ impl Syncer {
         let (tx, rx) = channel::<File>();
         let busy = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(AtomicBool::new(false));
-        let (b, f) = (busy.clone(), failed.clone());
+        let errno = Arc::new(AtomicI32::new(0));
+        let (b, f, n) = (busy.clone(), failed.clone(), errno.clone());
         let _ = std::thread::Builder::new().name("aof-fsync".into()).spawn(move || {
             crate::affinity::pin(crate::affinity::Role::Bio);
             while let Ok(file) = rx.recv() {
-                f.store(file.sync_data().is_err(), Ordering::Relaxed);
+                let r = file.sync_data();
+                if let Err(e) = &r {
+                    n.store(e.raw_os_error().unwrap_or(0), Ordering::Relaxed);
+                }
+                f.store(r.is_err(), Ordering::Relaxed);
                 b.store(false, Ordering::Release);
             }
         });
-        Syncer { tx, busy, failed }
+        Syncer { tx, busy, failed, errno }
     }
 
     /// Asks for an fsync of `file` unless one is still running. Returns
@@ -131,6 +138,11 @@ impl Syncer {
     /// The last background fsync failed.
     pub fn failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Why the last background fsync failed, if it did.
+    pub fn error(&self) -> Option<std::io::Error> {
+        self.failed().then(|| std::io::Error::from_raw_os_error(self.errno.load(Ordering::Relaxed)))
     }
 }
 
@@ -187,8 +199,11 @@ pub struct AofState {
     pub last_rewrite_ok: bool,
     /// The last write (and fsync) succeeded.
     pub last_write_ok: bool,
-    /// Errors of writing, for the log (rate limited).
+    /// Why the last write or fsync failed (its errno's text), for the
+    /// MISCONF error writes get until one succeeds again.
     pub last_write_error: Option<String>,
+    /// When a failed write was last logged.
+    pub write_error_logged: Option<Instant>,
     /// Commands replayed by the last load (a fake client's calls).
     pub loaded_commands: u64,
     /// DEBUG AOF-FLUSH-SLEEP: microseconds to wait before each write of
@@ -224,6 +239,7 @@ impl Default for AofState {
             last_rewrite_ok: true,
             last_write_ok: true,
             last_write_error: None,
+            write_error_logged: None,
             loaded_commands: 0,
             flush_sleep_us: 0,
         }

@@ -164,8 +164,8 @@ impl Run<'_> {
             return self.reject(Some(spec), exec::OOM_ERROR);
         }
         if spec.has(WRITE) {
-            if let Some(e) = self.srv.disk_error().or_else(|| self.srv.replicas_error()) {
-                return self.reject(Some(spec), e);
+            if let Some(e) = self.srv.disk_error().or_else(|| self.srv.replicas_error().map(std::borrow::Cow::Borrowed)) {
+                return self.reject(Some(spec), &e);
             }
         }
         if self.route {
