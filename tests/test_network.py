@@ -4,6 +4,7 @@ client-output-buffer-limit's soft limit, and maxmemory-clients eviction."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -455,3 +456,25 @@ def test_new_connections_are_accepted_a_limited_number_a_turn(start_server):
     s = start_server()
     assert accept_burst(s, 1) >= 100
     assert accept_burst(s, 1000) < 50
+
+
+def test_socket_mark_id_marks_listening_and_accepted_sockets(start_server):
+    """socket-mark-id N sets SO_MARK N on the listening sockets, and the
+    connections accepted from them carry it (ss shows fwmark); 0 marks
+    nothing. Marking needs CAP_NET_ADMIN."""
+    if os.geteuid() != 0 or shutil.which("ss") is None:
+        pytest.skip("needs root (CAP_NET_ADMIN) and ss")
+    srv = start_server("--socket-mark-id", "42")
+    c = redis.Redis(host=srv.host, port=srv.port)
+    assert c.ping() and c.config_get("socket-mark-id") == {"socket-mark-id": "42"}
+
+    def lines(port: int) -> list[str]:
+        out = subprocess.run(["ss", "-tane", f"( sport = :{port} )"], capture_output=True, text=True, check=True).stdout
+        return out.splitlines()[1:]
+
+    found = lines(srv.port)
+    assert any(l.startswith("LISTEN") for l in found) and any(l.startswith("ESTAB") for l in found)
+    assert all("fwmark:0x2a" in l for l in found), found
+    plain = start_server()
+    assert redis.Redis(host=plain.host, port=plain.port).ping()
+    assert not any("fwmark" in l for l in lines(plain.port))

@@ -260,7 +260,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     let port = config.port;
     let tls_port: u16 = config.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0);
     let bind = config.get("bind").unwrap_or("").to_string();
-    let backlog = config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
+    let listen_opts = net::ListenOpts::from_config(&config);
     let unixsocket = config.get("unixsocket").unwrap_or("").to_string();
     let unixperm = config.get("unixsocketperm").and_then(|v| u32::from_str_radix(v, 8).ok()).unwrap_or(0);
     let renames = config.renames.clone();
@@ -304,8 +304,8 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
             }
         }
     }
-    let listeners = net::listen(&bind, port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
-    let tls_listeners = net::listen(&bind, tls_port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {tls_port} (tls), aborting.")))?;
+    let listeners = net::listen(&bind, port, &listen_opts, &log).map_err(|_| fail(&format!("Failed listening on port {port} (tcp), aborting.")))?;
+    let tls_listeners = net::listen(&bind, tls_port, &listen_opts, &log).map_err(|_| fail(&format!("Failed listening on port {tls_port} (tls), aborting.")))?;
     let unix = if unixsocket.is_empty() {
         None
     } else {
@@ -320,7 +320,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     let mut ev = EventLoop::new(listeners, tls_listeners, unix, &renames).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
     if let Some(bus_port) = srv.cluster.as_deref().map(|c| c.settings.bus_port) {
         // The bus listens on the same addresses as clients, as Redis's.
-        let bus = net::listen(&bind, bus_port, backlog, &log).map_err(|_| fail(&format!("Failed listening on port {bus_port} (cluster), aborting.")))?;
+        let bus = net::listen(&bind, bus_port, &listen_opts, &log).map_err(|_| fail(&format!("Failed listening on port {bus_port} (cluster), aborting.")))?;
         ev.serve_bus(bus).map_err(|e| fail(&format!("Failed creating the event loop. Error message: '{}'", config::strerror(&e))))?;
     }
     // ACL rules name commands as the table defines them, whatever

@@ -161,9 +161,9 @@ impl Host for Shell {
         let old_bind = srv.config.get("bind").unwrap_or("").to_string();
         let reason = if old_bind != bind { "Failed to bind to specified addresses." } else { "Unable to listen on this port. Check server logs." };
         let (old_port, old_tls) = (srv.config.port, srv.config.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0));
-        let backlog = srv.config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511);
+        let opts = ListenOpts::from_config(&srv.config);
         let log = &srv.config.log;
-        let open = |bind: &str, port: u16, tls_port: u16| Ok::<_, ListenFailed>((listen(bind, port, backlog, log)?, listen(bind, tls_port, backlog, log)?));
+        let open = |bind: &str, port: u16, tls_port: u16| Ok::<_, ListenFailed>((listen(bind, port, &opts, log)?, listen(bind, tls_port, &opts, log)?));
         // The current sockets close first, so that the new ones may take an
         // address they held; on failure they are opened again.
         self.acceptor.replace(Vec::new(), Vec::new()).map_err(|_| reason)?;
@@ -1513,7 +1513,26 @@ pub struct ListenFailed;
 ///
 /// Errors: an address could not be bound (already logged); the caller
 /// logs Redis's "Failed listening" line and exits.
-pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std::net::TcpListener>, ListenFailed> {
+/// How listening sockets are made: `tcp-backlog`, and `socket-mark-id`
+/// (SO_MARK, for firewall and routing rules; 0 none), which Redis sets on
+/// its listening sockets and accepted connections take from them. Setting
+/// a mark needs CAP_NET_ADMIN: without it the socket stays unmarked, as
+/// Redis leaves it.
+pub struct ListenOpts {
+    pub backlog: i32,
+    pub mark: u32,
+}
+
+impl ListenOpts {
+    pub fn from_config(config: &crate::config::Config) -> ListenOpts {
+        ListenOpts {
+            backlog: config.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511),
+            mark: config.get("socket-mark-id").and_then(|v| v.parse().ok()).unwrap_or(0),
+        }
+    }
+}
+
+pub fn listen(bind: &str, port: u16, opts: &ListenOpts, log: &Log) -> Result<Vec<std::net::TcpListener>, ListenFailed> {
     use socket2::{Domain, Socket, Type};
     // Linux errno values that make Redis skip an address instead of failing.
     const ENOPROTOOPT: i32 = 92;
@@ -1546,8 +1565,11 @@ pub fn listen(bind: &str, port: u16, backlog: i32, log: &Log) -> Result<Vec<std:
             if addr.is_ipv6() {
                 sock.set_only_v6(true).map_err(|e| ("setsockopt", e))?;
             }
+            if opts.mark > 0 {
+                let _ = sock.set_mark(opts.mark);
+            }
             sock.bind(&addr.into()).map_err(|e| ("bind", e))?;
-            sock.listen(backlog).map_err(|e| ("listen", e))?;
+            sock.listen(opts.backlog).map_err(|e| ("listen", e))?;
             Ok(sock.into())
         };
         match open() {
