@@ -3,6 +3,8 @@ SLOWLOG, LATENCY, MONITOR, DEBUG, TIME, SELECT, FLUSH*, HELLO, with Redis's exac
 replies and errors."""
 
 import os
+import re
+import shutil
 import socket
 import subprocess
 import time
@@ -1012,3 +1014,45 @@ def test_eviction_exceeded_time_counts_while_memory_stays_over(start_server):
     assert stats["total_eviction_exceeded_time"] >= 250
     r.config_resetstat()
     assert r.info("stats")["total_eviction_exceeded_time"] == 0
+
+
+def test_syslog_enabled_sends_the_log_to_the_system_log(tmp_path):
+    """syslog-enabled: each log message also goes to /dev/log with the
+    facility and level as PRI, then syslog-ident[pid]. The server runs in a
+    mount namespace whose /dev/log is this test's socket."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare")
+    if subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs none /dev"], capture_output=True).returncode != 0:
+        pytest.skip("mount namespaces are not allowed here")
+    path = str(tmp_path / "log")
+    rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    rx.bind(path)
+    rx.settimeout(10)
+    port = free_port()
+    cmd = (f"mount -t tmpfs none /dev && ln -s {path} /dev/log && exec {server_binary()} --port {port} "
+           "--bind 127.0.0.1 --save '' --syslog-enabled yes --syslog-ident dk-test --syslog-facility local3")
+    proc = subprocess.Popen(["unshare", "-m", "sh", "-c", cmd], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while ping(port, timeout=0.5) is None:
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        c = redis.Redis(port=port)
+        assert c.config_get("syslog-*") == {"syslog-enabled": "yes", "syslog-ident": "dk-test", "syslog-facility": "local3"}
+        c.execute_command("DEBUG", "LOG", "hello syslog")
+        got = []
+        while not any("hello syslog" in g for g in got):
+            got.append(rx.recv(65536).decode())
+        stamp = r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d"
+        # local3 is facility 19: warning 19*8+4, notice 19*8+5.
+        assert re.fullmatch(rf"<156>{stamp} dk-test\[{proc.pid}\]: DEBUG LOG: hello syslog", got[-1]), got[-1]
+        assert any(re.fullmatch(rf"<157>{stamp} dk-test\[{proc.pid}\]: Ready to accept connections tcp", g) for g in got), got
+        c.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        rx.close()

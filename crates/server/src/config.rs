@@ -160,11 +160,9 @@ pub static PARAMS: &[Param] = &[
     p("pidfile", S, "").fixed(),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), "notice"),
     p("logfile", S, "").fixed(),
-    p("syslog-enabled", B, "no").fixed().ignored(),
-    p("syslog-ident", S, "redis").fixed().ignored(),
-    p("syslog-facility", Kind::Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), "local0")
-        .fixed()
-        .ignored(),
+    p("syslog-enabled", B, "no").fixed(),
+    p("syslog-ident", S, "redis").fixed(),
+    p("syslog-facility", Kind::Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), "local0").fixed(),
     p("crash-log-enabled", B, "yes"),
     // densekv's crash report runs no memory test, which is what `no` asks
     // for; `yes` (the default) asks for one where the build has it.
@@ -1150,6 +1148,10 @@ impl Config {
             level: Level::parse(self.get("loglevel").unwrap_or("notice")).unwrap_or(Level::Notice),
             file: (!file.is_empty()).then(|| file.to_string()),
             role: if self.get("replicaof").unwrap_or("").is_empty() { 'M' } else { 'S' },
+            syslog: self.flag("syslog-enabled").then(|| crate::log::Syslog {
+                ident: self.get("syslog-ident").unwrap_or("redis").to_string(),
+                facility: crate::log::Syslog::facility_code(self.get("syslog-facility").unwrap_or("local0")),
+            }),
         };
     }
 
@@ -1487,7 +1489,7 @@ mod tests {
     fn logging_follows_config() {
         let mut c = Config::default();
         c.load("loglevel warning\nlogfile \"\"\n", &|_| true).unwrap();
-        assert_eq!(c.log, Log { level: Level::Warning, file: None, role: 'M' });
+        assert_eq!(c.log, Log { level: Level::Warning, file: None, role: 'M', syslog: None });
         let e = c.load("logfile /nonexistent-dir/x.log", &|_| true).unwrap_err();
         assert_eq!(e, LoadError::Directive { at: None, reason: "Can't open the log file: No such file or directory".into() });
     }

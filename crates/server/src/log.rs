@@ -9,8 +9,12 @@
 //! for every line and closed again, as Redis does, so a log rotated away
 //! (logrotate's move-and-create) is followed without a reopen signal.
 //!
+//! With `syslog-enabled yes` each message also goes to the system log
+//! (the `/dev/log` socket, as the C library's syslog sends it): `<PRI>` for
+//! `syslog-facility` and the level (debug, info, notice, warning), the
+//! time, `syslog-ident[pid]: ` and the message.
+//!
 //! Write errors are ignored: losing a log line must never stop the server.
-//! There is no syslog output.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -64,11 +68,50 @@ pub struct Log {
     pub file: Option<String>,
     /// `M` for a master, `S` for a replica.
     pub role: char,
+    /// Where the system log takes the messages too (`syslog-enabled`).
+    pub syslog: Option<Syslog>,
+}
+
+/// `syslog-ident` and `syslog-facility`, as the system log names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Syslog {
+    pub ident: String,
+    /// The facility's code: user 1, local0 to local7 16 to 23.
+    pub facility: u8,
+}
+
+impl Syslog {
+    /// The facility code of a `syslog-facility` word.
+    pub fn facility_code(name: &str) -> u8 {
+        match name.strip_prefix("local").and_then(|n| n.parse::<u8>().ok()) {
+            Some(n) if n <= 7 => 16 + n,
+            _ => 1,
+        }
+    }
+
+    /// One message as the system log's socket takes it.
+    fn datagram(&self, level: Level, msg: &str) -> String {
+        let severity = match level {
+            Level::Debug => 7,
+            Level::Verbose => 6,
+            Level::Notice => 5,
+            Level::Warning | Level::Nothing => 4,
+        };
+        let pri = u32::from(self.facility) * 8 + severity;
+        let time = chrono::Local::now().format("%b %e %H:%M:%S");
+        format!("<{pri}>{time} {}[{}]: {msg}", self.ident, std::process::id())
+    }
+
+    fn send(&self, level: Level, msg: &str) {
+        if let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() {
+            let _ = sock.send_to(self.datagram(level, msg).as_bytes(), "/dev/log");
+        }
+    }
 }
 
 impl Default for Log {
     fn default() -> Self {
-        Log { level: Level::Notice, file: None, role: 'M' }
+        Log { level: Level::Notice, file: None, role: 'M', syslog: None }
     }
 }
 
@@ -84,6 +127,9 @@ impl Log {
             return;
         }
         self.raw(&line(std::process::id(), self.role, &stamp(), level.mark(), msg));
+        if let Some(s) = &self.syslog {
+            s.send(level, msg);
+        }
     }
 
     /// A debug line.

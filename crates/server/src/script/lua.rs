@@ -566,7 +566,7 @@ mod tests {
     fn log_writes_through_the_lent_log() {
         let vm = vm();
         let path = std::env::temp_dir().join(format!("densekv-lua-log-{}", std::process::id()));
-        let log = crate::log::Log { level: crate::log::Level::Verbose, file: Some(path.to_string_lossy().into_owned()), role: 'M' };
+        let log = crate::log::Log { level: crate::log::Level::Verbose, file: Some(path.to_string_lossy().into_owned()), role: 'M', syslog: None };
         lend_log(&vm, Some(log)).expect("lend");
         let (ok, _) = eval(&vm, "server.log(server.LOG_WARNING, 'a', 1, {}, 'b'); redis.log(redis.LOG_DEBUG, 'hidden'); redis.log(1, 'verbose')");
         assert!(ok);
