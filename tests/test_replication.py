@@ -1078,6 +1078,29 @@ def test_a_sync_leaves_no_rdb_file_without_persistence(servers, setting):
              what="no RDB file left")
 
 
+def test_a_busy_script_on_the_replica_holds_the_primary_stream(servers):
+    """While a script on the replica runs past its time limit, the
+    primary's stream waits (Redis's replica holds it rather than answer
+    -BUSY); once the script ends every write is applied, in order, and
+    none is reported as diverged."""
+    primary, replica = replica_of(servers, "--propagation-error-behavior", "panic", "--lua-time-limit", "100")
+    pr, rr = client(primary), client(replica)
+    script = ("local function now() local t = redis.call('TIME') return t[1] * 1000000 + t[2] end "
+              "local start = now() while now() - start < 1500000 do end return 1")
+    done = []
+    runner = threading.Thread(target=lambda: done.append(client(replica).eval(script, 0)))
+    runner.start()
+    time.sleep(0.3)
+    for i in range(100):
+        pr.rpush("list", i)
+    pr.set("last", "1")
+    runner.join(10)
+    assert done == [1]
+    wait_for(lambda: rr.get("last") == b"1", what="the held stream")
+    assert rr.lrange("list", 0, -1) == [str(i).encode() for i in range(100)]
+    assert replica.alive() and "== CRITICAL ==" not in log_text(replica)
+
+
 def test_a_diskless_load_cut_short_logs_an_rdb_error(servers):
     """A diskless load whose image breaks off mid-way is a short read of the
     RDB: the replica logs it with Redis's "Internal error in RDB" wording

@@ -1176,6 +1176,13 @@ fn from_replica(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec
 /// keys for its primary), and the command's bytes count into the offset
 /// and go on to this server's backlog and replicas, as they came.
 fn apply_from_primary(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    // A script past its time limit holds the primary's stream, as Redis's
+    // replica holds it: the commands wait in the query buffer and run, in
+    // order, once the script ends, rather than being answered -BUSY and
+    // lost.
+    if srv.script.is_some_and(|r| r.timed_out) {
+        return false;
+    }
     let mark = c.reply.buf.len();
     let offset_before = srv.repl.offset;
     for db in &mut srv.dbs {
