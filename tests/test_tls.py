@@ -234,3 +234,50 @@ def test_key_file_pass_decrypts_an_encrypted_key(start_server, certs, tmp_path):
         assert subprocess.run(args, cwd=tmp_path, timeout=10).returncode == 1
         assert f"Failed to load private key: {enc}: " in log.read_text()
         log.unlink()
+
+
+def _link_up(c: redis.Redis) -> bool:
+    return c.info("replication").get("master_link_status") == "up"
+
+
+def test_tls_replication_syncs_and_streams_over_tls(start_server, certs):
+    """tls-replication yes: the replica's link to a primary's TLS port speaks
+    TLS (the primary's certificate checked against the CA, the replica's
+    own shown for tls-auth-clients), through the full sync and the stream
+    after it. A replica whose certificate another CA signed, or one that
+    speaks plain TCP to the TLS port, never gets the link up."""
+    port = free_port()
+    primary = start_server(*tls_args(certs, port))
+    pc = tls_client(certs, port)
+    pc.set("before", "sync")
+    replica = start_server("--tls-replication", "yes", "--tls-ca-cert-file", str(certs / "ca.crt"),
+                           "--tls-client-cert-file", str(certs / "client.crt"),
+                           "--tls-client-key-file", str(certs / "client.key"))
+    rc = redis.Redis(host=replica.host, port=replica.port)
+    assert rc.config_get("tls-replication") == {"tls-replication": "yes"}
+    rc.replicaof(HOST, port)
+    deadline = time.monotonic() + 15
+    while not _link_up(rc):
+        assert time.monotonic() < deadline, open(replica.log_path).read()[-2000:]
+        time.sleep(0.05)
+    assert rc.get("before") == b"sync"
+    pc.set("after", "x" * 100_000)
+    pc.incr("n")
+    deadline = time.monotonic() + 10
+    while rc.get("n") != b"1":
+        assert time.monotonic() < deadline, "the stream did not arrive"
+        time.sleep(0.02)
+    assert rc.get("after") == b"x" * 100_000
+    assert pc.info("replication")["connected_slaves"] == 1
+    assert pc.execute_command("WAIT", 1, 2000) == 1
+    pc.close()
+
+    for extra in (("--tls-replication", "yes", "--tls-ca-cert-file", str(certs / "ca.crt"),
+                   "--tls-client-cert-file", str(certs / "stranger.crt"), "--tls-client-key-file", str(certs / "stranger.key")),
+                  ()):
+        other = start_server(*extra)
+        oc = redis.Redis(host=other.host, port=other.port)
+        oc.replicaof(HOST, port)
+        time.sleep(1.5)
+        assert not _link_up(oc)
+        assert tls_client(certs, port).info("replication")["connected_slaves"] == 1

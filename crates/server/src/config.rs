@@ -353,14 +353,14 @@ pub static PARAMS: &[Param] = &[
     p("tls-cert-file", S, ""),
     p("tls-key-file", S, ""),
     p("tls-key-file-pass", S, ""),
-    p("tls-client-cert-file", S, "").ignored(),
-    p("tls-client-key-file", S, "").ignored(),
-    p("tls-client-key-file-pass", S, "").ignored(),
+    p("tls-client-cert-file", S, ""),
+    p("tls-client-key-file", S, ""),
+    p("tls-client-key-file-pass", S, ""),
     p("tls-dh-params-file", S, "").ignored(),
     p("tls-ca-cert-file", S, ""),
     p("tls-ca-cert-dir", S, ""),
     p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
-    p("tls-replication", B, "no").ignored(),
+    p("tls-replication", B, "no"),
     // The bus has no TLS yet: tls-cluster yes is refused in cluster mode
     // (validate), and has no effect without it, as in Redis.
     p("tls-cluster", B, "no").ignored(),

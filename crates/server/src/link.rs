@@ -6,7 +6,9 @@
 //! command and waits for its reply line as readiness events come; nothing
 //! here blocks the executor. Once synchronized the socket becomes the
 //! primary's client (`ReplRole::Primary`), served by the event loop like
-//! any other, its replies suppressed (`net::process_input`).
+//! any other, its replies suppressed (`net::process_input`). With
+//! `tls-replication yes` the link speaks TLS from the connect on
+//! (`tls::build_client`), and the primary's client keeps the session.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::ToSocketAddrs;
@@ -25,6 +27,8 @@ use crate::server::Server;
 #[derive(Default)]
 pub struct Link {
     sock: Option<TcpStream>,
+    /// The TLS session over `sock` (tls-replication).
+    tls: Option<crate::tls::Session>,
     /// Read and not yet consumed.
     buf: Vec<u8>,
     /// To write.
@@ -89,6 +93,7 @@ pub fn poll(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
                 return None;
             }
             link.last_attempt = Some(Instant::now());
+            let host = p.host.clone();
             let addr = (p.host.as_str(), p.port).to_socket_addrs().ok().and_then(|mut a| a.next());
             let Some(addr) = addr else {
                 srv.config.log.warning(&format!("Unable to connect to MASTER: {}:{}", p.host, p.port));
@@ -100,6 +105,17 @@ pub fn poll(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &m
                         return None;
                     }
                     link.sock = Some(s);
+                    if srv.config.flag("tls-replication") {
+                        let cfg = crate::tls::build_client(&|k| srv.config.get(k).unwrap_or("").to_string());
+                        match cfg.and_then(|c| crate::tls::Session::client(&c, &host).map_err(|e| e.to_string())) {
+                            Ok(t) => link.tls = Some(t),
+                            Err(e) => {
+                                srv.config.log.warning(&format!("Unable to connect to MASTER: {e}"));
+                                link.reset(registry);
+                                return None;
+                            }
+                        }
+                    }
                     if let Some(p) = srv.repl.primary.as_mut() {
                         p.state = LinkState::Connecting;
                         p.attempt_started = Instant::now();
@@ -187,20 +203,21 @@ fn step(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &mut L
         set_state(srv, LinkState::Handshake(Step::Ping));
     }
     let mut eof = false;
-    {
-        let sock = link.sock.as_mut().expect("checked");
-        while !link.out.is_empty() {
-            match sock.write(&link.out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    link.out.drain(..n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("Error writing to MASTER: {e}")),
+    flush_out(link)?;
+    let mut chunk = [0u8; 64 * 1024];
+    if let (Some(sock), Some(t)) = (link.sock.as_mut(), link.tls.as_mut()) {
+        let r = t.read(sock, &mut chunk, &mut link.buf, usize::MAX, false).map_err(|e| format!("Error reading from MASTER: {e}"))?;
+        srv.net.repl_input += r.net_bytes as u64;
+        if r.net_bytes > 0 {
+            if let Some(p) = srv.repl.primary.as_mut() {
+                p.last_io = Instant::now();
             }
         }
-        let mut chunk = [0u8; 64 * 1024];
+        eof = r.eof;
+        // The handshake's answers, queued by the read.
+        flush_out(link)?;
+    } else {
+        let sock = link.sock.as_mut().expect("checked");
         loop {
             match sock.read(&mut chunk) {
                 Ok(0) => {
@@ -239,16 +256,36 @@ fn step(srv: &mut Server, host: &mut dyn Host, registry: &Registry, link: &mut L
         }
         // Replies the new step sent go out now.
         if !link.out.is_empty() {
-            let sock = link.sock.as_mut().expect("open");
-            if let Ok(n) = sock.write(&link.out) {
-                link.out.drain(..n);
-            }
+            let _ = flush_out(link);
         }
     }
     if eof {
         return Err("MASTER aborted replication: connection lost".into());
     }
     Ok(None)
+}
+
+/// Writes what the link has to send, through TLS when it has a session
+/// (which also sends its handshake), as far as the socket takes it.
+fn flush_out(link: &mut Link) -> Result<(), String> {
+    let Some(sock) = link.sock.as_mut() else { return Ok(()) };
+    if let Some(t) = link.tls.as_mut() {
+        let (taken, _) = t.write(sock, &link.out).map_err(|e| format!("Error writing to MASTER: {e}"))?;
+        link.out.drain(..taken);
+        return Ok(());
+    }
+    while !link.out.is_empty() {
+        match sock.write(&link.out) {
+            Ok(0) => break,
+            Ok(n) => {
+                link.out.drain(..n);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("Error writing to MASTER: {e}")),
+        }
+    }
+    Ok(())
 }
 
 /// The next reply line (without CRLF), skipping the newlines a primary
@@ -460,6 +497,7 @@ fn become_client(srv: &mut Server, registry: &Registry, link: &mut Link) -> Clie
     // The primary's link is a client like any other (Redis's createClient).
     crate::conn::keepalive(&sock, srv.config.tcp_keepalive());
     let mut c = Client::new(id, Some(crate::conn::Conn::Tcp(sock)), addr, laddr);
+    c.tls = link.tls.take().map(Box::new);
     c.repl_role = ReplRole::Primary;
     c.authenticated = true;
     c.qbuf = std::mem::take(&mut link.buf);

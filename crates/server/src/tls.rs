@@ -1,9 +1,14 @@
-//! TLS for client connections (tls-port), on rustls.
+//! TLS for client connections (tls-port) and for a replica's link to its
+//! primary (tls-replication), on rustls.
 //!
 //! Two halves, neither knowing about the server: `build` turns the tls-*
 //! settings into a rustls server configuration (certificate chain, key,
 //! client verification, protocols, cipher suites, session cache), failing
-//! with the line Redis logs; a `Session` is one client's rustls connection
+//! with the line Redis logs, and `build_client` into the configuration of
+//! the connections this server opens (the primary's certificate checked
+//! against tls-ca-cert-file/dir but not its name, as Redis checks it; the
+//! certificate shown is tls-client-cert-file, else tls-cert-file); a
+//! `Session` is one connection's rustls state (either side)
 //! driven over a non-blocking socket: ciphertext in through `read_tls` and
 //! `process_new_packets`, plaintext out of `reader()` into the caller's
 //! query buffer; replies in through `writer()` and out through
@@ -17,8 +22,11 @@ use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::{ServerName, UnixTime};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
-use rustls::{RootCertStore, ServerConfig, ServerConnection, SupportedCipherSuite};
+use rustls::{CertificateError, ClientConfig, ClientConnection, Connection, DigitallySignedStruct, RootCertStore, ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite};
 
 /// Plaintext or ciphertext rustls may hold for one client before `write`
 /// stops taking replies (the rest waits in the client's reply buffer).
@@ -47,10 +55,7 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
     if needs_ca && ca_file.is_empty() && ca_dir.is_empty() {
         return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
     }
-    let versions = protocols(&get("tls-protocols"))?;
-    let mut provider = rustls::crypto::ring::default_provider();
-    provider.cipher_suites = suites(&provider.cipher_suites, &get("tls-ciphers"), &get("tls-ciphersuites"))?;
-    let provider = Arc::new(provider);
+    let (versions, provider) = provider(get)?;
 
     let certs = load_certs(Path::new(&cert_file)).map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
     if certs.is_empty() {
@@ -58,22 +63,8 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
     }
     let key = load_key(&key_file, &get("tls-key-file-pass")).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
 
-    let mut roots = RootCertStore::empty();
+    let roots = roots(&ca_file, &ca_dir)?;
     let ca_err = |e: String| format!("Failed to configure CA certificate(s) file/directory: {e}");
-    if !ca_file.is_empty() {
-        for c in load_certs(Path::new(&ca_file)).map_err(|e| ca_err(format!("{ca_file}: {e}")))? {
-            roots.add(c).map_err(|e| ca_err(format!("{ca_file}: {e}")))?;
-        }
-    }
-    if !ca_dir.is_empty() {
-        let entries = std::fs::read_dir(&ca_dir).map_err(|e| ca_err(format!("{ca_dir}: {e}")))?;
-        for entry in entries.flatten() {
-            // Like a hashed CA directory: files that hold no certificate are skipped.
-            if let Ok(certs) = load_certs(&entry.path()) {
-                roots.add_parsable_certificates(certs);
-            }
-        }
-    }
 
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
@@ -98,6 +89,108 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
         cfg.session_storage = ServerSessionMemoryCache::new(if size == 0 { 1 << 20 } else { size });
     }
     Ok(Arc::new(cfg))
+}
+
+/// The tls-ca-cert-file and tls-ca-cert-dir certificates.
+fn roots(ca_file: &str, ca_dir: &str) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    let ca_err = |e: String| format!("Failed to configure CA certificate(s) file/directory: {e}");
+    if !ca_file.is_empty() {
+        for c in load_certs(Path::new(ca_file)).map_err(|e| ca_err(format!("{ca_file}: {e}")))? {
+            roots.add(c).map_err(|e| ca_err(format!("{ca_file}: {e}")))?;
+        }
+    }
+    if !ca_dir.is_empty() {
+        let entries = std::fs::read_dir(ca_dir).map_err(|e| ca_err(format!("{ca_dir}: {e}")))?;
+        for entry in entries.flatten() {
+            // Like a hashed CA directory: files that hold no certificate are skipped.
+            if let Ok(certs) = load_certs(&entry.path()) {
+                roots.add_parsable_certificates(certs);
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// The protocol versions the tls-* settings allow, and the crypto
+/// provider with the cipher suites they narrow it to.
+type Versions = Vec<&'static rustls::SupportedProtocolVersion>;
+fn provider(get: &dyn Fn(&str) -> String) -> Result<(Versions, Arc<rustls::crypto::CryptoProvider>), String> {
+    let versions = protocols(&get("tls-protocols"))?;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites = suites(&provider.cipher_suites, &get("tls-ciphers"), &get("tls-ciphersuites"))?;
+    Ok((versions, Arc::new(provider)))
+}
+
+/// A client configuration, for the connections this server opens.
+pub type ClientCfg = Arc<ClientConfig>;
+
+/// Builds the configuration of the connections this server opens (a
+/// replica's link to its primary) from the tls-* settings.
+///
+/// Errors: the line Redis logs for the first setting that is wrong.
+pub fn build_client(get: &dyn Fn(&str) -> String) -> Result<ClientCfg, String> {
+    let (ca_file, ca_dir) = (get("tls-ca-cert-file"), get("tls-ca-cert-dir"));
+    if ca_file.is_empty() && ca_dir.is_empty() {
+        return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
+    }
+    let roots = roots(&ca_file, &ca_dir)?;
+    let (versions, provider) = provider(get)?;
+    let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("Failed to configure ciphers: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyName(webpki)));
+    let (cert_file, key_file, pass) = if get("tls-client-cert-file").is_empty() {
+        (get("tls-cert-file"), get("tls-key-file"), get("tls-key-file-pass"))
+    } else {
+        (get("tls-client-cert-file"), get("tls-client-key-file"), get("tls-client-key-file-pass"))
+    };
+    if cert_file.is_empty() {
+        return Ok(Arc::new(builder.with_no_client_auth()));
+    }
+    let certs = load_certs(Path::new(&cert_file)).map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
+    let key = load_key(&key_file, &pass).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+    builder.with_client_auth_cert(certs, key).map(Arc::new).map_err(|e| format!("Failed to load private key: {key_file}: {e}"))
+}
+
+/// Checks a server's certificate chain against the CA certificates but not
+/// the name it was reached by: Redis's replicas check no name either, and
+/// a primary is often named by an address its certificate does not list.
+#[derive(Debug)]
+struct AnyName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// Reads the private key in `path` (PEM): a PKCS#8 key encrypted with a
@@ -215,9 +308,10 @@ impl<S: Read> Read for ShortReads<'_, S> {
     }
 }
 
-/// One client's TLS connection.
+/// One connection's TLS state: a client's of this server, or this
+/// server's own to its primary.
 pub struct Session {
-    conn: ServerConnection,
+    conn: Connection,
 }
 
 impl Session {
@@ -227,7 +321,17 @@ impl Session {
     pub fn new(cfg: &Config) -> io::Result<Session> {
         let mut conn = ServerConnection::new(cfg.clone()).map_err(io::Error::other)?;
         conn.set_buffer_limit(Some(BUFFER_LIMIT));
-        Ok(Session { conn })
+        Ok(Session { conn: Connection::Server(conn) })
+    }
+
+    /// A client-side connection to `host`, its hello queued for `write`.
+    ///
+    /// Errors: rustls refused the configuration or the name.
+    pub fn client(cfg: &ClientCfg, host: &str) -> io::Result<Session> {
+        let name = ServerName::try_from(host.to_string()).map_err(io::Error::other)?;
+        let mut conn = ClientConnection::new(cfg.clone(), name).map_err(io::Error::other)?;
+        conn.set_buffer_limit(Some(BUFFER_LIMIT));
+        Ok(Session { conn: Connection::Client(conn) })
     }
 
     /// True while rustls holds bytes the socket has not taken.
