@@ -792,12 +792,7 @@ def test_config_set_rolls_back_what_it_applied(start_server):
     the earlier ones, those already applied (the OOM score) included."""
     srv = start_server()
     c = redis.Redis(host=srv.host, port=srv.port)
-    pid = c.info("server")["process_id"]
-
-    def score() -> int:
-        with open(f"/proc/{pid}/oom_score_adj") as f:
-            return int(f.read())
-
+    score = oom_score_of(c)
     base = score()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -872,16 +867,21 @@ def test_disable_thp_turns_huge_pages_off_for_the_process(start_server):
     assert thp(start_server("--disable-thp", "no")) == "1"
 
 
-def test_oom_score_adj_follows_the_role(start_server):
-    srv = start_server()
-    c = redis.Redis(host=srv.host, port=srv.port)
+def oom_score_of(c: redis.Redis):
+    """A reader of the server's OOM score adjustment."""
     # The server's pid, also when DENSEKV_BIN is a wrapper that execs it.
     pid = c.info("server")["process_id"]
 
     def score() -> int:
         with open(f"/proc/{pid}/oom_score_adj") as f:
             return int(f.read())
+    return score
 
+
+def test_oom_score_adj_follows_the_role(start_server):
+    srv = start_server()
+    c = redis.Redis(host=srv.host, port=srv.port)
+    score = oom_score_of(c)
     base = score()
     c.config_set("oom-score-adj-values", "10 20 30")
     assert score() == base, "off: the score is left alone"

@@ -797,6 +797,11 @@ impl Default for Acl {
 }
 
 impl Acl {
+    /// Every user as an ACL file (or config file) line.
+    pub fn file_text(&self) -> String {
+        self.users.iter().map(|(n, u)| format!("user {n} {}\n", u.borrow().describe())).collect()
+    }
+
     /// The users a fresh server has: just `default`, allowed everything.
     pub fn new(catalog: Rc<Catalog>) -> Acl {
         let mut acl = Acl { users: BTreeMap::new(), catalog, log: VecDeque::new(), log_next_id: 0, denied: [0; 4], pubsub_all: false };

@@ -735,6 +735,32 @@ impl Server {
         }
     }
 
+    /// Writes the config file as CONFIG REWRITE does: the file's lines that
+    /// name no known setting kept, every setting that differs from its
+    /// default (with `all`, every setting: DEBUG CONFIG-REWRITE-FORCE-ALL)
+    /// after them, then the ACL users unless an ACL file holds them.
+    ///
+    /// Errors: no config file, or it could not be written.
+    pub fn rewrite_config(&self, all: bool) -> Result<(), String> {
+        let Some(path) = self.config.file.as_deref() else {
+            return Err("The server is running without a config file".into());
+        };
+        let old = std::fs::read_to_string(path).unwrap_or_default();
+        let mut text: String = old
+            .lines()
+            .filter(|l| {
+                let name = l.split_whitespace().next().unwrap_or("");
+                name.starts_with('#') || (crate::config::lookup(name).is_none() && !name.eq_ignore_ascii_case("user"))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        text.push_str(&self.config.rewrite_text(all));
+        if self.config.get("aclfile").unwrap_or("").is_empty() {
+            text.push_str(&self.acl.file_text());
+        }
+        std::fs::write(path, text).map_err(|e| format!("Rewriting config file: {e}"))
+    }
+
     /// Why writes are refused for a disk error, if they are (MISCONF): the
     /// last background save failed (with stop-writes-on-bgsave-error and
     /// save points), or the AOF's last write or fsync did, until one

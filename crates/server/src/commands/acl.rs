@@ -414,15 +414,12 @@ fn load(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// The ACL file's text for the current users.
-pub fn aclfile_text(srv: &crate::server::Server) -> String {
-    srv.acl.users.iter().map(|(n, u)| format!("user {n} {}\n", u.borrow().describe())).collect()
-}
 
 /// ACL SAVE
 fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let path = aclfile(ctx)?;
     let tmp = format!("{path}.tmp-{}", std::process::id());
-    let ok = std::fs::write(&tmp, aclfile_text(ctx.srv)).and_then(|_| std::fs::rename(&tmp, &path)).is_ok();
+    let ok = std::fs::write(&tmp, ctx.srv.acl.file_text()).and_then(|_| std::fs::rename(&tmp, &path)).is_ok();
     if !ok {
         let _ = std::fs::remove_file(&tmp);
         return Err(CmdError::err("There was an error trying to save the ACLs. Please check the server logs for more information"));

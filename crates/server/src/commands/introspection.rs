@@ -1902,12 +1902,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.srv.persist.dirty_at_save = 0;
         }
         ("replybuffer", 4) => debug_replybuffer(ctx.srv, args)?,
-        ("config-rewrite-force-all", 2) => {
-            crate::commands::server::rewrite_config(ctx.srv, true).map_err(|e| match e {
-                CmdError::Custom(m) => CmdError::err(format!("CONFIG-REWRITE-FORCE-ALL failed: {}", m.trim_start_matches("ERR "))),
-                e => e,
-            })?
-        }
+        ("config-rewrite-force-all", 2) => ctx.srv.rewrite_config(true).map_err(|e| CmdError::err(format!("CONFIG-REWRITE-FORCE-ALL failed: {e}")))?,
         ("drop-cluster-packet-filter", 3) => {
             // The message type the bus drops on receipt; -1 none, -2 all.
             let t = crate::command::arg_i64(&args[2])?;

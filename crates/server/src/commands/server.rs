@@ -340,32 +340,9 @@ pub fn config_resetstat(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 /// writes every non-default parameter after them, then the ACL users (as
 /// `user` lines) unless an ACL file holds them.
 pub fn config_rewrite(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    rewrite_config(ctx.srv, false)?;
+    ctx.srv.rewrite_config(false).map_err(CmdError::err)?;
     ctx.out().ok();
     Ok(())
-}
-
-/// Writes the config file as CONFIG REWRITE does; `all` writes every
-/// parameter, defaults included (DEBUG CONFIG-REWRITE-FORCE-ALL).
-pub fn rewrite_config(srv: &mut crate::server::Server, all: bool) -> Result<(), CmdError> {
-    let Some(path) = srv.config.file.clone() else {
-        return Err(CmdError::err("The server is running without a config file"));
-    };
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let mut text: String = old
-        .lines()
-        .filter(|l| {
-            let name = l.split_whitespace().next().unwrap_or("");
-            name.starts_with('#') || (crate::config::lookup(name).is_none() && !name.eq_ignore_ascii_case("user"))
-        })
-        .map(|l| format!("{l}\n"))
-        .collect();
-    text.push_str(&srv.config.rewrite_text(all));
-    // Users live in the config file unless an ACL file holds them (Redis).
-    if srv.config.get("aclfile").unwrap_or("").is_empty() {
-        text.push_str(&crate::commands::acl::aclfile_text(srv));
-    }
-    std::fs::write(&path, text).map_err(|e| CmdError::err(format!("Rewriting config file: {e}")))
 }
 
 /// CONFIG HELP
