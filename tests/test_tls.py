@@ -281,3 +281,40 @@ def test_tls_replication_syncs_and_streams_over_tls(start_server, certs):
         time.sleep(1.5)
         assert not _link_up(oc)
         assert tls_client(certs, port).info("replication")["connected_slaves"] == 1
+
+
+def test_session_cache_timeout_ends_resumption(start_server, certs):
+    """A session is resumed within tls-session-cache-timeout seconds and
+    not after (a full handshake then); CONFIG SET changes it for new
+    sessions. tls-session-caching no resumes none."""
+    import socket
+    import ssl
+
+    s, port = started(start_server, certs, "--tls-auth-clients", "no", "--tls-session-cache-timeout", "2")
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+
+    def connect(session=None):
+        raw = socket.create_connection((HOST, port), timeout=5)
+        t = ctx.wrap_socket(raw, server_hostname="localhost", session=session)
+        t.sendall(b"PING\r\n")
+        assert t.recv(64) == b"+PONG\r\n"  # the session ticket came with it
+        return t
+
+    first = connect()
+    session = first.session
+    first.close()
+    again = connect(session)
+    assert again.session_reused
+    again.close()
+    time.sleep(2.5)
+    late = connect(session)
+    assert not late.session_reused
+    late.close()
+    c = tls_client(certs, port, cert=None)
+    c.config_set("tls-session-caching", "no")
+    first = connect()
+    session = first.session
+    first.close()
+    again = connect(session)
+    assert not again.session_reused
+    again.close()

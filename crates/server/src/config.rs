@@ -370,7 +370,7 @@ pub static PARAMS: &[Param] = &[
     p("tls-prefer-server-ciphers", B, "no"),
     p("tls-session-caching", B, "yes"),
     p("tls-session-cache-size", UI, "20480"),
-    p("tls-session-cache-timeout", UI, "300").ignored(),
+    p("tls-session-cache-timeout", UI, "300"),
 ];
 
 /// Directives Redis still accepts in a config file, with exactly one
@@ -1306,10 +1306,10 @@ impl Config {
         let cluster = self.flag("cluster-enabled");
         for p in PARAMS {
             let v = &self.values[p.name];
-            // An empty list (no primary, no save points written as "")
-            // has no line of its own but `save ""`.
-            let unwritable = v.is_empty() && p.kind.is_list() && p.name != "save";
-            if (all || v != p.default) && !unwritable && !(cluster && p.name == "replicaof") {
+            // An empty list at its default (no primary) has no line to
+            // write; one set empty (`bind ""`, `save ""`) is written.
+            let nothing = all && v.is_empty() && p.kind.is_list() && *v == p.default;
+            if (all || v != p.default) && !nothing && !(cluster && p.name == "replicaof") {
                 out.push_str(p.name);
                 out.push(' ');
                 if v.is_empty() || (v.contains(' ') && !p.kind.is_list()) {
@@ -1458,6 +1458,22 @@ mod tests {
         assert!(c.load("rename-command get cfg", &known).unwrap_err().report().contains("Target command name already exists"));
         assert!(c.load("search.timeout", &known).unwrap_err().report().contains("Module config specified without value"));
         assert!(c.load("include", &known).unwrap_err().report().contains("Bad directive"));
+    }
+
+    #[test]
+    fn rewrite_writes_lists_set_empty_and_every_setting_with_all() {
+        let mut c = Config::default();
+        c.load("bind \"\"\nsave \"\"\n", &|_| true).unwrap();
+        let text = c.rewrite_text(false);
+        assert!(text.lines().any(|l| l == "bind \"\""), "{text}");
+        assert!(text.lines().any(|l| l == "save \"\""), "{text}");
+        assert!(!text.contains("replicaof"));
+        let all = c.rewrite_text(true);
+        assert!(all.lines().any(|l| l == "hz 10") && all.lines().any(|l| l == "bind \"\""));
+        assert!(!all.contains("replicaof"), "no primary: no line");
+        let mut back = Config::default();
+        back.load(&all, &|_| true).unwrap();
+        assert_eq!(back.rewrite_text(true), all);
     }
 
     #[test]

@@ -85,8 +85,10 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
         cfg.send_tls13_tickets = 0;
     } else {
         let size = get("tls-session-cache-size").parse::<usize>().unwrap_or(20480);
+        let timeout = get("tls-session-cache-timeout").parse::<u64>().unwrap_or(300);
         // OpenSSL's 0 means no limit; rustls needs a bound.
-        cfg.session_storage = ServerSessionMemoryCache::new(if size == 0 { 1 << 20 } else { size });
+        let cache = ServerSessionMemoryCache::new(if size == 0 { 1 << 20 } else { size });
+        cfg.session_storage = Arc::new(Expiring { cache, timeout });
     }
     Ok(Arc::new(cfg))
 }
@@ -190,6 +192,49 @@ impl ServerCertVerifier for AnyName {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.supported_verify_schemes()
+    }
+}
+
+/// The session cache with tls-session-cache-timeout: each entry carries
+/// the second it was stored, and one older than the timeout is not
+/// resumed (the client gets a full handshake), as OpenSSL's session
+/// timeout works.
+#[derive(Debug)]
+struct Expiring {
+    cache: Arc<ServerSessionMemoryCache>,
+    /// Seconds a session may be resumed for.
+    timeout: u64,
+}
+
+impl Expiring {
+    fn now() -> u64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    }
+
+    /// The stored value without its time, if it has not expired.
+    fn fresh(&self, stored: Vec<u8>) -> Option<Vec<u8>> {
+        let (born, value) = stored.split_first_chunk::<8>()?;
+        (Self::now().saturating_sub(u64::from_le_bytes(*born)) < self.timeout).then(|| value.to_vec())
+    }
+}
+
+impl rustls::server::StoresServerSessions for Expiring {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        let mut stored = Self::now().to_le_bytes().to_vec();
+        stored.extend_from_slice(&value);
+        self.cache.put(key, stored)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.fresh(self.cache.get(key)?)
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.fresh(self.cache.take(key)?)
+    }
+
+    fn can_cache(&self) -> bool {
+        self.timeout > 0
     }
 }
 
