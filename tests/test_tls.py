@@ -300,12 +300,14 @@ def test_session_cache_timeout_ends_resumption(start_server, certs):
         assert t.recv(64) == b"+PONG\r\n"  # the session ticket came with it
         return t
 
-    first = connect()
-    session = first.session
-    first.close()
-    again = connect(session)
-    assert again.session_reused
-    again.close()
+    # A resumed session is used up (TLS 1.3): each connection's own new
+    # session is the one resumed next.
+    session = None
+    for reused in (False, True, True):
+        t = connect(session)
+        assert t.session_reused == reused
+        session = t.session
+        t.close()
     time.sleep(2.5)
     late = connect(session)
     assert not late.session_reused
