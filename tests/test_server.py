@@ -1056,3 +1056,27 @@ def test_syslog_enabled_sends_the_log_to_the_system_log(tmp_path):
             proc.kill()
         proc.wait(10)
         rx.close()
+
+
+def test_proc_title_shows_the_listening_address(start_server):
+    """set-proc-title yes (the default): ps and /proc/<pid>/cmdline show
+    proc-title-template, `{title} {listen-addr} {server-mode}`, as Redis's
+    do; CONFIG SET changes it and refuses an unknown variable. Off, the
+    command line stays as started."""
+    def cmdline(c) -> str:
+        pid = c.info("server")["process_id"]
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0").decode()
+
+    srv = start_server()
+    c = redis.Redis(host=srv.host, port=srv.port)
+    title = cmdline(c)
+    program = title.split(" ")[0]
+    assert "densekv" in os.path.basename(program) and title == f"{program} 127.0.0.1:{srv.port}"
+    assert c.config_set("proc-title-template", "TEST {title} {port} {tls-port} {config-file} {{x}}")
+    assert cmdline(c) == f"TEST {program} {srv.port} 0 - {{x}}"
+    with pytest.raises(redis.ResponseError, match="template format is invalid or contains unknown variables"):
+        c.config_set("proc-title-template", "{nope}")
+    assert c.config_get("proc-title-template")["proc-title-template"].startswith("TEST")
+    off = start_server("--set-proc-title", "no")
+    assert f"--port {off.port}" in cmdline(redis.Redis(host=off.host, port=off.port)).replace("\0", " ")

@@ -171,8 +171,8 @@ pub static PARAMS: &[Param] = &[
     p("watchdog-period", UI, "0").hidden(),
     p("databases", Kind::Int(1, INT_MAX), "16").fixed(),
     p("always-show-logo", B, "no").fixed(),
-    p("set-proc-title", B, "yes").fixed().ignored(),
-    p("proc-title-template", S, "{title} {listen-addr} {server-mode}").ignored(),
+    p("set-proc-title", B, "yes").fixed(),
+    p("proc-title-template", S, "{title} {listen-addr} {server-mode}"),
     p("locale-collate", S, "").ignored(),
     p("ignore-warnings", S, ""),
     p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no"),
@@ -420,6 +420,9 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
     }
     if param.name == "cluster-announce-hostname" {
         announced_hostname(value)?;
+    }
+    if param.name == "proc-title-template" && crate::process::expand_title(value, &crate::process::TitleVars::default()).is_none_or(|t| t.is_empty()) {
+        return Err("template format is invalid or contains unknown variables".into());
     }
     if param.name == "cluster-announce-human-nodename" && !value.bytes().all(aux_char) {
         return Err("Announced human node name contained invalid character".into());

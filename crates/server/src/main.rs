@@ -26,6 +26,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let prog = argv.first().cloned().unwrap_or_else(|| "densekv-server".into());
+    process::remember_exec_name(&prog);
     let args = &argv[1.min(argv.len())..];
     // One binary, several tools, chosen by the name it runs under (as Redis's).
     let exec_name = prog.rsplit('/').next().unwrap_or(&prog);
@@ -337,6 +338,7 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     if let Err(e) = server::commands::acl::load_at_startup(&mut srv, catalog) {
         return Err(fail(&e));
     }
+    srv.apply_proc_title();
     log.notice("Server initialized");
     srv.used_memory_startup = srv.used_memory();
     let started = std::time::Instant::now();

@@ -176,3 +176,112 @@ mod tests {
         assert_eq!(systemd_supervision("no"), (false, None));
     }
 }
+
+/// argv[0] as the server was started: the title's `{title}`.
+static EXEC_NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records argv[0], once, before the command line is written over.
+pub fn remember_exec_name(argv0: &str) {
+    let _ = EXEC_NAME.set(argv0.to_string());
+}
+
+/// argv[0] as the server was started.
+pub fn exec_name() -> &'static str {
+    EXEC_NAME.get().map_or("densekv-server", String::as_str)
+}
+
+/// What `proc-title-template`'s variables stand for.
+#[derive(Debug, Default, Clone)]
+pub struct TitleVars {
+    /// The program as it was started (argv[0]).
+    pub title: String,
+    /// `<first bind address or *>:<port, or tls-port>`, or
+    /// `unixsocket:<path>` when the server listens on neither port.
+    pub listen_addr: String,
+    /// `[cluster]` on a cluster node, else empty.
+    pub server_mode: String,
+    /// The config file's path, `-` without one.
+    pub config_file: String,
+    pub port: u16,
+    pub tls_port: u16,
+    pub unixsocket: String,
+}
+
+/// Expands `template` as Redis does: `{name}` is a variable (`title`,
+/// `listen-addr`, `server-mode`, `config-file`, `port`, `tls-port`,
+/// `unixsocket`), `{{` and `}}` are literal braces, and the result is
+/// trimmed of spaces. None for an unknown variable or a lone brace.
+pub fn expand_title(template: &str, v: &TitleVars) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
+        }
+        if tail.starts_with('}') {
+            return None;
+        }
+        let end = tail.find('}')?;
+        let value = match &tail[1..end] {
+            "title" => v.title.clone(),
+            "listen-addr" => v.listen_addr.clone(),
+            "server-mode" => v.server_mode.clone(),
+            "config-file" => v.config_file.clone(),
+            "port" => v.port.to_string(),
+            "tls-port" => v.tls_port.to_string(),
+            "unixsocket" => v.unixsocket.clone(),
+            _ => return None,
+        };
+        out.push_str(&value);
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    Some(out.trim_matches(' ').to_string())
+}
+
+/// Writes `title` over the process's command line, which `ps` and
+/// /proc/<pid>/cmdline show (`set-proc-title`). The bytes written are the
+/// command line's own (found through /proc/self/stat and written through
+/// /proc/self/mem, no `unsafe`), so a title longer than the command line
+/// is cut to its length; Redis moves the environment away to make room.
+///
+/// Errors: the kernel did not say where the command line is, or refused
+/// the write.
+pub fn set_title(title: &str) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind, Seek, SeekFrom};
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The fields after the command name's closing parenthesis start at
+    // field 3 (the state); arg_start and arg_end are fields 48 and 49.
+    let after = stat.rfind(')').map(|i| &stat[i + 1..]).ok_or_else(|| Error::from(ErrorKind::InvalidData))?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok()).ok_or_else(|| Error::from(ErrorKind::InvalidData));
+    let (start, end) = (field(48)?, field(49)?);
+    if end <= start {
+        return Err(ErrorKind::InvalidData.into());
+    }
+    let mut bytes = vec![0u8; (end - start) as usize];
+    let n = title.len().min(bytes.len() - 1);
+    bytes[..n].copy_from_slice(&title.as_bytes()[..n]);
+    let mut mem = std::fs::OpenOptions::new().write(true).open("/proc/self/mem")?;
+    mem.seek(SeekFrom::Start(start))?;
+    mem.write_all(&bytes)
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand_as_redis_expands_them() {
+        let v = TitleVars { title: "/bin/densekv-server".into(), listen_addr: "*:6379".into(), port: 6379, config_file: "-".into(), ..TitleVars::default() };
+        assert_eq!(expand_title("{title} {listen-addr} {server-mode}", &v).as_deref(), Some("/bin/densekv-server *:6379"));
+        assert_eq!(expand_title("x {{port}} {port} {tls-port} {config-file}", &v).as_deref(), Some("x {port} 6379 0 -"));
+        for bad in ["{nope}", "{title", "title}", "{"] {
+            assert_eq!(expand_title(bad, &v), None, "{bad}");
+        }
+    }
+}

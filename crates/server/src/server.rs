@@ -735,6 +735,36 @@ impl Server {
         }
     }
 
+    /// Sets the process title from proc-title-template, with
+    /// set-proc-title yes (process::set_title); a refused write leaves the
+    /// command line as it was.
+    pub fn apply_proc_title(&self) {
+        if !self.config.flag("set-proc-title") {
+            return;
+        }
+        let c = &self.config;
+        let tls_port: u16 = c.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let unixsocket = c.get("unixsocket").unwrap_or("").to_string();
+        let first_bind = c.get("bind").unwrap_or("").split_whitespace().next().unwrap_or("*").to_string();
+        let listen_addr = if c.port != 0 || tls_port != 0 {
+            format!("{first_bind}:{}", if c.port != 0 { c.port } else { tls_port })
+        } else {
+            format!("unixsocket:{unixsocket}")
+        };
+        let vars = crate::process::TitleVars {
+            title: crate::process::exec_name().to_string(),
+            listen_addr,
+            server_mode: if c.flag("cluster-enabled") { "[cluster]".into() } else { String::new() },
+            config_file: c.file.clone().unwrap_or_else(|| "-".into()),
+            port: c.port,
+            tls_port,
+            unixsocket,
+        };
+        if let Some(title) = crate::process::expand_title(c.get("proc-title-template").unwrap_or(""), &vars) {
+            let _ = crate::process::set_title(&title);
+        }
+    }
+
     /// Writes the config file as CONFIG REWRITE does: the file's lines that
     /// name no known setting kept, every setting that differs from its
     /// default (with `all`, every setting: DEBUG CONFIG-REWRITE-FORCE-ALL)

@@ -299,6 +299,9 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     } else {
         drop(before);
     }
+    if seen.iter().any(|n| matches!(*n, "proc-title-template" | "port" | "tls-port" | "bind")) {
+        ctx.srv.apply_proc_title();
+    }
     ctx.srv.apply_db_settings();
     ctx.srv.apply_cluster_settings();
     crate::cron::update_hz(ctx.srv);
