@@ -413,8 +413,6 @@ fn load(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// The ACL file's text for the current users.
-
 /// ACL SAVE
 fn save(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
     let path = aclfile(ctx)?;
