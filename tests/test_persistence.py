@@ -351,6 +351,27 @@ def test_bgsave_is_the_image_at_its_start_while_writes_go_on(workdir):
     assert b"DB loaded from disk" in log
 
 
+def test_flushall_with_save_points_leaves_no_unsaved_change(workdir):
+    """FLUSHALL saves at once where save points are set, so no change is
+    left unsaved (rdb_changes_since_last_save 0), and it still goes to the
+    AOF; without save points its change stays counted."""
+    s = start(server_binary(), workdir, "--save", "3600 1", "--appendonly", "yes")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        r.set("key", "value")
+        assert r.flushall() is True
+        assert r.info("persistence")["rdb_changes_since_last_save"] == 0
+        r.config_set("save", "")
+        r.set("key", "value")
+        r.flushall()
+        assert r.info("persistence")["rdb_changes_since_last_save"] == 2
+        aof = os.path.join(workdir, "appendonlydir")
+        text = b"".join(open(os.path.join(aof, f), "rb").read() for f in os.listdir(aof) if f.endswith(".incr.aof"))
+        assert text.lower().count(b"flushall") == 2
+    finally:
+        s.stop()
+
+
 def test_bgsave_info_errors_and_change_counter(workdir):
     s = start(server_binary(), workdir, "--save", "", "--rdb-key-save-delay", "2000")
     try:

@@ -1075,8 +1075,12 @@ def test_proc_title_shows_the_listening_address(start_server):
     assert "densekv" in os.path.basename(program) and title == f"{program} 127.0.0.1:{srv.port}"
     assert c.config_set("proc-title-template", "TEST {title} {port} {tls-port} {config-file} {{x}}")
     assert cmdline(c) == f"TEST {program} {srv.port} 0 - {{x}}"
-    with pytest.raises(redis.ResponseError, match="template format is invalid or contains unknown variables"):
-        c.config_set("proc-title-template", "{nope}")
+    for bad in ("{nope}", "{title}", "{server-mode} "):
+        with pytest.raises(redis.ResponseError, match="template format is invalid or contains unknown variables"):
+            c.config_set("proc-title-template", bad)
+    c.config_set("proc-title-template", "{title} {listen-addr} {server-mode}")  # the default, set back
+    assert cmdline(c) == title
+    c.config_set("proc-title-template", "TEST {title} {port} {tls-port} {config-file} {{x}}")
     assert c.config_get("proc-title-template")["proc-title-template"].startswith("TEST")
     off = start_server("--set-proc-title", "no")
     assert f"--port {off.port}" in cmdline(redis.Redis(host=off.host, port=off.port)).replace("\0", " ")

@@ -113,12 +113,15 @@ pub fn flushall(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     for db in 0..ctx.srv.dbs.len() {
         flush_db(ctx.srv, db, mode);
     }
+    // Counted before the save, which then holds it: with save points a
+    // FLUSHALL leaves no change unsaved (rdb_changes_since_last_save 0),
+    // as Redis's rdbSave resets its counter after the flush.
+    ctx.srv.dirty += 1;
     if !ctx.srv.config.save_points().is_empty() {
         if let Err(e) = crate::persist::save(ctx.srv, ctx.host) {
             ctx.srv.config.log.warning(&e);
         }
     }
-    ctx.srv.dirty += 1;
     ctx.out().ok();
     Ok(())
 }
