@@ -1485,10 +1485,10 @@ mod tests {
     #[test]
     fn ignored_parameters_are_named() {
         let mut c = Config::default();
-        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\ntls-replication yes\nport 7000\ntls-port 0\n", &|_| true).unwrap();
+        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\nactive-defrag-cycle-max 50\nport 7000\ntls-port 0\n", &|_| true).unwrap();
         // io-threads and lazyfree-lazy-expire act, so they are not named;
         // activedefrag is at its default.
-        assert_eq!(c.ignored_in_use(), vec!["tls-replication".to_string()]);
+        assert_eq!(c.ignored_in_use(), vec!["active-defrag-cycle-max".to_string()]);
         assert_eq!(c.get("io-threads"), Some("4"));
     }
 
