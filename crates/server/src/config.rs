@@ -421,11 +421,13 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
     if param.name == "cluster-announce-hostname" {
         announced_hostname(value)?;
     }
-    // As Redis checks it: expanded with an empty title, a listening
-    // address and no server mode, it must leave something.
-    let probe = crate::process::TitleVars { listen_addr: "*:6379".into(), config_file: "-".into(), ..Default::default() };
-    if param.name == "proc-title-template" && crate::process::expand_title(value, &probe).is_none_or(|t| t.is_empty()) {
-        return Err("template format is invalid or contains unknown variables".into());
+    if param.name == "proc-title-template" {
+        // As Redis checks it: expanded with an empty title, a listening
+        // address and no server mode, it must leave something.
+        let probe = crate::process::TitleVars { listen_addr: "*:6379".into(), config_file: "-".into(), ..Default::default() };
+        if crate::process::expand_title(value, &probe).is_none_or(|t| t.is_empty()) {
+            return Err("template format is invalid or contains unknown variables".into());
+        }
     }
     if param.name == "cluster-announce-human-nodename" && !value.bytes().all(aux_char) {
         return Err("Announced human node name contained invalid character".into());

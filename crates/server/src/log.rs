@@ -103,7 +103,9 @@ impl Syslog {
     }
 
     fn send(&self, level: Level, msg: &str) {
-        if let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() {
+        // One unbound socket for the process's messages, made at the first.
+        static SOCK: std::sync::OnceLock<Option<std::os::unix::net::UnixDatagram>> = std::sync::OnceLock::new();
+        if let Some(sock) = SOCK.get_or_init(|| std::os::unix::net::UnixDatagram::unbound().ok()) {
             let _ = sock.send_to(self.datagram(level, msg).as_bytes(), "/dev/log");
         }
     }

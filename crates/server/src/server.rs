@@ -611,6 +611,9 @@ pub struct Server {
     pub unexpected_error_replies: u64,
     /// When `note_write_despite_disk_error` last logged.
     pub disk_error_logged: Option<Instant>,
+    /// lazyfree-lazy-server-del or lazyfree-lazy-expire is on: the
+    /// databases may leave collections to free (`free_discarded`).
+    discarding: bool,
     /// Share of the volatile keys active expiry looks at that are due,
     /// smoothed (INFO expired_stale_perc, as a fraction).
     pub expired_stale_perc: f64,
@@ -1029,6 +1032,7 @@ impl Server {
             expired_stale_perc: 0.0,
             unexpected_error_replies: 0,
             disk_error_logged: None,
+            discarding: false,
             reply_resizing: true,
             reply_peak_reset: Some(Duration::from_millis(crate::client::REPLY_PEAK_RESET_MS)),
             reply_shrinks: 0,
@@ -1089,13 +1093,23 @@ impl Server {
             db.lazy_server_del = lazy_server_del;
             db.lazy_expire = lazy_expire;
         }
+        // Whatever was left before the settings changed goes now.
+        self.drain_discarded();
+        self.discarding = lazy_server_del || lazy_expire;
     }
 
     /// Frees what overwrites and expiries left in the databases under
     /// lazyfree-lazy-server-del / lazyfree-lazy-expire: big collections on
     /// the freeing thread, the rest here. Once per event-loop turn and
-    /// after each active-expiry pass.
+    /// after each active-expiry pass; one branch while both are off.
+    #[inline]
     pub fn free_discarded(&mut self) {
+        if self.discarding {
+            self.drain_discarded();
+        }
+    }
+
+    fn drain_discarded(&mut self) {
         for db in &mut self.dbs {
             if db.has_discarded() {
                 for v in db.take_discarded() {

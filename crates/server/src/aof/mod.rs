@@ -403,18 +403,19 @@ pub fn flush(srv: &mut Server) {
                     }
                 }
                 let l = log(srv);
+                let why = errno_text(&e);
                 // Logged once per 30 s while it lasts (every turn retries).
                 let quiet = srv.aof.write_error_logged.is_some_and(|t| t.elapsed() < Duration::from_secs(30));
                 if !quiet || srv.aof.fsync == Fsync::Always {
                     srv.aof.write_error_logged = Some(Instant::now());
-                    l.warning(&format!("Error writing to the AOF file: {}", errno_text(&e)));
+                    l.warning(&format!("Error writing to the AOF file: {why}"));
                 }
                 if srv.aof.fsync == Fsync::Always {
                     l.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...");
                     std::process::exit(1);
                 }
                 srv.aof.last_write_ok = false;
-                srv.aof.last_write_error = Some(errno_text(&e));
+                srv.aof.last_write_error = Some(why);
                 // Keep the bytes for the next try, before anything newer.
                 let mut p = srv.aof.pending.borrow_mut();
                 let newer = std::mem::replace(&mut p.buf, rest.to_vec());
