@@ -572,6 +572,24 @@ def test_used_memory_is_exact_across_a_background_free(r):
     assert abs(after - before) < 256, (before, after)
 
 
+def test_used_memory_holds_still_across_idle_reads(r):
+    """Nothing changes between two INFO calls of an idle client, so neither
+    does used_memory: with I/O threads, what a thread allocated to hand a
+    request over is counted before the executor runs it (a queue that
+    allocated its next block after the thread published read 1 KiB low
+    once every 31 requests). Enough reads to cross many such blocks."""
+    r.config_set("slowlog-log-slower-than", -1)
+    r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "0")
+    try:
+        for _ in range(20):  # buffers that a first INFO grows stay
+            r.info("memory")
+        seen = [r.info("memory")["used_memory"] for _ in range(200)]
+    finally:
+        r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "1")
+        r.config_set("slowlog-log-slower-than", 10000)
+    assert max(seen) - min(seen) < 256, sorted(set(seen))
+
+
 def test_errorstats_stop_at_128_codes_until_resetstat(start_server):
     s = start_server()
     r = redis.Redis(host=s.host, port=s.port)
