@@ -150,7 +150,8 @@ rename-command FLUSHALL ""
 rename-command DEBUG DBG
 user default on nopass ~* +@all
 io-threads 4
-activedefrag yes
+activedefrag no
+active-defrag-cycle-max 50
 lazyfree-lazy-eviction yes
 lazyfree-lazy-expire yes
 jemalloc-bg-thread yes
@@ -173,7 +174,8 @@ cluster-node-timeout 5000
     assert cfg["replica-serve-stale-data"] == "yes"
     assert cfg["maxmemory"] == str(100 * 1024 * 1024)
     assert cfg["io-threads"] == "4"
-    assert cfg["activedefrag"] == "yes"
+    assert cfg["activedefrag"] == "no"
+    assert cfg["active-defrag-cycle-max"] == "50"
     assert cfg["disable-thp"] == "no"
     assert cfg["tls-replication"] == "yes"
     assert cfg["cluster-node-timeout"] == "5000"
@@ -185,21 +187,10 @@ cluster-node-timeout 5000
     assert "unknown command" in err(c.execute_command, "DEBUG", "SLEEP", "0")
     assert c.execute_command("DBG", "SLEEP", "0") == "OK"
     assert c.info("server")["config_file"] == str(conf)
-    # One warning names what is accepted but has no effect (non-default values only).
-    (ignored,) = [m for m in p.messages() if m.startswith("Accepted but ignored")]
-    # eviction and expiry free lazily when asked; disable-thp no leaves THP
-    # on; a replica's link uses TLS
-    for name in ("lazyfree-lazy-eviction", "lazyfree-lazy-expire", "disable-thp", "tls-replication"):
-        assert name not in ignored
-    assert "activedefrag" in ignored
-    # io-threads runs I/O threads now.
-    assert "io-threads" not in ignored
-    # The cluster directives take effect now (a cluster node uses them).
-    assert "cluster-node-timeout" not in ignored
-    # `user` lines define ACL users now (a reset user, then the rules).
-    assert "user" not in ignored
+    # Every setting acts or is refused: none is accepted and ignored, so
+    # there is no warning naming any.
+    assert not [m for m in p.messages() if "ignored" in m], p.messages()
     assert c.execute_command("ACL", "LIST") == ["user default on nopass sanitize-payload ~* resetchannels +@all"]
-    assert "jemalloc-bg-thread" not in ignored and "maxmemory" not in ignored
     assert "Configuration loaded" in p.messages()
 
 
@@ -223,6 +214,36 @@ def test_bad_values_and_arity_are_refused(start, workdir):
     p = start("--save", "60")
     assert p.wait() == 1
     assert p.err() == fatal_block(2, 'save "60"', "Invalid save parameters")
+
+
+def test_settings_without_their_mechanism_refuse_to_start(start, workdir):
+    """What densekv cannot do is refused at start-up, as Redis refuses it
+    where it lacks the mechanism, never accepted with a warning: active
+    defragmentation (as a Redis built without jemalloc's support), a
+    collation locale other than C's, a module (and a module's setting)."""
+    cases = [
+        ("activedefrag yes", "Active defragmentation cannot be enabled: densekv keeps small values in its own slab "
+         "pages, which jemalloc's defragmentation does not move, and has no defragmenter of its own"),
+        ("locale-collate en_US.UTF-8", 'Failed to configure LOCALE: densekv collates strings bytewise, as the C locale '
+         'does; only "", C and POSIX are accepted'),
+        ("loadmodule /opt/redis/rejson.so", "Can't load module from /opt/redis/rejson.so: densekv does not load Redis modules"),
+        ("search.timeout 500", "Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting"),
+    ]
+    for line, reason in cases:
+        conf = workdir / "refused.conf"
+        conf.write_text(f"port 0\n{line}\n")
+        p = start(str(conf))
+        assert p.wait() == 1
+        assert p.err() == fatal_block(2, line, reason)
+    # Held as in Redis: C's collation, and defragmentation's thresholds while
+    # it is off.
+    port = free_port()
+    conf = workdir / "held.conf"
+    conf.write_text(f"port {port}\nbind {HOST}\nlocale-collate C\nactive-defrag-threshold-lower 20\n")
+    p = start(str(conf))
+    p.wait_ready(port)
+    assert config_get(port, "locale-collate") == "C"
+    assert config_get(port, "active-defrag-threshold-lower") == "20"
 
 
 def test_missing_config_file(start, workdir):
@@ -667,9 +688,17 @@ def test_redis_check_rdb_mode(workdir):
 
 
 def test_config_set_refuses_what_it_would_ignore(r):
-    """A setting for a mechanism densekv lacks answers OK only for its
-    default; any other value is refused rather than accepted and ignored."""
+    """A setting for a mechanism densekv lacks answers OK only where that
+    changes nothing (as in a Redis without the mechanism); any other value
+    is refused rather than accepted and ignored."""
     assert r.config_set("activedefrag", "no")
-    with pytest.raises(redis.ResponseError, match="densekv does not implement what activedefrag controls"):
+    with pytest.raises(redis.ResponseError, match="Active defragmentation cannot be enabled"):
         r.config_set("activedefrag", "yes")
     assert r.config_get("activedefrag") == {"activedefrag": "no"}
+    with pytest.raises(redis.ResponseError, match="densekv collates strings bytewise"):
+        r.config_set("locale-collate", "en_US.UTF-8")
+    assert r.config_set("locale-collate", "C")
+    assert r.config_set("locale-collate", "")
+    assert r.config_set("active-defrag-cycle-max", "30")
+    assert r.config_get("active-defrag-cycle-max") == {"active-defrag-cycle-max": "30"}
+    assert r.config_set("active-defrag-cycle-max", "25")

@@ -3,12 +3,13 @@
 //! GET/SET/REWRITE.
 //!
 //! The table holds every parameter Redis 7.4 knows, so that any redis.conf
-//! (and the test suite's) loads unchanged. Parameters that only steer a
-//! Redis mechanism densekv does not have (I/O threads, defragmentation,
-//! TLS towards other servers, cluster, replication ...) are marked `ignored`: accepted and
-//! remembered, and named in one warning at start-up when set away from
-//! their default. A directive Redis does not know is refused with Redis's
-//! own text, line number and exit status (`LoadError`).
+//! (and the test suite's) loads unchanged. Every parameter acts as
+//! Redis's does, or refuses the values whose effect densekv does not have
+//! (`activedefrag yes`, a locale other than C's, `tls-cluster yes` in
+//! cluster mode), at start-up as at CONFIG SET: nothing is accepted and
+//! ignored. A directive Redis does not know is refused with Redis's own
+//! text, line number and exit status (`LoadError`), and so is
+//! `loadmodule` (densekv loads no Redis modules) with a module's settings.
 //!
 //! A config text is read as Redis reads it: one directive per line, `#`
 //! comments, quoted arguments; a parameter takes exactly one argument
@@ -89,9 +90,6 @@ pub struct Param {
     pub mutable: bool,
     /// Left out of CONFIG GET patterns; only named explicitly (Redis's hidden configs).
     pub hidden: bool,
-    /// Steers a Redis mechanism densekv does not have: accepted, stored,
-    /// and named in the start-up warning when set away from its default.
-    pub ignored: bool,
     /// CONFIG SET needs enable-protected-configs (Redis's PROTECTED_CONFIG).
     pub protected: bool,
 }
@@ -103,9 +101,6 @@ impl Param {
     const fn hidden(self) -> Param {
         Param { hidden: true, ..self }
     }
-    const fn ignored(self) -> Param {
-        Param { ignored: true, ..self }
-    }
     const fn protected(self) -> Param {
         Param { protected: true, ..self }
     }
@@ -115,7 +110,7 @@ impl Param {
 }
 
 const fn p(name: &'static str, kind: Kind, default: &'static str) -> Param {
-    Param { name, aliases: &[], kind, default, mutable: true, hidden: false, ignored: false, protected: false }
+    Param { name, aliases: &[], kind, default, mutable: true, hidden: false, protected: false }
 }
 
 const U: Kind = Kind::Int(0, i64::MAX);
@@ -173,7 +168,9 @@ pub static PARAMS: &[Param] = &[
     p("always-show-logo", B, "no").fixed(),
     p("set-proc-title", B, "yes").fixed(),
     p("proc-title-template", S, "{title} {listen-addr} {server-mode}"),
-    p("locale-collate", S, "").ignored(),
+    // Strings collate bytewise, as in the C locale: only that is accepted
+    // (canonical).
+    p("locale-collate", S, ""),
     p("ignore-warnings", S, ""),
     p("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no"),
     p("oom-score-adj-values", Kind::OomValues, "0 200 800"),
@@ -222,13 +219,17 @@ pub static PARAMS: &[Param] = &[
     // arrive (extendible hashing) and never has a rehash left for the
     // cron to finish, which is what `yes` asks of it and `no` spares.
     p("activerehashing", B, "yes"),
-    p("activedefrag", B, "no").ignored(),
-    p("active-defrag-ignore-bytes", M, "104857600").ignored(),
-    p("active-defrag-threshold-lower", Kind::Int(0, 1000), "10").ignored(),
-    p("active-defrag-threshold-upper", Kind::Int(0, 1000), "100").ignored(),
-    p("active-defrag-cycle-min", Kind::Int(1, 99), "1").ignored(),
-    p("active-defrag-cycle-max", Kind::Int(1, 99), "25").ignored(),
-    p("active-defrag-max-scan-fields", Kind::Int(1, i64::MAX), "1000").ignored(),
+    // No active defragmentation: `activedefrag yes` is refused as a Redis
+    // built without jemalloc's defragmentation support refuses it
+    // (canonical); its thresholds are kept for CONFIG GET and steer
+    // nothing while it is off, as there.
+    p("activedefrag", B, "no"),
+    p("active-defrag-ignore-bytes", M, "104857600"),
+    p("active-defrag-threshold-lower", Kind::Int(0, 1000), "10"),
+    p("active-defrag-threshold-upper", Kind::Int(0, 1000), "100"),
+    p("active-defrag-cycle-min", Kind::Int(1, 99), "1"),
+    p("active-defrag-cycle-max", Kind::Int(1, 99), "25"),
+    p("active-defrag-max-scan-fields", Kind::Int(1, i64::MAX), "1000"),
     // Clients and limits.
     p("proto-max-bulk-len", Kind::Int(1024 * 1024, i64::MAX), "536870912"),
     p("client-query-buffer-limit", Kind::Int(1024 * 1024, i64::MAX), "1073741824"),
@@ -356,14 +357,17 @@ pub static PARAMS: &[Param] = &[
     p("tls-client-cert-file", S, ""),
     p("tls-client-key-file", S, ""),
     p("tls-client-key-file-pass", S, ""),
-    p("tls-dh-params-file", S, "").ignored(),
+    // Checked as Redis loads it (tls.rs); rustls offers no DHE suite, so
+    // no key exchange would use it.
+    p("tls-dh-params-file", S, ""),
     p("tls-ca-cert-file", S, ""),
     p("tls-ca-cert-dir", S, ""),
     p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
     p("tls-replication", B, "no"),
     // The bus has no TLS yet: tls-cluster yes is refused in cluster mode
-    // (validate), and has no effect without it, as in Redis.
-    p("tls-cluster", B, "no").ignored(),
+    // (validate at start-up, `set` after), and has no effect without it,
+    // as in Redis.
+    p("tls-cluster", B, "no"),
     p("tls-protocols", S, ""),
     p("tls-ciphers", S, ""),
     p("tls-ciphersuites", S, ""),
@@ -410,6 +414,16 @@ pub fn strerror(e: &std::io::Error) -> String {
     }
 }
 
+/// Why `activedefrag yes` is refused (Redis's words for a build without
+/// defragmentation, then densekv's reason).
+const NO_DEFRAG: &str = "Active defragmentation cannot be enabled: densekv keeps small values in its own slab pages, which jemalloc's defragmentation does not move, and has no defragmenter of its own";
+
+/// Why `tls-cluster yes` is refused in cluster mode.
+const NO_TLS_CLUSTER: &str = "tls-cluster yes is not supported: densekv's cluster bus has no TLS yet";
+
+/// Why a locale-collate other than the C locale's is refused.
+const NO_LOCALE: &str = "Failed to configure LOCALE: densekv collates strings bytewise, as the C locale does; only \"\", C and POSIX are accepted";
+
 /// Checks `value` for `param` and returns its canonical form. List
 /// parameters take their arguments separated by spaces.
 ///
@@ -428,6 +442,12 @@ pub fn canonical(param: &Param, value: &str) -> Result<String, String> {
         if crate::process::expand_title(value, &probe).is_none_or(|t| t.is_empty()) {
             return Err("template format is invalid or contains unknown variables".into());
         }
+    }
+    if param.name == "activedefrag" && value.eq_ignore_ascii_case("yes") {
+        return Err(NO_DEFRAG.into());
+    }
+    if param.name == "locale-collate" && !matches!(value, "" | "C" | "POSIX") {
+        return Err(NO_LOCALE.into());
     }
     if param.name == "cluster-announce-human-nodename" && !value.bytes().all(aux_char) {
         return Err("Announced human node name contained invalid character".into());
@@ -844,14 +864,8 @@ pub struct Config {
     /// `rename-command from to` directives in order (`to` empty: removed),
     /// for whoever builds the command table.
     pub renames: Vec<(String, String)>,
-    /// Directives accepted at start-up whose effect densekv does not have
-    /// (`loadmodule`, module settings): their names, for the
-    /// start-up warning.
-    pub ignored_directives: Vec<String>,
     /// `user name rules...` directives, each split into words, in order.
     pub users: Vec<Vec<Vec<u8>>>,
-    /// Parameters named at start-up (file, stdin or options).
-    given: Vec<&'static str>,
 }
 
 impl Default for Config {
@@ -885,9 +899,7 @@ impl Default for Config {
             notify_flags: 0,
             log: Log::default(),
             renames: Vec::new(),
-            ignored_directives: Vec::new(),
             users: Vec::new(),
-            given: Vec::new(),
         };
         c.values.insert("dir", current_dir());
         c.refresh();
@@ -1049,10 +1061,8 @@ impl Config {
             // Redis clamps an out-of-range hz rather than refusing it.
             v = v.parse::<i64>().map_or(v, |hz| hz.clamp(1, 500).to_string());
         }
-        if !startup && p.ignored && canonical(p, p.default).is_ok_and(|d| d != v) {
-            // Not accepted and ignored: a value that would change nothing here
-            // is refused (a config file's is named in the start-up warning).
-            return Err(format!("densekv does not implement what {} controls; only its default value is accepted", p.name));
+        if !startup && p.name == "tls-cluster" && v == "yes" && self.flag("cluster-enabled") {
+            return Err(NO_TLS_CLUSTER.into());
         }
         self.values.insert(p.name, v);
         self.refresh();
@@ -1186,7 +1196,7 @@ impl Config {
         // The bus speaks plain TCP only: a node told to encrypt it must not
         // start and gossip in the clear.
         if self.flag("cluster-enabled") && self.flag("tls-cluster") {
-            return Err(bad("tls-cluster yes is not supported: densekv's cluster bus has no TLS yet".into()));
+            return Err(bad(NO_TLS_CLUSTER.into()));
         }
         Ok(())
     }
@@ -1229,9 +1239,6 @@ impl Config {
                     state.save_seen = true;
                 }
                 self.set(p.name, &value, true).map_err(|e| fail(&e))?;
-                if !self.given.contains(&p.name) {
-                    self.given.push(p.name);
-                }
                 continue;
             }
             if DEPRECATED.contains(&name.as_str()) && args.len() == 2 {
@@ -1255,7 +1262,9 @@ impl Config {
                     self.renames.push((args[1].to_ascii_lowercase(), args[2].to_ascii_lowercase()));
                 }
                 "user" if args.len() >= 2 => self.users.push(args.iter().map(|a| a.as_bytes().to_vec()).collect()),
-                "loadmodule" if args.len() >= 2 => self.ignored_directives.push("loadmodule".into()),
+                "loadmodule" if args.len() >= 2 => {
+                    return Err(fail(&format!("Can't load module from {}: densekv does not load Redis modules", args[1])));
+                }
                 "sentinel" => {
                     if args.len() != 1 {
                         return Err(fail("sentinel directive while not in sentinel mode"));
@@ -1265,7 +1274,8 @@ impl Config {
                     if args.len() < 2 {
                         return Err(fail("Module config specified without value"));
                     }
-                    self.ignored_directives.push(name.clone());
+                    // No module is ever loaded to take it (Redis's text).
+                    return Err(fail("Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting"));
                 }
                 _ => return Err(fail("Bad directive or wrong number of arguments")),
             }
@@ -1285,24 +1295,6 @@ impl Config {
             self.load_lines(&text, is_command, state, depth + 1)?;
         }
         Ok(())
-    }
-
-    /// Names set at start-up to a non-default value whose effect densekv
-    /// does not have, and the ignored directives (`user`, `loadmodule`,
-    /// module settings): what the start-up warning names.
-    pub fn ignored_in_use(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for p in PARAMS {
-            if p.ignored && self.given.contains(&p.name) && self.values[p.name] != p.default {
-                out.push(p.name.to_string());
-            }
-        }
-        for d in &self.ignored_directives {
-            if !out.contains(d) {
-                out.push(d.clone());
-            }
-        }
-        out
     }
 
     /// The non-default parameters, as config-file lines (CONFIG REWRITE);
@@ -1458,9 +1450,12 @@ mod tests {
     fn special_directives() {
         let mut c = Config::default();
         let known = |n: &str| ["flushall", "config", "get"].contains(&n);
-        c.load("rename-command FLUSHALL \"\"\nrename-command config cfg\nuser default on nopass ~* +@all\nloadmodule /x.so\nsearch.timeout 5\nlua-replicate-commands yes\nsentinel\n", &known).unwrap();
+        c.load("rename-command FLUSHALL \"\"\nrename-command config cfg\nuser default on nopass ~* +@all\nlua-replicate-commands yes\nsentinel\n", &known).unwrap();
         assert_eq!(c.renames, vec![("flushall".into(), "".into()), ("config".into(), "cfg".into())]);
-        assert_eq!(c.ignored_in_use(), vec!["loadmodule".to_string(), "search.timeout".into()]);
+        // No module is loaded, so neither its settings (as Redis with no
+        // module to take them).
+        assert!(c.load("loadmodule /x.so", &known).unwrap_err().report().contains("Can't load module from /x.so"));
+        assert!(c.load("search.timeout 5", &known).unwrap_err().report().contains("Module Configuration detected without loadmodule directive"));
         assert_eq!(c.users, vec![["user", "default", "on", "nopass", "~*", "+@all"].map(|w| w.as_bytes().to_vec()).to_vec()]);
         assert!(c.load("rename-command nosuch x", &known).unwrap_err().report().contains("No such command in rename-command"));
         assert!(c.load("rename-command get cfg", &known).unwrap_err().report().contains("Target command name already exists"));
@@ -1485,13 +1480,28 @@ mod tests {
     }
 
     #[test]
-    fn ignored_parameters_are_named() {
+    fn settings_without_their_mechanism_refuse_all_but_what_holds() {
         let mut c = Config::default();
-        c.load("io-threads 4\nactivedefrag no\nlazyfree-lazy-expire yes\nactive-defrag-cycle-max 50\nport 7000\ntls-port 0\n", &|_| true).unwrap();
-        // io-threads and lazyfree-lazy-expire act, so they are not named;
-        // activedefrag is at its default.
-        assert_eq!(c.ignored_in_use(), vec!["active-defrag-cycle-max".to_string()]);
-        assert_eq!(c.get("io-threads"), Some("4"));
+        // Held: defragmentation's thresholds while it is off, the C locale,
+        // tls-cluster outside cluster mode (all as in Redis).
+        c.load("activedefrag no\nactive-defrag-cycle-max 50\nlocale-collate C\ntls-cluster yes\n", &|_| true).unwrap();
+        assert_eq!(c.get("active-defrag-cycle-max"), Some("50"));
+        c.set("active-defrag-threshold-lower", "20", false).unwrap();
+        c.set("locale-collate", "POSIX", false).unwrap();
+        c.set("tls-cluster", "no", false).unwrap();
+        // Refused at start-up and at CONFIG SET alike.
+        assert!(c.load("activedefrag yes", &|_| true).unwrap_err().report().contains("Active defragmentation cannot be enabled"));
+        assert!(c.set("activedefrag", "yes", false).unwrap_err().starts_with("Active defragmentation cannot be enabled"));
+        assert_eq!(c.get("activedefrag"), Some("no"));
+        assert!(c.load("locale-collate en_US.UTF-8", &|_| true).unwrap_err().report().contains("collates strings bytewise"));
+        assert!(c.set("locale-collate", "de_DE", false).is_err());
+        assert_eq!(c.get("locale-collate"), Some("POSIX"));
+        let mut node = Config::default();
+        assert!(node.load("cluster-enabled yes\ntls-cluster yes\n", &|_| true).unwrap_err().report().contains("tls-cluster yes is not supported"));
+        let mut node = Config::default();
+        node.load("cluster-enabled yes\n", &|_| true).unwrap();
+        assert!(node.set("tls-cluster", "yes", false).unwrap_err().contains("no TLS yet"));
+        node.set("tls-cluster", "no", false).unwrap();
     }
 
     #[test]

@@ -230,10 +230,6 @@ fn run(prog: &str, args: &[String]) -> Result<(), u8> {
     } else {
         early.notice("Configuration loaded");
     }
-    let ignored = config.ignored_in_use();
-    if !ignored.is_empty() {
-        early.warning(&format!("Accepted but ignored, densekv has no such mechanism: {}", ignored.join(", ")));
-    }
 
     let log = config.log.clone();
     server::crash::configure_from(&config);

@@ -56,6 +56,10 @@ pub fn build(get: &dyn Fn(&str) -> String) -> Result<Config, String> {
         return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
     }
     let (versions, provider) = provider(get)?;
+    let dh_file = get("tls-dh-params-file");
+    if !dh_file.is_empty() {
+        check_dh_params(&dh_file)?;
+    }
 
     let certs = load_certs(Path::new(&cert_file)).map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
     if certs.is_empty() {
@@ -254,6 +258,19 @@ fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
         return Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()));
     }
     PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// tls-dh-params-file: read and checked as Redis loads it (a PEM `DH
+/// PARAMETERS` block holding a DER sequence), with Redis's warnings. The
+/// parameters choose the group of a DHE key exchange, and rustls offers
+/// no DHE suite (ECDHE only), so none uses them: a client that can only
+/// do DHE fails its handshake with or without them.
+fn check_dh_params(path: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("Failed to load {path}: {}", crate::config::strerror(&e)))?;
+    match pkcs8::der::Document::from_pem(&text) {
+        Ok(("DH PARAMETERS", _)) => Ok(()),
+        _ => Err(format!("{path}: failed to read DH params.")),
+    }
 }
 
 fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
@@ -502,6 +519,21 @@ mod tests {
         assert_eq!(one12.iter().filter(|s| !matches!(s, SupportedCipherSuite::Tls13(_))).count(), 1);
         let one13 = suites(&all, "", "TLS_AES_256_GCM_SHA384").unwrap();
         assert_eq!(one13.iter().filter(|s| matches!(s, SupportedCipherSuite::Tls13(_))).count(), 1);
+    }
+
+    #[test]
+    fn dh_params_are_read_as_redis_reads_them() {
+        let dir = std::env::temp_dir().join(format!("densekv-dh-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (good, other) = (dir.join("dh.pem"), dir.join("other.pem"));
+        // 1024-bit parameters made with `openssl dhparam 1024`.
+        std::fs::write(&good, "-----BEGIN DH PARAMETERS-----\nMIGHAoGBAONuVywbafKsZw1tI4PNi+7nmF4v02dFv9K+mCs5VuzjSFU+UgZjQtCO\nc3qHh5+pU0PwuebeMeD/kLPpUkRIPhNu0t03Pk6uAri6+xRRgjO4uB6ME66vfq8i\njjlSEG9tBAmxB8LqipdtenK/A+0ndni8F2pfbA5OZSuzw5Lyu6OPAgEC\n-----END DH PARAMETERS-----\n").unwrap();
+        std::fs::write(&other, "-----BEGIN CERTIFICATE-----\nMAMCAQE=\n-----END CERTIFICATE-----\n").unwrap();
+        assert_eq!(check_dh_params(good.to_str().unwrap()), Ok(()));
+        let other = other.to_str().unwrap();
+        assert_eq!(check_dh_params(other), Err(format!("{other}: failed to read DH params.")));
+        assert_eq!(check_dh_params("/nonexistent/dh.pem"), Err("Failed to load /nonexistent/dh.pem: No such file or directory".into()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
