@@ -294,14 +294,15 @@ def test_corrupted_config_is_fatal(tmp_path):
     assert "Unrecoverable error: corrupted cluster config file" in n.log(), n.log()
 
 
-def test_tls_cluster_is_refused_not_ignored(tmp_path):
-    # The bus has no TLS: a node asked to encrypt it must not start and
-    # gossip in the clear.
+def test_tls_cluster_without_a_tls_port_is_refused(tmp_path):
+    # The bus speaks TLS with the tls-port's certificates on that port +
+    # 10000: a node with none must not start and gossip in the clear.
+    # (The bus over TLS itself: test_tls.py.)
     port = cl.free_port_pair(set())
     n = Node(server_binary(), "A", port, str(tmp_path), ("--tls-cluster", "yes"))
     proc = subprocess.run(n.args() + ["--logfile", ""], cwd=str(tmp_path), capture_output=True, text=True, timeout=15)
     assert proc.returncode == 1
-    assert "tls-cluster yes is not supported" in proc.stdout + proc.stderr
+    assert "tls-cluster yes needs a tls-port" in proc.stdout + proc.stderr
 
 
 def test_cluster_directives_take_effect(tmp_path):
@@ -316,10 +317,10 @@ def test_cluster_directives_take_effect(tmp_path):
             b"Hostnames may only contain alphanumeric characters, hyphens or dots\r\n")
         assert c.call("CONFIG", "SET", "cluster-enabled", "no").startswith(b"-ERR CONFIG SET failed")
         assert c.call("REPLICAOF", "127.0.0.1", "1") == b"-ERR REPLICAOF not allowed in cluster mode.\r\n"
-        # The bus has no TLS: a node is not told to encrypt it and go on in the clear.
+        # The bus listens where tls-cluster said at start-up.
         assert c.call("CONFIG", "SET", "tls-cluster", "yes") == (
             b"-ERR CONFIG SET failed (possibly related to argument 'tls-cluster') - "
-            b"tls-cluster yes is not supported: densekv's cluster bus has no TLS yet\r\n")
+            b"tls-cluster is set at start-up on a cluster node: the bus listens on the port it chooses\r\n")
         assert c.call("CONFIG", "GET", "tls-cluster") == b"*2\r\n$11\r\ntls-cluster\r\n$2\r\nno\r\n"
         c.close()
     finally:

@@ -320,3 +320,87 @@ def test_session_cache_timeout_ends_resumption(start_server, certs):
     again = connect(session)
     assert not again.session_reused
     again.close()
+
+
+def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
+    """tls-cluster yes: the bus listens on tls-port + 10000 and every link
+    speaks TLS (the peer's chain checked against the CA, each node showing
+    its client certificate); nodes announce their TLS port, and a replica
+    in the cluster syncs over TLS (tls-replication). A node whose bus speaks
+    plain TCP never joins: neither side gets a message through."""
+    import clusterlib as cl
+
+    taken: set[int] = set()
+    ports = []
+    for _ in range(4):
+        ports.append(cl.free_port_pair(taken))
+        taken.update({ports[-1], ports[-1] + cl.BUS_OFFSET})
+    common = ("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--tls-cluster", "yes",
+              "--tls-replication", "yes", "--tls-client-cert-file", str(certs / "client.crt"),
+              "--tls-client-key-file", str(certs / "client.key"))
+    nodes = [start_server(*tls_args(certs, p, *common)) for p in ports]
+    cs = [redis.Redis(host=HOST, port=n.port, decode_responses=True) for n in nodes]
+    ids = [c.execute_command("CLUSTER", "MYID") for c in cs]
+    for p in ports[1:]:
+        assert cs[0].execute_command("CLUSTER", "MEET", HOST, p) in (True, "OK")
+    for c, (lo, hi) in zip(cs, [(0, 5460), (5461, 10922), (10923, 16383)]):
+        c.execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
+    cl.wait_for(lambda: all(int(c.cluster("INFO")["cluster_known_nodes"]) == 4 for c in cs), 30, "the nodes to meet over TLS")
+    cs[3].execute_command("CLUSTER", "REPLICATE", ids[0])
+    cl.wait_for(lambda: all(c.cluster("INFO")["cluster_state"] == "ok" for c in cs), 30, "cluster_state ok")
+    # Each node's bus is at its TLS port + 10000; a TLS client is shown the
+    # TLS ports, a plain one the plain ports (as Redis answers either).
+    over_tls = tls_client(certs, ports[1])
+    line = next(l for l in over_tls.execute_command("CLUSTER", "NODES").decode().splitlines() if l.startswith(ids[2]))
+    assert f"{HOST}:{ports[2]}@{ports[2] + cl.BUS_OFFSET}" in line, line
+    over_tls.close()
+    line = next(l for l in cs[1].execute_command("CLUSTER", "NODES").splitlines() if l.startswith(ids[2]))
+    assert f"{HOST}:{nodes[2].port}@{ports[2] + cl.BUS_OFFSET}" in line, line
+    # Writes on the primary reach its replica through the TLS link.
+    key = next(k for k in (f"k{i}" for i in range(100000)) if cl.key_slot(k.encode()) <= 5460)
+    primary = tls_client(certs, ports[0])
+    assert primary.set(key, "over-tls") is True
+    assert primary.execute_command("WAIT", 1, 5000) == 1
+    assert cs[3].execute_command("READONLY") in (True, "OK") and cs[3].get(key) == "over-tls"
+    assert cs[3].info("replication")["master_port"] == ports[0]
+    primary.close()
+
+    # Atomic slot migration: the destination's connection to the source's
+    # port speaks TLS too.
+    moved = [k for k in (f"m{i}" for i in range(20000)) if cl.key_slot(k.encode()) < 100][:50]
+    src = tls_client(certs, ports[0])
+    for k in moved:
+        src.set(k, k)
+    task = cs[1].execute_command("CLUSTER", "MIGRATION", "IMPORT", 0, 99)
+
+    def migrated():
+        (st,) = cs[1].execute_command("CLUSTER", "MIGRATION", "STATUS", "ID", task)
+        st = st if isinstance(st, dict) else dict(zip(st[::2], st[1::2]))
+        return st["state"] == "completed"
+    cl.wait_for(migrated, 30, "the slot migration over TLS")
+    dst = tls_client(certs, ports[1])
+    assert [dst.get(k) for k in moved] == [k.encode() for k in moved]
+    # MIGRATE takes the cluster's connection type: TLS, to a TLS port.
+    target_port = free_port()
+    start_server(*tls_args(certs, target_port))
+    target = tls_client(certs, target_port)
+    assert dst.execute_command("MIGRATE", HOST, target_port, moved[0], 0, 5000) in (True, b"OK")
+    assert target.get(moved[0]) == moved[0].encode() and dst.exists(moved[0]) == 0
+    for c in (src, dst, target):
+        c.close()
+
+    # A node with a plain bus (on a free port pair's bus port) is met but
+    # never joins.
+    plain_bus = cl.free_port_pair(taken) + cl.BUS_OFFSET
+    plain = start_server("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--cluster-port", str(plain_bus))
+    pc = redis.Redis(host=HOST, port=plain.port, decode_responses=True)
+    assert pc.execute_command("CLUSTER", "MEET", HOST, ports[0]) in (True, "OK")
+    assert cs[0].execute_command("CLUSTER", "MEET", HOST, plain.port, plain_bus) in (True, "OK")
+    time.sleep(3)
+    # Each side has at most a node in handshake for the other, never one
+    # that completed it.
+    for c, bus in ((pc, ports[0] + cl.BUS_OFFSET), (cs[0], plain_bus)):
+        met = [l for l in c.execute_command("CLUSTER", "NODES").splitlines() if f"@{bus}" in l]
+        assert all("handshake" in l.split()[2] for l in met), met
+    assert int(cs[0].cluster("INFO")["cluster_known_nodes"]) in (4, 5)
+    assert cs[0].cluster("INFO")["cluster_state"] == "ok"

@@ -22,6 +22,14 @@
 //! state machine, and after every client's turn (CLUSTER commands queue
 //! actions too).
 //!
+//! With `tls-cluster yes` every link speaks TLS (`tls::Session`): an
+//! inbound one as the tls-port's clients do (tls-auth-clients asks for a
+//! certificate from the CA), an outbound one as the replica's link to its
+//! primary does (the peer's chain checked against the CA, not its name,
+//! and this node's client certificate offered). A peer that speaks plain
+//! TCP, or TLS with a certificate from elsewhere, never gets a message
+//! through, and no message leaves in the clear.
+//!
 //! Standalone, none of this exists: `EventLoop` holds no `Bus` and the
 //! state is `None`.
 
@@ -56,6 +64,8 @@ pub fn owns(t: Token) -> bool {
 /// One link to another node.
 struct Link {
     sock: TcpStream,
+    /// The link's TLS session, with tls-cluster.
+    tls: Option<Box<crate::tls::Session>>,
     /// The peer opened it.
     inbound: bool,
     /// The node an outbound link was opened for.
@@ -74,12 +84,18 @@ impl Link {
         self.wbuf.len() - self.sent
     }
 
-    /// Writes what the socket takes. Errors: the link is broken.
+    /// Writes what the socket takes (through TLS, with what the handshake
+    /// has to send). Errors: the link is broken.
     fn flush(&mut self) -> io::Result<()> {
         if self.connecting.is_some() {
             return Ok(());
         }
-        while self.sent < self.wbuf.len() {
+        if let Some(t) = self.tls.as_mut() {
+            // Stops at WouldBlock; the socket's next WRITABLE edge resumes.
+            let (taken, _) = t.write(&mut self.sock, &self.wbuf[self.sent..])?;
+            self.sent += taken;
+        }
+        while self.tls.is_none() && self.sent < self.wbuf.len() {
             match self.sock.write(&self.wbuf[self.sent..]) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
                 Ok(n) => self.sent += n,
@@ -161,13 +177,13 @@ impl Bus {
         self.links.len()
     }
 
-    fn add(&mut self, registry: &Registry, mut sock: TcpStream, inbound: bool, node: Option<NodeName>) -> Option<LinkId> {
+    fn add(&mut self, registry: &Registry, mut sock: TcpStream, tls: Option<Box<crate::tls::Session>>, inbound: bool, node: Option<NodeName>) -> Option<LinkId> {
         let id = self.next_id;
         self.next_id += 1;
         registry.register(&mut sock, Token(LINK0 + id as usize), Interest::READABLE | Interest::WRITABLE).ok()?;
         let addr = LinkAddr { peer_ip: ip_of(sock.peer_addr()), local_ip: ip_of(sock.local_addr()) };
         let connecting = (!inbound).then(Instant::now);
-        self.links.insert(id, Link { sock, inbound, node, connecting, addr, rbuf: Vec::new(), wbuf: Vec::new(), sent: 0 });
+        self.links.insert(id, Link { sock, tls, inbound, node, connecting, addr, rbuf: Vec::new(), wbuf: Vec::new(), sent: 0 });
         Some(id)
     }
 
@@ -176,7 +192,7 @@ impl Bus {
     pub fn ready(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry, ev: &mio::event::Event) {
         let t = ev.token().0;
         if !(LINK0..=LISTENER0 - MAX_LISTENERS).contains(&t) {
-            self.accept(registry);
+            self.accept(srv, registry);
             return;
         }
         let id = (t - LINK0) as LinkId;
@@ -195,6 +211,18 @@ impl Bus {
             }
             link.connecting = None;
             link.addr = LinkAddr { peer_ip: ip_of(link.sock.peer_addr()), local_ip: ip_of(link.sock.local_addr()) };
+            if srv.config.flag("tls-cluster") {
+                match client_session(srv, &link.addr.peer_ip) {
+                    Ok(t) => link.tls = Some(Box::new(t)),
+                    Err(e) => {
+                        srv.config.log.warning(&format!("Unable to open a TLS cluster bus link to {}: {e}", link.addr.peer_ip));
+                        self.drop_link(registry, id);
+                        with_cluster(srv, |c, env| c.link_failed(&node, env));
+                        self.run_actions(srv, host, registry);
+                        return;
+                    }
+                }
+            }
             with_cluster(srv, |c, env| c.link_connected(&node, id, env));
             self.run_actions(srv, host, registry);
         }
@@ -229,7 +257,7 @@ impl Bus {
     pub fn pump(&mut self, srv: &mut Server, host: &mut dyn Host, registry: &Registry) {
         wait_config_synced(srv);
         self.queued.clear();
-        self.accept(registry);
+        self.accept(srv, registry);
         let ids: Vec<LinkId> = self.links.iter().filter(|(_, l)| l.connecting.is_none()).map(|(&id, _)| id).collect();
         for id in ids {
             self.service(srv, host, registry, id);
@@ -237,8 +265,10 @@ impl Bus {
         self.before_sleep(srv, host, registry);
     }
 
-    /// Accepts every inbound link waiting on the listeners.
-    fn accept(&mut self, registry: &Registry) {
+    /// Accepts every inbound link waiting on the listeners; with
+    /// tls-cluster, each starts a TLS session as a tls-port client's does.
+    fn accept(&mut self, srv: &Server, registry: &Registry) {
+        let tls = if srv.config.flag("tls-cluster") { srv.tls.clone() } else { None };
         let mut got = Vec::new();
         for l in &self.listeners {
             loop {
@@ -251,7 +281,14 @@ impl Bus {
         }
         for sock in got {
             let _ = sock.set_nodelay(true);
-            self.add(registry, sock, true, None);
+            let session = match &tls {
+                Some(cfg) => match crate::tls::Session::new(cfg) {
+                    Ok(t) => Some(Box::new(t)),
+                    Err(_) => continue,
+                },
+                None => None,
+            };
+            self.add(registry, sock, session, true, None);
         }
     }
 
@@ -267,7 +304,20 @@ impl Bus {
             return;
         }
         let mut eof = false;
-        loop {
+        if let Some(t) = link.tls.as_mut() {
+            match t.read(&mut link.sock, &mut self.scratch, &mut link.rbuf, usize::MAX, false) {
+                Ok(r) => eof = r.eof,
+                Err(e) => {
+                    srv.config.log.verbose(&format!("Closing the cluster bus link from {}: TLS: {e}", link.addr.peer_ip));
+                    eof = true;
+                }
+            }
+        }
+        // What the handshake answers goes out now.
+        if !eof && link.tls.as_ref().is_some_and(|t| t.wants_write()) && link.flush().is_err() {
+            eof = true;
+        }
+        while link.tls.is_none() {
             match link.sock.read(&mut self.scratch) {
                 Ok(0) => {
                     eof = true;
@@ -458,12 +508,20 @@ impl Bus {
         let addr = ip.parse::<std::net::IpAddr>().map(|a| SocketAddr::new(a, cport)).ok().or_else(|| std::net::ToSocketAddrs::to_socket_addrs(&(ip, cport)).ok().and_then(|mut a| a.next()));
         let opened = addr.and_then(|a| TcpStream::connect(a).ok()).and_then(|s| {
             let _ = s.set_nodelay(true);
-            self.add(registry, s, false, Some(node))
+            self.add(registry, s, None, false, Some(node))
         });
         if opened.is_none() {
             with_cluster(srv, |c, env| c.link_failed(&node, env));
         }
     }
+}
+
+/// The TLS session of an outbound link to `ip` (tls-cluster): the
+/// replication link's client configuration, rebuilt from the tls-*
+/// settings for each link, so a CONFIG SET of them reaches the next one.
+fn client_session(srv: &Server, ip: &str) -> Result<crate::tls::Session, String> {
+    let cfg = crate::tls::build_client(&|k| srv.config.get(k).unwrap_or("").to_string())?;
+    crate::tls::Session::client(&cfg, ip).map_err(|e| e.to_string())
 }
 
 /// Ends a manual failover's hold on writes; clients it held run at the

@@ -5,8 +5,8 @@
 //! The table holds every parameter Redis 7.4 knows, so that any redis.conf
 //! (and the test suite's) loads unchanged. Every parameter acts as
 //! Redis's does, or refuses the values whose effect densekv does not have
-//! (`activedefrag yes`, a locale other than C's, `tls-cluster yes` in
-//! cluster mode), at start-up as at CONFIG SET: nothing is accepted and
+//! (`activedefrag yes`, a locale other than C's), at start-up as at
+//! CONFIG SET: nothing is accepted and
 //! ignored. A directive Redis does not know is refused with Redis's own
 //! text, line number and exit status (`LoadError`), and so is
 //! `loadmodule` (densekv loads no Redis modules) with a module's settings.
@@ -364,9 +364,9 @@ pub static PARAMS: &[Param] = &[
     p("tls-ca-cert-dir", S, ""),
     p("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes"),
     p("tls-replication", B, "no"),
-    // The bus has no TLS yet: tls-cluster yes is refused in cluster mode
-    // (validate at start-up, `set` after), and has no effect without it,
-    // as in Redis.
+    // The cluster bus over TLS (bus.rs), and MIGRATE's connections (as
+    // Redis's, in cluster mode or not); chosen at start-up on a cluster
+    // node (`set`).
     p("tls-cluster", B, "no"),
     p("tls-protocols", S, ""),
     p("tls-ciphers", S, ""),
@@ -418,8 +418,8 @@ pub fn strerror(e: &std::io::Error) -> String {
 /// defragmentation, then densekv's reason).
 const NO_DEFRAG: &str = "Active defragmentation cannot be enabled: densekv keeps small values in its own slab pages, which jemalloc's defragmentation does not move, and has no defragmenter of its own";
 
-/// Why `tls-cluster yes` is refused in cluster mode.
-const NO_TLS_CLUSTER: &str = "tls-cluster yes is not supported: densekv's cluster bus has no TLS yet";
+/// Why CONFIG SET does not change tls-cluster on a cluster node.
+const TLS_CLUSTER_FIXED: &str = "tls-cluster is set at start-up on a cluster node: the bus listens on the port it chooses";
 
 /// Why a locale-collate other than the C locale's is refused.
 const NO_LOCALE: &str = "Failed to configure LOCALE: densekv collates strings bytewise, as the C locale does; only \"\", C and POSIX are accepted";
@@ -1061,8 +1061,8 @@ impl Config {
             // Redis clamps an out-of-range hz rather than refusing it.
             v = v.parse::<i64>().map_or(v, |hz| hz.clamp(1, 500).to_string());
         }
-        if !startup && p.name == "tls-cluster" && v == "yes" && self.flag("cluster-enabled") {
-            return Err(NO_TLS_CLUSTER.into());
+        if !startup && p.name == "tls-cluster" && self.flag("cluster-enabled") && self.values[p.name] != v {
+            return Err(TLS_CLUSTER_FIXED.into());
         }
         self.values.insert(p.name, v);
         self.refresh();
@@ -1193,10 +1193,10 @@ impl Config {
         if self.flag("cluster-enabled") && !self.get("replicaof").unwrap_or("").is_empty() {
             return Err(bad("replicaof directive not allowed in cluster mode".into()));
         }
-        // The bus speaks plain TCP only: a node told to encrypt it must not
-        // start and gossip in the clear.
-        if self.flag("cluster-enabled") && self.flag("tls-cluster") {
-            return Err(bad(NO_TLS_CLUSTER.into()));
+        // The bus listens on tls-port + 10000 (or cluster-port) and speaks
+        // TLS with the tls-port's certificates.
+        if self.flag("cluster-enabled") && self.flag("tls-cluster") && self.get("tls-port").is_none_or(|p| p == "0") {
+            return Err(bad("tls-cluster yes needs a tls-port: the cluster bus speaks TLS with its certificates".into()));
         }
         Ok(())
     }
@@ -1497,10 +1497,10 @@ mod tests {
         assert!(c.set("locale-collate", "de_DE", false).is_err());
         assert_eq!(c.get("locale-collate"), Some("POSIX"));
         let mut node = Config::default();
-        assert!(node.load("cluster-enabled yes\ntls-cluster yes\n", &|_| true).unwrap_err().report().contains("tls-cluster yes is not supported"));
+        assert!(node.load("cluster-enabled yes\ntls-cluster yes\n", &|_| true).unwrap_err().report().contains("tls-cluster yes needs a tls-port"));
         let mut node = Config::default();
         node.load("cluster-enabled yes\n", &|_| true).unwrap();
-        assert!(node.set("tls-cluster", "yes", false).unwrap_err().contains("no TLS yet"));
+        assert!(node.set("tls-cluster", "yes", false).unwrap_err().contains("set at start-up on a cluster node"));
         node.set("tls-cluster", "no", false).unwrap();
     }
 

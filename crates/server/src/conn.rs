@@ -119,11 +119,51 @@ const MIGRATE_CONN_MAX: usize = 64;
 /// and a connection each (connect, accept, a new client on the target,
 /// SELECT, TIME_WAIT) would cost more than the keys.
 pub struct MigrateConn {
-    rd: io::BufReader<std::net::TcpStream>,
+    rd: io::BufReader<MigrateStream>,
     /// The database the target's connection has selected (-1: none yet).
     db: i64,
     used: bool,
     last_use: std::time::Instant,
+}
+
+/// A MIGRATE connection's stream: plain, or TLS with tls-cluster (as
+/// Redis's MIGRATE takes the cluster's connection type).
+enum MigrateStream {
+    Plain(std::net::TcpStream),
+    Tls(Box<crate::tls::BlockingClient>),
+}
+
+impl MigrateStream {
+    fn sock(&self) -> &std::net::TcpStream {
+        match self {
+            MigrateStream::Plain(s) => s,
+            MigrateStream::Tls(t) => t.sock(),
+        }
+    }
+}
+
+impl Read for MigrateStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            MigrateStream::Plain(s) => s.read(buf),
+            MigrateStream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for MigrateStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            MigrateStream::Plain(s) => s.write(buf),
+            MigrateStream::Tls(t) => t.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            MigrateStream::Plain(s) => s.flush(),
+            MigrateStream::Tls(t) => t.flush(),
+        }
+    }
 }
 
 /// What came back for one exchange: an error reply to AUTH or SELECT, one
@@ -153,15 +193,21 @@ pub fn put_command(out: &mut Vec<u8>, args: &[&[u8]]) {
 }
 
 impl MigrateConn {
-    /// Connects to `target` ("host:port") within `timeout`.
+    /// Connects to `target` ("host:port") within `timeout`, through TLS
+    /// with `tls` (the handshake happens with the first exchange, within
+    /// its timeout).
     ///
     /// Errors: the address does not resolve, or the connect failed.
-    pub fn open(target: &str, timeout: std::time::Duration) -> io::Result<MigrateConn> {
+    pub fn open(target: &str, timeout: std::time::Duration, tls: Option<&crate::tls::ClientCfg>) -> io::Result<MigrateConn> {
         use std::net::ToSocketAddrs;
         let addr = target.to_socket_addrs()?.next().ok_or_else(|| io::Error::from(io::ErrorKind::AddrNotAvailable))?;
         let sock = std::net::TcpStream::connect_timeout(&addr, timeout)?;
         let _ = sock.set_nodelay(true);
-        Ok(MigrateConn { rd: io::BufReader::new(sock), db: -1, used: false, last_use: std::time::Instant::now() })
+        let stream = match tls {
+            Some(cfg) => MigrateStream::Tls(Box::new(crate::tls::BlockingClient::new(cfg, &addr.ip().to_string(), sock)?)),
+            None => MigrateStream::Plain(sock),
+        };
+        Ok(MigrateConn { rd: io::BufReader::new(stream), db: -1, used: false, last_use: std::time::Instant::now() })
     }
 
     /// Whether an exchange went through on it before.
@@ -193,8 +239,9 @@ impl MigrateConn {
             put_command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
         }
         out.extend_from_slice(cmd);
-        let sock = self.rd.get_mut();
-        if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || sock.write_all(&out).is_err() {
+        let stream = self.rd.get_mut();
+        let sock = stream.sock();
+        if sock.set_write_timeout(Some(timeout)).is_err() || sock.set_read_timeout(Some(timeout)).is_err() || stream.write_all(&out).and_then(|()| stream.flush()).is_err() {
             return Err(MigrateFailure { what: "writing", none_read: true });
         }
         let mut line = || -> Option<String> {

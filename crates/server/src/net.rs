@@ -653,6 +653,19 @@ impl EventLoop {
                     continue;
                 }
             };
+            // With tls-cluster the source's port speaks TLS, as the bus does.
+            let session = match srv.config.flag("tls-cluster") {
+                true => match crate::tls::build_client(&|k| srv.config.get(k).unwrap_or("").to_string()).and_then(|cfg| crate::tls::Session::client(&cfg, &peer.ip().to_string()).map_err(|e| e.to_string())) {
+                    Ok(t) => Some(Box::new(t)),
+                    Err(why) => {
+                        let _ = self.poll.registry().deregister(&mut d.sock);
+                        srv.config.log.warning(&format!("Slot migration {}: could not connect to the source: {why}", d.task));
+                        crate::migration::connected(srv, &d.task, None);
+                        continue;
+                    }
+                },
+                false => None,
+            };
             if !crate::migration::connected(srv, &d.task, Some(d.cid)) {
                 // Cancelled or ended while connecting.
                 let _ = self.poll.registry().deregister(&mut d.sock);
@@ -665,6 +678,7 @@ impl EventLoop {
             c.user = Some(srv.acl.default_user());
             c.authenticated = true;
             c.slot_import = true;
+            c.tls = session;
             c.reply.raw(&d.hello);
             srv.clients.insert(d.cid, Box::new(c));
             srv.woken.push(d.cid);

@@ -370,6 +370,42 @@ impl<S: Read> Read for ShortReads<'_, S> {
     }
 }
 
+/// A blocking TLS client connection (MIGRATE's to its target with
+/// tls-cluster): the handshake runs within the first read or write, under
+/// the socket's timeouts.
+pub struct BlockingClient(rustls::StreamOwned<ClientConnection, std::net::TcpStream>);
+
+impl BlockingClient {
+    /// Starts a session to `host` over `sock`.
+    ///
+    /// Errors: rustls refused the configuration or the name.
+    pub fn new(cfg: &ClientCfg, host: &str, sock: std::net::TcpStream) -> io::Result<BlockingClient> {
+        let name = ServerName::try_from(host.to_string()).map_err(io::Error::other)?;
+        let conn = ClientConnection::new(cfg.clone(), name).map_err(io::Error::other)?;
+        Ok(BlockingClient(rustls::StreamOwned::new(conn, sock)))
+    }
+
+    /// The socket under the session (for its timeouts).
+    pub fn sock(&self) -> &std::net::TcpStream {
+        self.0.get_ref()
+    }
+}
+
+impl Read for BlockingClient {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for BlockingClient {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// One connection's TLS state: a client's of this server, or this
 /// server's own to its primary.
 pub struct Session {

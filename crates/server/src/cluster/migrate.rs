@@ -386,8 +386,10 @@ impl Cluster {
         owner.ok_or_else(|| "No slots".to_string())
     }
 
-    /// The client address (ip, port) of node `n`.
+    /// The client address (ip, port) of node `n`: its TLS port with
+    /// tls-cluster, as the bus and the import connection speak TLS then.
     pub fn client_addr(&self, n: &NodeName) -> Option<(String, u16)> {
-        self.nodes.get(n).filter(|x| !x.ip.is_empty() && x.tcp_port != 0).map(|x| (x.ip.clone(), x.tcp_port))
+        let tls = self.settings.tls_cluster;
+        self.nodes.get(n).filter(|x| !x.ip.is_empty() && x.default_port(tls) != 0).map(|x| (x.ip.clone(), x.default_port(tls)))
     }
 }

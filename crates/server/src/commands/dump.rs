@@ -227,6 +227,10 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
 
     let target = format!("{}:{}", String::from_utf8_lossy(&args[1]), String::from_utf8_lossy(&args[2]));
+    // With tls-cluster, MIGRATE speaks TLS, as Redis's takes the cluster's
+    // connection type; a cached connection of the other kind is not used.
+    let tls = ctx.srv.config.flag("tls-cluster");
+    let target = if tls { format!("{target} tls") } else { target };
     // A cached connection that broke before any reply (the target closed
     // it while idle) is retried once on a new one, as Redis retries.
     let mut retried = false;
@@ -234,7 +238,13 @@ pub fn migrate(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let replies = loop {
         let mut conn = match ctx.srv.migrate_conns.remove(&target) {
             Some(c) => c,
-            None => MigrateConn::open(&target, timeout).map_err(|_| CmdError::Custom("IOERR error or timeout connecting to the client".into()))?,
+            None => {
+                let cfg = match tls {
+                    true => Some(crate::tls::build_client(&|k| ctx.srv.config.get(k).unwrap_or("").to_string()).map_err(|e| CmdError::Custom(format!("IOERR error or timeout connecting to the client: {e}")))?),
+                    false => None,
+                };
+                MigrateConn::open(target.trim_end_matches(" tls"), timeout, cfg.as_ref()).map_err(|_| CmdError::Custom("IOERR error or timeout connecting to the client".into()))?
+            }
         };
         let reused = conn.reused();
         match conn.exchange(auth.as_deref(), dbid, &cmd, sent.len(), timeout) {
