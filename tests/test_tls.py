@@ -404,3 +404,49 @@ def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
         assert all("handshake" in l.split()[2] for l in met), met
     assert int(cs[0].cluster("INFO")["cluster_known_nodes"]) in (4, 5)
     assert cs[0].cluster("INFO")["cluster_state"] == "ok"
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
+def test_tls_cluster_bus_works_with_redis_nodes(servers, certs):
+    """A cluster of a densekv node and a Redis node, both with tls-cluster:
+    each side's TLS (certificates, client certificates, the port + 10000
+    bus on the TLS port) is what the other expects, so they meet, agree on
+    the slots, and a Redis replica of the densekv primary syncs over TLS."""
+    import clusterlib as cl
+
+    taken: set[int] = set()
+    ports = []
+    for _ in range(3):
+        ports.append(cl.free_port_pair(taken))
+        taken.update({ports[-1], ports[-1] + cl.BUS_OFFSET})
+    common = ("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--tls-cluster", "yes",
+              "--tls-replication", "yes", "--tls-client-cert-file", str(certs / "client.crt"),
+              "--tls-client-key-file", str(certs / "client.key"))
+    ours = servers(server_binary(), *tls_args(certs, ports[0], *common))
+    theirs = servers(shutil.which("redis-server"), *tls_args(certs, ports[1], *common))
+    replica = servers(shutil.which("redis-server"), *tls_args(certs, ports[2], *common))
+    cs = [redis.Redis(host=HOST, port=s.port, decode_responses=True) for s in (ours, theirs, replica)]
+    cs[0].execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 8191)
+    cs[1].execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
+    cs[0].execute_command("CLUSTER", "MEET", HOST, ports[1])
+    cs[2].execute_command("CLUSTER", "MEET", HOST, ports[0])
+    cl.wait_for(lambda: all(int(c.cluster("INFO")["cluster_known_nodes"]) == 3 for c in cs), 30, "the nodes to meet")
+    cs[2].execute_command("CLUSTER", "REPLICATE", cs[0].execute_command("CLUSTER", "MYID"))
+    cl.wait_for(lambda: all(c.cluster("INFO")["cluster_state"] == "ok" for c in cs), 30, "cluster_state ok")
+    # Redis shows a TLS client the densekv node's TLS port and bus.
+    over_tls = tls_client(certs, ports[1])
+    line = next(l for l in over_tls.execute_command("CLUSTER", "NODES").decode().splitlines() if "myself" not in l
+                and f"@{ports[0] + cl.BUS_OFFSET}" in l)
+    assert f"{HOST}:{ports[0]}@" in line and "master" in line.split()[2], line
+    over_tls.close()
+    key = next(k for k in (f"k{i}" for i in range(100000)) if cl.key_slot(k.encode()) <= 8191)
+    primary = tls_client(certs, ports[0])
+    assert primary.set(key, "v") is True
+    assert primary.execute_command("WAIT", 1, 5000) == 1
+    primary.close()
+    cs[2].execute_command("READONLY")
+    assert cs[2].get(key) == "v"
+    # A plain client of the Redis node is sent to the densekv node's plain
+    # port (redis-py drops the MOVED word from the message).
+    with pytest.raises(redis.ResponseError, match=f"^{cl.key_slot(key.encode())} {HOST}:{ours.port}$"):
+        cs[1].get(key)
