@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
+import clusterlib
 from conftest import HOST, free_port, server_binary
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
@@ -322,22 +323,31 @@ def test_session_cache_timeout_ends_resumption(start_server, certs):
     again.close()
 
 
+def _tls_cluster_ports(n: int, taken: set[int]) -> list[int]:
+    """n TLS ports whose bus ports (+10000) are free, added to `taken`."""
+    ports = []
+    for _ in range(n):
+        ports.append(clusterlib.free_port_pair(taken))
+        taken.update({ports[-1], ports[-1] + clusterlib.BUS_OFFSET})
+    return ports
+
+
+def _tls_cluster_args(certs: Path) -> tuple[str, ...]:
+    """A cluster node's settings with the bus and replication over TLS."""
+    return ("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--tls-cluster", "yes",
+            "--tls-replication", "yes", "--tls-client-cert-file", str(certs / "client.crt"),
+            "--tls-client-key-file", str(certs / "client.key"))
+
+
 def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
     """tls-cluster yes: the bus listens on tls-port + 10000 and every link
     speaks TLS (the peer's chain checked against the CA, each node showing
     its client certificate); nodes announce their TLS port, and a replica
     in the cluster syncs over TLS (tls-replication). A node whose bus speaks
     plain TCP never joins: neither side gets a message through."""
-    import clusterlib as cl
-
     taken: set[int] = set()
-    ports = []
-    for _ in range(4):
-        ports.append(cl.free_port_pair(taken))
-        taken.update({ports[-1], ports[-1] + cl.BUS_OFFSET})
-    common = ("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--tls-cluster", "yes",
-              "--tls-replication", "yes", "--tls-client-cert-file", str(certs / "client.crt"),
-              "--tls-client-key-file", str(certs / "client.key"))
+    ports = _tls_cluster_ports(4, taken)
+    common = _tls_cluster_args(certs)
     nodes = [start_server(*tls_args(certs, p, *common)) for p in ports]
     cs = [redis.Redis(host=HOST, port=n.port, decode_responses=True) for n in nodes]
     ids = [c.execute_command("CLUSTER", "MYID") for c in cs]
@@ -345,19 +355,19 @@ def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
         assert cs[0].execute_command("CLUSTER", "MEET", HOST, p) in (True, "OK")
     for c, (lo, hi) in zip(cs, [(0, 5460), (5461, 10922), (10923, 16383)]):
         c.execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
-    cl.wait_for(lambda: all(int(c.cluster("INFO")["cluster_known_nodes"]) == 4 for c in cs), 30, "the nodes to meet over TLS")
+    clusterlib.wait_for(lambda: all(int(c.cluster("INFO")["cluster_known_nodes"]) == 4 for c in cs), 30, "the nodes to meet over TLS")
     cs[3].execute_command("CLUSTER", "REPLICATE", ids[0])
-    cl.wait_for(lambda: all(c.cluster("INFO")["cluster_state"] == "ok" for c in cs), 30, "cluster_state ok")
+    clusterlib.wait_for(lambda: all(c.cluster("INFO")["cluster_state"] == "ok" for c in cs), 30, "cluster_state ok")
     # Each node's bus is at its TLS port + 10000; a TLS client is shown the
     # TLS ports, a plain one the plain ports (as Redis answers either).
     over_tls = tls_client(certs, ports[1])
     line = next(l for l in over_tls.execute_command("CLUSTER", "NODES").decode().splitlines() if l.startswith(ids[2]))
-    assert f"{HOST}:{ports[2]}@{ports[2] + cl.BUS_OFFSET}" in line, line
+    assert f"{HOST}:{ports[2]}@{ports[2] + clusterlib.BUS_OFFSET}" in line, line
     over_tls.close()
     line = next(l for l in cs[1].execute_command("CLUSTER", "NODES").splitlines() if l.startswith(ids[2]))
-    assert f"{HOST}:{nodes[2].port}@{ports[2] + cl.BUS_OFFSET}" in line, line
+    assert f"{HOST}:{nodes[2].port}@{ports[2] + clusterlib.BUS_OFFSET}" in line, line
     # Writes on the primary reach its replica through the TLS link.
-    key = next(k for k in (f"k{i}" for i in range(100000)) if cl.key_slot(k.encode()) <= 5460)
+    key = next(k for k in (f"k{i}" for i in range(100000)) if clusterlib.key_slot(k.encode()) <= 5460)
     primary = tls_client(certs, ports[0])
     assert primary.set(key, "over-tls") is True
     assert primary.execute_command("WAIT", 1, 5000) == 1
@@ -367,7 +377,7 @@ def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
 
     # Atomic slot migration: the destination's connection to the source's
     # port speaks TLS too.
-    moved = [k for k in (f"m{i}" for i in range(20000)) if cl.key_slot(k.encode()) < 100][:50]
+    moved = [k for k in (f"m{i}" for i in range(20000)) if clusterlib.key_slot(k.encode()) < 100][:50]
     src = tls_client(certs, ports[0])
     for k in moved:
         src.set(k, k)
@@ -377,7 +387,7 @@ def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
         (st,) = cs[1].execute_command("CLUSTER", "MIGRATION", "STATUS", "ID", task)
         st = st if isinstance(st, dict) else dict(zip(st[::2], st[1::2]))
         return st["state"] == "completed"
-    cl.wait_for(migrated, 30, "the slot migration over TLS")
+    clusterlib.wait_for(migrated, 30, "the slot migration over TLS")
     dst = tls_client(certs, ports[1])
     assert [dst.get(k) for k in moved] == [k.encode() for k in moved]
     # MIGRATE takes the cluster's connection type: TLS, to a TLS port.
@@ -391,7 +401,7 @@ def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
 
     # A node with a plain bus (on a free port pair's bus port) is met but
     # never joins.
-    plain_bus = cl.free_port_pair(taken) + cl.BUS_OFFSET
+    plain_bus = clusterlib.free_port_pair(taken) + clusterlib.BUS_OFFSET
     plain = start_server("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--cluster-port", str(plain_bus))
     pc = redis.Redis(host=HOST, port=plain.port, decode_responses=True)
     assert pc.execute_command("CLUSTER", "MEET", HOST, ports[0]) in (True, "OK")
@@ -399,7 +409,7 @@ def test_cluster_bus_speaks_tls_with_tls_cluster(start_server, certs):
     time.sleep(3)
     # Each side has at most a node in handshake for the other, never one
     # that completed it.
-    for c, bus in ((pc, ports[0] + cl.BUS_OFFSET), (cs[0], plain_bus)):
+    for c, bus in ((pc, ports[0] + clusterlib.BUS_OFFSET), (cs[0], plain_bus)):
         met = [l for l in c.execute_command("CLUSTER", "NODES").splitlines() if f"@{bus}" in l]
         assert all("handshake" in l.split()[2] for l in met), met
     assert int(cs[0].cluster("INFO")["cluster_known_nodes"]) in (4, 5)
@@ -412,16 +422,9 @@ def test_tls_cluster_bus_works_with_redis_nodes(servers, certs):
     each side's TLS (certificates, client certificates, the port + 10000
     bus on the TLS port) is what the other expects, so they meet, agree on
     the slots, and a Redis replica of the densekv primary syncs over TLS."""
-    import clusterlib as cl
-
     taken: set[int] = set()
-    ports = []
-    for _ in range(3):
-        ports.append(cl.free_port_pair(taken))
-        taken.update({ports[-1], ports[-1] + cl.BUS_OFFSET})
-    common = ("--cluster-enabled", "yes", "--cluster-node-timeout", "3000", "--tls-cluster", "yes",
-              "--tls-replication", "yes", "--tls-client-cert-file", str(certs / "client.crt"),
-              "--tls-client-key-file", str(certs / "client.key"))
+    ports = _tls_cluster_ports(3, taken)
+    common = _tls_cluster_args(certs)
     ours = servers(server_binary(), *tls_args(certs, ports[0], *common))
     theirs = servers(shutil.which("redis-server"), *tls_args(certs, ports[1], *common))
     replica = servers(shutil.which("redis-server"), *tls_args(certs, ports[2], *common))
@@ -430,16 +433,16 @@ def test_tls_cluster_bus_works_with_redis_nodes(servers, certs):
     cs[1].execute_command("CLUSTER", "ADDSLOTSRANGE", 8192, 16383)
     cs[0].execute_command("CLUSTER", "MEET", HOST, ports[1])
     cs[2].execute_command("CLUSTER", "MEET", HOST, ports[0])
-    cl.wait_for(lambda: all(int(c.cluster("INFO")["cluster_known_nodes"]) == 3 for c in cs), 30, "the nodes to meet")
+    clusterlib.wait_for(lambda: all(int(c.cluster("INFO")["cluster_known_nodes"]) == 3 for c in cs), 30, "the nodes to meet")
     cs[2].execute_command("CLUSTER", "REPLICATE", cs[0].execute_command("CLUSTER", "MYID"))
-    cl.wait_for(lambda: all(c.cluster("INFO")["cluster_state"] == "ok" for c in cs), 30, "cluster_state ok")
+    clusterlib.wait_for(lambda: all(c.cluster("INFO")["cluster_state"] == "ok" for c in cs), 30, "cluster_state ok")
     # Redis shows a TLS client the densekv node's TLS port and bus.
     over_tls = tls_client(certs, ports[1])
     line = next(l for l in over_tls.execute_command("CLUSTER", "NODES").decode().splitlines() if "myself" not in l
-                and f"@{ports[0] + cl.BUS_OFFSET}" in l)
+                and f"@{ports[0] + clusterlib.BUS_OFFSET}" in l)
     assert f"{HOST}:{ports[0]}@" in line and "master" in line.split()[2], line
     over_tls.close()
-    key = next(k for k in (f"k{i}" for i in range(100000)) if cl.key_slot(k.encode()) <= 8191)
+    key = next(k for k in (f"k{i}" for i in range(100000)) if clusterlib.key_slot(k.encode()) <= 8191)
     primary = tls_client(certs, ports[0])
     assert primary.set(key, "v") is True
     assert primary.execute_command("WAIT", 1, 5000) == 1
@@ -448,5 +451,5 @@ def test_tls_cluster_bus_works_with_redis_nodes(servers, certs):
     assert cs[2].get(key) == "v"
     # A plain client of the Redis node is sent to the densekv node's plain
     # port (redis-py drops the MOVED word from the message).
-    with pytest.raises(redis.ResponseError, match=f"^{cl.key_slot(key.encode())} {HOST}:{ours.port}$"):
+    with pytest.raises(redis.ResponseError, match=f"^{clusterlib.key_slot(key.encode())} {HOST}:{ours.port}$"):
         cs[1].get(key)
