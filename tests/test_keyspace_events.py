@@ -116,6 +116,30 @@ def test_keyevent_only_and_other_db(r, events, new_client):
     assert e.take() == [(b"__keyevent@5__:set", b"k")]
 
 
+def test_keymiss_is_raised_by_read_commands_that_find_no_key(r, events):
+    """Class m: a read command's lookup that finds no key raises keymiss
+    (not part of A, as in Redis); a hit, a write command's lookup and
+    OBJECT's (Redis's LOOKUP_NONOTIFY) raise none."""
+    r.set("here", "v")
+    r.hset("h", "f", "v")
+    e = events("KEA")
+    r.get("gone")
+    assert e.take() == []
+    e = events("KEm")
+    r.get("gone")
+    r.get("here")
+    r.hget("h2", "f")
+    r.hget("h", "f")
+    assert r.exists("gone", "here") == 1
+    assert r.type("none") == b"none"
+    assert r.ttl("ttl-gone") == -2
+    assert r.object("encoding", "obj-gone") is None
+    r.set("written", "v")
+    r.incr("counter")
+    assert e.take() == ev("gone", "keymiss") + ev("h2", "keymiss") + ev("gone", "keymiss") + \
+        ev("none", "keymiss") + ev("ttl-gone", "keymiss")
+
+
 # ---------------------------------------------------------------- families
 
 

@@ -590,6 +590,33 @@ def test_used_memory_holds_still_across_idle_reads(r):
     assert max(seen) - min(seen) < 256, sorted(set(seen))
 
 
+def test_keyspace_hits_and_misses_count_read_lookups(r):
+    """INFO keyspace_hits and keyspace_misses count each key a read command
+    looks up, found or not (a cache's hit rate); write commands' lookups
+    are not counted, as Redis counts them; CONFIG RESETSTAT zeroes both."""
+    r.set("a", 1)
+    r.hset("h", "f", 1)
+    r.config_resetstat()
+    r.get("a")
+    r.get("missing")
+    r.mget("a", "h", "missing")  # a string, another type (nil, found), absent
+    r.exists("a", "missing")
+    r.hget("h", "f")
+    r.hget("nohash", "f")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.hget("a", "f")  # found, then the wrong type
+    r.type("missing")
+    r.ttl("a")
+    r.set("b", 2)
+    r.incr("n")
+    r.delete("a")
+    stats = r.info("stats")
+    assert (stats["keyspace_hits"], stats["keyspace_misses"]) == (7, 5)
+    r.config_resetstat()
+    stats = r.info("stats")
+    assert (stats["keyspace_hits"], stats["keyspace_misses"]) == (0, 0)
+
+
 def test_errorstats_stop_at_128_codes_until_resetstat(start_server):
     s = start_server()
     r = redis.Redis(host=s.host, port=s.port)

@@ -104,7 +104,7 @@ impl<'a> Ctx<'a> {
     pub fn read_out<T: Collection>(&mut self, key: &[u8]) -> Result<(Option<&T>, &mut Reply), CmdError> {
         let now = self.now;
         let db = &mut self.srv.dbs[self.client.db];
-        let v = match db.get(key, now) {
+        let v = match db.get_read(key, now) {
             None => None,
             Some(v) => Some(T::of(v).ok_or(CmdError::WrongType)?),
         };
@@ -116,7 +116,7 @@ impl<'a> Ctx<'a> {
     pub fn read_str(&mut self, key: &[u8]) -> Result<(Option<StrRef<'_>>, &mut Reply), CmdError> {
         let now = self.now;
         let db = &mut self.srv.dbs[self.client.db];
-        let v = match db.get(key, now) {
+        let v = match db.get_read(key, now) {
             None => None,
             Some(ValueRef::Str(s)) => Some(s),
             Some(_) => return Err(CmdError::WrongType),
@@ -129,7 +129,7 @@ impl<'a> Ctx<'a> {
     /// absent, WRONGTYPE if `view` refuses the value (returns None).
     pub fn read_with<R>(&mut self, key: &[u8], view: impl FnOnce(ValueRef<'_>) -> Option<R>) -> Result<Option<R>, CmdError> {
         let now = self.now;
-        match self.srv.dbs[self.client.db].get(key, now) {
+        match self.srv.dbs[self.client.db].get_read(key, now) {
             None => Ok(None),
             Some(v) => view(v).map(Some).ok_or(CmdError::WrongType),
         }
@@ -154,7 +154,7 @@ impl<'a> Ctx<'a> {
         // Where each key's view comes from: absent, the object table, or `held`.
         let mut from = Vec::with_capacity(keys.len());
         for k in keys {
-            from.push(match db.get(k, now) {
+            from.push(match db.get_read(k, now) {
                 None => None,
                 Some(v) if accept(&v) => match db.take_lent() {
                     None => Some(None),

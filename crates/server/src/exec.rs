@@ -177,6 +177,9 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     c.last_cmd = name;
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
+    // A read command's lookups count as keyspace hits and misses, as
+    // Redis's lookupKeyRead counts them; a write command's do not.
+    srv.dbs[db].count_reads = !spec.has(flags::WRITE);
     let dirty_before = srv.dirty;
     srv.feed.enter();
     let outer = crate::crash::running(name, argv.len());
@@ -185,6 +188,9 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
         (spec.handler)(&mut ctx, argv)
     };
     let rewrite = srv.feed.take_rewrite();
+    let (hits, misses) = srv.dbs[db].take_read_counts();
+    srv.keyspace_hits += hits;
+    srv.keyspace_misses += misses;
     if srv.dbs[db].has_member_expiry() {
         crate::publish::member_expiry(srv, Some(&mut *c), db);
     }

@@ -12,9 +12,8 @@
 //! lazy expiry (a key found due on access) and key creation (class `n`).
 //! The database records them when [`db_log_bits`] asks it to.
 //!
-//! Not produced: `keymiss` (class `m` is accepted and printed, but reads do
-//! not go through one lookup helper to raise it) and `evicted` (no eviction
-//! yet).
+//! `keymiss` (class `m`) is recorded by storage too, at a read command's
+//! lookup that finds no key (`Db::note_read`).
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
 pub const KEYSPACE: u32 = 1 << 0;
@@ -108,6 +107,9 @@ pub fn db_log_bits(flags: u32) -> u8 {
     }
     if wanted(flags, SET | ZSET | GENERIC) {
         bits |= storage::keyspace::LOG_MEMBERS;
+    }
+    if wanted(flags, KEY_MISS) {
+        bits |= storage::keyspace::LOG_MISS;
     }
     bits
 }

@@ -162,6 +162,7 @@ pub fn flush_db_log(srv: &mut Server, mut cur: From<'_>, db: usize) {
             storage::KeyEvent::MembersExpired(storage::value::Kind::ZSet) => (notify::ZSET, "zexpired"),
             storage::KeyEvent::MembersExpired(_) => (notify::SET, "sexpired"),
             storage::KeyEvent::Emptied => (notify::GENERIC, "del"),
+            storage::KeyEvent::Miss => (notify::KEY_MISS, "keymiss"),
         };
         publish_event(srv, cur.as_deref_mut(), db, class, name, &key);
     }

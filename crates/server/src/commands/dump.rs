@@ -48,7 +48,7 @@ pub fn table() -> Vec<Spec> {
 /// DUMP key
 pub fn dump(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
-    match ctx.db().get(&args[1], now).map(|v| rdb::dump_payload(v, now)) {
+    match ctx.db().get_read(&args[1], now).map(|v| rdb::dump_payload(v, now)) {
         Some(p) => ctx.out().bulk(&p),
         None => ctx.out().null(),
     }

@@ -155,7 +155,14 @@ pub fn exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let db = ctx.db();
     db.no_touch = true;
-    let n = args[1..].iter().filter(|k| db.contains(k, now)).count();
+    let n = args[1..]
+        .iter()
+        .filter(|k| {
+            let found = db.contains(k, now);
+            db.note_read(k, found, true);
+            found
+        })
+        .count();
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -165,7 +172,7 @@ pub fn type_(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let db = ctx.db();
     db.no_touch = true;
-    let name = db.get(&args[1], now).map_or("none", |v| v.kind().name());
+    let name = db.get_read(&args[1], now).map_or("none", |v| v.kind().name());
     ctx.out().simple(name);
     Ok(())
 }
@@ -442,7 +449,14 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 pub fn touch(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let db = ctx.db();
-    let n = args[1..].iter().filter(|k| db.contains(k, now)).count();
+    let n = args[1..]
+        .iter()
+        .filter(|k| {
+            let found = db.contains(k, now);
+            db.note_read(k, found, true);
+            found
+        })
+        .count();
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -457,7 +471,11 @@ fn object_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a mut Db> {
     let now = ctx.now;
     let db = ctx.db();
     db.no_touch = true;
-    if db.contains(key, now) {
+    let found = db.contains(key, now);
+    // Counted as a read, but a miss is not announced (Redis's
+    // LOOKUP_NONOTIFY).
+    db.note_read(key, found, false);
+    if found {
         return Some(ctx.db());
     }
     ctx.out().null();
@@ -644,7 +662,9 @@ fn ttl_generic(ctx: &mut Ctx, key: &[u8], ms: bool, absolute: bool) -> CmdResult
     let now = ctx.now;
     let db = ctx.db();
     db.no_touch = true;
-    let reply = match db.expire_of(key, now) {
+    let found = db.expire_of(key, now);
+    db.note_read(key, found.is_some(), true);
+    let reply = match found {
         None => -2,
         Some(None) => -1,
         Some(Some(t)) => {

@@ -1,6 +1,7 @@
-//! The event log: keys deleted by lazy expiry and keys created, which the
-//! server turns into keyspace notifications, and the count of lazy
-//! expiries (INFO's expired_keys counts them with active expiry's).
+//! The event log: keys deleted by lazy expiry, keys created and keys a
+//! read command missed, which the server turns into keyspace
+//! notifications; the count of lazy expiries (INFO's expired_keys counts
+//! them with active expiry's) and of read commands' hits and misses.
 //!
 //! Nothing is recorded unless `Db::log_events` asks for it, so an event
 //! site costs one branch when no one listens. The core (mod.rs) records at
@@ -8,7 +9,7 @@
 //! `KeyEvent` and the `LOG_*` bits are declared in mod.rs, with the other
 //! types of `Db`'s fields.
 
-use super::{Db, KeyEvent, MemberExpiry};
+use super::{Db, KeyEvent, MemberExpiry, LOG_MISS};
 
 impl Db {
     /// Number of keys lazy expiry deleted (on access) since the last call;
@@ -29,6 +30,32 @@ impl Db {
     #[inline]
     pub fn has_member_expiry(&self) -> bool {
         !self.member_expired.is_empty()
+    }
+
+    /// Counts a read command's lookup of `key` (when `count_reads` says
+    /// one runs): a hit, or a miss, recorded as `KeyEvent::Miss` too when
+    /// `notify` (Redis leaves OBJECT's misses unannounced) and `LOG_MISS`
+    /// asks.
+    #[inline]
+    pub fn note_read(&mut self, key: &[u8], found: bool, notify: bool) {
+        if !self.count_reads {
+            return;
+        }
+        if found {
+            self.read_hits += 1;
+        } else {
+            self.read_misses += 1;
+            if notify {
+                self.log(LOG_MISS, KeyEvent::Miss, key);
+            }
+        }
+    }
+
+    /// Read lookups that found their key and that did not since the last
+    /// call; resets both.
+    #[inline]
+    pub fn take_read_counts(&mut self) -> (u64, u64) {
+        (std::mem::take(&mut self.read_hits), std::mem::take(&mut self.read_misses))
     }
 
     /// Records `event` for `key` if `bit` of `log_events` asks for it.

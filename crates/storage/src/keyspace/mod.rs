@@ -129,6 +129,10 @@ pub const LOG_EXPIRED: u8 = 1;
 /// `Db::log_events` bit: record keys created.
 pub const LOG_NEW: u8 = 2;
 
+/// `Db::log_events` bit: record keys a read command looked for and did
+/// not find (`keymiss`).
+pub const LOG_MISS: u8 = 8;
+
 /// `Db::log_events` bit: record members of sets and sorted sets removed
 /// on access because their TTL passed (and the key's deletion with its
 /// last member).
@@ -146,6 +150,8 @@ pub enum KeyEvent {
     MembersExpired(Kind),
     /// The key went with its last member (`del`), after `MembersExpired`.
     Emptied,
+    /// A read command looked for the key and found none (`keymiss`).
+    Miss,
 }
 
 /// Members of one set or sorted set that lazy member expiry removed when
@@ -266,6 +272,14 @@ pub struct Db {
     pub ignore_deadlines: bool,
     /// Keys deleted by lazy expiry since the last `take_lazy_expired`.
     lazy_expired: u64,
+    /// When true, the lookups of `get_read` and `note_read` are a read
+    /// command's, counted as Redis's lookupKeyRead counts them (the server
+    /// sets it per command).
+    pub count_reads: bool,
+    /// Read lookups that found their key, and that did not, since the last
+    /// `take_read_counts` (INFO keyspace_hits, keyspace_misses).
+    read_hits: u64,
+    read_misses: u64,
     /// Which key events to record for `take_events` (`LOG_EXPIRED`,
     /// `LOG_NEW`); zero, the default, records nothing and costs one branch.
     pub log_events: u8,
@@ -357,6 +371,9 @@ impl Default for Db {
             keep_expired: false,
             ignore_deadlines: false,
             lazy_expired: 0,
+            count_reads: false,
+            read_hits: 0,
+            read_misses: 0,
             log_events: 0,
             events: Vec::new(),
             objs: Vec::new(),
@@ -731,6 +748,21 @@ impl Db {
     /// The live value of `key`.
     pub fn get(&mut self, key: &[u8], now: i64) -> Option<ValueRef<'_>> {
         let (si, pos) = self.live(key, now)?;
+        self.value_at(si, pos)
+    }
+
+    /// `get` for a read command (Redis's lookupKeyRead): the lookup is
+    /// counted as a hit or a miss, and a miss recorded as `KeyEvent::Miss`
+    /// (see `note_read`).
+    pub fn get_read(&mut self, key: &[u8], now: i64) -> Option<ValueRef<'_>> {
+        let found = self.live(key, now);
+        self.note_read(key, found.is_some(), true);
+        let (si, pos) = found?;
+        self.value_at(si, pos)
+    }
+
+    /// The live value in slot `pos` of segment `si`, as `get` returns it.
+    fn value_at(&mut self, si: usize, pos: usize) -> Option<ValueRef<'_>> {
         if self.unpack_to_scratch(self.segs[si].slots[pos]) {
             return Some(ValueRef::Str(StrRef::Bytes(&self.scratch)));
         }
