@@ -612,6 +612,13 @@ def test_keyspace_hits_and_misses_count_read_lookups(r):
     r.delete("a")
     stats = r.info("stats")
     assert (stats["keyspace_hits"], stats["keyspace_misses"]) == (7, 5)
+    # The write commands that read as GET does count their read too.
+    assert r.set("b", 3, get=True) == b"2"
+    assert r.getdel("b") == b"3"
+    assert r.getex("b", ex=10) is None
+    assert r.getset("c", 1) is None
+    stats = r.info("stats")
+    assert (stats["keyspace_hits"], stats["keyspace_misses"]) == (9, 7)
     r.config_resetstat()
     stats = r.info("stats")
     assert (stats["keyspace_hits"], stats["keyspace_misses"]) == (0, 0)

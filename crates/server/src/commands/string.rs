@@ -117,8 +117,18 @@ fn check_string_len(max: i64, size: u64, append: u64) -> CmdResult {
     }
 }
 
-/// Replies with the value of `key` (null if absent), as GET does.
+/// Replies with the value of `key` (null if absent), as GET does. Its
+/// lookup counts as a read (keyspace hits and misses, keymiss) inside the
+/// write commands that use it too (GETDEL, GETSET, SET GET), as Redis's
+/// getGenericCommand reads.
 fn reply_get(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
+    let counted = std::mem::replace(&mut ctx.db().count_reads, true);
+    let r = reply_value(ctx, key);
+    ctx.db().count_reads = counted;
+    r
+}
+
+fn reply_value(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
     let (s, out) = ctx.read_str(key)?;
     match s {
         Some(s) => reply_str(out, s),
@@ -349,6 +359,15 @@ pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// GETEX key [EX s | PX ms | EXAT ts | PXAT ts | PERSIST]
 pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    // Its lookup is a read (Redis's lookupKeyRead), though GETEX writes;
+    // nothing after it reads a key.
+    let counted = std::mem::replace(&mut ctx.db().count_reads, true);
+    let r = getex_value(ctx, args);
+    ctx.db().count_reads = counted;
+    r
+}
+
+fn getex_value(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let o = parse_str_opts(args, false)?;
     let key = &args[1];
     let now = ctx.now;
