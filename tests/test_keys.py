@@ -405,3 +405,57 @@ def test_watch_sees_rename(r, new_client):
     pipe.get(b"b")
     with pytest.raises(redis.WatchError):
         pipe.execute()
+
+
+def _read_counts(r: redis.Redis) -> list[tuple[str, int, int]]:
+    """Each read command of a list run once on a fixed dataset: the keyspace
+    hits and misses it counted."""
+    r.flushall()
+    r.set("s", "hello")
+    r.hset("h", mapping={"a": 1, "b": 2})
+    r.rpush("l", 1, 2, 3)
+    r.sadd("st", 1, 2)
+    r.sadd("st2", 2, 3)
+    r.zadd("z", {"a": 1})
+    r.xadd("x", {"f": "v"})
+    r.pfadd("hll", "a")
+    r.setbit("bits", 3, 1)
+    r.geoadd("g", (13.36, 38.11, "p"))
+    cmds = [["HGETALL", "h"], ["HGETALL", "nope"], ["LRANGE", "l", 0, -1], ["SMEMBERS", "st"],
+            ["ZRANGE", "z", 0, -1], ["XRANGE", "x", "-", "+"], ["STRLEN", "s"], ["GETRANGE", "s", 0, 1],
+            ["HLEN", "h"], ["SCARD", "st"], ["ZSCORE", "z", "a"], ["LLEN", "l"], ["SISMEMBER", "st", 1],
+            ["HEXISTS", "h", "a"], ["ZCARD", "z"], ["BITCOUNT", "bits"], ["XLEN", "x"],
+            ["OBJECT", "ENCODING", "s"], ["DUMP", "s"], ["SORT_RO", "l"], ["ZUNION", 2, "z", "nope"],
+            ["SINTER", "st", "st2"], ["SUNION", "st", "nope"], ["LINDEX", "l", 0], ["HMGET", "h", "a", "b"],
+            ["ZRANK", "z", "a"], ["GEOPOS", "g", "p"], ["GEODIST", "g", "p", "p"], ["LPOS", "l", 1],
+            ["HRANDFIELD", "h"], ["SRANDMEMBER", "st"], ["ZRANDMEMBER", "z"], ["HSCAN", "h", 0],
+            ["SSCAN", "st", 0], ["ZSCAN", "z", 0], ["GETBIT", "bits", 3], ["BITPOS", "bits", 1],
+            ["LCS", "s", "s"], ["XINFO", "STREAM", "x"], ["TOUCH", "s", "nope"], ["SMISMEMBER", "st", 1, 2],
+            ["ZMSCORE", "z", "a"], ["HSTRLEN", "h", "a"], ["MEMORY", "USAGE", "s"], ["PFCOUNT", "hll"],
+            ["SINTERCARD", 2, "st", "st2"], ["ZINTERCARD", 1, "z"], ["EXISTS", "s", "s"],
+            ["LRANGE", "nope", 0, -1], ["STRLEN", "nope"], ["ZRANDMEMBER", "nope"], ["HRANDFIELD", "nope"],
+            ["XINFO", "STREAM", "nope"], ["SMEMBERS", "nope"], ["GETRANGE", "nope", 0, 1],
+            ["LINDEX", "nope", 0], ["SRANDMEMBER", "nope"], ["ZSCORE", "nope", "a"], ["HGET", "s", "a"],
+            ["SUNION", "nope", "nope2"], ["DUMP", "nope"], ["OBJECT", "ENCODING", "nope"], ["TTL", "nope"],
+            ["PTTL", "s"], ["ZRANGEBYSCORE", "z", 0, 10], ["XREAD", "STREAMS", "x", "0"],
+            ["XREVRANGE", "x", "+", "-"], ["GEOSEARCH", "g", "FROMMEMBER", "p", "BYRADIUS", 10, "km"],
+            ["BITFIELD_RO", "bits", "GET", "u4", 0], ["HVALS", "h"], ["HKEYS", "h"], ["ZCOUNT", "z", 0, 10],
+            ["ZLEXCOUNT", "z", "-", "+"], ["LCS", "nope", "s"], ["SDIFF", "st", "st2"],
+            ["ZDIFF", 2, "z", "nope"], ["MGET", "s", "nope", "h"], ["RANDOMKEY"], ["SCAN", 0]]
+    out = []
+    for c in cmds:
+        r.config_resetstat()
+        try:
+            r.execute_command(*c)
+        except redis.ResponseError:
+            pass
+        st = r.info("stats")
+        out.append((" ".join(map(str, c)), st["keyspace_hits"], st["keyspace_misses"]))
+    return out
+
+
+def test_read_commands_count_keyspace_hits_and_misses_as_redis(r, real_redis):
+    """79 read commands on keys present, absent and of another type: each
+    counts the same keyspace hits and misses as Redis 7.0 (one per key it
+    looks up, not per internal lookup)."""
+    assert _read_counts(r) == _read_counts(real_redis)

@@ -102,9 +102,20 @@ impl<'a> Ctx<'a> {
     /// `read` plus the reply buffer, borrowed together so that a reply can
     /// be written from the stored value.
     pub fn read_out<T: Collection>(&mut self, key: &[u8]) -> Result<(Option<&T>, &mut Reply), CmdError> {
+        self.lookup_out(key, true)
+    }
+
+    /// `read_out` of a key this command has read already (it took the
+    /// length first, say): not counted again as a keyspace hit or miss.
+    pub fn read_again<T: Collection>(&mut self, key: &[u8]) -> Result<(Option<&T>, &mut Reply), CmdError> {
+        self.lookup_out(key, false)
+    }
+
+    fn lookup_out<T: Collection>(&mut self, key: &[u8], counted: bool) -> Result<(Option<&T>, &mut Reply), CmdError> {
         let now = self.now;
         let db = &mut self.srv.dbs[self.client.db];
-        let v = match db.get_read(key, now) {
+        let found = if counted { db.get_read(key, now) } else { db.get(key, now) };
+        let v = match found {
             None => None,
             Some(v) => Some(T::of(v).ok_or(CmdError::WrongType)?),
         };

@@ -408,7 +408,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         seed
     };
     let hard = ctx.srv.config.obuf.normal.hard;
-    let (h, out) = ctx.read_out::<Hash>(key)?;
+    let (h, out) = ctx.read_again::<Hash>(key)?;
     let Some(l) = count else {
         match h.and_then(|h| h.random_field(now, &mut rng)) {
             Some((f, _)) => out.bulk(f),

@@ -1687,6 +1687,13 @@ fn info_target<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<(&'c Stream, &'c mut 
     Ok((s.ok_or(CmdError::NoSuchKey)?, out))
 }
 
+/// `info_target` of a stream this command has looked up already (not
+/// counted as a second read).
+fn info_target_again<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<(&'c Stream, &'c mut Reply), CmdError> {
+    let (s, out) = ctx.read_again::<Stream>(key)?;
+    Ok((s.ok_or(CmdError::NoSuchKey)?, out))
+}
+
 /// XINFO STREAM key [FULL [COUNT count]]
 pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     info_target(ctx, &args[2])?;
@@ -1700,7 +1707,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         full = Some(if n < 0 { 10 } else { n as usize });
     }
     let (cfg, now) = (ctx.srv.config.stream, ctx.now);
-    let (s, out) = info_target(ctx, &args[2])?;
+    let (s, out) = info_target_again(ctx, &args[2])?;
     out.map(if full.is_some() { 15 } else { 16 });
     out.bulk(b"length");
     out.int(s.len() as i64);

@@ -642,7 +642,10 @@ pub fn append(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn strlen(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // The stored length, O(1) even for a packed string.
     let now = ctx.now;
-    let n = match ctx.db().str_len(&args[1], now) {
+    let db = ctx.db();
+    let found = db.str_len(&args[1], now);
+    db.note_read(&args[1], found.is_some(), true);
+    let n = match found {
         None => 0,
         Some(Some(n)) => n,
         Some(None) => return Err(CmdError::WrongType),

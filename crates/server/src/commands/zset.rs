@@ -887,7 +887,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         }
         let r = (ctx.srv.random() % n as u64) as usize;
-        let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+        let (z, out) = ctx.read_again::<ZSet>(&args[1])?;
         let z = z.expect("checked above");
         let (m, _) = z.get_by_rank(r).expect("rank < len");
         out.bulk(m);
@@ -928,7 +928,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         all.truncate(count);
         all
     };
-    let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+    let (z, out) = ctx.read_again::<ZSet>(&args[1])?;
     let z = z.expect("checked above");
     let items: Vec<(&[u8], f64)> = ranks.iter().map(|&r| z.get_by_rank(r).expect("rank < len")).collect();
     reply_items(out, &items, withscores);
