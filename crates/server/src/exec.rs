@@ -165,6 +165,28 @@ pub fn acl_refuse(srv: &mut Server, c: &Client, spec: &Spec, argv: &[Vec<u8>], c
 /// The reply to a command refused because memory is over `maxmemory`.
 pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
+/// The keys a write command only reads (read-only in its key specs: the
+/// sources of the STORE commands, BITOP and COPY, SORT's key) count as
+/// keyspace hits and misses, and raise keymiss, as Redis's lookupKeyRead
+/// of them does; PFMERGE reads its destination that way too. One pass
+/// over the declared specs, and nothing more, for a write without such a
+/// key (SET, INCR ...).
+fn count_source_reads(srv: &mut Server, db: usize, spec: &Spec, argv: &[Vec<u8>], now: i64) {
+    let pfmerge = spec.full_name == "pfmerge";
+    if !pfmerge && !spec.key_specs.iter().any(|k| k.flags.first() == Some(&"RO")) {
+        return;
+    }
+    let d = &mut srv.dbs[db];
+    d.count_reads = true;
+    for (i, f) in spec.find_keys(argv) {
+        if pfmerge || f.first() == Some(&"RO") {
+            let found = d.contains(&argv[i], now);
+            d.note_read(&argv[i], found, true);
+        }
+    }
+    d.count_reads = false;
+}
+
 /// Runs a looked-up command and does the shared bookkeeping.
 /// `start` is when the command began (for its duration); `now` the Unix ms
 /// time it sees.
@@ -178,8 +200,12 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     let db = c.db;
     srv.dbs[db].no_touch = c.no_touch && name != "touch";
     // A read command's lookups count as keyspace hits and misses, as
-    // Redis's lookupKeyRead counts them; a write command's do not.
+    // Redis's lookupKeyRead counts them; a write command's do not, but for
+    // the keys it only reads.
     srv.dbs[db].count_reads = !spec.has(flags::WRITE);
+    if spec.has(flags::WRITE) {
+        count_source_reads(srv, db, spec, argv, now);
+    }
     let dirty_before = srv.dirty;
     srv.feed.enter();
     let outer = crate::crash::running(name, argv.len());
