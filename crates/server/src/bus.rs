@@ -268,7 +268,7 @@ impl Bus {
     /// Accepts every inbound link waiting on the listeners; with
     /// tls-cluster, each starts a TLS session as a tls-port client's does.
     fn accept(&mut self, srv: &Server, registry: &Registry) {
-        let tls = if srv.config.flag("tls-cluster") { srv.tls.clone() } else { None };
+        let tls_cluster = srv.config.flag("tls-cluster");
         let mut got = Vec::new();
         for l in &self.listeners {
             loop {
@@ -281,12 +281,11 @@ impl Bus {
         }
         for sock in got {
             let _ = sock.set_nodelay(true);
-            let session = match &tls {
-                Some(cfg) => match crate::tls::Session::new(cfg) {
-                    Ok(t) => Some(Box::new(t)),
-                    Err(_) => continue,
-                },
-                None => None,
+            // No link of a TLS bus goes without a session.
+            let session = match (tls_cluster, srv.tls.as_ref().map(crate::tls::Session::new)) {
+                (false, _) => None,
+                (true, Some(Ok(t))) => Some(Box::new(t)),
+                (true, _) => continue,
             };
             self.add(registry, sock, session, true, None);
         }
