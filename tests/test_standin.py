@@ -687,6 +687,32 @@ def test_redis_check_rdb_mode(workdir):
     assert usage.returncode == 1 and "Usage:" in usage.stderr
 
 
+def test_module_load_fails_as_a_module_that_cannot_load(start):
+    """densekv loads no Redis modules: MODULE LOAD and LOADEX fail as a
+    module that cannot load fails in Redis (its error, a warning in the
+    log), UNLOAD finds none; all three are refused first where
+    enable-module-command does not allow them, as Redis refuses them."""
+    for allowed in ("no", "yes"):
+        port = free_port()
+        p = start("--port", str(port), "--bind", HOST, "--enable-module-command", allowed)
+        p.wait_ready(port)
+        c = client(port)
+        assert c.execute_command("MODULE", "LIST") == []
+        for cmd in (("MODULE", "LOAD", "/opt/rejson.so"), ("MODULE", "LOADEX", "/opt/rejson.so", "ARGS", "x"),
+                    ("MODULE", "UNLOAD", "ReJSON")):
+            if allowed == "no":
+                assert err(c.execute_command, *cmd) == (
+                    "MODULE command not allowed. If the enable-module-command option is set to \"local\", you can "
+                    "run it from a local connection, otherwise you need to set this option in the configuration "
+                    "file, and then restart the server.")
+            elif cmd[1] == "UNLOAD":
+                assert err(c.execute_command, *cmd) == "Error unloading module: no such module with that name"
+            else:
+                assert err(c.execute_command, *cmd) == "Error loading the extension. Please check the server logs."
+        if allowed == "yes":
+            p.wait_log("Module /opt/rejson.so failed to load")
+
+
 def test_config_set_refuses_what_it_would_ignore(r):
     """A setting for a mechanism densekv lacks answers OK only where that
     changes nothing (as in a Redis without the mechanism); any other value

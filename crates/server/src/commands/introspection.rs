@@ -118,6 +118,9 @@ pub fn table() -> Vec<Spec> {
             "module",
             vec![
                 spec("list", 2, ADMIN | NOSCRIPT, NO_KEYS, module_list).acl(ADM).doc("Returns all loaded modules.", "4.0.0"),
+                spec("load", -3, ADMIN | NOSCRIPT, NO_KEYS, module_load).acl(ADM).doc("Loads a module.", "4.0.0"),
+                spec("loadex", -3, ADMIN | NOSCRIPT, NO_KEYS, module_load).acl(ADM).doc("Loads a module using extended parameters.", "7.0.0"),
+                spec("unload", 3, ADMIN | NOSCRIPT, NO_KEYS, module_unload).acl(ADM).doc("Unloads a module.", "4.0.0"),
                 spec("help", 2, LOADING | STALE, NO_KEYS, module_help).acl(&["slow"]).doc("Returns helpful text about the different subcommands.", "5.0.0"),
             ],
         )
@@ -1499,8 +1502,45 @@ fn module_list(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
 }
 
 fn module_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
-    help_reply(ctx, "module", &["LIST", "    Return a list of loaded modules."]);
+    help_reply(
+        ctx,
+        "module",
+        &[
+            "LIST",
+            "    Return a list of loaded modules.",
+            "LOAD <path> [<arg> ...]",
+            "    Load a module library from <path>, passing to it any optional arguments.",
+            "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+            "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+            "UNLOAD <name>",
+            "    Unload a module.",
+        ],
+    );
     Ok(())
+}
+
+/// MODULE LOAD / LOADEX: densekv does not load Redis modules (their C
+/// API is Redis's own process), so every load fails as a module that
+/// cannot load fails in Redis: the warning in the log, Redis's error to
+/// the client. Refused first where enable-module-command does not allow
+/// the client, as Redis refuses it.
+fn module_load(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if !ctx.srv.config.allows("enable-module-command", &ctx.client.addr) {
+        return Err(CmdError::err(not_allowed("MODULE", "enable-module-command")));
+    }
+    let path = String::from_utf8_lossy(&args[2]);
+    ctx.srv.config.log.warning(&format!("Module {path} failed to load: densekv does not load Redis modules"));
+    Err(CmdError::err("Error loading the extension. Please check the server logs."))
+}
+
+/// MODULE UNLOAD: no module is ever loaded (Redis's error and warning).
+fn module_unload(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    if !ctx.srv.config.allows("enable-module-command", &ctx.client.addr) {
+        return Err(CmdError::err(not_allowed("MODULE", "enable-module-command")));
+    }
+    let name = String::from_utf8_lossy(&args[2]);
+    ctx.srv.config.log.warning(&format!("Error unloading module {name}: no such module with that name"));
+    Err(CmdError::err("Error unloading module: no such module with that name"))
 }
 
 /// DEBUG PROTOCOL <type>: one sample reply of each RESP type, so clients
@@ -1674,9 +1714,9 @@ fn debug_packed(ctx: &mut Ctx, sub: &str, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-/// Redis's refusal of DEBUG when enable-debug-command does not allow this
-/// client. (MODULE is left open: densekv loads no modules, so MODULE LIST
-/// and HELP reveal nothing and load nothing.)
+/// Redis's refusal of DEBUG (or MODULE LOAD, LOADEX, UNLOAD) when
+/// enable-debug-command (enable-module-command) does not allow this
+/// client. MODULE LIST and HELP are open, as in Redis.
 fn not_allowed(cmd: &str, setting: &str) -> String {
     format!(
         "{cmd} command not allowed. If the {setting} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
