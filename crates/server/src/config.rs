@@ -404,15 +404,8 @@ pub fn parse_memory(s: &str) -> Option<i64> {
     None
 }
 
-/// An I/O error's text without Rust's ` (os error N)` suffix, as C's
-/// strerror prints it (Redis shows that text in its errors and logs).
-pub fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" (os error ") {
-        Some(at) => s[..at].to_string(),
-        None => s,
-    }
-}
+/// Kept here for its many callers; it lives with the log.
+pub use crate::log::strerror;
 
 /// Why `activedefrag yes` is refused (Redis's words for a build without
 /// defragmentation, then densekv's reason).

@@ -198,6 +198,16 @@ pub fn first_line(reply: &[u8]) -> String {
     String::from_utf8_lossy(&reply[..end]).into_owned()
 }
 
+/// An I/O error's text without Rust's ` (os error N)` suffix, as C's
+/// strerror prints it (Redis shows that text in its errors and logs).
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(at) => s[..at].to_string(),
+        None => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

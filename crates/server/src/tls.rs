@@ -266,7 +266,7 @@ fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
 /// no DHE suite (ECDHE only), so none uses them: a client that can only
 /// do DHE fails its handshake with or without them.
 fn check_dh_params(path: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("Failed to load {path}: {}", crate::config::strerror(&e)))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("Failed to load {path}: {}", crate::log::strerror(&e)))?;
     match pkcs8::der::Document::from_pem(&text) {
         Ok(("DH PARAMETERS", _)) => Ok(()),
         _ => Err(format!("{path}: failed to read DH params.")),
