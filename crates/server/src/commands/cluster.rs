@@ -262,7 +262,7 @@ fn myshardid(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// CLUSTER NODES
 fn nodes(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    let tls = ctx.client.tls.is_some();
+    let tls = ctx.client.is_tls();
     let text = state(ctx)?.nodes_text(tls);
     ctx.out().verbatim(text.as_bytes());
     Ok(())
@@ -270,7 +270,7 @@ fn nodes(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// CLUSTER REPLICAS|SLAVES node-id
 fn replicas(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let tls = ctx.client.tls.is_some();
+    let tls = ctx.client.is_tls();
     let c = state(ctx)?;
     let lines: Vec<String> = c.replicas(&args[2]).map_err(op)?.iter().map(|r| c.node_line(&c.nodes[r], false, tls)).collect();
     let out = ctx.out();
@@ -354,7 +354,7 @@ fn slots_node(out: &mut resp::Reply, c: &Cluster, n: &cluster::Node, tls: bool) 
 
 /// CLUSTER SLOTS
 fn slots(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
-    let tls = ctx.client.tls.is_some();
+    let tls = ctx.client.is_tls();
     let my_offset = ctx.srv.repl.offset.max(0) as u64;
     let Some(c) = ctx.srv.cluster.as_deref() else { return Err(disabled()) };
     let out = &mut ctx.client.reply;
