@@ -152,10 +152,16 @@ fn del_generic(ctx: &mut Ctx, args: &[Vec<u8>], lazy: bool) -> CmdResult {
 
 /// EXISTS key [key ...]
 pub fn exists(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
+    ctx.db().no_touch = true;
+    reply_present(ctx, &args[1..])
+}
+
+/// Replies with how many of `keys` exist, each lookup counted as a read
+/// (EXISTS, TOUCH).
+fn reply_present(ctx: &mut Ctx, keys: &[Vec<u8>]) -> CmdResult {
     let now = ctx.now;
     let db = ctx.db();
-    db.no_touch = true;
-    let n = args[1..]
+    let n = keys
         .iter()
         .filter(|k| {
             let found = db.contains(k, now);
@@ -447,18 +453,7 @@ pub fn randomkey(ctx: &mut Ctx, _args: &[Vec<u8>]) -> CmdResult {
 
 /// TOUCH key [key ...]
 pub fn touch(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let now = ctx.now;
-    let db = ctx.db();
-    let n = args[1..]
-        .iter()
-        .filter(|k| {
-            let found = db.contains(k, now);
-            db.note_read(k, found, true);
-            found
-        })
-        .count();
-    ctx.out().int(n as i64);
-    Ok(())
+    reply_present(ctx, &args[1..])
 }
 
 /// True if the configured maxmemory-policy is of the `kind` ("lru" or "lfu") family.
