@@ -105,6 +105,15 @@ impl<'a> Ctx<'a> {
         self.lookup_out(key, true)
     }
 
+    /// Runs `f` with its lookups counted as reads (keyspace hits and
+    /// misses, keymiss), for a write command that reads as GET does.
+    pub fn counting_reads<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let was = std::mem::replace(&mut self.db().count_reads, true);
+        let r = f(self);
+        self.db().count_reads = was;
+        r
+    }
+
     /// `read_out` of a key this command has read already (it took the
     /// length first, say): not counted again as a keyspace hit or miss.
     pub fn read_again<T: Collection>(&mut self, key: &[u8]) -> Result<(Option<&T>, &mut Reply), CmdError> {

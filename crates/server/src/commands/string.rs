@@ -122,10 +122,7 @@ fn check_string_len(max: i64, size: u64, append: u64) -> CmdResult {
 /// write commands that use it too (GETDEL, GETSET, SET GET), as Redis's
 /// getGenericCommand reads.
 fn reply_get(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
-    let counted = std::mem::replace(&mut ctx.db().count_reads, true);
-    let r = reply_value(ctx, key);
-    ctx.db().count_reads = counted;
-    r
+    ctx.counting_reads(|ctx| reply_value(ctx, key))
 }
 
 fn reply_value(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
@@ -361,10 +358,7 @@ pub fn psetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn getex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // Its lookup is a read (Redis's lookupKeyRead), though GETEX writes;
     // nothing after it reads a key.
-    let counted = std::mem::replace(&mut ctx.db().count_reads, true);
-    let r = getex_value(ctx, args);
-    ctx.db().count_reads = counted;
-    r
+    ctx.counting_reads(|ctx| getex_value(ctx, args))
 }
 
 fn getex_value(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
