@@ -173,21 +173,26 @@ pub fn class_size(len: usize) -> usize {
     }
 }
 
-/// Asks the CPU to start loading the first `lines` cache lines of `b`, for
-/// a walk that reads them soon (the slab's blobs, a sorted set's next chunk,
-/// the keyspace table's buckets). A hint only: no effect on any value.
+/// Asks the CPU to start loading the cache lines that hold the first
+/// `lines * 64` bytes of `b` (all of it if shorter), for a walk that reads
+/// them soon (the slab's blobs, a sorted set's next chunk, the keyspace
+/// table's buckets). Those bytes span one line more than `lines` when `b`
+/// does not start on a line: a 40-byte blob 40 bytes into a line has its
+/// key on the next one. A hint only: no effect on any value.
 #[inline]
 pub fn prefetch_bytes<T>(b: &[T], lines: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let p = b.as_ptr().cast::<i8>();
-        for i in 0..std::mem::size_of_val(b).div_ceil(64).min(lines) {
+        let bytes = std::mem::size_of_val(b).min(lines * 64);
+        let first = p as usize % 64;
+        for i in 0..(first + bytes).div_ceil(64) {
             // SAFETY: SSE is part of every x86_64 target, and a prefetch
             // only hints the cache: it reads nothing the program sees and
             // cannot fault, whatever the address (`wrapping_add` makes no
             // claim that it is in bounds).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i * 64)) };
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_sub(first).wrapping_add(i * 64)) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

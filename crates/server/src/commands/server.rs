@@ -805,6 +805,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
                 dicts: a.dicts + b.dicts,
                 dict_bytes: a.dict_bytes + b.dict_bytes,
                 zstd_values: a.zstd_values + b.zstd_values,
+                shapes: a.shapes + b.shapes,
+                shape_values: a.shape_values + b.shape_values,
             }
         });
         line(&mut s, "value_compression", &if srv.config.flag("value-compression") { "yes" } else { "no" });
@@ -818,6 +820,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "compression_zstd_dictionaries", &st.dicts);
         line(&mut s, "compression_zstd_dictionary_bytes", &st.dict_bytes);
         line(&mut s, "compressed_values_zstd", &st.zstd_values);
+        line(&mut s, "compression_shapes", &st.shapes);
+        line(&mut s, "compressed_values_shape", &st.shape_values);
     }
     // Only when named: neither `all` nor `everything` includes it (Redis).
     if has("debug") {

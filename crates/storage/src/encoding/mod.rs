@@ -15,6 +15,7 @@ pub mod listpack;
 pub mod intset;
 pub mod keypack;
 pub mod packed;
+pub mod shape;
 pub mod zdict;
 
 /// Appends `n` as a LEB128 varint (the encodings' lengths and counts).

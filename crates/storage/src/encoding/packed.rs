@@ -5,13 +5,15 @@
 //! ```text
 //!   | table u8 | raw len (LEB128 varint) | codes |
 //!   table:  bits 0-5 the table's id in `Tables` (0..MAX_TABLES)
-//!           bit 6    the codec: 0 FSST, 1 zstd (`ZSTD`)
+//!           bit 6    the codec: 0 FSST; 1 a zstd frame if the raw
+//!                    length is `zdict::MIN_LEN` or more, a shape's
+//!                    numbers (encoding/shape.rs) if it is less (`ZSTD`)
 //!           bit 7    the "raw" mark of a string edited in place (OBJECT
 //!                    ENCODING; see keyspace/rawmark.rs)
 //!   codes:  FSST: code c < 255 stands for the table's symbol c (1-8
 //!           bytes), 255 (escape) is followed by one literal byte;
 //!           zstd: one magicless frame under the table's dictionary
-//!           (encoding/zdict.rs)
+//!           (encoding/zdict.rs); shape: the numbers of the value's holes
 //! ```
 //!
 //! Two codecs, chosen by a value's length: on seed 002's 46-byte session
@@ -23,7 +25,12 @@
 //! figures). So a table holds FSST symbols and, where its pattern's samples
 //! include enough values of `zdict::MIN_LEN` bytes and more, a zstd
 //! dictionary trained from those same samples; values of that length are
-//! packed with zstd, shorter ones with FSST.
+//! packed with zstd, shorter ones with FSST. And where most of the samples
+//! share one text with numbers in it (ids, counters, timestamps in a fixed
+//! JSON record), the table holds that shape too: a short value of the shape
+//! is stored as its numbers alone (7 bytes of seed 002's 46-byte sessions,
+//! where FSST gives 13), and encoding it is a compare and a parse instead of
+//! FSST's lookups; a value that does not fit the shape takes FSST.
 //!
 //! A value is stored packed only when the form above is shorter than the
 //! value itself; `Tables::pack` says so. The raw length is kept so STRLEN and
@@ -55,6 +62,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::fsstenc::{Encoder, ESCAPE};
+use super::shape::Shape;
 use super::zdict::{self, Dict};
 use super::{put_varint, read_varint};
 
@@ -85,7 +93,8 @@ const DRIFT_WINDOW: u64 = 4096;
 
 /// The raw mark in the first byte of the packed form.
 pub const RAW_MARK: u8 = 0x80;
-/// The codec bit in the first byte: the codes are a zstd frame.
+/// The codec bit in the first byte: the codes are a zstd frame (a value of
+/// `zdict::MIN_LEN` bytes or more) or a shape's numbers (a shorter one).
 pub const ZSTD: u8 = 0x40;
 /// The table id in the first byte.
 const ID_MASK: u8 = 0x3F;
@@ -102,6 +111,9 @@ struct Table {
     /// if the samples had enough of them (and the caps allowed it);
     /// shared read-only with a `PackView` like `enc`.
     dict: Option<Arc<Dict>>,
+    /// The text most samples share with numbers in it, if they did;
+    /// shared read-only with a `PackView` like `enc`.
+    shape: Option<Arc<Shape>>,
     /// Which training made it (`PackStats::trained` then): a `PackView`'s
     /// form is accepted only from the table that is still current.
     serial: u64,
@@ -139,6 +151,10 @@ pub struct PackStats {
     pub dict_bytes: usize,
     /// Values stored packed with zstd now (part of `values`).
     pub zstd_values: u64,
+    /// Live tables that hold a shape.
+    pub shapes: usize,
+    /// Values stored as a shape's numbers now (part of `values`).
+    pub shape_values: u64,
 }
 
 /// The tables of one keyspace, and the samples being gathered for new ones.
@@ -187,20 +203,59 @@ pub fn table_of(packed: &[u8]) -> u8 {
     packed[0] & ID_MASK
 }
 
-/// True if the packed form is a zstd frame.
-pub fn is_zstd(packed: &[u8]) -> bool {
-    packed.first().is_some_and(|b| b & ZSTD != 0)
+/// How a packed form's codes are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    Fsst,
+    Zstd,
+    Shape,
 }
 
-/// Writes the packed form of `value` under table `id` (`enc`, `dict`)
-/// into `out` (cleared first): one zstd frame if the table has a
-/// dictionary, the value is long enough and the frame leaves the form
-/// shorter than the value, else FSST codes. Returns whether it is zstd,
-/// or None if neither applies (too long for FSST). The FSST form may be
-/// no shorter than the value: the caller decides. Depends only on the
-/// table, so any thread makes the same bytes.
-fn encode(enc: &Encoder, dict: Option<&Dict>, coder: &mut zdict::Coder, id: u8, value: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+/// The codec of a packed form (FSST if malformed).
+pub fn codec_of(packed: &[u8]) -> Codec {
+    match (packed.first(), raw_len(packed)) {
+        (Some(b), Some(len)) if b & ZSTD != 0 => {
+            if len >= zdict::MIN_LEN {
+                Codec::Zstd
+            } else {
+                Codec::Shape
+            }
+        }
+        _ => Codec::Fsst,
+    }
+}
+
+/// True if the packed form is a zstd frame.
+pub fn is_zstd(packed: &[u8]) -> bool {
+    codec_of(packed) == Codec::Zstd
+}
+
+/// The codecs of one table, borrowed for `encode`.
+#[derive(Clone, Copy)]
+struct Codecs<'a> {
+    enc: &'a Encoder,
+    dict: Option<&'a Dict>,
+    shape: Option<&'a Shape>,
+}
+
+/// Writes the packed form of `value` under table `id` into `out` (cleared
+/// first): the shape's numbers if the table has a shape and the value fits
+/// it; one zstd frame if the table has a dictionary, the value is long
+/// enough and the frame leaves the form shorter than the value; else FSST
+/// codes. Returns the codec, or None if none applies (too long for
+/// FSST). The form may be no shorter than the value: the caller decides.
+/// Depends only on the table, so any thread makes the same bytes.
+fn encode(c: Codecs, coder: &mut zdict::Coder, id: u8, value: &[u8], out: &mut Vec<u8>) -> Option<Codec> {
     out.clear();
+    if let Some(s) = c.shape.filter(|_| value.len() < zdict::MIN_LEN) {
+        out.push(id | ZSTD);
+        put_varint(out, value.len());
+        if s.encode(value, out) {
+            return Some(Codec::Shape);
+        }
+        out.clear();
+    }
+    let (enc, dict) = (c.enc, c.dict);
     if let Some(d) = dict.filter(|_| value.len() >= zdict::MIN_LEN) {
         out.push(id | ZSTD);
         put_varint(out, value.len());
@@ -208,7 +263,7 @@ fn encode(enc: &Encoder, dict: Option<&Dict>, coder: &mut zdict::Coder, id: u8, 
         // value is worth keeping.
         let room = value.len() - out.len() - 1;
         if coder.compress(d, value, room, out) {
-            return Some(true);
+            return Some(Codec::Zstd);
         }
         out.clear();
     }
@@ -218,7 +273,7 @@ fn encode(enc: &Encoder, dict: Option<&Dict>, coder: &mut zdict::Coder, id: u8, 
     out.push(id);
     put_varint(out, value.len());
     enc.encode(value, out);
-    Some(false)
+    Some(Codec::Fsst)
 }
 
 /// What a `ViewPacker` made of a value.
@@ -227,9 +282,9 @@ pub enum Prepacked {
     /// Nothing: no table for its pattern in the view, or a length that is
     /// never packed. `Tables::pack` decides on the executor.
     None,
-    /// A form made with the table of training `serial` (a zstd frame if
-    /// `zstd`), possibly no shorter than the value.
-    Form { serial: u64, zstd: bool },
+    /// A form made with the table of training `serial` in `codec`,
+    /// possibly no shorter than the value.
+    Form { serial: u64, codec: Codec },
 }
 
 /// One current table as a `PackView` holds it.
@@ -240,6 +295,13 @@ struct ViewTable {
     serial: u64,
     enc: Arc<Encoder>,
     dict: Option<Arc<Dict>>,
+    shape: Option<Arc<Shape>>,
+}
+
+impl ViewTable {
+    fn codecs(&self) -> Codecs<'_> {
+        Codecs { enc: &self.enc, dict: self.dict.as_deref(), shape: self.shape.as_deref() }
+    }
 }
 
 /// A read-only copy of a keyspace's current tables (`Tables::view`),
@@ -283,16 +345,21 @@ impl ViewPacker {
         let Some(i) = hit else { return Prepacked::None };
         self.last = i;
         let t = &self.view.tables[i];
-        match encode(&t.enc, t.dict.as_deref(), &mut self.coder, t.id, value, out) {
-            Some(zstd) => Prepacked::Form { serial: t.serial, zstd },
+        match encode(t.codecs(), &mut self.coder, t.id, value, out) {
+            Some(codec) => Prepacked::Form { serial: t.serial, codec },
             None => Prepacked::None,
         }
     }
 }
 
 impl Table {
-    /// Trains FSST symbols from all `samples` and, if `dict` allows, a
-    /// zstd dictionary from those of `zdict::MIN_LEN` bytes and more.
+    fn codecs(&self) -> Codecs<'_> {
+        Codecs { enc: &self.enc, dict: self.dict.as_deref(), shape: self.shape.as_deref() }
+    }
+
+    /// Trains FSST symbols from all `samples`, the shape most of them
+    /// share if they do, and, if `dict` allows, a zstd dictionary from
+    /// those of `zdict::MIN_LEN` bytes and more.
     fn new(samples: &[Vec<u8>], pattern: Vec<u8>, dict: bool, serial: u64) -> Table {
         let refs: Vec<&[u8]> = samples.iter().map(|v| &v[..]).collect();
         // The crate trains the symbols; our own index encodes with them
@@ -309,23 +376,30 @@ impl Table {
         } else {
             None
         };
-        let mut t = Table { enc, syms, lens, dict, serial, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
+        let shape = Shape::train(samples).map(Arc::new);
+        let mut t = Table { enc, syms, lens, dict, shape, serial, refs: 0, pattern: Some(pattern), trained: (0, 0), window: (0, 0, 0) };
         if t.dict.is_none() {
             t.measure(samples);
         }
         t
     }
 
-    /// Sets the drift baseline to the FSST packed share of `samples`.
+    /// Sets the drift baseline to the packed share of `samples` (shape or
+    /// FSST, as each would be packed; header included, and no more than
+    /// the value, as the drift window counts them).
     fn measure(&mut self, samples: &[Vec<u8>]) {
         let raw: u64 = samples.iter().map(|v| v.len() as u64).sum();
-        let mut codes = Vec::new();
+        let mut form = Vec::new();
+        let codecs = Codecs { dict: None, ..self.codecs() };
+        let mut coder = zdict::Coder::default();
         let packed: u64 = samples
             .iter()
             .map(|v| {
-                codes.clear();
-                self.enc.encode(v, &mut codes);
-                codes.len() as u64
+                let len = match encode(codecs, &mut coder, 0, v, &mut form) {
+                    Some(_) => form.len(),
+                    None => v.len(),
+                };
+                len.min(v.len()) as u64
             })
             .sum();
         self.trained = (raw, packed);
@@ -365,6 +439,7 @@ impl Tables {
         let live = self.tables.iter().flatten();
         let dicts = live.clone().filter_map(|t| t.dict.as_ref());
         PackStats {
+            shapes: live.clone().filter(|t| t.shape.is_some()).count(),
             tables: live.count(),
             dicts: dicts.clone().count(),
             dict_bytes: dicts.map(|d| d.bytes()).sum(),
@@ -390,17 +465,17 @@ impl Tables {
             return false;
         };
         let t = self.tables[id as usize].as_ref().expect("current table is live");
-        let Some(zstd) = encode(&t.enc, t.dict.as_deref(), &mut self.coder, id, value, out) else {
+        let Some(codec) = encode(t.codecs(), &mut self.coder, id, value, out) else {
             return false;
         };
-        self.account(id, value.len(), out.len(), zstd)
+        self.account(id, value.len(), out.len(), codec)
     }
 
     /// Counts a form of `len` bytes made with table `id` (current) for a
     /// value of `raw` bytes: the drift window (which may retire the table),
     /// then, if the form is shorter than the value, its reference and
     /// INFO's counters. Returns true if the form is to be stored.
-    fn account(&mut self, id: u8, raw: usize, len: usize, zstd: bool) -> bool {
+    fn account(&mut self, id: u8, raw: usize, len: usize, codec: Codec) -> bool {
         let t = self.tables[id as usize].as_mut().expect("current table is live");
         t.window.0 += raw as u64;
         t.window.1 += len.min(raw) as u64;
@@ -428,7 +503,7 @@ impl Tables {
         let t = self.tables[id as usize].as_mut().expect("the table is in use");
         t.refs += 1;
         self.stats.values += 1;
-        self.stats.zstd_values += u64::from(zstd);
+        self.count_codec(codec, 1);
         self.stats.raw_bytes += raw as u64;
         self.stats.packed_bytes += len as u64;
         true
@@ -444,12 +519,12 @@ impl Tables {
     /// load that packs on another thread stores the same bytes as one
     /// that does not.
     pub fn accept(&mut self, key: &[u8], raw: usize, pre: Prepacked, len: usize) -> Option<bool> {
-        let Prepacked::Form { serial, zstd } = pre else { return None };
+        let Prepacked::Form { serial, codec } = pre else { return None };
         let id = self.current_id(pattern_of(key))?;
         if self.tables[id as usize].as_ref().expect("current table is live").serial != serial {
             return None;
         }
-        Some(self.account(id, raw, len, zstd))
+        Some(self.account(id, raw, len, codec))
     }
 
     /// A number that changes whenever a pattern gets or loses its current
@@ -467,7 +542,7 @@ impl Tables {
             .iter()
             .map(|(p, &id)| {
                 let t = self.tables[id as usize].as_ref().expect("current table is live");
-                ViewTable { pattern: p.clone(), id, serial: t.serial, enc: Arc::clone(&t.enc), dict: t.dict.clone() }
+                ViewTable { pattern: p.clone(), id, serial: t.serial, enc: Arc::clone(&t.enc), dict: t.dict.clone(), shape: t.shape.clone() }
             })
             .collect();
         tables.sort_by_key(|t| t.id);
@@ -538,10 +613,10 @@ impl Tables {
     /// longer current.
     pub fn release(&mut self, packed: &[u8]) {
         let id = table_of(packed) as usize;
+        self.count_codec(codec_of(packed), -1);
         let t = self.tables[id].as_mut().expect("a stored value's table is live");
         t.refs -= 1;
         self.stats.values -= 1;
-        self.stats.zstd_values -= u64::from(is_zstd(packed));
         self.stats.raw_bytes -= raw_len(packed).expect("stored form is valid") as u64;
         self.stats.packed_bytes -= packed.len() as u64;
         if t.refs == 0 && t.pattern.is_none() {
@@ -556,9 +631,18 @@ impl Tables {
         let t = self.tables[table_of(packed) as usize].as_mut().expect("live table");
         t.refs += 1;
         self.stats.values += 1;
-        self.stats.zstd_values += u64::from(is_zstd(packed));
+        self.count_codec(codec_of(packed), 1);
         self.stats.raw_bytes += raw_len(packed).expect("stored form is valid") as u64;
         self.stats.packed_bytes += packed.len() as u64;
+    }
+
+    /// Adds `n` (1 or -1) to the values counted for `codec`.
+    fn count_codec(&mut self, codec: Codec, n: i64) {
+        match codec {
+            Codec::Zstd => self.stats.zstd_values = self.stats.zstd_values.wrapping_add_signed(n),
+            Codec::Shape => self.stats.shape_values = self.stats.shape_values.wrapping_add_signed(n),
+            Codec::Fsst => {}
+        }
     }
 
     /// Appends the raw bytes of `packed` to `out`. None if the form is
@@ -567,6 +651,9 @@ impl Tables {
         let first = *packed.first()?;
         let (len, n) = read_varint(&packed[1..])?;
         let t = self.tables.get((first & ID_MASK) as usize)?.as_ref()?;
+        if first & ZSTD != 0 && len < zdict::MIN_LEN {
+            return t.shape.as_deref()?.decode(&packed[1 + n..], len, out);
+        }
         if first & ZSTD != 0 {
             // The stated length sizes the output buffer: bound it first.
             if len > MAX_ZLEN {

@@ -1,0 +1,393 @@
+//! Value shapes: the text that a pattern's values share, with decimal
+//! numbers in its holes, learned from the pattern's samples. A value of that
+//! shape is stored as its numbers alone, each as a fixed number of bytes
+//! above the smallest the samples held:
+//!
+//! ```text
+//!   shape  {"user_id":#,"ts":#,"role":"u"}   holes: base 1000123, 4 bytes
+//!                                                   base 1700000007, 3 bytes
+//!   value  {"user_id":4455667,"ts":1701234567,"role":"u"}  (46 bytes)
+//!   form   3455544 as 4 bytes, 1234560 as 3 bytes          (7 bytes)
+//! ```
+//!
+//! Records with ids, counters and timestamps in a fixed text are common (seed
+//! 002's sessions are one), and FSST packs them to about 13 bytes where the
+//! numbers alone take 7. Encoding is a compare of each piece of text and a
+//! parse of each number, on a few cache lines that stay hot, where FSST's
+//! step-by-step lookups in an 18 KiB index miss between two requests
+//! (docs/design/compression.md, "Shapes").
+//!
+//! A hole is a maximal run of ASCII digits: written without leading zeros
+//! (a "natural" hole), or, when every sample of the shape had the same
+//! number of digits and some had a leading zero, with exactly that many
+//! digits (a "padded" hole: dates, zero-filled ids). A value is encoded only
+//! if it has exactly the shape's text, every hole's digits are written as
+//! the hole writes them, and every number fits the hole's bytes above its
+//! base; anything else goes to the table's other codecs. So the form gives
+//! back exactly the value's bytes. `decode` checks everything it reads: a
+//! form that is too short or too long, a number past the hole's digits, or
+//! a total length other than the one stated is refused, never misread.
+
+use std::collections::HashMap;
+
+/// Most holes a shape has.
+pub const MAX_HOLES: usize = 16;
+/// Longest value a shape describes (the packed form tells a shape from a
+/// zstd frame by the value's length: see packed.rs).
+pub const MAX_RAW: usize = super::zdict::MIN_LEN - 1;
+/// Most digits a hole takes (every 19-digit number fits a u64).
+const MAX_DIGITS: usize = 19;
+
+/// One hole: the smallest number the samples held there, the bytes a value's
+/// number takes above it, and the digits it is written with (0: as many as
+/// the number needs, no leading zeros).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hole {
+    base: u64,
+    width: u8,
+    pad: u8,
+}
+
+/// A trained shape: literal pieces with a hole between each two.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// The pieces of text, end to end.
+    text: Vec<u8>,
+    /// Where each piece ends in `text` (one more piece than holes).
+    ends: Vec<u8>,
+    holes: Vec<Hole>,
+}
+
+/// One digit run of a sample: its number, its digits, and whether it
+/// starts with a zero that is not the whole run.
+#[derive(Clone, Copy)]
+struct Run {
+    n: u64,
+    digits: u8,
+    zero: bool,
+}
+
+/// A value cut at its digit runs: the pieces of text between them, and the
+/// runs. None if a run has more than `MAX_DIGITS` digits or there are more
+/// than `MAX_HOLES` runs.
+fn split(v: &[u8]) -> Option<(Vec<&[u8]>, Vec<Run>)> {
+    let mut pieces = Vec::new();
+    let mut nums = Vec::new();
+    let mut at = 0;
+    let mut start = 0;
+    while at < v.len() {
+        if !v[at].is_ascii_digit() {
+            at += 1;
+            continue;
+        }
+        let digits = v[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits > MAX_DIGITS || nums.len() == MAX_HOLES {
+            return None;
+        }
+        pieces.push(&v[start..at]);
+        let n = v[at..at + digits].iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'));
+        nums.push(Run { n, digits: digits as u8, zero: digits > 1 && v[at] == b'0' });
+        at += digits;
+        start = at;
+    }
+    pieces.push(&v[start..]);
+    Some((pieces, nums))
+}
+
+/// `a == b` for two slices of the same length, a shape's short pieces: a
+/// few word compares instead of a call to memcmp.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let half = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().expect("4 bytes"));
+    match n {
+        0 => true,
+        1..=3 => a == b,
+        4..=8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => {
+            // Whole words, then one that ends at the last byte (it may
+            // overlap the one before).
+            let mut i = 0;
+            while i + 8 < n {
+                if word(a, i) != word(b, i) {
+                    return false;
+                }
+                i += 8;
+            }
+            word(a, n - 8) == word(b, n - 8)
+        }
+    }
+}
+
+/// Bytes a number up to `n` needs (at least 1).
+fn bytes_for(n: u64) -> u8 {
+    (8 - (n.leading_zeros() / 8) as u8).max(1)
+}
+
+impl Shape {
+    /// The shape most of `samples` share, if at least half of them (and 8)
+    /// do and it has a hole; None otherwise. Each hole's bytes hold twice
+    /// the samples' range, so values a little past them still fit.
+    pub fn train(samples: &[Vec<u8>]) -> Option<Shape> {
+        let mut groups: HashMap<Vec<&[u8]>, Vec<Vec<Run>>> = HashMap::new();
+        for s in samples.iter().filter(|s| s.len() <= MAX_RAW) {
+            if let Some((pieces, nums)) = split(s) {
+                if !nums.is_empty() {
+                    groups.entry(pieces).or_default().push(nums);
+                }
+            }
+        }
+        let (pieces, members) = groups.into_iter().max_by_key(|(p, m)| (m.len(), std::cmp::Reverse(p.clone())))?;
+        if members.len() < 8 || members.len() * 2 < samples.len() {
+            return None;
+        }
+        let mut holes = Vec::with_capacity(members[0].len());
+        for h in 0..members[0].len() {
+            let runs = members.iter().map(|m| m[h]);
+            let (lo, hi) = runs.clone().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.n), hi.max(r.n)));
+            let width = bytes_for((hi - lo).saturating_mul(2));
+            let padded = runs.clone().any(|r| r.zero);
+            // Zero-filled only if every sample has the same digits there;
+            // otherwise natural, and a value with a leading zero goes to
+            // the other codecs.
+            let d = members[0][h].digits;
+            let pad = if padded && runs.clone().all(|r| r.digits == d) { d } else { 0 };
+            holes.push(Hole { base: lo, width, pad });
+        }
+        let mut text = Vec::new();
+        let mut ends = Vec::with_capacity(pieces.len());
+        for p in &pieces {
+            text.extend_from_slice(p);
+            ends.push(text.len() as u8);
+        }
+        Some(Shape { text, ends, holes })
+    }
+
+    /// Bytes of a form's numbers (without the packed form's header).
+    pub fn form_len(&self) -> usize {
+        self.holes.iter().map(|h| usize::from(h.width)).sum()
+    }
+
+    /// Heap bytes this shape holds (its text, piece ends and holes).
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() + self.holes.capacity() * std::mem::size_of::<Hole>()
+    }
+
+    /// Appends `v`'s numbers to `out` and returns true if `v` has this shape
+    /// (its text, its holes' digits written as they write them, its numbers
+    /// within their bytes); otherwise leaves `out` as it was and returns
+    /// false.
+    pub fn encode(&self, v: &[u8], out: &mut Vec<u8>) -> bool {
+        let start = out.len();
+        let ok = self.encode_into(v, out);
+        if !ok {
+            out.truncate(start);
+        }
+        ok
+    }
+
+    fn encode_into(&self, v: &[u8], out: &mut Vec<u8>) -> bool {
+        if v.len() > MAX_RAW {
+            return false;
+        }
+        out.reserve(self.form_len());
+        let mut at = 0;
+        let mut from = 0;
+        for (i, &end) in self.ends.iter().enumerate() {
+            let piece = &self.text[from..usize::from(end)];
+            from = usize::from(end);
+            match v.get(at..at + piece.len()) {
+                Some(b) if same(b, piece) => at += piece.len(),
+                _ => return false,
+            }
+            let Some(h) = self.holes.get(i) else { break };
+            // One pass: the number and its digits, stopping at the first
+            // byte that is not one (or past the most a hole takes).
+            let run = &v[at..];
+            let mut n = 0u64;
+            let mut digits = 0;
+            while let Some(&c) = run.get(digits) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 || digits > MAX_DIGITS {
+                    break;
+                }
+                n = n.wrapping_mul(10).wrapping_add(u64::from(d));
+                digits += 1;
+            }
+            let fits = if h.pad != 0 { digits == usize::from(h.pad) } else { digits == 1 || (digits > 1 && run[0] != b'0') };
+            if !fits || digits > MAX_DIGITS {
+                return false;
+            }
+            let Some(d) = n.checked_sub(h.base) else { return false };
+            if h.width < 8 && d >> (8 * u32::from(h.width)) != 0 {
+                return false;
+            }
+            out.extend_from_slice(&d.to_le_bytes()[..usize::from(h.width)]);
+            at += digits;
+        }
+        at == v.len()
+    }
+
+    /// Appends the value of the numbers `form` to `out`, expecting exactly
+    /// `len` bytes. None (and `out` as it was) if `form` is not exactly the
+    /// shape's bytes, a number passes its hole, or the length differs.
+    pub fn decode(&self, form: &[u8], len: usize, out: &mut Vec<u8>) -> Option<()> {
+        let start = out.len();
+        let r = self.decode_into(form, len, out);
+        if r.is_none() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    fn decode_into(&self, form: &[u8], len: usize, out: &mut Vec<u8>) -> Option<()> {
+        if form.len() != self.form_len() || len > MAX_RAW {
+            return None;
+        }
+        let start = out.len();
+        out.reserve(len);
+        let mut from = 0;
+        let mut rest = form;
+        for (i, &end) in self.ends.iter().enumerate() {
+            out.extend_from_slice(&self.text[from..usize::from(end)]);
+            from = usize::from(end);
+            let Some(h) = self.holes.get(i) else { break };
+            let (bytes, tail) = rest.split_at(usize::from(h.width));
+            rest = tail;
+            let mut le = [0u8; 8];
+            le[..bytes.len()].copy_from_slice(bytes);
+            let mut n = h.base.checked_add(u64::from_le_bytes(le))?;
+            let mut digits = [b'0'; 20];
+            let mut at = digits.len();
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            let written = digits.len() - at;
+            if written > MAX_DIGITS || (h.pad != 0 && written > usize::from(h.pad)) {
+                return None;
+            }
+            let at = if h.pad != 0 { digits.len() - usize::from(h.pad) } else { at };
+            out.extend_from_slice(&digits[at..]);
+            if out.len() - start > len {
+                return None;
+            }
+        }
+        (out.len() - start == len).then_some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn session(i: u64) -> Vec<u8> {
+        format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + i * 2_654_435_761 % 9_000_000, 1_700_000_000 + i * 40_503 % 2_592_000).into_bytes()
+    }
+
+    fn round_trip(s: &Shape, v: &[u8]) -> Option<Vec<u8>> {
+        let mut form = Vec::new();
+        if !s.encode(v, &mut form) {
+            assert!(form.is_empty());
+            return None;
+        }
+        let mut back = Vec::new();
+        s.decode(&form, v.len(), &mut back).expect("own form decodes");
+        assert_eq!(back, v);
+        Some(form)
+    }
+
+    #[test]
+    fn sessions_keep_their_numbers_only() {
+        let samples: Vec<Vec<u8>> = (0..256).map(session).collect();
+        let s = Shape::train(&samples).expect("one shape");
+        assert_eq!(s.holes.len(), 2);
+        assert_eq!(s.form_len(), 7, "{s:?}");
+        for i in 1000..3000 {
+            assert_eq!(round_trip(&s, &session(i)).map(|f| f.len()), Some(7));
+        }
+        // Not the shape: other text, a leading zero, a number below the
+        // base or past its bytes, a digit run too long.
+        for v in [
+            &b"{\"user_id\":1234567,\"ts\":1700000001,\"role\":\"a\"}"[..],
+            b"{\"user_id\":0234567,\"ts\":1700000001,\"role\":\"u\"}",
+            b"{\"user_id\":1,\"ts\":1700000001,\"role\":\"u\"}",
+            b"{\"user_id\":99999999999,\"ts\":1700000001,\"role\":\"u\"}",
+            b"{\"user_id\":12345678901234567890,\"ts\":1700000001,\"role\":\"u\"}",
+            b"{\"user_id\":1234567,\"ts\":1700000001,\"role\":\"u\"}x",
+            b"{\"user_id\":1234567,\"ts\":1700000001,\"role\":\"u\"",
+            b"{\"user_id\":1234567,\"ts\":,\"role\":\"u\"}",
+        ] {
+            assert_eq!(round_trip(&s, v), None, "{}", String::from_utf8_lossy(v));
+        }
+    }
+
+    #[test]
+    fn zero_filled_numbers_keep_their_digits() {
+        let samples: Vec<Vec<u8>> = (0..64).map(|i| format!("day 2024-{:02}-{:02} n={}", i % 12 + 1, i % 28 + 1, i * 37).into_bytes()).collect();
+        let s = Shape::train(&samples).expect("one shape");
+        assert_eq!(s.holes.iter().map(|h| h.pad).collect::<Vec<_>>(), vec![0, 2, 2, 0]);
+        assert!(round_trip(&s, b"day 2025-03-09 n=5").is_some());
+        assert!(round_trip(&s, b"day 2025-3-09 n=5").is_none());
+        assert!(round_trip(&s, b"day 2025-03-09 n=05").is_none());
+        assert!(round_trip(&s, b"day 2025-03-09 n=0").is_some());
+    }
+
+    #[test]
+    fn no_shape_without_a_majority_or_a_number() {
+        let mixed: Vec<Vec<u8>> = (0..64).map(|i| format!("{}{}", "x".repeat(i % 3 + 1), i).into_bytes()).collect();
+        assert!(Shape::train(&mixed).is_none());
+        let words: Vec<Vec<u8>> = (0..64).map(|_| b"no numbers here".to_vec()).collect();
+        assert!(Shape::train(&words).is_none());
+        let few: Vec<Vec<u8>> = (0..5).map(session).collect();
+        assert!(Shape::train(&few).is_none());
+    }
+
+    #[test]
+    fn forms_that_do_not_fit_are_refused() {
+        let samples: Vec<Vec<u8>> = (0..64).map(session).collect();
+        let s = Shape::train(&samples).unwrap();
+        let form = round_trip(&s, &session(5)).unwrap();
+        let mut out = b"kept".to_vec();
+        assert!(s.decode(&form[1..], 46, &mut out).is_none());
+        assert!(s.decode(&form, 45, &mut out).is_none());
+        assert!(s.decode(&[form.clone(), vec![0]].concat(), 46, &mut out).is_none());
+        assert!(s.decode(&[0xFF; 7], 46, &mut out).is_none(), "a number past its digits");
+        assert_eq!(out, b"kept");
+    }
+
+    proptest! {
+        /// Any value, under a shape trained on any samples, either comes
+        /// back exactly or is refused; any form decodes to its stated
+        /// length or is refused.
+        #[test]
+        fn any_value_round_trips(samples in prop::collection::vec("[a-c]{0,3}[0-9]{0,4}[:-]?[0-9]{0,21}x?", 8..40),
+                                 values in prop::collection::vec("[a-c]{0,3}[0-9]{0,4}[:-]?[0-9]{0,21}x?", 1..40),
+                                 forms in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..24), 1..10),
+                                 len in 0usize..250) {
+            let samples: Vec<Vec<u8>> = samples.into_iter().map(String::into_bytes).collect();
+            if let Some(s) = Shape::train(&samples) {
+                for v in &values {
+                    round_trip(&s, v.as_bytes());
+                }
+                for v in &samples {
+                    round_trip(&s, v);
+                }
+                for f in &forms {
+                    let mut out = Vec::new();
+                    match s.decode(f, len, &mut out) {
+                        Some(()) => prop_assert_eq!(out.len(), len),
+                        None => prop_assert!(out.is_empty()),
+                    }
+                }
+            }
+        }
+    }
+}
