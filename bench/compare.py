@@ -122,6 +122,7 @@ import platform
 import random
 import re
 import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -1963,6 +1964,59 @@ def cmd_compression_load(args) -> None:
           "of keys on a small machine: the fastest round and user CPU are the steadier figures)\n")
 
 
+def send_spread(port: int, cmds: list[bytes], clients: int, depth: int, reply_len: int) -> None:
+    """Sends `cmds` over `clients` connections, each with at most `depth` requests in
+    flight (as redis-benchmark's -c and -P do), every reply `reply_len` bytes; reads them
+    all and checks none is an error."""
+    shares = [cmds[i::clients] for i in range(clients)]
+    sel = selectors.DefaultSelector()
+    conns = []
+    for share in shares:
+        if not share:
+            continue
+        sock = socket.create_connection((HOST, port), timeout=60)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        state = {"sock": sock, "share": share, "at": 0, "due": 0, "first": b""}
+        conns.append(state)
+        sel.register(sock, selectors.EVENT_READ, state)
+
+    def send_next(st) -> bool:
+        part = st["share"][st["at"]:st["at"] + depth]
+        if not part:
+            return False
+        st["at"] += len(part)
+        st["due"] = len(part) * reply_len
+        st["sock"].sendall(b"".join(part))
+        return True
+
+    live = sum(send_next(st) for st in conns)
+    try:
+        while live:
+            ready = sel.select(timeout=60)
+            if not ready:
+                raise RuntimeError("no reply for 60 s (a reply of another length?)")
+            for key, _ in ready:
+                st = key.data
+                data = st["sock"].recv(1 << 16)
+                if not data:
+                    raise ConnectionError("server closed the connection")
+                if not st["first"]:
+                    st["first"] = data[:1]
+                    if data[:1] == b"-":
+                        raise RuntimeError(f"command failed: {data[:100]!r}")
+                st["due"] -= len(data)
+                if st["due"] < 0:
+                    raise RuntimeError(f"unexpected replies: {data[:100]!r}")
+                if st["due"] == 0:
+                    st["first"] = b""
+                    if not send_next(st):
+                        live -= 1
+    finally:
+        for st in conns:
+            st["sock"].close()
+        sel.close()
+
+
 def cmd_compression_cpu(args) -> None:
     """Server main-thread CPU per GET and per SETEX on seed 002's sessions
     (or SET on the EC2 API shape records, zstd's workload), with
@@ -1995,25 +2049,34 @@ def cmd_compression_cpu(args) -> None:
     servers = [Server("densekv off", [args.densekv_bin]),
                Server("densekv on", [args.densekv_bin, "--value-compression", "yes", "--key-compression", "yes"]),
                Server("redis", [args.redis_bin, "--daemonize", "no"])]
-    chunk = 1000
+    chunk = args.pipeline
+    if args.clients > 1 and args.case != "sessions":
+        raise SystemExit("--clients: sessions only (their replies have one length)")
+    # Every session value is 46 bytes: a GET answers "$46\r\n<value>\r\n".
+    reply_len = {"GET": 53, "SETEX": 5}
 
-    def send_all(s: Server, cmds: list[bytes]) -> float:
+    def send_all(s: Server, cmds: list[bytes], test: str) -> float:
         before = s.main_thread_cpu()
-        with Conn(s.port) as c:
-            for i in range(0, len(cmds), chunk):
-                part = cmds[i:i + chunk]
-                c.send_counted(b"".join(part), len(part))
+        if args.clients == 1:
+            with Conn(s.port) as c:
+                for i in range(0, len(cmds), chunk):
+                    part = cmds[i:i + chunk]
+                    c.send_counted(b"".join(part), len(part))
+        else:
+            send_spread(s.port, cmds, args.clients, chunk, reply_len[test])
         return (s.main_thread_cpu() - before) / len(cmds) * 1e9
 
     samples: dict[tuple[str, str], list[float]] = {}
     try:
         for s in servers:
             s.start()
-            send_all(s, load_data)
+            with Conn(s.port) as c:
+                for i in range(0, len(load_data), 1000):
+                    c.send_counted(b"".join(load_data[i:i + 1000]), len(load_data[i:i + 1000]))
         for rnd in range(args.rounds):
             for test, cmds in (("GET", gets), (set_name, sets)):
                 for s in (servers if rnd % 2 == 0 else servers[::-1]):
-                    samples.setdefault((s.name, test), []).append(send_all(s, cmds))
+                    samples.setdefault((s.name, test), []).append(send_all(s, cmds, test))
         info = servers[1].info("compression")
     finally:
         stop_servers(servers)
@@ -2022,7 +2085,8 @@ def cmd_compression_cpu(args) -> None:
         off, on, red = (statistics.median(samples[(name, test)]) for name in ("densekv off", "densekv on", "redis"))
         rows.append([test, f"{off:,.0f}", f"{on:,.0f}", f"{red:,.0f}", ratio(on, off), ratio(on, red)])
     table(["command", "densekv off ns/req", "densekv on ns/req", "redis ns/req", "on/off", "on/redis"], rows)
-    print(f"(median of {args.rounds} rounds of {n:,} requests; pipelined {chunk} deep over one connection; "
+    print(f"(median of {args.rounds} rounds of {n:,} requests; pipelined {chunk} deep over {args.clients} "
+          f"connection{'s' if args.clients > 1 else ''}; "
           f"compressed values {info.get('compressed_values')} of {n:,}, zstd {info.get('compressed_values_zstd')})\n", flush=True)
 
 
@@ -2392,6 +2456,9 @@ def main() -> None:
     p.add_argument("--case", choices=["sessions", "ec2shapes"], default="sessions",
                    help="sessions: SETEX/GET of seed 002 (FSST); ec2shapes: SET/GET of the EC2 "
                         "API shape records, 200-4096 bytes (zstd)")
+    p.add_argument("--pipeline", type=int, default=1000, help="requests in flight per connection")
+    p.add_argument("--clients", type=int, default=1,
+                   help="connections (sessions only); with 50 and --pipeline 1, redis-benchmark's defaults")
     p.set_defaults(func=cmd_compression_cpu)
     p = sub.add_parser("compression-load", parents=[common],
                        help="RDB load time of seed 002's sessions, compression off vs on vs redis")

@@ -121,6 +121,51 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// 10 to the power of each digit count a word holds.
+const POW10: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+
+/// The ASCII digits at the start of `b` and the number they make, eight at
+/// a time: the first byte in a word that is not a digit is found with a few
+/// word operations, and the digits before it are summed in three multiplies
+/// (the common SWAR parse). Counts stop past `MAX_DIGITS` (such a run is no
+/// hole's), and the number is then meaningless.
+fn digits_at(b: &[u8]) -> (usize, u64) {
+    let mut n = 0u64;
+    let mut count = 0;
+    loop {
+        let rest = &b[count..];
+        let w = match rest.get(..8) {
+            Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+            None => {
+                // The last bytes; past the end reads as a non-digit.
+                let mut w = [b'x'; 8];
+                for (d, &c) in w.iter_mut().zip(rest) {
+                    *d = c;
+                }
+                u64::from_le_bytes(w)
+            }
+        };
+        // Digits become 0-9; any other byte is above 9 (XOR is one to one).
+        let t = w ^ 0x3030_3030_3030_3030;
+        // A byte above 9 gets its high bit from the add, or has it already
+        // (a carry out of such a byte can only mark bytes after it).
+        let bad = (t.wrapping_add(0x7676_7676_7676_7676) | t) & 0x8080_8080_8080_8080;
+        let k = if bad == 0 { 8 } else { (bad.trailing_zeros() / 8) as usize };
+        if k > 0 {
+            // The k digits moved to the top, zeros below (leading zeros).
+            let mut v = t << (8 * (8 - k));
+            v = (v.wrapping_mul(10).wrapping_add(v >> 8)) & 0x00FF_00FF_00FF_00FF;
+            v = (v.wrapping_mul(100).wrapping_add(v >> 16)) & 0x0000_FFFF_0000_FFFF;
+            v = (v.wrapping_mul(10_000).wrapping_add(v >> 32)) & 0xFFFF_FFFF;
+            n = n.wrapping_mul(POW10[k]).wrapping_add(v);
+            count += k;
+        }
+        if k < 8 || count > MAX_DIGITS {
+            return (count, n);
+        }
+    }
+}
+
 /// Bytes a number up to `n` needs (at least 1).
 fn bytes_for(n: u64) -> u8 {
     (8 - (n.leading_zeros() / 8) as u8).max(1)
@@ -203,19 +248,8 @@ impl Shape {
                 _ => return false,
             }
             let Some(h) = self.holes.get(i) else { break };
-            // One pass: the number and its digits, stopping at the first
-            // byte that is not one (or past the most a hole takes).
             let run = &v[at..];
-            let mut n = 0u64;
-            let mut digits = 0;
-            while let Some(&c) = run.get(digits) {
-                let d = c.wrapping_sub(b'0');
-                if d > 9 || digits > MAX_DIGITS {
-                    break;
-                }
-                n = n.wrapping_mul(10).wrapping_add(u64::from(d));
-                digits += 1;
-            }
+            let (digits, n) = digits_at(run);
             let fits = if h.pad != 0 { digits == usize::from(h.pad) } else { digits == 1 || (digits > 1 && run[0] != b'0') };
             if !fits || digits > MAX_DIGITS {
                 return false;
@@ -364,6 +398,31 @@ mod tests {
     }
 
     proptest! {
+        /// The word-at-a-time parse agrees with a byte loop.
+        #[test]
+        fn digits_at_counts_and_sums(b in "[0-9]{0,22}[^0-9]?.{0,9}") {
+            let b = b.as_bytes();
+            let want = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            let (count, n) = digits_at(b);
+            if want <= MAX_DIGITS {
+                prop_assert_eq!(count, want);
+                prop_assert_eq!(n, b[..want].iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0')));
+            } else {
+                prop_assert!(count > MAX_DIGITS);
+            }
+        }
+
+        /// `same` is `==`.
+        #[test]
+        fn same_is_eq(a in prop::collection::vec(0u8..3, 0..40), flip in any::<prop::sample::Index>()) {
+            prop_assert!(same(&a, &a));
+            if !a.is_empty() {
+                let mut b = a.clone();
+                b[flip.index(a.len())] ^= 1;
+                prop_assert!(!same(&a, &b));
+            }
+        }
+
         /// Any value, under a shape trained on any samples, either comes
         /// back exactly or is refused; any form decodes to its stated
         /// length or is refused.

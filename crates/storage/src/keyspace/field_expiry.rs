@@ -45,7 +45,11 @@ impl Db {
         if self.key_compression {
             // A number key where the blob stays under 16 bytes (its prefix
             // gets an id only then), else keypack's form where it pays.
-            let number = keypack::number_parts(key)
+            // (The smallest number first: most values leave no room for
+            // any, and then the key's digits need no parse.)
+            let number = Some(key)
+                .filter(|_| blob::number_key_fits(0, &body, deadline))
+                .and_then(keypack::number_parts)
                 .filter(|&(_, n)| blob::number_key_fits(n, &body, deadline))
                 .and_then(|(prefix, n)| Some((self.prefixes.number_id(prefix)?, n)));
             let mut buf = std::mem::take(&mut self.key_buf);
