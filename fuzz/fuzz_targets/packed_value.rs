@@ -1,5 +1,6 @@
 //! Fuzz target for the decoders of packed strings (encoding/packed.rs,
-//! both codecs: FSST and zstd frames, encoding/zdict.rs) and packed keys
+//! all three codecs: FSST, zstd frames (encoding/zdict.rs) and shapes'
+//! numbers (encoding/shape.rs)) and packed keys
 //! (encoding/keypack.rs): arbitrary bytes, read as a stored packed form
 //! under a trained table, must decode to exactly the length their header
 //! states or be refused, never panic. The first bytes
@@ -24,6 +25,16 @@ thread_local! {
             .collect();
         z.train_now(b"z", &large);
         z
+    });
+    /// A table with a shape: seed 002's session records.
+    static STABLE: RefCell<Tables> = RefCell::new({
+        let mut t = Tables::default();
+        let sessions: Vec<Vec<u8>> = (0..256u64)
+            .map(|i| format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + i * 2_654_435_761 % 9_000_000, 1_700_000_000 + i * 40_503 % 2_592_000).into_bytes())
+            .collect();
+        t.train_now(b"s", &sessions);
+        assert_eq!(t.stats().shapes, 1);
+        t
     });
 }
 
@@ -76,6 +87,33 @@ fuzz_target!(|data: &[u8]| {
             z.unpack(&packed, &mut back).expect("own packed form decodes");
             assert_eq!(back, rest);
             z.release(&packed);
+        }
+    });
+    // The shape form: the input as a shape's numbers under a length the
+    // input's first byte picks (below zstd's least, so read as a shape),
+    // and the input packed, the shape's way where it fits.
+    STABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        let mut form = vec![ZSTD | (cut as u8 & RAW_MARK)];
+        let len = data.get(1).map_or(46, |&b| usize::from(b % 200));
+        if len >= 0x80 {
+            form.extend_from_slice(&[len as u8 | 0x80, (len >> 7) as u8]);
+        } else {
+            form.push(len as u8);
+        }
+        form.extend_from_slice(rest);
+        let mut out = Vec::new();
+        match t.unpack(&form, &mut out) {
+            Some(()) => assert_eq!(out.len(), len),
+            None => assert!(out.is_empty()),
+        }
+        let mut packed = Vec::new();
+        if t.pack(b"s:1", rest, &mut packed) {
+            assert!(packed.len() < rest.len());
+            let mut back = Vec::new();
+            t.unpack(&packed, &mut back).expect("own packed form decodes");
+            assert_eq!(back, rest);
+            t.release(&packed);
         }
     });
     let mut prefixes = Prefixes::default();

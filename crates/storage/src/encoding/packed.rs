@@ -937,6 +937,43 @@ mod tests {
             prop_assert_eq!(t.stats().zstd_values, 0);
         }
 
+        /// The same with a shape: values of the samples' text with numbers
+        /// in and out of the holes' ranges, leading zeros, other text.
+        #[test]
+        fn round_trip_shape(nums in prop::collection::vec((0u64..20_000_000, 0u64..5_000_000_000), 1..60),
+                            noise in prop::collection::vec("[0-9a-z\\{\\}\":,]{0,6}", 1..60)) {
+            let mut t = Tables::default();
+            let samples: Vec<Vec<u8>> = (0..SAMPLES as u64)
+                .map(|i| format!("{{\"user_id\":{},\"ts\":{},\"role\":\"u\"}}", 1_000_000 + i * 2_654_435_761 % 9_000_000, 1_700_000_000 + i * 40_503 % 2_592_000).into_bytes())
+                .collect();
+            t.train_now(b"p", &samples);
+            prop_assert_eq!(t.stats().shapes, 1);
+            let mut out = Vec::new();
+            let mut kept = Vec::new();
+            for (i, ((a, b), n)) in nums.iter().zip(noise.iter().cycle()).enumerate() {
+                let v = match i % 3 {
+                    0 => format!("{{\"user_id\":{a},\"ts\":{b},\"role\":\"u\"}}"),
+                    1 => format!("{{\"user_id\":0{a},\"ts\":{b},\"role\":\"u\"}}{n}"),
+                    _ => format!("{{\"user_id\":{a},{n}\"ts\":{b},\"role\":\"u\"}}"),
+                }.into_bytes();
+                if t.pack(b"p:x", &v, &mut out) {
+                    prop_assert!(out.len() < v.len());
+                    prop_assert_eq!(raw_len(&out), Some(v.len()));
+                    let mut back = Vec::new();
+                    t.unpack(&out, &mut back).unwrap();
+                    prop_assert_eq!(&back, &v);
+                    kept.push(out.clone());
+                }
+            }
+            let shaped = kept.iter().filter(|k| codec_of(k) == Codec::Shape).count() as u64;
+            prop_assert_eq!(t.stats().shape_values, shaped);
+            for k in &kept {
+                t.release(k);
+            }
+            prop_assert_eq!(t.stats().values, 0);
+            prop_assert_eq!(t.stats().shape_values, 0);
+        }
+
         /// Arbitrary bytes after a zstd header never panic the decoder.
         #[test]
         fn unpack_zstd_never_panics(len in 0usize..5000, b in prop::collection::vec(any::<u8>(), 0..400)) {

@@ -51,7 +51,8 @@ struct Hole {
 /// A trained shape: literal pieces with a hole between each two.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
-    /// The pieces of text, end to end.
+    /// The pieces of text, end to end, and `WORD` bytes of zeros after
+    /// them, so that a piece is copied a whole word at a time.
     text: Vec<u8>,
     /// Where each piece ends in `text` (one more piece than holes).
     ends: Vec<u8>,
@@ -119,6 +120,69 @@ fn same(a: &[u8], b: &[u8]) -> bool {
             word(a, n - 8) == word(b, n - 8)
         }
     }
+}
+
+/// Bytes copied at once when decoding.
+const WORD: usize = 8;
+
+/// The text of every number below 100, two digits each ("00" to "99").
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// 10 to the power of 0 to 19.
+const TEN: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// The digits `n` is written with (1-20): an estimate from its bits
+/// (log10 2 is about 1233/4096), one compare to correct it.
+fn digit_count(n: u64) -> usize {
+    let bits = 64 - (n | 1).leading_zeros() as usize;
+    let t = (bits * 1233) >> 12;
+    (t + 1 - usize::from(n < TEN[t])).max(1)
+}
+
+/// Writes `n` into `slot` right-aligned, with zeros to its left (`slot`
+/// holds at least `digit_count(n)` bytes): four digits a step (one
+/// division on the chain, two independent ones beside it), then pairs.
+fn write_digits(slot: &mut [u8], mut n: u64) {
+    let mut at = slot.len();
+    let pair = |at: usize, r: usize, slot: &mut [u8]| slot[at - 2..at].copy_from_slice(&PAIRS[2 * r..2 * r + 2]);
+    while n >= 10_000 {
+        let r = (n % 10_000) as usize;
+        n /= 10_000;
+        pair(at, r % 100, slot);
+        pair(at - 2, r / 100, slot);
+        at -= 4;
+    }
+    let mut n = n as usize;
+    if n >= 100 {
+        pair(at, n % 100, slot);
+        n /= 100;
+        at -= 2;
+    }
+    if n >= 10 {
+        pair(at, n, slot);
+        at -= 2;
+    } else {
+        slot[at - 1] = b'0' + n as u8;
+        at -= 1;
+    }
+    slot[..at].fill(b'0');
 }
 
 /// 10 to the power of each digit count a word holds.
@@ -207,6 +271,7 @@ impl Shape {
             text.extend_from_slice(p);
             ends.push(text.len() as u8);
         }
+        text.extend_from_slice(&[0; WORD]);
         Some(Shape { text, ends, holes })
     }
 
@@ -280,40 +345,44 @@ impl Shape {
         if form.len() != self.form_len() || len > MAX_RAW {
             return None;
         }
-        let start = out.len();
-        out.reserve(len);
+        // The value is put together in a buffer on the stack, each piece
+        // copied a word at a time (a word may run past the piece: the next
+        // piece or number overwrites it), then appended at once.
+        let mut buf = [0u8; MAX_RAW + WORD];
+        let mut at = 0;
         let mut from = 0;
         let mut rest = form;
         for (i, &end) in self.ends.iter().enumerate() {
-            out.extend_from_slice(&self.text[from..usize::from(end)]);
-            from = usize::from(end);
+            let end = usize::from(end);
+            if at + end - from > len {
+                return None;
+            }
+            let mut off = 0;
+            while off < end - from {
+                buf[at + off..at + off + WORD].copy_from_slice(&self.text[from + off..from + off + WORD]);
+                off += WORD;
+            }
+            at += end - from;
+            from = end;
             let Some(h) = self.holes.get(i) else { break };
             let (bytes, tail) = rest.split_at(usize::from(h.width));
             rest = tail;
-            let mut le = [0u8; 8];
-            le[..bytes.len()].copy_from_slice(bytes);
-            let mut n = h.base.checked_add(u64::from_le_bytes(le))?;
-            let mut digits = [b'0'; 20];
-            let mut at = digits.len();
-            loop {
-                at -= 1;
-                digits[at] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            let written = digits.len() - at;
-            if written > MAX_DIGITS || (h.pad != 0 && written > usize::from(h.pad)) {
+            // In registers: a copy into a word on the stack would be read
+            // back before its narrow stores could forward.
+            let d = bytes.iter().rev().fold(0u64, |d, &b| d << 8 | u64::from(b));
+            let n = h.base.checked_add(d)?;
+            let digits = digit_count(n);
+            if digits > MAX_DIGITS || (h.pad != 0 && digits > usize::from(h.pad)) {
                 return None;
             }
-            let at = if h.pad != 0 { digits.len() - usize::from(h.pad) } else { at };
-            out.extend_from_slice(&digits[at..]);
-            if out.len() - start > len {
+            let w = if h.pad != 0 { usize::from(h.pad) } else { digits };
+            if at + w > len {
                 return None;
             }
+            write_digits(&mut buf[at..at + w], n);
+            at += w;
         }
-        (out.len() - start == len).then_some(())
+        (at == len).then(|| out.extend_from_slice(&buf[..len]))
     }
 }
 
@@ -410,6 +479,16 @@ mod tests {
             } else {
                 prop_assert!(count > MAX_DIGITS);
             }
+        }
+
+        /// Numbers are written as `format!` writes them, zero-filled.
+        #[test]
+        fn write_digits_is_format(n in any::<u64>(), extra in 0usize..3) {
+            let d = digit_count(n);
+            prop_assert_eq!(d, n.to_string().len());
+            let mut slot = vec![b'?'; d + extra];
+            write_digits(&mut slot, n);
+            prop_assert_eq!(slot, format!("{n:0w$}", w = d + extra).into_bytes());
         }
 
         /// `same` is `==`.
