@@ -2,7 +2,8 @@
 stored, through GET/GETRANGE/STRLEN/APPEND/SETRANGE/INCR, OBJECT ENCODING,
 SCAN, DUMP/RESTORE, SAVE and restart, Redis 7.0 loading our RDB, MIGRATE to
 Redis 7.0, a replica, and tables retrained while a client reads and writes.
-Both codecs: FSST (short values) and zstd (records of 200 bytes and more).
+The codecs: shapes (short records of one text with numbers in it), FSST
+(other short values) and zstd (records of 200 bytes and more).
 docs/design/compression.md explains the feature."""
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def test_sessions_are_packed_and_read_back(cr):
     assert info["value_compression"] == "yes"
     assert info["compression_dictionaries"] == 1
     assert info["compressed_values"] > 1500
+    # Seed 002's records share one text with two numbers in it: a shape.
+    assert info["compression_shapes"] == 1
+    assert info["compressed_values_shape"] > 1500
     assert info["compressed_bytes_after"] * 2 < info["compressed_bytes_before"]
     check_all(cr, data)
     k, v = list(data.items())[-1]
@@ -136,6 +140,68 @@ def test_sessions_are_packed_and_read_back(cr):
         seen.add(key)
     assert seen == set(data) | {b"session:short"}
     assert cr.type(k) == b"string"
+
+
+def dated(rng: random.Random, i: int) -> bytes:
+    """A short record with numbers in a fixed text, some zero-filled (a
+    date): one shape for its pattern."""
+    return b'{"id":%d,"day":"2024-%02d-%02d","n":%d}' % (
+        100_000 + i * 7919 % 900_000, rng.randrange(1, 13), rng.randrange(1, 29), rng.randrange(1000))
+
+
+def test_shape_values_come_back_exactly(cr, tmp_path):
+    rng = random.Random(5)
+    data = {b"evt:%d" % i: dated(rng, i) for i in range(600)}
+    for k, v in data.items():
+        cr.set(k, v)
+    info = compression(cr)
+    assert info["compression_shapes"] == 1, sorted(info.items())
+    assert info["compressed_values_shape"] > 300, info
+    shaped = info["compressed_values_shape"]
+    # Values of the pattern near the shape and off it: leading zeros where
+    # the shape writes none, a day not zero-filled, numbers below the
+    # samples' least and past a hole's bytes, 19 and 20 digits, a minus
+    # sign, text added or missing. Each comes back exactly, shape or not.
+    odd = [
+        b'{"id":123456,"day":"2024-01-02","n":5}',
+        b'{"id":999999,"day":"2024-12-28","n":999}',
+        b'{"id":0123456,"day":"2024-01-02","n":5}',
+        b'{"id":123456,"day":"2024-1-02","n":5}',
+        b'{"id":5,"day":"2024-01-02","n":5}',
+        b'{"id":99999999999999,"day":"2024-01-02","n":5}',
+        b'{"id":1234567890123456789,"day":"2024-01-02","n":5}',
+        b'{"id":12345678901234567890,"day":"2024-01-02","n":5}',
+        b'{"id":-123456,"day":"2024-01-02","n":5}',
+        b'{"id":123456,"day":"2024-01-02","n":0}',
+        b'{"id":123456,"day":"2024-01-02","n":5} ',
+        b'{"id":123456,"day":"2024-01-02","n":}',
+        b'{"id":123456,"day":"2024-01-02"}',
+        b'{"id":123456,"day":"2024-00-00","n":999}',
+    ]
+    for i, v in enumerate(odd):
+        data[b"evt:odd:%d" % i] = v
+        cr.set(b"evt:odd:%d" % i, v)
+    assert compression(cr)["compressed_values_shape"] >= shaped + 3
+    check_all(cr, data)
+    k = b"evt:7"
+    v = data[k]
+    assert cr.strlen(k) == len(v)
+    assert cr.getrange(k, 3, 12) == v[3:13]
+    assert cr.object("encoding", k) == (b"embstr" if len(v) <= 44 else b"raw")
+    # In-place edits read the shape's bytes and store the result again.
+    assert cr.append(k, b"!") == len(v) + 1
+    assert cr.setrange(b"evt:8", 6, b"7") == len(data[b"evt:8"])
+    data[k] = v + b"!"
+    data[b"evt:8"] = data[b"evt:8"][:6] + b"7" + data[b"evt:8"][7:]
+    assert cr.object("encoding", k) == b"raw"
+    check_all(cr, data)
+    # DUMP/RESTORE and a reload carry the original bytes.
+    dumped = cr.dump(b"evt:9")
+    cr.restore(b"evt:copy", 0, dumped)
+    data[b"evt:copy"] = data[b"evt:9"]
+    cr.execute_command("DEBUG", "RELOAD")
+    check_all(cr, data)
+    assert compression(cr)["compressed_values_shape"] > 300
 
 
 def test_edits_of_packed_strings(cr):
