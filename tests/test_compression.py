@@ -204,6 +204,30 @@ def test_shape_values_come_back_exactly(cr, tmp_path):
     assert compression(cr)["compressed_values_shape"] > 300
 
 
+def test_memory_report_shows_raw_and_stored_bytes(cr, start_server):
+    data = fill(cr)
+    plain = redis.Redis(host=HOST, port=start_server().port)
+    for k, v in data.items():
+        plain.set(k, v)
+    raw = sum(len(k) + len(v) for k in data for v in [data[k]])
+
+    def strings(r):
+        rep = r.execute_command("MEMORY", "REPORT")
+        rep = rep if isinstance(rep, dict) else dict(zip(rep[::2], rep[1::2]))
+        for p in rep[b"patterns"]:
+            p = p if isinstance(p, dict) else dict(zip(p[::2], p[1::2]))
+            if p[b"pattern"] == b"session:{hex40}":
+                return p[b"string-raw-bytes"], p[b"string-bytes"], p[b"bytes"]
+        raise AssertionError("no session pattern")
+
+    on, off = strings(cr), strings(plain)
+    assert on[0] == off[0] == raw
+    assert on[1] == on[2] and off[1] == off[2]
+    # Packed: below the raw bytes (about half); plain: above them.
+    assert on[1] < 0.7 * raw < raw < off[1], (on, off, raw)
+    plain.close()
+
+
 def test_edits_of_packed_strings(cr):
     data = fill(cr)
     keys = list(data)

@@ -99,6 +99,12 @@ def test_known_patterns_match_memory_usage(new_client, proto):
     assert s[b"with-ttl"] == s[b"keys"]
     assert 900_000 < s[b"ttl-min-ms"] <= s[b"ttl-median-ms"] <= s[b"ttl-max-ms"] <= 1_199_000
     assert set(s[b"encodings"]) <= {b"embstr", b"raw", b"int"}
+    # Strings: their key and value bytes as sent, and what they cost; other
+    # types count in neither.
+    hexes = [k for k in keys[b"session:{hex40}"] if any(c in b"abcdef" for c in k[8:])]
+    assert s[b"string-raw-bytes"] == sum(len(k) + r.strlen(k) for k in hexes)
+    assert s[b"string-bytes"] == s[b"bytes"]
+    assert pats[b"user:{n}:cart"][b"string-raw-bytes"] == pats[b"user:{n}:cart"][b"string-bytes"] == 0
     digits = pats[b"session:{n}"]
     assert digits[b"keys"] == 200 - len([k for k in keys[b"session:{hex40}"] if any(c in b"abcdef" for c in k[8:])]) + 1
     # Histograms: per type, every key in one power-of-two bucket.

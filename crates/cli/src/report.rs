@@ -22,6 +22,10 @@ pub struct Pat {
     pub with_ttl: u64,
     pub ttl_median: Option<i64>,
     pub largest: Vec<(String, u64)>,
+    /// The string keys' key and value bytes as clients see them, and
+    /// what those keys cost stored (MEMORY USAGE).
+    pub string_raw: u64,
+    pub string_bytes: u64,
 }
 
 /// A size histogram's non-empty buckets: (low, high, keys, bytes).
@@ -99,6 +103,8 @@ fn from_reply(addr: &str, v: &Val) -> Summary {
                     with_ttl: p.get("with-ttl").and_then(Val::int).unwrap_or(0) as u64,
                     ttl_median: p.get("ttl-median-ms").and_then(Val::int),
                     largest: p.get("largest").map(|l| l.array().iter().map(|e| (e.array()[0].text(), e.array()[1].int().unwrap_or(0) as u64)).collect()).unwrap_or_default(),
+                    string_raw: p.get("string-raw-bytes").and_then(Val::int).unwrap_or(0) as u64,
+                    string_bytes: p.get("string-bytes").and_then(Val::int).unwrap_or(0) as u64,
                 })
                 .collect()
         })
@@ -152,14 +158,17 @@ fn scan(c: &mut Conn, t: &Target) -> io::Result<Summary> {
             c.send(&[b"TYPE", k])?;
             c.send(&[b"OBJECT", b"ENCODING", k])?;
             c.send(&[b"PTTL", k])?;
+            // An error for any other type: only a string's is used.
+            c.send(&[b"STRLEN", k])?;
         }
         c.flush()?;
         for k in &keys {
-            let (usage, kind, enc, pttl) = (c.read()?, c.read()?, c.read()?, c.read()?);
+            let (usage, kind, enc, pttl, len) = (c.read()?, c.read()?, c.read()?, c.read()?, c.read()?);
             // Gone between SCAN and the questions: not counted.
             let (Some(bytes), Val::Status(kind)) = (usage.int(), kind) else { continue };
             let ttl = pttl.int().filter(|&t| t >= 0);
-            agg.add(KeyInfo { key: k, kind: &kind, encoding: &enc.text(), bytes: bytes as u64, ttl_ms: ttl });
+            let raw = len.int().filter(|_| kind == "string").map(|n| (k.len() as i64 + n) as u64);
+            agg.add(KeyInfo { key: k, kind: &kind, encoding: &enc.text(), bytes: bytes as u64, ttl_ms: ttl, raw });
         }
         cursor = next;
         if cursor == b"0" {
@@ -179,6 +188,8 @@ fn scan(c: &mut Conn, t: &Target) -> io::Result<Summary> {
             with_ttl: p.with_ttl,
             ttl_median: p.ttl_median(),
             largest: p.largest.iter().map(|(k, b)| (lossy(k), *b)).collect(),
+            string_raw: p.string_raw,
+            string_bytes: p.string_bytes,
         })
         .collect();
     let histograms = r.histograms.iter().map(|h| (h.kind.clone(), h.rows())).collect();
@@ -205,17 +216,20 @@ pub fn table(s: &Summary) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "{} ({}): {} keys, {}, {} patterns", s.server, s.method, s.keys, human(s.bytes), s.pattern_count);
     let w = s.patterns.iter().map(|p| p.name.chars().count()).max().unwrap_or(7).clamp(7, 60);
-    let _ = writeln!(o, "{:<w$}  {:>10}  {:>11}  {:>9}  {:>6}  {:>10}  types / encodings", "pattern", "keys", "bytes", "bytes/key", "ttl%", "ttl median");
+    let _ = writeln!(o, "{:<w$}  {:>10}  {:>11}  {:>9}  {:>11}  {:>6}  {:>10}  types / encodings", "pattern", "keys", "bytes", "bytes/key", "strings/raw", "ttl%", "ttl median");
     for p in &s.patterns {
         let ttl_pct = if p.keys == 0 { 0.0 } else { 100.0 * p.with_ttl as f64 / p.keys as f64 };
         let med = p.ttl_median.map_or("-".to_string(), |m| format!("{:.1}s", m as f64 / 1000.0));
+        // What the string keys cost against their raw key and value bytes.
+        let stored = if p.string_raw == 0 { "-".to_string() } else { format!("{:.2}x", p.string_bytes as f64 / p.string_raw as f64) };
         let _ = writeln!(
             o,
-            "{:<w$}  {:>10}  {:>11}  {:>9}  {:>5.1}%  {:>10}  {} / {}",
+            "{:<w$}  {:>10}  {:>11}  {:>9}  {:>11}  {:>5.1}%  {:>10}  {} / {}",
             p.name,
             p.keys,
             p.bytes,
             p.bytes.checked_div(p.keys).unwrap_or(0),
+            stored,
             ttl_pct,
             med,
             mix(&p.types),

@@ -133,6 +133,10 @@ pub struct KeyInfo<'a> {
     pub bytes: u64,
     /// Milliseconds to live, None without a TTL.
     pub ttl_ms: Option<i64>,
+    /// For a string, the bytes of its key and value as clients send and
+    /// read them (what `bytes` stores below its raw size, with
+    /// value-compression and key-compression on); None for other types.
+    pub raw: Option<u64>,
 }
 
 /// What the report keeps of one pattern.
@@ -152,6 +156,9 @@ pub struct PatternStats {
     ttl_sample: Vec<i64>,
     /// The largest keys, largest first: (key, bytes).
     pub largest: Vec<(Vec<u8>, u64)>,
+    /// The string keys' raw bytes (`KeyInfo::raw`) and MEMORY USAGE.
+    pub string_raw: u64,
+    pub string_bytes: u64,
 }
 
 impl PatternStats {
@@ -249,6 +256,10 @@ impl Aggregate {
         p.bytes += k.bytes;
         count_in(&mut p.types, k.kind);
         count_in(&mut p.encodings, k.encoding);
+        if let Some(raw) = k.raw {
+            p.string_raw += raw;
+            p.string_bytes += k.bytes;
+        }
         if let Some(ttl) = k.ttl_ms {
             if p.with_ttl == 0 {
                 p.ttl_min = ttl;
@@ -357,9 +368,9 @@ mod tests {
         let mut a = Aggregate::new();
         for i in 0..100u64 {
             let key = format!("user:{i}");
-            a.add(KeyInfo { key: key.as_bytes(), kind: "string", encoding: "embstr", bytes: 50 + i, ttl_ms: (i % 2 == 0).then_some(i as i64 * 1000) });
+            a.add(KeyInfo { key: key.as_bytes(), kind: "string", encoding: "embstr", bytes: 50 + i, ttl_ms: (i % 2 == 0).then_some(i as i64 * 1000), raw: Some(20) });
         }
-        a.add(KeyInfo { key: b"h:1", kind: "hash", encoding: "listpack", bytes: 10_000, ttl_ms: None });
+        a.add(KeyInfo { key: b"h:1", kind: "hash", encoding: "listpack", bytes: 10_000, ttl_ms: None, raw: None });
         let r = a.finish(10);
         assert_eq!(r.keys, 101);
         assert_eq!(r.pattern_count, 2);
@@ -372,6 +383,8 @@ mod tests {
         assert_eq!(u.ttl_median(), Some(50_000));
         assert_eq!(u.largest.iter().map(|l| l.1).collect::<Vec<_>>(), vec![149, 148, 147, 146, 145]);
         assert_eq!(u.types, vec![("string".to_string(), 100)]);
+        assert_eq!((u.string_raw, u.string_bytes), (2_000, u.bytes));
+        assert_eq!((r.patterns[0].1.string_raw, r.patterns[0].1.string_bytes), (0, 0), "a hash is no string");
         let strings = r.histograms.iter().find(|h| h.kind == "string").unwrap();
         assert_eq!(strings.rows().iter().map(|r| r.2).sum::<u64>(), 100);
         assert_eq!(strings.rows()[0], (32, 64, 14, (50..64).sum()));
@@ -380,8 +393,8 @@ mod tests {
     #[test]
     fn bounded_patterns_and_limit() {
         let mut a = Aggregate::new();
-        a.add(KeyInfo { key: b"a", kind: "string", encoding: "int", bytes: 1, ttl_ms: None });
-        a.add(KeyInfo { key: b"b", kind: "string", encoding: "int", bytes: 2, ttl_ms: None });
+        a.add(KeyInfo { key: b"a", kind: "string", encoding: "int", bytes: 1, ttl_ms: None, raw: None });
+        a.add(KeyInfo { key: b"b", kind: "string", encoding: "int", bytes: 2, ttl_ms: None, raw: None });
         let r = a.finish(1);
         assert_eq!(r.pattern_count, 2);
         assert_eq!(r.patterns.len(), 1);

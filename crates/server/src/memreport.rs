@@ -111,7 +111,11 @@ impl Job {
                     *cut = true;
                     return;
                 }
-                agg.add(KeyInfo { key, kind: v.kind().name(), encoding: encoding_name(v), bytes: bytes as u64, ttl_ms: deadline.map(|t| t - now) });
+                let raw = match v {
+                    ValueRef::Str(s) => Some((key.len() + s.len()) as u64),
+                    _ => None,
+                };
+                agg.add(KeyInfo { key, kind: v.kind().name(), encoding: encoding_name(v), bytes: bytes as u64, ttl_ms: deadline.map(|t| t - now), raw });
             });
             if *cursor == 0 || (opts.samples.is_some_and(|n| agg.keys >= n)) {
                 return true;
@@ -215,7 +219,7 @@ pub fn write_reply(out: &mut Reply, f: &Finished) {
     out.bulk(b"patterns");
     out.array(r.patterns.len());
     for (name, p) in &r.patterns {
-        out.map(11);
+        out.map(13);
         out.bulk(b"pattern");
         out.bulk(name);
         out.bulk(b"keys");
@@ -224,6 +228,10 @@ pub fn write_reply(out: &mut Reply, f: &Finished) {
         out.int(p.bytes as i64);
         out.bulk(b"bytes-per-key");
         out.int(p.bytes_per_key() as i64);
+        out.bulk(b"string-raw-bytes");
+        out.int(p.string_raw as i64);
+        out.bulk(b"string-bytes");
+        out.int(p.string_bytes as i64);
         out.bulk(b"types");
         counts(out, &p.types);
         out.bulk(b"encodings");
