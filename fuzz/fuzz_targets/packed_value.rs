@@ -38,6 +38,37 @@ thread_local! {
     });
 }
 
+/// `rest` after a header of `head` and the varint `len`, read by `t`:
+/// exactly `len` bytes, or refused with nothing written.
+fn unpack_under(t: &Tables, head: u8, len: usize, rest: &[u8]) {
+    let mut form = vec![head];
+    let mut n = len;
+    while n >= 0x80 {
+        form.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    form.push(n as u8);
+    form.extend_from_slice(rest);
+    let mut out = Vec::new();
+    match t.unpack(&form, &mut out) {
+        Some(()) => assert_eq!(out.len(), len),
+        None => assert!(out.is_empty()),
+    }
+}
+
+/// `value` packed by `t` under `key`, where it packs, is shorter and
+/// unpacks to itself; the stored value is then let go.
+fn pack_round_trip(t: &mut Tables, key: &[u8], value: &[u8]) {
+    let mut packed = Vec::new();
+    if t.pack(key, value, &mut packed) {
+        assert!(packed.len() < value.len());
+        let mut back = Vec::new();
+        t.unpack(&packed, &mut back).expect("own packed form decodes");
+        assert_eq!(back, value);
+        t.release(&packed);
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let cut = data.first().map_or(0, |&b| b as usize).min(data.len());
     let (samples, rest) = data.split_at(cut);
@@ -49,13 +80,7 @@ fuzz_target!(|data: &[u8]| {
         Some(()) => assert_eq!(Some(out.len()), raw_len(rest)),
         None => assert!(out.is_empty()),
     }
-    let mut packed = Vec::new();
-    if t.pack(b"p:1", rest, &mut packed) {
-        assert!(packed.len() < rest.len());
-        let mut back = Vec::new();
-        t.unpack(&packed, &mut back).expect("own packed form decodes");
-        assert_eq!(back, rest);
-    }
+    pack_round_trip(&mut t, b"p:1", rest);
     // The zstd form: a table whose samples are large enough for a
     // dictionary (records of a shared template), trained once per process
     // (training a dictionary takes milliseconds, which would make each run
@@ -63,58 +88,22 @@ fuzz_target!(|data: &[u8]| {
     // packed.
     ZTABLE.with(|z| {
         let mut z = z.borrow_mut();
-        let mut form = vec![ZSTD | (cut as u8 & RAW_MARK)];
         let len = u16::from_le_bytes([data.get(1).copied().unwrap_or(0), data.get(2).copied().unwrap_or(0)]) as usize;
-        let mut n = len;
-        while n >= 0x80 {
-            form.push(n as u8 | 0x80);
-            n >>= 7;
-        }
-        form.push(n as u8);
-        form.extend_from_slice(rest);
-        out.clear();
-        match z.unpack(&form, &mut out) {
-            Some(()) => assert_eq!(out.len(), len),
-            None => assert!(out.is_empty()),
-        }
+        unpack_under(&z, ZSTD | (cut as u8 & RAW_MARK), len, rest);
         out.clear();
         if z.unpack(rest, &mut out).is_some() {
             assert_eq!(Some(out.len()), raw_len(rest));
         }
-        if z.pack(b"z:1", rest, &mut packed) {
-            assert!(packed.len() < rest.len());
-            let mut back = Vec::new();
-            z.unpack(&packed, &mut back).expect("own packed form decodes");
-            assert_eq!(back, rest);
-            z.release(&packed);
-        }
+        pack_round_trip(&mut z, b"z:1", rest);
     });
     // The shape form: the input as a shape's numbers under a length the
     // input's first byte picks (below zstd's least, so read as a shape),
     // and the input packed, the shape's way where it fits.
     STABLE.with(|t| {
         let mut t = t.borrow_mut();
-        let mut form = vec![ZSTD | (cut as u8 & RAW_MARK)];
         let len = data.get(1).map_or(46, |&b| usize::from(b % 200));
-        if len >= 0x80 {
-            form.extend_from_slice(&[len as u8 | 0x80, (len >> 7) as u8]);
-        } else {
-            form.push(len as u8);
-        }
-        form.extend_from_slice(rest);
-        let mut out = Vec::new();
-        match t.unpack(&form, &mut out) {
-            Some(()) => assert_eq!(out.len(), len),
-            None => assert!(out.is_empty()),
-        }
-        let mut packed = Vec::new();
-        if t.pack(b"s:1", rest, &mut packed) {
-            assert!(packed.len() < rest.len());
-            let mut back = Vec::new();
-            t.unpack(&packed, &mut back).expect("own packed form decodes");
-            assert_eq!(back, rest);
-            t.release(&packed);
-        }
+        unpack_under(&t, ZSTD | (cut as u8 & RAW_MARK), len, rest);
+        pack_round_trip(&mut t, b"s:1", rest);
     });
     let mut prefixes = Prefixes::default();
     let mut key = Vec::new();
