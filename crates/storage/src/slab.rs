@@ -190,8 +190,8 @@ pub fn prefetch_bytes<T>(b: &[T], lines: usize) {
         for i in 0..(first + bytes).div_ceil(64) {
             // SAFETY: SSE is part of every x86_64 target, and a prefetch
             // only hints the cache: it reads nothing the program sees and
-            // cannot fault, whatever the address (`wrapping_add` makes no
-            // claim that it is in bounds).
+            // cannot fault, whatever the address (`wrapping_sub` and
+            // `wrapping_add` make no claim that it is in bounds).
             unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_sub(first).wrapping_add(i * 64)) };
         }
     }

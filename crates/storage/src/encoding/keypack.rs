@@ -274,20 +274,16 @@ impl Prefixes {
     pub fn unpack_number(&self, id: u8, bytes: &[u8], out: &mut Vec<u8>) -> Option<()> {
         let prefix = self.list.get(usize::from(id)).filter(|_| usize::from(id) < NUMBER_IDS)?;
         let n = read_number(bytes)?;
-        out.extend_from_slice(prefix);
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut m = n;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (m % 10) as u8;
-            m /= 10;
-            if m == 0 {
-                break;
-            }
-        }
         // 20 digits only from a number no 19-digit tail gives.
-        (digits.len() - at <= MAX_NUMBER_DIGITS).then(|| out.extend_from_slice(&digits[at..]))
+        let digits = super::digit_count(n);
+        if digits > MAX_NUMBER_DIGITS {
+            return None;
+        }
+        out.extend_from_slice(prefix);
+        let at = out.len();
+        out.resize(at + digits, 0);
+        super::write_digits(&mut out[at..], n);
+        Some(())
     }
 
     /// True if number-key parts `id` and `bytes` stand for `key` (no

@@ -151,9 +151,70 @@ pub fn shrink_class(v: &mut Vec<u8>) {
     }
 }
 
+/// The text of every number below 100, two digits each ("00" to "99").
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// 10 to the power of 0 to 19.
+const TEN: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// The digits `n` is written with (1-20): an estimate from its bits
+/// (log10 2 is about 1233/4096), one compare to correct it.
+pub(crate) fn digit_count(n: u64) -> usize {
+    let bits = 64 - (n | 1).leading_zeros() as usize;
+    let t = (bits * 1233) >> 12;
+    (t + 1 - usize::from(n < TEN[t])).max(1)
+}
+
+/// Writes `n` in decimal into `slot` right-aligned, with zeros to its left (`slot`
+/// holds at least `digit_count(n)` bytes): four digits a step (one
+/// division on the chain, two independent ones beside it), then pairs.
+pub(crate) fn write_digits(slot: &mut [u8], mut n: u64) {
+    let mut at = slot.len();
+    let pair = |at: usize, r: usize, slot: &mut [u8]| slot[at - 2..at].copy_from_slice(&PAIRS[2 * r..2 * r + 2]);
+    while n >= 10_000 {
+        let r = (n % 10_000) as usize;
+        n /= 10_000;
+        pair(at, r % 100, slot);
+        pair(at - 2, r / 100, slot);
+        at -= 4;
+    }
+    let mut n = n as usize;
+    if n >= 100 {
+        pair(at, n % 100, slot);
+        n /= 100;
+        at -= 2;
+    }
+    if n >= 10 {
+        pair(at, n, slot);
+        at -= 2;
+    } else {
+        slot[at - 1] = b'0' + n as u8;
+        at -= 1;
+    }
+    slot[..at].fill(b'0');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn alloc_size_matches_jemalloc() {
@@ -180,5 +241,17 @@ mod tests {
         v.clear();
         shrink_class(&mut v);
         assert_eq!(v.capacity(), 0);
+    }
+
+    proptest! {
+        /// Numbers are written as `format!` writes them, zero-filled.
+        #[test]
+        fn write_digits_is_format(n in any::<u64>(), extra in 0usize..3) {
+            let d = digit_count(n);
+            prop_assert_eq!(d, n.to_string().len());
+            let mut slot = vec![b'?'; d + extra];
+            write_digits(&mut slot, n);
+            prop_assert_eq!(slot, format!("{n:0w$}", w = d + extra).into_bytes());
+        }
     }
 }

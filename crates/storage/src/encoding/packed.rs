@@ -214,14 +214,17 @@ pub enum Codec {
 /// The codec of a packed form (FSST if malformed).
 pub fn codec_of(packed: &[u8]) -> Codec {
     match (packed.first(), raw_len(packed)) {
-        (Some(b), Some(len)) if b & ZSTD != 0 => {
-            if len >= zdict::MIN_LEN {
-                Codec::Zstd
-            } else {
-                Codec::Shape
-            }
-        }
+        (Some(&first), Some(len)) => codec_from(first, len),
         _ => Codec::Fsst,
+    }
+}
+
+/// The codec a form's first byte and raw length name.
+fn codec_from(first: u8, raw: usize) -> Codec {
+    match (first & ZSTD != 0, raw >= zdict::MIN_LEN) {
+        (false, _) => Codec::Fsst,
+        (true, true) => Codec::Zstd,
+        (true, false) => Codec::Shape,
     }
 }
 
@@ -613,11 +616,12 @@ impl Tables {
     /// longer current.
     pub fn release(&mut self, packed: &[u8]) {
         let id = table_of(packed) as usize;
-        self.count_codec(codec_of(packed), -1);
+        let raw = raw_len(packed).expect("stored form is valid");
+        self.count_codec(codec_from(packed[0], raw), -1);
         let t = self.tables[id].as_mut().expect("a stored value's table is live");
         t.refs -= 1;
         self.stats.values -= 1;
-        self.stats.raw_bytes -= raw_len(packed).expect("stored form is valid") as u64;
+        self.stats.raw_bytes -= raw as u64;
         self.stats.packed_bytes -= packed.len() as u64;
         if t.refs == 0 && t.pattern.is_none() {
             self.tables[id] = None;
@@ -628,11 +632,12 @@ impl Tables {
     /// Notes a stored packed value that was copied into a new blob (the
     /// same bytes stored again, e.g. with a new deadline).
     pub fn retain(&mut self, packed: &[u8]) {
+        let raw = raw_len(packed).expect("stored form is valid");
+        self.count_codec(codec_from(packed[0], raw), 1);
         let t = self.tables[table_of(packed) as usize].as_mut().expect("live table");
         t.refs += 1;
         self.stats.values += 1;
-        self.count_codec(codec_of(packed), 1);
-        self.stats.raw_bytes += raw_len(packed).expect("stored form is valid") as u64;
+        self.stats.raw_bytes += raw as u64;
         self.stats.packed_bytes += packed.len() as u64;
     }
 
