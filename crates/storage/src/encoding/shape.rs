@@ -59,6 +59,66 @@ pub struct Shape {
     /// Where each piece ends in `text` (one more piece than holes).
     ends: Vec<u8>,
     holes: Vec<Hole>,
+    /// The layout every sample had, where each hole had one digit count.
+    fixed: Option<Fixed>,
+}
+
+/// A shape's values laid out with each hole's usual digit count, checked a
+/// word at a time (`Shape::encode_fixed`): every hole at a known offset,
+/// so no piece is looked for and no digit run measured. A value of another
+/// length, or that fails a check, goes the general way, which accepts
+/// exactly what this accepts and more (a value of this length with this
+/// text around digit runs of these lengths has its runs where these are:
+/// the text next to a hole is never a digit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fixed {
+    /// The value's length.
+    len: usize,
+    /// Per word of the value (the last one padded with zeros): the text's
+    /// bytes, a mask of the bytes that are text, and the high bit of each
+    /// byte that is a hole's digit.
+    words: Vec<[u64; 3]>,
+    /// Each hole's offset and digit count.
+    at: Vec<(u8, u8)>,
+}
+
+impl Fixed {
+    /// The layout of `pieces` with `digits` in the holes between them, if
+    /// it is at least a word long (shorter values gain nothing from it).
+    fn new(pieces: &[&[u8]], digits: &[u8]) -> Option<Fixed> {
+        let len = pieces.iter().map(|p| p.len()).sum::<usize>() + digits.iter().map(|&d| usize::from(d)).sum::<usize>();
+        if !(WORD..=MAX_RAW).contains(&len) {
+            return None;
+        }
+        let mut text = vec![0u8; len.next_multiple_of(WORD)];
+        let mut is_text = vec![0u8; text.len()];
+        let mut at = Vec::with_capacity(digits.len());
+        let mut pos = 0;
+        for (i, p) in pieces.iter().enumerate() {
+            text[pos..pos + p.len()].copy_from_slice(p);
+            is_text[pos..pos + p.len()].fill(0xFF);
+            pos += p.len();
+            if let Some(&d) = digits.get(i) {
+                at.push((pos as u8, d));
+                pos += usize::from(d);
+            }
+        }
+        let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + WORD].try_into().expect("a word"));
+        let words = (0..text.len())
+            .step_by(WORD)
+            .map(|i| {
+                let m = word(&is_text, i);
+                // Hole bytes: those of the value (not the padding) that are not text.
+                let inside = if i + WORD <= len { u64::MAX } else { u64::MAX >> (8 * (i + WORD - len)) };
+                [word(&text, i), m, !m & inside & 0x8080_8080_8080_8080]
+            })
+            .collect();
+        Some(Fixed { len, words, at })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.words.capacity() * std::mem::size_of::<[u64; 3]>() + self.at.capacity() * 2
+    }
 }
 
 /// One digit run of a sample: its number, its digits, and whether it
@@ -158,18 +218,52 @@ fn digits_at(b: &[u8]) -> (usize, u64) {
         let bad = (t.wrapping_add(0x7676_7676_7676_7676) | t) & 0x8080_8080_8080_8080;
         let k = if bad == 0 { 8 } else { (bad.trailing_zeros() / 8) as usize };
         if k > 0 {
-            // The k digits moved to the top, zeros below (leading zeros).
-            let mut v = t << (8 * (8 - k));
-            v = (v.wrapping_mul(10).wrapping_add(v >> 8)) & 0x00FF_00FF_00FF_00FF;
-            v = (v.wrapping_mul(100).wrapping_add(v >> 16)) & 0x0000_FFFF_0000_FFFF;
-            v = (v.wrapping_mul(10_000).wrapping_add(v >> 32)) & 0xFFFF_FFFF;
-            n = n.wrapping_mul(POW10[k]).wrapping_add(v);
+            n = n.wrapping_mul(POW10[k]).wrapping_add(swar_digits(t, k));
             count += k;
         }
         if k < 8 || count > MAX_DIGITS {
             return (count, n);
         }
     }
+}
+
+/// The number the first `k` (1 to 8) bytes of `t` make, each a digit's
+/// value 0-9 (the word less ASCII '0's): the k digits moved to the top,
+/// zeros below (leading zeros), then summed in pairs, quads and halves.
+#[inline]
+fn swar_digits(t: u64, k: usize) -> u64 {
+    let mut v = t << (8 * (8 - k));
+    v = (v.wrapping_mul(10).wrapping_add(v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v.wrapping_mul(100).wrapping_add(v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (v.wrapping_mul(10_000).wrapping_add(v >> 32)) & 0xFFFF_FFFF
+}
+
+/// The word of `v` (at least a word long) at byte `i` (below its length),
+/// its bytes past the end read as zeros.
+#[inline]
+fn word_at(v: &[u8], i: usize) -> u64 {
+    let word = |i: usize| u64::from_le_bytes(v[i..i + WORD].try_into().expect("a word"));
+    match (i + WORD).checked_sub(v.len()) {
+        None | Some(0) => word(i),
+        // The last word, moved down by what is past the end.
+        Some(past) => word(v.len() - WORD) >> (8 * past),
+    }
+}
+
+/// Appends `n` less hole `h`'s base in the hole's bytes; false if it is
+/// below the base or does not fit. `out` must have a word of room past
+/// them: a whole word is written, then cut to the hole's bytes (one store,
+/// where a copy of a variable length was a call).
+#[inline]
+fn put_number(out: &mut Vec<u8>, n: u64, h: &Hole) -> bool {
+    let Some(d) = n.checked_sub(h.base) else { return false };
+    if h.width < 8 && d >> (8 * u32::from(h.width)) != 0 {
+        return false;
+    }
+    let end = out.len() + usize::from(h.width);
+    out.extend_from_slice(&d.to_le_bytes());
+    out.truncate(end);
+    true
 }
 
 /// Bytes a number up to `n` needs (at least 1).
@@ -195,6 +289,8 @@ impl Shape {
             return None;
         }
         let mut holes = Vec::with_capacity(members[0].len());
+        // Each hole's digit count where all samples agree on it.
+        let mut digits = Vec::with_capacity(members[0].len());
         for h in 0..members[0].len() {
             let runs = members.iter().map(|m| m[h]);
             let (lo, hi) = runs.clone().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.n), hi.max(r.n)));
@@ -204,9 +300,14 @@ impl Shape {
             // otherwise natural, and a value with a leading zero goes to
             // the other codecs.
             let d = members[0][h].digits;
-            let pad = if padded && runs.clone().all(|r| r.digits == d) { d } else { 0 };
+            let same_digits = runs.clone().all(|r| r.digits == d);
+            let pad = if padded && same_digits { d } else { 0 };
             holes.push(Hole { base: lo, width, pad });
+            if same_digits {
+                digits.push(d);
+            }
         }
+        let fixed = if digits.len() == holes.len() { Fixed::new(&pieces, &digits) } else { None };
         let mut text = Vec::new();
         let mut ends = Vec::with_capacity(pieces.len());
         for p in &pieces {
@@ -214,7 +315,7 @@ impl Shape {
             ends.push(text.len() as u8);
         }
         text.extend_from_slice(&[0; WORD]);
-        Some(Shape { text, ends, holes })
+        Some(Shape { text, ends, holes, fixed })
     }
 
     /// Bytes of a form's numbers (without the packed form's header).
@@ -224,7 +325,7 @@ impl Shape {
 
     /// Heap bytes this shape holds (its text, piece ends and holes).
     pub fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() + self.holes.capacity() * std::mem::size_of::<Hole>()
+        self.text.capacity() + self.ends.capacity() + self.holes.capacity() * std::mem::size_of::<Hole>() + self.fixed.as_ref().map_or(0, Fixed::heap_bytes)
     }
 
     /// Appends `v`'s numbers to `out` and returns true if `v` has this shape
@@ -244,7 +345,60 @@ impl Shape {
         if v.len() > MAX_RAW {
             return false;
         }
-        out.reserve(self.form_len());
+        // Room for a whole word past the form (`put_number`).
+        out.reserve(self.form_len() + WORD);
+        if let Some(f) = self.fixed.as_ref().filter(|f| f.len == v.len()) {
+            let start = out.len();
+            if self.encode_fixed(f, v, out) {
+                return true;
+            }
+            out.truncate(start);
+        }
+        self.encode_general(v, out)
+    }
+
+    /// `encode_into` by the fixed layout: true if `v` (of `f.len` bytes)
+    /// has the layout's text, digits in its holes (no leading zero in a
+    /// natural hole), and numbers that fit; false (with `out` as it may
+    /// have been left) otherwise.
+    fn encode_fixed(&self, f: &Fixed, v: &[u8], out: &mut Vec<u8>) -> bool {
+        // Words read from the value itself (a copy on the stack stalled
+        // every read: its stores could not forward to a word's load).
+        let word = |i: usize| word_at(v, i);
+        let mut bad = 0;
+        for (i, &[text, is_text, digit]) in f.words.iter().enumerate() {
+            let w = word(i * WORD);
+            // Text differs, or a hole's byte is not a digit (as in
+            // `digits_at`; a carry from a text byte can only refuse a
+            // digit, which the general way then takes).
+            let t = w ^ 0x3030_3030_3030_3030;
+            bad |= ((w ^ text) & is_text) | ((t.wrapping_add(0x7676_7676_7676_7676) | t) & digit);
+        }
+        if bad != 0 {
+            return false;
+        }
+        for (&(at, digits), h) in f.at.iter().zip(&self.holes) {
+            let (at, digits) = (usize::from(at), usize::from(digits));
+            if h.pad == 0 && digits > 1 && v[at] == b'0' {
+                return false;
+            }
+            let mut n = 0u64;
+            let mut i = 0;
+            while i < digits {
+                let k = (digits - i).min(WORD);
+                n = n.wrapping_mul(POW10[k]).wrapping_add(swar_digits(word(at + i) ^ 0x3030_3030_3030_3030, k));
+                i += k;
+            }
+            if !put_number(out, n, h) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `encode_into` for any layout: each piece compared where the last
+    /// digit run ended.
+    fn encode_general(&self, v: &[u8], out: &mut Vec<u8>) -> bool {
         let mut at = 0;
         let mut from = 0;
         for (i, &end) in self.ends.iter().enumerate() {
@@ -261,11 +415,9 @@ impl Shape {
             if !fits || digits > MAX_DIGITS {
                 return false;
             }
-            let Some(d) = n.checked_sub(h.base) else { return false };
-            if h.width < 8 && d >> (8 * u32::from(h.width)) != 0 {
+            if !put_number(out, n, h) {
                 return false;
             }
-            out.extend_from_slice(&d.to_le_bytes()[..usize::from(h.width)]);
             at += digits;
         }
         at == v.len()
@@ -408,7 +560,59 @@ mod tests {
         assert_eq!(out, b"kept");
     }
 
+    /// What `encode` gives by the general way alone.
+    fn general(s: &Shape, v: &[u8]) -> Option<Vec<u8>> {
+        let mut form = Vec::new();
+        s.encode_general(v, &mut form).then_some(form)
+    }
+
+    #[test]
+    fn sessions_have_a_fixed_layout() {
+        let samples: Vec<Vec<u8>> = (0..256).map(session).collect();
+        let s = Shape::train(&samples).unwrap();
+        let f = s.fixed.as_ref().expect("every sample has 7 and 10 digits");
+        assert_eq!((f.len, f.at.clone()), (46, vec![(11, 7), (24, 10)]));
+        for i in 0..2000 {
+            let v = session(i);
+            let mut fast = Vec::new();
+            assert!(s.encode_fixed(f, &v, &mut fast));
+            assert_eq!(Some(fast), general(&s, &v));
+        }
+        // Ids of other widths: no fixed layout (the general way takes them).
+        let mixed: Vec<Vec<u8>> = (0..64).map(|i| format!("id:{} n", 1 + i * 37).into_bytes()).collect();
+        assert!(Shape::train(&mixed).unwrap().fixed.is_none());
+    }
+
     proptest! {
+        /// Under a shape with a fixed layout, values near its samples (bytes
+        /// changed, digits changed, leading zeros, other lengths) get the
+        /// same answer from `encode` as from the general way alone.
+        #[test]
+        fn fixed_layout_agrees_with_the_general_way(seeds in prop::collection::vec(0u64..1_000_000, 1..20),
+                                                     edits in prop::collection::vec((0usize..60, any::<u8>(), 0u8..4), 0..4)) {
+            let samples: Vec<Vec<u8>> = (0..64).map(|i| format!("d={:04}-{:02} v={}:{}", 2000 + i % 20, i % 12 + 1, 100 + i * 7 % 800, 10_000_000_000u64 + i).into_bytes()).collect();
+            let s = Shape::train(&samples).unwrap();
+            prop_assert!(s.fixed.is_some());
+            for &seed in &seeds {
+                let mut v = samples[(seed % 64) as usize].clone();
+                for &(at, b, how) in &edits {
+                    let at = at % (v.len() + 1);
+                    match how {
+                        0 => { if at < v.len() { v[at] = b; } }
+                        1 => { if at < v.len() { v[at] = b'0' + b % 10; } }
+                        2 => v.insert(at, b'0' + b % 10),
+                        _ => { if at < v.len() { v.remove(at); } }
+                    }
+                }
+                let mut form = Vec::new();
+                let got = s.encode(&v, &mut form).then_some(form);
+                prop_assert_eq!(&got, &general(&s, &v), "{}", String::from_utf8_lossy(&v));
+                if got.is_some() {
+                    round_trip(&s, &v).expect("encoded");
+                }
+            }
+        }
+
         /// The word-at-a-time parse agrees with a byte loop.
         #[test]
         fn digits_at_counts_and_sums(b in "[0-9]{0,22}[^0-9]?.{0,9}") {
