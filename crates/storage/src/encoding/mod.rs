@@ -27,6 +27,34 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
+/// `a == b` for two slices of the same length, short ones (a shape's
+/// pieces, a key's prefix, a pattern): a few word compares instead of a
+/// call to memcmp.
+#[inline(always)]
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let half = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().expect("4 bytes"));
+    match n {
+        0 => true,
+        1..=3 => a == b,
+        4..=8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => {
+            // Whole words, then one that ends at the last byte (it may
+            // overlap the one before).
+            let mut i = 0;
+            while i + 8 < n {
+                if word(a, i) != word(b, i) {
+                    return false;
+                }
+                i += 8;
+            }
+            word(a, n - 8) == word(b, n - 8)
+        }
+    }
+}
+
 /// The LEB128 varint at the start of `b` and its length; None if it is
 /// cut short or holds more than a usize (stored and fuzzed bytes alike).
 pub(crate) fn read_varint(b: &[u8]) -> Option<(usize, usize)> {
@@ -244,6 +272,17 @@ mod tests {
     }
 
     proptest! {
+        /// `same` is `==`.
+        #[test]
+        fn same_is_eq(a in prop::collection::vec(0u8..3, 0..40), flip in any::<prop::sample::Index>()) {
+            prop_assert!(same(&a, &a));
+            if !a.is_empty() {
+                let mut b = a.clone();
+                b[flip.index(a.len())] ^= 1;
+                prop_assert!(!same(&a, &b));
+            }
+        }
+
         /// Numbers are written as `format!` writes them, zero-filled.
         #[test]
         fn write_digits_is_format(n in any::<u64>(), extra in 0usize..3) {

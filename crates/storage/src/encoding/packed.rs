@@ -64,7 +64,7 @@ use std::sync::Arc;
 use super::fsstenc::{Encoder, ESCAPE};
 use super::shape::Shape;
 use super::zdict::{self, Dict};
-use super::{put_varint, read_varint};
+use super::{put_varint, read_varint, same};
 
 /// Most tables a keyspace holds at once (ids fit in 6 bits).
 pub const MAX_TABLES: usize = 64;
@@ -557,7 +557,7 @@ impl Tables {
     /// against it first (a compare of a few bytes instead of a hash).
     fn current_id(&mut self, pattern: &[u8]) -> Option<u8> {
         if let Some(Some(t)) = self.tables.get(self.last) {
-            if t.pattern.as_deref() == Some(pattern) {
+            if t.pattern.as_deref().is_some_and(|p| p.len() == pattern.len() && same(p, pattern)) {
                 return Some(self.last as u8);
             }
         }

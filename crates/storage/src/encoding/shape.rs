@@ -30,7 +30,7 @@
 
 use std::collections::HashMap;
 
-use super::{digit_count, write_digits};
+use super::{digit_count, same, write_digits};
 
 /// Most holes a shape has.
 pub const MAX_HOLES: usize = 16;
@@ -155,33 +155,6 @@ fn split(v: &[u8]) -> Option<(Vec<&[u8]>, Vec<Run>)> {
     }
     pieces.push(&v[start..]);
     Some((pieces, nums))
-}
-
-/// `a == b` for two slices of the same length, a shape's short pieces: a
-/// few word compares instead of a call to memcmp.
-#[inline]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    debug_assert_eq!(a.len(), b.len());
-    let n = a.len();
-    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
-    let half = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().expect("4 bytes"));
-    match n {
-        0 => true,
-        1..=3 => a == b,
-        4..=8 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
-        _ => {
-            // Whole words, then one that ends at the last byte (it may
-            // overlap the one before).
-            let mut i = 0;
-            while i + 8 < n {
-                if word(a, i) != word(b, i) {
-                    return false;
-                }
-                i += 8;
-            }
-            word(a, n - 8) == word(b, n - 8)
-        }
-    }
 }
 
 /// Bytes copied at once when decoding.
@@ -624,17 +597,6 @@ mod tests {
                 prop_assert_eq!(n, b[..want].iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0')));
             } else {
                 prop_assert!(count > MAX_DIGITS);
-            }
-        }
-
-        /// `same` is `==`.
-        #[test]
-        fn same_is_eq(a in prop::collection::vec(0u8..3, 0..40), flip in any::<prop::sample::Index>()) {
-            prop_assert!(same(&a, &a));
-            if !a.is_empty() {
-                let mut b = a.clone();
-                b[flip.index(a.len())] ^= 1;
-                prop_assert!(!same(&a, &b));
             }
         }
 
