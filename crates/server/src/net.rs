@@ -1722,11 +1722,12 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
     let mut sock = None;
     let mut session = session;
     let fd = conn.raw_fd();
-    match srv.io.as_mut() {
-        Some(io) => {
-            let mut l = crate::client::IoLink::new(io.assign(), conn.is_unix());
+    // While every thread retires (CONFIG SET io-threads 1), none takes it.
+    match srv.io.as_mut().and_then(|io| io.assign().map(|t| (io, t))) {
+        Some((io, t)) => {
+            let mut l = crate::client::IoLink::new(t, conn.is_unix());
             l.tls = session.is_some();
-            io.push(l.thread, crate::iothread::ToIo::Adopt { id, conn, tls: session.take(), queued: l.queued.clone() });
+            io.push(t, crate::iothread::ToIo::Adopt { id, conn, tls: session.take(), queued: l.queued.clone() });
             link = Some(l);
         }
         None => {
