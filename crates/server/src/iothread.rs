@@ -2,8 +2,8 @@
 //! sockets, read them and write replies, so that the executor thread
 //! spends its time running commands, not in system calls.
 //!
-//! The model is Redis 8's: each client belongs to one I/O thread for its
-//! life (the one holding the fewest clients when it connected); the
+//! The model is Redis 8's: each client belongs to one I/O thread (the one
+//! holding the fewest clients when it connected, or when it moved); the
 //! executor keeps the `Client` with all its command state. Every hand-off
 //! is a batch: an I/O thread sends, at the end of its turn, everything it
 //! read (one `Input` per client); the executor sends each thread, once per
