@@ -1554,7 +1554,13 @@ fn rebalance_io(srv: &mut Server, registry: &mio::Registry) {
                 Move::Never => {}
                 Move::Later => again = true,
                 Move::Now => {
-                    let (Some(t), Some(mut conn)) = (io.assign(), c.sock.take()) else { continue };
+                    // Neither fails: a thread is live, a movable client has
+                    // a socket.
+                    let Some(t) = io.assign() else { continue };
+                    let Some(mut conn) = c.sock.take() else {
+                        io.release(t);
+                        continue;
+                    };
                     let _ = registry.deregister(&mut conn);
                     let mut l = crate::client::IoLink::new(t, conn.is_unix());
                     l.tls = c.tls.is_some();
