@@ -1,4 +1,6 @@
-"""I/O threads (io-threads N > 1): INFO and CLIENT LIST show them, and a stress run.
+"""I/O threads (io-threads N > 1): INFO and CLIENT LIST show them, CONFIG SET changes
+their number at run time (clients move onto the live threads, retiring threads give
+theirs back, a blocked client, a subscriber and a TLS client included), and a stress run.
 
 The stress run drives 1,000 connections at once at io-threads 4: writers sending
 pipelined batches, blocking poppers, Pub/Sub subscribers, and clients that disconnect
@@ -15,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import shutil
 import time
 
 import pytest
 import redis
 
 from conftest import RawConn
+from test_tls import certs  # noqa: F401 (the fixture that makes certificates)
 
 HOST = "127.0.0.1"
 ROUNDS = int(os.environ.get("STRESS_ROUNDS", "200"))
@@ -53,15 +57,227 @@ def test_info_and_client_list_show_the_threads(start_server):
     assert {threads[f"io_thread_{i}"]["clients"] for i in (1, 2)} == {2, 3}
     assert threads["io_thread_0"]["clients"] == 0
     assert {c["io-thread"] for c in r.client_list()} == {"1", "2"}
-    # Fixed at start, as in Redis.
-    with pytest.raises(redis.ResponseError, match="immutable"):
-        r.config_set("io-threads", "2")
-    assert r.config_get("io-threads") == {"io-threads": "3"}
+    # Changed at run time, as Valkey 9 allows: CONFIG GET says so at once,
+    # the last thread retires and its clients move to the one left.
+    assert r.config_set("io-threads", "2") is True
+    assert r.config_get("io-threads") == {"io-threads": "2"}
+    wait_for(lambda: sorted(r.info("threads")) == ["io_thread_0", "io_thread_1"], what="io_thread_2 ended")
+    wait_for(lambda: r.info("threads")["io_thread_1"]["clients"] == 5, what="every client on io_thread_1")
+    assert {c["io-thread"] for c in r.client_list()} == {"1"}
+    assert r.info("server")["io_threads_active"] == 1
+    # Still within 1..128.
+    for bad in ("0", "129"):
+        with pytest.raises(redis.ResponseError, match="io-threads"):
+            r.config_set("io-threads", bad)
+    assert r.config_get("io-threads") == {"io-threads": "2"}
     for o in others:
         o.close()
     wait_for(lambda: r.info("clients")["connected_clients"] == 1, what="clients closed")
     threads = r.info("threads")
-    assert sum(threads[f"io_thread_{i}"]["clients"] for i in (1, 2)) == 1
+    assert sum(v["clients"] for k, v in threads.items() if k != "io_thread_0") == 1
+
+
+def _thread_clients(r: redis.Redis) -> dict[str, int]:
+    return {k: v["clients"] for k, v in r.info("threads").items()}
+
+
+def _check_replies(clients: list[RawConn], tag: str) -> None:
+    """Pipelined SETs and GETs on every client, distinct keys per client; every
+    reply checked, in order."""
+    for i, c in enumerate(clients):
+        reqs, want = [], []
+        for j in range(20):
+            v = f"v{i}.{j}".encode()
+            reqs += [RawConn.encode("SET", f"{tag}:{i}:{j}", v), RawConn.encode("GET", f"{tag}:{i}:{j}")]
+            want += [b"+OK\r\n", b"$%d\r\n%s\r\n" % (len(v), v)]
+        reqs.append(RawConn.encode("GET", f"{tag}:{i}:missing"))
+        want.append(b"$-1\r\n")
+        c.send(b"".join(reqs))
+        assert [c.read_reply() for _ in want] == want, (tag, i)
+
+
+def test_a_pool_moves_to_new_threads_and_back(start_server):
+    """io-threads 1 -> 3 -> 2 -> 1 under a pool of idle connections: each change
+    moves every client (the one that sent CONFIG SET too, once its command ended)
+    to the live threads, and replies stay right throughout."""
+    s = start_server("--io-threads", "1")
+    r = redis.Redis(host=s.host, port=s.port, single_connection_client=True)
+    pool = [RawConn(s.port) for _ in range(8)]
+    _check_replies(pool, "one")
+    assert _thread_clients(r) == {"io_thread_0": 9}
+
+    assert r.config_set("io-threads", "3") is True
+    assert r.config_get("io-threads") == {"io-threads": "3"}
+    assert r.info("server")["io_threads_active"] == 1
+
+    def spread():
+        t = _thread_clients(r)
+        return sorted(t) == ["io_thread_0", "io_thread_1", "io_thread_2"] and t["io_thread_0"] == 0 \
+            and t["io_thread_1"] + t["io_thread_2"] == 9
+
+    wait_for(spread, what="all 9 clients on io_thread_1 and io_thread_2")
+    t = _thread_clients(r)
+    assert {t["io_thread_1"], t["io_thread_2"]} == {4, 5}, t
+    listed = r.client_list()
+    assert len(listed) == 9 and {c["io-thread"] for c in listed} == {"1", "2"}
+    _check_replies(pool, "three")
+    reads = r.info("stats")["io_threaded_reads_processed"]
+    assert reads > 0
+
+    assert r.config_set("io-threads", "2") is True
+    assert r.config_get("io-threads") == {"io-threads": "2"}
+    wait_for(lambda: _thread_clients(r) == {"io_thread_0": 0, "io_thread_1": 9}, what="io_thread_2 ended, all on 1")
+    assert {c["io-thread"] for c in r.client_list()} == {"1"}
+    _check_replies(pool, "two")
+    assert r.info("stats")["io_threaded_reads_processed"] >= reads
+    reads = r.info("stats")["io_threaded_reads_processed"]
+
+    assert r.config_set("io-threads", "1") is True
+    assert r.config_get("io-threads") == {"io-threads": "1"}
+    assert r.info("server")["io_threads_active"] == 0
+    wait_for(lambda: _thread_clients(r) == {"io_thread_0": 9}, what="every thread ended")
+    assert {c["io-thread"] for c in r.client_list()} == {"0"}
+    _check_replies(pool, "back")
+    stats = r.info("stats")
+    # Threads that ended still count.
+    assert stats["io_threaded_reads_processed"] >= reads
+    assert stats["io_threaded_writes_processed"] > 0
+    assert r.info("clients")["connected_clients"] == 9
+
+
+def test_io_threads_are_runtime_modifiable(start_server):
+    """100 random changes of io-threads (1..5) while four connections keep
+    sending pipelined INCRs: every reply comes in order, nothing is lost, and
+    the threads end up as configured."""
+    import random
+    import threading
+
+    s = start_server("--io-threads", "2", "--hz", "100")
+    r = redis.Redis(host=s.host, port=s.port, single_connection_client=True)
+    stop = threading.Event()
+    counts = [0] * 4
+    errors: list = []
+
+    def incr(i: int) -> None:
+        try:
+            c = RawConn(s.port, timeout=10)
+            while not stop.is_set():
+                c.send(b"".join(RawConn.encode("INCR", f"rt:{i}") for _ in range(10)))
+                for _ in range(10):
+                    counts[i] += 1
+                    got = c.read_reply()
+                    assert got == b":%d\r\n" % counts[i], (i, counts[i], got)
+            c.close()
+        except Exception as e:  # noqa: BLE001 (reported by the main thread)
+            errors.append(e)
+
+    workers = [threading.Thread(target=incr, args=(i,)) for i in range(4)]
+    for w in workers:
+        w.start()
+    rng = random.Random(9)
+    try:
+        for k in range(100):
+            # The last change leaves I/O threads, so that the busy
+            # connections are seen to move onto them below.
+            n = rng.randint(2 if k == 99 else 1, 5)
+            assert r.config_set("io-threads", str(n)) is True
+            time.sleep(rng.random() * 0.03)
+        # Nobody was dropped on the way, and while they go on, every
+        # connection settles on the threads now configured.
+        assert r.info("clients")["connected_clients"] == 5
+        want = [f"io_thread_{i}" for i in range(n)]
+        allowed = {str(i) for i in range(1, n)} or {"0"}
+        wait_for(lambda: sorted(r.info("threads")) == want, what=f"exactly {n - 1} I/O threads")
+        wait_for(lambda: {c["io-thread"] for c in r.client_list()} <= allowed, what=f"every client on {allowed}")
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(30)
+    assert not errors, errors
+    assert all(not w.is_alive() for w in workers)
+    assert all(x > 0 for x in counts)
+    assert [int(r.get(f"rt:{i}")) for i in range(4)] == counts
+    assert r.config_get("io-threads") == {"io-threads": str(n)}
+    wait_for(lambda: r.info("clients")["connected_clients"] == 1, what="the workers closed")
+    assert sorted(r.info("threads")) == want
+    assert r.info("server")["io_threads_active"] == int(n > 1)
+    assert r.ping() is True
+
+
+def _on_thread(r: redis.Redis, cid: int) -> str:
+    return next(c["io-thread"] for c in r.client_list() if int(c["id"]) == cid)
+
+
+def test_a_blocked_client_and_a_subscriber_on_a_retiring_thread(start_server):
+    """A client blocked in BLPOP and a Pub/Sub subscriber on the thread that
+    retires: the first stays blocked and gets its element when it comes, the
+    second keeps getting what is published."""
+    s = start_server("--io-threads", "3")
+    r = redis.Redis(host=s.host, port=s.port, single_connection_client=True)
+    # New clients alternate between the two threads: some land on io_thread_2.
+    conns = [RawConn(s.port) for _ in range(8)]
+    ids = [int(c.call("CLIENT", "ID")[1:-2]) for c in conns]
+    threads = {int(c["id"]): c["io-thread"] for c in r.client_list()}
+    on2 = [c for c, i in zip(conns, ids) if threads[i] == "2"]
+    assert len(on2) >= 2, r.client_list()
+    blocker, sub = on2[:2]
+    blocker_id = ids[conns.index(blocker)]
+    sub_id = ids[conns.index(sub)]
+    blocker.cmd("BLPOP", "q", "0")
+    assert sub.call("SUBSCRIBE", "ch") == b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+    wait_for(lambda: r.info("clients")["blocked_clients"] == 1, what="BLPOP blocked")
+
+    assert r.config_set("io-threads", "2") is True
+    wait_for(lambda: sorted(r.info("threads")) == ["io_thread_0", "io_thread_1"], what="io_thread_2 ended")
+    # The subscriber moved on to the thread left; the blocked client waits on
+    # the executor's loop until it is served.
+    wait_for(lambda: _on_thread(r, sub_id) == "1", what="the subscriber on io_thread_1")
+    blocked = next(c for c in r.client_list() if int(c["id"]) == blocker_id)
+    assert "b" in blocked["flags"] and blocked["io-thread"] == "0"
+    assert r.info("clients")["blocked_clients"] == 1
+    for k in range(3):
+        assert r.publish("ch", f"m{k}") == 1
+        assert sub.read_reply() == b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nm%d\r\n" % k
+    time.sleep(0.2)
+    assert r.rpush("q", "x") == 1
+    assert blocker.read_reply() == b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n"
+    # Served, it is quiet: it moves on too, and still answers.
+    wait_for(lambda: _on_thread(r, blocker_id) == "1", what="the served client on io_thread_1")
+    assert blocker.call("PING") == b"+PONG\r\n"
+    assert r.publish("ch", "last") == 1
+    assert sub.read_reply() == b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$4\r\nlast\r\n"
+    for c in conns:
+        c.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_a_tls_client_across_grow_and_shrink(start_server, certs):
+    """A tls-port client: its TLS session moves with its socket, to a thread and
+    back to the executor."""
+    from conftest import free_port
+    from test_tls import tls_args, tls_client
+
+    port = free_port()
+    s = start_server("--io-threads", "1", *tls_args(certs, port))
+    r = redis.Redis(host=s.host, port=s.port, single_connection_client=True)
+    t = tls_client(certs, port)
+    assert t.ping() is True
+    cid = t.client_id()
+    for n, thread in (("3", {"1", "2"}), ("1", {"0"}), ("2", {"1"})):
+        assert r.config_set("io-threads", n) is True
+        wait_for(lambda: _on_thread(r, cid) in thread, what=f"the TLS client on {thread}")
+        assert t.client_id() == cid
+        p = t.pipeline(transaction=False)
+        for j in range(50):
+            p.set(f"tls:{n}:{j}", "x" * j)
+            p.get(f"tls:{n}:{j}")
+        got = p.execute()
+        assert got[1::2] == [b"x" * j for j in range(50)]
+        big = os.urandom(1 << 20)
+        assert t.set("big", big) is True and t.get("big") == big
+    wait_for(lambda: sorted(r.info("threads")) == ["io_thread_0", "io_thread_1"], what="one I/O thread")
+    t.close()
 
 
 def test_io_threads_1_has_none(start_server):

@@ -506,6 +506,17 @@ pub trait Host {
         Err("Unable to listen on this port. Check server logs.")
     }
 
+    /// Serves clients with `n` - 1 I/O threads from now on (CONFIG SET
+    /// io-threads): threads start, or retire once their clients came
+    /// back; clients move to and from them between commands. Hosts
+    /// without sockets refuse.
+    ///
+    /// Errors: why the threads could not be started.
+    fn set_io_threads(&mut self, srv: &mut Server, n: usize) -> Result<(), String> {
+        let _ = (srv, n);
+        Err("I/O threads cannot be changed here".into())
+    }
+
     /// True if a SIGINT came since the signals were last read (and takes
     /// the signals that came): a save on this thread during a shutdown asks,
     /// as a second SIGINT means "exit now". Hosts without signals say no.

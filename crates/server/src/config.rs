@@ -179,7 +179,9 @@ pub static PARAMS: &[Param] = &[
     p("bio-cpulist", S, "").alias(&["bio_cpulist"]).fixed(),
     p("aof-rewrite-cpulist", S, "").alias(&["aof_rewrite_cpulist"]).fixed(),
     p("bgsave-cpulist", S, "").alias(&["bgsave_cpulist"]).fixed(),
-    p("io-threads", Kind::Int(1, 128), "1").fixed(),
+    // Changed at run time as Valkey 9 allows: threads start, or retire
+    // once their clients moved back (net.rs).
+    p("io-threads", Kind::Int(1, 128), "1"),
     // Redis 8 reads on its I/O threads whenever it has some, and keeps this
     // switch only so that old config files load; so does densekv.
     p("io-threads-do-reads", B, "no").fixed(),

@@ -2,8 +2,8 @@
 //! sockets, read them and write replies, so that the executor thread
 //! spends its time running commands, not in system calls.
 //!
-//! The model is Redis 8's: each client belongs to one I/O thread for its
-//! life (the one holding the fewest clients when it connected); the
+//! The model is Redis 8's: each client belongs to one I/O thread (the one
+//! holding the fewest clients when it connected, or when it moved); the
 //! executor keeps the `Client` with all its command state. Every hand-off
 //! is a batch: an I/O thread sends, at the end of its turn, everything it
 //! read (one `Input` per client); the executor sends each thread, once per
@@ -28,6 +28,15 @@
 //! being fed the replication stream or an image file, a slot-export link)
 //! is moved back: `GiveBack` returns the socket with what was not yet
 //! written, which goes out before anything the executor adds.
+//!
+//! The number of threads changes at run time (CONFIG SET io-threads):
+//! threads are appended, or the last ones retire. A retiring thread gets
+//! no new client and has its clients asked back (`GiveBack`, as above);
+//! it ends once it holds none, and only from the end of the vector, so a
+//! live thread's index, which clients hold, never changes. Growing again
+//! makes retiring threads live before any is started. `end_retired` hands
+//! the executor the counters of the threads it ended, which it adds to
+//! its totals, so INFO's never go back.
 //!
 //! This module knows sockets and queues, nothing of the server.
 
@@ -273,6 +282,10 @@ pub struct IoThreads {
     /// Clients given to each thread and not yet closed or given back, as
     /// the executor counts them (the threads' own counts lag behind).
     assigned: Vec<usize>,
+    /// Threads below this index are live; the others retire (`resize`).
+    live: usize,
+    /// What every thread wakes the executor with, kept to start more.
+    executor: Arc<Waker>,
     inbox: Arc<Inbox>,
     /// The executor's side of `inbox`.
     bell: Arc<Doorbell>,
@@ -316,42 +329,116 @@ impl IoThreads {
     ///
     /// Errors: a poller, a waker or a thread could not be created.
     pub fn start(n: usize, executor: Arc<Waker>) -> io::Result<IoThreads> {
-        let inbox = Arc::new(Inbox::default());
-        let inbox_bell = Arc::new(Doorbell::default());
-        let mut threads = Vec::with_capacity(n);
-        for i in 0..n {
-            let poll = Poll::new()?;
-            let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-            let (tx, rx) = mpsc::channel();
-            let stats = Arc::new(Stats::default());
-            let bell = Arc::new(Doorbell::default());
-            let mut worker = Worker { poll, rx, bell: bell.clone(), inbox: inbox.clone(), executor: executor.clone(), executor_bell: inbox_bell.clone(), stats: stats.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 };
-            let join = std::thread::Builder::new().name(format!("io_thd_{}", i + 1)).spawn(move || {
-                crate::affinity::pin(crate::affinity::Role::Server);
-                worker.run()
-            })?;
-            threads.push(Handle { tx, waker, bell, stats, batch: Vec::new(), join: Some(join) });
+        let mut io = IoThreads { threads: Vec::with_capacity(n), assigned: Vec::with_capacity(n), live: 0, executor, inbox: Arc::new(Inbox::default()), bell: Arc::new(Doorbell::default()), taken: Vec::new() };
+        if let Err(e) = io.resize(n) {
+            io.stop();
+            return Err(e);
         }
-        Ok(IoThreads { assigned: vec![0; threads.len()], threads, inbox, bell: inbox_bell, taken: Vec::new() })
+        Ok(io)
     }
 
-    /// How many threads (io-threads minus the executor's own).
+    /// Appends one thread, named after its index.
+    fn spawn(&mut self) -> io::Result<()> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
+        let (tx, rx) = mpsc::channel();
+        let stats = Arc::new(Stats::default());
+        let bell = Arc::new(Doorbell::default());
+        let mut worker = Box::new(Worker { poll, rx, bell: bell.clone(), inbox: self.inbox.clone(), executor: self.executor.clone(), executor_bell: self.bell.clone(), stats: stats.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 });
+        let join = std::thread::Builder::new().name(format!("io_thd_{}", self.threads.len() + 1)).spawn(move || {
+            crate::affinity::pin(crate::affinity::Role::Server);
+            worker.run();
+            // What it frees last (its buffers, its poller's) counts too: a
+            // thread can end while the server runs on (CONFIG SET). Boxed,
+            // so that the closure, which std frees after this, is small.
+            let mut published = worker.published;
+            drop(worker);
+            crate::memory::publish_thread(&mut published);
+        })?;
+        self.threads.push(Handle { tx, waker, bell, stats, batch: Vec::new(), join: Some(join) });
+        self.assigned.push(0);
+        Ok(())
+    }
+
+    /// Makes `n` threads live: retiring ones live again first, then new
+    /// ones; or, with fewer, retires the last ones (they take no new
+    /// client; the caller asks their clients back, and `end_retired` ends
+    /// them once empty).
+    ///
+    /// Errors: a thread could not be started; the live ones stay as they
+    /// were (any started meanwhile retire at once, holding nobody).
+    pub fn resize(&mut self, n: usize) -> io::Result<()> {
+        let before = self.live;
+        self.live = n.min(self.threads.len());
+        while self.threads.len() < n {
+            if let Err(e) = self.spawn() {
+                self.live = before;
+                return Err(e);
+            }
+            self.live = self.threads.len();
+        }
+        Ok(())
+    }
+
+    /// How many threads run, retiring ones included.
     pub fn len(&self) -> usize {
         self.threads.len()
     }
 
-    /// True with no thread (never, once started).
+    /// True with no thread running.
     pub fn is_empty(&self) -> bool {
         self.threads.is_empty()
     }
 
-    /// The thread a new client goes to: the one with the fewest clients
-    /// (Redis 8's choice), the first of them on a tie; counted until
-    /// `release`.
-    pub fn assign(&mut self) -> usize {
-        let t = (0..self.assigned.len()).min_by_key(|&i| self.assigned[i]).unwrap_or(0);
+    /// How many threads are live (take clients).
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// True if thread `t` retires: its clients are to come back.
+    pub fn retiring(&self, t: usize) -> bool {
+        t >= self.live
+    }
+
+    /// The thread a new client goes to: the live one with the fewest
+    /// clients (Redis 8's choice), the first of them on a tie; counted
+    /// until `release`. None while no thread is live.
+    pub fn assign(&mut self) -> Option<usize> {
+        let t = (0..self.live).min_by_key(|&i| self.assigned[i])?;
         self.assigned[t] += 1;
-        t
+        Some(t)
+    }
+
+    /// Ends the retiring threads at the end of the vector that hold no
+    /// client (none counted here, none still flushing a closed one on the
+    /// thread), after sending what is queued; returns the reads and
+    /// writes they had counted. A retiring thread behind a busy one waits
+    /// for it, so indices of those left never change.
+    pub fn end_retired(&mut self) -> (u64, u64) {
+        let mut ended = Vec::new();
+        while self.threads.len() > self.live {
+            let t = self.threads.len() - 1;
+            if self.assigned[t] > 0 || self.threads[t].stats.clients.load(Ordering::Relaxed) > 0 {
+                break;
+            }
+            let mut h = self.threads.pop().expect("a thread past live");
+            self.assigned.pop();
+            h.batch.push(ToIo::Exit);
+            ended.push(h);
+        }
+        let (mut reads, mut writes) = (0, 0);
+        for mut h in ended {
+            let batch = std::mem::take(&mut h.batch);
+            if h.tx.send(batch).is_ok() && h.bell.rang() {
+                let _ = h.waker.wake();
+            }
+            if let Some(j) = h.join.take() {
+                let _ = j.join();
+            }
+            reads += h.stats.reads.load(Ordering::Relaxed);
+            writes += h.stats.writes.load(Ordering::Relaxed);
+        }
+        (reads, writes)
     }
 
     /// A client of thread `t` closed or came back to the executor.
@@ -953,6 +1040,43 @@ mod tests {
             }
         }
         assert!(reader.join().unwrap() > 0, "the reader never slept: the test proved nothing");
+    }
+
+    #[test]
+    fn threads_retire_from_the_end_once_empty_and_come_back_live() {
+        let poll = Poll::new().unwrap();
+        let waker = Arc::new(Waker::new(poll.registry(), Token(0)).unwrap());
+        let mut io = IoThreads::start(2, waker).unwrap();
+        assert_eq!((io.assign(), io.assign(), io.assign()), (Some(0), Some(1), Some(0)));
+        io.resize(1).unwrap();
+        assert_eq!((io.live(), io.len()), (1, 2));
+        assert!(io.retiring(1) && !io.retiring(0));
+        // New clients go to live threads only.
+        assert_eq!(io.assign(), Some(0));
+        // Thread 1 still counts a client: it stays.
+        assert_eq!(io.end_retired(), (0, 0));
+        assert_eq!(io.len(), 2);
+        // Growing makes it live again before starting any.
+        io.resize(3).unwrap();
+        assert_eq!((io.live(), io.len()), (3, 3));
+        assert_eq!(io.assign(), Some(2));
+        io.resize(1).unwrap();
+        // Thread 2 holds a client, thread 1 too: neither ends; once the
+        // last is empty it ends, and the one before it once empty too.
+        io.release(2);
+        io.end_retired();
+        assert_eq!(io.len(), 2);
+        io.release(1);
+        io.end_retired();
+        assert_eq!(io.len(), 1);
+        // None live: no thread takes a client.
+        io.resize(0).unwrap();
+        assert_eq!(io.assign(), None);
+        for _ in 0..3 {
+            io.release(0);
+        }
+        io.end_retired();
+        assert!(io.is_empty());
     }
 
     #[test]

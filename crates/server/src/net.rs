@@ -118,9 +118,25 @@ pub struct Shell {
     /// The poller's registry for the bus's sockets, held apart from the
     /// acceptor's so that it can be lent while the Shell is the host.
     bus_registry: Option<mio::Registry>,
+    /// The I/O threads' waker on `IO`, made when threads first start and
+    /// kept: a poller takes one waker, and threads may start again after
+    /// all of them ended (CONFIG SET io-threads).
+    io_waker: Option<std::sync::Arc<mio::Waker>>,
 }
 
 impl Shell {
+    /// The I/O threads' waker (`io_waker`).
+    ///
+    /// Errors: the waker could not be registered.
+    fn io_waker(&mut self) -> io::Result<std::sync::Arc<mio::Waker>> {
+        if let Some(w) = &self.io_waker {
+            return Ok(w.clone());
+        }
+        let w = std::sync::Arc::new(mio::Waker::new(&self.acceptor.registry, IO)?);
+        self.io_waker = Some(w.clone());
+        Ok(w)
+    }
+
     /// Acts on the signals that came: SIGTERM and SIGINT schedule a
     /// shutdown; SIGALRM is logged and survived, as Redis does (crash.rs).
     fn take_signals(&mut self, srv: &mut Server) {
@@ -176,6 +192,19 @@ impl Host for Shell {
                 Err(reason)
             }
         }
+    }
+
+    fn set_io_threads(&mut self, srv: &mut Server, n: usize) -> Result<(), String> {
+        let want = n.saturating_sub(1);
+        let started = match srv.io.as_mut() {
+            Some(io) => io.resize(want),
+            None if want == 0 => Ok(()),
+            None => self.io_waker().and_then(|w| crate::iothread::IoThreads::start(want, w)).map(|io| srv.io = Some(io)),
+        };
+        // The moves, and the end of retired threads (of threads started
+        // just now too, if a later one failed), happen between commands.
+        srv.io_rebalance = true;
+        started.map_err(|e| format!("Failed creating the I/O threads: {}", crate::config::strerror(&e)))
     }
 
     fn serve_while_loading(&mut self, srv: &mut Server) -> bool {
@@ -283,7 +312,7 @@ impl EventLoop {
                 }
             }
         }
-        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None };
+        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None, io_waker: None };
         Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: Default::default(), accept_more: false, shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
@@ -316,7 +345,7 @@ impl EventLoop {
     /// Errors: a thread or its poller could not be created.
     pub fn start_io_threads(&mut self, srv: &mut Server, n: usize) -> io::Result<()> {
         if n > 1 {
-            let waker = std::sync::Arc::new(mio::Waker::new(self.poll.registry(), IO)?);
+            let waker = self.shell.io_waker()?;
             srv.io = Some(crate::iothread::IoThreads::start(n - 1, waker)?);
         }
         Ok(())
@@ -390,6 +419,9 @@ impl EventLoop {
                 crate::replication::after_turn(srv);
                 crate::migration::cron(srv);
                 self.connect_imports(srv);
+                if srv.io_rebalance {
+                    rebalance_io(srv, self.poll.registry());
+                }
                 self.close_marked(srv, None);
                 crate::cron::update_hz(srv);
                 crate::crash::configure_from(&srv.config);
@@ -1455,6 +1487,101 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     srv.io = Some(io);
 }
 
+/// Whether a client on this thread's own socket can move to an I/O
+/// thread (`rebalance_io`).
+#[derive(Debug, PartialEq, Eq)]
+enum Move {
+    /// It is quiet: nothing unread, unparsed or unwritten, nothing waited
+    /// for, so its stream starts afresh on the thread.
+    Now,
+    /// Not yet: its state needs this thread's loop for now.
+    Later,
+    /// It never moves: a replica, the primary, a slot migration's link,
+    /// or no socket at all.
+    Never,
+}
+
+fn movable(c: &Client) -> Move {
+    if c.sock.is_none() || c.repl_role != ReplRole::None || c.slot_export || c.slot_import {
+        return Move::Never;
+    }
+    let quiet = c.bulk.is_none()
+        && !c.close_asap
+        && !c.close_after_reply
+        && !c.peer_closed
+        && !c.blocked
+        && !c.paused
+        && c.sent == c.reply.buf.len()
+        && !c.tls.as_ref().is_some_and(|t| t.wants_write())
+        && c.qpos == c.qbuf.len()
+        && c.parser.is_idle()
+        && c.repl_cmd.is_empty();
+    if quiet {
+        Move::Now
+    } else {
+        Move::Later
+    }
+}
+
+/// After CONFIG SET io-threads, between commands (the cron's, while
+/// `srv.io_rebalance`): asks the clients of retiring threads back (as
+/// `hand_over` does for a replica; `take_io` registers them here); moves
+/// each quiet client of this thread's own sockets, those that came back
+/// included, to the live thread with the fewest clients, so that a pool
+/// of long-lived connections uses the new threads; and ends the retired
+/// threads that hold nobody (with none left, `srv.io` goes, and
+/// io-threads 1 costs what it always did). Stays due while a client that
+/// may move is not quiet yet or a thread still retires.
+fn rebalance_io(srv: &mut Server, registry: &mio::Registry) {
+    let Some(mut io) = srv.io.take() else {
+        srv.io_rebalance = false;
+        return;
+    };
+    let mut again = false;
+    for c in srv.clients.values_mut() {
+        match c.io.as_mut() {
+            Some(l) if io.retiring(l.thread) => {
+                if !l.returning {
+                    l.returning = true;
+                    io.push(l.thread, crate::iothread::ToIo::GiveBack { id: c.id });
+                }
+                // Once back, it moves on to a live thread.
+                again = true;
+            }
+            Some(_) => {}
+            None if io.live() == 0 => {}
+            None => match movable(c) {
+                Move::Never => {}
+                Move::Later => again = true,
+                Move::Now => {
+                    // Neither fails: a thread is live, a movable client has
+                    // a socket.
+                    let Some(t) = io.assign() else { continue };
+                    let Some(mut conn) = c.sock.take() else {
+                        io.release(t);
+                        continue;
+                    };
+                    let _ = registry.deregister(&mut conn);
+                    let mut l = crate::client::IoLink::new(t, conn.is_unix());
+                    l.tls = c.tls.is_some();
+                    io.push(t, crate::iothread::ToIo::Adopt { id: c.id, conn, tls: c.tls.take(), queued: l.queued.clone() });
+                    // The thread counts the stream from its first read.
+                    c.qbuf = Vec::new();
+                    c.qpos = 0;
+                    c.io = Some(l);
+                }
+            },
+        }
+    }
+    let (reads, writes) = io.end_retired();
+    srv.io_ended.0 += reads;
+    srv.io_ended.1 += writes;
+    srv.io_rebalance = again || io.len() > io.live();
+    if !io.is_empty() {
+        srv.io = Some(io);
+    }
+}
+
 fn flush_plain(srv: &mut Server, c: &mut Client) {
     let Some(sock) = c.sock.as_mut() else { return };
     while c.sent < c.reply.buf.len() {
@@ -1722,11 +1849,12 @@ fn admit(srv: &mut Server, registry: &mio::Registry, mut conn: Conn, addr: Strin
     let mut sock = None;
     let mut session = session;
     let fd = conn.raw_fd();
-    match srv.io.as_mut() {
-        Some(io) => {
-            let mut l = crate::client::IoLink::new(io.assign(), conn.is_unix());
+    // While every thread retires (CONFIG SET io-threads 1), none takes it.
+    match srv.io.as_mut().and_then(|io| io.assign().map(|t| (io, t))) {
+        Some((io, t)) => {
+            let mut l = crate::client::IoLink::new(t, conn.is_unix());
             l.tls = session.is_some();
-            io.push(l.thread, crate::iothread::ToIo::Adopt { id, conn, tls: session.take(), queued: l.queued.clone() });
+            io.push(t, crate::iothread::ToIo::Adopt { id, conn, tls: session.take(), queued: l.queued.clone() });
             link = Some(l);
         }
         None => {

@@ -599,6 +599,14 @@ pub struct Server {
     /// queues to them, filled during a turn and sent before the loop
     /// sleeps. None runs every socket on this thread.
     pub io: Option<crate::iothread::IoThreads>,
+    /// CONFIG SET io-threads changed the threads: clients are still to
+    /// move between the executor and the threads, or retired threads to
+    /// end (the event loop's cron does it, `net::rebalance_io`).
+    pub io_rebalance: bool,
+    /// Reads and writes counted by I/O threads that ended, so that
+    /// io_threaded_reads_processed and io_threaded_writes_processed never
+    /// go back.
+    pub io_ended: (u64, u64),
     /// Peak of used_memory.
     pub peak_memory: u64,
     /// Unix seconds of the last successful save.
@@ -1024,6 +1032,8 @@ impl Server {
             peak_memory: 0,
             sweep_clients: false,
             io: None,
+            io_rebalance: false,
+            io_ended: (0, 0),
             clock_unix_us: unix_us(),
             clock_instant: Instant::now(),
             last_save: unix_ms() / 1000,

@@ -280,6 +280,22 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs.")));
         }
     }
+    // New I/O threads start (or the last ones begin to retire) before the
+    // change is kept; clients move to and from them between commands.
+    let threads = |c: &crate::config::Config| c.get("io-threads").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    let (io_threads, io_threads_before) = (threads(&ctx.srv.config), threads(&before));
+    if io_threads != io_threads_before {
+        if let Err(e) = ctx.host.set_io_threads(ctx.srv, io_threads) {
+            ctx.srv.config = before;
+            if seen.iter().any(|n| n.starts_with("oom-score-adj")) {
+                let _ = ctx.srv.apply_oom_score();
+            }
+            if seen.iter().any(|n| n.starts_with("tls-")) {
+                let _ = ctx.srv.reload_tls();
+            }
+            return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument 'io-threads') - {e}")));
+        }
+    }
     // New addresses are listened on before the change is kept (the event
     // loop swaps its sockets), as Redis rebinds on CONFIG SET.
     let addr = |c: &crate::config::Config| (c.get("bind").unwrap_or("").to_string(), c.port, c.get("tls-port").and_then(|v| v.parse::<u16>().ok()).unwrap_or(0));
@@ -295,6 +311,9 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
             if seen.iter().any(|n| n.starts_with("tls-")) {
                 let _ = ctx.srv.reload_tls();
+            }
+            if io_threads != io_threads_before {
+                let _ = ctx.host.set_io_threads(ctx.srv, io_threads_before);
             }
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument '{name}') - {e}")));
         }
@@ -490,7 +509,7 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "lru_clock", &((unix_ms() / 1000) & 0xff_ffff));
         line(&mut s, "executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
         line(&mut s, "config_file", &srv.config.file.clone().unwrap_or_default());
-        line(&mut s, "io_threads_active", &u8::from(srv.io.is_some()));
+        line(&mut s, "io_threads_active", &u8::from(srv.io.as_ref().is_some_and(|io| io.live() > 0)));
         if let Some(ms) = crate::shutdown::remaining_ms(srv) {
             line(&mut s, "shutdown_in_milliseconds", &ms);
         }
@@ -697,7 +716,8 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
         line(&mut s, "dump_payload_sanitizations", &0);
         line(&mut s, "total_reads_processed", &srv.net_reads);
         line(&mut s, "total_writes_processed", &srv.net_writes);
-        let (reads, writes) = srv.io.as_ref().map_or((0, 0), |io| io.stats().fold((0, 0), |(r, w), t| (r + t.reads.load(Relaxed), w + t.writes.load(Relaxed))));
+        // Threads that ended (CONFIG SET io-threads) still count.
+        let (reads, writes) = srv.io.iter().flat_map(|io| io.stats()).fold(srv.io_ended, |(r, w), t| (r + t.reads.load(Relaxed), w + t.writes.load(Relaxed)));
         line(&mut s, "io_threaded_reads_processed", &reads);
         line(&mut s, "io_threaded_writes_processed", &writes);
         line(&mut s, "client_query_buffer_limit_disconnections", &srv.client_kills);
@@ -720,7 +740,9 @@ pub fn info_text(ctx: &mut Ctx, want: &[String]) -> String {
     }
     if has("threads") {
         // Redis 8's section: one line per thread, the executor's first
-        // (its own sockets: TLS clients, replicas, the primary link).
+        // (its own sockets: replicas, the primary link, clients not yet
+        // moved to a thread), then every thread still running, a
+        // retiring one until it ended.
         section(&mut s, "Threads");
         let own = srv.clients.values().filter(|x| x.sock.is_some()).count() + usize::from(c.sock.is_some());
         line(&mut s, "io_thread_0", &format!("clients={own},reads={},writes={}", srv.net_reads, srv.net_writes));

@@ -1,0 +1,93 @@
+//! CONFIG SET io-threads through the `Host`: the new count reaches the
+//! host before the change is kept, and a refusal leaves everything as it
+//! was (the answer names the parameter and the host's reason).
+
+use server::client::Client;
+use server::command::{CommandMap, Host, Scripts};
+use server::config::Config;
+use server::dispatch;
+use server::registry::registry;
+use server::script::engine::Engine;
+use server::server::Server;
+
+/// The event loop's part without sockets; `accept` says whether it takes
+/// a new thread count, `asked` records the counts it was given.
+struct TestHost {
+    table: CommandMap,
+    engine: Engine,
+    accept: bool,
+    asked: Vec<usize>,
+}
+
+impl Host for TestHost {
+    fn table(&self) -> &CommandMap {
+        &self.table
+    }
+
+    fn scripts(&mut self) -> &mut dyn Scripts {
+        &mut self.engine
+    }
+
+    fn scripts_ref(&self) -> &dyn Scripts {
+        &self.engine
+    }
+
+    fn serve_others(&mut self, _srv: &mut Server) {}
+
+    fn set_io_threads(&mut self, _srv: &mut Server, n: usize) -> Result<(), String> {
+        self.asked.push(n);
+        if self.accept {
+            Ok(())
+        } else {
+            Err("no threads today".into())
+        }
+    }
+}
+
+fn run(srv: &mut Server, host: &mut TestHost, line: &[&str]) -> String {
+    let mut c = Client::new(1, None, "test".into(), String::new());
+    let argv = line.iter().map(|w| w.as_bytes().to_vec()).collect();
+    assert!(dispatch::call(srv, host, &mut c, argv));
+    String::from_utf8_lossy(&c.reply.buf).into_owned()
+}
+
+fn host(accept: bool) -> TestHost {
+    let table = registry();
+    TestHost { engine: Engine::new(table.clone()), table, accept, asked: Vec::new() }
+}
+
+#[test]
+fn a_new_count_goes_to_the_host_and_an_unchanged_one_does_not() {
+    let mut srv = Server::new(Config::default());
+    let mut h = host(true);
+    assert_eq!(run(&mut srv, &mut h, &["CONFIG", "SET", "io-threads", "4"]), "+OK\r\n");
+    assert_eq!(run(&mut srv, &mut h, &["CONFIG", "GET", "io-threads"]), "*2\r\n$10\r\nio-threads\r\n$1\r\n4\r\n");
+    assert_eq!(run(&mut srv, &mut h, &["CONFIG", "SET", "io-threads", "4"]), "+OK\r\n");
+    assert_eq!(run(&mut srv, &mut h, &["CONFIG", "SET", "io-threads", "1"]), "+OK\r\n");
+    assert_eq!(h.asked, [4, 1]);
+    assert!(run(&mut srv, &mut h, &["CONFIG", "SET", "io-threads", "129"]).starts_with("-ERR CONFIG SET failed (possibly related to argument 'io-threads')"));
+    assert_eq!(h.asked, [4, 1]);
+}
+
+#[test]
+fn a_refusal_rolls_the_config_back() {
+    let mut srv = Server::new(Config::default());
+    let mut h = host(false);
+    let got = run(&mut srv, &mut h, &["CONFIG", "SET", "maxmemory-samples", "7", "io-threads", "3"]);
+    assert_eq!(got, "-ERR CONFIG SET failed (possibly related to argument 'io-threads') - no threads today\r\n");
+    assert_eq!(srv.config.get("io-threads"), Some("1"));
+    assert_eq!(srv.config.get("maxmemory-samples"), Some("5"));
+    assert_eq!(h.asked, [3]);
+}
+
+#[test]
+fn a_failed_relisten_takes_the_new_threads_back() {
+    // The test host cannot listen: the port change fails after the threads
+    // changed, and they go back to the old count.
+    let mut srv = Server::new(Config::default());
+    let mut h = host(true);
+    let got = run(&mut srv, &mut h, &["CONFIG", "SET", "io-threads", "3", "port", "7001"]);
+    assert!(got.starts_with("-ERR CONFIG SET failed (possibly related to argument 'port')"), "{got}");
+    assert_eq!(srv.config.get("io-threads"), Some("1"));
+    assert_eq!(h.asked, [3, 1]);
+}
