@@ -96,6 +96,32 @@ def _check_replies(clients: list[RawConn], tag: str) -> None:
         assert [c.read_reply() for _ in want] == want, (tag, i)
 
 
+def test_threads_that_end_leave_nothing_in_used_memory(start_server):
+    """Threads started and ended by CONFIG SET io-threads give back every byte they
+    counted: used_memory after 20 more rounds of 1 -> 3 -> 1 is what it was after
+    the first few (each ended thread had left 75 bytes: what std frees after the
+    thread's last report, now reported from its exit)."""
+    s = start_server("--io-threads", "1")
+    r = redis.Redis(host=s.host, port=s.port, single_connection_client=True)
+
+    def cycle():
+        r.config_set("io-threads", "3")
+        wait_for(lambda: len(r.info("threads")) == 3, what="two I/O threads")
+        r.config_set("io-threads", "1")
+        wait_for(lambda: len(r.info("threads")) == 1, what="the threads ended")
+
+    for _ in range(5):
+        cycle()
+    # Once to give this client's reply buffer the room INFO memory takes.
+    r.info("memory")
+    before = r.info("memory")["used_memory"]
+    for _ in range(20):
+        cycle()
+    after = r.info("memory")["used_memory"]
+    # 40 threads ended: at 75 bytes each the old build drifted by 3,000.
+    assert after == before, (before, after)
+
+
 def test_a_pool_moves_to_new_threads_and_back(start_server):
     """io-threads 1 -> 3 -> 2 -> 1 under a pool of idle connections: each change
     moves every client (the one that sent CONFIG SET too, once its command ended)

@@ -346,14 +346,18 @@ impl IoThreads {
         let bell = Arc::new(Doorbell::default());
         let mut worker = Box::new(Worker { poll, rx, bell: bell.clone(), inbox: self.inbox.clone(), executor: self.executor.clone(), executor_bell: self.bell.clone(), stats: stats.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 });
         let join = std::thread::Builder::new().name(format!("io_thd_{}", self.threads.len() + 1)).spawn(move || {
+            // First, so that its destructor runs after the others (std runs
+            // them last registered first).
+            crate::memory::publish_at_exit(0);
             crate::affinity::pin(crate::affinity::Role::Server);
             worker.run();
-            // What it frees last (its buffers, its poller's) counts too: a
-            // thread can end while the server runs on (CONFIG SET). Boxed,
-            // so that the closure, which std frees after this, is small.
+            // What it frees last (its buffers, its poller's, the closure
+            // std frees after this) counts too: a thread can end while the
+            // server runs on (CONFIG SET).
             let mut published = worker.published;
             drop(worker);
             crate::memory::publish_thread(&mut published);
+            crate::memory::publish_at_exit(published);
         })?;
         self.threads.push(Handle { tx, waker, bell, stats, batch: Vec::new(), join: Some(join) });
         self.assigned.push(0);

@@ -51,6 +51,32 @@ pub fn publish_thread(last: &mut i64) {
     *last = now;
 }
 
+/// What a helper thread last published, for [`publish_at_exit`].
+struct AtExit(Cell<Option<i64>>);
+
+impl Drop for AtExit {
+    fn drop(&mut self) {
+        if let Some(mut last) = self.0.get() {
+            publish_thread(&mut last);
+        }
+    }
+}
+
+thread_local! {
+    static AT_EXIT: AtExit = const { AtExit(Cell::new(None)) };
+}
+
+/// A helper thread that ends while the server runs on (an I/O thread
+/// retired by CONFIG SET io-threads) calls this last, with its record of
+/// what it published: what it frees after (std frees the thread's closure
+/// once it returns) is published once more as the thread exits, from a
+/// thread-local destructor. `COUNTERS` has none, so it is still there
+/// then, and so is jemalloc's own per-thread state, which goes after the
+/// thread-local destructors.
+pub fn publish_at_exit(last: i64) {
+    AT_EXIT.with(|e| e.0.set(Some(last)));
+}
+
 /// Bytes currently allocated by the program: the executor thread's net
 /// bytes plus the helpers'. Call it on the executor thread.
 pub fn allocated() -> u64 {
