@@ -465,3 +465,45 @@ def test_stress_thousand_clients_io_threads_4_against_1(start_server):
     assert keys4 == keys1 > WRITERS
     assert digest4 == digest1
     print(f"stress: {ROUNDS} rounds, io-threads 4 {t4:.1f}s, then io-threads 1 {time.monotonic() - t0 - t4:.1f}s")
+
+
+def test_parsed_requests_behind_a_blocked_client_count_in_its_memory(start_server):
+    """Requests an I/O thread parsed for a client blocked in BLPOP wait as bytes in
+    its query buffer and as the thread's parsed arguments: CLIENT LIST's tot-mem
+    counts both (the parsed copies were missing from it, so client eviction and
+    maxmemory-clients saw half of such a client)."""
+    s = start_server("--io-threads", "2")
+    r = redis.Redis(host=s.host, port=s.port)
+    a = RawConn(s.port)
+    a.cmd("CLIENT", "SETNAME", "blocked")
+    assert a.read_reply() == b"+OK\r\n"
+    a.cmd("BLPOP", "nothing", "0")
+    wait_for(lambda: r.info("clients")["blocked_clients"] == 1, what="BLPOP blocks")
+    value = b"v" * 1000
+    behind = b"".join(RawConn.encode("SET", f"k{i}", value) for i in range(200))
+    a.send(behind)
+
+    def entry():
+        return next(c for c in r.client_list() if c["name"] == "blocked")
+
+    # The thread reads until the executor asks it to stop (the client cannot
+    # run them): wait until the query buffer stops growing.
+    seen = []
+
+    def settled():
+        seen.append(int(entry()["qbuf"]))
+        time.sleep(0.1)
+        return len(seen) > 2 and seen[-1] == seen[-3] and seen[-1] >= 16 * 1024
+
+    wait_for(settled, what="the query buffer settled")
+    e = entry()
+    qbuf, mem = int(e["qbuf"]), int(e["tot-mem"])
+    # The bytes once in the query buffer, once more as parsed arguments (all
+    # but the last request, which may be unfinished).
+    assert mem >= 2 * qbuf - 2 * len(value), (mem, qbuf)
+    # Once they ran, the client holds neither.
+    r.rpush("nothing", "x")
+    assert a.read_reply() == b"*2\r\n$7\r\nnothing\r\n$1\r\nx\r\n"
+    for _ in range(200):
+        assert a.read_reply() == b"+OK\r\n"
+    assert int(entry()["tot-mem"]) < len(behind) // 4

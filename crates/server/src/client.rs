@@ -412,12 +412,42 @@ pub struct IoLink {
     /// Stream offset of the query buffer's first byte (the stream counted
     /// from the first byte the thread read).
     pub qbase: u64,
+    /// Heap bytes of the arguments in `reqs` (`Client::memory` counts them
+    /// with the queue's room: a blocked client's parsed requests are its
+    /// memory as much as the bytes they were parsed from).
+    reqs_heap: usize,
 }
 
 impl IoLink {
     /// A link to thread `thread`.
     pub fn new(thread: usize, unix: bool) -> IoLink {
-        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false, delivered: 0, reqs: Default::default(), qbase: 0 }
+        IoLink { thread, queued: Default::default(), unix, tls: false, reading: true, eof: false, returning: false, delivered: 0, reqs: Default::default(), qbase: 0, reqs_heap: 0 }
+    }
+
+    /// Queues the requests the thread parsed in its last input.
+    pub fn push_reqs(&mut self, reqs: Vec<crate::iothread::Req>) {
+        self.reqs_heap += reqs.iter().map(Self::req_heap).sum::<usize>();
+        if self.reqs.is_empty() {
+            self.reqs = reqs.into();
+        } else {
+            self.reqs.extend(reqs);
+        }
+    }
+
+    /// Takes the first queued request.
+    pub fn pop_req(&mut self) -> Option<crate::iothread::Req> {
+        let r = self.reqs.pop_front()?;
+        self.reqs_heap -= Self::req_heap(&r);
+        Some(r)
+    }
+
+    /// Bytes the queued requests hold: the queue's room and their arguments.
+    pub fn reqs_mem(&self) -> usize {
+        self.reqs.capacity() * std::mem::size_of::<crate::iothread::Req>() + self.reqs_heap
+    }
+
+    fn req_heap(r: &crate::iothread::Req) -> usize {
+        r.argv.capacity() * std::mem::size_of::<Vec<u8>>() + r.argv.iter().map(Vec::capacity).sum::<usize>()
     }
 
     /// Reply bytes the thread holds.
@@ -624,7 +654,7 @@ impl Client {
         let watched: usize = self.watched.iter().map(|(_, k, _)| entry(k)).sum();
         let subs: usize = self.pubsub.as_deref().map_or(0, |s| s.channels.iter().chain(&s.patterns).chain(&s.shard).map(entry).sum::<usize>() + std::mem::size_of::<Subscriptions>());
         let prefixes: usize = self.tracking.as_deref().map_or(0, |t| t.prefixes.iter().map(entry).sum::<usize>() + std::mem::size_of::<ClientTracking>());
-        std::mem::size_of::<Client>() + qbuf + self.reply.buf.capacity() + self.io.as_ref().map_or(0, IoLink::queued) + self.multi_mem() + watched + subs + prefixes
+        std::mem::size_of::<Client>() + qbuf + self.reply.buf.capacity() + self.io.as_ref().map_or(0, |l| l.queued() + l.reqs_mem()) + self.multi_mem() + watched + subs + prefixes
     }
 
     /// Bytes of reply not yet written; a TLS client whose session still

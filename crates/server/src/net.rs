@@ -1075,7 +1075,7 @@ fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolEr
             let at = l.qbase.wrapping_add(c.qpos as u64);
             // Requests this position is past (run, or parsed here).
             while l.reqs.front().is_some_and(|r| (at.wrapping_sub(r.start) as i64) > 0) {
-                l.reqs.pop_front();
+                l.pop_req();
             }
             let fits = |r: &crate::iothread::Req| {
                 r.start == at
@@ -1085,7 +1085,7 @@ fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolEr
                     && r.argv.iter().all(|a| a.len() as i64 <= limits.max_bulk_len)
             };
             if l.reqs.front().is_some_and(fits) {
-                let r = l.reqs.pop_front().expect("front checked");
+                let r = l.pop_req().expect("front checked");
                 c.qpos += (r.end - r.start) as usize;
                 return Ok(Parsed::Command(r.argv));
             }
@@ -1413,11 +1413,7 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
             let Some(c) = srv.clients.get_mut(&id) else { return };
             if let Some(l) = c.io.as_mut() {
                 l.delivered += buf.len();
-                if l.reqs.is_empty() {
-                    l.reqs = reqs.into();
-                } else {
-                    l.reqs.extend(reqs);
-                }
+                l.push_reqs(reqs);
             }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;
