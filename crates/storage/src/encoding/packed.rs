@@ -478,6 +478,7 @@ impl Tables {
     /// value of `raw` bytes: the drift window (which may retire the table),
     /// then, if the form is shorter than the value, its reference and
     /// INFO's counters. Returns true if the form is to be stored.
+    #[inline]
     fn account(&mut self, id: u8, raw: usize, len: usize, codec: Codec) -> bool {
         let t = self.tables[id as usize].as_mut().expect("current table is live");
         t.window.0 += raw as u64;
@@ -555,6 +556,7 @@ impl Tables {
     /// The current table of `pattern`. A table's `pattern` is Some(p)
     /// exactly while `current` maps p to it, so the last hit is checked
     /// against it first (a compare of a few bytes instead of a hash).
+    #[inline]
     fn current_id(&mut self, pattern: &[u8]) -> Option<u8> {
         if let Some(Some(t)) = self.tables.get(self.last) {
             if t.pattern.as_deref().is_some_and(|p| p.len() == pattern.len() && same(p, pattern)) {
@@ -614,6 +616,7 @@ impl Tables {
     /// Notes that a stored packed value went away (deleted, overwritten or
     /// rewritten); frees its table when nothing uses it and it is no
     /// longer current.
+    #[inline]
     pub fn release(&mut self, packed: &[u8]) {
         let id = table_of(packed) as usize;
         let raw = raw_len(packed).expect("stored form is valid");
@@ -642,6 +645,7 @@ impl Tables {
     }
 
     /// Adds `n` (1 or -1) to the values counted for `codec`.
+    #[inline]
     fn count_codec(&mut self, codec: Codec, n: i64) {
         match codec {
             Codec::Zstd => self.stats.zstd_values = self.stats.zstd_values.wrapping_add_signed(n),
