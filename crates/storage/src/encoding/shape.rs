@@ -296,7 +296,8 @@ impl Shape {
         self.holes.iter().map(|h| usize::from(h.width)).sum()
     }
 
-    /// Heap bytes this shape holds (its text, piece ends and holes).
+    /// Heap bytes this shape holds (its text, piece ends, holes and fixed
+    /// layout).
     pub fn heap_bytes(&self) -> usize {
         self.text.capacity() + self.ends.capacity() + self.holes.capacity() * std::mem::size_of::<Hole>() + self.fixed.as_ref().map_or(0, Fixed::heap_bytes)
     }
