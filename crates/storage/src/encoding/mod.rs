@@ -27,12 +27,14 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: usize) {
     out.push(n as u8);
 }
 
-/// `a == b` for two slices of the same length, short ones (a shape's
-/// pieces, a key's prefix, a pattern): a few word compares instead of a
-/// call to memcmp.
+/// `a == b` for short slices (a shape's pieces, a key's prefix, a
+/// pattern): the lengths, then a few word compares instead of a call to
+/// memcmp.
 #[inline(always)]
 pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
-    debug_assert_eq!(a.len(), b.len());
+    if a.len() != b.len() {
+        return false;
+    }
     let n = a.len();
     let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
     let half = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().expect("4 bytes"));
@@ -280,6 +282,7 @@ mod tests {
                 let mut b = a.clone();
                 b[flip.index(a.len())] ^= 1;
                 prop_assert!(!same(&a, &b));
+                prop_assert!(!same(&a, &a[1..]));
             }
         }
 

@@ -559,7 +559,7 @@ impl Tables {
     #[inline]
     fn current_id(&mut self, pattern: &[u8]) -> Option<u8> {
         if let Some(Some(t)) = self.tables.get(self.last) {
-            if t.pattern.as_deref().is_some_and(|p| p.len() == pattern.len() && same(p, pattern)) {
+            if t.pattern.as_deref().is_some_and(|p| same(p, pattern)) {
                 return Some(self.last as u8);
             }
         }

@@ -184,11 +184,8 @@ fn digits_at(b: &[u8]) -> (usize, u64) {
                 u64::from_le_bytes(w)
             }
         };
-        // Digits become 0-9; any other byte is above 9 (XOR is one to one).
         let t = w ^ 0x3030_3030_3030_3030;
-        // A byte above 9 gets its high bit from the add, or has it already
-        // (a carry out of such a byte can only mark bytes after it).
-        let bad = (t.wrapping_add(0x7676_7676_7676_7676) | t) & 0x8080_8080_8080_8080;
+        let bad = not_digits(t) & 0x8080_8080_8080_8080;
         let k = if bad == 0 { 8 } else { (bad.trailing_zeros() / 8) as usize };
         if k > 0 {
             n = n.wrapping_mul(POW10[k]).wrapping_add(swar_digits(t, k));
@@ -198,6 +195,16 @@ fn digits_at(b: &[u8]) -> (usize, u64) {
             return (count, n);
         }
     }
+}
+
+/// The high bit of each byte of `t` (a word less ASCII '0's, so digits are
+/// 0-9 and XOR being one to one, any other byte is above 9) that was not a
+/// digit: a byte above 9 gets it from the add, or has it already. A carry
+/// out of such a byte can only mark bytes after it. Other bits are noise:
+/// mask the result.
+#[inline]
+fn not_digits(t: u64) -> u64 {
+    t.wrapping_add(0x7676_7676_7676_7676) | t
 }
 
 /// The number the first `k` (1 to 8) bytes of `t` make, each a digit's
@@ -342,11 +349,10 @@ impl Shape {
         let mut bad = 0;
         for (i, &[text, is_text, digit]) in f.words.iter().enumerate() {
             let w = word(i * WORD);
-            // Text differs, or a hole's byte is not a digit (as in
-            // `digits_at`; a carry from a text byte can only refuse a
-            // digit, which the general way then takes).
-            let t = w ^ 0x3030_3030_3030_3030;
-            bad |= ((w ^ text) & is_text) | ((t.wrapping_add(0x7676_7676_7676_7676) | t) & digit);
+            // Text differs, or a hole's byte is not a digit (a carry from a
+            // text byte can only refuse a digit, which the general way then
+            // takes).
+            bad |= ((w ^ text) & is_text) | (not_digits(w ^ 0x3030_3030_3030_3030) & digit);
         }
         if bad != 0 {
             return false;
