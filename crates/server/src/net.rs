@@ -204,6 +204,7 @@ impl Host for Shell {
         // The moves, and the end of retired threads (of threads started
         // just now too, if a later one failed), happen between commands.
         srv.io_rebalance = true;
+        srv.io_moving = None;
         started.map_err(|e| format!("Failed creating the I/O threads: {}", crate::config::strerror(&e)))
     }
 
@@ -1527,28 +1528,32 @@ fn movable(c: &Client) -> Move {
 /// of long-lived connections uses the new threads; and ends the retired
 /// threads that hold nobody (with none left, `srv.io` goes, and
 /// io-threads 1 costs what it always did). Stays due while a client that
-/// may move is not quiet yet or a thread still retires.
+/// may move is not quiet yet or a thread still retires; after its first
+/// pass over every client it looks only at those (`srv.io_moving`).
 fn rebalance_io(srv: &mut Server, registry: &mio::Registry) {
     let Some(mut io) = srv.io.take() else {
         srv.io_rebalance = false;
+        srv.io_moving = None;
         return;
     };
-    let mut again = false;
-    for c in srv.clients.values_mut() {
+    let ids = srv.io_moving.take().unwrap_or_else(|| srv.clients.keys().copied().collect());
+    let mut again = Vec::new();
+    for id in ids {
+        let Some(c) = srv.clients.get_mut(&id) else { continue };
         match c.io.as_mut() {
             Some(l) if io.retiring(l.thread) => {
                 if !l.returning {
                     l.returning = true;
-                    io.push(l.thread, crate::iothread::ToIo::GiveBack { id: c.id });
+                    io.push(l.thread, crate::iothread::ToIo::GiveBack { id });
                 }
                 // Once back, it moves on to a live thread.
-                again = true;
+                again.push(id);
             }
             Some(_) => {}
             None if io.live() == 0 => {}
             None => match movable(c) {
                 Move::Never => {}
-                Move::Later => again = true,
+                Move::Later => again.push(id),
                 Move::Now => {
                     // Neither fails: a thread is live, a movable client has
                     // a socket.
@@ -1572,7 +1577,8 @@ fn rebalance_io(srv: &mut Server, registry: &mio::Registry) {
     let (reads, writes) = io.end_retired();
     srv.io_ended.0 += reads;
     srv.io_ended.1 += writes;
-    srv.io_rebalance = again || io.len() > io.live();
+    srv.io_rebalance = !again.is_empty() || io.len() > io.live();
+    srv.io_moving = Some(again);
     if !io.is_empty() {
         srv.io = Some(io);
     }

@@ -603,6 +603,10 @@ pub struct Server {
     /// move between the executor and the threads, or retired threads to
     /// end (the event loop's cron does it, `net::rebalance_io`).
     pub io_rebalance: bool,
+    /// The clients `rebalance_io` is to look at again (not quiet yet, or
+    /// on their way back from a retiring thread); None: every client (the
+    /// first pass after a change).
+    pub io_moving: Option<Vec<ClientId>>,
     /// Reads and writes counted by I/O threads that ended, so that
     /// io_threaded_reads_processed and io_threaded_writes_processed never
     /// go back.
@@ -1033,6 +1037,7 @@ impl Server {
             sweep_clients: false,
             io: None,
             io_rebalance: false,
+            io_moving: None,
             io_ended: (0, 0),
             clock_unix_us: unix_us(),
             clock_instant: Instant::now(),

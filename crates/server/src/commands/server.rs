@@ -229,6 +229,18 @@ pub fn config_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// how a replica loads its primary's image.
 const DENY_LOADING: &[&str] = &["dir", "repl-diskless-load"];
 
+/// After a CONFIG SET failed and its old settings are back: applies again
+/// those of `seen` that act outside the settings (the process's
+/// oom_score_adj, the TLS configuration).
+fn reapply(srv: &mut crate::server::Server, seen: &[&str]) {
+    if seen.iter().any(|n| n.starts_with("oom-score-adj")) {
+        let _ = srv.apply_oom_score();
+    }
+    if seen.iter().any(|n| n.starts_with("tls-")) {
+        let _ = srv.reload_tls();
+    }
+}
+
 /// CONFIG SET parameter value [parameter value ...]; all or nothing.
 pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
@@ -287,12 +299,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if io_threads != io_threads_before {
         if let Err(e) = ctx.host.set_io_threads(ctx.srv, io_threads) {
             ctx.srv.config = before;
-            if seen.iter().any(|n| n.starts_with("oom-score-adj")) {
-                let _ = ctx.srv.apply_oom_score();
-            }
-            if seen.iter().any(|n| n.starts_with("tls-")) {
-                let _ = ctx.srv.reload_tls();
-            }
+            reapply(ctx.srv, &seen);
             return Err(CmdError::err(format!("CONFIG SET failed (possibly related to argument 'io-threads') - {e}")));
         }
     }
@@ -306,12 +313,7 @@ pub fn config_set(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         if let Err(e) = ctx.host.relisten(ctx.srv, &bind, port, tls_port) {
             // Everything goes back, what was already applied too (Redis
             // re-applies the old values).
-            if seen.iter().any(|n| n.starts_with("oom-score-adj")) {
-                let _ = ctx.srv.apply_oom_score();
-            }
-            if seen.iter().any(|n| n.starts_with("tls-")) {
-                let _ = ctx.srv.reload_tls();
-            }
+            reapply(ctx.srv, &seen);
             if io_threads != io_threads_before {
                 let _ = ctx.host.set_io_threads(ctx.srv, io_threads_before);
             }
