@@ -1183,6 +1183,10 @@ def test_loading_replica_hidden_from_cluster_slots(cluster):
         for _ in range(302):
             ca.reply()
         assert len(ca.reply()) == 301
+    # The primary may drop the replica from CLUSTER SLOTS as soon as the link is
+    # killed, before the full sync starts loading: wait for the load first, then
+    # for the replica to be hidden while it is still loading.
+    cl.wait_for(lambda: rep.info("persistence")["loading"] == "1", 10, "the replica loading")
     cl.wait_for(lambda: rep.port not in slots_reply_ports(a, 0), 10, "the loading replica hidden")
     assert rep.info("persistence")["loading"] == "1"
     cl.wait_for(lambda: cl.replication_up(rep), 30, "the replica's link up")
