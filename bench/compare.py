@@ -1091,9 +1091,11 @@ def callgrind_per_request(binary: str, test: str, n: int, clients: int, pipeline
         bench = ["redis-benchmark", "-h", HOST, "-p", str(port), "-t", test, "-c", str(clients),
                  "-r", "100000", "-P", str(pipeline), "-q"]
         subprocess.run([*bench, "-n", str(max(n // 5, 1000))], capture_output=True, timeout=timeout, check=True)
-        subprocess.run(["callgrind_control", "-z", str(proc.pid)], capture_output=True, check=True)
+        # vgdb by pid: callgrind_control finds a run by its command line,
+        # which the server's process title ("*:PORT") has replaced.
+        subprocess.run(["vgdb", f"--pid={proc.pid}", "zero"], capture_output=True, check=True)
         subprocess.run([*bench, "-n", str(n)], capture_output=True, timeout=timeout, check=True)
-        subprocess.run(["callgrind_control", "-d", str(proc.pid)], capture_output=True, check=True)
+        subprocess.run(["vgdb", f"--pid={proc.pid}", "dump"], capture_output=True, check=True)
         for name in sorted(os.listdir(d)):
             text = Path(d, name).read_text(errors="replace") if name.startswith("cg.out.") else ""
             if "Trigger: dump" in text:

@@ -94,6 +94,16 @@ impl Parser {
     /// Errors: the protocol error to report; the connection must then be closed.
     pub fn parse(&mut self, buf: &[u8], pos: &mut usize, limits: &Limits) -> Result<Parsed, ProtocolError> {
         if !self.in_multibulk {
+            if let Some(args) = parse_whole(buf, pos, limits) {
+                return Ok(Parsed::Command(args));
+            }
+        }
+        self.parse_general(buf, pos, limits)
+    }
+
+    /// `parse` without `parse_whole`: every form, resumable.
+    fn parse_general(&mut self, buf: &[u8], pos: &mut usize, limits: &Limits) -> Result<Parsed, ProtocolError> {
+        if !self.in_multibulk {
             if *pos >= buf.len() {
                 return Ok(Parsed::Incomplete { want: 0 });
             }
@@ -179,6 +189,76 @@ impl Parser {
         self.multibulk_left = 0;
         self.bulk_len = -1;
     }
+}
+
+/// Most arguments a request may have for `parse_whole` to take it.
+const WHOLE_MAX_ARGS: usize = 16;
+
+/// The common case in one pass: a whole multibulk request of at most
+/// `WHOLE_MAX_ARGS` arguments, already in `buf` at `*pos`, its lengths
+/// plain decimals (no sign, no leading zero) each ended by `\r\n` and
+/// within `limits`. Its framing is read first, so nothing is copied from a
+/// request that turns out incomplete. None for anything else, leaving
+/// `*pos` alone: the general parser then reads the request from its start
+/// and gives the same arguments, or the error, or keeps the partial state.
+#[inline]
+fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u8>>> {
+    let mut p = *pos;
+    if buf.get(p) != Some(&b'*') {
+        return None;
+    }
+    let n = plain_len(buf, &mut p)?;
+    if n == 0 || n > WHOLE_MAX_ARGS as u64 || (limits.unauthenticated && n > UNAUTH_MULTIBULK_MAX as u64) {
+        return None;
+    }
+    let max = if limits.unauthenticated { limits.max_bulk_len.min(UNAUTH_BULK_MAX) } else { limits.max_bulk_len };
+    let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
+    for span in &mut spans[..n as usize] {
+        if buf.get(p) != Some(&b'$') {
+            return None;
+        }
+        let len = plain_len(buf, &mut p)?;
+        if len > max as u64 || len as usize > buf.len() - p || buf.len() - p - (len as usize) < 2 {
+            return None;
+        }
+        *span = (p, len as usize);
+        // As the general parser: the two bytes after a bulk are skipped
+        // unread.
+        p += len as usize + 2;
+    }
+    let args = spans[..n as usize].iter().map(|&(at, len)| buf[at..at + len].to_vec()).collect();
+    *pos = p;
+    Some(args)
+}
+
+/// Reads the length after a `*` or `$` at `*p`: "0", or a digit 1-9 and at
+/// most 17 more digits, then `\r\n`; moves `*p` past it. None for any
+/// other form (the general parser decides what it is).
+#[inline]
+fn plain_len(buf: &[u8], p: &mut usize) -> Option<u64> {
+    let mut i = *p + 1;
+    let first = *buf.get(i)?;
+    if !first.is_ascii_digit() {
+        return None;
+    }
+    let mut v = u64::from(first - b'0');
+    i += 1;
+    loop {
+        let b = *buf.get(i)?;
+        if !b.is_ascii_digit() {
+            break;
+        }
+        if v == 0 || i - *p > 18 {
+            return None;
+        }
+        v = v * 10 + u64::from(b - b'0');
+        i += 1;
+    }
+    if buf.get(i..i + 2)? != b"\r\n" {
+        return None;
+    }
+    *p = i + 2;
+    Some(v)
 }
 
 /// Parses `chunks` as successive reads of one connection, dropping the
@@ -437,6 +517,7 @@ mod tests {
 #[cfg(test)]
 mod drain_tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     fn run(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<String>) {
         parse_chunks(chunks, &Limits { max_bulk_len: 1 << 20, unauthenticated: false })
@@ -463,6 +544,63 @@ mod drain_tests {
             let whole = run(&[&body]);
             let split = run(&[&body[..cut], &body[cut..]]);
             proptest::prop_assert_eq!(whole, split);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// A stream parsed as the server parses it (`parse_whole` takes
+        /// what it can) gives what the general parser alone gives: the same
+        /// arguments, or the same error, under any limits. The framing pieces are the forms `parse_whole` must leave
+        /// to the general parser: signs, leading zeros, a bare `\n`, 19
+        /// digits, lengths over the limits, more than 16 or 10 arguments.
+        #[test]
+        fn parse_whole_agrees_with_the_general_parser(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..6),
+                // Over the unauthenticated limit by one byte.
+                proptest::prelude::Just([&b"$16385\r\n"[..], &[b'a'; 16385], b"\r\n"].concat()),
+                proptest::sample::select(vec![
+                    &b"*1\r\n"[..], b"*2\r\n", b"*3\r\n", b"*11\r\n", b"*17\r\n", b"*0\r\n", b"*-1\r\n", b"*02\r\n", b"*2\n",
+                    b"$0\r\n", b"$1\r\n", b"$3\r\n", b"$03\r\n", b"$+3\r\n", b"$-0\r\n", b"$3\n", b"$1000000000000000000\r\n",
+                    b"$17000\r\n", b"abc\r\n", b"x\r\n", b"\r\n", b"PING\r\n",
+                ]).prop_map(|b: &[u8]| b.to_vec()),
+            ], 0..24),
+            max_bulk_len in proptest::prop_oneof![proptest::prelude::Just(1i64 << 20), 0i64..5],
+            unauthenticated in proptest::prelude::any::<bool>(),
+        ) {
+            let body: Vec<u8> = parts.concat();
+            let limits = Limits { max_bulk_len, unauthenticated };
+            let whole = parse_chunks(&[&body], &limits);
+            let mut general = (Vec::new(), None);
+            let (mut p, mut pos) = (Parser::new(), 0);
+            loop {
+                match p.parse_general(&body, &mut pos, &limits) {
+                    Ok(Parsed::Command(a)) => general.0.push(a),
+                    Ok(Parsed::Incomplete { .. }) => break,
+                    Err(e) => {
+                        general.1 = Some(e.0);
+                        break;
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(whole, general);
+        }
+    }
+
+    #[test]
+    fn common_requests_are_taken_whole() {
+        let limits = Limits::default();
+        let mut pos = 0;
+        let buf = b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000012345\r\n$0\r\n\r\n*1";
+        let got = parse_whole(buf, &mut pos, &limits).expect("taken");
+        assert_eq!(got, vec![b"SET".to_vec(), b"key:000000012345".to_vec(), Vec::new()]);
+        assert_eq!(&buf[pos..], b"*1");
+        // Incomplete, or outside the plain forms: left to the general parser.
+        for buf in [&b"*2\r\n$3\r\nGET\r\n$1\r\nk\r"[..], b"*1\r\n$04\r\nPING\r\n", b"*1\n$4\r\nPING\r\n", b"PING\r\n"] {
+            let mut pos = 0;
+            assert!(parse_whole(buf, &mut pos, &limits).is_none());
+            assert_eq!(pos, 0);
         }
     }
 
