@@ -13,7 +13,6 @@
 //! event loop) reach a handler only through `Ctx::host`.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use resp::Reply;
@@ -290,12 +289,168 @@ impl Spec {
 
 /// The command table: lowercase name -> spec. Shared behind an `Rc` so
 /// dispatch can hold a spec while it mutates the server.
-pub type CommandMap = Rc<HashMap<String, Spec, rustc_hash::FxBuildHasher>>;
+pub type CommandMap = Rc<Commands>;
+
+/// The commands by name, found case-insensitively from a request's raw
+/// first argument with no copy, lowercasing or UTF-8 check. A name of up
+/// to 24 bytes is read as three words; the index is open addressing over
+/// a hash of those words with ASCII case folded (each byte's 0x20 bit set,
+/// which maps A-Z to a-z, so names differing only in case hash alike);
+/// each entry keeps its lowercase words and the 0x20 bits of its letters,
+/// and a name matches when its words, with those bits set, equal the
+/// entry's (only an uppercase letter differs from its lowercase in that
+/// bit alone). Longer names (only a rename-command can make one) compare
+/// byte by byte. Every request looks its command up (a pipelined one
+/// twice, for the prefetch): this is most of what that costs.
+#[derive(Clone, Default)]
+pub struct Commands {
+    specs: Vec<Entry>,
+    /// 1 + an index into `specs`, 0 where empty; a power of two, at most
+    /// half full.
+    slots: Vec<u16>,
+}
+
+#[derive(Clone)]
+struct Entry {
+    /// As registered or renamed to.
+    name: String,
+    /// The name's words, lowercase.
+    lower: NameWords,
+    /// The 0x20 bits of its letters.
+    letters: NameWords,
+    spec: Spec,
+}
+
+/// A name's first 24 bytes as little-endian words, zero past its end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct NameWords([u64; 3]);
+
+/// Each byte's 0x20 bit.
+const CASE_BITS: u64 = 0x2020_2020_2020_2020;
+
+impl NameWords {
+    #[inline]
+    fn of(name: &[u8]) -> NameWords {
+        let mut w = [0u64; 3];
+        for (i, &b) in name.iter().take(24).enumerate() {
+            w[i / 8] |= u64::from(b) << (8 * (i % 8));
+        }
+        NameWords(w)
+    }
+
+    /// Where a name of `len` bytes starts its probe in `slots` slots: a
+    /// hash that ignores ASCII case (FxHash's step over each word with its
+    /// 0x20 bits set), its top bits (a multiplicative hash's low bits
+    /// depend on its input's low bits only).
+    #[inline]
+    fn slot(&self, len: usize, slots: usize) -> usize {
+        let h = self.0.iter().fold(len as u64, |h, &w| (h.rotate_left(5) ^ (w | CASE_BITS)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95));
+        (h >> (64 - slots.trailing_zeros())) as usize
+    }
+}
+
+impl Entry {
+    fn new(name: String, spec: Spec) -> Entry {
+        let lower = NameWords::of(name.to_ascii_lowercase().as_bytes());
+        let letters = NameWords(lower.0.map(|w| {
+            let bytes = w.to_le_bytes().map(|b| if b.is_ascii_lowercase() { 0x20 } else { 0 });
+            u64::from_le_bytes(bytes)
+        }));
+        Entry { name, lower, letters, spec }
+    }
+
+    #[inline]
+    fn is(&self, name: &[u8], words: &NameWords) -> bool {
+        self.name.len() == name.len()
+            && (0..3).all(|k| words.0[k] | self.letters.0[k] == self.lower.0[k])
+            && (name.len() <= 24 || self.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+impl Commands {
+    /// The spec named `name` in any case.
+    #[inline]
+    pub fn find(&self, name: &[u8]) -> Option<&Spec> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let words = NameWords::of(name);
+        let mask = self.slots.len() - 1;
+        let mut i = words.slot(name.len(), self.slots.len());
+        loop {
+            let e = self.slots[i] as usize;
+            if e == 0 {
+                return None;
+            }
+            let entry = &self.specs[e - 1];
+            if entry.is(name, &words) {
+                return Some(&entry.spec);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The spec named `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&Spec> {
+        self.find(name.as_bytes())
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name.as_bytes()).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// (name, spec) of every command, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Spec)> {
+        self.specs.iter().map(|e| (&e.name, &e.spec))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Spec> {
+        self.specs.iter().map(|e| &e.spec)
+    }
+
+    /// Adds `spec` as `name`, replacing and returning a command of that
+    /// name (any case).
+    pub fn insert(&mut self, name: String, spec: Spec) -> Option<Spec> {
+        let old = self.remove(&name);
+        self.specs.push(Entry::new(name, spec));
+        self.reindex();
+        old
+    }
+
+    /// Takes out the command named `name` (any case).
+    pub fn remove(&mut self, name: &str) -> Option<Spec> {
+        let i = self.specs.iter().position(|e| e.name.eq_ignore_ascii_case(name))?;
+        let e = self.specs.swap_remove(i);
+        self.reindex();
+        Some(e.spec)
+    }
+
+    fn reindex(&mut self) {
+        let size = (self.specs.len() * 2).next_power_of_two().max(16);
+        assert!(self.specs.len() < u16::MAX as usize, "command table too large");
+        self.slots = vec![0; size];
+        for (k, e) in self.specs.iter().enumerate() {
+            let mut i = NameWords::of(e.name.as_bytes()).slot(e.name.len(), size);
+            while self.slots[i] != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            self.slots[i] = k as u16 + 1;
+        }
+    }
+}
 
 /// Builds the command table from every family's rows: derives
 /// `MOVABLE_KEYS`, names subcommands `parent|sub`, refuses duplicates.
 pub fn build_table(all: Vec<Spec>) -> CommandMap {
-    let mut map = HashMap::default();
+    let mut map = Commands::default();
     let mut next_id = 0;
     for mut s in all {
         if s.movable() {
@@ -313,8 +468,10 @@ pub fn build_table(all: Vec<Spec>) -> CommandMap {
             }
         }
         let name = s.name.to_string();
-        assert!(map.insert(name.clone(), s).is_none(), "command {name} registered twice");
+        assert!(!map.specs.iter().any(|e| e.name == name), "command {name} registered twice");
+        map.specs.push(Entry::new(name, s));
     }
+    map.reindex();
     Rc::new(map)
 }
 
@@ -620,5 +777,37 @@ mod tests {
         assert!(!l.movable());
         let m = spec("mset", -3, flags::WRITE, keys(1, -1, 2), noop);
         assert_eq!(m.find_keys(&argv("mset a 1 b 2")), vec![(1, kf::RW_UPDATE), (3, kf::RW_UPDATE)]);
+    }
+
+    #[test]
+    fn commands_are_found_in_any_case_and_only_by_their_name() {
+        let table = crate::registry::registry();
+        assert!(table.len() > 200);
+        for (name, spec) in table.iter() {
+            assert!(std::ptr::eq(table.find(name.as_bytes()).unwrap(), spec));
+            assert!(std::ptr::eq(table.find(name.to_ascii_uppercase().as_bytes()).unwrap(), spec));
+            // One byte more, one less, or another with the same case-folded
+            // hash input (0x20 bit cleared on a non-letter) finds nothing
+            // or another command, never this one by mistake.
+            let mut longer = name.as_bytes().to_vec();
+            longer.push(b'x');
+            assert!(table.find(&longer).is_none_or(|s| !std::ptr::eq(s, spec)));
+            assert!(table.find(&name.as_bytes()[..name.len() - 1]).is_none_or(|s| !std::ptr::eq(s, spec)));
+        }
+        assert!(table.find(b"").is_none());
+        assert!(table.find(b"SET\0").is_none());
+        assert!(table.find(b"s\xc5t").is_none());
+        assert!(table.find(b"GET").is_some_and(|s| s.name == "get"));
+        // '_' (0x5f) and DEL (0x7f) hash alike; only one is a name's byte.
+        let mut t = Commands::default();
+        t.insert("a_b".into(), spec("a_b", 1, 0, NO_KEYS, noop));
+        assert!(t.find(b"A_B").is_some());
+        assert!(t.find(b"a\x7fb").is_none());
+        assert!(t.remove("A_b").is_some() && t.find(b"a_b").is_none() && t.is_empty());
+        // Past 24 bytes (a rename-command's name): compared whole.
+        t.insert("renamed-to-a-much-longer-name-x".into(), spec("x", 1, 0, NO_KEYS, noop));
+        assert!(t.find(b"RENAMED-TO-A-MUCH-LONGER-NAME-X").is_some());
+        assert!(t.find(b"renamed-to-a-much-longer-name-y").is_none());
+        assert!(t.find(b"renamed-to-a-much-longer-name-x-").is_none());
     }
 }

@@ -29,11 +29,7 @@ pub enum Lookup<'a> {
 /// count. For prefetching only: an unknown command, a container or a
 /// wrong argument count adds nothing, and nothing is checked or replied.
 pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8]], mut n: usize) -> usize {
-    let mut buf = [0u8; 16];
-    let Some(raw) = argv.first().filter(|a| a.len() <= buf.len()) else { return n };
-    buf[..raw.len()].copy_from_slice(raw);
-    buf[..raw.len()].make_ascii_lowercase();
-    let Some(spec) = std::str::from_utf8(&buf[..raw.len()]).ok().and_then(|name| table.get(name)) else { return n };
+    let Some(spec) = argv.first().and_then(|raw| table.find(raw)) else { return n };
     let k = spec.keys;
     if k.first <= 0 || k.step <= 0 || !spec.subcommands.is_empty() {
         return n;
@@ -50,17 +46,7 @@ pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8
 
 /// Finds the spec for `argv`, descending into subcommands, and checks arity.
 pub fn lookup<'a>(table: &'a CommandMap, argv: &[Vec<u8>]) -> Lookup<'a> {
-    // Lowercase into a stack buffer: no allocation on the hot path.
-    let mut buf = [0u8; 32];
-    let raw = &argv[0];
-    let found = if raw.len() <= buf.len() {
-        buf[..raw.len()].copy_from_slice(raw);
-        buf[..raw.len()].make_ascii_lowercase();
-        std::str::from_utf8(&buf[..raw.len()]).ok().and_then(|n| table.get(n))
-    } else {
-        None
-    };
-    let Some(spec) = found else {
+    let Some(spec) = table.find(&argv[0]) else {
         let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trunc(&argv[0]));
         for a in &argv[1..] {
             if msg.len() >= 128 + 60 {
