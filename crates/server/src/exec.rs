@@ -355,8 +355,9 @@ pub fn account(srv: &mut Server, c: &mut Client, spec: &Spec, argv: &[Vec<u8>], 
         // or not (a disabled one keeps what it has), as Valkey does.
         for k in 0..3 {
             let max_len = srv.config.commandlog_max_len[k];
-            if srv.config.commandlog_threshold[k] >= 0 && max_len > 0 {
-                srv.commandlog[k].entries.truncate(max_len);
+            let entries = &mut srv.commandlog[k].entries;
+            if srv.config.commandlog_threshold[k] >= 0 && max_len > 0 && entries.len() > max_len {
+                entries.truncate(max_len);
             }
         }
     }
