@@ -551,9 +551,10 @@ mod drain_tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
         /// A stream parsed as the server parses it (`parse_whole` takes
         /// what it can) gives what the general parser alone gives: the same
-        /// arguments, or the same error, under any limits. The framing pieces are the forms `parse_whole` must leave
-        /// to the general parser: signs, leading zeros, a bare `\n`, 19
-        /// digits, lengths over the limits, more than 16 or 10 arguments.
+        /// arguments, or the same error, under any limits. The framing
+        /// pieces are the forms `parse_whole` must leave to the general
+        /// parser: signs, leading zeros, a bare `\n`, 19 digits, lengths
+        /// over the limits, more than 16 or 10 arguments.
         #[test]
         fn parse_whole_agrees_with_the_general_parser(
             parts in proptest::collection::vec(proptest::prop_oneof![
