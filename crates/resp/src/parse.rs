@@ -218,7 +218,8 @@ fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u
             return None;
         }
         let len = plain_len(buf, &mut p)?;
-        if len > max as u64 || len as usize > buf.len() - p || buf.len() - p - (len as usize) < 2 {
+        // (`plain_len` allows 18 digits: `len + 2` cannot overflow.)
+        if len > max as u64 || buf.len() - p < len as usize + 2 {
             return None;
         }
         *span = (p, len as usize);

@@ -322,7 +322,7 @@ struct Entry {
 }
 
 /// A name's first 24 bytes as little-endian words, zero past its end.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 struct NameWords([u64; 3]);
 
 /// Each byte's 0x20 bit.

@@ -87,11 +87,8 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
             if c.multi.is_some() {
                 c.multi_error = true;
             }
-            if let Some(n) = argv.first() {
-                let full = String::from_utf8_lossy(n).to_ascii_lowercase();
-                if let Some(s) = table.get(&full) {
-                    srv.cmdstats.entry(s.id, s.full_name).rejected += 1;
-                }
+            if let Some(s) = argv.first().and_then(|n| table.find(n)) {
+                srv.cmdstats.entry(s.id, s.full_name).rejected += 1;
             }
             reply_error(srv, c, &e);
             return true;

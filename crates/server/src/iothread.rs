@@ -294,6 +294,12 @@ pub struct IoThreads {
     taken: Vec<Vec<FromIo>>,
 }
 
+/// Batches the inbox and the executor's side of it have room for from the
+/// start. The two vectors swap at each take, so their room grew with
+/// however many batches happened to wait at once: used_memory then moved
+/// by a few hundred bytes with the timing of a pipeline, not its data.
+const INBOX_ROOM: usize = 64;
+
 /// The threads' batches for the executor, in the order they came.
 ///
 /// A vector under a lock, not a channel, because used_memory must be
@@ -305,12 +311,6 @@ pub struct IoThreads {
 /// published, and the executor frees the block before it: every 31st
 /// batch, used_memory read 1 KiB low until that thread's next turn. The
 /// lock is taken once per batch on each side and is rarely contended.
-/// Batches the inbox and the executor's side of it have room for from the
-/// start. The two vectors swap at each take, so their room grew with
-/// however many batches happened to wait at once: used_memory then moved
-/// by a few hundred bytes with the timing of a pipeline, not its data.
-const INBOX_ROOM: usize = 64;
-
 #[derive(Default)]
 struct Inbox {
     batches: Mutex<Vec<Vec<FromIo>>>,

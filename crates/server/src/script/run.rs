@@ -142,10 +142,7 @@ impl Run<'_> {
         let spec = match exec::lookup(&table, &argv) {
             Lookup::Found(s) => s,
             Lookup::Unknown(_) => return self.reject(None, "ERR Unknown Redis command called from script"),
-            Lookup::BadArity(_) => {
-                let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-                return self.reject(table.get(&name), "ERR Wrong number of args calling Redis command from script");
-            }
+            Lookup::BadArity(_) => return self.reject(table.find(&argv[0]), "ERR Wrong number of args calling Redis command from script"),
         };
         if spec.has(NOSCRIPT) {
             return self.reject(Some(spec), "ERR This Redis command is not allowed from script");
