@@ -389,6 +389,43 @@ def test_client_list_argv_mem_is_the_running_or_blocked_commands_arguments(start
     b.disconnect()
 
 
+def test_half_read_request_counts_as_argv_mem_and_client_memory(start_server):
+    """The arguments of a request not yet whole are the client's memory,
+    as Redis counts them (argv-mem, tot-mem): a client that sends many
+    small arguments and never the last one is what maxmemory-clients
+    evicts, before any key goes for the memory it holds."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.client_setname("control")
+    r.client_no_evict("on")
+    slow = socket.create_connection((s.host, s.port))
+    slow.sendall(b"CLIENT SETNAME slow\r\n")
+    wait_for(lambda: clients_named(r, "slow"), what="slow")
+    slow.sendall(b"*250\r\n" + b"$1000\r\n" + b"x" * 1000 + b"\r\n")
+    wait_for(lambda: client_named(r, "slow")["argv-mem"] == "1000", what="first argument")
+    slow.sendall((b"$1000\r\n" + b"x" * 1000 + b"\r\n") * 199)
+    wait_for(lambda: client_named(r, "slow")["argv-mem"] == "200000", what="200 arguments")
+    entry = client_named(r, "slow")
+    assert int(entry["qbuf"]) == 0, entry
+    assert int(entry["tot-mem"]) > 200_000, entry
+    # Keys take the rest of maxmemory; the half-read clients go first.
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    for j in range(20):
+        r.setrange(f"k{j}", 100_000, "x")
+    used = r.info("memory")["used_memory"]
+    r.config_set("maxmemory", used + 1_500_000)
+    r.config_set("maxmemory-clients", "1mb")
+    dead = [socket.create_connection((s.host, s.port)) for _ in range(10)]
+    for d in dead:
+        d.sendall(b"*250\r\n" + (b"$1000\r\n" + b"x" * 1000 + b"\r\n") * 200)
+    wait_for(lambda: r.info("stats")["evicted_clients"] >= 5, what="clients evicted")
+    assert r.info("stats")["evicted_keys"] == 0
+    assert r.dbsize() == 20
+    for d in dead:
+        d.close()
+    slow.close()
+
+
 def server_socket_timer(port: int, client: socket.socket) -> tuple[int, float]:
     """The timer of the server's end of `client`'s connection, from
     /proc/net/tcp: (kind, seconds until it fires); kind 2 is keepalive."""

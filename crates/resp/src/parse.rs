@@ -63,6 +63,9 @@ pub struct Parser {
     bulk_len: i64,
     /// Arguments of the request being assembled.
     args: Vec<Vec<u8>>,
+    /// Bytes of `args` so far (Redis's `argv_len_sum` of a half-read
+    /// request), kept as they come so that asking costs nothing.
+    args_len: usize,
     /// True while inside a multibulk request.
     in_multibulk: bool,
 }
@@ -81,7 +84,19 @@ pub enum Parsed {
 impl Parser {
     /// A parser between requests.
     pub fn new() -> Self {
-        Parser { multibulk_left: 0, bulk_len: -1, args: Vec::new(), in_multibulk: false }
+        Parser { multibulk_left: 0, bulk_len: -1, args: Vec::new(), args_len: 0, in_multibulk: false }
+    }
+
+    /// Bytes of the arguments of a half-read request taken so far (what
+    /// CLIENT LIST shows as `argv-mem` while a request is being read).
+    pub fn pending_len(&self) -> usize {
+        self.args_len
+    }
+
+    /// Memory those arguments hold: their bytes, one vector header each
+    /// and the room reserved for the rest.
+    pub fn pending_mem(&self) -> usize {
+        self.args_len + self.args.capacity() * std::mem::size_of::<Vec<u8>>()
     }
 
     /// True when no request is half-read.
@@ -138,6 +153,7 @@ impl Parser {
             self.multibulk_left = n;
             // Reserve modestly: the count is untrusted until the arguments arrive.
             self.args = Vec::with_capacity((n as usize).min(1024));
+            self.args_len = 0;
         }
         while self.multibulk_left > 0 {
             if self.bulk_len == -1 {
@@ -175,11 +191,13 @@ impl Parser {
                 // but we still skip exactly two bytes.
             }
             self.args.push(buf[start..end].to_vec());
+            self.args_len += end - start;
             *pos = end + 2;
             self.bulk_len = -1;
             self.multibulk_left -= 1;
         }
         let args = std::mem::take(&mut self.args);
+        self.args_len = 0;
         self.reset();
         Ok(Parsed::Command(args))
     }
@@ -441,6 +459,20 @@ mod tests {
     fn multibulk_and_inline() {
         let got = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\nset a \"b c\"\r\n").unwrap();
         assert_eq!(got, vec![v(&["GET", "k"]), v(&["PING"]), v(&["set", "a", "b c"])]);
+    }
+
+    #[test]
+    fn a_half_read_request_reports_the_arguments_it_holds() {
+        let mut p = Parser::new();
+        let mut pos = 0;
+        let head = b"*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n$5\r\nwo";
+        assert!(matches!(p.parse(head, &mut pos, &Limits::default()), Ok(Parsed::Incomplete { .. })));
+        assert_eq!(p.pending_len(), 8);
+        assert!(p.pending_mem() >= 8 + 3 * std::mem::size_of::<Vec<u8>>());
+        let mut whole = head.to_vec();
+        whole.extend_from_slice(b"rld\r\n");
+        assert_eq!(p.parse(&whole, &mut pos, &Limits::default()), Ok(Parsed::Command(v(&["SET", "hello", "world"]))));
+        assert_eq!((p.pending_len(), p.pending_mem()), (0, 0));
     }
 
     #[test]

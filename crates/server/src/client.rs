@@ -633,7 +633,9 @@ impl Client {
 
     /// The memory this connection holds (CLIENT LIST `tot-mem`, what
     /// maxmemory-clients limits): the client itself, its query buffer's
-    /// allocation (the shared read buffer's while it holds it), its reply buffer, the
+    /// allocation (the shared read buffer's while it holds it), the
+    /// arguments of a half-read request or of the command it is blocked
+    /// in, its reply buffer, the
     /// commands MULTI queued, and its share of the WATCH, Pub/Sub and
     /// tracking-prefix tables (the name and one entry on each side).
     pub fn memory(&self) -> usize {
@@ -654,7 +656,16 @@ impl Client {
         let watched: usize = self.watched.iter().map(|(_, k, _)| entry(k)).sum();
         let subs: usize = self.pubsub.as_deref().map_or(0, |s| s.channels.iter().chain(&s.patterns).chain(&s.shard).map(entry).sum::<usize>() + std::mem::size_of::<Subscriptions>());
         let prefixes: usize = self.tracking.as_deref().map_or(0, |t| t.prefixes.iter().map(entry).sum::<usize>() + std::mem::size_of::<ClientTracking>());
-        std::mem::size_of::<Client>() + qbuf + self.reply.buf.capacity() + self.io.as_ref().map_or(0, |l| l.queued() + l.reqs_mem()) + self.multi_mem() + watched + subs + prefixes
+        std::mem::size_of::<Client>()
+            + qbuf
+            + self.parser.pending_mem()
+            + self.argv_mem
+            + self.reply.buf.capacity()
+            + self.io.as_ref().map_or(0, |l| l.queued() + l.reqs_mem())
+            + self.multi_mem()
+            + watched
+            + subs
+            + prefixes
     }
 
     /// Bytes of reply not yet written; a TLS client whose session still
@@ -784,7 +795,7 @@ impl Client {
             self.watched.len(),
             qbuf,
             self.qbuf.capacity() - self.qbuf.len(),
-            self.argv_mem,
+            self.argv_mem + self.parser.pending_len(),
             self.multi_mem(),
             self.reply_room.size,
             self.reply_room.peak,
