@@ -267,3 +267,32 @@ def test_config_set_maxmemory_evicts_without_another_command(ev):
         ev.config_set("maxmemory", 0)
         ev.config_set("maxmemory-policy", "noeviction")
         p.close()
+
+
+def test_invalidations_of_evicted_keys_do_not_drive_eviction_on(ev):
+    """Evicting keys that clients cache sends each of them an invalidation;
+    those messages are memory until they are written, but they are not
+    taken off what an eviction freed, and they leave before the next
+    command: a limit 40 KB under used memory evicts about 40 keys of 1 KB
+    names, not the whole database (Redis's "client tracking don't cause
+    eviction feedback loop")."""
+    s = ev.connection_pool.connection_kwargs
+    ev.config_set("maxmemory-policy", "allkeys-lru")
+    ev.config_set("maxmemory-eviction-tenacity", 100)
+    trackers = [redis.Redis(host=s["host"], port=s["port"], protocol=3) for _ in range(10)]
+    for t in trackers:
+        t.execute_command("CLIENT", "TRACKING", "on")
+    for j in range(300):
+        key = f"{j}" + "x" * 1000
+        ev.set(key, "x")
+        for t in trackers:
+            t.get(key)
+    time.sleep(1.1)  # the query buffers' excess goes in cron
+    ev.config_set("maxmemory", used(ev) - 40_000)
+    evicted = ev.info("stats")["evicted_keys"]
+    assert 200 <= ev.dbsize() <= 300
+    assert 10 <= evicted <= 50, evicted
+    time.sleep(0.3)
+    assert ev.info("stats")["evicted_keys"] == evicted
+    for t in trackers:
+        t.close()

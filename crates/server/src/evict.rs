@@ -21,7 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::client::Client;
+use crate::client::{Client, ReplRole};
 use crate::config::Policy;
 use crate::server::Server;
 use crate::{lazyfree, notify, publish};
@@ -48,15 +48,18 @@ pub fn time_limit(tenacity: u32) -> Option<Duration> {
     }
 }
 
-/// Memory counted against maxmemory.
-fn counted(srv: &Server) -> u64 {
-    srv.used_memory().saturating_sub(srv.mem_not_counted_for_evict())
+/// Memory counted against maxmemory. `current` is the running client,
+/// out of the registry: a replica's output buffer is not counted (a
+/// replica's REPLCONF ACK runs eviction with the stream in its buffer).
+fn counted(srv: &Server, current: Option<&Client>) -> u64 {
+    let running = current.filter(|c| c.repl_role == ReplRole::Replica).map_or(0, |c| c.reply.buf.capacity() as u64);
+    srv.used_memory().saturating_sub(srv.mem_not_counted_for_evict() + running)
 }
 
 /// True if memory is over maxmemory and nothing can be evicted now: what
 /// a script checks before running a command that may grow memory.
 pub fn over_limit(srv: &Server) -> bool {
-    srv.config.maxmemory != 0 && counted(srv) > srv.config.maxmemory
+    srv.config.maxmemory != 0 && counted(srv, None) > srv.config.maxmemory
 }
 
 /// Evicts keys until memory is under maxmemory, within the time limit.
@@ -99,7 +102,7 @@ fn evict(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> (Outco
         srv.evict.unfinished = false;
         return (Outcome::Ok, false);
     }
-    if max == 0 || counted(srv) <= max {
+    if max == 0 || counted(srv, current.as_deref()) <= max {
         srv.evict.unfinished = false;
         return (Outcome::Ok, true);
     }
@@ -111,20 +114,36 @@ fn evict(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> (Outco
     let limit = time_limit(ev.tenacity);
     let start = Instant::now();
     let mut evicted = 0u64;
-    while counted(srv) > max {
+    // What is over the limit now is what goes, counted as each key's
+    // removal frees it (Redis's mem_tofree and mem_freed). Memory the
+    // eviction itself adds (invalidation messages for clients that cached
+    // the key, the DEL for replicas) is not taken off what was freed: it
+    // leaves with this turn's replies, and chasing it would evict on
+    // until the database is empty.
+    let tofree = (counted(srv, current.as_deref()) - max) as i64;
+    let mut freed = 0i64;
+    while freed < tofree {
         let Some((db, key)) = pick(srv, ev.policy, now) else { break };
-        evict_key(srv, current.as_deref_mut(), db, &key, now);
+        freed += evict_key(srv, current.as_deref_mut(), db, &key, now);
         evicted += 1;
-        if evicted.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() >= l) {
-            if counted(srv) <= max {
+        if evicted.is_multiple_of(16) {
+            // Values freed on the freeing thread free nothing here: look
+            // at memory itself now and then, as Redis does under
+            // lazyfree-lazy-eviction.
+            if ev.lazy && counted(srv, current.as_deref()) <= max {
                 break;
             }
-            srv.evict.unfinished = true;
-            return (Outcome::Running, true);
+            if limit.is_some_and(|l| start.elapsed() >= l) {
+                if counted(srv, current.as_deref()) <= max {
+                    break;
+                }
+                srv.evict.unfinished = true;
+                return (Outcome::Running, true);
+            }
         }
     }
     srv.evict.unfinished = false;
-    if counted(srv) <= max {
+    if freed >= tofree || counted(srv, current.as_deref()) <= max {
         return (Outcome::Ok, true);
     }
     // Values freed on the freeing thread count once it is done: wait a
@@ -134,7 +153,7 @@ fn evict(srv: &mut Server, mut current: Option<&mut Client>, now: i64) -> (Outco
         while srv.lazyfree.pending() > 0 && wait.elapsed() < Duration::from_millis(1) {
             std::thread::yield_now();
         }
-        if counted(srv) <= max {
+        if counted(srv, current.as_deref()) <= max {
             return (Outcome::Ok, true);
         }
     }
@@ -179,21 +198,26 @@ fn pick(srv: &mut Server, policy: Policy, now: i64) -> Option<(usize, Box<[u8]>)
     None
 }
 
-/// Deletes `key` of database `db` as an eviction and does its bookkeeping.
-fn evict_key(srv: &mut Server, mut current: Option<&mut Client>, db: usize, key: &[u8], now: i64) {
+/// Deletes `key` of database `db` as an eviction and does its
+/// bookkeeping. Returns the memory the removal freed, measured before
+/// the bookkeeping adds any.
+fn evict_key(srv: &mut Server, mut current: Option<&mut Client>, db: usize, key: &[u8], now: i64) -> i64 {
     let lazy = srv.config.eviction.lazy;
+    let before = srv.used_memory() as i64;
     let removed = srv.dbs[db].remove(key, now);
     // A key found past its deadline was reclaimed as expired instead.
     srv.expired_keys += srv.dbs[db].take_lazy_expired();
     let Some(value) = removed else {
+        let freed = before - srv.used_memory() as i64;
         publish::flush_db_log(srv, current.as_deref_mut(), db);
-        return;
+        return freed;
     };
     if lazy {
         lazyfree::drop_value(&srv.lazyfree, value);
     } else {
         drop(value);
     }
+    let freed = before - srv.used_memory() as i64;
     srv.evicted_keys += 1;
     match current.as_deref_mut() {
         Some(c) => srv.touch_watched(db, key, c),
@@ -208,6 +232,7 @@ fn evict_key(srv: &mut Server, mut current: Option<&mut Client>, db: usize, key:
         let cmd: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
         srv.feed.push(db, vec![cmd.to_vec(), key.to_vec()]);
     }
+    freed
 }
 
 #[cfg(test)]

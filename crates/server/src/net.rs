@@ -453,6 +453,11 @@ impl EventLoop {
             // turns (Redis's eviction timer), polling without waiting.
             if srv.evict.unfinished {
                 crate::evict::perform(srv, None, now_ms);
+                // What it told clients caching the keys leaves now, as
+                // Redis's replies leave before it sleeps: held here until
+                // the end of the next turn, those messages would count as
+                // memory over the limit to that turn's first command.
+                self.close_marked(srv, Some(&[]));
             }
             // MEMORY REPORT walks advance a slice per turn; a client whose
             // report is done runs its command again, which replies.
