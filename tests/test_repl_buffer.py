@@ -148,3 +148,46 @@ def test_a_hard_limit_below_the_backlog_size_counts_as_that_size(servers):
     assert stats["sync_full"] == 1 and stats["sync_partial_ok"] == 0
     assert client(replica).dbsize() == 16384
     assert link_up(replica)
+
+
+def test_a_stalled_replicas_buffer_does_not_induce_eviction(servers):
+    """The stream held for a replica that stopped reading is not counted
+    against maxmemory (Redis's "replica buffer don't induce eviction"):
+    with maxmemory 32 KB above what the data needs, megabytes of stream
+    pile up for the stalled replica and no key is evicted."""
+    primary = servers(server_binary())
+    replica = servers(server_binary())
+    pr = client(primary)
+    pr.config_set("slowlog-log-slower-than", -1)
+    for j in range(100):
+        pr.setrange(f"key:{j}", 100_000, "asdf")
+    pr.config_set("maxmemory-policy", "allkeys-random")
+    pr.config_set("client-output-buffer-limit", "replica 100000000 100000000 300")
+    pr.config_set("repl-backlog-size", 10 * 1024)
+    client(replica).replicaof(primary.host, primary.port)
+    wait_for(lambda: link_up(replica), what="replica synced")
+
+    def overwrite(times: int) -> None:
+        for _ in range(times):
+            p = pr.pipeline(transaction=False)
+            for _ in range(40):
+                p.setrange("key:0", 0, "A" * 100)
+            p.execute()
+
+    # The stream's first block and the buffers a pipeline of writes uses
+    # come with the first writes, whether a replica stalls or not: the
+    # limit is set above them.
+    overwrite(20)
+    wait_for(lambda: offsets_equal(primary, replica), what="replica caught up")
+    mem = pr.info("memory")
+    pr.config_set("maxmemory", mem["used_memory"] - mem["mem_not_counted_for_evict"] + 32 * 1024)
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        overwrite(1500)
+        mem = info(primary, "memory")
+        assert mem["mem_clients_slaves"] > 2 * MB, mem
+        assert mem["mem_not_counted_for_evict"] > 2 * MB, mem
+        assert info(primary, "stats")["evicted_keys"] == 0
+        assert pr.dbsize() == 100
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)

@@ -240,6 +240,17 @@ impl Backlog {
         self.mem
     }
 
+    /// The part of the buffer that replicas hold beyond what the backlog
+    /// keeps: the blocks past the configured size, and the list of blocks
+    /// past what that size needs (Redis's estimate of the same in
+    /// freeMemoryGetNotCountedMemory). Eviction cannot shrink it.
+    pub fn beyond_size(&self) -> usize {
+        let entry = std::mem::size_of::<Block>();
+        let block = if self.block == 0 { BLOCK } else { self.block };
+        let kept = self.size + (self.size / block + 1) * entry;
+        (self.mem + self.blocks.capacity() * entry).saturating_sub(kept)
+    }
+
     /// True if a replica can continue from offset `from` (the first byte
     /// it lacks): the bytes from there on are all held.
     pub fn holds(&self, from: i64) -> bool {

@@ -1144,13 +1144,25 @@ impl Server {
     }
 
     /// Memory not counted against maxmemory (INFO
-    /// mem_not_counted_for_evict): the AOF buffer and the replication
-    /// buffer beyond the backlog's size, as Redis leaves them out:
-    /// eviction cannot shrink them.
+    /// mem_not_counted_for_evict): the AOF buffer, the replication buffer
+    /// beyond the backlog's size, and replicas' output buffers, which
+    /// carry copies of the stream (Redis's replicas read the shared buffer
+    /// in place, so it has no such copy to count; their whole buffer is
+    /// left out, so that the room cron gives it does not move the count),
+    /// as Redis leaves them out: eviction cannot shrink them.
     pub fn mem_not_counted_for_evict(&self) -> u64 {
-        let aof = if self.aof.on { self.aof.buffered() as u64 } else { 0 };
-        let repl = if self.repl.backlog.active { self.repl.backlog.memory().saturating_sub(self.repl.backlog.size()) as u64 } else { 0 };
-        aof + repl
+        let aof = if self.aof.on { self.aof.buffered() } else { 0 };
+        if !self.repl.backlog.active {
+            return aof as u64;
+        }
+        let copied: usize = self
+            .repl
+            .replicas
+            .keys()
+            .filter_map(|id| self.clients.get(id))
+            .map(|c| c.reply.buf.capacity())
+            .sum();
+        (aof + self.repl.backlog.beyond_size() + copied) as u64
     }
 
     /// The TLS configuration the tls-* settings describe.
