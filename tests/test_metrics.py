@@ -118,3 +118,16 @@ def test_bind_failure_stops_start(start_server):
         s.listen()
         with pytest.raises(RuntimeError):
             start_server("--metrics-port", str(taken))
+
+
+def test_scrapes_leave_used_memory_where_it_was(metrics_server):
+    """Pages are rendered by the executor and copied by the HTTP thread;
+    the executor frees them, so used_memory (which counts each thread's
+    own allocations) does not move with the number of scrapes."""
+    r, mport = metrics_server
+    get(mport, "/metrics")
+    before = r.info("memory")["used_memory"]
+    for _ in range(300):
+        assert get(mport, "/metrics")[0] == 200
+    after = r.info("memory")["used_memory"]
+    assert abs(after - before) < 32 * 1024, (before, after)

@@ -837,3 +837,27 @@ def test_second_sigint_during_the_shutdown_save_exits_without_temp_file(workdir)
     assert not os.path.exists(temp)
     assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
     assert "You insist... exiting now." in open(s.log_path, errors="replace").read()
+
+
+def test_used_memory_is_the_same_after_a_background_save(workdir):
+    """The save's chunks are made by the executor and freed by the writer
+    thread; used_memory counts that freeing: saves in a row leave it where
+    it was (it rose by the dataset's size with each BGSAVE before)."""
+    s = start(server_binary(), workdir, "--save", "")
+    try:
+        r = redis.Redis(host=HOST, port=s.port)
+        p = r.pipeline(transaction=False)
+        for i in range(10_000):
+            p.set(f"k:{i}", b"v" * 1000)
+        p.execute()
+        before = r.info("memory")["used_memory"]
+        for _ in range(3):
+            assert r.bgsave() is True
+            deadline = time.monotonic() + 30
+            while r.info("persistence")["rdb_bgsave_in_progress"] == 1:
+                assert time.monotonic() < deadline, "save did not end"
+                time.sleep(0.02)
+        after = r.info("memory")["used_memory"]
+        assert abs(after - before) < 64 * 1024, (before, after)
+    finally:
+        s.stop()

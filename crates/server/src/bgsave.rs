@@ -286,10 +286,16 @@ impl Job {
             .name("bgsave".into())
             .spawn(move || {
                 crate::affinity::pin(role);
-                let r = write_file(rx, file, &tmp, &path, &flight, &live_delay, &stopped, &shown);
+                // The chunks it writes were allocated by the executor and
+                // are freed here: published as they go, and at its exit.
+                let mut published = 0;
+                crate::memory::publish_at_exit(0);
+                let r = write_file(rx, file, &tmp, &path, &flight, &live_delay, &stopped, &shown, &mut published);
                 if r.is_err() {
                     let _ = fs::remove_file(&tmp);
                 }
+                crate::memory::publish_thread(&mut published);
+                crate::memory::publish_at_exit(published);
                 let _ = done_tx.send(r);
             })
             .map_err(|e| format!("Can't save in background: {e}"))?;
@@ -544,13 +550,16 @@ impl Write for AutoSync {
 /// the rename onto `path`. Returns when finished, or when the job was
 /// dropped (an abort: the caller removes `tmp`).
 #[allow(clippy::too_many_arguments)]
-fn write_file(rx: Receiver<Msg>, mut file: Result<AutoSync, String>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool, progress: &Progress) -> Result<Saved, String> {
+fn write_file(rx: Receiver<Msg>, mut file: Result<AutoSync, String>, tmp: &Path, path: &Path, in_flight: &AtomicUsize, delay_us: &AtomicI64, stop: &AtomicBool, progress: &Progress, published: &mut i64) -> Result<Saved, String> {
     let (mut crc, mut len) = (0u64, 0u64);
     let mut delayed = 0u64;
     // A chunk with its strings compressed, written into the previous
     // chunk's buffer: the thread allocates none of its own per chunk.
     let mut squeezed = Vec::with_capacity(CHUNK_ROOM);
     loop {
+        // What the last chunk freed counts in used_memory before the
+        // thread waits for the next.
+        crate::memory::publish_thread(published);
         let Ok(msg) = rx.recv() else { return Err("Background saving aborted".into()) };
         match msg {
             Msg::Bytes(plain, spans, keys) => {

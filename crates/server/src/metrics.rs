@@ -2,8 +2,8 @@
 //! in the text exposition format, `GET /health`.
 //!
 //! An HTTP server (tiny_http) runs on a thread of its own and never touches
-//! server state: for each scrape it hands the executor a one-shot channel
-//! and wakes the event loop (a mio `Waker`); the loop answers between
+//! server state: for each scrape it queues a numbered request for the
+//! executor and wakes the event loop (a mio `Waker`); the loop answers between
 //! commands with [`answer`], which renders the whole page from the same
 //! INFO text a client would get (so the two never disagree) plus the
 //! per-command latency histograms. A scrape that finds the executor busy
@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,9 +34,21 @@ use crate::server::Server;
 /// How long a scrape waits for the executor.
 const SCRAPE_WAIT: Duration = Duration::from_secs(5);
 
-/// The executor's end: scrapes waiting for a page.
+/// Scrapes that may wait for the executor at once; more get 503.
+const QUEUED: usize = 16;
+
+/// The executor's end: scrapes waiting for a page (by number), and where
+/// pages go. Both channels are made once, with room for `QUEUED`: memory
+/// one thread allocates and the other frees would go astray in
+/// used_memory, which counts each thread's own allocations.
 pub struct Endpoint {
-    requests: Receiver<SyncSender<String>>,
+    requests: Receiver<u64>,
+    pages: SyncSender<(u64, Arc<str>)>,
+    /// The last page, kept so that it is freed here when the next one
+    /// replaces it: the HTTP thread copies a page and drops its share, and
+    /// a page freed on that thread would stay in used_memory (the
+    /// executor's count of its bytes would never hear of it).
+    last: std::cell::Cell<Option<Arc<str>>>,
     /// Where the server listens (the port, when 0 was asked).
     pub addr: std::net::SocketAddr,
 }
@@ -46,28 +58,31 @@ pub struct Endpoint {
 pub fn start(bind: &str, port: u16, wake: Box<dyn Fn() + Send>) -> Result<Endpoint, String> {
     let http = tiny_http::Server::http((bind, port)).map_err(|e| e.to_string())?;
     let addr = http.server_addr().to_ip().ok_or("not an IP listener")?;
-    let (tx, requests) = mpsc::channel::<SyncSender<String>>();
-    std::thread::Builder::new().name("metrics".into()).spawn(move || serve(http, tx, wake)).map_err(|e| e.to_string())?;
-    Ok(Endpoint { requests, addr })
+    let (tx, requests) = mpsc::sync_channel::<u64>(QUEUED);
+    let (pages, rx) = mpsc::sync_channel::<(u64, Arc<str>)>(QUEUED);
+    std::thread::Builder::new().name("metrics".into()).spawn(move || serve(http, tx, rx, wake)).map_err(|e| e.to_string())?;
+    Ok(Endpoint { requests, pages, last: std::cell::Cell::new(None), addr })
 }
 
 /// The HTTP thread: routes requests; a /metrics page comes from the executor.
-fn serve(http: tiny_http::Server, tx: Sender<SyncSender<String>>, wake: Box<dyn Fn() + Send>) {
+fn serve(http: tiny_http::Server, tx: SyncSender<u64>, pages: Receiver<(u64, Arc<str>)>, wake: Box<dyn Fn() + Send>) {
     let text = tiny_http::Header::from_bytes("Content-Type", "text/plain; version=0.0.4; charset=utf-8").expect("static header");
+    let mut scrape = 0u64;
     for req in http.incoming_requests() {
         let path = req.url().split('?').next().unwrap_or("").to_string();
         let get = matches!(req.method(), tiny_http::Method::Get | tiny_http::Method::Head);
         let resp = match (get, path.as_str()) {
             (true, "/health") => tiny_http::Response::from_string("OK").with_status_code(200),
             (true, "/metrics") => {
-                let (page_tx, page_rx) = mpsc::sync_channel(1);
-                if tx.send(page_tx).is_err() {
-                    return;
+                scrape += 1;
+                match tx.try_send(scrape) {
+                    Ok(()) => wake(),
+                    Err(mpsc::TrySendError::Disconnected(_)) => return,
+                    Err(mpsc::TrySendError::Full(_)) => {}
                 }
-                wake();
-                match page_rx.recv_timeout(SCRAPE_WAIT) {
-                    Ok(page) => tiny_http::Response::from_string(page).with_header(text.clone()),
-                    Err(_) => tiny_http::Response::from_string("busy\n").with_status_code(503),
+                match page_for(&pages, scrape) {
+                    Some(page) => tiny_http::Response::from_string(page).with_header(text.clone()),
+                    None => tiny_http::Response::from_string("busy\n").with_status_code(503),
                 }
             }
             (false, "/health" | "/metrics") => tiny_http::Response::from_string("method not allowed\n").with_status_code(405),
@@ -77,12 +92,27 @@ fn serve(http: tiny_http::Server, tx: Sender<SyncSender<String>>, wake: Box<dyn 
     }
 }
 
+/// A copy of the page answering scrape `n`, if it comes within
+/// `SCRAPE_WAIT`; pages of earlier scrapes that gave up are skipped.
+fn page_for(pages: &Receiver<(u64, Arc<str>)>, n: u64) -> Option<String> {
+    let deadline = Instant::now() + SCRAPE_WAIT;
+    loop {
+        let (m, page) = pages.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()?;
+        if m == n {
+            return Some(page.to_string());
+        }
+    }
+}
+
 /// Answers the scrapes waiting (called by the event loop when woken).
 pub fn answer(ep: &Endpoint, srv: &mut Server, host: &mut dyn Host) {
-    let mut page: Option<String> = None;
-    while let Ok(reply) = ep.requests.try_recv() {
-        let p = page.get_or_insert_with(|| render(srv, host));
-        let _ = reply.send(p.clone());
+    let mut page: Option<Arc<str>> = None;
+    while let Ok(n) = ep.requests.try_recv() {
+        let p = page.get_or_insert_with(|| Arc::from(render(srv, host)));
+        let _ = ep.pages.try_send((n, p.clone()));
+    }
+    if page.is_some() {
+        ep.last.set(page);
     }
 }
 

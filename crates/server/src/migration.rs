@@ -1068,7 +1068,12 @@ pub fn migrate_slots(srv: &mut Server, args: &[Vec<u8>]) -> Result<(), CmdError>
         }
         crate::repl::encode(&argv, &mut req);
         let log = srv.config.log.clone();
-        std::thread::spawn(move || ask_import(&host, port, &req, &log));
+        std::thread::spawn(move || {
+            // `host`, `req` and `log` came from the executor and go with
+            // the closure, after the thread's last line: its exit says so.
+            crate::memory::publish_at_exit(0);
+            ask_import(&host, port, &req, &log);
+        });
     }
     Ok(())
 }

@@ -195,7 +195,10 @@ impl ConfWriter {
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("nodes-conf".into()).spawn(move || {
             crate::affinity::pin(crate::affinity::Role::Bio);
-            write_loop(conf, &theirs)
+            crate::memory::publish_at_exit(0);
+            let mut published = 0;
+            write_loop(conf, &theirs, &mut published);
+            crate::memory::publish_at_exit(published);
         })?;
         Ok(ConfWriter { shared, path, thread: Some(thread) })
     }
@@ -252,8 +255,11 @@ fn lock_state(shared: &Shared) -> MutexGuard<'_, Pending> {
 }
 
 /// The writer thread: takes the latest text, writes it, tells waiters.
-fn write_loop(mut conf: NodesConf, shared: &Shared) {
+fn write_loop(mut conf: NodesConf, shared: &Shared, published: &mut i64) {
     loop {
+        // The texts it writes were made by the executor and are freed
+        // here: used_memory hears of it before the thread waits again.
+        crate::memory::publish_thread(published);
         let (text, fsync, upto, log) = {
             let mut st = lock_state(shared);
             while st.text.is_none() && !st.stop {
