@@ -517,3 +517,41 @@ def test_socket_mark_id_marks_listening_and_accepted_sockets(start_server):
     plain = start_server()
     assert redis.Redis(host=plain.host, port=plain.port).ping()
     assert not any("fwmark" in l for l in lines(plain.port))
+
+
+def test_big_argument_counts_whole_once_its_length_is_known(start_server):
+    """A big argument's length is known from its header: the query buffer
+    is sized for it then (as Redis allocates it), and a client whose
+    argument alone passes maxmemory-clients is evicted at once, before
+    another client's CLIENT LIST of the same moment can list it."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    r.client_no_evict("on")
+    r.config_set("maxmemory", 6 * 1024 * 1024)
+    r.config_set("maxmemory-clients", "7%")
+    n = 6 * 1024 * 1024 * 7 // 100
+    # With I/O threads, clients on other threads are read in no set order
+    # against this one: there it is evicted promptly, not before all else.
+    at_once = r.config_get("io-threads")["io-threads"] == "1"
+    for _ in range(5):
+        big = socket.create_connection((s.host, s.port))
+        big.sendall(b"CLIENT SETNAME big\r\n")
+        assert big.recv(100) == b"+OK\r\n"
+        try:
+            big.sendall(b"*1\r\n$%d\r\n" % n + b"v" * n)
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # evicted before the last bytes went out
+        if at_once:
+            assert not clients_named(r, "big")
+        else:
+            wait_for(lambda: not clients_named(r, "big"), what="big evicted")
+        big.close()
+    assert r.info("stats")["evicted_clients"] == 5
+    # Half the limit is kept, and shows in tot-mem while it is read.
+    half = socket.create_connection((s.host, s.port))
+    half.sendall(b"CLIENT SETNAME half\r\n")
+    assert half.recv(100) == b"+OK\r\n"
+    half.sendall(b"*1\r\n$%d\r\n" % (n // 2) + b"v" * 1000)
+    wait_for(lambda: int(client_named(r, "half")["tot-mem"]) >= n // 2, what="room for the argument")
+    assert int(client_named(r, "half")["tot-mem"]) < n
+    half.close()

@@ -322,6 +322,10 @@ pub struct Client {
     pub commands: u64,
     /// Largest query buffer seen since the last cron, for its resizing.
     pub qbuf_peak: usize,
+    /// Room the query buffer needs from its position for a big argument
+    /// being read (its whole length, allocated once its length is known,
+    /// as Redis allocates it), 0 otherwise.
+    pub qbuf_want: usize,
     /// This client's commands are on hold because of CLIENT PAUSE.
     pub paused: bool,
     /// The poller reported the peer's end closed (FIN or reset): the next
@@ -579,6 +583,7 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf_peak: 0,
+            qbuf_want: 0,
             paused: false,
             peer_closed: false,
             blocked: false,
@@ -647,7 +652,7 @@ impl Client {
     /// only a copy of an unfinished request (what eviction counts, as Redis
     /// counts a client after its command, not while it holds the buffer).
     pub fn memory_kept(&self) -> usize {
-        let qbuf = if self.qbuf_shared { self.qbuf.len().saturating_sub(self.qpos) } else { self.qbuf.capacity() };
+        let qbuf = if self.qbuf_shared { self.qbuf.len().saturating_sub(self.qpos).max(self.qbuf_want) } else { self.qbuf.capacity() };
         self.memory_with_qbuf(qbuf)
     }
 

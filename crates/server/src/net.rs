@@ -587,7 +587,13 @@ impl EventLoop {
                 if srv.shutdown {
                     break;
                 }
+                let evicted_before = srv.evicted_clients;
                 self.serve(srv, id);
+                if srv.evicted_clients != evicted_before {
+                    // Redis frees a client it evicts at once: no later
+                    // command of this turn (a CLIENT LIST) sees it.
+                    self.close_evicted(srv);
+                }
             }
             self.pending.extend(srv.blocking.take_woken());
             // The cluster's end of turn (Redis's clusterBeforeSleep), and
@@ -736,8 +742,15 @@ impl EventLoop {
         let more = self.serve_client(srv, &mut c);
         if borrowed {
             c.qbuf_shared = false;
-            // process_input drained what ran; keep only a leftover, privately.
-            let rest = if c.qbuf.is_empty() { Vec::new() } else { c.qbuf.clone() };
+            // process_input drained what ran; keep only a leftover,
+            // privately, with the room a big argument being read needs.
+            let rest = if c.qbuf.is_empty() && c.qbuf_want == 0 {
+                Vec::new()
+            } else {
+                let mut rest = Vec::with_capacity(c.qbuf.len().max(c.qbuf_want));
+                rest.extend_from_slice(&c.qbuf);
+                rest
+            };
             c.qbuf.clear();
             std::mem::swap(&mut c.qbuf, &mut self.shared_qbuf);
             if self.shared_qbuf.capacity() > MAX_READ {
@@ -907,10 +920,16 @@ impl EventLoop {
         // Clients that eviction chose just now go at once, as Redis frees
         // them before it sleeps: CLIENT LIST never lists them afterwards.
         if srv.evicted_clients != evicted_before {
-            let evicted: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap).map(|c| c.id).collect();
-            for id in evicted {
-                close_client(srv, self.poll.registry(), id);
-            }
+            self.close_evicted(srv);
+        }
+    }
+
+    /// Closes the clients marked for closing, after an eviction chose
+    /// some (the running one, out of the registry, goes when its turn ends).
+    fn close_evicted(&mut self, srv: &mut Server) {
+        let evicted: Vec<ClientId> = srv.clients.values().filter(|c| c.close_asap).map(|c| c.id).collect();
+        for id in evicted {
+            close_client(srv, self.poll.registry(), id);
         }
     }
 }
@@ -984,6 +1003,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
     // query buffer's position stays that of the request running, so every
     // rule below sees the buffer as if requests were parsed one at a time.
     let mut ahead = Ahead::new();
+    c.qbuf_want = 0;
     loop {
         // A blocked client's later requests wait until it is answered;
         // after a shutdown nothing more runs (Redis has exited by then).
@@ -1041,6 +1061,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             Ok(Parsed::Incomplete { want }) => {
                 if want > READ_CHUNK {
                     c.qbuf.reserve(want);
+                    c.qbuf_want = c.qbuf.len() - c.qpos + want;
                 }
                 break;
             }
