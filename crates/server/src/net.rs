@@ -1060,8 +1060,13 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             }
             Ok(Parsed::Incomplete { want }) => {
                 if want > READ_CHUNK {
-                    c.qbuf.reserve(want);
                     c.qbuf_want = c.qbuf.len() - c.qpos + want;
+                    // A borrowed shared buffer is not grown: its leftover
+                    // goes to a private buffer of this room as the turn
+                    // ends (`serve`).
+                    if !c.qbuf_shared {
+                        c.qbuf.reserve(want);
+                    }
                 }
                 break;
             }

@@ -186,7 +186,7 @@ impl Backlog {
             rest = &rest[n..];
             at += n as i64;
         }
-        let block = if self.block == 0 { BLOCK } else { self.block };
+        let block = self.block_size();
         while !rest.is_empty() {
             let n = rest.len().min(block);
             let mut b = Vec::with_capacity(block);
@@ -235,6 +235,15 @@ impl Backlog {
         self.size
     }
 
+    /// Room a new block makes.
+    fn block_size(&self) -> usize {
+        if self.block == 0 {
+            BLOCK
+        } else {
+            self.block
+        }
+    }
+
     /// Bytes the blocks allocated (INFO mem_total_replication_buffers).
     pub fn memory(&self) -> usize {
         self.mem
@@ -246,7 +255,7 @@ impl Backlog {
     /// freeMemoryGetNotCountedMemory). Eviction cannot shrink it.
     pub fn beyond_size(&self) -> usize {
         let entry = std::mem::size_of::<Block>();
-        let block = if self.block == 0 { BLOCK } else { self.block };
+        let block = self.block_size();
         let kept = self.size + (self.size / block + 1) * entry;
         (self.mem + self.blocks.capacity() * entry).saturating_sub(kept)
     }
