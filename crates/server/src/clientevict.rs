@@ -73,6 +73,24 @@ pub fn after_push(srv: &mut Server, id: ClientId) {
     evict(srv, None);
 }
 
+/// Counts the clients an I/O thread just gave input to and evicts if
+/// needed, before any command of the turn runs: the threads' read buffers
+/// are already in used_memory, so a command served first (and the key
+/// eviction it runs) must see them as those clients' memory, as it does
+/// when the executor reads each socket as it serves it.
+pub fn after_input(srv: &mut Server, ids: &[ClientId]) {
+    if !enabled(srv) {
+        return;
+    }
+    for id in ids {
+        if let Some(mut c) = srv.clients.remove(id) {
+            account(srv, &mut c);
+            srv.clients.insert(*id, c);
+        }
+    }
+    evict(srv, None);
+}
+
 /// Counts every client afresh (cron; a new limit) and evicts if needed.
 /// `current` is the running client, out of the registry, if any.
 pub fn recount(srv: &mut Server, mut current: Option<&mut Client>) {

@@ -565,12 +565,16 @@ impl EventLoop {
             // What the I/O threads read, in the order it came, after the
             // clients of the executor's own sockets.
             if srv.io.is_some() {
+                let evicted_before = srv.evicted_clients;
                 let pending = &mut self.pending;
                 take_io(srv, self.poll.registry(), &mut |id| {
                     if pending.insert(id) && ids[..carried].binary_search(&id).is_err() {
                         ids.push(id);
                     }
                 });
+                if srv.evicted_clients != evicted_before {
+                    self.close_evicted(srv);
+                }
                 prefetch_first(srv, &self.shell.table, &ids);
             }
             self.pending.clear();
@@ -1440,9 +1444,14 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     use crate::iothread::FromIo;
     let Some(mut io) = srv.io.take() else { return };
     let mut back = Vec::new();
+    let counting = crate::clientevict::enabled(srv);
+    let mut grew = Vec::new();
     io.recv(|m| match m {
         FromIo::Input { id, buf, reqs } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
+            if counting {
+                grew.push(id);
+            }
             if let Some(l) = c.io.as_mut() {
                 l.delivered += buf.len();
                 l.push_reqs(reqs);
@@ -1513,6 +1522,7 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
         io.release(t);
     }
     srv.io = Some(io);
+    crate::clientevict::after_input(srv, &grew);
 }
 
 /// Whether a client on this thread's own socket can move to an I/O
