@@ -8,6 +8,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py compression-load [-n N] [--rounds R]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
   bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
+  bench/compare.py floor      [-n N] [--pipeline 1] [--tests set,get] [--modes epoll,uring-defer,uring] [--rounds R]
   bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py latency    [-n N] [--probe get|ping]
   bench/compare.py hash       [--sizes 100,511,...] [--no-ttl]
@@ -35,6 +36,9 @@ instructions  the server's user-space instructions per request under callgrind
 cpu         the server's main-thread CPU per request (/proc) under redis-benchmark -P 16,
             alternating servers: an A/B of two builds (old binary as --redis-bin) that
             a shared machine's noise does not swamp, as it does requests/s
+floor       the same CPU figure at -P 1 for densekv, Redis and bench/syscall_floor, a server
+            that answers GET/SET from a hash map and does nothing else, on epoll (the calls
+            densekv and Redis make) and on io_uring: the least any server can cost there
 latency     a separate process loads N=10,000,000 `SET key:<n> <n>` pipelined while this
             process sends one GET (or PING) at a time and records each round trip;
             reports p50/p99/p99.9/max for each server
@@ -167,8 +171,7 @@ class Server:
         first PING answered (not -LOADING); self.ready_secs is the time from spawning."""
         for _ in range(attempts):
             self.port = free_port()
-            argv = [*self.wrap, *self.argv_prefix[:1], "--port", str(self.port), "--bind", HOST,
-                    "--save", "", "--appendonly", "no", *self.argv_prefix[1:]]
+            argv = [*self.wrap, *self.argv()]
             t0 = time.perf_counter()
             with open(self.log, "ab") as log:
                 self.proc = subprocess.Popen(argv, cwd=self.dir, stdin=subprocess.DEVNULL,
@@ -189,6 +192,11 @@ class Server:
             self.stop(keep_dir=True)
         raise SystemExit(f"{self.name}: could not start {argv[0]}; see {self.log}:\n"
                          + Path(self.log).read_text(errors="replace")[-2000:])
+
+    def argv(self) -> list[str]:
+        """The command line on self.port."""
+        return [*self.argv_prefix[:1], "--port", str(self.port), "--bind", HOST,
+                "--save", "", "--appendonly", "no", *self.argv_prefix[1:]]
 
     def stop(self, keep_dir: bool = False) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -228,8 +236,12 @@ class Server:
 
     def main_thread_cpu(self) -> float:
         """CPU seconds (user + system) of the main thread, the one that runs every command."""
+        return sum(self.main_thread_user_sys())
+
+    def main_thread_user_sys(self) -> tuple[float, float]:
+        """The main thread's user and system CPU seconds."""
         f = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        return int(f[11]) / os.sysconf("SC_CLK_TCK"), int(f[12]) / os.sysconf("SC_CLK_TCK")
 
     def info(self, section: str = "memory") -> dict[str, str]:
         with Conn(self.port) as c:
@@ -1063,6 +1075,67 @@ def cmd_cpu(args) -> None:
     table(["test", "-P", "densekv ns/req", "redis ns/req", "densekv/redis"], rows)
     tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
     print(f"(median of {args.rounds} rounds; CPU is read in clock ticks: resolution {tick:.0f} ns/req)\n")
+
+
+FLOOR_CRATE = ROOT / "bench" / "syscall_floor"
+
+
+class FloorServer(Server):
+    """bench/syscall_floor in one of its modes: GET/SET from a hash map and nothing else."""
+
+    def __init__(self, exe: str, mode: str):
+        super().__init__(f"floor-{mode}", [exe])
+        self.mode = mode
+
+    def argv(self) -> list[str]:
+        return [self.argv_prefix[0], self.mode, str(self.port)]
+
+
+def cmd_floor(args) -> None:
+    """The floor under a server's CPU per request: densekv and Redis beside a server that
+    does nothing but a hash-map GET/SET (bench/syscall_floor), on epoll and on io_uring.
+
+    At -P 1 nearly all of a server's CPU is the kernel's (a recv and a send per request),
+    so what the floor costs on epoll is about what any server on the same calls costs;
+    the io_uring modes show whether batching the calls into one io_uring_enter a turn
+    lowers it."""
+    header("densekv, redis and the syscall floor: main-thread CPU per request", args)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", str(FLOOR_CRATE / "Cargo.toml")],
+                   check=True)
+    exe = str(FLOOR_CRATE / "target" / "release" / "syscall-floor")
+    servers = start_servers(args)
+    try:
+        for mode in args.modes.split(","):
+            servers.append(FloorServer(exe, mode).start())
+        n = args.n or 200_000
+        samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for rnd in range(args.rounds):
+            for test in args.tests.split(","):
+                order = servers if rnd % 2 == 0 else servers[::-1]
+                for s in order:
+                    u0, s0 = s.main_thread_user_sys()
+                    argv = ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", test, "-c", str(args.clients),
+                            "-n", str(n), "-r", "100000", "-P", str(args.pipeline), "-q"]
+                    subprocess.run(argv, capture_output=True, timeout=args.timeout, check=True)
+                    s.check_alive()
+                    u1, s1 = s.main_thread_user_sys()
+                    samples.setdefault((s.name, test), []).append(((u1 - u0) / n * 1e9, (s1 - s0) / n * 1e9))
+    finally:
+        stop_servers(servers)
+    rows = []
+    for test in args.tests.split(","):
+        redis_ns = statistics.median(sum(x) for x in samples[("redis", test)])
+        epoll_ns = statistics.median(sum(x) for x in samples[("floor-epoll", test)]) if ("floor-epoll", test) in samples else None
+        for s in servers:
+            got = samples[(s.name, test)]
+            total = statistics.median(sum(x) for x in got)
+            rows.append([test, s.name, f"{total:,.0f}", f"{statistics.median(x[0] for x in got):,.0f}",
+                         f"{statistics.median(x[1] for x in got):,.0f}", ratio(total, redis_ns),
+                         ratio(total, epoll_ns) if epoll_ns else "-"])
+    table(["test", "server", "ns/req", "user", "system", "/redis", "/floor-epoll"], rows)
+    tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
+    print(f"(-P {args.pipeline}, -c {args.clients}; median of {args.rounds} rounds; CPU is read in clock ticks: "
+          f"resolution {tick:.0f} ns/req)\n")
 
 
 def callgrind_per_request(binary: str, test: str, n: int, clients: int, pipeline: int, timeout: float) -> float:
@@ -2335,6 +2408,14 @@ def main() -> None:
     common.add_argument("--timeout", type=float, default=3600,
                         help="seconds allowed for one redis-benchmark or load run")
     sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("floor", parents=[common], help="CPU per request beside a do-nothing server")
+    p.add_argument("--pipeline", type=int, default=1)
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--tests", default="set,get")
+    p.add_argument("--modes", default="epoll,uring-defer,uring", help="syscall-floor modes to run")
+    p.add_argument("--rounds", type=int, default=5, help="runs per server and test (median)")
+    p.set_defaults(func=cmd_floor)
 
     p = sub.add_parser("memory", parents=[common], help="bytes per key")
     p.add_argument("--workload", choices=["sessions", "intkeys", "all"], default="all")
