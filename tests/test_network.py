@@ -555,3 +555,28 @@ def test_big_argument_counts_whole_once_its_length_is_known(start_server):
     wait_for(lambda: int(client_named(r, "half")["tot-mem"]) >= n // 2, what="room for the argument")
     assert int(client_named(r, "half")["tot-mem"]) < n
     half.close()
+
+
+def test_clients_holding_the_same_argument_weigh_the_same(start_server):
+    """Ten clients each send one whole 1 MiB argument of an unfinished
+    request: each holds the argument and weighs its size (tot-mem), however
+    the bytes were cut on the way in (I/O threads hand them over in
+    pieces; a buffer grown by doubling made one client in ten weigh twice
+    as much, and so be evicted first and for the wrong reason). Redis's
+    unit/client-eviction requires them within 1% of each other."""
+    s = start_server()
+    r = redis.Redis(host=s.host, port=s.port)
+    size = 1 << 20
+    socks = []
+    for j in range(10):
+        c = socket.create_connection((s.host, s.port))
+        socks.append(c)
+        c.sendall(b"CLIENT SETNAME client%d\r\n" % j)
+        assert c.recv(100) == b"+OK\r\n"
+        c.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
+        wait_for(lambda: int(client_named(r, f"client{j}")["tot-mem"]) >= size, what=f"client{j}'s argument")
+    weights = [int(client_named(r, f"client{j}")["tot-mem"]) for j in range(10)]
+    assert max(weights) / min(weights) < 1.01, weights
+    assert max(weights) < size * 1.01, weights
+    for c in socks:
+        c.close()

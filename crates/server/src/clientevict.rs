@@ -73,21 +73,23 @@ pub fn after_push(srv: &mut Server, id: ClientId) {
     evict(srv, None);
 }
 
-/// Counts the clients an I/O thread just gave input to and evicts if
-/// needed, before any command of the turn runs: the threads' read buffers
-/// are already in used_memory, so a command served first (and the key
-/// eviction it runs) must see them as those clients' memory, as it does
-/// when the executor reads each socket as it serves it.
-pub fn after_input(srv: &mut Server, ids: &[ClientId]) {
-    if !enabled(srv) {
-        return;
+/// Adds `bytes` of input an I/O thread just delivered to client `c`'s
+/// share, as its memory until its turn counts it exactly; returns what to
+/// add to `Server::client_mem`. The threads' read buffers are already in
+/// used_memory, so a command served before `c` (and the key eviction it
+/// runs) must see them as `c`'s, as it does when the executor reads each
+/// socket as it serves it. Only the bytes count, not the buffer's room or
+/// what parsing them will make: `c` is not charged more than it will hold.
+pub fn arrived(c: &mut Client, bytes: usize) -> usize {
+    if !counted(c) {
+        return 0;
     }
-    for id in ids {
-        if let Some(mut c) = srv.clients.remove(id) {
-            account(srv, &mut c);
-            srv.clients.insert(*id, c);
-        }
-    }
+    c.mem_counted += bytes;
+    bytes
+}
+
+/// Evicts if the total reached the limit (after `arrived`).
+pub fn evict_if_over(srv: &mut Server) {
     evict(srv, None);
 }
 

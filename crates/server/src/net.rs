@@ -1069,7 +1069,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
                     // goes to a private buffer of this room as the turn
                     // ends (`serve`).
                     if !c.qbuf_shared {
-                        c.qbuf.reserve(want);
+                        c.qbuf.reserve_exact(want);
                     }
                 }
                 break;
@@ -1445,12 +1445,11 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     let Some(mut io) = srv.io.take() else { return };
     let mut back = Vec::new();
     let counting = crate::clientevict::enabled(srv);
-    let mut grew = Vec::new();
     io.recv(|m| match m {
         FromIo::Input { id, buf, reqs } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
             if counting {
-                grew.push(id);
+                srv.client_mem += crate::clientevict::arrived(c, buf.len());
             }
             if let Some(l) = c.io.as_mut() {
                 l.delivered += buf.len();
@@ -1462,6 +1461,13 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
             if c.qbuf.is_empty() {
                 c.qbuf = buf;
             } else {
+                // Exact room, as for a big argument (`process_input`):
+                // doubling would leave a client holding one argument with
+                // up to twice its size, and so weigh more than another
+                // holding the same (what maxmemory-clients compares). A
+                // thread sends at most READ_WINDOW before the executor
+                // parses, so the copies stay bounded.
+                c.qbuf.reserve_exact(buf.len());
                 c.qbuf.extend_from_slice(&buf);
             }
             if c.qbuf.len() - c.qpos > srv.config.query_buffer_limit && !c.close_asap {
@@ -1522,7 +1528,9 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
         io.release(t);
     }
     srv.io = Some(io);
-    crate::clientevict::after_input(srv, &grew);
+    if counting {
+        crate::clientevict::evict_if_over(srv);
+    }
 }
 
 /// Whether a client on this thread's own socket can move to an I/O
