@@ -3,9 +3,14 @@
 //! the prefix; whatever decodes must encode to bytes that decode to the
 //! same message and encode to themselves.
 //!
-//! The first input byte picks the mode: odd, the rest is given a valid
-//! signature, version and totlen (when it is at least a header long), so
-//! the fuzzer spends its time in the bodies; even, the rest is used as is.
+//! The first input byte picks the mode. Odd: the rest is laid out with
+//! the sender's 2,048-byte slot bitmap left zero (the input's first 80
+//! bytes are the header up to it, the bytes after them the header from
+//! SLAVEOF on and then the body), zero-padded to a header's length if
+//! shorter, and given a valid signature, version and totlen, so that
+//! short inputs reach every field the decoder reads and the bodies (grown
+//! from small inputs by mutation alone, no input reached 2,256 bytes and
+//! coverage stayed at the framing checks). Even: the rest as it is.
 #![no_main]
 
 use clusterbus::{decode, encode, frame_len, offset, DecodeError, HEADER_LEN, PREFIX_LEN, PROTO_VER, SIG};
@@ -16,7 +21,14 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut frame = rest.to_vec();
-    if mode & 1 == 1 && frame.len() >= HEADER_LEN {
+    if mode & 1 == 1 {
+        let (head, tail) = rest.split_at(rest.len().min(offset::MYSLOTS));
+        frame = head.to_vec();
+        frame.resize(offset::SLAVEOF, 0);
+        frame.extend_from_slice(tail);
+        if frame.len() < HEADER_LEN {
+            frame.resize(HEADER_LEN, 0);
+        }
         frame[..4].copy_from_slice(&SIG);
         let n = frame.len() as u32;
         frame[offset::TOTLEN..offset::TOTLEN + 4].copy_from_slice(&n.to_be_bytes());
