@@ -64,8 +64,9 @@ fn process(db: &mut Db, inb: &mut Vec<u8>, out: &mut Vec<u8>) {
                 out.extend_from_slice(b"+OK\r\n");
             }
             (b"PING", 1) => out.extend_from_slice(b"+PONG\r\n"),
-            // redis-benchmark's CONFIG GET at its start: an empty answer.
-            _ => out.extend_from_slice(b"*0\r\n"),
+            // Anything else (redis-benchmark's CONFIG GET at its start
+            // included) is refused: the tool does nothing else.
+            _ => out.extend_from_slice(b"-ERR unknown command or wrong number of arguments\r\n"),
         }
     }
     inb.drain(..pos);

@@ -5,7 +5,8 @@
 //! Each client is counted at `Client::memory_kept` into `Server::client_mem`
 //! (`mem_counted` remembers its share): after each of its turns, after a
 //! flush of replies others pushed to it (Pub/Sub, invalidations, MONITOR),
-//! in cron, and all at once at the end of the turn that changed
+//! in cron, as an I/O thread's input arrives (its bytes, until the turn
+//! counts the client exactly: `arrived`), and all at once at the end of the turn that changed
 //! maxmemory-clients or maxmemory (as Redis evicts after the command, with
 //! the running client counted as its turn leaves it).
 //! Replicas, the primary and internal clients are not counted; clients
@@ -70,7 +71,7 @@ pub fn after_push(srv: &mut Server, id: ClientId) {
         account(srv, &mut c);
         srv.clients.insert(id, c);
     }
-    evict(srv, None);
+    evict_now(srv);
 }
 
 /// Adds `bytes` of input an I/O thread just delivered to client `c`'s
@@ -86,11 +87,6 @@ pub fn arrived(c: &mut Client, bytes: usize) -> usize {
     }
     c.mem_counted += bytes;
     bytes
-}
-
-/// Evicts if the total reached the limit (after `arrived`).
-pub fn evict_if_over(srv: &mut Server) {
-    evict(srv, None);
 }
 
 /// Counts every client afresh (cron; a new limit) and evicts if needed.
@@ -110,6 +106,12 @@ pub fn recount(srv: &mut Server, mut current: Option<&mut Client>) {
     }
     srv.client_mem = total;
     evict(srv, current);
+}
+
+/// Evicts if the total reached the limit, no client running (after
+/// `arrived`, `after_push`).
+pub fn evict_now(srv: &mut Server) {
+    evict(srv, None);
 }
 
 /// Closes the largest evictable clients while the total is at or over

@@ -1529,7 +1529,7 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     }
     srv.io = Some(io);
     if counting {
-        crate::clientevict::evict_if_over(srv);
+        crate::clientevict::evict_now(srv);
     }
 }
 
