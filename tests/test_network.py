@@ -580,3 +580,47 @@ def test_clients_holding_the_same_argument_weigh_the_same(start_server):
     assert max(weights) < size * 1.01, weights
     for c in socks:
         c.close()
+
+
+def test_eviction_stops_at_the_limit_with_a_fixed_reply_buffer(start_server):
+    """With DEBUG REPLYBUFFER RESIZING 0 a client's weight does not move
+    between its commands, so a limit set to the weight of half the clients
+    plus the controlling one evicts exactly the other half, and no more as
+    the controller goes on. On I/O threads three things broke that: a
+    buffer handed over was replaced by a smaller one (the weight moved with
+    each reply), a reply in flight was counted again beside the buffer that
+    had held it, and a command's own bytes counted as the client's input."""
+    s = start_server("--enable-debug-command", "yes")
+    r = redis.Redis(host=s.host, port=s.port)
+    r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "0")
+    r.client_setname("control")
+    r.client_no_evict("on")
+    size = 256 * 1024
+    socks = []
+    for j in range(6):
+        c = socket.create_connection((s.host, s.port))
+        socks.append(c)
+        c.sendall(b"CLIENT SETNAME client%d\r\n" % j)
+        assert c.recv(100) == b"+OK\r\n"
+        c.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
+        wait_for(lambda: int(client_named(r, f"client{j}")["tot-mem"]) >= size, what=f"client{j}'s argument")
+    heaviest = max(int(client_named(r, f"client{j}")["tot-mem"]) for j in range(6))
+    limit = heaviest * 3 + int(client_named(r, "control")["tot-mem"])
+    r.config_set("maxmemory-clients", limit)
+
+    def left():
+        return sum(1 for c in r.client_list() if c["name"].startswith("client"))
+
+    try:
+        assert left() == 3
+        for _ in range(5):
+            r.client_list()
+            r.config_get("maxmemory-clients")
+            time.sleep(0.1)
+            assert left() == 3
+        assert r.info("stats")["evicted_clients"] == 3
+    finally:
+        r.config_set("maxmemory-clients", 0)
+        r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "1")
+        for c in socks:
+            c.close()

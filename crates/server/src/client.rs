@@ -652,7 +652,15 @@ impl Client {
     /// only a copy of an unfinished request (what eviction counts, as Redis
     /// counts a client after its command, not while it holds the buffer).
     pub fn memory_kept(&self) -> usize {
-        let qbuf = if self.qbuf_shared { self.qbuf.len().saturating_sub(self.qpos).max(self.qbuf_want) } else { self.qbuf.capacity() };
+        let qbuf = if self.qbuf_shared {
+            self.qbuf.len().saturating_sub(self.qpos).max(self.qbuf_want)
+        } else if self.qbuf.len() == self.qpos && self.parser.is_idle() {
+            // Drained: the event loop drops it after the turn (an I/O
+            // thread's client is handed a new buffer with each input).
+            0
+        } else {
+            self.qbuf.capacity()
+        };
         self.memory_with_qbuf(qbuf)
     }
 

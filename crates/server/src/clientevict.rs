@@ -79,8 +79,10 @@ pub fn after_push(srv: &mut Server, id: ClientId) {
 /// add to `Server::client_mem`. The threads' read buffers are already in
 /// used_memory, so a command served before `c` (and the key eviction it
 /// runs) must see them as `c`'s, as it does when the executor reads each
-/// socket as it serves it. Only the bytes count, not the buffer's room or
-/// what parsing them will make: `c` is not charged more than it will hold.
+/// socket as it serves it. Only the bytes of an unfinished request count,
+/// not whole requests this turn runs (on the event loop those sit in the
+/// shared read buffer, no client's), nor the buffer's room or what parsing
+/// will make: `c` is not charged more than it will hold.
 pub fn arrived(c: &mut Client, bytes: usize) -> usize {
     if !counted(c) {
         return 0;

@@ -911,8 +911,11 @@ impl EventLoop {
         for id in dead {
             close_client(srv, self.poll.registry(), id);
         }
-        // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a write.
-        let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| c.pending_out() > 0)).copied().collect();
+        // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a
+        // write. Not a client of an I/O thread whose replies are all handed
+        // over: recounting it while its thread writes would weigh that reply
+        // twice (in flight and in the buffer its turn counted).
+        let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| !c.out_settled())).copied().collect();
         let evicted_before = srv.evicted_clients;
         for id in flush_ids {
             if let Some(mut c) = srv.clients.remove(&id) {
@@ -1380,6 +1383,10 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
     if link.returning {
         return;
     }
+    // With DEBUG REPLYBUFFER RESIZING 0 the client keeps a buffer as large
+    // as the one handed over (within its room), as the event loop's own
+    // clients keep theirs: its weight does not move with each reply.
+    let fresh = if srv.reply_resizing { REPLY_FRESH } else { c.reply.buf.capacity().min(c.reply_room.size) };
     let Some(io) = srv.io.as_mut() else { return };
     if c.repl_role != ReplRole::None || c.bulk.is_some() || c.slot_export {
         link.returning = true;
@@ -1395,7 +1402,7 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
         // growing an empty one took two or three reallocations per request
         // at pipeline depth 1. Always the same room, so that a client's
         // memory between its commands does not depend on its last reply.
-        std::mem::replace(&mut c.reply.buf, Vec::with_capacity(REPLY_FRESH))
+        std::mem::replace(&mut c.reply.buf, Vec::with_capacity(fresh))
     } else {
         let rest = c.reply.buf[c.sent..].to_vec();
         c.reply.buf.clear();
@@ -1448,12 +1455,19 @@ fn take_io(srv: &mut Server, registry: &mio::Registry, ready: &mut dyn FnMut(Cli
     io.recv(|m| match m {
         FromIo::Input { id, buf, reqs } => {
             let Some(c) = srv.clients.get_mut(&id) else { return };
-            if counting {
-                srv.client_mem += crate::clientevict::arrived(c, buf.len());
-            }
+            // Bytes past the last whole request the thread parsed: what the
+            // client will still hold once this turn has run its requests.
+            let mut tail = buf.len();
             if let Some(l) = c.io.as_mut() {
+                let start = l.delivered as u64;
                 l.delivered += buf.len();
+                if let Some(r) = reqs.last() {
+                    tail -= (r.end.max(start) - start).min(buf.len() as u64) as usize;
+                }
                 l.push_reqs(reqs);
+            }
+            if counting {
+                srv.client_mem += crate::clientevict::arrived(c, tail);
             }
             srv.net_reads += 1;
             c.net_in += buf.len() as u64;
