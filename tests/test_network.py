@@ -557,6 +557,20 @@ def test_big_argument_counts_whole_once_its_length_is_known(start_server):
     half.close()
 
 
+def hold_arguments(s, r: redis.Redis, n: int, size: int) -> list[socket.socket]:
+    """Connects clients client0..client<n-1>, each sending one whole argument
+    of `size` bytes of an unfinished request, and waits until each holds it."""
+    socks = []
+    for j in range(n):
+        c = socket.create_connection((s.host, s.port))
+        socks.append(c)
+        c.sendall(b"CLIENT SETNAME client%d\r\n" % j)
+        assert c.recv(100) == b"+OK\r\n"
+        c.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
+        wait_for(lambda: int(client_named(r, f"client{j}")["tot-mem"]) >= size, what=f"client{j}'s argument")
+    return socks
+
+
 def test_clients_holding_the_same_argument_weigh_the_same(start_server):
     """Ten clients each send one whole 1 MiB argument of an unfinished
     request: each holds the argument and weighs its size (tot-mem), however
@@ -567,14 +581,7 @@ def test_clients_holding_the_same_argument_weigh_the_same(start_server):
     s = start_server()
     r = redis.Redis(host=s.host, port=s.port)
     size = 1 << 20
-    socks = []
-    for j in range(10):
-        c = socket.create_connection((s.host, s.port))
-        socks.append(c)
-        c.sendall(b"CLIENT SETNAME client%d\r\n" % j)
-        assert c.recv(100) == b"+OK\r\n"
-        c.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
-        wait_for(lambda: int(client_named(r, f"client{j}")["tot-mem"]) >= size, what=f"client{j}'s argument")
+    socks = hold_arguments(s, r, 10, size)
     weights = [int(client_named(r, f"client{j}")["tot-mem"]) for j in range(10)]
     assert max(weights) / min(weights) < 1.01, weights
     assert max(weights) < size * 1.01, weights
@@ -595,15 +602,7 @@ def test_eviction_stops_at_the_limit_with_a_fixed_reply_buffer(start_server):
     r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "0")
     r.client_setname("control")
     r.client_no_evict("on")
-    size = 256 * 1024
-    socks = []
-    for j in range(6):
-        c = socket.create_connection((s.host, s.port))
-        socks.append(c)
-        c.sendall(b"CLIENT SETNAME client%d\r\n" % j)
-        assert c.recv(100) == b"+OK\r\n"
-        c.sendall(b"*2\r\n$%d\r\n" % size + b"v" * size)
-        wait_for(lambda: int(client_named(r, f"client{j}")["tot-mem"]) >= size, what=f"client{j}'s argument")
+    socks = hold_arguments(s, r, 6, 256 * 1024)
     heaviest = max(int(client_named(r, f"client{j}")["tot-mem"]) for j in range(6))
     limit = heaviest * 3 + int(client_named(r, "control")["tot-mem"])
     r.config_set("maxmemory-clients", limit)
