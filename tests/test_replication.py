@@ -1191,6 +1191,35 @@ def test_a_streamed_image_declares_the_version_its_data_needs(servers):
     assert streamed_image_header(primary) == b"REDIS0012"
 
 
+def test_replconf_alone_does_not_make_a_replica(servers):
+    """A replica sends REPLCONF listening-port and capa before PSYNC. Until
+    PSYNC it is no replica: a full sync starting meanwhile (here the cron's,
+    with no delay) must not send it +FULLRESYNC and an image it did not ask
+    for. One that did left the real PSYNC's +FULLRESYNC line in the link
+    after the image loaded, where the replica read it as a command from its
+    primary (Redis's suite: "diskless loading short read", with the
+    primary's hz at 500)."""
+    primary = servers(server_binary(), "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", "--hz", "500")
+    pr = client(primary)
+    pr.set("k", "v")
+    early = RawConn(primary.port, timeout=0.5)
+    early.cmd("REPLCONF", "listening-port", "6380")
+    early.cmd("REPLCONF", "capa", "eof", "capa", "psync2")
+    assert early.read_line() == b"+OK\r\n"
+    assert early.read_line() == b"+OK\r\n"
+    # A real replica asks meanwhile: its sync starts, and must not take in
+    # the connection that only announced itself.
+    assert streamed_image_header(primary).startswith(b"REDIS")
+    time.sleep(0.3)
+    assert early.buf == b""
+    with pytest.raises(socket.timeout):
+        early.sock.recv(100)
+    assert pr.info("replication")["connected_slaves"] == 0
+    early.cmd("PSYNC", "?", "-1")
+    assert early.read_line().startswith(b"+FULLRESYNC ")
+    early.sock.close()
+
+
 def test_a_streamed_save_stops_when_its_last_replica_drops(servers):
     """A diskless sync's save serves only the sockets receiving it: when the
     last of them closes the save stops at once (as Redis kills the child),

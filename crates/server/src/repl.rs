@@ -353,8 +353,13 @@ pub struct Repl {
     pub second_offset: i64,
     /// The backlog.
     pub backlog: Backlog,
-    /// Replicas of this server, by client id.
+    /// Replicas of this server, by client id: clients that sent SYNC or
+    /// PSYNC.
     pub replicas: BTreeMap<ClientId, Replica>,
+    /// What clients that have not sent SYNC or PSYNC yet announced with
+    /// REPLCONF (listening-port, ip-address, capa): not replicas yet, so
+    /// no full sync may pick them; moved to `replicas` when they ask.
+    pub announced: BTreeMap<ClientId, Replica>,
     /// Stream bytes the feed wrote and `replication::drain` has not moved yet.
     pub stream: Rc<RefCell<Vec<u8>>>,
     /// The stream's sink is attached to the feed.
@@ -467,6 +472,7 @@ impl Repl {
             second_offset: -1,
             backlog: Backlog::default(),
             replicas: BTreeMap::new(),
+            announced: BTreeMap::new(),
             stream: Rc::new(RefCell::new(Vec::new())),
             sink_attached: false,
             primary: None,

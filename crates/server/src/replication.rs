@@ -283,8 +283,22 @@ pub fn after_turn(srv: &mut Server) {
 
 /// The replica entry of client `id`, created on first use (REPLCONF may
 /// come before SYNC).
-pub fn replica_entry(srv: &mut Server, id: ClientId) -> &mut Replica {
-    srv.repl.replicas.entry(id).or_default()
+/// Client `id` asked for a sync: its entry as a replica, with what it
+/// announced before.
+fn replica_entry(srv: &mut Server, id: ClientId) -> &mut Replica {
+    let announced = srv.repl.announced.remove(&id);
+    srv.repl.replicas.entry(id).or_insert_with(|| announced.unwrap_or_default())
+}
+
+/// Where REPLCONF keeps what client `id` announces: its replica entry
+/// once it asked for a sync, else apart (a connection that has only
+/// announced itself is no replica yet: a full sync starting now must not
+/// send it +FULLRESYNC and an image it did not ask for).
+pub fn announce(srv: &mut Server, id: ClientId) -> &mut Replica {
+    match srv.repl.replicas.entry(id) {
+        std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::btree_map::Entry::Vacant(_) => srv.repl.announced.entry(id).or_default(),
+    }
 }
 
 /// SYNC or PSYNC from `c`: `psync` is (replid, offset) for PSYNC.
@@ -777,6 +791,7 @@ pub fn aof_progress(srv: &mut Server, table: &CommandMap) {
 /// primary, go back to connecting (PSYNC will ask to continue from the
 /// offset reached).
 pub fn client_closed(srv: &mut Server, c: &Client) {
+    srv.repl.announced.remove(&c.id);
     if srv.repl.replicas.remove(&c.id).is_some() {
         if srv.repl.replicas.is_empty() {
             srv.repl.no_replicas_since = Instant::now();

@@ -85,11 +85,11 @@ pub fn replconf(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         } else if is(opt, "listening-port") {
             let port = std::str::from_utf8(val).ok().and_then(|v| v.parse::<u16>().ok()).ok_or_else(|| CmdError::err("value is not an integer or out of range"))?;
-            replication::replica_entry(ctx.srv, id).port = port;
+            replication::announce(ctx.srv, id).port = port;
         } else if is(opt, "ip-address") {
-            replication::replica_entry(ctx.srv, id).ip = Some(String::from_utf8_lossy(val).into_owned());
+            replication::announce(ctx.srv, id).ip = Some(String::from_utf8_lossy(val).into_owned());
         } else if is(opt, "capa") {
-            let r = replication::replica_entry(ctx.srv, id);
+            let r = replication::announce(ctx.srv, id);
             if is(val, "eof") {
                 r.capa_eof = true;
             } else if is(val, "psync2") {
