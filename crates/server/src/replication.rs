@@ -281,8 +281,6 @@ pub fn after_turn(srv: &mut Server) {
     deliver(srv);
 }
 
-/// The replica entry of client `id`, created on first use (REPLCONF may
-/// come before SYNC).
 /// Client `id` asked for a sync: its entry as a replica, with what it
 /// announced before.
 fn replica_entry(srv: &mut Server, id: ClientId) -> &mut Replica {
