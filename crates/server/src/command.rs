@@ -585,6 +585,14 @@ impl Ctx<'_> {
         self.db().insert(key, value, ttl, now);
         self.key_modified(key);
     }
+
+    /// `set_value` of the string `bytes` (as `Value::string` would store
+    /// it), with no copy made on the way to its blob.
+    pub fn set_str(&mut self, key: &[u8], bytes: &[u8], ttl: storage::Ttl) {
+        let now = self.now;
+        self.db().insert_str(key, bytes, ttl, now);
+        self.key_modified(key);
+    }
 }
 
 impl Ctx<'_> {

@@ -162,6 +162,32 @@ fn is_packed(flags: u8) -> bool {
     flags & (3 | RAW_ENC) == PACKED
 }
 
+/// Which `Body` the blob `b` holds, from its flags byte alone: for a
+/// caller that only branches on it, with no decoding of the key.
+pub fn body_kind(b: &[u8]) -> BodyKind {
+    if is_packed(b[0]) {
+        return BodyKind::Packed;
+    }
+    match b[0] & 3 {
+        KIND_OBJ => BodyKind::Obj,
+        KIND_INLINE => BodyKind::Inline,
+        _ => BodyKind::Str,
+    }
+}
+
+/// The variants of `Body`, without their contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// `Body::Str`.
+    Str,
+    /// `Body::Obj`.
+    Obj,
+    /// `Body::Inline`.
+    Inline,
+    /// `Body::Packed`.
+    Packed,
+}
+
 fn varint_len(mut n: usize) -> usize {
     let mut l = 1;
     while n >= 0x80 {

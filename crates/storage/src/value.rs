@@ -74,12 +74,20 @@ impl Value {
     /// A string value from bytes, kept as an integer when the bytes are the
     /// canonical decimal form of one (so `SET k 10` then `INCR k` needs no parse).
     pub fn string(bytes: &[u8]) -> Value {
+        match Value::string_ref(bytes) {
+            StrRef::Int(v) => Value::Int(v),
+            StrRef::Bytes(b) => Value::Bytes(b.to_vec()),
+        }
+    }
+
+    /// The form `string` gives `bytes`, borrowing them.
+    pub fn string_ref(bytes: &[u8]) -> StrRef<'_> {
         if bytes.len() <= 20 {
             if let Some(v) = parse_canonical_i64(bytes) {
-                return Value::Int(v);
+                return StrRef::Int(v);
             }
         }
-        Value::Bytes(bytes.to_vec())
+        StrRef::Bytes(bytes)
     }
 
     /// A borrowed view of this value.

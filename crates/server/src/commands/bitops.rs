@@ -331,7 +331,7 @@ pub fn bitop(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             }
         })
         .collect();
-    ctx.set_value(dest, Value::string(&res), Ttl::Clear);
+    ctx.set_str(dest, &res, Ttl::Clear);
     ctx.notify(notify::STRING, "set", dest);
     ctx.out().int(maxlen as i64);
     Ok(())

@@ -9,7 +9,7 @@
 
 use crate::notify;
 use storage::types::hll::{self, Corrupt, Union};
-use storage::{StrRef, Ttl, Value};
+use storage::{StrRef, Ttl};
 
 use crate::command::flags::*;
 use crate::command::{keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
@@ -64,7 +64,7 @@ pub fn pfadd(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     if updated {
         hll::invalidate(&mut h);
-        ctx.set_value(key, Value::string(&h), Ttl::Keep);
+        ctx.set_str(key, &h, Ttl::Keep);
         ctx.notify(notify::STRING, "pfadd", key);
     }
     ctx.out().int(updated as i64);
@@ -94,7 +94,7 @@ pub fn pfcount(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         None => {
             let c = hll::count(&h).map_err(corrupt)?;
             hll::set_card(&mut h, c);
-            ctx.set_value(key, Value::string(&h), Ttl::Keep);
+            ctx.set_str(key, &h, Ttl::Keep);
             c
         }
     };
@@ -118,7 +118,7 @@ pub fn pfmerge(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     // Registers were validated by `add`; a failure here would be a broken
     // invariant of the type layer.
     let h = union.store_into(dest, ctx.srv.config.hll_sparse_max_bytes).map_err(corrupt)?;
-    ctx.set_value(&args[1], Value::string(&h), Ttl::Keep);
+    ctx.set_str(&args[1], &h, Ttl::Keep);
     // Redis names PFMERGE's event after PFADD.
     ctx.notify(notify::STRING, "pfadd", &args[1]);
     ctx.out().ok();

@@ -315,7 +315,7 @@ fn set_generic(ctx: &mut Ctx, cmd: &str, o: &StrOpts, key: &[u8], val: &[u8], re
         (None, true) => Ttl::Keep,
         (None, false) => Ttl::Clear,
     };
-    ctx.set_value(key, Value::string(val), ttl);
+    ctx.set_str(key, val, ttl);
     ctx.notify(notify::STRING, "set", key);
     if deadline.is_some() {
         ctx.notify(notify::GENERIC, "expire", key);
@@ -413,7 +413,7 @@ pub fn getdel(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// GETSET key value
 pub fn getset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     reply_get(ctx, &args[1])?;
-    ctx.set_value(&args[1], Value::string(&args[2]), Ttl::Clear);
+    ctx.set_str(&args[1], &args[2], Ttl::Clear);
     ctx.notify(notify::STRING, "set", &args[1]);
     Ok(())
 }
@@ -441,7 +441,7 @@ fn mset_generic(ctx: &mut Ctx, args: &[Vec<u8>], nx: bool) -> CmdResult {
         return Ok(());
     }
     for kv in args[1..].chunks(2) {
-        ctx.set_value(&kv[0], Value::string(&kv[1]), Ttl::Clear);
+        ctx.set_str(&kv[0], &kv[1], Ttl::Clear);
         ctx.notify(notify::STRING, "set", &kv[0]);
     }
     if nx {
@@ -579,7 +579,7 @@ pub fn msetex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         (None, false) => Ttl::Clear,
     };
     for kv in pairs.chunks(2) {
-        ctx.set_value(&kv[0], Value::string(&kv[1]), ttl);
+        ctx.set_str(&kv[0], &kv[1], ttl);
         ctx.notify(notify::STRING, "set", &kv[0]);
         if deadline.is_some() {
             ctx.notify(notify::GENERIC, "expire", &kv[0]);
@@ -700,7 +700,7 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         return Err(CmdError::err("increment would produce NaN or Infinity"));
     }
     let text = v.to_human();
-    ctx.set_value(key, Value::string(text.as_bytes()), Ttl::Keep);
+    ctx.set_str(key, text.as_bytes(), Ttl::Keep);
     ctx.notify(notify::STRING, "incrbyfloat", key);
     // Replayed as the value it produced: float arithmetic may round
     // differently elsewhere (Redis's replicas use long doubles).
@@ -907,7 +907,7 @@ pub fn increx(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         (None, true) => Ttl::Clear,
         (None, false) => Ttl::Keep,
     };
-    ctx.set_value(key, Value::string(text.as_bytes()), ttl);
+    ctx.set_str(key, text.as_bytes(), ttl);
     ctx.notify(notify::STRING, event, key);
     let mut replay = vec![b"SET".to_vec(), key.clone(), text.into_bytes()];
     match (deadline, o.persist) {

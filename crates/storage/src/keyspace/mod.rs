@@ -47,7 +47,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::access::{lfu_decayed, Access};
-use crate::blob::{self, Blob, Body, KeyKind};
+use crate::blob::{self, Blob, Body, BodyKind, KeyKind};
 use crate::encoding::keypack::{self, Prefixes};
 use crate::encoding::packed::{self, PackStats, Tables};
 use std::borrow::Cow;
@@ -101,6 +101,13 @@ struct Pending {
     slot: u64,
     obj: Obj,
     dirty: bool,
+}
+
+/// A value being stored: owned, or a string borrowed from the caller
+/// (`insert_str`), which goes into its blob with no copy in between.
+enum NewValue<'a> {
+    Owned(Value),
+    Str(StrRef<'a>),
 }
 
 /// What an insert does to the key's deadline.
@@ -572,14 +579,14 @@ impl Db {
         let b = self.blob(s);
         let (key, deadline) = (self.raw_key(&b).into_owned(), b.deadline);
         self.free_blob(s);
-        let addr = self.store(p.si, &key, p.obj.into_value(), deadline, None);
+        let addr = self.store(p.si, &key, NewValue::Owned(p.obj.into_value()), deadline, None);
         self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         false
     }
 
     /// Writes the blob for `key` in segment `si`: strings and small hashes
     /// inline, other collections into the object table.
-    fn store(&mut self, si: usize, key: &[u8], value: Value, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>) -> u64 {
+    fn store(&mut self, si: usize, key: &[u8], value: NewValue<'_>, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>) -> u64 {
         let mut inline = Vec::new();
         if let Some(k) = hint.and_then(|h| h.key).filter(|_| self.key_compression) {
             // The packed key store_blob would make (prepack.rs).
@@ -587,7 +594,29 @@ impl Db {
             self.key_buf.extend_from_slice(k);
             self.key_packed = true;
         }
+        let value = match value {
+            NewValue::Owned(v) => v,
+            NewValue::Str(v) => return self.store_str(si, key, v, deadline, hint),
+        };
         if let Value::Bytes(b) = &value {
+            return self.store_str(si, key, StrRef::Bytes(b), deadline, hint);
+        }
+        let body = match &value {
+            Value::Int(v) => Some(Body::Str(StrRef::Int(*v))),
+            v if objects::encode_inline(v, &mut inline) => Some(Body::Inline(&inline)),
+            _ => None,
+        };
+        if let Some(body) = body {
+            return self.store_blob(si, key, body, deadline);
+        }
+        let i = self.put_obj(Obj::from_value(value).expect("object body"), key);
+        self.store_blob(si, key, Body::Obj(i), deadline)
+    }
+
+    /// `store` of a string: packed when value compression is on and it
+    /// pays, else as it is.
+    fn store_str(&mut self, si: usize, key: &[u8], value: StrRef<'_>, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>) -> u64 {
+        if let StrRef::Bytes(b) = value {
             if self.value_compression {
                 let made = hint.and_then(|h| Some((self.packs.accept(key, b.len(), h.value, h.form.len())?, h.form)));
                 if let Some((stored, form)) = made {
@@ -601,17 +630,7 @@ impl Db {
                 return addr;
             }
         }
-        let body = match &value {
-            Value::Int(v) => Some(Body::Str(StrRef::Int(*v))),
-            Value::Bytes(b) => Some(Body::Str(StrRef::Bytes(b))),
-            v if objects::encode_inline(v, &mut inline) => Some(Body::Inline(&inline)),
-            _ => None,
-        };
-        if let Some(body) = body {
-            return self.store_blob(si, key, body, deadline);
-        }
-        let i = self.put_obj(Obj::from_value(value).expect("object body"), key);
-        self.store_blob(si, key, Body::Obj(i), deadline)
+        self.store_blob(si, key, Body::Str(value), deadline)
     }
 
     fn obj(&self, i: u32) -> &Obj {
@@ -763,11 +782,18 @@ impl Db {
 
     /// The live value in slot `pos` of segment `si`, as `get` returns it.
     fn value_at(&mut self, si: usize, pos: usize) -> Option<ValueRef<'_>> {
-        if self.unpack_to_scratch(self.segs[si].slots[pos]) {
-            return Some(ValueRef::Str(StrRef::Bytes(&self.scratch)));
+        let s = self.segs[si].slots[pos];
+        // The flags byte says which of the three ways applies; only that
+        // one decodes the blob.
+        match blob::body_kind(self.slab.bytes(addr_of(s))) {
+            BodyKind::Packed => {
+                self.unpack_to_scratch(s);
+                return Some(ValueRef::Str(StrRef::Bytes(&self.scratch)));
+            }
+            BodyKind::Inline => self.lend_inline(si, pos, false),
+            BodyKind::Str | BodyKind::Obj => {}
         }
-        self.lend_inline(si, pos, false);
-        Some(self.value_of(self.segs[si].slots[pos]))
+        Some(self.value_of(s))
     }
 
     /// Moves out the copy of an inline collection the last `get` lent for
@@ -883,12 +909,19 @@ impl Db {
 
     /// Sets or replaces `key`. Returns true if a live key was replaced.
     pub fn insert(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64) -> bool {
-        self.insert_with(key, value, ttl, now, None)
+        self.insert_with(key, NewValue::Owned(value), ttl, now, None)
+    }
+
+    /// `insert` of the string `bytes` (stored as `Value::string` would
+    /// make it, an integer when it reads as one), copied straight from the
+    /// caller's bytes into its blob.
+    pub fn insert_str(&mut self, key: &[u8], bytes: &[u8], ttl: Ttl, now: i64) -> bool {
+        self.insert_with(key, NewValue::Str(Value::string_ref(bytes)), ttl, now, None)
     }
 
     /// `insert`, with forms of the key and value made on another thread
     /// (prepack.rs), used where they are what `store` would make.
-    fn insert_with(&mut self, key: &[u8], value: Value, ttl: Ttl, now: i64, hint: Option<prepack::Hint<'_>>) -> bool {
+    fn insert_with(&mut self, key: &[u8], value: NewValue<'_>, ttl: Ttl, now: i64, hint: Option<prepack::Hint<'_>>) -> bool {
         self.flush();
         let (h, si, pos) = self.find(key);
         match pos {
@@ -898,7 +931,8 @@ impl Db {
         let mut old = None;
         if let Some(pos) = pos {
             let s = self.segs[si].slots[pos];
-            let d = self.blob(s).deadline;
+            // Only a slot with the TTL bit has a deadline in its blob.
+            let d = if s & TTL_BIT != 0 { self.blob(s).deadline } else { None };
             if matches!(d, Some(t) if t <= now) {
                 let gone = self.delete(si, pos);
                 self.discard(gone, self.lazy_expire);
@@ -916,15 +950,15 @@ impl Db {
         if let Some((pos, _)) = old {
             // Free first so that a same-class blob reuses the same bytes.
             let s = self.segs[si].take(pos);
-            if let Body::Obj(i) = self.blob(s).body() {
-                let replaced = self.take_obj(i);
-                self.discard(Some(replaced), self.lazy_server_del);
-            }
             let b = Blob::parse(self.slab.bytes(addr_of(s)));
             if self.key_compression && b.key_kind == KeyKind::Packed && keypack::is_canonical(b.key) {
                 self.key_buf.clear();
                 self.key_buf.extend_from_slice(b.key);
                 self.key_packed = true;
+            }
+            if let Body::Obj(i) = b.body() {
+                let replaced = self.take_obj(i);
+                self.discard(Some(replaced), self.lazy_server_del);
             }
             self.free_blob(s);
             let addr = self.store(si, key, value, deadline, hint);

@@ -111,7 +111,7 @@ impl Db {
     /// they are the ones `insert` would make.
     pub fn insert_prepacked(&mut self, key: &[u8], value: Value, ttl: super::Ttl, now: i64, pre: &Prepack, buf: &[u8]) -> bool {
         let hint = Hint { key: pre.key.map(|r| range(buf, r)), value: pre.value, form: range(buf, pre.form) };
-        self.insert_with(key, value, ttl, now, Some(hint))
+        self.insert_with(key, super::NewValue::Owned(value), ttl, now, Some(hint))
     }
 }
 

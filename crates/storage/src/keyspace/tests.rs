@@ -34,6 +34,52 @@ fn incr_by_in_place_and_across_classes() {
     assert_eq!(db.len(), 2);
 }
 
+/// `insert_str` stores what `insert` of `Value::string` stores: the same
+/// value, form and bytes, for integers, strings that only look like one,
+/// values that pack, with a deadline kept or cleared, over a key of any
+/// kind of value, with compression on and off.
+#[test]
+fn insert_str_stores_what_insert_of_a_string_stores() {
+    let values: Vec<Vec<u8>> = vec![
+        b"0".to_vec(),
+        b"-42".to_vec(),
+        b"9223372036854775807".to_vec(),
+        b"9223372036854775808".to_vec(),
+        b"007".to_vec(),
+        b"".to_vec(),
+        b"xxx".to_vec(),
+        session_value(7),
+        vec![b'v'; 5000],
+    ];
+    for compress in [false, true] {
+        let (mut a, mut b) = (Db::new(), Db::new());
+        for db in [&mut a, &mut b] {
+            db.key_compression = compress;
+            db.value_compression = compress;
+        }
+        for round in 0..3 {
+            for (i, v) in values.iter().enumerate() {
+                let key = format!("key:{:06}", i * 7 + round).into_bytes();
+                let ttl = match (i + round) % 3 {
+                    0 => Ttl::Clear,
+                    1 => Ttl::Keep,
+                    _ => Ttl::At(1 << 50),
+                };
+                if round == 1 {
+                    // Over a collection: the object goes, the string takes its place.
+                    a.insert(&key, Value::Hash(Box::default()), Ttl::Clear, 0);
+                    b.insert(&key, Value::Hash(Box::default()), Ttl::Clear, 0);
+                }
+                assert_eq!(a.insert(&key, Value::string(v), ttl, 0), b.insert_str(&key, v, ttl, 0));
+                let got = |db: &mut Db| (db.get(&key, 0).map(|r| format!("{r:?}")), db.expire_of(&key, 0), db.mem_usage(&key, 0));
+                assert_eq!(got(&mut a), got(&mut b), "value {i} round {round} compress {compress}");
+            }
+        }
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.allocated_bytes(), b.allocated_bytes());
+    }
+}
+
 #[test]
 fn key_events_are_logged_only_when_asked() {
     let mut db = Db::new();
