@@ -210,15 +210,16 @@ impl Parser {
 }
 
 /// Most arguments a request may have for `parse_whole` to take it.
-const WHOLE_MAX_ARGS: usize = 16;
+const WHOLE_MAX_ARGS: u64 = 1024;
 
 /// The common case in one pass: a whole multibulk request of at most
 /// `WHOLE_MAX_ARGS` arguments, already in `buf` at `*pos`, its lengths
 /// plain decimals (no sign, no leading zero) each ended by `\r\n` and
-/// within `limits`. Its framing is read first, so nothing is copied from a
-/// request that turns out incomplete. None for anything else, leaving
-/// `*pos` alone: the general parser then reads the request from its start
-/// and gives the same arguments, or the error, or keeps the partial state.
+/// within `limits`. None for anything else, leaving `*pos` alone: the
+/// general parser then reads the request from its start and gives the
+/// same arguments, or the error, or keeps the partial state. (What was
+/// copied of a request that turns out incomplete is dropped: one request
+/// a read at most, the one cut at the read's end.)
 #[inline]
 fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u8>>> {
     let mut p = *pos;
@@ -226,12 +227,12 @@ fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u
         return None;
     }
     let n = plain_len(buf, &mut p)?;
-    if n == 0 || n > WHOLE_MAX_ARGS as u64 || (limits.unauthenticated && n > UNAUTH_MULTIBULK_MAX as u64) {
+    if n == 0 || n > WHOLE_MAX_ARGS || (limits.unauthenticated && n > UNAUTH_MULTIBULK_MAX as u64) {
         return None;
     }
     let max = if limits.unauthenticated { limits.max_bulk_len.min(UNAUTH_BULK_MAX) } else { limits.max_bulk_len };
-    let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
-    for span in &mut spans[..n as usize] {
+    let mut args = Vec::with_capacity(n as usize);
+    for _ in 0..n {
         if buf.get(p) != Some(&b'$') {
             return None;
         }
@@ -240,12 +241,11 @@ fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u
         if len > max as u64 || buf.len() - p < len as usize + 2 {
             return None;
         }
-        *span = (p, len as usize);
+        args.push(buf[p..p + len as usize].to_vec());
         // As the general parser: the two bytes after a bulk are skipped
         // unread.
         p += len as usize + 2;
     }
-    let args = spans[..n as usize].iter().map(|&(at, len)| buf[at..at + len].to_vec()).collect();
     *pos = p;
     Some(args)
 }
@@ -587,7 +587,7 @@ mod drain_tests {
         /// arguments, or the same error, under any limits. The framing
         /// pieces are the forms `parse_whole` must leave to the general
         /// parser: signs, leading zeros, a bare `\n`, 19 digits, lengths
-        /// over the limits, more than 16 or 10 arguments.
+        /// over the limits, more than 1,024 or 10 arguments.
         #[test]
         fn parse_whole_agrees_with_the_general_parser(
             parts in proptest::collection::vec(proptest::prop_oneof![
@@ -595,7 +595,7 @@ mod drain_tests {
                 // Over the unauthenticated limit by one byte.
                 proptest::prelude::Just([&b"$16385\r\n"[..], &[b'a'; 16385], b"\r\n"].concat()),
                 proptest::sample::select(vec![
-                    &b"*1\r\n"[..], b"*2\r\n", b"*3\r\n", b"*11\r\n", b"*17\r\n", b"*0\r\n", b"*-1\r\n", b"*02\r\n", b"*2\n",
+                    &b"*1\r\n"[..], b"*2\r\n", b"*3\r\n", b"*11\r\n", b"*17\r\n", b"*1025\r\n", b"*0\r\n", b"*-1\r\n", b"*02\r\n", b"*2\n",
                     b"$0\r\n", b"$1\r\n", b"$3\r\n", b"$03\r\n", b"$+3\r\n", b"$-0\r\n", b"$3\n", b"$1000000000000000000\r\n",
                     b"$17000\r\n", b"abc\r\n", b"x\r\n", b"\r\n", b"PING\r\n",
                 ]).prop_map(|b: &[u8]| b.to_vec()),
