@@ -18,7 +18,7 @@
 //! `active_expire_fields` pops due hashes from the front of either half.
 
 use super::{Db, Obj, Pending};
-use crate::blob::{self, Body};
+use crate::blob::{self, Blob, Body, BodyKind};
 use crate::encoding::{inline, keypack};
 use crate::segment::addr_of;
 use crate::types::hash::Hash;
@@ -64,10 +64,14 @@ impl Db {
 
     /// Frees the blob of slot `s` (the object it points at is the caller's).
     pub(super) fn free_blob(&mut self, s: u64) {
-        match crate::blob::Blob::parse(self.slab.bytes(addr_of(s))).body() {
-            b if inline_min(b).is_some() => self.inline_ttl -= 1,
-            Body::Packed(p) => self.packs.release(p),
-            _ => {}
+        let bytes = self.slab.bytes(addr_of(s));
+        // Only an inline collection or a packed string has more to undo.
+        if matches!(blob::body_kind(bytes), BodyKind::Inline | BodyKind::Packed) {
+            match Blob::parse(bytes).body() {
+                b if inline_min(b).is_some() => self.inline_ttl -= 1,
+                Body::Packed(p) => self.packs.release(p),
+                _ => {}
+            }
         }
         self.slab.free(addr_of(s));
     }
