@@ -111,8 +111,8 @@ impl Db {
 
     /// Asks the CPU to start loading what looking up `keys` will read, for
     /// a batch of commands about to run: first each key's two candidate
-    /// buckets, then, once those are on their way, the blob of every slot
-    /// whose tag matches. With a keyspace larger than the caches each
+    /// buckets, then, once those are on their way, the blob of the first
+    /// slot whose tag matches. With a keyspace larger than the caches each
     /// lookup otherwise waits for two misses in turn (bucket, then blob),
     /// most of a GET's or SET's time on the executor; issued together for
     /// the batch, the misses overlap. A hint only: no effect on any value.
@@ -132,12 +132,12 @@ impl Db {
         for &(h, si) in &at[..keys.len()] {
             let seg = &self.segs[si];
             let tag = tag_at(h, seg.depth as u32);
-            for r in seg.candidates(tag) {
-                for &s in &seg.slots[r] {
-                    if s != 0 && tag_of(s) == tag {
-                        prefetch_bytes(self.slab.bytes(addr_of(s)), 2);
-                    }
-                }
+            // The first slot with the tag, in the order `find` looks:
+            // the key's own but for a tag collision (16 slots against 14
+            // bits of tag), so the scan stops there.
+            let first = seg.candidates(tag).into_iter().flatten().map(|i| seg.slots[i]).find(|&s| s != 0 && tag_of(s) == tag);
+            if let Some(s) = first {
+                prefetch_bytes(self.slab.bytes(addr_of(s)), 2);
             }
         }
     }
