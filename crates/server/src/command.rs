@@ -367,10 +367,30 @@ impl Entry {
     }
 }
 
+/// Where `Commands::find_at` found a command: `Commands::at` gives it
+/// back without hashing its name again (a pipelined request's command is
+/// found once for the prefetch of its keys, and again to run it). Good
+/// for the table that made it: the server's table does not change once
+/// it runs (renames are made before it is shared).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecAt(u16);
+
 impl Commands {
     /// The spec named `name` in any case.
     #[inline]
     pub fn find(&self, name: &[u8]) -> Option<&Spec> {
+        self.find_at(name).map(|a| &self.specs[usize::from(a.0)].spec)
+    }
+
+    /// The spec at `at` (found in this table by `find_at`).
+    #[inline]
+    pub fn at(&self, at: SpecAt) -> Option<&Spec> {
+        self.specs.get(usize::from(at.0)).map(|e| &e.spec)
+    }
+
+    /// Where the spec named `name` (any case) is.
+    #[inline]
+    pub fn find_at(&self, name: &[u8]) -> Option<SpecAt> {
         if self.slots.is_empty() {
             return None;
         }
@@ -382,9 +402,8 @@ impl Commands {
             if e == 0 {
                 return None;
             }
-            let entry = &self.specs[e - 1];
-            if entry.is(name, &words) {
-                return Some(&entry.spec);
+            if self.specs[e - 1].is(name, &words) {
+                return Some(SpecAt((e - 1) as u16));
             }
             i = (i + 1) & mask;
         }

@@ -13,7 +13,7 @@ use std::time::Instant;
 use crate::acl::LogContext;
 use crate::blocking::TimeoutReply;
 use crate::client::{Client, ClientId, ReplRole};
-use crate::command::{flags, CmdError, CommandMap, Host, Spec};
+use crate::command::{flags, CmdError, CommandMap, Host, Spec, SpecAt};
 use crate::evict;
 use crate::exec::{self, lookup, reply_error, run, Lookup, OOM_ERROR};
 use crate::server::Server;
@@ -64,12 +64,18 @@ pub const NOAUTH_ERROR: &str = "NOAUTH Authentication required.";
 
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+    call_at(srv, host, c, argv, None)
+}
+
+/// `call`, with where in the command table the request's command was
+/// found already, if it was (`exec::key_args`).
+pub fn call_at(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>, at: Option<SpecAt>) -> bool {
     if !c.asking {
-        return call_once(srv, host, c, argv);
+        return call_once(srv, host, c, argv, at);
     }
     // ASKING lasts one command, or a whole transaction (Redis clears it
     // after each command but ASKING itself, outside MULTI).
-    let ran = call_once(srv, host, c, argv);
+    let ran = call_once(srv, host, c, argv, at);
     if ran && c.multi.is_none() && c.last_cmd != "asking" {
         c.asking = false;
     }
@@ -77,11 +83,11 @@ pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec
 }
 
 /// `call` without the ASKING bookkeeping.
-fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
+fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>, at: Option<SpecAt>) -> bool {
     let start = Instant::now();
     let now = srv.unix_ms_at(start);
     let table = host.table().clone();
-    let spec = match lookup(&table, &argv) {
+    let spec = match exec::lookup_at(&table, &argv, at) {
         Lookup::Found(s) => s,
         Lookup::Unknown(e) | Lookup::BadArity(e) => {
             if c.multi.is_some() {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::acl;
 use crate::client::{Client, ReplyMode};
-use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec};
+use crate::command::{flags, CmdError, CommandMap, Ctx, Host, Spec, SpecAt};
 use crate::feed::Rewrite;
 use crate::commandlog::{cut_args, LogKind};
 use crate::server::{unix_ms, unix_us, Server};
@@ -26,13 +26,15 @@ pub enum Lookup<'a> {
 
 /// Appends to `keys[n..]` the keys `argv` names by its command's legacy
 /// key positions (first, last, step), as many as fit; returns the new
-/// count. For prefetching only: an unknown command, a container or a
-/// wrong argument count adds nothing, and nothing is checked or replied.
-pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8]], mut n: usize) -> usize {
-    let Some(spec) = argv.first().and_then(|raw| table.find(raw)) else { return n };
+/// count, and where the command is in `table` (for `lookup_at`). For
+/// prefetching only: an unknown command, a container or a wrong argument
+/// count adds nothing, and nothing is checked or replied.
+pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8]], mut n: usize) -> (usize, Option<SpecAt>) {
+    let Some(at) = argv.first().and_then(|raw| table.find_at(raw)) else { return (n, None) };
+    let spec = table.at(at).expect("just found");
     let k = spec.keys;
     if k.first <= 0 || k.step <= 0 || !spec.subcommands.is_empty() {
-        return n;
+        return (n, Some(at));
     }
     let last = if k.last < 0 { argv.len() as i32 + k.last } else { k.last.min(argv.len() as i32 - 1) };
     let mut i = k.first;
@@ -41,12 +43,23 @@ pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8
         n += 1;
         i += k.step;
     }
-    n
+    (n, Some(at))
 }
 
 /// Finds the spec for `argv`, descending into subcommands, and checks arity.
 pub fn lookup<'a>(table: &'a CommandMap, argv: &[Vec<u8>]) -> Lookup<'a> {
-    let Some(spec) = table.find(&argv[0]) else {
+    lookup_at(table, argv, None)
+}
+
+/// `lookup`, taking the command from `at` (where `key_args` found it)
+/// when given.
+pub fn lookup_at<'a>(table: &'a CommandMap, argv: &[Vec<u8>], at: Option<SpecAt>) -> Lookup<'a> {
+    let found = match at {
+        Some(at) => table.at(at),
+        None => table.find(&argv[0]),
+    };
+    debug_assert!(found.map(|s| s as *const Spec) == table.find(&argv[0]).map(|s| s as *const Spec), "a stale SpecAt");
+    let Some(spec) = found else {
         let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trunc(&argv[0]));
         for a in &argv[1..] {
             if msg.len() >= 128 + 60 {

@@ -34,7 +34,7 @@ use signal_hook_mio::v1_0::Signals;
 
 use crate::client::{Client, ClientId, ReplRole};
 use crate::conn::Conn;
-use crate::command::{CmdError, CommandMap, Host, Scripts};
+use crate::command::{CmdError, CommandMap, Host, Scripts, SpecAt};
 use crate::registry::registry;
 use crate::script::engine::Engine;
 use crate::log::Log;
@@ -1027,10 +1027,10 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
             // under: parse it again under the new ones.
             ahead.rewind(c);
         }
-        let (start, parsed) = match ahead.reqs.pop_front() {
-            Some((start, end, parsed)) => {
-                c.qpos = end;
-                (start, parsed)
+        let (start, parsed, at) = match ahead.reqs.pop_front() {
+            Some(q) => {
+                c.qpos = q.end;
+                (q.start, q.parsed, q.at)
             }
             None => parse_ahead(srv, host, c, &limits, &mut ahead),
         };
@@ -1051,7 +1051,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
                     ReplRole::Primary => apply_from_primary(srv, host, c, argv),
                     ReplRole::Replica => from_replica(srv, host, c, argv),
                     ReplRole::None if c.slot_import => crate::migration::apply_from_source(srv, host, c, argv),
-                    ReplRole::None => dispatch::call(srv, host, c, argv),
+                    ReplRole::None => dispatch::call_at(srv, host, c, argv, at),
                 };
                 c.cur_cmd_len = 0;
                 if !ran {
@@ -1136,13 +1136,22 @@ fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolEr
 /// Most requests `parse_ahead` parses past the one about to run.
 const AHEAD_MAX: usize = 15;
 
-/// Requests parsed ahead of the running one: for each, where it starts
-/// and ends in the query buffer and what the parser said (a command, or
-/// the incomplete request or protocol error that ended the batch).
+/// Requests parsed ahead of the running one.
 struct Ahead {
-    reqs: std::collections::VecDeque<(usize, usize, Result<Parsed, resp::ProtocolError>)>,
+    reqs: std::collections::VecDeque<Queued>,
     /// The unauthenticated limits they were parsed under.
     unauthenticated: bool,
+}
+
+/// A request parsed ahead: where it starts and ends in the query buffer,
+/// what the parser said (a command, or the incomplete request or protocol
+/// error that ended the batch) and where the prefetch found its command in
+/// the table.
+struct Queued {
+    start: usize,
+    end: usize,
+    parsed: Result<Parsed, resp::ProtocolError>,
+    at: Option<SpecAt>,
 }
 
 impl Ahead {
@@ -1155,7 +1164,7 @@ impl Ahead {
     /// requests, so the parser starts afresh there (whatever it had read
     /// of a later, incomplete one is read again).
     fn rewind(&mut self, c: &mut Client) {
-        if let Some(&(start, _, _)) = self.reqs.front() {
+        if let Some(&Queued { start, .. }) = self.reqs.front() {
             c.qpos = start;
             c.parser = resp::Parser::new();
             self.reqs.clear();
@@ -1169,13 +1178,14 @@ impl Ahead {
 /// prefetches the table slots and values of the keys they name, so that
 /// the cache misses of a batch overlap instead of each command waiting
 /// for its own in turn (Valkey 8's batched prefetch). The query buffer's
-/// position is left at the end of the returned request.
-fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, ahead: &mut Ahead) -> (usize, Result<Parsed, resp::ProtocolError>) {
+/// position is left at the end of the returned request. Also returns
+/// where the prefetch found the request's command, if it looked.
+fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, ahead: &mut Ahead) -> (usize, Result<Parsed, resp::ProtocolError>, Option<SpecAt>) {
     let start = c.qpos;
     let first = parse_one(c, limits);
-    let Ok(Parsed::Command(argv)) = &first else { return (start, first) };
+    let Ok(Parsed::Command(argv)) = &first else { return (start, first, None) };
     if c.qpos >= c.qbuf.len() {
-        return (start, first);
+        return (start, first, None);
     }
     let first_end = c.qpos;
     ahead.unauthenticated = limits.unauthenticated;
@@ -1183,26 +1193,34 @@ fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, a
         let at = c.qpos;
         let parsed = parse_one(c, limits);
         let more = matches!(parsed, Ok(Parsed::Command(_)));
-        ahead.reqs.push_back((at, c.qpos, parsed));
+        ahead.reqs.push_back(Queued { start: at, end: c.qpos, parsed, at: None });
         if !more {
             break;
         }
     }
-    if let Some(db) = srv.dbs.get(c.db) {
-        let mut keys: [&[u8]; storage::keyspace::PREFETCH_MAX] = [&[]; storage::keyspace::PREFETCH_MAX];
-        let mut n = 0;
-        let table = host.table();
-        let queued = ahead.reqs.iter().filter_map(|(_, _, p)| match p {
-            Ok(Parsed::Command(a)) => Some(a),
-            _ => None,
-        });
-        for argv in std::iter::once(argv).chain(queued) {
-            n = exec::key_args(table, argv, &mut keys, n);
+    let Some(db) = srv.dbs.get(c.db) else {
+        c.qpos = first_end;
+        return (start, first, None);
+    };
+    let mut keys: [&[u8]; storage::keyspace::PREFETCH_MAX] = [&[]; storage::keyspace::PREFETCH_MAX];
+    let mut found = [None; AHEAD_MAX + 1];
+    let mut n = 0;
+    let table = host.table();
+    let argvs = ahead.reqs.iter().map(|q| match &q.parsed {
+        Ok(Parsed::Command(a)) => Some(a),
+        _ => None,
+    });
+    for (argv, at) in std::iter::once(Some(argv)).chain(argvs).zip(found.iter_mut()) {
+        if let Some(argv) = argv {
+            (n, *at) = exec::key_args(table, argv, &mut keys, n);
         }
-        db.prefetch(&keys[..n]);
+    }
+    db.prefetch(&keys[..n]);
+    for (req, at) in ahead.reqs.iter_mut().zip(&found[1..]) {
+        req.at = *at;
     }
     c.qpos = first_end;
-    (start, first)
+    (start, first, found[0])
 }
 
 /// Prefetches the keys of the request of each of `ids` that has exactly
@@ -1224,7 +1242,7 @@ fn prefetch_first(srv: &Server, table: &CommandMap, ids: &[ClientId]) {
             n = 0;
         }
         db = c.db;
-        n = exec::key_args(table, &req.argv, &mut keys, n);
+        n = exec::key_args(table, &req.argv, &mut keys, n).0;
     }
     if n > 0 {
         srv.dbs[db].prefetch(&keys[..n]);
