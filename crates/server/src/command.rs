@@ -300,8 +300,9 @@ pub type CommandMap = Rc<Commands>;
 /// and a name matches when its words, with those bits set, equal the
 /// entry's (only an uppercase letter differs from its lowercase in that
 /// bit alone). Longer names (only a rename-command can make one) compare
-/// byte by byte. Every request looks its command up (a pipelined one
-/// twice, for the prefetch): this is most of what that costs.
+/// byte by byte. Every request looks its command up once (a pipelined
+/// one for the prefetch, which hands on its `SpecAt`): this is most of
+/// what that costs.
 #[derive(Clone, Default)]
 pub struct Commands {
     specs: Vec<Entry>,
