@@ -103,6 +103,10 @@ struct Pending {
     dirty: bool,
 }
 
+/// What `find` gives: the key's hash, its segment and its slot there if
+/// stored.
+type Found = (u64, usize, Option<usize>);
+
 /// A value being stored: owned, or a string borrowed from the caller
 /// (`insert_str`), which goes into its blob with no copy in between.
 enum NewValue<'a> {
@@ -670,29 +674,47 @@ impl Db {
     /// Finds a live `key`, deleting it if due and touching it unless
     /// `no_touch`. Writes back a lent inline hash first.
     fn live(&mut self, key: &[u8], now: i64) -> Option<(usize, usize)> {
+        self.live_or_vacant(key, now).ok()
+    }
+
+    /// `live`, telling apart a key not stored at all: Err with what its
+    /// lookup found (for `insert_found` to create it without looking it
+    /// up again; nothing has changed since), and a key that was stored
+    /// but is gone now (Err(None): expired, or a collection emptied by
+    /// member expiry).
+    fn live_or_vacant(&mut self, key: &[u8], now: i64) -> Result<(usize, usize), Option<Found>> {
         self.flush();
-        let (_, si, pos) = self.find(key);
-        let pos = pos?;
+        let (h, si, pos) = self.find(key);
+        let Some(pos) = pos else { return Err(Some((h, si, None))) };
         let s = self.segs[si].slots[pos];
         if s & TTL_BIT != 0 && !self.ignore_deadlines && matches!(self.blob(s).deadline, Some(t) if t <= now) {
             if self.keep_expired {
-                return None;
+                return Err(None);
             }
             self.pre_write_slot(si, pos);
             let gone = self.delete(si, pos);
             self.discard(gone, self.lazy_expire);
             self.lazy_expired += 1;
             self.log(LOG_EXPIRED, KeyEvent::Expired, key);
-            return None;
+            return Err(None);
         }
         if self.member_ttl > 0 && !self.keep_expired && self.expire_members(si, pos, key, now) {
-            return None;
+            return Err(None);
         }
         if !self.no_touch {
             let field = self.touched(clock_of(s), now);
             self.segs[si].slots[pos] = with_clock(s, field);
         }
-        Some((si, pos))
+        Ok((si, pos))
+    }
+
+    /// Creates `key` (with no deadline) when `live_or_vacant` said it is
+    /// absent: with the lookup it made when it can, else by `insert`.
+    fn create(&mut self, key: &[u8], vacant: Option<Found>, value: Value, now: i64) {
+        match vacant {
+            Some(found) => self.insert_found(key, NewValue::Owned(value), Ttl::Clear, now, None, found),
+            None => self.insert(key, value, Ttl::Clear, now),
+        };
     }
 
     /// Lazy member expiry: if the key at (si, pos) holds a set or sorted
@@ -840,8 +862,8 @@ impl Db {
     /// no deadline) when the key is absent. After editing a collection,
     /// call `sync_object`.
     pub fn get_or_insert_with(&mut self, key: &[u8], now: i64, make: impl FnOnce() -> Value) -> ValueMut<'_> {
-        if self.live(key, now).is_none() {
-            self.insert(key, make(), Ttl::Clear, now);
+        if let Err(vacant) = self.live_or_vacant(key, now) {
+            self.create(key, vacant, make(), now);
         }
         self.get_mut(key, now).expect("just inserted")
     }
@@ -923,7 +945,14 @@ impl Db {
     /// (prepack.rs), used where they are what `store` would make.
     fn insert_with(&mut self, key: &[u8], value: NewValue<'_>, ttl: Ttl, now: i64, hint: Option<prepack::Hint<'_>>) -> bool {
         self.flush();
-        let (h, si, pos) = self.find(key);
+        let found = self.find(key);
+        self.insert_found(key, value, ttl, now, hint, found)
+    }
+
+    /// `insert_with` after the lookup: `found` is what `find` gave for
+    /// `key`, with no change to the Db since.
+    fn insert_found(&mut self, key: &[u8], value: NewValue<'_>, ttl: Ttl, now: i64, hint: Option<prepack::Hint<'_>>, found: Found) -> bool {
+        let (h, si, pos) = found;
         match pos {
             Some(pos) => self.pre_write_slot(si, pos),
             None => self.pre_write_new(si, h),
@@ -1002,9 +1031,12 @@ impl Db {
     /// Errors: `IncrError::WrongType` for a collection, `NotInt` for a
     /// string that is not an integer, `Overflow` when the sum overflows.
     pub fn incr_by(&mut self, key: &[u8], by: i64, now: i64) -> Result<i64, IncrError> {
-        let Some((si, pos)) = self.live(key, now) else {
-            self.insert(key, Value::Int(by), Ttl::Clear, now);
-            return Ok(by);
+        let (si, pos) = match self.live_or_vacant(key, now) {
+            Ok(at) => at,
+            Err(vacant) => {
+                self.create(key, vacant, Value::Int(by), now);
+                return Ok(by);
+            }
         };
         let s = self.segs[si].slots[pos];
         if self.unpack_to_scratch(s) {

@@ -101,7 +101,7 @@ impl Db {
     }
 
     /// Finds `key`: (hash, segment, slot index if stored).
-    pub(super) fn find(&self, key: &[u8]) -> (u64, usize, Option<usize>) {
+    pub(super) fn find(&self, key: &[u8]) -> super::Found {
         let h = self.key_hash(key);
         let si = self.seg_of(h);
         let seg = &self.segs[si];

@@ -32,6 +32,21 @@ fn incr_by_in_place_and_across_classes() {
     db.insert(b"s", Value::string(b"abc"), Ttl::Clear, 0);
     assert_eq!(db.incr_by(b"s", 1, 0), Err(IncrError::NotInt));
     assert_eq!(db.len(), 2);
+    // A key past its deadline counts from 0 again, with no deadline: the
+    // expired one is deleted first (and counted), then the key created.
+    assert_eq!(db.incr_by(b"c", 7, 1_000), Ok(7));
+    assert_eq!(db.expire_of(b"c", 1_000), Some(None));
+    assert_eq!(db.take_lazy_expired(), 1);
+    assert_eq!(db.len(), 2);
+    // Created keys are found by a later lookup, whatever segment growth
+    // their creation caused.
+    for i in 0..5_000u32 {
+        assert_eq!(db.incr_by(format!("n:{i}").as_bytes(), i64::from(i), 1_000), Ok(i64::from(i)));
+    }
+    for i in 0..5_000u32 {
+        assert_eq!(db.get(format!("n:{i}").as_bytes(), 1_000), Some(ValueRef::Str(StrRef::Int(i64::from(i)))));
+    }
+    assert_eq!(db.len(), 5_002);
 }
 
 /// `insert_str` stores what `insert` of `Value::string` stores: the same
