@@ -369,10 +369,10 @@ impl Entry {
 }
 
 /// Where `Commands::find_at` found a command: `Commands::at` gives it
-/// back without hashing its name again (a pipelined request's command is
-/// found once for the prefetch of its keys, and again to run it). Good
-/// for the table that made it: the server's table does not change once
-/// it runs (renames are made before it is shared).
+/// back without hashing its name again (the prefetch of a pipelined
+/// request's keys finds its command, and dispatch runs it from there).
+/// Good for the table that made it: the server's table does not change
+/// once it runs (renames are made before it is shared).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpecAt(u16);
 
