@@ -7,6 +7,7 @@
 
 pub mod num;
 pub mod parse;
+pub mod spare;
 pub mod write;
 
 pub use parse::{Limits, Parsed, Parser, ProtocolError};

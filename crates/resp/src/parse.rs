@@ -218,8 +218,9 @@ const WHOLE_MAX_ARGS: u64 = 1024;
 /// within `limits`. None for anything else, leaving `*pos` alone: the
 /// general parser then reads the request from its start and gives the
 /// same arguments, or the error, or keeps the partial state. (What was
-/// copied of a request that turns out incomplete is dropped: one request
-/// a read at most, the one cut at the read's end.)
+/// copied of a request that turns out incomplete is copied again: one
+/// request a read at most, the one cut at the read's end.) The arguments
+/// go into a vector the server gave back (`spare`) where there is one.
 #[inline]
 fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u8>>> {
     let mut p = *pos;
@@ -231,23 +232,24 @@ fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u
         return None;
     }
     let max = if limits.unauthenticated { limits.max_bulk_len.min(UNAUTH_BULK_MAX) } else { limits.max_bulk_len };
-    let mut args = Vec::with_capacity(n as usize);
+    let mut args = crate::spare::Filler::new(n as usize);
     for _ in 0..n {
-        if buf.get(p) != Some(&b'$') {
-            return None;
-        }
-        let len = plain_len(buf, &mut p)?;
         // (`plain_len` allows 18 digits: `len + 2` cannot overflow.)
-        if len > max as u64 || buf.len() - p < len as usize + 2 {
+        let len = (buf.get(p) == Some(&b'$'))
+            .then(|| plain_len(buf, &mut p))
+            .flatten()
+            .filter(|&len| len <= max as u64 && buf.len() - p >= len as usize + 2);
+        let Some(len) = len else {
+            args.abandon();
             return None;
-        }
-        args.push(buf[p..p + len as usize].to_vec());
+        };
+        args.push(&buf[p..p + len as usize]);
         // As the general parser: the two bytes after a bulk are skipped
         // unread.
         p += len as usize + 2;
     }
     *pos = p;
-    Some(args)
+    Some(args.finish())
 }
 
 /// Reads the length after a `*` or `$` at `*p`: "0", or a digit 1-9 and at
@@ -587,7 +589,8 @@ mod drain_tests {
         /// arguments, or the same error, under any limits. The framing
         /// pieces are the forms `parse_whole` must leave to the general
         /// parser: signs, leading zeros, a bare `\n`, 19 digits, lengths
-        /// over the limits, more than 1,024 or 10 arguments.
+        /// over the limits, more than 1,024 or 10 arguments. And the same
+        /// again with each request's vector given back for reuse.
         #[test]
         fn parse_whole_agrees_with_the_general_parser(
             parts in proptest::collection::vec(proptest::prop_oneof![
@@ -618,7 +621,25 @@ mod drain_tests {
                     }
                 }
             }
-            proptest::prop_assert_eq!(whole, general);
+            proptest::prop_assert_eq!(&whole, &general);
+            // As the server runs: each request's vector handed back once it
+            // ran, so the next one is parsed into reused buffers.
+            let mut recycled = (Vec::new(), None);
+            let (mut p, mut pos) = (Parser::new(), 0);
+            loop {
+                match p.parse(&body, &mut pos, &limits) {
+                    Ok(Parsed::Command(a)) => {
+                        recycled.0.push(a.clone());
+                        crate::spare::recycle(a);
+                    }
+                    Ok(Parsed::Incomplete { .. }) => break,
+                    Err(e) => {
+                        recycled.1 = Some(e.0);
+                        break;
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(recycled, general);
         }
     }
 

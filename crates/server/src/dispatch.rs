@@ -255,6 +255,7 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     if srv.script.is_none() {
         serve_ready(srv, host);
     }
+    resp::spare::recycle(argv);
     true
 }
 
