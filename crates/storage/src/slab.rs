@@ -384,6 +384,7 @@ impl Slab {
     }
 
     /// The bytes of the blob at `addr` (class-size long for small blobs).
+    #[inline]
     pub fn bytes(&self, addr: u64) -> &[u8] {
         if addr & LARGE != 0 {
             return &self.large[(addr & !LARGE) as usize - 1];
@@ -405,6 +406,7 @@ impl Slab {
     }
 
     /// Mutable bytes of the blob at `addr`.
+    #[inline]
     pub fn bytes_mut(&mut self, addr: u64) -> &mut [u8] {
         if addr & LARGE != 0 {
             return &mut self.large[(addr & !LARGE) as usize - 1];
