@@ -554,7 +554,9 @@ impl EventLoop {
                             c.peer_closed = true;
                         }
                     }
-                    if self.pending.insert(id) && ids[..carried].binary_search(&id).is_err() {
+                    // The poller reports a socket once a poll: only the
+                    // clients left from the last turn can repeat here.
+                    if ids[..carried].binary_search(&id).is_err() {
                         ids.push(id);
                     }
                 }
@@ -902,20 +904,26 @@ impl EventLoop {
                 &all
             }
         };
-        let dead: Vec<ClientId> = ids
-            .iter()
-            .filter_map(|id| srv.clients.get(id))
-            .filter(|c| c.close_asap || (c.close_after_reply && c.out_settled()))
-            .map(|c| c.id)
-            .collect();
-        for id in dead {
-            close_client(srv, self.poll.registry(), id);
-        }
         // Clients that got replies pushed by others (MONITOR, Pub/Sub) need a
         // write. Not a client of an I/O thread whose replies are all handed
         // over: recounting it while its thread writes would weigh that reply
-        // twice (in flight and in the buffer its turn counted).
-        let flush_ids: Vec<ClientId> = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| !c.out_settled())).copied().collect();
+        // twice (in flight and in the buffer its turn counted). One look at
+        // each client finds both kinds; closing a client can push replies
+        // to others, so after a close they are looked for again.
+        let (mut dead, mut flush_ids) = (Vec::new(), Vec::new());
+        for c in ids.iter().filter_map(|id| srv.clients.get(id)) {
+            if c.close_asap || (c.close_after_reply && c.out_settled()) {
+                dead.push(c.id);
+            } else if !c.out_settled() {
+                flush_ids.push(c.id);
+            }
+        }
+        if !dead.is_empty() {
+            for id in dead {
+                close_client(srv, self.poll.registry(), id);
+            }
+            flush_ids = ids.iter().filter(|id| srv.clients.get(id).is_some_and(|c| !c.out_settled())).copied().collect();
+        }
         let evicted_before = srv.evicted_clients;
         for id in flush_ids {
             if let Some(mut c) = srv.clients.remove(&id) {
