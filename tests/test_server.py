@@ -234,6 +234,28 @@ def test_latency(r):
     assert b"Dave" in r.execute_command("LATENCY", "DOCTOR")
 
 
+def test_a_pipelined_command_is_timed_from_the_end_of_the_one_before(r, raw):
+    """A request parsed ahead in a pipeline starts its clock where the
+    command before it ended (one clock reading a command, not two): the
+    slow command's time stays its own, in INFO commandstats and the slow
+    log, and the commands after it are timed as fast as they are."""
+    r.config_resetstat()
+    r.execute_command("SLOWLOG", "RESET")
+    r.config_set("slowlog-log-slower-than", "100000")
+    try:
+        c = raw()
+        c.send(c.encode("DEBUG", "SLEEP", "0.2") + c.encode("INCR", "timed-counter") + c.encode("PING"))
+        assert [c.read_reply(), c.read_reply(), c.read_reply()] == [b"+OK\r\n", b":1\r\n", b"+PONG\r\n"]
+        stats = r.info("commandstats")
+        assert stats["cmdstat_debug"]["usec"] >= 200000
+        assert stats["cmdstat_incr"]["calls"] == 1 and stats["cmdstat_incr"]["usec"] < 100000
+        assert stats["cmdstat_ping"]["calls"] == 1 and stats["cmdstat_ping"]["usec"] < 100000
+        logged = [e[3][0] for e in r.execute_command("SLOWLOG", "GET", "-1")]
+        assert logged == [b"DEBUG"]
+    finally:
+        r.config_set("slowlog-log-slower-than", "10000")
+
+
 def test_monitor(r, raw):
     m = raw()
     assert m.call("MONITOR") == b"+OK\r\n"

@@ -64,18 +64,20 @@ pub const NOAUTH_ERROR: &str = "NOAUTH Authentication required.";
 
 /// Runs one request from `c`. Returns false if the client must wait (paused).
 pub fn call(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>) -> bool {
-    call_at(srv, host, c, argv, None)
+    call_at(srv, host, c, argv, None, None)
 }
 
 /// `call`, with where in the command table the request's command was
-/// found already, if it was (`exec::key_args`).
-pub fn call_at(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>, at: Option<SpecAt>) -> bool {
+/// found already, if it was (`exec::key_args`), and the clock reading the
+/// command starts from, if one was taken just now (the end of the command
+/// before it in a pipeline): None reads the clock.
+pub fn call_at(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>, at: Option<SpecAt>, start: Option<Instant>) -> bool {
     if !c.asking {
-        return call_once(srv, host, c, argv, at);
+        return call_once(srv, host, c, argv, at, start);
     }
     // ASKING lasts one command, or a whole transaction (Redis clears it
     // after each command but ASKING itself, outside MULTI).
-    let ran = call_once(srv, host, c, argv, at);
+    let ran = call_once(srv, host, c, argv, at, start);
     if ran && c.multi.is_none() && c.last_cmd != "asking" {
         c.asking = false;
     }
@@ -83,8 +85,8 @@ pub fn call_at(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<
 }
 
 /// `call` without the ASKING bookkeeping.
-fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>, at: Option<SpecAt>) -> bool {
-    let start = Instant::now();
+fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Vec<u8>>, at: Option<SpecAt>, start: Option<Instant>) -> bool {
+    let start = start.unwrap_or_else(Instant::now);
     let now = srv.unix_ms_at(start);
     let table = host.table().clone();
     let spec = match exec::lookup_at(&table, &argv, at) {
@@ -253,7 +255,13 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     // Clients blocked on keys this command (or EXEC) made ready; not in the
     // middle of a timed-out script, whose writes must stay atomic.
     if srv.script.is_none() {
+        let ended = srv.last_cmd_end;
         serve_ready(srv, host);
+        if srv.last_cmd_end != ended {
+            // Woken clients ran (and were answered) after this command's
+            // end: the next request reads the clock afresh.
+            srv.last_cmd_end = None;
+        }
     }
     resp::spare::recycle(argv);
     true

@@ -240,6 +240,7 @@ pub fn run(srv: &mut Server, host: &mut dyn Host, c: &mut Client, spec: &Spec, a
     }
     srv.feed.leave();
     let end = Instant::now();
+    srv.last_cmd_end = Some(end);
     let took = end.duration_since(start);
     crate::crash::returned(outer, took);
     let usec = took.as_micros() as u64;

@@ -654,6 +654,10 @@ pub struct Server {
     pub net_writes: u64,
     /// Event loop timings (INFO stats and debug).
     pub el: EventLoopStats,
+    /// The clock as the last command finished (`exec::run`), for a
+    /// pipelined request that follows it at once to start from
+    /// (`net::process_input`) instead of reading the clock again.
+    pub last_cmd_end: Option<Instant>,
     /// Clients closed for passing their output buffer hard limit.
     pub obuf_kills: u64,
     /// Pub/Sub subscriptions.
@@ -1060,6 +1064,7 @@ impl Server {
             net_reads: 0,
             net_writes: 0,
             el: EventLoopStats::new(),
+            last_cmd_end: None,
             obuf_kills: 0,
             pubsub: PubSub::default(),
             tracking: Tracking::default(),
