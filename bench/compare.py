@@ -7,7 +7,7 @@ script on free loopback ports in the same run and stopped by their PIDs at the e
   bench/compare.py compression-cpu [-n N] [--rounds R] [--case sessions|ec2shapes]
   bench/compare.py compression-load [-n N] [--rounds R]
   bench/compare.py throughput [-n N] [--pipeline 1,16] [--clients 50] [--rounds R]
-  bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
+  bench/compare.py cpu        [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R] [--pin]
   bench/compare.py floor      [-n N] [--pipeline 1] [--tests set,get] [--modes epoll,uring-defer,uring] [--rounds R]
   bench/compare.py instructions [-n N] [--pipeline 16] [--tests set,get,...] [--rounds R]
   bench/compare.py latency    [-n N] [--probe get|ping]
@@ -1051,7 +1051,7 @@ def cmd_cpu(args) -> None:
     share, so an A/B of two builds (old binary as --redis-bin) resolves a few
     percent where requests/s cannot."""
     header("densekv vs redis: main-thread CPU per request (redis-benchmark)", args)
-    servers = start_servers(args)
+    servers = start_servers(args, ["taskset", "-c", "0"] if args.pin else None)
     n = args.n or 300_000
     samples: dict[tuple[str, str], list[float]] = {}
     try:
@@ -1062,6 +1062,8 @@ def cmd_cpu(args) -> None:
                     before = s.main_thread_cpu()
                     argv = ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", test, "-c", str(args.clients),
                             "-n", str(n), "-r", "100000", "-P", str(args.pipeline), "-q"]
+                    if args.pin:
+                        argv = ["taskset", "-c", "1", *argv]
                     subprocess.run(argv, capture_output=True, timeout=args.timeout, check=True)
                     s.check_alive()
                     samples.setdefault((s.name, test), []).append((s.main_thread_cpu() - before) / n * 1e9)
@@ -2460,6 +2462,8 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--tests", default="set,get,incr,mset,lpush,lpop,sadd,hset")
     p.add_argument("--rounds", type=int, default=5, help="runs per server and test (median)")
+    p.add_argument("--pin", action="store_true",
+                   help="servers on CPU 0 and redis-benchmark on CPU 1 (taskset; needs 2 CPUs)")
     p.set_defaults(func=cmd_cpu)
 
     p = sub.add_parser("latency", parents=[common], help="latency during a bulk load")
