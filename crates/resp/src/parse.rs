@@ -232,17 +232,17 @@ fn parse_whole(buf: &[u8], pos: &mut usize, limits: &Limits) -> Option<Vec<Vec<u
         return None;
     }
     let max = if limits.unauthenticated { limits.max_bulk_len.min(UNAUTH_BULK_MAX) } else { limits.max_bulk_len };
+    // Given back to the spares if the request turns out not whole.
     let mut args = crate::spare::Filler::new(n as usize);
     for _ in 0..n {
-        // (`plain_len` allows 18 digits: `len + 2` cannot overflow.)
-        let len = (buf.get(p) == Some(&b'$'))
-            .then(|| plain_len(buf, &mut p))
-            .flatten()
-            .filter(|&len| len <= max as u64 && buf.len() - p >= len as usize + 2);
-        let Some(len) = len else {
-            args.abandon();
+        if buf.get(p) != Some(&b'$') {
             return None;
-        };
+        }
+        let len = plain_len(buf, &mut p)?;
+        // (`plain_len` allows 18 digits: `len + 2` cannot overflow.)
+        if len > max as u64 || buf.len() - p < len as usize + 2 {
+            return None;
+        }
         args.push(&buf[p..p + len as usize]);
         // As the general parser: the two bytes after a bulk are skipped
         // unread.

@@ -15,8 +15,9 @@ use std::cell::RefCell;
 const KEEP: usize = 32;
 /// Largest argument buffer kept; a bigger one is freed and its slot starts
 /// empty. Capped so that what the spares hold stays small (at most
-/// `KEEP * MAX_ARGS * ARG_KEEP` bytes of buffers, 128 KiB) and a buffer
-/// reused for a shorter argument wastes little.
+/// `KEEP * MAX_ARGS` buffers of `ARG_KEEP` bytes, 128 KiB, and their 48 KiB
+/// of vector slots) and a buffer reused for a shorter argument wastes
+/// little.
 const ARG_KEEP: usize = 64;
 /// Vectors of more arguments than this are not kept.
 const MAX_ARGS: usize = 64;
@@ -54,7 +55,8 @@ pub(crate) fn take(n: usize) -> Vec<Vec<u8>> {
 }
 
 /// Fills a vector from `take` argument by argument, reusing the buffers
-/// of the arguments it held.
+/// of the arguments it held. Dropped unfinished (the request was not
+/// whole), it gives the vector back.
 pub(crate) struct Filler {
     argv: Vec<Vec<u8>>,
     /// Arguments written so far; those at and past it are old.
@@ -82,13 +84,18 @@ impl Filler {
     /// The filled vector, without the old arguments past the new ones.
     #[inline]
     pub(crate) fn finish(mut self) -> Vec<Vec<u8>> {
-        self.argv.truncate(self.at);
-        self.argv
+        let mut argv = std::mem::take(&mut self.argv);
+        argv.truncate(self.at);
+        argv
     }
+}
 
-    /// Gives the vector back unfilled (the request was not whole).
-    pub(crate) fn abandon(self) {
-        recycle(self.argv);
+impl Drop for Filler {
+    #[inline]
+    fn drop(&mut self) {
+        if self.argv.capacity() != 0 {
+            recycle(std::mem::take(&mut self.argv));
+        }
     }
 }
 
