@@ -27,6 +27,19 @@ def test_execabort_on_queued_errors(raw):
     assert c.call("GET", "abort-key") == b"$-1\r\n"
 
 
+def test_exec_with_arguments_aborts_the_transaction(raw):
+    # Redis refuses EXEC's wrong arity as it refuses any EXEC before it runs:
+    # EXECABORT quoting the error (without ERR), and the transaction is gone.
+    c = raw()
+    abort = b"-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"
+    assert c.call("EXEC", "x") == abort
+    assert c.call("MULTI") == b"+OK\r\n"
+    assert c.call("SET", "exec-arity-key", "1") == b"+QUEUED\r\n"
+    assert c.call("EXEC", "x") == abort
+    assert c.call("EXEC") == b"-ERR EXEC without MULTI\r\n"
+    assert c.call("GET", "exec-arity-key") == b"$-1\r\n"
+
+
 def test_runtime_error_does_not_abort(raw):
     c = raw()
     c.call("MULTI")

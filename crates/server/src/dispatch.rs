@@ -92,13 +92,20 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
     let spec = match exec::lookup_at(&table, &argv, at) {
         Lookup::Found(s) => s,
         Lookup::Unknown(e) | Lookup::BadArity(e) => {
-            if c.multi.is_some() {
-                c.multi_error = true;
+            match argv.first().and_then(|n| table.find(n)) {
+                // EXEC with arguments is refused as any EXEC is: the
+                // transaction goes, with EXECABORT.
+                Some(s) if s.full_name == "exec" => reject(srv, c, s, &e),
+                found => {
+                    if c.multi.is_some() {
+                        c.multi_error = true;
+                    }
+                    if let Some(s) = found {
+                        srv.cmdstats.entry(s.id, s.full_name).rejected += 1;
+                    }
+                    reply_error(srv, c, &e);
+                }
             }
-            if let Some(s) = argv.first().and_then(|n| table.find(n)) {
-                srv.cmdstats.entry(s.id, s.full_name).rejected += 1;
-            }
-            reply_error(srv, c, &e);
             return true;
         }
     };
@@ -359,7 +366,9 @@ fn reject(srv: &mut Server, c: &mut Client, spec: &Spec, e: &CmdError) {
         c.multi = None;
         c.multi_error = false;
         srv.unwatch_all(c);
-        let msg = format!("EXECABORT Transaction discarded because of: {}", e.message());
+        // Redis quotes the refusal without the ERR its other replies add.
+        let why = e.message();
+        let msg = format!("EXECABORT Transaction discarded because of: {}", why.strip_prefix("ERR ").unwrap_or(&why));
         reply_error(srv, c, &CmdError::Custom(msg));
         return;
     }
