@@ -181,7 +181,8 @@ def test_command_introspection(r, raw):
         b"*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n"
         b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n"
         b"$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n"
-        b"$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n*-1\r\n")
+        # An unknown command's entry: Redis's addReplyNull, a null bulk string in RESP2.
+        b"$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n$-1\r\n")
     assert c.call("COMMAND", "INFO", "config|get").startswith(b"*1\r\n*10\r\n$10\r\nconfig|get\r\n:-3\r\n")
     assert b"$10\r\nconfig|get\r\n" in c.call("COMMAND", "INFO", "config")
     assert r.execute_command("COMMAND", "GETKEYS", "SET", "a", "b") == [b"a"]
@@ -1158,3 +1159,30 @@ def test_proc_title_shows_the_listening_address(start_server):
     assert c.config_get("proc-title-template")["proc-title-template"].startswith("TEST")
     off = start_server("--set-proc-title", "no")
     assert f"--port {off.port}" in cmdline(redis.Redis(host=off.host, port=off.port)).replace("\0", " ")
+
+
+def test_admin_replies_as_redis_gives_them(raw):
+    """Replies a differential run against Redis found different."""
+    c = raw()
+    # hz is a hint: Redis takes any value from 0 to INT_MAX and caps it to 1..500.
+    try:
+        assert c.call("CONFIG", "SET", "hz", "1000") == b"+OK\r\n"
+        assert c.call("CONFIG", "GET", "hz") == b"*2\r\n$2\r\nhz\r\n$3\r\n500\r\n"
+        assert c.call("CONFIG", "SET", "hz", "0") == b"+OK\r\n"
+        assert c.call("CONFIG", "GET", "hz") == b"*2\r\n$2\r\nhz\r\n$1\r\n1\r\n"
+        assert c.call("CONFIG", "SET", "hz", "-1") == (
+            b"-ERR CONFIG SET failed (possibly related to argument 'hz') - "
+            b"argument must be between 0 and 2147483647 inclusive\r\n")
+    finally:
+        c.call("CONFIG", "SET", "hz", "10")
+    # An unknown command's COMMAND INFO entry is a null bulk string in RESP2.
+    assert c.call("COMMAND", "INFO", "no-such-command") == b"*1\r\n$-1\r\n"
+    # REPLICAOF answers the same for a port that is no number and one out of range.
+    assert c.call("REPLICAOF", "127.0.0.1", "x") == b"-ERR Invalid master port\r\n"
+    assert c.call("REPLICAOF", "127.0.0.1", "65536") == b"-ERR Invalid master port\r\n"
+    # CLIENT PAUSE checks its mode first, then the timeout; more arguments
+    # are a subcommand syntax error naming the subcommand as typed.
+    assert c.call("CLIENT", "PAUSE", "x", "XX") == b"-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"
+    assert c.call("CLIENT", "PAUSE", "100", "WRITE", "x") == (
+        b"-ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.\r\n")
+    assert c.call("client", "pause", "x") == b"-ERR timeout is not an integer or out of range\r\n"

@@ -44,6 +44,18 @@ impl CmdError {
         }
     }
 
+    /// Redis's reply to a subcommand it does not know or that got a wrong
+    /// number of arguments: the subcommand as the client spelled it (at most
+    /// 128 bytes) and the container's name.
+    pub fn subcommand(args: &[Vec<u8>]) -> CmdError {
+        let lossy = String::from_utf8_lossy;
+        CmdError::err(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+            lossy(&args[1][..args[1].len().min(128)]),
+            lossy(&args[0]).to_ascii_uppercase()
+        ))
+    }
+
     /// An `ERR ...` error.
     pub fn err(msg: impl Into<String>) -> CmdError {
         CmdError::Custom(format!("ERR {}", msg.into()))

@@ -237,7 +237,7 @@ pub static PARAMS: &[Param] = &[
     p("client-query-buffer-limit", Kind::Int(1024 * 1024, i64::MAX), "1073741824"),
     p("client-output-buffer-limit", Kind::ObufLimits, "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
     p("tracking-table-max-keys", U, "1000000"),
-    p("hz", Kind::Int(1, 500), "10"),
+    p("hz", UI, "10"),
     p("dynamic-hz", B, "yes"),
     p("active-expire-effort", Kind::Int(1, 10), "1"),
     p("busy-reply-threshold", U, "5000").alias(&["lua-time-limit"]),

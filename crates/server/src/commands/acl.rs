@@ -38,9 +38,6 @@ pub fn table() -> Vec<Spec> {
     .group("server")]
 }
 
-fn syntax(args: &[Vec<u8>]) -> CmdError {
-    CmdError::err(format!("unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.", String::from_utf8_lossy(&args[1])))
-}
 
 fn has_spaces(name: &[u8]) -> bool {
     name.iter().any(|&b| b == b' ' || b == 0)
@@ -203,7 +200,7 @@ fn cat(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
                 out.bulk(n.as_bytes());
             }
         }
-        _ => return Err(syntax(args)),
+        _ => return Err(CmdError::subcommand(args)),
     }
     Ok(())
 }
@@ -231,7 +228,7 @@ fn genpass(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let bits = match args.len() {
         2 => 256,
         3 => arg_i64(&args[2]).map_err(|_| CmdError::NotInt)?,
-        _ => return Err(syntax(args)),
+        _ => return Err(CmdError::subcommand(args)),
     };
     if bits <= 0 || bits > MAX_BITS {
         return Err(CmdError::err(format!(
@@ -255,7 +252,7 @@ fn log(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         }
         3 => count = arg_i64(&args[2]).map_err(|_| CmdError::NotInt)?.max(0),
-        _ => return Err(syntax(args)),
+        _ => return Err(CmdError::subcommand(args)),
     }
     let now = ctx.now;
     let entries: Vec<acl::LogEntry> = ctx.srv.acl.log.iter().take(count as usize).cloned().collect();

@@ -116,9 +116,6 @@ fn db_has_keys(ctx: &Ctx) -> bool {
     ctx.srv.dbs.first().is_some_and(|d| !d.is_empty())
 }
 
-fn sub_syntax(args: &[Vec<u8>]) -> CmdError {
-    CmdError::err(format!("unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.", String::from_utf8_lossy(&args[1])))
-}
 
 fn lossy(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()
@@ -528,7 +525,7 @@ fn slot_stats(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         v.truncate(limit as usize);
         v
     } else {
-        return Err(sub_syntax(args));
+        return Err(CmdError::subcommand(args));
     };
     let counts = keys_per_slot(ctx);
     let out = ctx.out();
@@ -549,7 +546,7 @@ fn slot_stats(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn meet(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     state(ctx)?;
     if args.len() > 5 {
-        return Err(sub_syntax(args));
+        return Err(CmdError::subcommand(args));
     }
     let port = arg_i64(&args[3]).map_err(|_| CmdError::err(format!("Invalid base port specified: {}", lossy(&args[3]))))?;
     let cport = match args.get(4) {
@@ -681,7 +678,7 @@ fn count_failure_reports(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn failover(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     state(ctx)?;
     let mode = match args.get(2) {
-        _ if args.len() > 3 => return Err(sub_syntax(args)),
+        _ if args.len() > 3 => return Err(CmdError::subcommand(args)),
         None => FailoverMode::Default,
         Some(a) if is(a, "force") => FailoverMode::Force,
         Some(a) if is(a, "takeover") => FailoverMode::Takeover,
@@ -706,7 +703,7 @@ fn set_config_epoch(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 fn reset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     state(ctx)?;
     let hard = match args.get(2) {
-        _ if args.len() > 3 => return Err(sub_syntax(args)),
+        _ if args.len() > 3 => return Err(CmdError::subcommand(args)),
         None => false,
         Some(a) if is(a, "hard") => true,
         Some(a) if is(a, "soft") => false,
@@ -735,7 +732,7 @@ fn migration(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let which = match args.len() {
                 4 if is(&args[3], "all") => None,
                 5 if is(&args[3], "id") => Some(lossy(&args[4])),
-                _ => return Err(sub_syntax(args)),
+                _ => return Err(CmdError::subcommand(args)),
             };
             migration_status(ctx, which.as_deref());
             Ok(())
@@ -744,13 +741,13 @@ fn migration(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             let which = match args.len() {
                 4 if is(&args[3], "all") => None,
                 5 if is(&args[3], "id") => Some(lossy(&args[4])),
-                _ => return Err(sub_syntax(args)),
+                _ => return Err(CmdError::subcommand(args)),
             };
             let n = crate::migration::cancel(ctx.srv, which.as_deref());
             ctx.out().int(n as i64);
             Ok(())
         }
-        _ => Err(sub_syntax(args)),
+        _ => Err(CmdError::subcommand(args)),
     }
 }
 
@@ -813,7 +810,7 @@ fn syncslots(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             ctx.out().ok();
             Ok(())
         }
-        _ => Err(sub_syntax(args)),
+        _ => Err(CmdError::subcommand(args)),
     }
 }
 

@@ -525,16 +525,18 @@ fn client_reply(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn client_pause(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let ms = arg_i64(&args[2]).map_err(|_| CmdError::err("timeout is not an integer or out of range"))?;
-    if ms < 0 {
-        return Err(CmdError::err("timeout is negative"));
-    }
+    // Redis checks the mode before the timeout.
     let write_only = match args.len() {
         3 => false,
         4 if is(&args[3], "write") => true,
         4 if is(&args[3], "all") => false,
-        _ => return Err(CmdError::Syntax),
+        4 => return Err(CmdError::err("CLIENT PAUSE mode must be WRITE or ALL")),
+        _ => return Err(CmdError::subcommand(args)),
     };
+    let ms = arg_i64(&args[2]).map_err(|_| CmdError::err("timeout is not an integer or out of range"))?;
+    if ms < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
     let until = ctx.now.saturating_add(ms);
     let p = match ctx.srv.pause {
         Some(old) if old.until > ctx.now => Pause { until: old.until.max(until), write_only: old.write_only && write_only },
@@ -548,7 +550,7 @@ fn client_pause(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]
 fn client_unblock(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 4 {
-        return Err(CmdError::err("unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP."));
+        return Err(CmdError::subcommand(args));
     }
     let how = match args.get(3) {
         None => Release::Timeout,
@@ -954,7 +956,7 @@ fn command_info(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     for a in &args[2..] {
         match find_spec(ctx, a) {
             Some((n, s)) => write_info(ctx, &n, &s),
-            None => ctx.out().null_array(),
+            None => ctx.out().null(),
         }
     }
     Ok(())
@@ -1135,10 +1137,7 @@ fn command_help(ctx: &mut Ctx, _: &[Vec<u8>]) -> CmdResult {
 
 fn slowlog_get(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 3 {
-        return Err(CmdError::err(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-            String::from_utf8_lossy(&args[1])
-        )));
+        return Err(CmdError::subcommand(args));
     }
     let mut count = 10i64;
     if let Some(a) = args.get(2) {
@@ -1827,10 +1826,7 @@ fn debug_replybuffer(srv: &mut Server, args: &[Vec<u8>]) -> Result<(), CmdError>
     } else if what.eq_ignore_ascii_case(b"resizing") {
         srv.reply_resizing = atoi(arg) != 0;
     } else {
-        return Err(CmdError::err(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(&args[1])
-        )));
+        return Err(CmdError::subcommand(args));
     }
     Ok(())
 }
@@ -2008,10 +2004,7 @@ fn debug(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
             return Ok(());
         }
         _ => {
-            return Err(CmdError::err(format!(
-                "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-                String::from_utf8_lossy(&args[1])
-            )))
+            return Err(CmdError::subcommand(args))
         }
     }
     ctx.out().ok();

@@ -155,9 +155,7 @@ pub fn spublish(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 fn list_active(ctx: &mut Ctx, kind: Kind, args: &[Vec<u8>]) -> CmdResult {
     if args.len() > 3 {
-        // Redis's subcommand syntax error, naming the subcommand as typed.
-        let sub = String::from_utf8_lossy(&args[1][..args[1].len().min(128)]).into_owned();
-        return Err(CmdError::err(format!("unknown subcommand or wrong number of arguments for '{sub}'. Try PUBSUB HELP.")));
+        return Err(CmdError::subcommand(args));
     }
     let names = ctx.srv.pubsub.active(kind, args.get(2).map(|p| &p[..]));
     let out = ctx.out();

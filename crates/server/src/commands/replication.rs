@@ -126,10 +126,8 @@ pub fn replicaof(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     if ctx.client.repl_role == ReplRole::Replica {
         return Err(CmdError::err("Command is not valid when client is a replica."));
     }
-    let port = std::str::from_utf8(&args[2]).ok().and_then(|v| v.parse::<i64>().ok()).ok_or(CmdError::NotInt)?;
-    if !(0..=65535).contains(&port) {
-        return Err(CmdError::err("Invalid master port"));
-    }
+    // Redis answers the same for a port that is no integer and one out of range.
+    let port = arg_i64(&args[2]).ok().filter(|p| (0..=65535).contains(p)).ok_or_else(|| CmdError::err("Invalid master port"))?;
     let host = String::from_utf8_lossy(&args[1]).into_owned();
     if !replication::set_primary(ctx.srv, host.clone(), port as u16) {
         ctx.out().simple("OK Already connected to specified master");

@@ -189,14 +189,6 @@ fn no_group_for_key(key: &[u8], group: &[u8]) -> CmdError {
     CmdError::Custom(format!("NOGROUP No such consumer group '{}' for key name '{}'", lossy(group), lossy(key)))
 }
 
-/// Redis's reply to a bad subcommand option list.
-fn subcommand_syntax(args: &[Vec<u8>]) -> CmdError {
-    CmdError::err(format!(
-        "unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        lossy(&args[1][..args[1].len().min(128)]),
-        lossy(&args[0]).to_ascii_uppercase()
-    ))
-}
 
 fn reply_id(out: &mut Reply, id: StreamId) {
     out.bulk(id.to_string().as_bytes());
@@ -1177,7 +1169,7 @@ fn xgroup_common(ctx: &mut Ctx, args: &[Vec<u8>], need_group: bool) -> Result<Gr
             g.entries_read = n;
             i += 2;
         } else {
-            return Err(subcommand_syntax(args));
+            return Err(CmdError::subcommand(args));
         }
     }
     let s = ctx.read::<Stream>(&args[2])?;
@@ -1211,7 +1203,7 @@ fn group_mut<'w>(w: &'w mut Write<Stream>, args: &[Vec<u8>]) -> &'w mut Group {
 pub fn xgroup_create(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let g = xgroup_common(ctx, args, false)?;
     if args.len() > 8 {
-        return Err(subcommand_syntax(args));
+        return Err(CmdError::subcommand(args));
     }
     // None: `$`, the stream's last ID.
     let id = if args[4].as_slice() == b"$" { None } else { Some(arg_strict_id(&args[4])?) };
@@ -1236,7 +1228,7 @@ pub fn xgroup_create(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 pub fn xgroup_setid(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let g = xgroup_common(ctx, args, true)?;
     if args.len() != 5 && args.len() != 7 {
-        return Err(subcommand_syntax(args));
+        return Err(CmdError::subcommand(args));
     }
     // None: `$`, the stream's last ID.
     let id = if args[4].as_slice() == b"$" { None } else { Some(arg_id(&args[4], 0)?) };
@@ -1701,7 +1693,7 @@ pub fn xinfo_stream(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut full = None;
     if !opts.is_empty() {
         if (opts.len() != 1 && opts.len() != 3) || !is(&opts[0], "full") || (opts.len() == 3 && !is(&opts[1], "count")) {
-            return Err(subcommand_syntax(args));
+            return Err(CmdError::subcommand(args));
         }
         let n = if opts.len() == 3 { arg_i64(&opts[2])? } else { 10 };
         full = Some(if n < 0 { 10 } else { n as usize });
