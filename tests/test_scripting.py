@@ -434,3 +434,18 @@ def test_transaction_touched_by_busy_is_aborted(r, new_client):
         r2.execute_command("EXEC")
     assert r.get("xx") == b"1"
     assert r2.ping() is True
+
+
+def test_lua_numbers_reply_as_redis_converts_them(raw):
+    # Redis replies (long long) of the double: truncated toward zero, and
+    # LLONG_MIN for NaN, the infinities and anything out of range (x86-64).
+    c = raw()
+    for script, want in [("return 3.99", b":3\r\n"), ("return -3.99", b":-3\r\n"),
+                         ("return 2^62", b":4611686018427387904\r\n"),
+                         ("return -2^63", b":-9223372036854775808\r\n"),
+                         ("return 2^63", b":-9223372036854775808\r\n"),
+                         ("return 1/0", b":-9223372036854775808\r\n"),
+                         ("return -1/0", b":-9223372036854775808\r\n"),
+                         ("return 0/0", b":-9223372036854775808\r\n"),
+                         ("return {1.5, 2^64}", b"*2\r\n:1\r\n:-9223372036854775808\r\n")]:
+        assert c.call("EVAL", script, "0") == want, script

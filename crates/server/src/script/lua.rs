@@ -227,6 +227,18 @@ pub fn lua_args(args: &MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
         .collect()
 }
 
+/// A Lua number returned by a script, as Redis replies it: `(long long)` of
+/// the double, truncated toward zero, and i64::MIN for NaN, the infinities
+/// and numbers out of range, which is what that conversion gives on x86-64.
+fn reply_integer(n: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if (-LIMIT..LIMIT).contains(&n) {
+        n as i64
+    } else {
+        i64::MIN
+    }
+}
+
 fn number_arg(n: f64) -> Vec<u8> {
     // Redis prints integers exactly when they fit comfortably in a long long.
     const LIMIT: f64 = (i64::MAX / 2) as f64;
@@ -403,7 +415,7 @@ fn write_value(v: &Value, out: &mut Reply, script_resp3: bool, depth: usize, top
             }
         }
         Value::Integer(i) => out.int(*i),
-        Value::Number(n) => out.int(*n as i64),
+        Value::Number(n) => out.int(reply_integer(*n)),
         Value::Table(t) => write_table(t, out, script_resp3, depth, top_err),
         _ => out.null(),
     }
