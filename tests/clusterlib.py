@@ -263,7 +263,8 @@ class Node:
                    if self.cluster_enabled else [])
         return [self.binary, "--port", str(self.port), "--bind", HOST, *cluster,
                 "--dir", self.dir, "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--repl-diskless-sync-delay", "0", *self.extra_args]
+                "--daemonize", "no", "--repl-diskless-sync-delay", "0", "--enable-debug-command", "local",
+                *self.extra_args]
 
     def start(self, taken: set[int] | None = None, attempts: int = 5,
               ready_within: float = 15.0) -> "Node":

@@ -113,8 +113,9 @@ class Server:
         last = ""
         for _ in range(attempts):
             self.port = free_port()
+            # DEBUG is off by default, as in Redis; the tests use it from loopback.
             args = [self.binary, "--port", str(self.port), "--bind", HOST,
-                    "--save", "", "--appendonly", "no", *self.extra_args]
+                    "--save", "", "--appendonly", "no", "--enable-debug-command", "local", *self.extra_args]
             with open(self.log_path, "ab") as log:
                 log.write(f"--- {' '.join(args)}\n".encode())
                 log.flush()

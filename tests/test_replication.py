@@ -748,7 +748,8 @@ def restart_on_same_port(s: Server) -> None:
     except redis.ConnectionError:
         pass
     s.proc.wait(timeout=10)
-    args = [s.binary, "--port", str(s.port), "--bind", s.host, "--appendonly", "no", *s.extra_args,
+    args = [s.binary, "--port", str(s.port), "--bind", s.host, "--appendonly", "no",
+            "--enable-debug-command", "local", *s.extra_args,
             "--save", "3600 1"]
     with open(s.log_path, "ab") as log:
         s.proc = subprocess.Popen(args, cwd=s.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)

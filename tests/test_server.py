@@ -1105,7 +1105,7 @@ def test_syslog_enabled_sends_the_log_to_the_system_log(tmp_path):
     rx.settimeout(10)
     port = free_port()
     cmd = (f"mount -t tmpfs none /dev && ln -s {path} /dev/log && exec {server_binary()} --port {port} "
-           "--bind 127.0.0.1 --save '' --syslog-enabled yes --syslog-ident dk-test --syslog-facility local3")
+           "--bind 127.0.0.1 --save '' --syslog-enabled yes --syslog-ident dk-test --syslog-facility local3 --enable-debug-command local")
     proc = subprocess.Popen(["unshare", "-m", "sh", "-c", cmd], cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:

@@ -148,6 +148,7 @@ list-max-ziplist-entries 512
 maxmemory 100mb
 rename-command FLUSHALL ""
 rename-command DEBUG DBG
+enable-debug-command local
 user default on nopass ~* +@all
 io-threads 4
 activedefrag no
@@ -315,7 +316,8 @@ def crash(start, workdir, debug_sub: str, *args: str) -> tuple[int, str]:
     ends it), and returns its exit status and the log."""
     port = free_port()
     log = workdir / "server.log"
-    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log), *args)
+    p = start("--port", str(port), "--bind", HOST, "--save", "", "--logfile", str(log),
+              "--enable-debug-command", "local", *args)
     p.wait_ready(port)
     with pytest.raises(redis.ConnectionError):
         client(port).execute_command("DEBUG", debug_sub)
@@ -358,7 +360,7 @@ def test_sigalrm_is_logged_and_survived(start, workdir):
 
 def test_the_watchdog_names_a_stall_and_its_command(start, workdir):
     port = free_port()
-    p = start("--port", str(port), "--bind", HOST, "--save", "")
+    p = start("--port", str(port), "--bind", HOST, "--save", "", "--enable-debug-command", "local")
     p.wait_ready(port)
     c = client(port)
     c.execute_command("DEBUG", "SLEEP", "0.5")
@@ -408,7 +410,7 @@ def test_pidfile_and_sigterm(start, workdir):
 
 def test_default_save_points_and_protected_settings(start):
     port = free_port()
-    p = start("--port", str(port), "--bind", HOST, "--enable-debug-command", "no")
+    p = start("--port", str(port), "--bind", HOST)
     p.wait_ready(port)
     c = client(port)
     assert config_get(port, "save") == "3600 1 300 100 60 10000", "Redis's default"
@@ -433,7 +435,7 @@ def test_sigint(start):
 
 def test_second_sigint_exits_at_once(start):
     port = free_port()
-    p = start("--port", str(port), "--bind", HOST)
+    p = start("--port", str(port), "--bind", HOST, "--enable-debug-command", "local")
     p.wait_ready(port)
     c = client(port)
     assert c.execute_command("DEBUG", "PAUSE-CRON", "1") == "OK"
@@ -466,7 +468,7 @@ def test_shutdown_on_sigterm_nosave(start):
 
 def test_shutdown_abort_cancels_a_signal(start):
     port = free_port()
-    p = start("--port", str(port), "--bind", HOST, "--save", "900 1")
+    p = start("--port", str(port), "--bind", HOST, "--save", "900 1", "--enable-debug-command", "local")
     p.wait_ready(port)
     c = client(port)
     assert err(c.execute_command, "SHUTDOWN", "ABORT") == "No shutdown in progress."

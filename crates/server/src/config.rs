@@ -190,7 +190,7 @@ pub static PARAMS: &[Param] = &[
     p("shutdown-on-sigint", Kind::Flags(SHUTDOWN_FLAGS), "default"),
     p("shutdown-on-sigterm", Kind::Flags(SHUTDOWN_FLAGS), "default"),
     p("enable-protected-configs", Kind::Enum(PROTECTED), "no").fixed(),
-    p("enable-debug-command", Kind::Enum(PROTECTED), "local").fixed(),
+    p("enable-debug-command", Kind::Enum(PROTECTED), "no").fixed(),
     p("enable-module-command", Kind::Enum(PROTECTED), "no").fixed(),
     p("hide-user-data-from-log", B, "no"),
     // Security.
@@ -1433,6 +1433,9 @@ mod tests {
         assert_eq!(c.set("save", "60", false), Err("Invalid save parameters".into()));
         assert!(c.set("shutdown-on-sigint", "save nosave", false).unwrap_err().contains("SAVE and NOSAVE"));
         assert!(c.set("shutdown-on-sigint", "", false).unwrap_err().starts_with("argument(s) must be one of the following"));
+        // DEBUG is off by default, as in Redis; `local` lets loopback clients use it.
+        assert!(!c.allows("enable-debug-command", "127.0.0.1:5000"));
+        c.set("enable-debug-command", "local", true).unwrap();
         assert!(c.allows("enable-debug-command", "127.0.0.1:5000") && c.allows("enable-debug-command", "[::1]:5000"));
         assert!(!c.allows("enable-debug-command", "10.0.0.1:5000") && !c.allows("enable-protected-configs", "127.0.0.1:1"));
         c.load("save 1 1\nsave \"\"\n", &|_| true).unwrap();
