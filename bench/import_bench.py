@@ -126,7 +126,8 @@ def main():
     a = ap.parse_args()
     port = free_port()
     work = tempfile.mkdtemp(prefix="densekv-bench-")
-    srv = subprocess.Popen([SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    srv = subprocess.Popen([SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                            "--enable-debug-command", "local"],
                            cwd=work, stdout=subprocess.DEVNULL)
     try:
         for _ in range(100):
