@@ -449,3 +449,25 @@ def test_lua_numbers_reply_as_redis_converts_them(raw):
                          ("return 0/0", b":-9223372036854775808\r\n"),
                          ("return {1.5, 2^64}", b"*2\r\n:1\r\n:-9223372036854775808\r\n")]:
         assert c.call("EVAL", script, "0") == want, script
+
+
+def test_errors_of_the_redis_api_name_the_line_in_tail_calls(r):
+    # `return redis.log(1)` is a Lua tail call; as Redis's C functions do,
+    # densekv's still report the script's line, and the sandbox's
+    # setmetatable/rawset refusals carry no position of their own.
+    for body, msg in [("return redis.log(1)", "redis.log() requires two arguments or more."),
+                      ("return redis.setresp(4)", "RESP version must be 2 or 3."),
+                      ("return redis.set_repl(9)",
+                       "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."),
+                      ("return redis.sha1hex()", "wrong number of arguments"),
+                      ("return redis.acl_check_cmd('nosuch')", "Invalid command passed to redis.acl_check_cmd()"),
+                      ("\nreturn setmetatable(_G, nil)", "Attempt to modify a readonly table"),
+                      ("return rawset(_G, 'x', 1)", "Attempt to modify a readonly table")]:
+        sha = hashlib.sha1(body.encode()).hexdigest()
+        line = body.count("\n") + 1
+        with pytest.raises(redis.ResponseError) as e:
+            r.eval(body, 0)
+        assert str(e.value) == f"{msg} script: {sha}, on @user_script:{line}.", body
+    assert r.eval("local ok, e = pcall(setmetatable, _G, nil) return e", 0) == b"Attempt to modify a readonly table"
+    assert r.eval("local ok, e = pcall(redis.log, 1) return e", 0) == b"ERR redis.log() requires two arguments or more."
+    assert r.eval("return rawset({}, 'a', 1).a", 0) == 1

@@ -47,9 +47,17 @@ SCRIPTS = [
     "return server.status_reply('FINE')",
     "return server.status_reply(1, 2)",
     "return server.sha1hex('Pizza & Mandolino')",
-    # Not as `return f()`: a Lua tail call drops the script's frame, and densekv
-    # then cannot name the script's line as Redis does (a known difference).
     "local r = server.sha1hex() return r",
+    # `return f()` is a tail call: the error still names the script's line.
+    "return server.sha1hex()",
+    "return server.log(1)",
+    "return server.setresp(4)",
+    "return server.set_repl(9)",
+    "return server.acl_check_cmd('nosuchcommand')",
+    "return setmetatable(_G, nil)",
+    "return rawset(_G, 'x', 1)",
+    "local ok, e = pcall(setmetatable, _G, nil) return e",
+    "local ok, e = pcall(server.log, 1) return e",
     "return {server.LOG_DEBUG, server.LOG_VERBOSE, server.LOG_NOTICE, server.LOG_WARNING}",
     "return {server.REPL_NONE, server.REPL_AOF, server.REPL_SLAVE, server.REPL_REPLICA, server.REPL_ALL}",
     "server.log(server.LOG_DEBUG, 'quiet'); return 1",

@@ -93,6 +93,37 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
             Ok(_) => Ok((Value::Table(err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()", false)?), true)),
         })?,
     )?;
+    // A C function that runs a prelude function: `return f(...)` in a
+    // script is a tail call, which drops the script's frame when `f` is Lua
+    // but not when it is C (Lua 5.1 calls a C function before leaving the
+    // caller), so that errors name the script's line as Redis's C API does.
+    // `guarded` is `function(...) return pcall(impl, ...) end`: no Lua error
+    // crosses into Rust, where an error table's fields would be lost.
+    native.set(
+        "cfunction",
+        lua.create_function(|lua, guarded: mlua::Function| {
+            lua.create_function(move |_, args: MultiValue| {
+                let mut out = guarded.call::<MultiValue>(args)?;
+                if matches!(out.pop_front(), Some(Value::Boolean(true))) {
+                    return Ok(out);
+                }
+                Err(match out.pop_front() {
+                    Some(Value::Table(t)) => match t.raw_get::<Value>("err") {
+                        Ok(Value::String(m)) => {
+                            mlua::Error::external(Raised { msg: m.to_string_lossy(), ignore_stats: false })
+                        }
+                        _ => mlua::Error::external(super::libutil::LibError("unknown error".into())),
+                    },
+                    Some(Value::Error(e)) => *e,
+                    // A string error is a plain message, as luaL_error's.
+                    Some(v) => mlua::Error::external(super::libutil::LibError(
+                        v.to_string().unwrap_or_else(|_| "unknown error".into()),
+                    )),
+                    None => mlua::Error::external(super::libutil::LibError("unknown error".into())),
+                })
+            })
+        })?,
+    )?;
     native.set(
         "where",
         lua.create_function(|lua, ()| {

@@ -53,11 +53,18 @@ end
 -- that `return redis.call(...)` keeps the caller's frame for error lines.
 local state = {}
 
+-- A prelude function made a C function (`cfunction` in lua.rs), so that an
+-- error in `return f(...)` names the script's line, as Redis's C API does.
+local cfunction = native.cfunction
+local function asc(impl)
+  return cfunction(function(...) return pcall(impl, ...) end)
+end
+
 local redis = {}
-function redis.sha1hex(...)
+redis.sha1hex = asc(function(...)
   if select('#', ...) ~= 1 then error(errt('wrong number of arguments')) end
   return native.sha1hex((...))
-end
+end)
 function redis.error_reply(...)
   local e = ...
   if select('#', ...) ~= 1 or type(e) ~= 'string' then
@@ -73,7 +80,7 @@ function redis.status_reply(...)
   end
   return { ok = s }
 end
-function redis.log(...)
+redis.log = asc(function(...)
   local n, level = select('#', ...), ...
   if n < 2 then error(errt('redis.log() requires two arguments or more.')) end
   if tonumber(level) == nil then error(errt('First argument must be a number (log level).')) end
@@ -91,29 +98,29 @@ function redis.log(...)
     parts[i - 1] = (t == 'string' or t == 'number') and tostring(v) or ''
   end
   log(level, concat(parts, ' '))
-end
-function redis.setresp(...)
+end)
+redis.setresp = asc(function(...)
   if select('#', ...) ~= 1 then error(errt('redis.setresp() requires one argument.')) end
   local v = trunc(tonumber((...)) or 0)
   if v ~= 2 and v ~= 3 then error(errt('RESP version must be 2 or 3.')) end
   state.setresp(v)
-end
-function redis.set_repl(...)
+end)
+redis.set_repl = asc(function(...)
   if select('#', ...) ~= 1 then error(errt('redis.set_repl() requires one argument.')) end
   local v = trunc(tonumber((...)) or 0)
   if v < 0 or v > 3 then
     error(errt('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'))
   end
   state.set_repl(v)
-end
+end)
 function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
 function redis.debug() end
-function redis.acl_check_cmd(...)
+redis.acl_check_cmd = asc(function(...)
   local r, e = (state.acl_check or native.acl_check_cmd)(...)
   if e then error(r) end
   return r
-end
+end)
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = native.version, native.version_num
@@ -161,14 +168,14 @@ local function pnext(t, k) return next(backing[t] or t, k) end
 G.next = pnext
 G.pairs = function(t) return pnext, t, nil end
 G.rawget = function(t, k) return rawget(backing[t] or t, k) end
-G.rawset = function(t, k, v)
+G.rawset = asc(function(t, k, v)
   if backing[t] then error(RO, 2) end
   return rawset(t, k, v)
-end
-G.setmetatable = function(t, m)
+end)
+G.setmetatable = asc(function(t, m)
   if backing[t] then error(RO, 2) end
   return setmetatable(t, m)
-end
+end)
 G.loadstring = function(s, name)
   if type(s) == 'string' and sub(s, 1, 1) == '\27' then
     return nil, 'binary chunks are not allowed'
@@ -225,11 +232,11 @@ end
 
 -- The globals of a library's load run: a `redis` with only
 -- register_function, log and the version, all else an error.
-local register = function(...)
+local register = asc(function(...)
   local r = state.register
   if not r then error(errt('redis.register_function can only be called on FUNCTION LOAD command')) end
   return r(...)
-end
+end)
 local lib_redis = { register_function = register, log = redis.log }
 for _, k in ipairs({ 'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM',
                      'SERVER_NAME', 'SERVER_VERSION', 'SERVER_VERSION_NUM' }) do
