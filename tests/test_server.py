@@ -184,6 +184,22 @@ def test_command_introspection(r, raw):
         # An unknown command's entry: Redis's addReplyNull, a null bulk string in RESP2.
         b"$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n$-1\r\n")
     assert c.call("COMMAND", "INFO", "config|get").startswith(b"*1\r\n*10\r\n$10\r\nconfig|get\r\n:-3\r\n")
+    # RESP3: key specs are a set, and so are the subcommands of a command
+    # without any; a container's subcommands are an array.
+    c3 = raw()
+    c3.call("HELLO", "3")
+    get = c3.call("COMMAND", "INFO", "get")
+    assert b"~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n" in get and get.endswith(b":0\r\n~0\r\n"), get
+    config = c3.call("COMMAND", "INFO", "config")
+    assert config.startswith(b"*1\r\n*10\r\n$6\r\nconfig\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
+                             b"~0\r\n~0\r\n*"), config
+    # Tips, for cluster clients that route by them.
+    assert c.call("COMMAND", "INFO", "dbsize").endswith(
+        b"*2\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\nresponse_policy:agg_sum\r\n*0\r\n*0\r\n")
+    assert b"*1\r\n$29\r\nnondeterministic_output_order\r\n" in c.call("COMMAND", "INFO", "smembers")
+    assert b"$24\r\nrequest_policy:all_nodes\r\n$29\r\nresponse_policy:all_succeeded\r\n" in c.call(
+        "COMMAND", "INFO", "config|set")
+    assert b"config" in r.execute_command("ACL", "CAT", "slow"), "containers are @slow, as in Redis"
     assert b"$10\r\nconfig|get\r\n" in c.call("COMMAND", "INFO", "config")
     assert r.execute_command("COMMAND", "GETKEYS", "SET", "a", "b") == [b"a"]
     assert r.execute_command("COMMAND", "GETKEYS", "DEL", "a", "b", "c") == [b"a", b"b", b"c"]

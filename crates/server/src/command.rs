@@ -168,7 +168,9 @@ pub fn container(name: &'static str, subcommands: Vec<Spec>) -> Spec {
         keys: NO_KEYS,
         key_specs: Vec::new(),
         getkeys: None,
-        acl: &[],
+        // Not @fast, so @slow: Redis files every such command there,
+        // containers included (ACL CAT slow lists them).
+        acl: &["slow"],
         group: "server",
         summary: "",
         since: "1.0.0",

@@ -826,11 +826,21 @@ fn write_info(ctx: &mut Ctx, full: &str, s: &Spec) {
     for a in s.acl {
         out.simple(&format!("@{a}"));
     }
-    out.set(0); // tips
+    let tips = super::tips::tips(full);
+    out.set(tips.len());
+    for t in tips {
+        out.bulk(t.as_bytes());
+    }
+    // Key specs are a set in RESP3, as are the subcommands of a command
+    // that has none (Redis's addReplySetLen); present subcommands an array.
     let specs = s.effective_key_specs();
-    out.array(specs.len());
+    out.set(specs.len());
     for ks in &specs {
         write_key_spec(out, ks);
+    }
+    if s.subcommands.is_empty() {
+        out.set(0);
+        return;
     }
     out.array(s.subcommands.len());
     let mut subs: Vec<&Spec> = s.subcommands.iter().collect();

@@ -26,6 +26,7 @@ pub mod sort;
 pub mod stream;
 pub mod string;
 pub mod subexpire;
+pub mod tips;
 pub mod transaction;
 pub mod zset;
 
