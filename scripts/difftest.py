@@ -209,6 +209,13 @@ class Mode:
     APPROX = "approx"  # TTLs: positive integers within TOLERANCE of each other
     XPENDING = "xpending"  # XPENDING's extended form: the idle times are zeroed
     SCAN = "scan"  # a whole SCAN-family iteration, compared as a set
+    LEX = "lex"  # a lex range: sent only when every score in the sorted set is equal
+    XINFO = "xinfo"  # XINFO STREAM without the fields later Redis versions added
+
+
+# Fields of XINFO STREAM from Redis 8.6 (IDMP), past the reference snapshot.
+XINFO_LATER = {b"idmp-duration", b"idmp-maxsize", b"pids-tracked", b"iids-tracked",
+               b"iids-added", b"iids-duplicates"}
 
 
 TOLERANCE = 2000  # ms; seconds differ by at most 1 between two servers a moment apart
@@ -226,6 +233,10 @@ def _shape(n: Node, mode: str):
     if mode == Mode.PAIRS:
         v = n.value
         return (n.kind, sorted(zip((c.raw for c in v[0::2]), (c.raw for c in v[1::2]))))
+    if mode == Mode.XINFO:
+        v = n.value
+        return (n.kind, [(k.raw, x.raw) for k, x in zip(v[0::2], v[1::2])
+                         if k.value not in XINFO_LATER])
     if mode == Mode.XPENDING:
         out = []
         for c in n.value:
@@ -375,7 +386,7 @@ def gen_strings(g: Gen) -> Step:
     if pick == 2:
         return step("strings", [g.pick(["GETDEL", "GET", "STRLEN"]), k])
     if pick == 3:
-        off = g.pick(["0", "1", "3", "20", "-1", "536870911", "536870912", "abc"])
+        off = g.pick(["0", "1", "3", "20", "-1", "536870912", "abc"])  # none that builds 512MB
         return step("strings", ["SETRANGE", k, off, g.val()])
     if pick == 4:
         return step("strings", [g.pick(["GETRANGE", "SUBSTR"]), k, g.int(), g.int()])
@@ -426,7 +437,7 @@ def gen_bits(g: Gen) -> Step:
                       [g.int(), g.int(), g.kw(g.pick(["BIT", "BYTE", "BAD"]))]])
         return step("bits", ["BITPOS", k, g.pick(["0", "1", "1", "2"]), *rng])
     if pick == 4:
-        op = g.kw(g.pick(["AND", "OR", "XOR", "NOT", "DIFF", "ANDOR"]))
+        op = g.kw(g.pick(["AND", "OR", "XOR", "NOT", "NAND"]))  # DIFF, ANDOR, ONE: 8.2, past the snapshot
         srcs = g.keys(1, 3)
         return step("bits", ["BITOP", op, g.key(), *srcs])
     if pick in (5, 6):
@@ -627,7 +638,7 @@ def gen_zsets(g: Gen) -> Step:
     if pick == 6:
         return step("zsets", ["ZCOUNT", k, g.score(), g.score()])
     if pick == 7:
-        return step("zsets", ["ZLEXCOUNT", k, g.lex(), g.lex()])
+        return step("zsets", cmd("ZLEXCOUNT", k, g.lex(), g.lex(), mode=Mode.LEX))
     if pick in (8, 9):
         by = g.pick([None, "BYSCORE", "BYLEX"])
         lo, hi = {None: (g.int, g.int), "BYSCORE": (g.score, g.score), "BYLEX": (g.lex, g.lex)}[by]
@@ -636,7 +647,8 @@ def gen_zsets(g: Gen) -> Step:
             extra.insert(g.r.randint(0, len(extra)), g.kw(by))
         name = g.pick(["ZRANGE", "ZRANGE", "ZRANGESTORE"])
         dst = [g.key()] if name == "ZRANGESTORE" else []
-        return step("zsets", [name, *dst, k, lo(), hi(), *extra])
+        mode = Mode.LEX if by == "BYLEX" else Mode.EXACT
+        return step("zsets", cmd(name, *dst, k, lo(), hi(), *extra, mode=mode))
     if pick == 10:
         name = g.pick(["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"])
         extra = g.opts([["WITHSCORES"]], [["LIMIT", g.int(), g.count()]])
@@ -644,7 +656,7 @@ def gen_zsets(g: Gen) -> Step:
     if pick == 11:
         name = g.pick(["ZRANGEBYLEX", "ZREVRANGEBYLEX"])
         extra = g.opts([["LIMIT", g.int(), g.count()]])
-        return step("zsets", [name, k, g.lex(), g.lex(), *extra])
+        return step("zsets", cmd(name, k, g.lex(), g.lex(), *extra, mode=Mode.LEX))
     if pick == 12:
         return step("zsets", ["ZREVRANGE", k, g.int(), g.int(), *g.opts([["WITHSCORES"]])])
     if pick == 13:
@@ -653,7 +665,8 @@ def gen_zsets(g: Gen) -> Step:
         name = g.pick(["ZREMRANGEBYRANK", "ZREMRANGEBYSCORE", "ZREMRANGEBYLEX"])
         bound = {"ZREMRANGEBYRANK": g.int, "ZREMRANGEBYSCORE": g.score,
                  "ZREMRANGEBYLEX": g.lex}[name]
-        return step("zsets", [name, k, bound(), bound()])
+        mode = Mode.LEX if name == "ZREMRANGEBYLEX" else Mode.EXACT
+        return step("zsets", cmd(name, k, bound(), bound(), mode=mode))
     if pick == 15:
         return step("zsets", [g.pick(["ZPOPMIN", "ZPOPMAX"]), k, *g.pick([[], [g.count()]])])
     if pick == 16:
@@ -704,6 +717,9 @@ def gen_streams(g: Gen) -> Step:
         return g.pick(["1-1", "1-2", "2-0", "2-*", "3-1", "5", "0-0", "0-1", "10-*", "-", "+",
                        "(1-1", "18446744073709551615-18446744073709551615", "abc", "1-"])
 
+    # ENTRIESREAD past the stream's entries_added is capped by Redis 8.x (densekv too) but
+    # kept by the snapshot: a version difference, left out.
+    reads = ["0", "-1", "-2", "abc"]
     group = g.pick(["g1", "g2"])
     consumer = g.pick(["c1", "c2"])
     pick = g.r.randrange(16)
@@ -725,9 +741,9 @@ def gen_streams(g: Gen) -> Step:
     if pick == 7:
         sub = g.pick(["CREATE", "CREATE", "SETID", "DESTROY", "CREATECONSUMER", "DELCONSUMER"])
         args = {"CREATE": [k, group, g.pick(["0", "$", "1-1", "abc"]),
-                           *g.opts([["MKSTREAM"]], [["ENTRIESREAD", g.int()]])],
+                           *g.opts([["MKSTREAM"]], [["ENTRIESREAD", g.pick(reads)]])],
                 "SETID": [k, group, g.pick(["0", "$", "2-0"]),
-                          *g.opts([["ENTRIESREAD", g.int()]])],
+                          *g.opts([["ENTRIESREAD", g.pick(reads)]])],
                 "DESTROY": [k, group],
                 "CREATECONSUMER": [k, group, consumer],
                 "DELCONSUMER": [k, group, consumer]}[sub]
@@ -757,7 +773,9 @@ def gen_streams(g: Gen) -> Step:
         extra = g.opts([["COUNT", g.count()]], [["JUSTID"]])
         return step("streams", ["XAUTOCLAIM", k, group, consumer, "0",
                                 g.pick(["0", "0-0", "1-2"]), *extra])
-    return step("streams", ["XINFO", g.pick(["STREAM", "STREAM", "GROUPS"]), k])
+    if g.chance(.5):
+        return step("streams", cmd("XINFO", "STREAM", k, mode=Mode.XINFO))
+    return step("streams", ["XINFO", "GROUPS", k])
 
 
 def gen_sort(g: Gen) -> Step:
@@ -773,8 +791,24 @@ def gen_sort(g: Gen) -> Step:
                    [["GET", g.pick(["#", "k*", "k*->n"])], ["GET", "#", "GET", "k*->w"]],
                    [["ASC"], ["DESC"]], [["ALPHA"]], [["STORE", g.key()]])
     name = "SORT_RO" if g.chance(.2) else "SORT"
-    mode = Mode.UNORDERED if "nosort" in extra else Mode.EXACT
+    mode = sort_mode(extra)  # before extra is used: it may drop STORE
     return step("sort", cmd(name, k, *extra, mode=mode))
+
+
+def sort_mode(extra: list[str]) -> str:
+    """Redis leaves some SORT orders to its input (a set's hash table order) or to its
+    unstable quicksort: BY nosort without STORE, and ALPHA by a pattern, whose ties are not
+    broken. Those compare as sets, or by size when LIMIT keeps an arbitrary part."""
+    words = [w.upper() for w in extra]
+    by = words[words.index("BY") + 1] if "BY" in words else None
+    loose = (by == "NOSORT" and "STORE" not in words) or (
+        by not in (None, "NOSORT") and "ALPHA" in words)
+    if not loose:
+        return Mode.EXACT
+    if "STORE" in words:  # an arbitrary order stored would spread to later reads
+        i = words.index("STORE")
+        del extra[i:i + 2]
+    return Mode.SIZE if "LIMIT" in words else Mode.UNORDERED
 
 
 FAMILIES = {
@@ -826,7 +860,6 @@ def mutate(g: Gen, s: Step) -> None:
             del c.args[g.r.randrange(1, len(c.args)):]
         else:
             c.args.append(g.pick([b"x", b"1", b"EXTRA"]))
-        c.mode = Mode.EXACT if c.mode == Mode.UNORDERED else c.mode
 
 
 def generate(seed: int, n: int, families: list[str], resp: str) -> list[Step]:
@@ -881,9 +914,29 @@ def call(conn: Conn, c: Cmd) -> Node:
     return conn.call(c.args)
 
 
+SKIPPED = Node("+", b"skipped", b"+skipped\r\n")
+
+
+def lex_defined(conn: Conn, c: Cmd) -> bool:
+    """Whether a lex range on c's sorted set is defined: Redis leaves it unspecified
+    unless all scores are equal (its first and last score on the reference)."""
+    words = [a.upper() for a in c.args]
+    at = 2 if words[0] == b"ZRANGESTORE" else 1
+    if len(c.args) <= at:
+        return True  # an arity error
+    key = c.args[at]
+    ends = [conn.call([b"ZRANGE", key, i, i, b"WITHSCORES"]) for i in (b"0", b"-1")]
+    if any(e.kind != "*" or len(e.value) != 2 for e in ends):
+        return True  # no such key or not a sorted set: the reply is defined
+    return ends[0].value[1].raw == ends[1].value[1].raw
+
+
 def run_step(pair: Pair, s: Step) -> list[tuple[Node, Node]]:
     out = []
     for c in s.cmds:
+        if c.mode == Mode.LEX and not lex_defined(pair.conns[1][2], c):
+            out.append((SKIPPED, SKIPPED))  # not sent at all: it may write
+            continue
         out.append(tuple(call(conns[s.proto], c) for conns in pair.conns))
     return out
 
@@ -915,17 +968,20 @@ def reproduces(scratch: Pair, history: list[Step], target: Step) -> bool:
 def minimise(scratch: Pair, history: list[Step], target: Step, budget: int = 300) -> list[Step] | None:
     if not reproduces(scratch, history, target):
         return None
-    tries, changed = 0, True
-    while changed and tries < budget:
-        changed = False
+    # Drop chunks of halving size (the whole history first), down to single steps.
+    tries, chunk = 0, max(1, len(history))
+    while tries < budget:
         i = 0
         while i < len(history) and tries < budget:
-            cand = history[:i] + history[i + 1:]
+            cand = history[:i] + history[i + chunk:]
             tries += 1
             if reproduces(scratch, cand, target):
-                history, changed = cand, True
+                history = cand
             else:
-                i += 1
+                i += chunk
+        if chunk == 1:
+            break
+        chunk = max(1, chunk // 2)
     return history
 
 
@@ -946,6 +1002,7 @@ class Stats:
     commands: collections.Counter = field(default_factory=collections.Counter)
     diffs: collections.Counter = field(default_factory=collections.Counter)
     seen: dict = field(default_factory=dict)
+    skipped: int = 0
 
 
 def report(stats: Stats, scratch_fn, steps: list[Step], s: Step, i: int,
@@ -1018,6 +1075,7 @@ def main() -> int:
                 print(f"ABORT at step #{s.index} ({show_step(s).strip()}): {e}")
                 stats.diffs[s.family] += 1
                 break
+            stats.skipped += sum(d is SKIPPED for d, _ in replies)
             bad = differs(s, replies)
             for i in bad:
                 report(stats, scratch_fn, steps, s, i, *replies[i], args.seed)
@@ -1036,7 +1094,7 @@ def main() -> int:
 
     total_c, total_d = sum(stats.commands.values()), sum(stats.diffs.values())
     print(f"seed {args.seed}: {total_c} commands, {total_d} differing replies "
-          f"({len(stats.seen)} distinct)")
+          f"({len(stats.seen)} distinct); {stats.skipped} lex ranges not sent (mixed scores)")
     for fam in sorted(stats.commands):
         print(f"  {fam:8} {stats.commands[fam]:7} commands {stats.diffs[fam]:5} diffs")
     return 1 if total_d else 0
