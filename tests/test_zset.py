@@ -359,3 +359,25 @@ def test_set_operations_take_plain_sets_with_score_one(r):
     r.set("str", "x")
     with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
         r.zunionstore("u", ["s", "str"])
+
+
+# ---- found by scripts/difftest.py: Redis's order of checks and its error texts ----
+
+
+def test_setop_key_types_checked_before_options(c):
+    """ZUNION/ZINTER/ZDIFF(STORE) and ZINTERCARD look their keys up before parsing the
+    options, so a wrong-type key beats a bad WEIGHTS, AGGREGATE or LIMIT."""
+    wrongtype = b"-" + WRONGTYPE.encode() + b"\r\n"
+    assert c.call("RPUSH", "l", "a") == b":1\r\n"
+    assert c.call("ZUNION", "2", "z", "l", "WEIGHTS", "0", "AGGREGATE", "MIN") == wrongtype
+    assert c.call("ZUNION", "2", "z", "l", "AGGREGATE", "AVG") == wrongtype
+    assert c.call("ZINTER", "2", "l", "z", "WEIGHTS", "nan", "1") == wrongtype
+    assert c.call("ZUNIONSTORE", "d", "2", "z", "l", "AGGREGATE", "AVG") == wrongtype
+    assert c.call("ZDIFF", "1", "l", "WITHSCORES", "WEIGHTS", "1") == wrongtype
+    assert c.call("ZINTERCARD", "2", "z", "l", "LIMIT", "-1") == wrongtype
+    # With no wrong-type key the option errors stay as they were.
+    assert c.call("ZUNION", "2", "z", "y", "WEIGHTS", "0", "AGGREGATE", "MIN") == (
+        b"-ERR weight value is not a float\r\n")
+    assert c.call("ZINTERCARD", "1", "z", "LIMIT", "-1") == b"-ERR LIMIT can't be negative\r\n"
+    # numkeys is still checked first.
+    assert c.call("ZUNION", "3", "l", "z") == b"-ERR syntax error\r\n"

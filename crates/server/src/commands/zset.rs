@@ -1002,17 +1002,15 @@ fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
 }
 
 /// Parsed ZUNION/ZINTER/ZDIFF(STORE)/ZINTERCARD arguments.
-struct SetOpArgs<'a> {
-    keys: &'a [Vec<u8>],
+struct SetOpArgs {
     weights: Vec<f64>,
     agg: Aggregate,
     withscores: bool,
     limit: usize,
 }
 
-/// Parses from the numkeys argument at `at`; `store` and `card` select
-/// which options exist, as in Redis.
-fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<SetOpArgs<'a>, CmdError> {
+/// The input keys counted by the numkeys argument at `at`.
+fn setop_keys(args: &[Vec<u8>], at: usize) -> Result<&[Vec<u8>], CmdError> {
     let n = arg_i64(&args[at])?;
     if n < 1 {
         let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
@@ -1022,8 +1020,14 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
     if n > args.len() - at - 1 {
         return Err(CmdError::Syntax);
     }
-    let keys = &args[at + 1..at + 1 + n];
-    let mut p = SetOpArgs { keys, weights: vec![1.0; n], agg: Aggregate::Sum, withscores: false, limit: 0 };
+    Ok(&args[at + 1..at + 1 + n])
+}
+
+/// Parses from the numkeys argument at `at`; `store` and `card` select
+/// which options exist, as in Redis.
+fn parse_setop(args: &[Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<SetOpArgs, CmdError> {
+    let n = setop_keys(args, at)?.len();
+    let mut p = SetOpArgs { weights: vec![1.0; n], agg: Aggregate::Sum, withscores: false, limit: 0 };
     let mut j = at + 1 + n;
     while j < args.len() {
         let left = args.len() - j;
@@ -1132,9 +1136,13 @@ fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64],
     }
 }
 
+/// Members with their combined scores, as a set operation yields them.
+type Combined = Vec<(Vec<u8>, f64)>;
+
 /// Computes a set operation; the result is sorted by (score, member)
 /// unless `card` (ZINTERCARD only counts; at most `limit` members, 0: no
-/// limit).
+/// limit). The inputs (numkeys at `at`) are looked up before the options
+/// are parsed, as Redis refuses a key of the wrong type before a bad option.
 ///
 /// The inputs are read in place, never copied: a union accumulates into
 /// one hash table sized up front for the largest input; an intersection
@@ -1142,9 +1150,10 @@ fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64],
 /// again, walking an input or, when it is much larger than what is left,
 /// probing it per member; a difference removes the others' members the
 /// same way.
-fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+fn compute(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<(SetOpArgs, Combined), CmdError> {
     let mut held = Vec::new();
-    let values = ctx.read_many(p.keys, &mut held, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
+    let values = ctx.read_many(setop_keys(args, at)?, &mut held, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
+    let p = parse_setop(args, at, op, store, card)?;
     let srcs: Vec<Src> = values.into_iter().map(Src::of).collect();
     // Redis combines the inputs from the smallest to the largest (a stable
     // sort), which decides how floating-point sums round and which of 0
@@ -1157,7 +1166,7 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
     // in adds its weight.
     let count = p.agg == Aggregate::Count;
     let score = move |s: f64| if count { 1.0 } else { s };
-    let mut result: Vec<(Vec<u8>, f64)> = match op {
+    let mut result: Combined = match op {
         SetOp::Union => {
             let largest = srcs.iter().map(|s| s.len()).max().unwrap_or(0);
             let mut acc = Members::with_capacity(largest);
@@ -1229,19 +1238,17 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
     if !card {
         result.sort_unstable_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
     }
-    Ok(result)
+    Ok((p, result))
 }
 
 fn setop_reply(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
-    let p = parse_setop(args, 1, op, false, false)?;
-    let items = compute(ctx, &p, op, false)?;
+    let (p, items) = compute(ctx, args, 1, op, false, false)?;
     reply_items(ctx.out(), &items, p.withscores);
     Ok(())
 }
 
 fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
-    let p = parse_setop(args, 2, op, true, false)?;
-    let items = compute(ctx, &p, op, false)?;
+    let (_, items) = compute(ctx, args, 2, op, true, false)?;
     let event = match op {
         SetOp::Union => "zunionstore",
         SetOp::Inter => "zinterstore",
@@ -1283,8 +1290,7 @@ pub fn zdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]
 pub fn zintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let p = parse_setop(args, 1, SetOp::Inter, false, true)?;
-    let n = compute(ctx, &p, SetOp::Inter, true)?.len();
+    let n = compute(ctx, args, 1, SetOp::Inter, false, true)?.1.len();
     ctx.out().int(n as i64);
     Ok(())
 }
