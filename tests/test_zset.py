@@ -381,3 +381,22 @@ def test_setop_key_types_checked_before_options(c):
     assert c.call("ZINTERCARD", "1", "z", "LIMIT", "-1") == b"-ERR LIMIT can't be negative\r\n"
     # numkeys is still checked first.
     assert c.call("ZUNION", "3", "l", "z") == b"-ERR syntax error\r\n"
+
+
+def test_zrange_option_repeats_and_limit_minus_one(c):
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    # A second REV is a syntax error, like a second BYSCORE, before any range parsing.
+    assert c.call("ZRANGE", "z", "0", "-1", "REV", "REV") == b"-ERR syntax error\r\n"
+    assert c.call("ZRANGE", "z", "1", "0", "BYSCORE", "REV", "REV") == b"-ERR syntax error\r\n"
+    assert c.call("ZRANGE", "z", "+", "[b", "BYLEX", "WITHSCORES", "REV", "REV") == (
+        b"-ERR syntax error\r\n")
+    assert c.call("ZRANGESTORE", "d", "z", "(-inf", "abc", "REV", "BYSCORE", "REV") == (
+        b"-ERR syntax error\r\n")
+    # A LIMIT count of -1 means "no LIMIT" to Redis, so a rank range takes it.
+    assert c.call("ZRANGE", "z", "0", "-1", "LIMIT", "10", "-1") == (
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n")
+    assert c.call("ZRANGESTORE", "d", "z", "0", "0", "LIMIT", "100", "-1", "REV") == b":1\r\n"
+    assert c.call("ZRANGE", "z", "0", "-1", "LIMIT", "0", "1") == (
+        b"-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n")
+    assert c.call("ZRANGE", "z", "10", "", "REV", "LIMIT", "-2", "-1") == (
+        b"-ERR value is not an integer or out of range\r\n")

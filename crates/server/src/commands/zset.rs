@@ -306,7 +306,6 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
     let key = &args[at];
     let mut withscores = false;
     let (mut offset, mut limit) = (0i64, -1i64);
-    let mut has_limit = false;
     let mut reverse = rev;
     let mut j = at + 3;
     while j < args.len() {
@@ -317,9 +316,9 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
         } else if is(a, "limit") && left >= 2 {
             offset = arg_i64(&args[j + 1])?;
             limit = arg_i64(&args[j + 2])?;
-            has_limit = true;
             j += 2;
-        } else if rev.is_none() && is(a, "rev") {
+        } else if reverse.is_none() && is(a, "rev") {
+            // A second REV is a syntax error, as a second BYSCORE is.
             reverse = Some(true);
         } else if kind == Kind::Auto && is(a, "bylex") {
             kind = Kind::Lex;
@@ -334,7 +333,8 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
     if kind == Kind::Auto {
         kind = Kind::Rank;
     }
-    if has_limit && kind == Kind::Rank {
+    // Redis takes a count of -1 for "no LIMIT given", so `LIMIT 5 -1` passes by rank.
+    if limit != -1 && kind == Kind::Rank {
         return Err(CmdError::err("syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
     }
     if withscores && kind == Kind::Lex {
