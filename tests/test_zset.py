@@ -400,3 +400,17 @@ def test_zrange_option_repeats_and_limit_minus_one(c):
         b"-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n")
     assert c.call("ZRANGE", "z", "10", "", "REV", "LIMIT", "-2", "-1") == (
         b"-ERR value is not an integer or out of range\r\n")
+
+
+def test_zpop_count_not_an_integer(c):
+    """ZPOPMIN/ZPOPMAX parse the count as a positive long: a non-integer gets the range
+    text, not the integer one."""
+    positive = b"-ERR value is out of range, must be positive\r\n"
+    for count in ("", "0x10", "+1", "abc", "-1"):
+        assert c.call("ZPOPMIN", "z", count) == positive
+        assert c.call("ZPOPMAX", "z", count) == positive
+
+
+def test_zrandmember_count_range_text(c):
+    assert c.call("ZRANDMEMBER", "z", "-9223372036854775808") == (
+        b"-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n")

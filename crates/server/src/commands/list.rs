@@ -19,7 +19,7 @@ use storage::{StrRef, ValueRef};
 use crate::command::flags::*;
 use crate::args::parse_timeout_secs;
 use crate::command::{block_or_null, NullKind};
-use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+use crate::command::{arg_i64, arg_range, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -99,27 +99,6 @@ fn arg_end(a: &[u8]) -> Result<End, CmdError> {
     } else {
         Err(CmdError::Syntax)
     }
-}
-
-/// An integer in `min..=i64::MAX`; `msg` (or Redis's range text) otherwise,
-/// also for a non-integer when `msg` is given (Redis's getRangeLong...).
-fn arg_range(a: &[u8], min: i64, msg: Option<&str>) -> Result<i64, CmdError> {
-    let err = |m: Option<&str>| match m {
-        Some(m) => CmdError::err(m),
-        None => CmdError::err(format!(
-            "value is out of range, value must between {min} and {}",
-            i64::MAX
-        )),
-    };
-    let v = match resp::num::parse_i64(a) {
-        Some(v) => v,
-        None if msg.is_some() => return Err(err(msg)),
-        None => return Err(CmdError::NotInt),
-    };
-    if v < min {
-        return Err(err(msg));
-    }
-    Ok(v)
 }
 
 /// Pushes the elements at `end` of the list at `args[1]`, creating it

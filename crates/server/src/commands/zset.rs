@@ -29,7 +29,7 @@ use crate::commands::members::Members;
 use crate::commands::subexpire;
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::command::flags::*;
-use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::command::{arg_f64, arg_i64, arg_range, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::args::parse_timeout_secs;
 use crate::access::Write;
 use crate::command::{block_or_null, NullKind};
@@ -735,14 +735,9 @@ fn zpop_cmd(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
+    // Redis's positive-long parse: a non-integer gets the range text too.
     let count = match args.get(2) {
-        Some(a) => {
-            let c = arg_i64(a)?;
-            if c < 0 {
-                return Err(CmdError::err("value is out of range, must be positive"));
-            }
-            Some(c as usize)
-        }
+        Some(a) => Some(arg_range(a, 0, Some("value is out of range, must be positive"))? as usize),
         None => None,
     };
     let Some(mut w) = ctx.write::<ZSet>(&args[1], notify::ZSET)? else {
@@ -893,10 +888,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.bulk(m);
         return Ok(());
     };
-    let l = arg_i64(c)?;
-    if l == i64::MIN {
-        return Err(CmdError::err("value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-    }
+    let l = arg_range(c, -i64::MAX, None)?;
     let withscores = match args.get(3) {
         _ if args.len() > 4 => return Err(CmdError::Syntax),
         Some(a) if is(a, "withscores") => {
