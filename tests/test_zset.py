@@ -414,3 +414,13 @@ def test_zpop_count_not_an_integer(c):
 def test_zrandmember_count_range_text(c):
     assert c.call("ZRANDMEMBER", "z", "-9223372036854775808") == (
         b"-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n")
+
+
+def test_score_bounds_stop_at_nul(c):
+    """Found by scripts/difftest.py: a score bound is read as a C string, so bytes from a
+    NUL on do not count."""
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert c.call("ZRANGEBYSCORE", "z", "1\x00abc", "2") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    assert c.call("ZCOUNT", "z", "(1\x00", "+inf") == b":2\r\n"
+    assert c.call("ZCOUNT", "z", "\x001", "3") == b":3\r\n"
+    assert c.call("ZCOUNT", "z", " 1", "3") == b"-ERR min or max is not a float\r\n"

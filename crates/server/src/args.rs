@@ -96,6 +96,17 @@ pub fn arg_range(a: &[u8], min: i64, msg: Option<&str>) -> Result<i64, CmdError>
     Ok(v)
 }
 
+/// A double as Redis reads a score bound or a SORT weight (fast_float over a
+/// C string): only the bytes before a NUL count, and nothing before them is 0;
+/// no spaces, no hexadecimal, no NaN; out-of-range values become infinite.
+pub fn parse_c_double(a: &[u8]) -> Option<f64> {
+    let s = a.split(|&c| c == 0).next().unwrap_or_default();
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    resp::num::parse_f64(s)
+}
+
 /// Case-insensitive comparison of an argument with an ASCII word.
 pub fn is(a: &[u8], word: &str) -> bool {
     a.eq_ignore_ascii_case(word.as_bytes())

@@ -20,7 +20,7 @@ use storage::types::hash::Hash;
 use storage::{Ttl, Value, ValueRef};
 
 use crate::command::flags::*;
-use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
+use crate::command::{arg_i64, is, keys, parse_c_double, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -249,18 +249,10 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
     Ok(())
 }
 
-/// A numeric weight as Redis's SORT reads it: the whole string must be a
-/// float (an empty one is 0); NaN and out-of-range values are errors.
+/// A numeric weight as Redis's SORT reads it (an element, or what BY names):
+/// a score as `parse_c_double` reads one; NaN is an error.
 fn sort_score(b: &[u8]) -> Option<Weight> {
-    let t = std::str::from_utf8(b).ok()?.trim_start_matches(|c: char| c.is_ascii_whitespace());
-    if t.is_empty() {
-        return (b.is_empty()).then_some(Weight::Num(0.0));
-    }
-    let v: f64 = t.parse().ok()?;
-    if v.is_nan() || (v.is_infinite() && !t.to_ascii_lowercase().contains("inf")) {
-        return None;
-    }
-    Some(Weight::Num(v))
+    parse_c_double(b).map(Weight::Num)
 }
 
 /// The value a GET/BY pattern names for element `subst`: `#` is the element

@@ -29,7 +29,7 @@ use crate::commands::members::Members;
 use crate::commands::subexpire;
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::command::flags::*;
-use crate::command::{arg_f64, arg_i64, arg_range, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::command::{arg_f64, arg_i64, arg_range, is, keys, parse_c_double, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::args::parse_timeout_secs;
 use crate::access::Write;
 use crate::command::{block_or_null, NullKind};
@@ -174,8 +174,7 @@ impl ScoreRange {
                 Some(b'(') => (true, &a[1..]),
                 _ => (false, a),
             };
-            let v = if t.is_empty() { 0.0 } else { resp::num::parse_f64(t)? };
-            Some((v, ex))
+            Some((parse_c_double(t)?, ex))
         };
         let err = || CmdError::err("min or max is not a float");
         let (min, minex) = bound(min).ok_or_else(err)?;
