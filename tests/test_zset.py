@@ -424,3 +424,23 @@ def test_score_bounds_stop_at_nul(c):
     assert c.call("ZCOUNT", "z", "(1\x00", "+inf") == b":2\r\n"
     assert c.call("ZCOUNT", "z", "\x001", "3") == b":3\r\n"
     assert c.call("ZCOUNT", "z", " 1", "3") == b"-ERR min or max is not a float\r\n"
+
+
+@pytest.mark.parametrize("score,text", [
+    ("123456789012345678", b"123456789012345680"),  # integral: printed as an integer
+    ("1e17", b"100000000000000000"),
+    ("5e22", b"49999999999999996000000"),  # Grisu2's digits, not the shortest
+    ("6.500000000000001e-5", b"6.500000000000001e-5"),  # no zero padding in the exponent
+    ("0.00001", b"0.00001"),
+    ("1.5e21", b"1.5e+21"),
+    ("-1.5e-300", b"-1.5e-300"),
+    ("0.1", b"0.1"),
+])
+def test_score_text_as_redis_prints_doubles(c, raw, score, text):
+    """Found by scripts/difftest.py: Redis prints a double reply with its d2string
+    (integers as integers, else Grisu2 digits in its fpconv layout), in RESP2 and RESP3."""
+    assert c.call("ZADD", "z", score, "m") == b":1\r\n"
+    assert c.call("ZSCORE", "z", "m") == b"$%d\r\n%s\r\n" % (len(text), text)
+    c3 = raw()
+    assert c3.call("HELLO", "3").startswith(b"%")
+    assert c3.call("ZSCORE", "z", "m") == b",%s\r\n" % text
