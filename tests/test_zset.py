@@ -444,3 +444,19 @@ def test_score_text_as_redis_prints_doubles(c, raw, score, text):
     c3 = raw()
     assert c3.call("HELLO", "3").startswith(b"%")
     assert c3.call("ZSCORE", "z", "m") == b",%s\r\n" % text
+
+
+@ENC
+def test_zscan_score_text_by_encoding(r, c, enc):
+    """Redis's ZSCAN gives a listpack's scores as the listpack holds them (the double
+    reply text) and a skiplist's with %.17g."""
+    pad = fill(r, "z", enc, {"a": 0.1, "b": 123456789012345678, "c": 1e-5, "d": 5e22})
+    reply = c.call("ZSCAN", "z", "0", "COUNT", "1000", "MATCH", "[abcd]")
+    if enc == "listpack":
+        texts = [b"0.00001", b"0.1", b"123456789012345680", b"49999999999999996000000"]
+    else:
+        texts = [b"1.0000000000000001e-05", b"0.10000000000000001", b"1.2345678901234568e+17",
+                 b"4.9999999999999996e+22"]
+    for t in texts:
+        assert b"\r\n$%d\r\n%s\r\n" % (len(t), t) in reply
+    assert pad in (0, 130)

@@ -291,9 +291,49 @@ pub fn format_f64_reply(v: f64) -> String {
     out
 }
 
+/// `v` as C's `printf("%.17g")` prints it: 17 significant digits with the
+/// trailing zeros dropped, in exponent form (two exponent digits at least)
+/// below 1e-4 or from 1e17 on. Redis's ZSCAN gives a skiplist's scores so.
+pub fn format_f64_printf17(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let sci = format!("{v:.16e}");
+    let (mant, exp) = sci.split_once('e').expect("an exponent");
+    let exp: i32 = exp.parse().expect("a decimal exponent");
+    let trim = |t: &str| t.trim_end_matches('0').trim_end_matches('.').to_string();
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim(mant), exp.abs());
+    }
+    trim(&format!("{v:.*}", (16 - exp) as usize))
+}
+
 #[cfg(test)]
 mod tests {
     use super::format_f64_reply as f;
+
+    #[test]
+    fn printf17() {
+        use super::format_f64_printf17 as g;
+        assert_eq!(g(0.1), "0.10000000000000001");
+        assert_eq!(g(2.5), "2.5");
+        assert_eq!(g(3.0), "3");
+        assert_eq!(g(1e15), "1000000000000000");
+        assert_eq!(g(1e17), "1e+17");
+        assert_eq!(g(1e-5), "1.0000000000000001e-05");
+        assert_eq!(g(-1.5e-300), "-1.5000000000000001e-300");
+        assert_eq!(g(5e22), "4.9999999999999996e+22");
+        assert_eq!(g(123456789012345678.0), "1.2345678901234568e+17");
+        assert_eq!(g(0.0001), "0.0001");
+        assert_eq!(g(-0.0), "-0");
+    }
 
     #[test]
     fn integers_and_specials() {

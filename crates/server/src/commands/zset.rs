@@ -931,6 +931,12 @@ pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
     let ScanOpts { count, pattern, .. } = parse_scan_opts(args, 3, ScanExtra::Nothing)?;
     let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+    // Redis hands out a listpack's scores as the listpack holds them (its
+    // double reply text) but formats a skiplist's with %.17g.
+    let text = match z {
+        Some(z) if z.encoding_name() != "listpack" => resp::dtoa::format_f64_printf17,
+        _ => resp::dtoa::format_f64_reply,
+    };
     let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
     let next = match z {
         Some(z) => z.scan(cursor, count, |m, s| {
@@ -945,7 +951,7 @@ pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     out.array(found.len() * 2);
     for (m, s) in &found {
         out.bulk(m);
-        out.bulk(resp::num::format_f64_g17(*s).as_bytes());
+        out.bulk(text(*s).as_bytes());
     }
     Ok(())
 }
