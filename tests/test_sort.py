@@ -198,3 +198,14 @@ def test_numeric_weights_as_redis_reads_them(c):
     c.call("SET", "w_b", "\t1")
     assert c.call("SORT", "ids", "BY", "w_*") == (
         b"-ERR One or more scores can't be converted into double\r\n")
+
+
+@pytest.mark.parametrize("cmd", ["SORT", "SORT_RO"])
+def test_sorting_a_sorted_set_makes_it_a_skiplist(r, c, cmd):
+    """Found by scripts/difftest.py: Redis converts a sorted set it sorts to its skiplist
+    encoding for good, which shows in OBJECT ENCODING and in ZSCAN's score text."""
+    r.zadd("z", {"-3": 0.1})
+    assert r.object("encoding", "z") == b"listpack"
+    assert c.call(cmd, "z", "ALPHA") == b"*1\r\n$2\r\n-3\r\n"
+    assert r.object("encoding", "z") == b"skiplist"
+    assert c.call("ZSCAN", "z", "0") == b"*2\r\n$1\r\n0\r\n*2\r\n$2\r\n-3\r\n$19\r\n0.10000000000000001\r\n"

@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 
 use storage::types::list::{End, List};
 use storage::types::hash::Hash;
+use storage::types::zset::ZSet;
 use storage::{Ttl, Value, ValueRef};
 
 use crate::command::flags::*;
@@ -145,12 +146,20 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
 
     let now = ctx.now;
     let elems = ctx.read_with(&args[1], |v| match v {
-        ValueRef::List(l) => Some((l.iter().map(|e| e.to_vec()).collect(), Source::Ordered)),
-        ValueRef::ZSet(z) => Some((z.iter().map(|(m, _)| m.to_vec()).collect(), Source::Ordered)),
-        ValueRef::Set(s) => Some((s.iter().map(|e| e.to_vec()).collect(), Source::Set)),
+        ValueRef::List(l) => Some((l.iter().map(|e| e.to_vec()).collect(), Source::Ordered, false)),
+        ValueRef::ZSet(z) => Some((z.iter().map(|(m, _)| m.to_vec()).collect(), Source::Ordered, true)),
+        ValueRef::Set(s) => Some((s.iter().map(|e| e.to_vec()).collect(), Source::Set, false)),
         _ => None,
     })?;
-    let (elems, source): (Vec<Vec<u8>>, _) = elems.unwrap_or((Vec::new(), Source::Ordered));
+    let (elems, source, zset): (Vec<Vec<u8>>, _, _) = elems.unwrap_or((Vec::new(), Source::Ordered, false));
+    // Redis turns a sorted set it sorts into a skiplist for good (OBJECT
+    // ENCODING and ZSCAN's score text show it), even for SORT_RO; it is no
+    // write: nothing is signalled.
+    if zset {
+        if let Some(mut w) = ctx.write::<ZSet>(&args[1], notify::ZSET)? {
+            w.get().to_skiplist();
+        }
+    }
     // A set has no order of its own: stored or seen by a script, it is
     // sorted alphabetically so that replicas and replays agree (Redis).
     if dontsort && source == Source::Set && (store.is_some() || ctx.client.in_script) {
