@@ -213,6 +213,7 @@ class Mode:
     SCAN = "scan"  # a whole SCAN-family iteration, compared as a set
     LEX = "lex"  # a lex range: sent only when every score in the sorted set is equal
     XINFO = "xinfo"  # XINFO STREAM without the fields later Redis versions added
+    ALPHA = "alpha"  # SORT ALPHA: strings equal up to a NUL byte tie, in no set order
 
 
 # Fields of XINFO STREAM from Redis 8.6 (IDMP), past the reference snapshot.
@@ -235,6 +236,9 @@ def _shape(n: Node, mode: str):
     if mode == Mode.PAIRS:
         v = n.value
         return (n.kind, sorted(zip((c.raw for c in v[0::2]), (c.raw for c in v[1::2]))))
+    if mode == Mode.ALPHA:  # strcoll sees C strings
+        return (n.kind, [c.value.split(b"\0")[0] if c.kind == "$" and c.value else c.raw
+                         for c in n.value])
     if mode == Mode.XINFO:
         v = n.value
         return (n.kind, [(k.raw, x.raw) for k, x in zip(v[0::2], v[1::2])
@@ -842,7 +846,8 @@ def sort_mode(extra: list[str]) -> str:
     loose = (by == "NOSORT" and "STORE" not in words) or (
         by not in (None, "NOSORT") and "ALPHA" in words)
     if not loose:
-        return Mode.EXACT
+        # Without STORE, ALPHA compares with strcoll, which stops at a NUL byte.
+        return Mode.ALPHA if "ALPHA" in words and "STORE" not in words else Mode.EXACT
     while "STORE" in words:  # an arbitrary order stored would spread to later reads
         i = words.index("STORE")
         del extra[i:i + 2], words[i:i + 2]
