@@ -168,7 +168,9 @@ class Server:
         return {2: Conn(self.port, 2), 3: Conn(self.port, 3)}
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
+        """Stops the server; its directory stays only when it had died (for its log)."""
+        died = self.proc.poll() is not None
+        if not died:
             self.proc.terminate()
             try:
                 self.proc.wait(5)
@@ -176,6 +178,10 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        if died:
+            print(f"{self.name} exited early; its log: {self.dir}/server.log", file=sys.stderr)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Pair:
