@@ -286,6 +286,7 @@ def same(a: Node, b: Node, mode: str) -> bool:
 class Cmd:
     args: list[bytes]
     mode: str = Mode.EXACT
+    other: bool = False  # sent on the step's other connection (another client)
 
 
 @dataclass
@@ -892,8 +893,13 @@ def gen_transaction(g: Gen, families: list[str]) -> Step:
     if g.chance(.3):
         w = g.key()
         pre.append(cmd("WATCH", w))
-        if g.chance(.5):
-            pre.append(cmd("SET", w, "touched"))
+        if g.chance(.5):  # touched by this client or another, before MULTI or while queued
+            touch = cmd(g.pick(["SET", "APPEND"]), w, "touched")
+            touch.other = g.chance(.5)
+            if g.chance(.5):
+                pre.append(touch)
+            else:
+                inner.insert(g.r.randrange(len(inner) + 1), Cmd(touch.args, other=True))
     end = cmd(g.pick(["EXEC", "EXEC", "EXEC", "DISCARD"]))
     post = [cmd("UNWATCH")] if pre else []
     if g.chance(.05):  # EXEC or DISCARD with no MULTI
@@ -989,7 +995,8 @@ def run_step(pair: Pair, s: Step) -> list[tuple[Node, Node]]:
         if c.mode == Mode.LEX and not lex_defined(pair.conns[1][2], c):
             out.append((SKIPPED, SKIPPED))  # not sent at all: it may write
             continue
-        out.append(tuple(call(conns[s.proto], c) for conns in pair.conns))
+        proto = 5 - s.proto if c.other else s.proto  # RESP2 <-> RESP3
+        out.append(tuple(call(conns[proto], c) for conns in pair.conns))
     return out
 
 
@@ -1045,7 +1052,7 @@ def show(args: list[bytes]) -> str:
 
 
 def show_step(s: Step) -> str:
-    cmds = "; ".join(show(c.args) for c in s.cmds)
+    cmds = "; ".join(("(other client) " if c.other else "") + show(c.args) for c in s.cmds)
     return f"    [#{s.index} RESP{s.proto}] {cmds}"
 
 
