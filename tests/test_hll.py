@@ -131,3 +131,23 @@ def test_redis_written_hll_is_readable(r, real_redis):
     r.set("w", real_redis.get("w"))
     assert r.pfcount("w") == real_redis.pfcount("w")
     assert r.pfadd("w", "w1") == 0
+
+
+def test_sparse_run_past_the_last_register(c):
+    """Found by scripts/difftest.py: Redis's merge (PFMERGE, PFCOUNT of several keys) and
+    its dense conversion stop walking a sparse HLL at a value run past the last register,
+    so registers all covered before it make the HLL whole; its one-key PFCOUNT counts on
+    and finds it corrupt."""
+    header = b"HYLL\x01\x00\x00\x00" + b"\x00" * 7 + b"\x80"  # sparse, cached count stale
+    hll = header + b"\x7f\xff" + b"\x80\x84"  # every register zero, then runs past the end
+    assert c.call("SET", "h", hll) == b"+OK\r\n"
+    assert c.call("PFCOUNT", "h") == b"-INVALIDOBJ Corrupted HLL object detected\r\n"
+    assert c.call("PFMERGE", "d", "h") == b"+OK\r\n"
+    assert c.call("PFCOUNT", "d") == b":0\r\n"
+    assert c.call("PFCOUNT", "h", "d") == b":0\r\n"
+    assert c.call("PFMERGE", "h") == b"+OK\r\n"
+    # Stopped short of the last register, it is corrupt to every command.
+    short = header + b"\x7f\xfd" + b"\x84\x87"  # 16382 zero, one 2, then four 2s
+    assert c.call("SET", "s", short) == b"+OK\r\n"
+    assert c.call("PFMERGE", "d", "s") == b"-INVALIDOBJ Corrupted HLL object detected\r\n"
+    assert c.call("PFCOUNT", "s", "d") == b"-INVALIDOBJ Corrupted HLL object detected\r\n"

@@ -221,3 +221,28 @@ def test_memory_usage_and_copy(r):
     assert r.copy("l{t}", "c{t}")
     assert r.lrange("c{t}", 0, -1) == r.lrange("l{t}", 0, -1)
     assert list(r.scan_iter(_type="list")) != []
+
+
+def test_lindex_lset_look_the_key_up_first(c):
+    """Found by scripts/difftest.py: LINDEX and LSET check the key before the index (the
+    other list commands parse their numbers first)."""
+    assert c.call("LINDEX", "missing", " 1") == b"$-1\r\n"
+    assert c.call("LSET", "missing", "abc", "x") == b"-ERR no such key\r\n"
+    c.call("SET", "s", "v")
+    wrongtype = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    assert c.call("LINDEX", "s", "01") == wrongtype
+    assert c.call("LSET", "s", "01", "x") == wrongtype
+    c.call("RPUSH", "l", "a", "b")
+    assert c.call("LINDEX", "l", "01") == b"-ERR value is not an integer or out of range\r\n"
+    assert c.call("LSET", "l", "01", "x") == b"-ERR value is not an integer or out of range\r\n"
+
+
+@pytest.mark.parametrize("kind", ["listpack", "quicklist"])
+def test_lset_index_keeps_low_32_bits(r, c, kind):
+    """Redis passes LSET's index on as a C int: 9223372036854775807 is -1 (the last
+    element) and 4294967296 is 0."""
+    make(r, "l", kind, ["a", "b", "c"])
+    assert c.call("LSET", "l", "9223372036854775807", "last") == b"+OK\r\n"
+    assert c.call("LSET", "l", "4294967296", "first") == b"+OK\r\n"
+    assert r.lrange("l", 0, -1) == [b"first", b"b", b"last"]
+    assert c.call("LSET", "l", "2147483648", "x") == b"-ERR index out of range\r\n"

@@ -441,3 +441,8 @@ def test_getkeys(c):
     info = c.call("COMMAND", "INFO", "SINTERCARD")
     assert info.startswith(b"*1\r\n*10\r\n$10\r\nsintercard\r\n:-3\r\n*2\r\n+readonly\r\n+movablekeys\r\n"
                            b":0\r\n:0\r\n:0\r\n")
+
+
+def test_srandmember_count_range_text(c):
+    assert c.call("SRANDMEMBER", "s", "-9223372036854775808") == (
+        b"-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n")

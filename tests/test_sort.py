@@ -178,3 +178,34 @@ def test_constant_by_sorts_a_set_for_scripts(r):
     # Lists keep their own order.
     r.rpush("l", "b", "a", "c")
     assert r.eval("return redis.call('sort', KEYS[1], 'by', '_')", 1, "l") == [b"b", b"a", b"c"]
+
+
+def test_numeric_weights_as_redis_reads_them(c):
+    """Found by scripts/difftest.py: Redis reads SORT's numbers with fast_float over a C
+    string, so a value counts up to its first NUL byte (nothing before it is 0),
+    leading spaces are refused and an overflowing exponent is infinity."""
+    c.call("RPUSH", "l", "3", "\x00x", "1\x00z", "")
+    assert c.call("SORT", "l") == b"*4\r\n$0\r\n\r\n$2\r\n\x00x\r\n$3\r\n1\x00z\r\n$1\r\n3\r\n"
+    c.call("RPUSH", "big", "1e400", "-1e400", "5")
+    assert c.call("SORT", "big") == b"*3\r\n$6\r\n-1e400\r\n$1\r\n5\r\n$5\r\n1e400\r\n"
+    c.call("RPUSH", "sp", " 1")
+    assert c.call("SORT", "sp") == b"-ERR One or more scores can't be converted into double\r\n"
+    # The same for what BY names.
+    c.call("RPUSH", "ids", "a", "b")
+    c.call("SET", "w_a", "2\x00junk")
+    c.call("SET", "w_b", "\x00")
+    assert c.call("SORT", "ids", "BY", "w_*") == b"*2\r\n$1\r\nb\r\n$1\r\na\r\n"
+    c.call("SET", "w_b", "\t1")
+    assert c.call("SORT", "ids", "BY", "w_*") == (
+        b"-ERR One or more scores can't be converted into double\r\n")
+
+
+@pytest.mark.parametrize("cmd", ["SORT", "SORT_RO"])
+def test_sorting_a_sorted_set_makes_it_a_skiplist(r, c, cmd):
+    """Found by scripts/difftest.py: Redis converts a sorted set it sorts to its skiplist
+    encoding for good, which shows in OBJECT ENCODING and in ZSCAN's score text."""
+    r.zadd("z", {"-3": 0.1})
+    assert r.object("encoding", "z") == b"listpack"
+    assert c.call(cmd, "z", "ALPHA") == b"*1\r\n$2\r\n-3\r\n"
+    assert r.object("encoding", "z") == b"skiplist"
+    assert c.call("ZSCAN", "z", "0") == b"*2\r\n$1\r\n0\r\n*2\r\n$2\r\n-3\r\n$19\r\n0.10000000000000001\r\n"

@@ -359,3 +359,104 @@ def test_set_operations_take_plain_sets_with_score_one(r):
     r.set("str", "x")
     with pytest.raises(redis.ResponseError, match="^WRONGTYPE"):
         r.zunionstore("u", ["s", "str"])
+
+
+# ---- found by scripts/difftest.py: Redis's order of checks and its error texts ----
+
+
+def test_setop_key_types_checked_before_options(c):
+    """ZUNION/ZINTER/ZDIFF(STORE) and ZINTERCARD look their keys up before parsing the
+    options, so a wrong-type key beats a bad WEIGHTS, AGGREGATE or LIMIT."""
+    wrongtype = b"-" + WRONGTYPE.encode() + b"\r\n"
+    assert c.call("RPUSH", "l", "a") == b":1\r\n"
+    assert c.call("ZUNION", "2", "z", "l", "WEIGHTS", "0", "AGGREGATE", "MIN") == wrongtype
+    assert c.call("ZUNION", "2", "z", "l", "AGGREGATE", "AVG") == wrongtype
+    assert c.call("ZINTER", "2", "l", "z", "WEIGHTS", "nan", "1") == wrongtype
+    assert c.call("ZUNIONSTORE", "d", "2", "z", "l", "AGGREGATE", "AVG") == wrongtype
+    assert c.call("ZDIFF", "1", "l", "WITHSCORES", "WEIGHTS", "1") == wrongtype
+    assert c.call("ZINTERCARD", "2", "z", "l", "LIMIT", "-1") == wrongtype
+    # With no wrong-type key the option errors stay as they were.
+    assert c.call("ZUNION", "2", "z", "y", "WEIGHTS", "0", "AGGREGATE", "MIN") == (
+        b"-ERR weight value is not a float\r\n")
+    assert c.call("ZINTERCARD", "1", "z", "LIMIT", "-1") == b"-ERR LIMIT can't be negative\r\n"
+    # numkeys is still checked first.
+    assert c.call("ZUNION", "3", "l", "z") == b"-ERR syntax error\r\n"
+
+
+def test_zrange_option_repeats_and_limit_minus_one(c):
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    # A second REV is a syntax error, like a second BYSCORE, before any range parsing.
+    assert c.call("ZRANGE", "z", "0", "-1", "REV", "REV") == b"-ERR syntax error\r\n"
+    assert c.call("ZRANGE", "z", "1", "0", "BYSCORE", "REV", "REV") == b"-ERR syntax error\r\n"
+    assert c.call("ZRANGE", "z", "+", "[b", "BYLEX", "WITHSCORES", "REV", "REV") == (
+        b"-ERR syntax error\r\n")
+    assert c.call("ZRANGESTORE", "d", "z", "(-inf", "abc", "REV", "BYSCORE", "REV") == (
+        b"-ERR syntax error\r\n")
+    # A LIMIT count of -1 means "no LIMIT" to Redis, so a rank range takes it.
+    assert c.call("ZRANGE", "z", "0", "-1", "LIMIT", "10", "-1") == (
+        b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n")
+    assert c.call("ZRANGESTORE", "d", "z", "0", "0", "LIMIT", "100", "-1", "REV") == b":1\r\n"
+    assert c.call("ZRANGE", "z", "0", "-1", "LIMIT", "0", "1") == (
+        b"-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n")
+    assert c.call("ZRANGE", "z", "10", "", "REV", "LIMIT", "-2", "-1") == (
+        b"-ERR value is not an integer or out of range\r\n")
+
+
+def test_zpop_count_not_an_integer(c):
+    """ZPOPMIN/ZPOPMAX parse the count as a positive long: a non-integer gets the range
+    text, not the integer one."""
+    positive = b"-ERR value is out of range, must be positive\r\n"
+    for count in ("", "0x10", "+1", "abc", "-1"):
+        assert c.call("ZPOPMIN", "z", count) == positive
+        assert c.call("ZPOPMAX", "z", count) == positive
+
+
+def test_zrandmember_count_range_text(c):
+    assert c.call("ZRANDMEMBER", "z", "-9223372036854775808") == (
+        b"-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n")
+
+
+def test_score_bounds_stop_at_nul(c):
+    """Found by scripts/difftest.py: a score bound is read as a C string, so bytes from a
+    NUL on do not count."""
+    c.call("ZADD", "z", "1", "a", "2", "b", "3", "c")
+    assert c.call("ZRANGEBYSCORE", "z", "1\x00abc", "2") == b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    assert c.call("ZCOUNT", "z", "(1\x00", "+inf") == b":2\r\n"
+    assert c.call("ZCOUNT", "z", "\x001", "3") == b":3\r\n"
+    assert c.call("ZCOUNT", "z", " 1", "3") == b"-ERR min or max is not a float\r\n"
+
+
+@pytest.mark.parametrize("score,text", [
+    ("123456789012345678", b"123456789012345680"),  # integral: printed as an integer
+    ("1e17", b"100000000000000000"),
+    ("5e22", b"49999999999999996000000"),  # Grisu2's digits, not the shortest
+    ("6.500000000000001e-5", b"6.500000000000001e-5"),  # no zero padding in the exponent
+    ("0.00001", b"0.00001"),
+    ("1.5e21", b"1.5e+21"),
+    ("-1.5e-300", b"-1.5e-300"),
+    ("0.1", b"0.1"),
+])
+def test_score_text_as_redis_prints_doubles(c, raw, score, text):
+    """Found by scripts/difftest.py: Redis prints a double reply with its d2string
+    (integers as integers, else Grisu2 digits in its fpconv layout), in RESP2 and RESP3."""
+    assert c.call("ZADD", "z", score, "m") == b":1\r\n"
+    assert c.call("ZSCORE", "z", "m") == b"$%d\r\n%s\r\n" % (len(text), text)
+    c3 = raw()
+    assert c3.call("HELLO", "3").startswith(b"%")
+    assert c3.call("ZSCORE", "z", "m") == b",%s\r\n" % text
+
+
+@ENC
+def test_zscan_score_text_by_encoding(r, c, enc):
+    """Redis's ZSCAN gives a listpack's scores as the listpack holds them (the double
+    reply text) and a skiplist's with %.17g."""
+    pad = fill(r, "z", enc, {"a": 0.1, "b": 123456789012345678, "c": 1e-5, "d": 5e22})
+    reply = c.call("ZSCAN", "z", "0", "COUNT", "1000", "MATCH", "[abcd]")
+    if enc == "listpack":
+        texts = [b"0.00001", b"0.1", b"123456789012345680", b"49999999999999996000000"]
+    else:
+        texts = [b"1.0000000000000001e-05", b"0.10000000000000001", b"1.2345678901234568e+17",
+                 b"4.9999999999999996e+22"]
+    for t in texts:
+        assert b"\r\n$%d\r\n%s\r\n" % (len(t), t) in reply
+    assert pad in (0, 130)

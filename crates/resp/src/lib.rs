@@ -5,6 +5,7 @@
 //! clients from one set of calls, so command code never looks at the protocol
 //! version. This crate knows nothing of commands, keys or sockets.
 
+pub mod dtoa;
 pub mod num;
 pub mod parse;
 pub mod spare;

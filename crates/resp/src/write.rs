@@ -5,7 +5,7 @@
 //! see maps and sets as flat arrays, doubles as bulk strings, booleans as
 //! integers, and `null` as `$-1` (or `*-1` for `null_array`).
 
-use crate::num;
+use crate::{dtoa, num};
 
 /// An output buffer that knows the client's protocol version.
 #[derive(Debug, Default)]
@@ -145,9 +145,10 @@ impl Reply {
         self.header(if self.resp3 { b'>' } else { b'*' }, n as i64);
     }
 
-    /// A double: `,v` in RESP3, a bulk string in RESP2 (`%.17g` form).
+    /// A double: `,v` in RESP3, a bulk string in RESP2, printed as Redis's
+    /// replies print it (`dtoa`).
     pub fn double(&mut self, v: f64) {
-        let s = num::format_f64_g17(v);
+        let s = dtoa::format_f64_reply(v);
         if self.resp3 {
             self.buf.push(b',');
             self.buf.extend_from_slice(s.as_bytes());

@@ -75,6 +75,38 @@ pub fn arg_f64(a: &[u8]) -> Result<f64, CmdError> {
     resp::num::parse_f64(a).ok_or(CmdError::NotFloat)
 }
 
+/// An integer in `min..=i64::MAX`; `msg` (or Redis's range text) otherwise,
+/// also for a non-integer when `msg` is given (Redis's getRangeLong...).
+pub fn arg_range(a: &[u8], min: i64, msg: Option<&str>) -> Result<i64, CmdError> {
+    let err = |m: Option<&str>| match m {
+        Some(m) => CmdError::err(m),
+        None => CmdError::err(format!(
+            "value is out of range, value must between {min} and {}",
+            i64::MAX
+        )),
+    };
+    let v = match resp::num::parse_i64(a) {
+        Some(v) => v,
+        None if msg.is_some() => return Err(err(msg)),
+        None => return Err(CmdError::NotInt),
+    };
+    if v < min {
+        return Err(err(msg));
+    }
+    Ok(v)
+}
+
+/// A double as Redis reads a score bound or a SORT weight (fast_float over a
+/// C string): only the bytes before a NUL count, and nothing before them is 0;
+/// no spaces, no hexadecimal, no NaN; out-of-range values become infinite.
+pub fn parse_c_double(a: &[u8]) -> Option<f64> {
+    let s = a.split(|&c| c == 0).next().unwrap_or_default();
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    resp::num::parse_f64(s)
+}
+
 /// Case-insensitive comparison of an argument with an ASCII word.
 pub fn is(a: &[u8], word: &str) -> bool {
     a.eq_ignore_ascii_case(word.as_bytes())

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use resp::Reply;
 use storage::{Db, Value};
 
-pub use crate::args::{arg_f64, arg_i64, is, CmdError, CmdResult};
+pub use crate::args::{arg_f64, arg_i64, arg_range, is, parse_c_double, CmdError, CmdResult};
 use crate::blocking::{BlockRequest, ReadyFn};
 use crate::client::Client;
 pub use crate::keyspec::{keys, kf, range_spec, Begin, Find, KeyFlags, KeySpec, Keys, KeysFn, NO_KEYS};

@@ -26,7 +26,7 @@ use storage::StrRef;
 
 use crate::command::flags::*;
 use crate::commands::string::with_bytes;
-use crate::command::{arg_i64, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
+use crate::command::{arg_i64, arg_range, is, keys, kf, range_spec, spec, CmdError, CmdResult, Ctx, Spec};
 use crate::commands::subexpire::{self, expire_generic, name_of, parse_deadline, persist_generic, propagate_dels, ttl_generic, NUMFIELDS_POSITIVE};
 
 /// A HRANDFIELD with a huge negative count stops (and the client is closed)
@@ -382,10 +382,7 @@ pub fn hrandfield(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let mut count = None;
     let mut withvalues = false;
     if args.len() >= 3 {
-        let l = arg_i64(&args[2])?;
-        if l == i64::MIN {
-            return Err(CmdError::err("value is out of range"));
-        }
+        let l = arg_range(&args[2], -i64::MAX, None)?;
         if args.len() > 4 || (args.len() == 4 && !is(&args[3], "withvalues")) {
             return Err(CmdError::Syntax);
         }

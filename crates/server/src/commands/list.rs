@@ -1,8 +1,9 @@
 //! The LIST command family: LPUSH ... LMPOP.
 //!
 //! Handlers parse every argument before touching the keyspace (Redis's
-//! order: numbers and keywords first, then the key's type), so an error is
-//! always the only reply. Storage (`storage::types::list::List`) picks the
+//! order: numbers and keywords first, then the key's type; LINDEX and LSET
+//! look the key up first, as Redis does), so an error is always the only
+//! reply. Storage (`storage::types::list::List`) picks the
 //! encoding; the handlers pass it `list-max-listpack-size` and never look at
 //! the shape. Keys are reached through `crate::access`: a write guard deletes
 //! a list that became empty and raises the write's events.
@@ -19,7 +20,7 @@ use storage::{StrRef, ValueRef};
 use crate::command::flags::*;
 use crate::args::parse_timeout_secs;
 use crate::command::{block_or_null, NullKind};
-use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+use crate::command::{arg_i64, arg_range, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -99,27 +100,6 @@ fn arg_end(a: &[u8]) -> Result<End, CmdError> {
     } else {
         Err(CmdError::Syntax)
     }
-}
-
-/// An integer in `min..=i64::MAX`; `msg` (or Redis's range text) otherwise,
-/// also for a non-integer when `msg` is given (Redis's getRangeLong...).
-fn arg_range(a: &[u8], min: i64, msg: Option<&str>) -> Result<i64, CmdError> {
-    let err = |m: Option<&str>| match m {
-        Some(m) => CmdError::err(m),
-        None => CmdError::err(format!(
-            "value is out of range, value must between {min} and {}",
-            i64::MAX
-        )),
-    };
-    let v = match resp::num::parse_i64(a) {
-        Some(v) => v,
-        None if msg.is_some() => return Err(err(msg)),
-        None => return Err(CmdError::NotInt),
-    };
-    if v < min {
-        return Err(err(msg));
-    }
-    Ok(v)
 }
 
 /// Pushes the elements at `end` of the list at `args[1]`, creating it
@@ -273,9 +253,15 @@ pub fn lrange(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// LINDEX key index
 pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let index = arg_i64(&args[2])?;
+    // Unlike most list commands, Redis looks the key up before the index:
+    // a missing key is a null and a wrong type WRONGTYPE whatever the index.
     let (l, out) = ctx.read_out::<List>(&args[1])?;
-    match l.and_then(|l| l.get(index)) {
+    let Some(l) = l else {
+        out.null();
+        return Ok(());
+    };
+    let index = arg_i64(&args[2])?;
+    match l.get(index) {
         Some(v) => bulk(out, v.get()),
         None => out.null(),
     }
@@ -284,9 +270,12 @@ pub fn lindex(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// LSET key index element
 pub fn lset(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let index = arg_i64(&args[2])?;
     let cfg = ctx.srv.config.list;
+    // The key first (no such key, WRONGTYPE), then the index, as in Redis.
     let mut w = ctx.write::<List>(&args[1], notify::LIST)?.ok_or(CmdError::NoSuchKey)?;
+    // Redis hands the index on as a C int, keeping its low 32 bits: LSET at
+    // 9223372036854775807 (0x7fff_ffff_ffff_ffff, so -1) sets the last element.
+    let index = i64::from(arg_i64(&args[2])? as i32);
     let (l, out) = w.parts();
     let i = l
         .resolve(index)

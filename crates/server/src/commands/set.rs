@@ -22,7 +22,7 @@ use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::commands::subexpire;
 use storage::types::hash::ExpireCond;
 use crate::command::flags::*;
-use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
+use crate::command::{arg_i64, arg_range, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeySpec, Spec, NO_KEYS};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -338,11 +338,7 @@ pub fn srandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let count = match args.get(2) {
         None => None,
         Some(a) => {
-            let l = arg_i64(a)?;
-            if l == i64::MIN {
-                return Err(CmdError::err(format!("value is out of range, value must between {} and {}", -i64::MAX, i64::MAX)));
-            }
-            Some(l)
+            Some(arg_range(a, -i64::MAX, None)?)
         }
     };
     let mut state = ctx.srv.rng;

@@ -17,10 +17,11 @@ use std::cmp::Ordering;
 
 use storage::types::list::{End, List};
 use storage::types::hash::Hash;
+use storage::types::zset::ZSet;
 use storage::{Ttl, Value, ValueRef};
 
 use crate::command::flags::*;
-use crate::command::{arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
+use crate::command::{arg_i64, is, keys, parse_c_double, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec};
 
 /// The rows of this family.
 pub fn table() -> Vec<Spec> {
@@ -145,12 +146,20 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
 
     let now = ctx.now;
     let elems = ctx.read_with(&args[1], |v| match v {
-        ValueRef::List(l) => Some((l.iter().map(|e| e.to_vec()).collect(), Source::Ordered)),
-        ValueRef::ZSet(z) => Some((z.iter().map(|(m, _)| m.to_vec()).collect(), Source::Ordered)),
-        ValueRef::Set(s) => Some((s.iter().map(|e| e.to_vec()).collect(), Source::Set)),
+        ValueRef::List(l) => Some((l.iter().map(|e| e.to_vec()).collect(), Source::Ordered, false)),
+        ValueRef::ZSet(z) => Some((z.iter().map(|(m, _)| m.to_vec()).collect(), Source::Ordered, true)),
+        ValueRef::Set(s) => Some((s.iter().map(|e| e.to_vec()).collect(), Source::Set, false)),
         _ => None,
     })?;
-    let (elems, source): (Vec<Vec<u8>>, _) = elems.unwrap_or((Vec::new(), Source::Ordered));
+    let (elems, source, zset): (Vec<Vec<u8>>, _, _) = elems.unwrap_or((Vec::new(), Source::Ordered, false));
+    // Redis turns a sorted set it sorts into a skiplist for good (OBJECT
+    // ENCODING and ZSCAN's score text show it), even for SORT_RO; it is no
+    // write: nothing is signalled.
+    if zset {
+        if let Some(mut w) = ctx.write::<ZSet>(&args[1], notify::ZSET)? {
+            w.get().to_skiplist();
+        }
+    }
     // A set has no order of its own: stored or seen by a script, it is
     // sorted alphabetically so that replicas and replays agree (Redis).
     if dontsort && source == Source::Set && (store.is_some() || ctx.client.in_script) {
@@ -249,18 +258,10 @@ fn sort_generic(ctx: &mut Ctx, args: &[Vec<u8>], readonly: bool) -> CmdResult {
     Ok(())
 }
 
-/// A numeric weight as Redis's SORT reads it: the whole string must be a
-/// float (an empty one is 0); NaN and out-of-range values are errors.
+/// A numeric weight as Redis's SORT reads it (an element, or what BY names):
+/// a score as `parse_c_double` reads one; NaN is an error.
 fn sort_score(b: &[u8]) -> Option<Weight> {
-    let t = std::str::from_utf8(b).ok()?.trim_start_matches(|c: char| c.is_ascii_whitespace());
-    if t.is_empty() {
-        return (b.is_empty()).then_some(Weight::Num(0.0));
-    }
-    let v: f64 = t.parse().ok()?;
-    if v.is_nan() || (v.is_infinite() && !t.to_ascii_lowercase().contains("inf")) {
-        return None;
-    }
-    Some(Weight::Num(v))
+    parse_c_double(b).map(Weight::Num)
 }
 
 /// The value a GET/BY pattern names for element `subst`: `#` is the element

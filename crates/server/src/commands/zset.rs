@@ -29,7 +29,7 @@ use crate::commands::members::Members;
 use crate::commands::subexpire;
 use crate::commands::keys::{parse_cursor, parse_scan_opts, ScanExtra, ScanOpts};
 use crate::command::flags::*;
-use crate::command::{arg_f64, arg_i64, is, keys, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
+use crate::command::{arg_f64, arg_i64, arg_range, is, keys, parse_c_double, kf, range_spec, spec, Begin, CmdError, CmdResult, Ctx, Find, KeyFlags, KeySpec, Spec, NO_KEYS};
 use crate::args::parse_timeout_secs;
 use crate::access::Write;
 use crate::command::{block_or_null, NullKind};
@@ -174,8 +174,7 @@ impl ScoreRange {
                 Some(b'(') => (true, &a[1..]),
                 _ => (false, a),
             };
-            let v = if t.is_empty() { 0.0 } else { resp::num::parse_f64(t)? };
-            Some((v, ex))
+            Some((parse_c_double(t)?, ex))
         };
         let err = || CmdError::err("min or max is not a float");
         let (min, minex) = bound(min).ok_or_else(err)?;
@@ -306,7 +305,6 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
     let key = &args[at];
     let mut withscores = false;
     let (mut offset, mut limit) = (0i64, -1i64);
-    let mut has_limit = false;
     let mut reverse = rev;
     let mut j = at + 3;
     while j < args.len() {
@@ -317,9 +315,9 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
         } else if is(a, "limit") && left >= 2 {
             offset = arg_i64(&args[j + 1])?;
             limit = arg_i64(&args[j + 2])?;
-            has_limit = true;
             j += 2;
-        } else if rev.is_none() && is(a, "rev") {
+        } else if reverse.is_none() && is(a, "rev") {
+            // A second REV is a syntax error, as a second BYSCORE is.
             reverse = Some(true);
         } else if kind == Kind::Auto && is(a, "bylex") {
             kind = Kind::Lex;
@@ -334,7 +332,8 @@ fn range_generic(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, dst: Option<&[u8]>,
     if kind == Kind::Auto {
         kind = Kind::Rank;
     }
-    if has_limit && kind == Kind::Rank {
+    // Redis takes a count of -1 for "no LIMIT given", so `LIMIT 5 -1` passes by rank.
+    if limit != -1 && kind == Kind::Rank {
         return Err(CmdError::err("syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"));
     }
     if withscores && kind == Kind::Lex {
@@ -735,14 +734,9 @@ fn zpop_cmd(ctx: &mut Ctx, args: &[Vec<u8>], max: bool) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
+    // Redis's positive-long parse: a non-integer gets the range text too.
     let count = match args.get(2) {
-        Some(a) => {
-            let c = arg_i64(a)?;
-            if c < 0 {
-                return Err(CmdError::err("value is out of range, must be positive"));
-            }
-            Some(c as usize)
-        }
+        Some(a) => Some(arg_range(a, 0, Some("value is out of range, must be positive"))? as usize),
         None => None,
     };
     let Some(mut w) = ctx.write::<ZSet>(&args[1], notify::ZSET)? else {
@@ -893,10 +887,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
         out.bulk(m);
         return Ok(());
     };
-    let l = arg_i64(c)?;
-    if l == i64::MIN {
-        return Err(CmdError::err("value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
-    }
+    let l = arg_range(c, -i64::MAX, None)?;
     let withscores = match args.get(3) {
         _ if args.len() > 4 => return Err(CmdError::Syntax),
         Some(a) if is(a, "withscores") => {
@@ -940,6 +931,12 @@ pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     let cursor = parse_cursor(&args[2]).ok_or_else(|| CmdError::err("invalid cursor"))?;
     let ScanOpts { count, pattern, .. } = parse_scan_opts(args, 3, ScanExtra::Nothing)?;
     let (z, out) = ctx.read_out::<ZSet>(&args[1])?;
+    // Redis hands out a listpack's scores as the listpack holds them (its
+    // double reply text) but formats a skiplist's with %.17g.
+    let text = match z {
+        Some(z) if z.encoding_name() != "listpack" => resp::dtoa::format_f64_printf17,
+        _ => resp::dtoa::format_f64_reply,
+    };
     let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
     let next = match z {
         Some(z) => z.scan(cursor, count, |m, s| {
@@ -954,7 +951,7 @@ pub fn zscan(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     out.array(found.len() * 2);
     for (m, s) in &found {
         out.bulk(m);
-        out.bulk(resp::num::format_f64_g17(*s).as_bytes());
+        out.bulk(text(*s).as_bytes());
     }
     Ok(())
 }
@@ -1002,17 +999,15 @@ fn aggregate(a: Aggregate, acc: &mut f64, v: f64) {
 }
 
 /// Parsed ZUNION/ZINTER/ZDIFF(STORE)/ZINTERCARD arguments.
-struct SetOpArgs<'a> {
-    keys: &'a [Vec<u8>],
+struct SetOpArgs {
     weights: Vec<f64>,
     agg: Aggregate,
     withscores: bool,
     limit: usize,
 }
 
-/// Parses from the numkeys argument at `at`; `store` and `card` select
-/// which options exist, as in Redis.
-fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<SetOpArgs<'a>, CmdError> {
+/// The input keys counted by the numkeys argument at `at`.
+fn setop_keys(args: &[Vec<u8>], at: usize) -> Result<&[Vec<u8>], CmdError> {
     let n = arg_i64(&args[at])?;
     if n < 1 {
         let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
@@ -1022,8 +1017,14 @@ fn parse_setop<'a>(args: &'a [Vec<u8>], at: usize, op: SetOp, store: bool, card:
     if n > args.len() - at - 1 {
         return Err(CmdError::Syntax);
     }
-    let keys = &args[at + 1..at + 1 + n];
-    let mut p = SetOpArgs { keys, weights: vec![1.0; n], agg: Aggregate::Sum, withscores: false, limit: 0 };
+    Ok(&args[at + 1..at + 1 + n])
+}
+
+/// Parses from the numkeys argument at `at`; `store` and `card` select
+/// which options exist, as in Redis.
+fn parse_setop(args: &[Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<SetOpArgs, CmdError> {
+    let n = setop_keys(args, at)?.len();
+    let mut p = SetOpArgs { weights: vec![1.0; n], agg: Aggregate::Sum, withscores: false, limit: 0 };
     let mut j = at + 1 + n;
     while j < args.len() {
         let left = args.len() - j;
@@ -1132,9 +1133,13 @@ fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64],
     }
 }
 
+/// Members with their combined scores, as a set operation yields them.
+type Combined = Vec<(Vec<u8>, f64)>;
+
 /// Computes a set operation; the result is sorted by (score, member)
 /// unless `card` (ZINTERCARD only counts; at most `limit` members, 0: no
-/// limit).
+/// limit). The inputs (numkeys at `at`) are looked up before the options
+/// are parsed, as Redis refuses a key of the wrong type before a bad option.
 ///
 /// The inputs are read in place, never copied: a union accumulates into
 /// one hash table sized up front for the largest input; an intersection
@@ -1142,9 +1147,10 @@ fn union_into<'a>(acc: &mut Members<'a, f64>, srcs: &[Src<'a>], weights: &[f64],
 /// again, walking an input or, when it is much larger than what is left,
 /// probing it per member; a difference removes the others' members the
 /// same way.
-fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+fn compute(ctx: &mut Ctx, args: &[Vec<u8>], at: usize, op: SetOp, store: bool, card: bool) -> Result<(SetOpArgs, Combined), CmdError> {
     let mut held = Vec::new();
-    let values = ctx.read_many(p.keys, &mut held, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
+    let values = ctx.read_many(setop_keys(args, at)?, &mut held, |v| matches!(v, ValueRef::ZSet(_) | ValueRef::Set(_)))?;
+    let p = parse_setop(args, at, op, store, card)?;
     let srcs: Vec<Src> = values.into_iter().map(Src::of).collect();
     // Redis combines the inputs from the smallest to the largest (a stable
     // sort), which decides how floating-point sums round and which of 0
@@ -1157,7 +1163,7 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
     // in adds its weight.
     let count = p.agg == Aggregate::Count;
     let score = move |s: f64| if count { 1.0 } else { s };
-    let mut result: Vec<(Vec<u8>, f64)> = match op {
+    let mut result: Combined = match op {
         SetOp::Union => {
             let largest = srcs.iter().map(|s| s.len()).max().unwrap_or(0);
             let mut acc = Members::with_capacity(largest);
@@ -1229,19 +1235,17 @@ fn compute(ctx: &mut Ctx, p: &SetOpArgs, op: SetOp, card: bool) -> Result<Vec<(V
     if !card {
         result.sort_unstable_by(|a, b| cmp_entry(a.1, &a.0, b.1, &b.0));
     }
-    Ok(result)
+    Ok((p, result))
 }
 
 fn setop_reply(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
-    let p = parse_setop(args, 1, op, false, false)?;
-    let items = compute(ctx, &p, op, false)?;
+    let (p, items) = compute(ctx, args, 1, op, false, false)?;
     reply_items(ctx.out(), &items, p.withscores);
     Ok(())
 }
 
 fn setop_store(ctx: &mut Ctx, args: &[Vec<u8>], op: SetOp) -> CmdResult {
-    let p = parse_setop(args, 2, op, true, false)?;
-    let items = compute(ctx, &p, op, false)?;
+    let (_, items) = compute(ctx, args, 2, op, true, false)?;
     let event = match op {
         SetOp::Union => "zunionstore",
         SetOp::Inter => "zinterstore",
@@ -1283,8 +1287,7 @@ pub fn zdiffstore(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]
 pub fn zintercard(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
-    let p = parse_setop(args, 1, SetOp::Inter, false, true)?;
-    let n = compute(ctx, &p, SetOp::Inter, true)?.len();
+    let n = compute(ctx, args, 1, SetOp::Inter, false, true)?.1.len();
     ctx.out().int(n as i64);
     Ok(())
 }

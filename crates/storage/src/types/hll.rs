@@ -148,8 +148,12 @@ fn opcode(b: &[u8], p: usize) -> (usize, usize, u8) {
     }
 }
 
-/// Every register as a byte, for both encodings.
-fn registers(b: &[u8]) -> Result<Vec<u8>, Corrupt> {
+/// Every register as a byte, for both encodings. A sparse run of values
+/// past the last register is where Redis's merge and dense conversion stop
+/// walking (`lenient`: what follows is ignored, and the HLL is whole if the
+/// registers were all covered), while its PFCOUNT counts on and finds it
+/// corrupt.
+fn registers(b: &[u8], lenient: bool) -> Result<Vec<u8>, Corrupt> {
     let mut out = vec![0u8; REGISTERS];
     if b[4] == DENSE {
         for (i, r) in out.iter_mut().enumerate() {
@@ -162,6 +166,9 @@ fn registers(b: &[u8]) -> Result<Vec<u8>, Corrupt> {
         let (span, oplen, val) = opcode(b, p);
         if val > 0 {
             if idx + span > REGISTERS {
+                if lenient {
+                    break;
+                }
                 return Err(Corrupt);
             }
             out[idx..idx + span].fill(val);
@@ -177,7 +184,7 @@ fn registers(b: &[u8]) -> Result<Vec<u8>, Corrupt> {
 
 /// Raises each of `max`'s registers to `b`'s (PFMERGE, multi-key PFCOUNT).
 pub fn merge_into(max: &mut [u8], b: &[u8]) -> Result<(), Corrupt> {
-    for (m, r) in max.iter_mut().zip(registers(b)?) {
+    for (m, r) in max.iter_mut().zip(registers(b, true)?) {
         *m = (*m).max(r);
     }
     Ok(())
@@ -233,7 +240,7 @@ pub fn to_dense(b: &mut Vec<u8>) -> Result<(), Corrupt> {
     if b[4] == DENSE {
         return Ok(());
     }
-    let regs = registers(b)?;
+    let regs = registers(b, true)?;
     let mut d = vec![0u8; DENSE_SIZE];
     d[..HDR].copy_from_slice(&b[..HDR]);
     d[4] = DENSE;
@@ -403,7 +410,7 @@ pub fn estimate(regs: &[u8]) -> u64 {
 
 /// The cardinality of an HLL, recomputed from its registers.
 pub fn count(b: &[u8]) -> Result<u64, Corrupt> {
-    Ok(estimate(&registers(b)?))
+    Ok(estimate(&registers(b, false)?))
 }
 
 #[cfg(test)]
@@ -436,7 +443,7 @@ mod tests {
             assert_eq!(add(&mut s, e.as_bytes(), 1 << 20).unwrap(), add(&mut d, e.as_bytes(), 1 << 20).unwrap());
         }
         assert_eq!(s[4], SPARSE);
-        assert_eq!(registers(&s).unwrap(), registers(&d).unwrap());
+        assert_eq!(registers(&s, false).unwrap(), registers(&d, false).unwrap());
         let c = count(&s).unwrap();
         assert!((1960..=2040).contains(&c), "{c}");
         let mut t = s.clone();

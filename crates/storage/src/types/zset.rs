@@ -1319,6 +1319,12 @@ impl ZSet {
         }
     }
 
+    /// Takes Redis's skiplist encoding for good, whatever the size: Redis
+    /// converts a sorted set it SORTs so.
+    pub fn to_skiplist(&mut self) {
+        self.set_flag(F_SKIPLIST);
+    }
+
     /// The one place a sorted set changes shape or Redis-visible encoding:
     /// marks "skiplist" past Redis's entry threshold, and moves a small set
     /// into chunks past our own limits.
