@@ -266,16 +266,23 @@ fn layout(out: &mut String, digits: &[u8], k: i32, neg: bool) {
     out.push_str(&exp.to_string());
 }
 
+/// NaN, the infinities and the zeros, as both of Redis's forms print them.
+fn special(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("nan")
+    } else if v.is_infinite() {
+        Some(if v > 0.0 { "inf" } else { "-inf" })
+    } else if v == 0.0 {
+        Some(if v.is_sign_negative() { "-0" } else { "0" })
+    } else {
+        None
+    }
+}
+
 /// `v` as Redis's double replies print it (RESP2 bulk and RESP3 `,`).
 pub fn format_f64_reply(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    if let Some(t) = special(v) {
+        return t.into();
     }
     // Integral values within +-(2^62 - 1) print as integers.
     const LIMIT: f64 = (i64::MAX / 2) as f64;
@@ -295,14 +302,8 @@ pub fn format_f64_reply(v: f64) -> String {
 /// trailing zeros dropped, in exponent form (two exponent digits at least)
 /// below 1e-4 or from 1e17 on. Redis's ZSCAN gives a skiplist's scores so.
 pub fn format_f64_printf17(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    if let Some(t) = special(v) {
+        return t.into();
     }
     let sci = format!("{v:.16e}");
     let (mant, exp) = sci.split_once('e').expect("an exponent");
