@@ -107,20 +107,18 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
                 if matches!(out.pop_front(), Some(Value::Boolean(true))) {
                     return Ok(out);
                 }
-                Err(match out.pop_front() {
-                    Some(Value::Table(t)) => match t.raw_get::<Value>("err") {
-                        Ok(Value::String(m)) => {
-                            mlua::Error::external(Raised { msg: m.to_string_lossy(), ignore_stats: false })
-                        }
-                        _ => mlua::Error::external(super::libutil::LibError("unknown error".into())),
-                    },
-                    Some(Value::Error(e)) => *e,
-                    // A string error is a plain message, as luaL_error's.
-                    Some(v) => mlua::Error::external(super::libutil::LibError(
-                        v.to_string().unwrap_or_else(|_| "unknown error".into()),
-                    )),
-                    None => mlua::Error::external(super::libutil::LibError("unknown error".into())),
-                })
+                let e = out.pop_front().unwrap_or(Value::Nil);
+                if let Value::Error(e) = e {
+                    return Err(*e);
+                }
+                if let Value::Table(t) = &e {
+                    if let Ok(Value::String(m)) = t.raw_get::<Value>("err") {
+                        return Err(mlua::Error::external(Raised { msg: m.to_string_lossy(), ignore_stats: false }));
+                    }
+                }
+                // Anything else (a string, as luaL_error raises) is a plain message.
+                let msg = e.to_string().ok().filter(|_| !matches!(e, Value::Table(_) | Value::Nil));
+                Err(mlua::Error::external(super::libutil::LibError(msg.unwrap_or_else(|| "unknown error".into()))))
             })
         })?,
     )?;
