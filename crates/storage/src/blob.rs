@@ -246,7 +246,21 @@ fn read_deadline(b: &[u8]) -> (i64, usize) {
 }
 
 /// Writes a new blob for (key, value, deadline) into `slab`; returns its address.
+#[cfg(test)]
 pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Option<i64>) -> u64 {
+    store_over(slab, None, key, value, deadline)
+}
+
+/// `store`, in place of the blob at `old` when there is one (its
+/// keyspace bookkeeping already undone): the new blob takes `old`'s bytes
+/// when it falls in their class (`Slab::replace`), else `old` is freed.
+pub fn store_over(slab: &mut Slab, old: Option<u64>, key: KeyForm<'_>, value: Body<'_>, deadline: Option<i64>) -> u64 {
+    fn alloc(slab: &mut Slab, old: Option<u64>, len: usize) -> (u64, &mut [u8]) {
+        match old {
+            Some(a) => slab.replace(a, len),
+            None => slab.alloc(len),
+        }
+    }
     let (kind, vlen) = value_len(&value);
     let rest = deadline_len(deadline) + vlen;
     let raw_len = 1 + varint_len(key.raw.len()) + key.raw.len() + rest;
@@ -254,7 +268,7 @@ pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Optio
     let packed_len = |p: &[u8]| 1 + p.len() + rest;
     let flags = kind | if deadline.is_some() { HAS_TTL } else { 0 };
     if let Some((id, n)) = key.number.filter(|&(id, n)| id < 8 && 1 + varint_len_u64(n) + rest < TINY) {
-        let (addr, b) = slab.alloc(1 + varint_len_u64(n) + rest);
+        let (addr, b) = alloc(slab, old, 1 + varint_len_u64(n) + rest);
         b[0] = flags | KEY_PACKED | id << 3;
         let at = 1 + write_varint(&mut b[1..], n);
         write_rest(&mut b[at..], &value, vlen, deadline);
@@ -275,7 +289,7 @@ pub fn store(slab: &mut Slab, key: KeyForm<'_>, value: Body<'_>, deadline: Optio
     };
     let size = if packed.is_some() { len.max(TINY) } else { len };
     let pad = if size <= MAX_SMALL { class_size(size) - len } else { 0 };
-    let (addr, b) = slab.alloc(size);
+    let (addr, b) = alloc(slab, old, size);
     debug_assert!(pad == 0 || (b.len() >= TINY && pad <= MAX_PAD));
     b[0] = flags | (pad as u8) << 3 | if packed.is_some() { KEY_PACKED } else { 0 };
     let at = match packed {

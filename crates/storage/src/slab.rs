@@ -303,6 +303,29 @@ impl Slab {
         (addr, &mut self.pages[p].data[slot * size..(slot + 1) * size])
     }
 
+    /// `free(old)` then `alloc(len)`, except that when `len` falls in the
+    /// class of `old` (for a large blob: has its exact length) the blob's
+    /// own bytes are handed back under the same address: overwriting a
+    /// value with one of about its size then costs no free-list walk and
+    /// touches no other memory. The bytes hold what `old` held, as a
+    /// reused slot of `alloc` holds stale bytes.
+    pub fn replace(&mut self, old: u64, len: usize) -> (u64, &mut [u8]) {
+        if old & LARGE != 0 {
+            if len > MAX_SMALL && self.large[(old & !LARGE) as usize - 1].len() == len {
+                return (old, &mut self.large[(old & !LARGE) as usize - 1]);
+            }
+        } else if len <= MAX_SMALL {
+            let (p, i) = Self::small_pos(old);
+            let c = self.pages[p].class as usize;
+            if class_of(class_size(len)) == c {
+                let size = slot_size(c);
+                return (old, &mut self.pages[p].data[i * size..(i + 1) * size]);
+            }
+        }
+        self.free(old);
+        self.alloc(len)
+    }
+
     /// An empty page for class `c`, in no list: a spare, else a new one
     /// (under a released number when there is one).
     fn take_page(&mut self, c: usize) -> usize {
@@ -483,7 +506,7 @@ mod tests {
 
     impl Slab {
         /// Checks every invariant of the page bookkeeping; panics on a broken one.
-        fn check(&self) {
+        pub(crate) fn check(&self) {
             let mut held = 0;
             let mut listed = vec![false; self.pages.len()];
             for (c, cl) in self.classes.iter().enumerate() {
@@ -535,6 +558,12 @@ mod tests {
             assert_eq!(self.released.len() + held, self.pages.len());
             let used: usize = self.pages.iter().map(|p| p.live as usize * slot_size(p.class as usize)).sum();
             assert_eq!(used, self.small_used, "bytes of small blobs in use");
+        }
+
+        /// Blobs allocated and not freed, small and large.
+        pub(crate) fn live_blobs(&self) -> usize {
+            let small: usize = self.pages.iter().map(|p| p.live as usize).sum();
+            small + self.large.len() - self.large_free.len()
         }
 
         fn bookkeeping(&self) -> usize {
@@ -604,6 +633,60 @@ mod tests {
             assert!(s.bytes(a)[..len].iter().all(|&x| x == v));
         }
         s.check();
+    }
+
+    #[test]
+    fn replace_keeps_the_bytes_within_a_class_and_moves_across() {
+        let mut s = Slab::default();
+        let (a, b) = s.alloc(40);
+        b.fill(7);
+        let (other, _) = s.alloc(40);
+        let used = s.small_used;
+        // 33..=40 bytes share the 40-byte class: same address, bytes kept.
+        for len in [33, 40, 36] {
+            let (r, b) = s.replace(a, len);
+            assert_eq!((r, b.len()), (a, 40), "len {len}");
+            assert!(b.iter().all(|&x| x == 7));
+            assert_eq!(s.small_used, used);
+        }
+        // Another class: the old slot is freed, the blob moves.
+        let (moved, b) = s.replace(a, 41);
+        assert_ne!(moved, a);
+        assert_eq!(b.len(), 48);
+        assert_eq!(s.small_used, used - 40 + 48);
+        // The freed slot is the next of its class.
+        assert_eq!(s.alloc(40).0, a);
+        s.check();
+        // A tiny class holds one length only (a second blob keeps the
+        // 9-byte page from becoming the spare the 10-byte class takes).
+        let (t, _) = s.alloc(9);
+        let (t9, _) = s.alloc(9);
+        assert_eq!(s.replace(t, 9).0, t);
+        let (t2, b) = s.replace(t, 10);
+        assert_ne!(t2, t);
+        assert_eq!(b.len(), 10);
+        // A large blob is kept only at its exact length.
+        let (l, b) = s.alloc(MAX_SMALL + 100);
+        b.fill(3);
+        let large = s.large_bytes;
+        let (r, b) = s.replace(l, MAX_SMALL + 100);
+        assert_eq!(r, l);
+        assert!(b.iter().all(|&x| x == 3));
+        assert_eq!(s.large_bytes, large);
+        let (r, b) = s.replace(l, MAX_SMALL + 99);
+        assert_eq!(b.len(), MAX_SMALL + 99);
+        assert_eq!(s.large_bytes, jemalloc_size(MAX_SMALL + 99));
+        let (small, b) = s.replace(r, 20);
+        assert_eq!(b.len(), 24);
+        assert_eq!(s.large_bytes, 0);
+        s.free(small);
+        s.free(other);
+        s.free(t2);
+        s.free(t9);
+        s.free(moved);
+        s.free(a);
+        s.check();
+        assert_eq!(s.small_used, 0);
     }
 
     #[test]

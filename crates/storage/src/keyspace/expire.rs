@@ -53,9 +53,9 @@ impl Db {
             // before the old one's release could free their table.
             self.packs.retain(p);
         }
-        self.free_blob(s);
+        self.release_blob(s);
         let key = self.raw_key(&b).into_owned();
-        let addr = self.store_blob(si, &key, b.body(), deadline);
+        let addr = self.store_blob(si, &key, b.body(), deadline, Some(addr_of(s)));
         if blob::is_marked_raw(&copy) {
             blob::mark_raw(self.slab.bytes_mut(addr));
         }

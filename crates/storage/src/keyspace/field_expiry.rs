@@ -35,8 +35,10 @@ pub(super) fn inline_min(body: Body<'_>) -> Option<i64> {
 
 impl Db {
     /// Writes a blob in segment `si`, registering an inline hash's field
-    /// TTLs in the field-expiry index.
-    pub(super) fn store_blob(&mut self, si: usize, key: &[u8], body: Body<'_>, deadline: Option<i64>) -> u64 {
+    /// TTLs in the field-expiry index. `old`: the address of the blob this
+    /// one replaces, already released (`release_blob`), whose bytes it
+    /// takes when it fits their class (`blob::store_over`).
+    pub(super) fn store_blob(&mut self, si: usize, key: &[u8], body: Body<'_>, deadline: Option<i64>, old: Option<u64>) -> u64 {
         if let Some(t) = inline_min(body) {
             self.inline_ttl += 1;
             self.note_field_deadline(si, t);
@@ -55,15 +57,22 @@ impl Db {
             let mut buf = std::mem::take(&mut self.key_buf);
             debug_assert!(!key_packed || { let mut again = Vec::new(); self.prefixes.pack(key, &mut again) && again == buf });
             let packed = (number.is_none() && (key_packed || self.prefixes.pack(key, &mut buf))).then_some(&buf[..]);
-            let addr = blob::store(&mut self.slab, blob::KeyForm { raw: key, packed, number }, body, deadline);
+            let addr = blob::store_over(&mut self.slab, old, blob::KeyForm { raw: key, packed, number }, body, deadline);
             self.key_buf = buf;
             return addr;
         }
-        blob::store(&mut self.slab, blob::KeyForm::raw(key), body, deadline)
+        blob::store_over(&mut self.slab, old, blob::KeyForm::raw(key), body, deadline)
     }
 
     /// Frees the blob of slot `s` (the object it points at is the caller's).
     pub(super) fn free_blob(&mut self, s: u64) {
+        self.release_blob(s);
+        self.slab.free(addr_of(s));
+    }
+
+    /// `free_blob` but for the bytes, which stay allocated: the blob's
+    /// replacement is about to be written over them (`store_blob`'s `old`).
+    pub(super) fn release_blob(&mut self, s: u64) {
         let bytes = self.slab.bytes(addr_of(s));
         // Only an inline collection or a packed string has more to undo.
         if matches!(blob::body_kind(bytes), BodyKind::Inline | BodyKind::Packed) {
@@ -73,7 +82,6 @@ impl Db {
                 _ => {}
             }
         }
-        self.slab.free(addr_of(s));
     }
 
     /// Lowers segment `si`'s field-deadline bound to `t` and re-registers it.

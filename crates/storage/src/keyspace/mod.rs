@@ -582,15 +582,15 @@ impl Db {
         let s = p.slot;
         let b = self.blob(s);
         let (key, deadline) = (self.raw_key(&b).into_owned(), b.deadline);
-        self.free_blob(s);
-        let addr = self.store(p.si, &key, NewValue::Owned(p.obj.into_value()), deadline, None);
+        self.release_blob(s);
+        let addr = self.store(p.si, &key, NewValue::Owned(p.obj.into_value()), deadline, None, Some(addr_of(s)));
         self.segs[p.si].slots[p.pos] = make_slot(tag_of(s), deadline.is_some(), clock_of(s), addr);
         false
     }
 
     /// Writes the blob for `key` in segment `si`: strings and small hashes
     /// inline, other collections into the object table.
-    fn store(&mut self, si: usize, key: &[u8], value: NewValue<'_>, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>) -> u64 {
+    fn store(&mut self, si: usize, key: &[u8], value: NewValue<'_>, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>, old: Option<u64>) -> u64 {
         let mut inline = Vec::new();
         if let Some(k) = hint.and_then(|h| h.key).filter(|_| self.key_compression) {
             // The packed key store_blob would make (prepack.rs).
@@ -600,10 +600,10 @@ impl Db {
         }
         let value = match value {
             NewValue::Owned(v) => v,
-            NewValue::Str(v) => return self.store_str(si, key, v, deadline, hint),
+            NewValue::Str(v) => return self.store_str(si, key, v, deadline, hint, old),
         };
         if let Value::Bytes(b) = &value {
-            return self.store_str(si, key, StrRef::Bytes(b), deadline, hint);
+            return self.store_str(si, key, StrRef::Bytes(b), deadline, hint, old);
         }
         let body = match &value {
             Value::Int(v) => Some(Body::Str(StrRef::Int(*v))),
@@ -611,30 +611,30 @@ impl Db {
             _ => None,
         };
         if let Some(body) = body {
-            return self.store_blob(si, key, body, deadline);
+            return self.store_blob(si, key, body, deadline, old);
         }
         let i = self.put_obj(Obj::from_value(value).expect("object body"), key);
-        self.store_blob(si, key, Body::Obj(i), deadline)
+        self.store_blob(si, key, Body::Obj(i), deadline, old)
     }
 
     /// `store` of a string: packed when value compression is on and it
     /// pays, else as it is.
-    fn store_str(&mut self, si: usize, key: &[u8], value: StrRef<'_>, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>) -> u64 {
+    fn store_str(&mut self, si: usize, key: &[u8], value: StrRef<'_>, deadline: Option<i64>, hint: Option<prepack::Hint<'_>>, old: Option<u64>) -> u64 {
         if let StrRef::Bytes(b) = value {
             if self.value_compression {
                 let made = hint.and_then(|h| Some((self.packs.accept(key, b.len(), h.value, h.form.len())?, h.form)));
                 if let Some((stored, form)) = made {
                     let body = if stored { Body::Packed(form) } else { Body::Str(StrRef::Bytes(b)) };
-                    return self.store_blob(si, key, body, deadline);
+                    return self.store_blob(si, key, body, deadline, old);
                 }
                 let mut buf = std::mem::take(&mut self.pack_buf);
                 let packed = self.packs.pack(key, b, &mut buf);
-                let addr = self.store_blob(si, key, if packed { Body::Packed(&buf) } else { Body::Str(StrRef::Bytes(b)) }, deadline);
+                let addr = self.store_blob(si, key, if packed { Body::Packed(&buf) } else { Body::Str(StrRef::Bytes(b)) }, deadline, old);
                 self.pack_buf = buf;
                 return addr;
             }
         }
-        self.store_blob(si, key, Body::Str(value), deadline)
+        self.store_blob(si, key, Body::Str(value), deadline, old)
     }
 
     fn obj(&self, i: u32) -> &Obj {
@@ -977,7 +977,8 @@ impl Db {
             Ttl::At(t) => Some(t),
         };
         if let Some((pos, _)) = old {
-            // Free first so that a same-class blob reuses the same bytes.
+            // The new blob goes over the old one's bytes when it fits their
+            // class (`store_blob`'s `old`).
             let s = self.segs[si].take(pos);
             let b = Blob::parse(self.slab.bytes(addr_of(s)));
             if self.key_compression && b.key_kind == KeyKind::Packed && keypack::is_canonical(b.key) {
@@ -989,8 +990,8 @@ impl Db {
                 let replaced = self.take_obj(i);
                 self.discard(Some(replaced), self.lazy_server_del);
             }
-            self.free_blob(s);
-            let addr = self.store(si, key, value, deadline, hint);
+            self.release_blob(s);
+            let addr = self.store(si, key, value, deadline, hint, Some(addr_of(s)));
             self.len -= 1;
             self.volatile -= usize::from(s & TTL_BIT != 0);
             // Re-insert into the same slot: its bucket has room now.
@@ -1000,7 +1001,7 @@ impl Db {
             self.segs[si].len += 1;
             self.segs[si].volatile += u32::from(deadline.is_some());
         } else {
-            let addr = self.store(si, key, value, deadline, hint);
+            let addr = self.store(si, key, value, deadline, hint, None);
             let tag = tag_at(h, self.segs[si].depth as u32);
             if let Some(t) = deadline {
                 self.note_deadline(si, t);

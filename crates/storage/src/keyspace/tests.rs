@@ -495,6 +495,10 @@ proptest! {
         let mut stored = HashMap::new();
         db.for_each(|k, v, d| { stored.insert(k.to_vec(), (v.to_owned(), d)); });
         prop_assert_eq!(stored.len(), db.len());
+        // One blob a key, whether a write replaced its blob in place or
+        // moved it (`Slab::replace`), and the slab's books balance.
+        db.slab.check();
+        prop_assert_eq!(db.slab.live_blobs(), db.len());
         for (k, e) in &model {
             prop_assert_eq!(stored.get(k), Some(e));
         }
