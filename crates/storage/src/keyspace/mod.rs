@@ -980,15 +980,23 @@ impl Db {
             // The new blob goes over the old one's bytes when it fits their
             // class (`store_blob`'s `old`).
             let s = self.segs[si].take(pos);
-            let b = Blob::parse(self.slab.bytes(addr_of(s)));
-            if self.key_compression && b.key_kind == KeyKind::Packed && keypack::is_canonical(b.key) {
-                self.key_buf.clear();
-                self.key_buf.extend_from_slice(b.key);
-                self.key_packed = true;
+            // The flags byte says whether the old blob has more to give: a
+            // packed key to reuse, a collection to drop (a string over a
+            // plain key, the usual overwrite, needs no parse).
+            let bytes = self.slab.bytes(addr_of(s));
+            if self.key_compression && blob::key_kind(bytes) == KeyKind::Packed {
+                let b = Blob::parse(bytes);
+                if keypack::is_canonical(b.key) {
+                    self.key_buf.clear();
+                    self.key_buf.extend_from_slice(b.key);
+                    self.key_packed = true;
+                }
             }
-            if let Body::Obj(i) = b.body() {
-                let replaced = self.take_obj(i);
-                self.discard(Some(replaced), self.lazy_server_del);
+            if blob::body_kind(bytes) == BodyKind::Obj {
+                if let Body::Obj(i) = Blob::parse(bytes).body() {
+                    let replaced = self.take_obj(i);
+                    self.discard(Some(replaced), self.lazy_server_del);
+                }
             }
             self.release_blob(s);
             let addr = self.store(si, key, value, deadline, hint, Some(addr_of(s)));
