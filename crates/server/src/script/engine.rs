@@ -97,13 +97,14 @@ impl Engine {
         }
         let (flags, skip) = parse_shebang(body).map_err(CmdError::err)?;
         // The shebang line is dropped but its newline kept, so line numbers hold.
+        let env = self.vm.sandbox().map_err(|e| CmdError::err(format!("Error compiling script (new function): {e}")))?.env.clone();
         let func = self
             .vm
             .lua
             .load(&body[skip..])
             .set_name(lua::CHUNK_NAME)
             .set_mode(ChunkMode::Text)
-            .set_environment(self.vm.env.clone())
+            .set_environment(env)
             .into_function()
             .map_err(|e| {
                 let msg = match e {

@@ -206,11 +206,12 @@ fn raise(msg: &str) -> mlua::Error {
 /// functions it registered, or Redis's error text.
 fn register(vm: &lua::Vm, body: &[u8]) -> Result<Vec<Function>, String> {
     let lua = &vm.lua;
+    let sb = vm.sandbox().map_err(|e| format!("Error compiling function: {e}"))?;
     let chunk = lua
         .load(body)
         .set_name(lua::FUNCTION_CHUNK_NAME)
         .set_mode(ChunkMode::Text)
-        .set_environment(vm.env.clone())
+        .set_environment(sb.env.clone())
         .into_function()
         .map_err(|e| {
             let msg = match e {
@@ -234,8 +235,8 @@ fn register(vm: &lua::Vm, body: &[u8]) -> Result<Vec<Function>, String> {
             list.push(f);
             Ok(())
         })?;
-        vm.state.raw_set("register", reg)?;
-        vm.state.raw_set("library", vm.library.clone())?;
+        sb.state.raw_set("register", reg)?;
+        sb.state.raw_set("library", sb.library.clone())?;
         lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(100_000), move |lua, _| {
             if started.elapsed() <= LOAD_TIMEOUT {
                 return Ok(mlua::VmState::Continue);
@@ -243,10 +244,10 @@ fn register(vm: &lua::Vm, body: &[u8]) -> Result<Vec<Function>, String> {
             lua.set_hook(mlua::HookTriggers::new().every_line(), |_, _| Err(raise("FUNCTION LOAD timeout")));
             Err(raise("FUNCTION LOAD timeout"))
         });
-        let out = vm.runner.call::<(bool, Value)>(chunk);
+        let out = sb.runner.call::<(bool, Value)>(chunk);
         lua.remove_hook();
-        vm.state.raw_set("register", Value::Nil)?;
-        vm.state.raw_set("library", Value::Nil)?;
+        sb.state.raw_set("register", Value::Nil)?;
+        sb.state.raw_set("library", Value::Nil)?;
         out
     });
     let msg = match result {

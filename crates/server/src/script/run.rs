@@ -251,7 +251,8 @@ pub(crate) struct Call<'a> {
 /// or error written to the caller.
 pub(crate) fn run_script(ctx: &mut Ctx, vm: &lua::Vm, func: mlua::Function, call: Call) -> CmdResult {
     let Call { cmd, label, flags, ro, argv, numkeys: n, function } = call;
-    let (lua, globals, state, runner, redis) = (&vm.lua, &vm.globals, &vm.state, &vm.runner, &vm.redis);
+    let sb = vm.sandbox().map_err(|e| CmdError::err(format!("Error running script: {e}")))?;
+    let (lua, globals, state, runner, redis) = (&vm.lua, &vm.globals, &sb.state, &sb.runner, &sb.redis);
     let compat = flags & COMPAT != 0;
     if !compat && flags & NO_CLUSTER != 0 && ctx.srv.cluster.is_some() {
         return Err(CmdError::err("Can not run script on cluster, 'no-cluster' flag is set."));
