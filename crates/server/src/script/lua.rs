@@ -36,8 +36,11 @@ pub struct Vm {
     /// The real globals table (KEYS and ARGV are written here).
     pub globals: Table,
     sandbox: Rc<OnceCell<Sandbox>>,
-    acl_check: Rc<dyn Fn(&[Vec<u8>]) -> bool>,
+    acl_check: AclCheck,
 }
+
+/// `redis.acl_check_cmd`'s answer for an argv: true if the command exists.
+type AclCheck = Rc<dyn Fn(&[Vec<u8>]) -> bool>;
 
 /// What scripts run in: the environment they see, the table of run-scoped
 /// native functions, and the runner that calls a compiled script under the
@@ -99,7 +102,7 @@ pub fn new_vm(acl_check: impl Fn(&[Vec<u8>]) -> bool + 'static) -> mlua::Result<
 }
 
 /// Runs the prelude in `lua`: the sandboxed globals, the `redis` API.
-fn build_sandbox(lua: &Lua, globals: &Table, acl_check: Rc<dyn Fn(&[Vec<u8>]) -> bool>) -> mlua::Result<Sandbox> {
+fn build_sandbox(lua: &Lua, globals: &Table, acl_check: AclCheck) -> mlua::Result<Sandbox> {
     globals.set("bit", bit_library(lua)?)?;
     let native = lua.create_table()?;
     // The bundled libraries, built on a script's first use of each (the
