@@ -16,6 +16,9 @@ use super::{Db, Hand};
 use crate::blob::{self, Blob};
 use crate::segment::{addr_of, clock_of, make_slot, tag_of, TTL_BIT};
 
+/// Blobs up to this long are copied on the stack by `rewrite_deadline`.
+const SMALL_COPY: usize = 256;
+
 impl Db {
     /// Lowers segment `si`'s deadline bound to `t` (and that of the pass
     /// active expiry has under way, if it is in that segment).
@@ -46,17 +49,28 @@ impl Db {
     /// Redis keeps the same object when only the TTL changes.
     fn rewrite_deadline(&mut self, si: usize, pos: usize, deadline: Option<i64>) {
         let s = self.segs[si].slots[pos];
-        let copy = self.slab.bytes(addr_of(s)).to_vec();
-        let b = Blob::parse(&copy);
+        // A copy, as the new blob may go over the old one's bytes; on the
+        // stack for a blob of a small class (most keys), so no allocation.
+        let (mut small, large);
+        let bytes = self.slab.bytes(addr_of(s));
+        let copy: &[u8] = if bytes.len() <= SMALL_COPY {
+            small = [0u8; SMALL_COPY];
+            small[..bytes.len()].copy_from_slice(bytes);
+            &small[..bytes.len()]
+        } else {
+            large = bytes.to_vec();
+            &large
+        };
+        let b = Blob::parse(copy);
         if let crate::blob::Body::Packed(p) = b.body() {
             // The same packed bytes go into the new blob: count them
             // before the old one's release could free their table.
             self.packs.retain(p);
         }
         self.release_blob(s);
-        let key = self.raw_key(&b).into_owned();
+        let key = self.raw_key(&b);
         let addr = self.store_blob(si, &key, b.body(), deadline, Some(addr_of(s)));
-        if blob::is_marked_raw(&copy) {
+        if blob::is_marked_raw(copy) {
             blob::mark_raw(self.slab.bytes_mut(addr));
         }
         let had = s & TTL_BIT != 0;

@@ -471,9 +471,12 @@ impl Db {
 
     /// The raw key of blob `b` (decoded if stored packed).
     fn raw_key<'a>(&self, b: &Blob<'a>) -> Cow<'a, [u8]> {
+        if b.key_kind == KeyKind::Raw {
+            return Cow::Borrowed(b.key);
+        }
         let mut k = Vec::with_capacity(b.key.len() * 3 + 8);
         match b.key_kind {
-            KeyKind::Raw => return Cow::Borrowed(b.key),
+            KeyKind::Raw => unreachable!("returned above"),
             KeyKind::Packed => self.prefixes.unpack(b.key, &mut k),
             KeyKind::Number(id) => self.prefixes.unpack_number(id, b.key, &mut k),
         }
