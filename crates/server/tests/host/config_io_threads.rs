@@ -2,58 +2,17 @@
 //! host before the change is kept, and a refusal leaves everything as it
 //! was (the answer names the parameter and the host's reason).
 
-use server::client::Client;
-use server::command::{CommandMap, Host, Scripts};
 use server::config::Config;
-use server::dispatch;
-use server::registry::registry;
-use server::script::engine::Engine;
 use server::server::Server;
 
-/// The event loop's part without sockets; `accept` says whether it takes
-/// a new thread count, `asked` records the counts it was given.
-struct TestHost {
-    table: CommandMap,
-    engine: Engine,
-    accept: bool,
-    asked: Vec<usize>,
-}
-
-impl Host for TestHost {
-    fn table(&self) -> &CommandMap {
-        &self.table
-    }
-
-    fn scripts(&mut self) -> &mut dyn Scripts {
-        &mut self.engine
-    }
-
-    fn scripts_ref(&self) -> &dyn Scripts {
-        &self.engine
-    }
-
-    fn serve_others(&mut self, _srv: &mut Server) {}
-
-    fn set_io_threads(&mut self, _srv: &mut Server, n: usize) -> Result<(), String> {
-        self.asked.push(n);
-        if self.accept {
-            Ok(())
-        } else {
-            Err("no threads today".into())
-        }
-    }
-}
+use super::{client, TestHost};
 
 fn run(srv: &mut Server, host: &mut TestHost, line: &[&str]) -> String {
-    let mut c = Client::new(1, None, "test".into(), String::new());
-    let argv = line.iter().map(|w| w.as_bytes().to_vec()).collect();
-    assert!(dispatch::call(srv, host, &mut c, argv));
-    String::from_utf8_lossy(&c.reply.buf).into_owned()
+    super::run(srv, host, &mut client(), line)
 }
 
 fn host(accept: bool) -> TestHost {
-    let table = registry();
-    TestHost { engine: Engine::new(table.clone()), table, accept, asked: Vec::new() }
+    TestHost { accept, ..TestHost::default() }
 }
 
 #[test]

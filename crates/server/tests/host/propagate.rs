@@ -4,36 +4,12 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use server::client::Client;
-use server::command::{CommandMap, Host, Scripts};
 use server::config::Config;
 use server::dispatch;
 use server::feed::Sink;
-use server::registry::registry;
-use server::script::engine::Engine;
 use server::server::Server;
 
-/// The event loop's part, without sockets: nobody else to serve.
-struct TestHost {
-    table: CommandMap,
-    engine: Engine,
-}
-
-impl Host for TestHost {
-    fn table(&self) -> &CommandMap {
-        &self.table
-    }
-
-    fn scripts(&mut self) -> &mut dyn Scripts {
-        &mut self.engine
-    }
-
-    fn scripts_ref(&self) -> &dyn Scripts {
-        &self.engine
-    }
-
-    fn serve_others(&mut self, _srv: &mut Server) {}
-}
+use super::{client, TestHost};
 
 struct Log(Rc<RefCell<Vec<String>>>);
 
@@ -46,12 +22,11 @@ impl Sink for Log {
 
 #[test]
 fn writes_leave_once_in_order_with_select_and_multi() {
-    let table = registry();
-    let mut host = TestHost { engine: Engine::new(table.clone()), table };
+    let mut host = TestHost::default();
     let mut srv = Server::new(Config::default());
     let log = Rc::new(RefCell::new(Vec::new()));
     srv.feed.attach(Box::new(Log(log.clone())));
-    let mut c = Client::new(1, None, "test".into(), String::new());
+    let mut c = client();
     let mut run = |line: &[&str]| {
         let argv = line.iter().map(|w| w.as_bytes().to_vec()).collect();
         assert!(dispatch::call(&mut srv, &mut host, &mut c, argv));

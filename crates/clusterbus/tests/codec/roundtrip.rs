@@ -5,8 +5,7 @@
 use clusterbus::*;
 use proptest::prelude::*;
 
-mod common;
-use common::{as_decoded, message};
+use crate::common::{as_decoded, message};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]

@@ -3,30 +3,10 @@
 
 use server::client::Client;
 use server::cluster::{Action, Cluster, Settings};
-use server::command::{CommandMap, Host, Scripts};
 use server::config::Config;
-use server::dispatch;
-use server::registry::registry;
-use server::script::engine::Engine;
 use server::server::Server;
 
-struct TestHost {
-    table: CommandMap,
-    engine: Engine,
-}
-
-impl Host for TestHost {
-    fn table(&self) -> &CommandMap {
-        &self.table
-    }
-    fn scripts(&mut self) -> &mut dyn Scripts {
-        &mut self.engine
-    }
-    fn scripts_ref(&self) -> &dyn Scripts {
-        &self.engine
-    }
-    fn serve_others(&mut self, _srv: &mut Server) {}
-}
+use super::{client, run, TestHost};
 
 struct Node {
     srv: Server,
@@ -36,7 +16,6 @@ struct Node {
 
 impl Node {
     fn new(cluster: bool) -> Node {
-        let table = registry();
         let mut config = Config::default();
         // As a node started with cluster-enabled yes: db 0 in slot mode.
         config.set("cluster-enabled", if cluster { "yes" } else { "no" }, true).expect("cluster-enabled");
@@ -45,14 +24,12 @@ impl Node {
             let settings = Settings { port: 7000, bus_port: 17000, node_timeout: 5000, ..Settings::default() };
             srv.cluster = Some(Box::new(Cluster::new(settings, 42)));
         }
-        Node { srv, host: TestHost { engine: Engine::new(table.clone()), table }, c: Client::new(1, None, "test".into(), String::new()) }
+        Node { srv, host: TestHost::default(), c: client() }
     }
 
     /// Runs a command; returns its reply as text.
     fn run(&mut self, line: &[&str]) -> String {
-        let argv = line.iter().map(|w| w.as_bytes().to_vec()).collect();
-        dispatch::call(&mut self.srv, &mut self.host, &mut self.c, argv);
-        String::from_utf8_lossy(&std::mem::take(&mut self.c.reply.buf)).into_owned()
+        run(&mut self.srv, &mut self.host, &mut self.c, line)
     }
 
     fn cluster(&mut self) -> &mut Cluster {

@@ -5,8 +5,7 @@
 
 use clusterbus::{decode, encode, frame_len, mflags0, msg_type, node_flags, Body, Extension, Message, NULL_NAME};
 
-mod common;
-use common::{fixtures as all, unhex};
+use crate::common::{fixtures as all, unhex};
 
 /// frame_len on the prefix, decode, encode: the same bytes.
 fn round_trip(name: &str, b: &[u8]) -> Message {

@@ -6,8 +6,7 @@
 use clusterbus::*;
 use proptest::prelude::*;
 
-mod common;
-use common::{fixtures, message};
+use crate::common::{fixtures, message};
 
 /// Decodes `b`; if it is a message, it must be stable through encode.
 fn check(b: &[u8]) -> Result<Message, DecodeError> {
