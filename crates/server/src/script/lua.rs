@@ -245,8 +245,12 @@ fn bit_library(lua: &Lua) -> mlua::Result<Table> {
 /// LOG_WARNING (checked by the prelude).
 pub fn lend_log(vm: &Vm, log: Option<crate::log::Log>) -> mlua::Result<()> {
     use crate::log::Level;
+    let Some(log) = log else {
+        // Taking the log back: an interpreter whose sandbox was never built
+        // has none to take.
+        return vm.sandbox.get().map_or(Ok(()), |sb| sb.state.raw_set("log", Value::Nil));
+    };
     let state = &vm.sandbox()?.state;
-    let Some(log) = log else { return state.raw_set("log", Value::Nil) };
     let f = vm.lua.create_function(move |_, (level, msg): (i64, mlua::String)| {
         let level = match level {
             0 => Level::Debug,
