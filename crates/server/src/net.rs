@@ -1169,9 +1169,23 @@ struct Queued {
     at: Option<SpecAt>,
 }
 
+thread_local! {
+    /// The queue of the last `Ahead` dropped on this thread, empty, kept for
+    /// the next: a pipelined batch otherwise grew a new one (three
+    /// reallocations to 16 entries, about 75 instructions a request at -P 16).
+    static AHEAD_SPARE: std::cell::Cell<std::collections::VecDeque<Queued>> = const { std::cell::Cell::new(std::collections::VecDeque::new()) };
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.reqs.clear();
+        AHEAD_SPARE.set(std::mem::take(&mut self.reqs));
+    }
+}
+
 impl Ahead {
     fn new() -> Ahead {
-        Ahead { reqs: std::collections::VecDeque::new(), unauthenticated: false }
+        Ahead { reqs: AHEAD_SPARE.take(), unauthenticated: false }
     }
 
     /// Forgets the requests parsed ahead that did not run: the query
