@@ -471,19 +471,17 @@ impl Db {
 
     /// The raw key of blob `b` (decoded if stored packed).
     fn raw_key<'a>(&self, b: &Blob<'a>) -> Cow<'a, [u8]> {
-        let mut k = Vec::new();
-        let unpacked = match b.key_kind {
+        let number = match b.key_kind {
             KeyKind::Raw => return Cow::Borrowed(b.key),
-            KeyKind::Packed => {
-                k.reserve(b.key.len() * 3 + 8);
-                self.prefixes.unpack(b.key, &mut k)
-            }
-            KeyKind::Number(id) => {
-                k.reserve(b.key.len() * 3 + 8);
-                self.prefixes.unpack_number(id, b.key, &mut k)
-            }
+            KeyKind::Packed => None,
+            KeyKind::Number(id) => Some(id),
         };
-        unpacked.expect("a stored packed key decodes");
+        let mut k = Vec::with_capacity(b.key.len() * 3 + 8);
+        match number {
+            None => self.prefixes.unpack(b.key, &mut k),
+            Some(id) => self.prefixes.unpack_number(id, b.key, &mut k),
+        }
+        .expect("a stored packed key decodes");
         Cow::Owned(k)
     }
 
