@@ -249,6 +249,8 @@ pub struct EventLoop {
     metrics: Option<crate::metrics::Endpoint>,
     /// Connections of import tasks still connecting to their source.
     dialing: Vec<Dialing>,
+    /// The clients served in a turn, kept for its room between turns.
+    ids: Vec<ClientId>,
 }
 
 /// A destination's connection to its source (atomic slot migration) while
@@ -314,7 +316,7 @@ impl EventLoop {
             }
         }
         let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None, io_waker: None };
-        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), held: Vec::new(), pending: Default::default(), accept_more: false, shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
+        Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), ids: Vec::new(), held: Vec::new(), pending: Default::default(), accept_more: false, shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
     /// Serves the cluster bus on `listeners` (the bus port on every `bind`
@@ -329,9 +331,9 @@ impl EventLoop {
 
     /// The cluster's periodic work when due, every 100 ms whatever `hz`
     /// says; returns when it is next due (None standalone).
-    fn bus_cron(&mut self, srv: &mut Server) -> Option<Instant> {
+    fn bus_cron(&mut self, srv: &mut Server, now: Instant) -> Option<Instant> {
         let mut bus = self.shell.bus.take()?;
-        if Instant::now() >= bus.next_tick && !srv.cron_paused {
+        if now >= bus.next_tick && !srv.cron_paused {
             bus.tick(srv, &mut self.shell, self.poll.registry());
         }
         let due = bus.next_tick;
@@ -397,11 +399,22 @@ impl EventLoop {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
         let mut served = Duration::ZERO;
+        // The last pass, recorded when the next turn reads the clock: when
+        // its poll returned, its time before that poll, the commands run
+        // before it and whether it served anyone. The loop reads the clock
+        // three times a turn (here, before the poll and after it), more
+        // only for cron, AOF writes and dials: at pipeline 1 a turn serves
+        // a few requests, and a reading costs about a GET's lookup.
+        let mut last: Option<(Instant, Duration, u64, bool)> = None;
         loop {
             let now = Instant::now();
-            // The cycle's busy time: from here to the poll, then from the
-            // poll's return to the end of the pass.
-            let mut busy = Duration::ZERO;
+            if let Some((woke, before_poll, commands_before, served_some)) = last.take() {
+                let this_pass = now.saturating_duration_since(woke);
+                served = if served_some { this_pass } else { Duration::ZERO };
+                srv.el.cycle(before_poll + this_pass, srv.total_commands.saturating_sub(commands_before));
+            }
+            // The latest clock reading, for what this turn does before the poll.
+            let mut clock = now;
             if now >= next_cron && !srv.cron_paused {
                 cron::tick(srv);
                 crate::obuf::cron(srv);
@@ -427,7 +440,8 @@ impl EventLoop {
                 crate::cron::update_hz(srv);
                 crate::crash::configure_from(&srv.config);
                 next_cron = now + Duration::from_millis(1000 / srv.hz.max(1));
-                srv.el.cron_ns += now.elapsed().as_nanos() as u64;
+                clock = Instant::now();
+                srv.el.cron_ns += clock.saturating_duration_since(now).as_nanos() as u64;
                 self.pending.extend(
                     srv.clients
                         .values()
@@ -435,7 +449,7 @@ impl EventLoop {
                         .map(|c| c.id),
                 );
             }
-            let bus_due = self.bus_cron(srv);
+            let bus_due = self.bus_cron(srv, clock);
             if srv.shutdown {
                 crate::aof::shutdown(srv);
                 if let Some(io) = srv.io.as_mut() {
@@ -444,7 +458,7 @@ impl EventLoop {
                 return Ok(());
             }
             // Blocked clients: answer those past their deadline, wake those served.
-            let now_ms = srv.unix_ms_at(Instant::now());
+            let now_ms = srv.unix_ms_at(clock);
             dispatch::expire_blocked(srv, &self.shell.table, now_ms);
             dispatch::wake_due(srv, &mut self.shell, now_ms);
             self.pending.extend(srv.blocking.take_woken());
@@ -470,9 +484,9 @@ impl EventLoop {
                 self.pending.extend(srv.blocking.take_woken());
             }
             let work_left = runnable || self.accept_more || srv.evict.unfinished || srv.reports.busy() || srv.migrations.busy();
-            let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(Instant::now()) };
+            let mut timeout = if work_left { Duration::ZERO } else { next_cron.saturating_duration_since(clock) };
             if let Some(d) = self.dialing.iter().map(|d| d.deadline).min() {
-                timeout = timeout.min(d.saturating_duration_since(Instant::now()));
+                timeout = timeout.min(d.saturating_duration_since(clock));
             }
             // A background save runs in slices between commands: a share
             // of the time clients just took, all of it when they took none.
@@ -487,7 +501,7 @@ impl EventLoop {
                 timeout = timeout.min(Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64));
             }
             if let Some(at) = bus_due {
-                timeout = timeout.min(at.saturating_duration_since(Instant::now()));
+                timeout = timeout.min(at.saturating_duration_since(clock));
             }
             if self.shell.bus.as_ref().is_some_and(|b| b.has_queued()) {
                 timeout = Duration::ZERO;
@@ -501,9 +515,10 @@ impl EventLoop {
                     timeout = Duration::ZERO;
                 }
             }
-            busy += now.elapsed();
+            let before_poll = now.elapsed();
             crate::crash::turn_ended();
             let polled = self.poll.poll(&mut events, Some(timeout));
+            let woke = Instant::now();
             if let Some(io) = srv.io.as_ref() {
                 io.unpark();
             }
@@ -523,7 +538,9 @@ impl EventLoop {
             // it arrive, as Redis serves them: a request sent before
             // another on a second connection runs first (an EXEC before a
             // write that would have aborted it).
-            let mut ids: Vec<ClientId> = self.pending.drain().collect();
+            let mut ids = std::mem::take(&mut self.ids);
+            ids.clear();
+            ids.extend(self.pending.drain());
             ids.sort_unstable();
             let carried = ids.len();
             let mut accept_now = std::mem::take(&mut self.accept_more);
@@ -587,7 +604,6 @@ impl EventLoop {
                     }
                 }
             }
-            let woke = Instant::now();
             let commands_before = srv.total_commands;
             for &id in &ids {
                 if srv.shutdown {
@@ -624,9 +640,11 @@ impl EventLoop {
             srv.free_discarded();
             // The group commit: this turn's AOF bytes reach the file (and
             // the disk, with appendfsync always) before its replies leave.
-            let aof_start = Instant::now();
-            crate::aof::flush(srv);
-            srv.el.aof_ns += aof_start.elapsed().as_nanos() as u64;
+            if srv.aof.on {
+                let aof_start = Instant::now();
+                crate::aof::flush(srv);
+                srv.el.aof_ns += aof_start.elapsed().as_nanos() as u64;
+            }
             crate::replication::aof_progress(srv, &self.shell.table);
             self.pending.extend(srv.blocking.take_woken());
             for id in std::mem::take(&mut self.held) {
@@ -636,9 +654,8 @@ impl EventLoop {
                 }
             }
             self.close_marked(srv, Some(&ids));
-            let this_pass = woke.elapsed();
-            served = if ids.is_empty() { Duration::ZERO } else { this_pass };
-            srv.el.cycle(busy + this_pass, srv.total_commands.saturating_sub(commands_before));
+            last = Some((woke, before_poll, commands_before, !ids.is_empty()));
+            self.ids = ids;
         }
     }
 
