@@ -270,7 +270,12 @@ fn call_once(srv: &mut Server, host: &mut dyn Host, c: &mut Client, argv: Vec<Ve
             srv.last_cmd_end = None;
         }
     }
-    resp::spare::recycle(argv);
+    // A client of an I/O thread sent arguments that thread parsed (and
+    // allocated): they go back to it; others to this thread's spares.
+    match (c.io.as_ref(), srv.io.as_mut()) {
+        (Some(link), Some(io)) => io.give_back(link.thread, argv),
+        _ => resp::spare::recycle(argv),
+    }
     true
 }
 
