@@ -243,6 +243,11 @@ class Server:
         f = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return int(f[11]) / os.sysconf("SC_CLK_TCK"), int(f[12]) / os.sysconf("SC_CLK_TCK")
 
+    def main_thread_sleeps(self) -> int:
+        """How many times the main thread has slept (voluntary context switches: waits in poll)."""
+        text = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/status").read_text()
+        return int(re.search(r"^voluntary_ctxt_switches:\s*(\d+)", text, re.M).group(1))
+
     def info(self, section: str = "memory") -> dict[str, str]:
         with Conn(self.port) as c:
             text = c.call("INFO", section).decode()
@@ -1110,34 +1115,37 @@ def cmd_floor(args) -> None:
         for mode in args.modes.split(","):
             servers.append(FloorServer(exe, mode).start())
         n = args.n or 200_000
-        samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        samples: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         for rnd in range(args.rounds):
             for test in args.tests.split(","):
                 order = servers if rnd % 2 == 0 else servers[::-1]
                 for s in order:
-                    u0, s0 = s.main_thread_user_sys()
+                    u0, s0, w0 = *s.main_thread_user_sys(), s.main_thread_sleeps()
                     argv = ["redis-benchmark", "-h", HOST, "-p", str(s.port), "-t", test, "-c", str(args.clients),
                             "-n", str(n), "-r", "100000", "-P", str(args.pipeline), "-q"]
                     subprocess.run(argv, capture_output=True, timeout=args.timeout, check=True)
                     s.check_alive()
-                    u1, s1 = s.main_thread_user_sys()
-                    samples.setdefault((s.name, test), []).append(((u1 - u0) / n * 1e9, (s1 - s0) / n * 1e9))
+                    u1, s1, w1 = *s.main_thread_user_sys(), s.main_thread_sleeps()
+                    samples.setdefault((s.name, test), []).append(((u1 - u0) / n * 1e9, (s1 - s0) / n * 1e9,
+                                                                   (w1 - w0) / n))
     finally:
         stop_servers(servers)
     rows = []
     for test in args.tests.split(","):
-        redis_ns = statistics.median(sum(x) for x in samples[("redis", test)])
-        epoll_ns = statistics.median(sum(x) for x in samples[("floor-epoll", test)]) if ("floor-epoll", test) in samples else None
+        redis_ns = statistics.median(x[0] + x[1] for x in samples[("redis", test)])
+        epoll_ns = (statistics.median(x[0] + x[1] for x in samples[("floor-epoll", test)])
+                    if ("floor-epoll", test) in samples else None)
         for s in servers:
             got = samples[(s.name, test)]
-            total = statistics.median(sum(x) for x in got)
+            total = statistics.median(x[0] + x[1] for x in got)
             rows.append([test, s.name, f"{total:,.0f}", f"{statistics.median(x[0] for x in got):,.0f}",
-                         f"{statistics.median(x[1] for x in got):,.0f}", ratio(total, redis_ns),
-                         ratio(total, epoll_ns) if epoll_ns else "-"])
-    table(["test", "server", "ns/req", "user", "system", "/redis", "/floor-epoll"], rows)
+                         f"{statistics.median(x[1] for x in got):,.0f}", f"{statistics.median(x[2] for x in got):.3f}",
+                         ratio(total, redis_ns), ratio(total, epoll_ns) if epoll_ns else "-"])
+    table(["test", "server", "ns/req", "user", "system", "sleeps/req", "/redis", "/floor-epoll"], rows)
     tick = 1e9 / os.sysconf("SC_CLK_TCK") / n
     print(f"(-P {args.pipeline}, -c {args.clients}; median of {args.rounds} rounds; CPU is read in clock ticks: "
-          f"resolution {tick:.0f} ns/req)\n")
+          f"resolution {tick:.0f} ns/req; sleeps/req: the main thread's voluntary context switches, "
+          f"its waits in poll, per request)\n")
 
 
 def callgrind_per_request(binary: str, test: str, n: int, clients: int, pipeline: int, timeout: float) -> float:

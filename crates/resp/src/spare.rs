@@ -3,10 +3,9 @@
 //! pairs, each freed again once the command ran. The server hands a
 //! command's vector back here (`recycle`) and the one-pass parser fills it
 //! with the next request's bytes, so a steady stream of small requests
-//! allocates nothing. Each thread keeps its own; one that only frees
-//! vectors (the executor, for requests an I/O thread parsed) fills up to
-//! the bound and drops the rest, one that only parses finds none and
-//! allocates as before.
+//! allocates nothing. Each thread keeps its own; the server hands a
+//! vector back on the thread that parsed it (an I/O thread's go back to
+//! it), so that a thread frees what it allocated.
 
 use std::cell::RefCell;
 
