@@ -483,7 +483,10 @@ impl IoThreads {
     pub fn send(&mut self) {
         for h in &mut self.threads {
             if !h.spare.is_empty() {
-                let argvs = std::mem::take(&mut h.spare);
+                // The next turn's vectors go into one allocation of this
+                // turn's size, not a vector grown from empty by doubling.
+                let room = h.spare.len();
+                let argvs = std::mem::replace(&mut h.spare, Vec::with_capacity(room));
                 h.batch.push(ToIo::Spare { argvs });
             }
             if !h.batch.is_empty() {
