@@ -483,10 +483,10 @@ impl IoThreads {
     pub fn send(&mut self) {
         for h in &mut self.threads {
             if !h.spare.is_empty() {
-                // The next turn's vectors go into one allocation of this
-                // turn's size, not a vector grown from empty by doubling.
-                let room = h.spare.len();
-                let argvs = std::mem::replace(&mut h.spare, Vec::with_capacity(room));
+                // Taken whole, leaving no room behind: room kept between
+                // turns would make used_memory depend on how many
+                // requests the last turn ran.
+                let argvs = std::mem::take(&mut h.spare);
                 h.batch.push(ToIo::Spare { argvs });
             }
             if !h.batch.is_empty() {
