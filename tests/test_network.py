@@ -623,3 +623,55 @@ def test_eviction_stops_at_the_limit_with_a_fixed_reply_buffer(start_server):
         r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "1")
         for c in socks:
             c.close()
+
+
+def test_a_reply_in_flight_weighs_as_the_buffer_that_holds_it(start_server):
+    """A client's reply that an I/O thread is writing weighs what it would
+    in the client's own buffer (where io-threads 1 and Redis keep it), not
+    that buffer's room and the bytes again: with the limit set to the byte
+    as above and a second no-evict client making round trips with small
+    replies for two seconds of cron recounts, no fourth client goes. The
+    replies in flight had been counted beside the buffer, so a recount that
+    fell between a reply's hand-over and its write evicted one more."""
+    import threading
+
+    s = start_server("--enable-debug-command", "yes")
+    r = redis.Redis(host=s.host, port=s.port)
+    r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "0")
+    r.client_setname("control")
+    r.client_no_evict("on")
+    r.set("small", "x" * 200)
+    busy = redis.Redis(host=s.host, port=s.port)
+    busy.client_setname("busy")
+    busy.client_no_evict("on")
+    assert len(busy.get("small")) == 200
+    socks = hold_arguments(s, r, 6, 64 * 1024)
+    weights = {c["name"]: int(c["tot-mem"]) for c in r.client_list()}
+    heaviest = max(weights[f"client{j}"] for j in range(6))
+    r.config_set("maxmemory-clients", heaviest * 3 + weights["control"] + weights["busy"])
+    stop = threading.Event()
+    trips = []
+
+    def round_trips():
+        n = 0
+        while not stop.is_set():
+            assert len(busy.get("small")) == 200
+            n += 1
+        trips.append(n)
+
+    t = threading.Thread(target=round_trips)
+    try:
+        assert r.info("stats")["evicted_clients"] == 3
+        t.start()
+        time.sleep(2)
+        stop.set()
+        t.join()
+        assert trips and trips[0] > 100, trips
+        assert sum(1 for c in r.client_list() if c["name"].startswith("client")) == 3
+        assert r.info("stats")["evicted_clients"] == 3
+    finally:
+        stop.set()
+        r.config_set("maxmemory-clients", 0)
+        r.execute_command("DEBUG", "REPLYBUFFER", "RESIZING", "1")
+        for c in socks:
+            c.close()

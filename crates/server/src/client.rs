@@ -664,6 +664,21 @@ impl Client {
         self.memory_with_qbuf(qbuf)
     }
 
+    /// The reply's share of `memory`: the reply buffer's allocation, or,
+    /// for a client of an I/O thread, what that buffer would hold if the
+    /// replies the thread is still writing were in it (as they are at
+    /// io-threads 1 and in Redis), when that is more. The buffer handed
+    /// over is replaced by one as large, so counting both would make the
+    /// client weigh more while its thread writes, and a cron recount in
+    /// that moment evict one client too many.
+    fn reply_mem(&self) -> usize {
+        let room = self.reply.buf.capacity();
+        match &self.io {
+            Some(l) => room.max(l.queued() + self.reply.buf.len() - self.sent),
+            None => room,
+        }
+    }
+
     fn memory_with_qbuf(&self, qbuf: usize) -> usize {
         let entry = |name: &Vec<u8>| 2 * (VEC + name.len()) + TABLE_ENTRY;
         let watched: usize = self.watched.iter().map(|(_, k, _)| entry(k)).sum();
@@ -673,8 +688,8 @@ impl Client {
             + qbuf
             + self.parser.pending_mem()
             + self.argv_mem
-            + self.reply.buf.capacity()
-            + self.io.as_ref().map_or(0, |l| l.queued() + l.reqs_mem())
+            + self.reply_mem()
+            + self.io.as_ref().map_or(0, IoLink::reqs_mem)
             + self.multi_mem()
             + watched
             + subs
