@@ -21,6 +21,7 @@ use storage::{Db, Value};
 pub use crate::args::{arg_f64, arg_i64, arg_range, is, parse_c_double, CmdError, CmdResult};
 use crate::blocking::{BlockRequest, ReadyFn};
 use crate::client::Client;
+pub use crate::cmdname::{Names, SpecAt};
 pub use crate::keyspec::{keys, kf, range_spec, Begin, Find, KeyFlags, KeySpec, Keys, KeysFn, NO_KEYS};
 use crate::keyspec::keys_from_specs;
 use crate::server::Server;
@@ -294,122 +295,39 @@ impl Spec {
 pub type CommandMap = Rc<Commands>;
 
 /// The commands by name, found case-insensitively from a request's raw
-/// first argument with no copy, lowercasing or UTF-8 check. A name of up
-/// to 24 bytes is read as three words; the index is open addressing over
-/// a hash of those words with ASCII case folded (each byte's 0x20 bit set,
-/// which maps A-Z to a-z, so names differing only in case hash alike);
-/// each entry keeps its lowercase words and the 0x20 bits of its letters,
-/// and a name matches when its words, with those bits set, equal the
-/// entry's (only an uppercase letter differs from its lowercase in that
-/// bit alone). Longer names (only a rename-command can make one) compare
-/// byte by byte. Every request looks its command up once (a pipelined
-/// one for the prefetch, which hands on its `SpecAt`): this is most of
-/// what that costs.
+/// first argument (`cmdname::Names`, which says how). Every request looks
+/// its command up once (a pipelined one for the prefetch, which hands on
+/// its `SpecAt`; with I/O threads the thread that parsed it): this is most
+/// of what that costs.
 #[derive(Clone, Default)]
 pub struct Commands {
-    specs: Vec<Entry>,
-    /// 1 + an index into `specs`, 0 where empty; a power of two, at most
-    /// half full.
-    slots: Vec<u16>,
+    /// In the order of `names`' places.
+    specs: Vec<Spec>,
+    names: Names,
 }
-
-#[derive(Clone)]
-struct Entry {
-    /// As registered or renamed to.
-    name: String,
-    /// The name's words, lowercase.
-    lower: NameWords,
-    /// The 0x20 bits of its letters.
-    letters: NameWords,
-    spec: Spec,
-}
-
-/// A name's first 24 bytes as little-endian words, zero past its end.
-#[derive(Clone, Copy)]
-struct NameWords([u64; 3]);
-
-/// Each byte's 0x20 bit.
-const CASE_BITS: u64 = 0x2020_2020_2020_2020;
-
-impl NameWords {
-    #[inline]
-    fn of(name: &[u8]) -> NameWords {
-        let mut w = [0u64; 3];
-        for (i, &b) in name.iter().take(24).enumerate() {
-            w[i / 8] |= u64::from(b) << (8 * (i % 8));
-        }
-        NameWords(w)
-    }
-
-    /// Where a name of `len` bytes starts its probe in `slots` slots: a
-    /// hash that ignores ASCII case (FxHash's step over each word with its
-    /// 0x20 bits set), its top bits (a multiplicative hash's low bits
-    /// depend on its input's low bits only).
-    #[inline]
-    fn slot(&self, len: usize, slots: usize) -> usize {
-        let h = self.0.iter().fold(len as u64, |h, &w| (h.rotate_left(5) ^ (w | CASE_BITS)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95));
-        (h >> (64 - slots.trailing_zeros())) as usize
-    }
-}
-
-impl Entry {
-    fn new(name: String, spec: Spec) -> Entry {
-        let lower = NameWords::of(name.to_ascii_lowercase().as_bytes());
-        let letters = NameWords(lower.0.map(|w| {
-            let bytes = w.to_le_bytes().map(|b| if b.is_ascii_lowercase() { 0x20 } else { 0 });
-            u64::from_le_bytes(bytes)
-        }));
-        Entry { name, lower, letters, spec }
-    }
-
-    #[inline]
-    fn is(&self, name: &[u8], words: &NameWords) -> bool {
-        self.name.len() == name.len()
-            && (0..3).all(|k| words.0[k] | self.letters.0[k] == self.lower.0[k])
-            && (name.len() <= 24 || self.name.as_bytes().eq_ignore_ascii_case(name))
-    }
-}
-
-/// Where `Commands::find_at` found a command: `Commands::at` gives it
-/// back without hashing its name again (the prefetch of a pipelined
-/// request's keys finds its command, and dispatch runs it from there).
-/// Good for the table that made it: the server's table does not change
-/// once it runs (renames are made before it is shared).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpecAt(u16);
 
 impl Commands {
     /// The spec named `name` in any case.
     #[inline]
     pub fn find(&self, name: &[u8]) -> Option<&Spec> {
-        self.find_at(name).map(|a| &self.specs[usize::from(a.0)].spec)
+        self.find_at(name).and_then(|a| self.at(a))
     }
 
     /// The spec at `at` (found in this table by `find_at`).
     #[inline]
     pub fn at(&self, at: SpecAt) -> Option<&Spec> {
-        self.specs.get(usize::from(at.0)).map(|e| &e.spec)
+        self.specs.get(at.index())
     }
 
     /// Where the spec named `name` (any case) is.
     #[inline]
     pub fn find_at(&self, name: &[u8]) -> Option<SpecAt> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let words = NameWords::of(name);
-        let mask = self.slots.len() - 1;
-        let mut i = words.slot(name.len(), self.slots.len());
-        loop {
-            let e = self.slots[i] as usize;
-            if e == 0 {
-                return None;
-            }
-            if self.specs[e - 1].is(name, &words) {
-                return Some(SpecAt((e - 1) as u16));
-            }
-            i = (i + 1) & mask;
-        }
+        self.names.find_at(name)
+    }
+
+    /// The names alone, for other threads to find commands by (`Names`).
+    pub fn names(&self) -> Names {
+        self.names.clone()
     }
 
     /// The spec named `name` (any case).
@@ -431,41 +349,27 @@ impl Commands {
 
     /// (name, spec) of every command, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Spec)> {
-        self.specs.iter().map(|e| (&e.name, &e.spec))
+        self.names.iter().zip(&self.specs)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &Spec> {
-        self.specs.iter().map(|e| &e.spec)
+        self.specs.iter()
     }
 
     /// Adds `spec` as `name`, replacing and returning a command of that
     /// name (any case).
     pub fn insert(&mut self, name: String, spec: Spec) -> Option<Spec> {
         let old = self.remove(&name);
-        self.specs.push(Entry::new(name, spec));
-        self.reindex();
+        self.names.push(name);
+        self.specs.push(spec);
         old
     }
 
     /// Takes out the command named `name` (any case).
     pub fn remove(&mut self, name: &str) -> Option<Spec> {
-        let i = self.specs.iter().position(|e| e.name.eq_ignore_ascii_case(name))?;
-        let e = self.specs.swap_remove(i);
-        self.reindex();
-        Some(e.spec)
-    }
-
-    fn reindex(&mut self) {
-        let size = (self.specs.len() * 2).next_power_of_two().max(16);
-        assert!(self.specs.len() < u16::MAX as usize, "command table too large");
-        self.slots = vec![0; size];
-        for (k, e) in self.specs.iter().enumerate() {
-            let mut i = NameWords::of(e.name.as_bytes()).slot(e.name.len(), size);
-            while self.slots[i] != 0 {
-                i = (i + 1) & (size - 1);
-            }
-            self.slots[i] = k as u16 + 1;
-        }
+        let i = self.names.find_at(name.as_bytes())?.index();
+        self.names.swap_remove(i);
+        Some(self.specs.swap_remove(i))
     }
 }
 
@@ -490,10 +394,10 @@ pub fn build_table(all: Vec<Spec>) -> CommandMap {
             }
         }
         let name = s.name.to_string();
-        assert!(!map.specs.iter().any(|e| e.name == name), "command {name} registered twice");
-        map.specs.push(Entry::new(name, s));
+        assert!(map.names.find_at(name.as_bytes()).is_none(), "command {name} registered twice");
+        map.names.push(name);
+        map.specs.push(s);
     }
-    map.reindex();
     Rc::new(map)
 }
 

@@ -28,9 +28,10 @@ pub enum Lookup<'a> {
 /// key positions (first, last, step), as many as fit; returns the new
 /// count, and where the command is in `table` (for `lookup_at`). For
 /// prefetching only: an unknown command, a container or a wrong argument
-/// count adds nothing, and nothing is checked or replied.
-pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], keys: &mut [&'a [u8]], mut n: usize) -> (usize, Option<SpecAt>) {
-    let Some(at) = argv.first().and_then(|raw| table.find_at(raw)) else { return (n, None) };
+/// count adds nothing, and nothing is checked or replied. `known` is
+/// where an I/O thread found the command already, if it did.
+pub fn key_args<'a>(table: &CommandMap, argv: &'a [Vec<u8>], known: Option<SpecAt>, keys: &mut [&'a [u8]], mut n: usize) -> (usize, Option<SpecAt>) {
+    let Some(at) = known.or_else(|| argv.first().and_then(|raw| table.find_at(raw))) else { return (n, None) };
     let spec = table.at(at).expect("just found");
     let k = spec.keys;
     if k.first <= 0 || k.step <= 0 || !spec.subcommands.is_empty() {

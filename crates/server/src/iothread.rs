@@ -49,6 +49,7 @@ use std::thread::JoinHandle;
 
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use crate::cmdname::{Names, SpecAt};
 use crate::conn::Conn;
 use crate::tls::Session;
 
@@ -120,9 +121,10 @@ pub enum FromIo {
 }
 
 /// A request an I/O thread parsed: where it starts and ends in the
-/// client's stream (bytes counted from the first one read) and its
-/// arguments. The executor runs it in place of parsing those bytes itself
-/// when its own parser stands, idle, at `start` (see `Index`).
+/// client's stream (bytes counted from the first one read), its
+/// arguments and where its command is in the server's table. The executor
+/// runs it in place of parsing those bytes itself when its own parser
+/// stands, idle, at `start` (see `Index`).
 #[derive(Debug)]
 pub struct Req {
     /// Stream offset of its first byte.
@@ -131,6 +133,9 @@ pub struct Req {
     pub end: u64,
     /// The arguments, as `resp::Parser` returns them.
     pub argv: Vec<Vec<u8>>,
+    /// Its command's place in the table (`Names::find_at`), None for an
+    /// unknown one: the executor does not look it up again.
+    pub at: Option<SpecAt>,
 }
 
 /// Largest unfinished request (its bytes so far) a thread keeps to parse
@@ -166,7 +171,7 @@ const INDEX_LIMITS: resp::Limits = resp::Limits { max_bulk_len: i64::MAX, unauth
 impl Index {
     /// Parses `got`, the next bytes of the stream, pushing the complete
     /// requests found to `reqs`.
-    fn scan(&mut self, got: &[u8], reqs: &mut Vec<Req>) {
+    fn scan(&mut self, got: &[u8], reqs: &mut Vec<Req>, names: &Names) {
         let base = self.read - self.tail.len() as u64;
         self.read += got.len() as u64;
         if self.lost {
@@ -185,7 +190,10 @@ impl Index {
                 self.req_start = base + pos as u64;
             }
             match self.parser.parse(buf, &mut pos, &INDEX_LIMITS) {
-                Ok(resp::Parsed::Command(argv)) => reqs.push(Req { start: self.req_start, end: base + pos as u64, argv }),
+                Ok(resp::Parsed::Command(argv)) => {
+                    let at = argv.first().and_then(|name| names.find_at(name));
+                    reqs.push(Req { start: self.req_start, end: base + pos as u64, argv, at });
+                }
                 // What the unfinished request holds so far (its arguments
                 // read, in the parser, and the rest in `tail`) is bounded.
                 Ok(resp::Parsed::Incomplete { .. }) if self.read - self.req_start <= TAIL_MAX as u64 => {
@@ -294,6 +302,8 @@ pub struct IoThreads {
     live: usize,
     /// What every thread wakes the executor with, kept to start more.
     executor: Arc<Waker>,
+    /// The command names every thread finds requests' commands by.
+    names: Arc<Names>,
     inbox: Arc<Inbox>,
     /// The executor's side of `inbox`.
     bell: Arc<Doorbell>,
@@ -339,11 +349,12 @@ impl std::fmt::Debug for IoThreads {
 
 impl IoThreads {
     /// Starts `n` threads (named `io_thd_1` ...), each waking the executor
-    /// through `executor` once per turn that had something for it.
+    /// through `executor` once per turn that had something for it and
+    /// finding requests' commands in `names`.
     ///
     /// Errors: a poller, a waker or a thread could not be created.
-    pub fn start(n: usize, executor: Arc<Waker>) -> io::Result<IoThreads> {
-        let mut io = IoThreads { threads: Vec::with_capacity(n), assigned: Vec::with_capacity(n), live: 0, executor, inbox: Arc::new(Inbox { batches: Mutex::new(Vec::with_capacity(INBOX_ROOM)) }), bell: Arc::new(Doorbell::default()), taken: Vec::with_capacity(INBOX_ROOM) };
+    pub fn start(n: usize, executor: Arc<Waker>, names: Arc<Names>) -> io::Result<IoThreads> {
+        let mut io = IoThreads { threads: Vec::with_capacity(n), assigned: Vec::with_capacity(n), live: 0, executor, names, inbox: Arc::new(Inbox { batches: Mutex::new(Vec::with_capacity(INBOX_ROOM)) }), bell: Arc::new(Doorbell::default()), taken: Vec::with_capacity(INBOX_ROOM) };
         if let Err(e) = io.resize(n) {
             io.stop();
             return Err(e);
@@ -358,7 +369,7 @@ impl IoThreads {
         let (tx, rx) = mpsc::channel();
         let stats = Arc::new(Stats::default());
         let bell = Arc::new(Doorbell::default());
-        let mut worker = Box::new(Worker { poll, rx, bell: bell.clone(), inbox: self.inbox.clone(), executor: self.executor.clone(), executor_bell: self.bell.clone(), stats: stats.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 });
+        let mut worker = Box::new(Worker { poll, rx, bell: bell.clone(), inbox: self.inbox.clone(), executor: self.executor.clone(), executor_bell: self.bell.clone(), stats: stats.clone(), names: self.names.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 });
         let join = std::thread::Builder::new().name(format!("io_thd_{}", self.threads.len() + 1)).spawn(move || {
             // First, so that its destructor runs after the others (std runs
             // them last registered first).
@@ -586,6 +597,8 @@ struct Worker {
     executor: Arc<Waker>,
     executor_bell: Arc<Doorbell>,
     stats: Arc<Stats>,
+    /// The server's command names, to find each request's command by.
+    names: Arc<Names>,
     peers: rustc_hash::FxHashMap<Id, Peer>,
     out: Vec<FromIo>,
     scratch: Box<[u8]>,
@@ -792,7 +805,7 @@ impl Worker {
         if !got.is_empty() {
             p.window += got.len();
             let mut reqs = Vec::new();
-            p.index.scan(&got, &mut reqs);
+            p.index.scan(&got, &mut reqs, &self.names);
             self.out.push(FromIo::Input { id, buf: got, reqs });
         }
         if let Some(e) = end {
@@ -962,7 +975,7 @@ mod tests {
         let mut reqs = Vec::new();
         let mut at = 0;
         for &c in cuts.iter().chain([&stream.len()]) {
-            ix.scan(&stream[at..c], &mut reqs);
+            ix.scan(&stream[at..c], &mut reqs, &Names::default());
             at = c;
         }
         (reqs, ix)
@@ -995,18 +1008,18 @@ mod tests {
         let first = cmd(&[b"SET", b"k", &big]);
         let mut ix = Index::default();
         let mut reqs = Vec::new();
-        ix.scan(&first[..first.len() - 5], &mut reqs);
+        ix.scan(&first[..first.len() - 5], &mut reqs, &Names::default());
         assert!(ix.lost && ix.tail.is_empty() && reqs.is_empty());
-        ix.scan(&first[first.len() - 5..], &mut reqs);
+        ix.scan(&first[first.len() - 5..], &mut reqs, &Names::default());
         let next = cmd(&[b"GET", b"k"]);
-        ix.scan(&next, &mut reqs);
+        ix.scan(&next, &mut reqs, &Names::default());
         assert!(reqs.is_empty(), "lost: nothing is parsed");
         // The executor, idle somewhere before the end: nothing changes.
         ix.found(first.len() as u64);
         assert!(ix.lost);
         ix.found((first.len() + next.len()) as u64);
         assert!(!ix.lost);
-        ix.scan(&next, &mut reqs);
+        ix.scan(&next, &mut reqs, &Names::default());
         let at = (first.len() + next.len()) as u64;
         assert_eq!(reqs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(), vec![(at, at + next.len() as u64)]);
     }
@@ -1085,7 +1098,7 @@ mod tests {
     fn threads_retire_from_the_end_once_empty_and_come_back_live() {
         let poll = Poll::new().unwrap();
         let waker = Arc::new(Waker::new(poll.registry(), Token(0)).unwrap());
-        let mut io = IoThreads::start(2, waker).unwrap();
+        let mut io = IoThreads::start(2, waker, Arc::default()).unwrap();
         assert_eq!((io.assign(), io.assign(), io.assign()), (Some(0), Some(1), Some(0)));
         io.resize(1).unwrap();
         assert_eq!((io.live(), io.len()), (1, 2));
@@ -1122,7 +1135,7 @@ mod tests {
     fn a_protocol_error_stops_the_index() {
         let mut ix = Index::default();
         let mut reqs = Vec::new();
-        ix.scan(b"*1\r\n$4\r\nPING\r\n*1\r\nx\r\n*1\r\n$4\r\nPING\r\n", &mut reqs);
+        ix.scan(b"*1\r\n$4\r\nPING\r\n*1\r\nx\r\n*1\r\n$4\r\nPING\r\n", &mut reqs, &Names::default());
         assert_eq!(reqs.len(), 1);
         assert!(ix.lost);
     }

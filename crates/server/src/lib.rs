@@ -57,6 +57,7 @@ pub mod blocking;
 pub mod bus;
 pub mod check_rdb;
 pub mod client;
+pub mod cmdname;
 pub mod cluster;
 pub mod clientevict;
 pub mod command;

@@ -122,6 +122,9 @@ pub struct Shell {
     /// kept: a poller takes one waker, and threads may start again after
     /// all of them ended (CONFIG SET io-threads).
     io_waker: Option<std::sync::Arc<mio::Waker>>,
+    /// The table's names for the I/O threads to find commands by, made
+    /// when threads first start and kept (the table does not change).
+    io_names: Option<std::sync::Arc<crate::command::Names>>,
 }
 
 impl Shell {
@@ -135,6 +138,13 @@ impl Shell {
         let w = std::sync::Arc::new(mio::Waker::new(&self.acceptor.registry, IO)?);
         self.io_waker = Some(w.clone());
         Ok(w)
+    }
+
+    /// Starts `n` I/O threads.
+    fn start_io(&mut self, n: usize) -> io::Result<crate::iothread::IoThreads> {
+        let waker = self.io_waker()?;
+        let names = self.io_names.get_or_insert_with(|| std::sync::Arc::new(self.table.names())).clone();
+        crate::iothread::IoThreads::start(n, waker, names)
     }
 
     /// Acts on the signals that came: SIGTERM and SIGINT schedule a
@@ -199,7 +209,7 @@ impl Host for Shell {
         let started = match srv.io.as_mut() {
             Some(io) => io.resize(want),
             None if want == 0 => Ok(()),
-            None => self.io_waker().and_then(|w| crate::iothread::IoThreads::start(want, w)).map(|io| srv.io = Some(io)),
+            None => self.start_io(want).map(|io| srv.io = Some(io)),
         };
         // The moves, and the end of retired threads (of threads started
         // just now too, if a later one failed), happen between commands.
@@ -315,7 +325,7 @@ impl EventLoop {
                 }
             }
         }
-        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None, io_waker: None };
+        let shell = Shell { engine: Engine::new(table.clone()), table, acceptor, signals, bus: None, bus_registry: None, io_waker: None, io_names: None };
         Ok(EventLoop { poll, shell, link: Default::default(), metrics: None, dialing: Vec::new(), ids: Vec::new(), held: Vec::new(), pending: Default::default(), accept_more: false, shared_qbuf: Vec::with_capacity(READ_CHUNK), scratch: vec![0; READ_CHUNK].into_boxed_slice() })
     }
 
@@ -348,8 +358,7 @@ impl EventLoop {
     /// Errors: a thread or its poller could not be created.
     pub fn start_io_threads(&mut self, srv: &mut Server, n: usize) -> io::Result<()> {
         if n > 1 {
-            let waker = self.shell.io_waker()?;
-            srv.io = Some(crate::iothread::IoThreads::start(n - 1, waker)?);
+            srv.io = Some(self.shell.start_io(n - 1)?);
         }
         Ok(())
     }
@@ -1140,7 +1149,7 @@ pub fn process_input(srv: &mut Server, host: &mut dyn Host, c: &mut Client) -> b
 /// limits this client has now (the thread parses with none). Otherwise,
 /// and for every byte the thread did not parse, the executor's parser, so
 /// whatever consumes or rewinds the query buffer stays the one rule.
-fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolError> {
+fn parse_one(c: &mut Client, limits: &Limits) -> (Result<Parsed, resp::ProtocolError>, Option<SpecAt>) {
     if let Some(l) = c.io.as_mut().filter(|l| !l.reqs.is_empty()) {
         if c.parser.is_idle() {
             let at = l.qbase.wrapping_add(c.qpos as u64);
@@ -1158,11 +1167,11 @@ fn parse_one(c: &mut Client, limits: &Limits) -> Result<Parsed, resp::ProtocolEr
             if l.reqs.front().is_some_and(fits) {
                 let r = l.pop_req().expect("front checked");
                 c.qpos += (r.end - r.start) as usize;
-                return Ok(Parsed::Command(r.argv));
+                return (Ok(Parsed::Command(r.argv)), r.at);
             }
         }
     }
-    c.parser.parse(&c.qbuf, &mut c.qpos, limits)
+    (c.parser.parse(&c.qbuf, &mut c.qpos, limits), None)
 }
 
 /// Most requests `parse_ahead` parses past the one about to run.
@@ -1228,28 +1237,32 @@ impl Ahead {
 /// where the prefetch found the request's command, if it looked.
 fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, ahead: &mut Ahead) -> (usize, Result<Parsed, resp::ProtocolError>, Option<SpecAt>) {
     let start = c.qpos;
-    let first = parse_one(c, limits);
+    let (first, first_at) = parse_one(c, limits);
     let Ok(Parsed::Command(argv)) = &first else { return (start, first, None) };
     if c.qpos >= c.qbuf.len() {
-        return (start, first, None);
+        return (start, first, first_at);
     }
     let first_end = c.qpos;
     ahead.unauthenticated = limits.unauthenticated;
     while ahead.reqs.len() < AHEAD_MAX && c.qpos < c.qbuf.len() {
-        let at = c.qpos;
-        let parsed = parse_one(c, limits);
+        let from = c.qpos;
+        let (parsed, at) = parse_one(c, limits);
         let more = matches!(parsed, Ok(Parsed::Command(_)));
-        ahead.reqs.push_back(Queued { start: at, end: c.qpos, parsed, at: None });
+        ahead.reqs.push_back(Queued { start: from, end: c.qpos, parsed, at });
         if !more {
             break;
         }
     }
     let Some(db) = srv.dbs.get(c.db) else {
         c.qpos = first_end;
-        return (start, first, None);
+        return (start, first, first_at);
     };
     let mut keys: [&[u8]; storage::keyspace::PREFETCH_MAX] = [&[]; storage::keyspace::PREFETCH_MAX];
     let mut found = [None; AHEAD_MAX + 1];
+    found[0] = first_at;
+    for (f, q) in found[1..].iter_mut().zip(&ahead.reqs) {
+        *f = q.at;
+    }
     let mut n = 0;
     let table = host.table();
     let argvs = ahead.reqs.iter().map(|q| match &q.parsed {
@@ -1258,7 +1271,7 @@ fn parse_ahead(srv: &Server, host: &dyn Host, c: &mut Client, limits: &Limits, a
     });
     for (argv, at) in std::iter::once(Some(argv)).chain(argvs).zip(found.iter_mut()) {
         if let Some(argv) = argv {
-            (n, *at) = exec::key_args(table, argv, &mut keys, n);
+            (n, *at) = exec::key_args(table, argv, *at, &mut keys, n);
         }
     }
     db.prefetch(&keys[..n]);
@@ -1288,7 +1301,7 @@ fn prefetch_first(srv: &Server, table: &CommandMap, ids: &[ClientId]) {
             n = 0;
         }
         db = c.db;
-        n = exec::key_args(table, &req.argv, &mut keys, n).0;
+        n = exec::key_args(table, &req.argv, req.at, &mut keys, n).0;
     }
     if n > 0 {
         srv.dbs[db].prefetch(&keys[..n]);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// The server crate, bottom up. A module path names that module and,
 /// for a directory, every file under it.
 const SERVER: &[&[&str]] = &[
-    &["affinity", "conn", "iothread", "glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "oom", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble", "commandlog", "hotkeys"],
+    &["affinity", "cmdname", "conn", "iothread", "glob", "memory", "lazyfree", "notify", "args", "keyspec", "log", "process", "oom", "check_rdb", "bgsave", "digest", "aofcore::manifest", "aofcore::reader", "acl", "sha256", "tls", "ldouble", "commandlog", "hotkeys"],
     &["config", "client", "aofcore::check", "crash", "nodesconf"],
     &["pubsub", "blocking", "memreport", "tracking", "feed", "aofcore::state", "aofcore", "repl", "cluster"],
     &["server"],
