@@ -841,3 +841,139 @@ impl Client {
         )
     }
 }
+
+/// The connected clients by id, but for the ones taken out to be served.
+///
+/// A client is served out of the map (the server and the client are
+/// borrowed apart); `take` and `put` leave its entry in place, empty
+/// meanwhile, so that serving a request costs two lookups instead of a
+/// removal and an insertion (about 90 instructions a request at pipeline
+/// depth 1). An empty entry is as absent to every other method.
+#[derive(Default)]
+pub struct Clients {
+    map: rustc_hash::FxHashMap<ClientId, Option<Box<Client>>>,
+    /// Entries that hold a client.
+    present: usize,
+}
+
+impl Clients {
+    pub fn get(&self, id: &ClientId) -> Option<&Client> {
+        self.map.get(id)?.as_deref()
+    }
+
+    pub fn get_mut(&mut self, id: &ClientId) -> Option<&mut Client> {
+        self.map.get_mut(id)?.as_deref_mut()
+    }
+
+    pub fn contains_key(&self, id: &ClientId) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Adds `c` as `id`; returns the client it replaces.
+    pub fn insert(&mut self, id: ClientId, c: Box<Client>) -> Option<Box<Client>> {
+        let old = self.map.insert(id, Some(c)).flatten();
+        if old.is_none() {
+            self.present += 1;
+        }
+        old
+    }
+
+    /// Takes the client out for good.
+    pub fn remove(&mut self, id: &ClientId) -> Option<Box<Client>> {
+        let c = self.map.remove(id).flatten();
+        if c.is_some() {
+            self.present -= 1;
+        }
+        c
+    }
+
+    /// Takes the client out to serve it, leaving its entry for `put`.
+    pub fn take(&mut self, id: &ClientId) -> Option<Box<Client>> {
+        let c = self.map.get_mut(id)?.take();
+        if c.is_some() {
+            self.present -= 1;
+        }
+        c
+    }
+
+    /// Puts back a client `take` gave (its entry may be gone since).
+    pub fn put(&mut self, id: ClientId, c: Box<Client>) {
+        match self.map.get_mut(&id) {
+            Some(slot @ None) => {
+                *slot = Some(c);
+                self.present += 1;
+            }
+            _ => {
+                self.insert(id, c);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.present
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.present == 0
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &ClientId> {
+        self.map.iter().filter(|(_, c)| c.is_some()).map(|(id, _)| id)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Client> {
+        self.map.values().filter_map(|c| c.as_deref())
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Client> {
+        self.map.values_mut().filter_map(|c| c.as_deref_mut())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
+        self.map.iter().filter_map(|(id, c)| Some((id, c.as_deref()?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(id: ClientId) -> Box<Client> {
+        Box::new(Client::new(id, None, String::new(), String::new()))
+    }
+
+    fn ids(cs: &Clients) -> Vec<ClientId> {
+        let mut v: Vec<ClientId> = cs.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// A client taken out to be served is absent to every method until
+    /// put back, as one removed would be; putting back one whose entry was
+    /// removed meanwhile (closed while served) inserts it again.
+    #[test]
+    fn a_taken_client_is_absent_until_put_back() {
+        let mut cs = Clients::default();
+        for id in 1..=3 {
+            assert!(cs.insert(id, client(id)).is_none());
+        }
+        let c = cs.take(&2).expect("present");
+        assert_eq!(c.id, 2);
+        assert!(cs.take(&2).is_none() && cs.get(&2).is_none() && cs.get_mut(&2).is_none() && !cs.contains_key(&2));
+        assert_eq!((cs.len(), ids(&cs)), (2, vec![1, 3]));
+        assert_eq!(cs.values().count() + cs.iter().count() + cs.values_mut().count(), 6);
+        cs.put(2, c);
+        assert_eq!((cs.len(), ids(&cs)), (3, vec![1, 2, 3]));
+        assert_eq!(cs.get(&2).map(|c| c.id), Some(2));
+
+        let c = cs.take(&3).expect("present");
+        assert!(cs.remove(&3).is_none(), "the empty entry holds no client");
+        assert_eq!(cs.len(), 2);
+        cs.put(3, c);
+        assert_eq!((cs.len(), ids(&cs)), (3, vec![1, 2, 3]));
+
+        assert_eq!(cs.remove(&1).map(|c| c.id), Some(1));
+        assert!(cs.take(&1).is_none() && cs.remove(&1).is_none());
+        assert_eq!((cs.len(), ids(&cs), cs.is_empty()), (2, vec![2, 3], false));
+    }
+}

@@ -275,7 +275,7 @@ fn to_running(srv: &mut Server, running: &Client, f: impl FnOnce(&mut Reply) -> 
 fn send_invalidation(srv: &mut Server, running: Option<&mut Client>, target: ClientId, what: Invalid<'_>) {
     let is_running = running.as_ref().is_some_and(|c| c.id == target);
     let (redirect, resp3) = {
-        let t = if is_running { running.as_deref() } else { srv.clients.get(&target).map(|t| &**t) };
+        let t = if is_running { running.as_deref() } else { srv.clients.get(&target) };
         let Some(t) = t else { return };
         (t.tracking.as_ref().map_or(0, |x| x.redirect), t.reply.resp3)
     };

@@ -428,7 +428,7 @@ fn await_image(srv: &mut Server, mut cur: Option<&mut Client>, line: &str, at: i
         r.streamed = false;
         let c = match cur.as_deref_mut().filter(|c| c.id == id) {
             Some(c) => Some(c),
-            None => srv.clients.get_mut(&id).map(|c| &mut **c),
+            None => srv.clients.get_mut(&id),
         };
         if let Some(c) = c {
             if !plain {

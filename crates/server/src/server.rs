@@ -468,7 +468,7 @@ pub struct Server {
     /// tls-port is 0); CONFIG SET of a tls-* setting replaces it.
     pub tls: Option<crate::tls::Config>,
     /// Connected clients, except the one currently executing.
-    pub clients: rustc_hash::FxHashMap<ClientId, Box<Client>>,
+    pub clients: crate::client::Clients,
     /// Next client id.
     pub next_client_id: ClientId,
     /// Changes since start (a proxy for Redis's dirty counter).

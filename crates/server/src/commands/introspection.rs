@@ -381,7 +381,7 @@ fn client_list(ctx: &mut Ctx, args: &[Vec<u8>]) -> CmdResult {
     }
     let f = ClientFilter::parse(ctx.srv, args, 2, false)?;
     ctx.client.argv_mem = argv_len(args);
-    let mut all: Vec<&Client> = ctx.srv.clients.values().map(|c| &**c).collect();
+    let mut all: Vec<&Client> = ctx.srv.clients.values().collect();
     all.push(ctx.client);
     let me = ctx.client.id;
     let mut s = String::new();
