@@ -568,7 +568,7 @@ fn unsubscribe_shard_slots(srv: &mut Server, slots: &[u16]) {
     for ch in channels {
         let ids: Vec<ClientId> = srv.pubsub.map_ref(crate::client::Kind::Shard).get(&ch).cloned().unwrap_or_default();
         for id in ids {
-            let Some(mut c) = srv.clients.remove(&id) else { continue };
+            let Some(mut c) = srv.clients.take(&id) else { continue };
             if srv.pubsub.unsubscribe(&mut c, crate::client::Kind::Shard, &ch) {
                 let count = c.pubsub.as_ref().map_or(0, |s| s.total());
                 let mut out = resp::Reply::new();
@@ -581,7 +581,7 @@ fn unsubscribe_shard_slots(srv: &mut Server, slots: &[u16]) {
                 srv.pubsub.unmark_if_idle(&mut c);
                 srv.woken.push(id);
             }
-            srv.clients.insert(id, c);
+            srv.clients.put(id, c);
         }
     }
 }

@@ -67,9 +67,9 @@ pub fn after_push(srv: &mut Server, id: ClientId) {
     if !enabled(srv) {
         return;
     }
-    if let Some(mut c) = srv.clients.remove(&id) {
+    if let Some(mut c) = srv.clients.take(&id) {
         account(srv, &mut c);
-        srv.clients.insert(id, c);
+        srv.clients.put(id, c);
     }
     evict_now(srv);
 }

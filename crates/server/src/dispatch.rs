@@ -434,14 +434,14 @@ pub fn resume(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
 
 /// Unparks `id` and runs its command again.
 fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
-    let Some(mut c) = srv.clients.remove(&id) else { return };
+    let Some(mut c) = srv.clients.take(&id) else { return };
     if c.close_asap {
         // Killed by the command that made the key ready: leave the data.
-        srv.clients.insert(id, c);
+        srv.clients.put(id, c);
         return;
     }
     let Some(p) = srv.blocking.unpark(id) else {
-        srv.clients.insert(id, c);
+        srv.clients.put(id, c);
         return;
     };
     c.blocked = false;
@@ -454,7 +454,7 @@ fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
                 reject(srv, &mut c, spec, &CmdError::Custom(format!("NOPERM {msg}")));
                 srv.blocking.wake(id);
                 srv.sweep_clients = true;
-                srv.clients.insert(id, c);
+                srv.clients.put(id, c);
                 return;
             }
         }
@@ -468,7 +468,7 @@ fn rerun(srv: &mut Server, host: &mut dyn Host, id: ClientId) {
         srv.blocking.wake(id);
     }
     srv.sweep_clients = true;
-    srv.clients.insert(id, c);
+    srv.clients.put(id, c);
 }
 
 /// How a blocked client is released without being served.
@@ -496,7 +496,7 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
     if !srv.blocking.is_blocked(id) {
         return false;
     }
-    let Some(mut c) = srv.clients.remove(&id) else { return false };
+    let Some(mut c) = srv.clients.take(&id) else { return false };
     let p = srv.blocking.unpark(id).expect("checked above");
     c.blocked = false;
     c.argv_mem = 0;
@@ -537,7 +537,7 @@ pub fn release(srv: &mut Server, table: &CommandMap, id: ClientId, how: Release)
     }
     srv.blocking.wake(id);
     srv.sweep_clients = true;
-    srv.clients.insert(id, c);
+    srv.clients.put(id, c);
     true
 }
 

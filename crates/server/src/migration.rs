@@ -481,7 +481,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
         }
         return;
     };
-    let Some(mut c) = srv.clients.remove(&cid) else {
+    let Some(mut c) = srv.clients.take(&cid) else {
         fail_export(srv, id, "the destination's connection closed");
         return;
     };
@@ -561,7 +561,7 @@ fn step_export(srv: &mut Server, table: &CommandMap, id: &str, forwarded: &[Vec<
         }
     }
     srv.woken.push(cid);
-    srv.clients.insert(cid, c);
+    srv.clients.put(cid, c);
     if let Some(why) = fail {
         if let Some(c) = srv.clients.get_mut(&cid) {
             c.close_asap = true;
