@@ -269,13 +269,18 @@ def test_config_set_maxmemory_evicts_without_another_command(ev):
         p.close()
 
 
-def test_invalidations_of_evicted_keys_do_not_drive_eviction_on(ev):
+@pytest.mark.parametrize("io_threads", [1, 4])
+def test_invalidations_of_evicted_keys_do_not_drive_eviction_on(start_server, io_threads):
     """Evicting keys that clients cache sends each of them an invalidation;
     those messages are memory until they are written, but they are not
     taken off what an eviction freed, and they leave before the next
     command: a limit 40 KB under used memory evicts about 40 keys of 1 KB
     names, not the whole database (Redis's "client tracking don't cause
-    eviction feedback loop")."""
+    eviction feedback loop"). With I/O threads the next command can run
+    before the invalidations' threads had their turn: reply buffers on
+    their way to a thread are not counted either (they evicted 250 keys)."""
+    srv = start_server("--io-threads", str(io_threads))
+    ev = redis.Redis(host=srv.host, port=srv.port, socket_timeout=30)
     s = ev.connection_pool.connection_kwargs
     ev.config_set("maxmemory-policy", "allkeys-lru")
     ev.config_set("maxmemory-eviction-tenacity", 100)

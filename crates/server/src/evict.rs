@@ -53,7 +53,11 @@ pub fn time_limit(tenacity: u32) -> Option<Duration> {
 /// replica's REPLCONF ACK runs eviction with the stream in its buffer).
 fn counted(srv: &Server, current: Option<&Client>) -> u64 {
     let running = current.filter(|c| c.repl_role == ReplRole::Replica).map_or(0, |c| c.reply.buf.capacity() as u64);
-    srv.used_memory().saturating_sub(srv.mem_not_counted_for_evict() + running)
+    // What is not counted first: reply buffers an I/O thread frees leave
+    // in_transit after they leave used_memory, so read in this order the
+    // two never count a buffer twice.
+    let not_counted = srv.mem_not_counted_for_evict() + running;
+    srv.used_memory().saturating_sub(not_counted)
 }
 
 /// True if memory is over maxmemory and nothing can be evicted now: what

@@ -310,6 +310,9 @@ pub struct IoThreads {
     /// The batches last taken from `inbox`, emptied as they are run; kept
     /// for its room, which goes back to the inbox in the next swap.
     taken: Vec<Vec<FromIo>>,
+    /// Bytes allocated for the reply buffers handed over (`write`) that
+    /// their thread has not yet tried to write (`in_transit`).
+    transit: Arc<AtomicUsize>,
 }
 
 /// Batches the inbox and the executor's side of it have room for from the
@@ -354,7 +357,7 @@ impl IoThreads {
     ///
     /// Errors: a poller, a waker or a thread could not be created.
     pub fn start(n: usize, executor: Arc<Waker>, names: Arc<Names>) -> io::Result<IoThreads> {
-        let mut io = IoThreads { threads: Vec::with_capacity(n), assigned: Vec::with_capacity(n), live: 0, executor, names, inbox: Arc::new(Inbox { batches: Mutex::new(Vec::with_capacity(INBOX_ROOM)) }), bell: Arc::new(Doorbell::default()), taken: Vec::with_capacity(INBOX_ROOM) };
+        let mut io = IoThreads { threads: Vec::with_capacity(n), assigned: Vec::with_capacity(n), live: 0, executor, names, inbox: Arc::new(Inbox { batches: Mutex::new(Vec::with_capacity(INBOX_ROOM)) }), bell: Arc::new(Doorbell::default()), taken: Vec::with_capacity(INBOX_ROOM), transit: Arc::default() };
         if let Err(e) = io.resize(n) {
             io.stop();
             return Err(e);
@@ -369,7 +372,7 @@ impl IoThreads {
         let (tx, rx) = mpsc::channel();
         let stats = Arc::new(Stats::default());
         let bell = Arc::new(Doorbell::default());
-        let mut worker = Box::new(Worker { poll, rx, bell: bell.clone(), inbox: self.inbox.clone(), executor: self.executor.clone(), executor_bell: self.bell.clone(), stats: stats.clone(), names: self.names.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0 });
+        let mut worker = Box::new(Worker { poll, rx, bell: bell.clone(), inbox: self.inbox.clone(), executor: self.executor.clone(), executor_bell: self.bell.clone(), stats: stats.clone(), names: self.names.clone(), peers: Default::default(), out: Vec::new(), scratch: vec![0; CHUNK].into_boxed_slice(), published: 0, transit: self.transit.clone(), tried: 0 });
         let join = std::thread::Builder::new().name(format!("io_thd_{}", self.threads.len() + 1)).spawn(move || {
             // First, so that its destructor runs after the others (std runs
             // them last registered first).
@@ -478,6 +481,28 @@ impl IoThreads {
     /// Queues `msg` for thread `t`; it leaves with the next `send`.
     pub fn push(&mut self, t: usize, msg: ToIo) {
         self.threads[t].batch.push(msg);
+    }
+
+    /// Hands thread `t` reply bytes for client `id` (`ToIo::Write`).
+    pub fn write(&mut self, t: usize, id: Id, buf: Vec<u8>) {
+        self.transit.fetch_add(storage::encoding::alloc_size(buf.capacity()), Ordering::Relaxed);
+        self.push(t, ToIo::Write { id, buf });
+    }
+
+    /// Bytes allocated for the reply buffers handed over that no thread
+    /// has tried to write yet (their size classes, as used_memory counts
+    /// them). The event loop writes a reply before it reads the next
+    /// request; here the next request can run before the reply's thread
+    /// had its turn, and eviction, counting those buffers, would evict
+    /// for memory that is on its way out (the invalidations an eviction
+    /// sends to tracking clients would drive it on). Bytes a thread tried
+    /// and the socket did not take stay counted, as the event loop's are.
+    ///
+    /// A thread lowers it after it published what it freed (`flush_out`),
+    /// so a caller that reads this before used_memory never counts a
+    /// buffer in both (it may leave one out of both, for that moment).
+    pub fn in_transit(&self) -> usize {
+        self.transit.load(Ordering::Acquire)
     }
 
     /// Gives thread `t` back the arguments of a request it parsed, with
@@ -604,6 +629,11 @@ struct Worker {
     scratch: Box<[u8]>,
     /// Net bytes last published to used_memory.
     published: i64,
+    /// `IoThreads::transit`, lowered by `tried` once this turn's writes
+    /// and frees are published.
+    transit: Arc<AtomicUsize>,
+    /// Bytes allocated for the reply buffers taken this turn.
+    tried: usize,
 }
 
 impl Worker {
@@ -657,6 +687,7 @@ impl Worker {
                             self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false, index: Index::default() });
                         }
                         ToIo::Write { id, buf } => {
+                            self.tried += storage::encoding::alloc_size(buf.capacity());
                             if let Some(p) = self.peers.get_mut(&id) {
                                 p.out.push_back(buf);
                                 writable.push(id);
@@ -744,6 +775,7 @@ impl Worker {
     fn flush_out(&mut self) {
         if self.out.is_empty() {
             crate::memory::publish_thread(&mut self.published);
+            self.transit.fetch_sub(std::mem::take(&mut self.tried), Ordering::Release);
             return;
         }
         let batch = std::mem::take(&mut self.out);
@@ -752,6 +784,7 @@ impl Worker {
             q.push(batch);
             crate::memory::publish_thread(&mut self.published);
         }
+        self.transit.fetch_sub(std::mem::take(&mut self.tried), Ordering::Release);
         if self.executor_bell.rang() {
             let _ = self.executor.wake();
         }

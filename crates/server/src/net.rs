@@ -1500,7 +1500,7 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
     };
     c.sent = 0;
     link.queued.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    io.push(link.thread, crate::iothread::ToIo::Write { id: c.id, buf });
+    io.write(link.thread, c.id, buf);
     srv.net_writes += 1;
     c.net_out += n as u64;
     srv.net.written(c.repl_role, n as u64);

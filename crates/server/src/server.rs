@@ -1154,11 +1154,13 @@ impl Server {
     /// carry copies of the stream (Redis's replicas read the shared buffer
     /// in place, so it has no such copy to count; their whole buffer is
     /// left out, so that the room cron gives it does not move the count),
-    /// as Redis leaves them out: eviction cannot shrink them.
+    /// as Redis leaves them out: eviction cannot shrink them. Also reply
+    /// buffers on their way to an I/O thread (`IoThreads::in_transit`).
     pub fn mem_not_counted_for_evict(&self) -> u64 {
         let aof = if self.aof.on { self.aof.buffered() } else { 0 };
+        let transit = self.io.as_ref().map_or(0, crate::iothread::IoThreads::in_transit);
         if !self.repl.backlog.active {
-            return aof as u64;
+            return (aof + transit) as u64;
         }
         let copied: usize = self
             .repl
@@ -1167,7 +1169,7 @@ impl Server {
             .filter_map(|id| self.clients.get(id))
             .map(|c| c.reply.buf.capacity())
             .sum();
-        (aof + self.repl.backlog.beyond_size() + copied) as u64
+        (aof + transit + self.repl.backlog.beyond_size() + copied) as u64
     }
 
     /// The TLS configuration the tls-* settings describe.
