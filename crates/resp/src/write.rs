@@ -58,6 +58,10 @@ impl Reply {
     /// A bulk string.
     pub fn bulk(&mut self, s: &[u8]) {
         self.header(b'$', s.len() as i64);
+        // Room for the string and its CRLF at once: growing for the string
+        // alone and then for the CRLF doubled the buffer, a 100 KB value
+        // taking a 200 KB buffer.
+        self.buf.reserve(s.len() + 2);
         self.buf.extend_from_slice(s);
         self.buf.extend_from_slice(b"\r\n");
     }
@@ -183,6 +187,7 @@ impl Reply {
     pub fn verbatim(&mut self, s: &[u8]) {
         if self.resp3 {
             self.header(b'=', s.len() as i64 + 4);
+            self.buf.reserve(s.len() + 6);
             self.buf.extend_from_slice(b"txt:");
             self.buf.extend_from_slice(s);
             self.buf.extend_from_slice(b"\r\n");
@@ -200,6 +205,20 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_string_grows_the_buffer_once_to_its_size() {
+        let value = vec![b'x'; 100_000];
+        for resp3 in [false, true] {
+            let mut r = Reply { resp3, ..Reply::default() };
+            r.bulk(&value);
+            assert_eq!(r.buf.len(), 100_000 + 11);
+            assert_eq!(r.buf.capacity(), r.buf.len(), "resp3 {resp3}");
+            let mut r = Reply { resp3, ..Reply::default() };
+            r.verbatim(&value);
+            assert_eq!(r.buf.capacity(), r.buf.len(), "resp3 {resp3}");
+        }
+    }
 
     #[test]
     fn resp2_and_resp3_forms() {
