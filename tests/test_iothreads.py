@@ -18,6 +18,7 @@ import asyncio
 import os
 import resource
 import shutil
+import socket
 import time
 
 import pytest
@@ -507,3 +508,37 @@ def test_parsed_requests_behind_a_blocked_client_count_in_its_memory(start_serve
     for _ in range(200):
         assert a.read_reply() == b"+OK\r\n"
     assert int(entry()["tot-mem"]) < len(behind) // 4
+
+
+def test_replies_a_thread_holds_weigh_what_they_hold(start_server):
+    """A Pub/Sub client that does not read leaves its messages with its I/O
+    thread; what the client weighs (CLIENT LIST tot-mem, what client eviction
+    counts) grows by the memory those replies hold, not by their bytes alone:
+    the thread's buffers are allocated in size classes and a buffer half
+    written still holds all of it."""
+    s = start_server("--io-threads", "2")
+    r = redis.Redis(host=s.host, port=s.port)
+    subs = []
+    for _ in range(10):
+        sock = socket.socket()
+        # A small window, so that the messages stay with the server.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((s.host, s.port))
+        sock.sendall(_cmd("SUBSCRIBE", "ch"))
+        subs.append(sock)
+    wait_for(lambda: r.pubsub_numsub("ch")[0][1] == 10, what="subscribers")
+
+    def weighed() -> tuple[int, int]:
+        return r.info("memory")["used_memory"], sum(int(c["tot-mem"]) for c in r.client_list() if c["cmd"] == "subscribe")
+
+    used0, subs0 = weighed()
+    for _ in range(30):
+        r.publish("ch", b"x" * 100_000)
+    time.sleep(0.5)
+    used1, subs1 = weighed()
+    pending = sum(int(c["omem"]) for c in r.client_list() if c["cmd"] == "subscribe")
+    assert pending > 10 * 100_000
+    grew = used1 - used0
+    assert 0.95 * grew <= subs1 - subs0 <= 1.05 * grew, (grew, subs1 - subs0)
+    for sock in subs:
+        sock.close()

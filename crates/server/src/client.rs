@@ -395,8 +395,9 @@ pub struct Client {
 pub struct IoLink {
     /// The thread's index.
     pub thread: usize,
-    /// Reply bytes handed to the thread and not yet written.
-    pub queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Reply bytes handed to the thread and not yet written, and the
+    /// memory of their buffers.
+    pub queued: std::sync::Arc<crate::iothread::Queued>,
     /// A Unix domain socket (CLIENT LIST's `U` flag).
     pub unix: bool,
     /// A tls-port client (the thread holds its TLS session).
@@ -456,7 +457,7 @@ impl IoLink {
 
     /// Reply bytes the thread holds.
     pub fn queued(&self) -> usize {
-        self.queued.load(std::sync::atomic::Ordering::Relaxed)
+        self.queued.bytes()
     }
 }
 
@@ -665,16 +666,16 @@ impl Client {
     }
 
     /// The reply's share of `memory`: the reply buffer's allocation, or,
-    /// for a client of an I/O thread, what that buffer would hold if the
-    /// replies the thread is still writing were in it (as they are at
-    /// io-threads 1 and in Redis), when that is more. The buffer handed
-    /// over is replaced by one as large, so counting both would make the
-    /// client weigh more while its thread writes, and a cron recount in
-    /// that moment evict one client too many.
+    /// for a client of an I/O thread, the allocation of the buffers the
+    /// thread is still writing (a buffer half written holds all of it)
+    /// and the bytes not yet handed over, when that is more. The buffer
+    /// handed over is replaced by one as large, so counting both would
+    /// make the client weigh more while its thread writes, and a cron
+    /// recount in that moment evict one client too many.
     fn reply_mem(&self) -> usize {
         let room = self.reply.buf.capacity();
         match &self.io {
-            Some(l) => room.max(l.queued() + self.reply.buf.len() - self.sent),
+            Some(l) => room.max(l.queued.held() + self.reply.buf.len() - self.sent),
             None => room,
         }
     }

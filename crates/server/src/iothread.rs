@@ -77,7 +77,7 @@ pub enum ToIo {
     /// Serve this connection from now on; `queued` counts the reply bytes
     /// handed over and not yet written (the executor reads it for output
     /// limits, the thread lowers it as it writes).
-    Adopt { id: Id, conn: Conn, tls: Option<Box<Session>>, queued: Arc<AtomicUsize> },
+    Adopt { id: Id, conn: Conn, tls: Option<Box<Session>>, queued: Arc<Queued> },
     /// Write these reply bytes after those handed over before.
     Write { id: Id, buf: Vec<u8> },
     /// Stop reading (false) or read again (true).
@@ -100,6 +100,50 @@ pub enum ToIo {
     Spare { argvs: Vec<Vec<Vec<u8>>> },
     /// Write what can be written without waiting, then end the thread.
     Exit,
+}
+
+/// One client's reply bytes handed to its thread and not yet written, and
+/// the memory of the buffers holding them: the executor adds to both as it
+/// hands a buffer over (`net::hand_over`), the thread takes off the bytes
+/// as the socket takes them and a buffer's allocation once it is written
+/// out. The allocation is what the client weighs (`Client::memory`): a
+/// buffer half written still holds all of it.
+#[derive(Debug, Default)]
+pub struct Queued {
+    bytes: AtomicUsize,
+    held: AtomicUsize,
+}
+
+impl Queued {
+    /// Counts a buffer handed over: `bytes` to write, `room` its capacity.
+    pub fn add(&self, bytes: usize, room: usize) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.held.fetch_add(storage::encoding::alloc_size(room), Ordering::Relaxed);
+    }
+
+    /// Bytes not yet written.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes allocated for the buffers not yet written out.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    fn written(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// A buffer of capacity `room` is written out (and freed).
+    fn freed(&self, room: usize) {
+        self.held.fetch_sub(storage::encoding::alloc_size(room), Ordering::Relaxed);
+    }
+
+    fn clear(&self) {
+        self.bytes.store(0, Ordering::Relaxed);
+        self.held.store(0, Ordering::Relaxed);
+    }
 }
 
 /// What an I/O thread tells the executor.
@@ -594,7 +638,7 @@ struct Peer {
     /// Reply buffers in order; `off` bytes of the first are written.
     out: VecDeque<Vec<u8>>,
     off: usize,
-    queued: Arc<AtomicUsize>,
+    queued: Arc<Queued>,
     /// False while the executor asked not to read.
     reading: bool,
     /// A read was due while not reading: do it on resume.
@@ -729,7 +773,7 @@ impl Worker {
                                 for (i, b) in p.out.iter().enumerate() {
                                     unwritten.extend_from_slice(if i == 0 { &b[p.off..] } else { b });
                                 }
-                                p.queued.store(0, Ordering::Relaxed);
+                                p.queued.clear();
                                 self.out.push(FromIo::Returned { id, conn: p.conn, tls: p.tls, unwritten });
                             }
                         }
@@ -901,9 +945,11 @@ impl Worker {
                         if sent > 0 {
                             self.stats.writes.fetch_add(1, Ordering::Relaxed);
                         }
-                        p.queued.fetch_sub(taken, Ordering::Relaxed);
+                        p.queued.written(taken);
                         if taken == buf.len() && !buf.is_empty() {
-                            p.out.pop_front();
+                            if let Some(b) = p.out.pop_front() {
+                                p.queued.freed(b.capacity());
+                            }
                             p.off = 0;
                             continue;
                         }
@@ -925,7 +971,7 @@ impl Worker {
         let Some(p) = self.peers.get_mut(&id) else { return };
         if failed {
             p.out.clear();
-            p.queued.store(0, Ordering::Relaxed);
+            p.queued.clear();
             if p.closing {
                 self.drop_peer(id);
             } else if !p.done {
@@ -960,12 +1006,14 @@ impl Worker {
                 Ok(0) => break,
                 Ok(mut n) => {
                     self.stats.writes.fetch_add(1, Ordering::Relaxed);
-                    p.queued.fetch_sub(n, Ordering::Relaxed);
+                    p.queued.written(n);
                     while n > 0 {
                         let left = p.out[0].len() - p.off;
                         if n >= left {
                             n -= left;
-                            p.out.pop_front();
+                            if let Some(b) = p.out.pop_front() {
+                                p.queued.freed(b.capacity());
+                            }
                             p.off = 0;
                         } else {
                             p.off += n;

@@ -1499,7 +1499,7 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
         rest
     };
     c.sent = 0;
-    link.queued.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    link.queued.add(n, buf.capacity());
     io.write(link.thread, c.id, buf);
     srv.net_writes += 1;
     c.net_out += n as u64;
