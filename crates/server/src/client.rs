@@ -671,9 +671,13 @@ impl Client {
     /// and the bytes not yet handed over, when that is more. The buffer
     /// handed over is replaced by one as large, so counting both would
     /// make the client weigh more while its thread writes, and a cron
-    /// recount in that moment evict one client too many.
+    /// recount in that moment evict one client too many. Both are counted
+    /// as the allocator's size classes: the room counted as its capacity
+    /// weighed less than the same buffer held by the thread (a 2,088-byte
+    /// buffer is a 2,560-byte class), and a recount while the thread held
+    /// it evicted one client too many.
     fn reply_mem(&self) -> usize {
-        let room = self.reply.buf.capacity();
+        let room = storage::encoding::alloc_size(self.reply.buf.capacity());
         match &self.io {
             Some(l) => room.max(l.queued.held() + self.reply.buf.len() - self.sent),
             None => room,
@@ -978,5 +982,29 @@ mod tests {
         assert_eq!(cs.remove(&1).map(|c| c.id), Some(1));
         assert!(cs.take(&1).is_none() && cs.remove(&1).is_none());
         assert_eq!((cs.len(), ids(&cs), cs.is_empty()), (2, vec![2, 3], false));
+    }
+
+    /// A client of an I/O thread whose reply buffer keeps its room
+    /// (DEBUG REPLYBUFFER RESIZING 0) weighs the same with its reply in
+    /// its own buffer, with the buffer handed to the thread (and one as
+    /// large in its place), and once the thread freed it, whatever the
+    /// buffer's capacity: the room and the buffer held are both weighed
+    /// as the size class the allocator gives them.
+    #[test]
+    fn a_reply_weighs_the_same_before_during_and_after_its_hand_over() {
+        for room in [16, 100, 2088, 16 * 1024, 70_001] {
+            let mut c = client(1);
+            c.io = Some(IoLink::new(0, false));
+            c.reply.buf = Vec::with_capacity(room);
+            c.reply.buf.extend(std::iter::repeat_n(b'x', room / 2));
+            let before = c.memory();
+            let buf = std::mem::replace(&mut c.reply.buf, Vec::with_capacity(room));
+            let link = c.io.as_ref().expect("link");
+            link.queued.add(buf.len(), buf.capacity());
+            let during = c.memory();
+            c.io.as_mut().expect("link").queued = Default::default();
+            let after = c.memory();
+            assert_eq!((before, during, after), (before, before, before), "room {room}");
+        }
     }
 }
