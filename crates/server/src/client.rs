@@ -1000,7 +1000,7 @@ mod tests {
             let before = c.memory();
             let buf = std::mem::replace(&mut c.reply.buf, Vec::with_capacity(room));
             let link = c.io.as_ref().expect("link");
-            link.queued.add(buf.len(), buf.capacity());
+            link.queued.add(buf.len(), storage::encoding::alloc_size(buf.capacity()));
             let during = c.memory();
             c.io.as_mut().expect("link").queued = Default::default();
             let after = c.memory();

@@ -78,8 +78,9 @@ pub enum ToIo {
     /// handed over and not yet written (the executor reads it for output
     /// limits, the thread lowers it as it writes).
     Adopt { id: Id, conn: Conn, tls: Option<Box<Session>>, queued: Arc<Queued> },
-    /// Write these reply bytes after those handed over before.
-    Write { id: Id, buf: Vec<u8> },
+    /// Write these reply bytes after those handed over before; `class` is
+    /// the buffer's allocation, counted in `IoThreads::in_transit`.
+    Write { id: Id, buf: Vec<u8>, class: usize },
     /// Stop reading (false) or read again (true).
     Reading { id: Id, on: bool },
     /// The executor took in what was read: another `READ_WINDOW` may come.
@@ -115,10 +116,11 @@ pub struct Queued {
 }
 
 impl Queued {
-    /// Counts a buffer handed over: `bytes` to write, `room` its capacity.
-    pub fn add(&self, bytes: usize, room: usize) {
+    /// Counts a buffer handed over: `bytes` to write, `class` its
+    /// allocation (`storage::encoding::alloc_size` of its capacity).
+    pub fn add(&self, bytes: usize, class: usize) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.held.fetch_add(storage::encoding::alloc_size(room), Ordering::Relaxed);
+        self.held.fetch_add(class, Ordering::Relaxed);
     }
 
     /// Bytes not yet written.
@@ -527,10 +529,14 @@ impl IoThreads {
         self.threads[t].batch.push(msg);
     }
 
-    /// Hands thread `t` reply bytes for client `id` (`ToIo::Write`).
-    pub fn write(&mut self, t: usize, id: Id, buf: Vec<u8>) {
-        self.transit.fetch_add(storage::encoding::alloc_size(buf.capacity()), Ordering::Relaxed);
-        self.push(t, ToIo::Write { id, buf });
+    /// Hands thread `t` the `bytes` of reply in `buf` for client `id`
+    /// (`ToIo::Write`), counting them and the buffer's allocation in the
+    /// client's `queued` and the buffer in `in_transit`.
+    pub fn write(&mut self, t: usize, id: Id, buf: Vec<u8>, bytes: usize, queued: &Queued) {
+        let class = storage::encoding::alloc_size(buf.capacity());
+        queued.add(bytes, class);
+        self.transit.fetch_add(class, Ordering::Relaxed);
+        self.push(t, ToIo::Write { id, buf, class });
     }
 
     /// Bytes allocated for the reply buffers handed over that no thread
@@ -730,8 +736,8 @@ impl Worker {
                             self.stats.clients.fetch_add(1, Ordering::Relaxed);
                             self.peers.insert(id, Peer { conn, tls, out: VecDeque::new(), off: 0, queued, reading: true, missed: false, window: 0, hup: false, done: false, stalled: false, closing: false, index: Index::default() });
                         }
-                        ToIo::Write { id, buf } => {
-                            self.tried += storage::encoding::alloc_size(buf.capacity());
+                        ToIo::Write { id, buf, class } => {
+                            self.tried += class;
                             if let Some(p) = self.peers.get_mut(&id) {
                                 p.out.push_back(buf);
                                 writable.push(id);

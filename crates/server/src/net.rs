@@ -1499,8 +1499,7 @@ fn hand_over(srv: &mut Server, c: &mut Client) {
         rest
     };
     c.sent = 0;
-    link.queued.add(n, buf.capacity());
-    io.write(link.thread, c.id, buf);
+    io.write(link.thread, c.id, buf, n, &link.queued);
     srv.net_writes += 1;
     c.net_out += n as u64;
     srv.net.written(c.repl_role, n as u64);
